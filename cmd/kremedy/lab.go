@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps"
+)
+
+func newLabCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "A local rehearsal cluster (real ZooKeeper, Kafka 3.9 and OpenSSH on loopback) that breaks like the incident",
+	}
+	cmd.AddCommand(newLabInstallCmd(), newLabUpCmd(), newLabStatusCmd(), newLabDownCmd(), newLabBrokerCmd(), newLabBreakCmd())
+	return cmd
+}
+
+func addDirFlag(c *cobra.Command, dir *string) {
+	c.Flags().StringVar(dir, "dir", lab.DefaultDir(), "lab directory")
+}
+
+// labErr maps lab errors to exit codes: missing parts, taken ports and
+// conflicting settings are configuration problems (2), the rest failures (1).
+func labErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, lab.ErrMissingPart), errors.Is(err, lab.ErrPortTaken), errors.Is(err, lab.ErrConfigChanged),
+		errors.Is(err, lab.ErrOtherVersion), errors.Is(err, lab.ErrNoLab), errors.Is(err, steps.ErrInvalidTopic),
+		errors.Is(err, lab.ErrWrongLab):
+		return usageErr(err)
+	default:
+		return failedErr(err)
+	}
+}
+
+func newLabInstallCmd() *cobra.Command {
+	var home string
+	c := &cobra.Command{
+		Use:   "install",
+		Short: "Fetch Kafka " + lab.KafkaVersion + " and its classpath from Maven Central into the kremedy cache",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return labErr(lab.Install(cmd.Context(), home, cmd.OutOrStdout()))
+		},
+	}
+	c.Flags().StringVar(&home, "kafka-home", lab.DefaultKafkaHome(), "where to install (a Kafka home: libs/ is filled)")
+	return c
+}
+
+func newLabUpCmd() *cobra.Command {
+	var dir string
+	cfg := lab.DefaultConfig()
+	c := &cobra.Command{
+		Use:   "up",
+		Short: "Start (or resume) the lab; exit 0 once every broker is registered and a controller elected",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := lab.Up(cmd.Context(), dir, cfg, cmd.Flags().Changed, cmd.OutOrStdout())
+			return labErr(err)
+		},
+	}
+	addDirFlag(c, &dir)
+	f := c.Flags()
+	f.IntVar(&cfg.Brokers, "brokers", cfg.Brokers, "number of brokers (hosts 127.0.1.N)")
+	f.IntVar(&cfg.ZooKeepers, "zookeepers", cfg.ZooKeepers, "ZooKeeper ensemble size (hosts 127.0.2.N)")
+	f.StringVar(&cfg.Chroot, "chroot", cfg.Chroot, "ZooKeeper chroot of the Kafka cluster")
+	f.IntVar(&cfg.LogDirsPerBroker, "log-dirs-per-broker", cfg.LogDirsPerBroker, "log.dirs entries per broker (JBOD)")
+	f.StringVar(&cfg.IBP, "ibp", "", "inter.broker.protocol.version (2.7: no topic IDs, the pre-2.8 behaviour)")
+	f.StringVar(&cfg.KafkaHome, "kafka-home", "", "Apache Kafka 3.9.x home (default $KAFKA_HOME, then the `lab install` cache)")
+	f.IntVar(&cfg.Net, "net", 0, "second octet of the lab's loopback addresses (127.NET.1.N), to run a second lab beside the first")
+	return c
+}
+
+func openLab(dir string) (*lab.Lab, error) {
+	l, err := lab.Open(dir)
+	return l, labErr(err)
+}
+
+func newLabStatusCmd() *cobra.Command {
+	var dir string
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show every lab process, its address and registration (exit 1 when something is down)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := openLab(dir)
+			if err != nil {
+				return err
+			}
+			st := l.Status(cmd.Context())
+			l.Print(cmd.OutOrStdout(), st)
+			if !st.Healthy {
+				return &exitError{exitFailed, fmt.Errorf("lab %s is not fully up (see DOWN above)", l.Dir)}
+			}
+			return nil
+		},
+	}
+	addDirFlag(c, &dir)
+	return c
+}
+
+func newLabDownCmd() *cobra.Command {
+	var dir string
+	var purge bool
+	c := &cobra.Command{
+		Use:   "down",
+		Short: "Stop everything the lab started (no orphan JVMs); --purge also removes its directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return labErr(lab.Down(cmd.Context(), dir, purge, cmd.OutOrStdout()))
+		},
+	}
+	addDirFlag(c, &dir)
+	c.Flags().BoolVar(&purge, "purge", false, "also delete the lab directory (data, keys, logs)")
+	return c
+}
+
+func newLabBrokerCmd() *cobra.Command {
+	var dir string
+	c := &cobra.Command{
+		Use:       "broker stop|start ID",
+		Short:     "Run one broker's stop or start command over SSH, as an operator would",
+		Args:      cobra.ExactArgs(2),
+		ValidArgs: []string{"stop", "start"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			action := args[0]
+			if action != "stop" && action != "start" {
+				return usageErr(fmt.Errorf("unknown action %q: use stop or start", action))
+			}
+			id, err := strconv.ParseInt(args[1], 10, 32)
+			if err != nil {
+				return usageErr(fmt.Errorf("broker id %q is not a number", args[1]))
+			}
+			l, err := openLab(dir)
+			if err != nil {
+				return err
+			}
+			err = l.BrokerCommand(cmd.Context(), int32(id), action, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
+			return labErr(err)
+		},
+	}
+	addDirFlag(c, &dir)
+	return c
+}
+
+func newLabBreakCmd() *cobra.Command {
+	var dir, topic string
+	c := &cobra.Command{
+		Use:   "break SCENARIO",
+		Short: "Break the lab like the incident: " + scenarioNames(),
+		Long:  "Break the lab like the incident report. Scenarios:\n" + scenarioHelp(),
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, ok := lab.Scenarios[args[0]]
+			if !ok {
+				return usageErr(fmt.Errorf("unknown scenario %q; known: %s", args[0], scenarioNames()))
+			}
+			if err := steps.ValidateTopic(topic); err != nil {
+				return usageErr(err)
+			}
+			l, err := openLab(dir)
+			if err != nil {
+				return err
+			}
+			rep, err := sc.Run(cmd.Context(), l, topic, cmd.OutOrStdout())
+			if rep != nil {
+				rep.Print(cmd.OutOrStdout())
+			}
+			return labErr(err)
+		},
+	}
+	addDirFlag(c, &dir)
+	c.Flags().StringVar(&topic, "topic", "orders", "the topic to break")
+	return c
+}
+
+func scenarioNames() string {
+	s := ""
+	for i, n := range lab.ScenarioOrder {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
+
+func scenarioHelp() string {
+	s := ""
+	for _, n := range lab.ScenarioOrder {
+		s += fmt.Sprintf("  %-16s %s\n", n, lab.Scenarios[n].Summary)
+	}
+	return s
+}
+
+var _ = os.Stderr

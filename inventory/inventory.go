@@ -1,0 +1,314 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultSSHPort is the port SSHFor uses when neither the broker nor the
+// ssh defaults name one.
+const DefaultSSHPort = 22
+
+// MaxSize is the largest inventory file Parse accepts.
+const MaxSize = 256 << 10
+
+// Inventory describes one Kafka cluster in ZooKeeper mode: where its
+// ZooKeeper ensemble and brokers are, how to reach each broker host over
+// SSH, and which commands stop and start brokers and clients.
+type Inventory struct {
+	Name      string    `yaml:"name"`
+	Lab       bool      `yaml:"lab"`
+	ZooKeeper ZooKeeper `yaml:"zookeeper"`
+	Kafka     Kafka     `yaml:"kafka"`
+	SSH       SSH       `yaml:"ssh"`
+	Brokers   []Broker  `yaml:"brokers"`
+	Clients   []Client  `yaml:"clients"`
+
+	// Path is the file the inventory was loaded from, set by Load.
+	Path string `yaml:"-"`
+}
+
+// ZooKeeper says how to reach the ensemble the brokers use.
+type ZooKeeper struct {
+	// Connect is the brokers' zookeeper.connect, chroot included.
+	Connect string  `yaml:"connect"`
+	Auth    *ZKAuth `yaml:"auth"`
+}
+
+// ZKAuth is ZooKeeper digest authentication. The password itself is never
+// part of an inventory: it comes from an environment variable or a file.
+type ZKAuth struct {
+	User         string `yaml:"user"`
+	PasswordEnv  string `yaml:"password_env"`
+	PasswordFile string `yaml:"password_file"`
+}
+
+// Kafka says how a Kafka client reaches the cluster.
+type Kafka struct {
+	Bootstrap []string `yaml:"bootstrap"`
+	// ClientProperties is an optional Kafka client .properties file
+	// (security.protocol, sasl.*, ssl.*).
+	ClientProperties string `yaml:"client_properties"`
+}
+
+// SSH holds the SSH settings every broker and client host uses unless a
+// broker overrides them.
+type SSH struct {
+	User           string   `yaml:"user"`
+	Port           int      `yaml:"port"`
+	IdentityFile   string   `yaml:"identity_file"`
+	Agent          bool     `yaml:"agent"`
+	KnownHosts     string   `yaml:"known_hosts"`
+	Config         string   `yaml:"config"`
+	ProxyJump      string   `yaml:"proxy_jump"`
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+}
+
+// Broker is one Kafka broker: its broker.id, the SSH host it runs on and
+// the commands that stop and start it there.
+type Broker struct {
+	ID           int32    `yaml:"id"`
+	Host         string   `yaml:"host"`
+	Port         int      `yaml:"port"`
+	User         string   `yaml:"user"`
+	IdentityFile string   `yaml:"identity_file"`
+	KnownHosts   string   `yaml:"known_hosts"`
+	Stop         string   `yaml:"stop"`
+	Start        string   `yaml:"start"`
+	LogDirs      []string `yaml:"log_dirs"`
+}
+
+// Client is a producer or consumer that the "detach clients" step stops
+// before a repair and starts again afterwards.
+type Client struct {
+	Name  string `yaml:"name"`
+	Host  string `yaml:"host"`
+	Stop  string `yaml:"stop"`
+	Start string `yaml:"start"`
+}
+
+// Duration is a time.Duration written the Go way in YAML ("10s", "1m30s").
+type Duration struct{ time.Duration }
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// Error is a problem with an inventory file, located at a line and column
+// (both 1-based). Line is 0 when the problem is not in the text, such as a
+// file that cannot be read; Err then holds the cause.
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	Msg    string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads and parses the inventory at path, records path in Path, and
+// resolves the local file paths in it (identity files, known_hosts, ssh
+// config, client properties, the password file): a leading "~/" is the
+// user's home directory and a relative path is relative to the inventory's
+// directory. Paths on the brokers (log_dirs, commands) are left alone.
+func Load(path string) (*Inventory, error) {
+	data, err := readLimited(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: "cannot read the inventory: " + err.Error(), Err: err}
+	}
+	inv, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: "cannot make the path absolute: " + err.Error(), Err: err}
+	}
+	inv.Path = abs
+	if err := inv.resolvePaths(filepath.Dir(abs)); err != nil {
+		return nil, &Error{File: path, Msg: err.Error(), Err: err}
+	}
+	return inv, nil
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// One byte more than Parse accepts, so Parse sees and reports the excess.
+	return io.ReadAll(io.LimitReader(f, MaxSize+1))
+}
+
+func (inv *Inventory) resolvePaths(dir string) error {
+	var home string
+	resolve := func(p *string) error {
+		switch {
+		case *p == "":
+			return nil
+		case *p == "~" || strings.HasPrefix(*p, "~/"):
+			if home == "" {
+				h, err := os.UserHomeDir()
+				if err != nil {
+					return fmt.Errorf("cannot expand %q: %w", *p, err)
+				}
+				home = h
+			}
+			*p = filepath.Join(home, strings.TrimPrefix(*p, "~"))
+		case !filepath.IsAbs(*p):
+			*p = filepath.Join(dir, *p)
+		}
+		return nil
+	}
+	ps := []*string{&inv.Kafka.ClientProperties, &inv.SSH.IdentityFile, &inv.SSH.KnownHosts, &inv.SSH.Config}
+	if inv.ZooKeeper.Auth != nil {
+		ps = append(ps, &inv.ZooKeeper.Auth.PasswordFile)
+	}
+	for i := range inv.Brokers {
+		ps = append(ps, &inv.Brokers[i].IdentityFile, &inv.Brokers[i].KnownHosts)
+	}
+	for _, p := range ps {
+		if err := resolve(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Write stores inv at path atomically (a temporary file in the same
+// directory, fsynced, then renamed) with mode 0600. It refuses an inventory
+// that Load would reject, so a written inventory can always be read back.
+func Write(path string, inv *Inventory) error {
+	data, err := inv.Marshal()
+	if err != nil {
+		return fmt.Errorf("write inventory %s: %w", path, err)
+	}
+	if _, err := Parse(path, data); err != nil {
+		return fmt.Errorf("write inventory %s: not written, it would not load back: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write inventory %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op after the rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("write inventory %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write inventory %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write inventory %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write inventory %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write inventory %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // best effort: the rename is already visible
+		d.Close()
+	}
+	return nil
+}
+
+// Broker returns the broker with the given broker.id.
+func (inv *Inventory) Broker(id int32) (Broker, bool) {
+	for _, b := range inv.Brokers {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return Broker{}, false
+}
+
+// SSHFor returns the SSH settings for broker b: b's port, user,
+// identity_file and known_hosts where set, the ssh defaults otherwise, and
+// port 22 when neither names one.
+func (inv *Inventory) SSHFor(b Broker) SSH {
+	s := inv.SSH
+	if b.Port != 0 {
+		s.Port = b.Port
+	}
+	if s.Port == 0 {
+		s.Port = DefaultSSHPort
+	}
+	if b.User != "" {
+		s.User = b.User
+	}
+	if b.IdentityFile != "" {
+		s.IdentityFile = b.IdentityFile
+	}
+	if b.KnownHosts != "" {
+		s.KnownHosts = b.KnownHosts
+	}
+	return s
+}
+
+// ZKPassword returns the ZooKeeper digest password from the environment
+// variable or file named by zookeeper.auth, with one trailing newline
+// removed. It returns "" and no error when the inventory has no auth.
+// Errors name the variable or file, never the value.
+func (inv *Inventory) ZKPassword() (string, error) {
+	a := inv.ZooKeeper.Auth
+	switch {
+	case a == nil:
+		return "", nil
+	case a.PasswordEnv != "":
+		v, ok := os.LookupEnv(a.PasswordEnv)
+		if !ok {
+			return "", fmt.Errorf("%w: environment variable %s is not set (zookeeper.auth.password_env); nothing was sent to ZooKeeper",
+				ErrNoPassword, a.PasswordEnv)
+		}
+		if v == "" {
+			return "", fmt.Errorf("%w: environment variable %s is empty (zookeeper.auth.password_env); nothing was sent to ZooKeeper",
+				ErrNoPassword, a.PasswordEnv)
+		}
+		return v, nil
+	case a.PasswordFile != "":
+		b, err := os.ReadFile(a.PasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("%w: password file %s (zookeeper.auth.password_file): %w", ErrNoPassword, a.PasswordFile, err)
+		}
+		v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if v == "" {
+			return "", fmt.Errorf("%w: password file %s (zookeeper.auth.password_file) is empty; nothing was sent to ZooKeeper",
+				ErrNoPassword, a.PasswordFile)
+		}
+		return v, nil
+	default:
+		return "", fmt.Errorf("%w: zookeeper.auth names neither password_env nor password_file", ErrNoPassword)
+	}
+}
+
+// ErrNoPassword is wrapped by ZKPassword's errors.
+var ErrNoPassword = errors.New("no ZooKeeper password")

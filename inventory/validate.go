@@ -1,0 +1,224 @@
+package inventory
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+var (
+	// hostRe is an SSH host, IP address or ssh config alias: nothing a
+	// shell or ssh(1) would read as syntax or an option.
+	hostRe = regexp.MustCompile(`^[A-Za-z0-9_:][A-Za-z0-9._:-]{0,252}$`)
+	// userRe is a POSIX-ish login name.
+	userRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
+	envRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// validate checks what the decoder cannot: required fields, formats and
+// cross-field rules. Each error sits at the field it is about.
+func (d *decoder) validate(inv *Inventory) {
+	if strings.TrimSpace(inv.Name) == "" {
+		d.errorf(d.at("name"), "name is required: it is shown in the header so you always know which cluster you are on")
+	}
+
+	d.validateZooKeeper(&inv.ZooKeeper)
+
+	if len(inv.Kafka.Bootstrap) == 0 {
+		d.errorf(d.at("kafka.bootstrap"), "kafka.bootstrap is required: list at least one broker as host:port")
+	}
+	for i, hp := range inv.Kafka.Bootstrap {
+		p := fmt.Sprintf("kafka.bootstrap[%d]", i)
+		if err := checkHostPort(hp); err != nil {
+			d.errorf(d.at(p), "%s %q %v", p, hp, err)
+		}
+	}
+	d.localPath("kafka.client_properties", inv.Kafka.ClientProperties)
+
+	s := inv.SSH
+	d.user("ssh.user", s.User)
+	d.localPath("ssh.identity_file", s.IdentityFile)
+	d.localPath("ssh.known_hosts", s.KnownHosts)
+	d.localPath("ssh.config", s.Config)
+	if s.ProxyJump != "" {
+		for hop := range strings.SplitSeq(s.ProxyJump, ",") {
+			if err := checkJump(hop); err != nil {
+				d.errorf(d.at("ssh.proxy_jump"), "ssh.proxy_jump %q: %v", s.ProxyJump, err)
+				break
+			}
+		}
+	}
+
+	if len(inv.Brokers) == 0 {
+		d.errorf(d.at("brokers"), "brokers is required: list every broker with its id, host, stop and start")
+	}
+	seen := map[int32]string{}
+	for i, b := range inv.Brokers {
+		p := fmt.Sprintf("brokers[%d]", i)
+		if _, ok := d.pos[p+".id"]; !ok {
+			d.errorf(d.at(p), "%s has no id: set it to the broker's broker.id", p)
+		} else if prev, ok := seen[b.ID]; ok {
+			d.errorf(d.at(p+".id"), "%s.id: broker id %d is also used by %s; broker ids are unique", p, b.ID, prev)
+		} else {
+			seen[b.ID] = p
+		}
+		d.host(p+".host", b.Host)
+		d.user(p+".user", b.User)
+		d.localPath(p+".identity_file", b.IdentityFile)
+		d.localPath(p+".known_hosts", b.KnownHosts)
+		d.command(p+".stop", b.Stop, "stops the broker")
+		d.command(p+".start", b.Start, "starts the broker")
+		if s.KnownHosts == "" && b.KnownHosts == "" {
+			d.errorf(d.at(p), "%s has no known_hosts file: set ssh.known_hosts or %s.known_hosts; "+
+				"kremedy never trusts a host key on first use", p, p)
+		}
+		d.logDirs(p+".log_dirs", b.LogDirs)
+	}
+
+	names := map[string]string{}
+	for i, c := range inv.Clients {
+		p := fmt.Sprintf("clients[%d]", i)
+		switch prev, dup := names[c.Name]; {
+		case strings.TrimSpace(c.Name) == "":
+			d.errorf(d.at(p+".name"), "%s.name is required: it is how the detach-clients step names this client", p)
+		case dup:
+			d.errorf(d.at(p+".name"), "%s.name %q is also used by %s; client names are unique", p, c.Name, prev)
+		default:
+			names[c.Name] = p
+		}
+		d.host(p+".host", c.Host)
+		d.command(p+".stop", c.Stop, "stops the client")
+		d.command(p+".start", c.Start, "starts the client")
+	}
+	if len(inv.Clients) > 0 && s.KnownHosts == "" {
+		d.errorf(d.at("clients"), "clients need ssh.known_hosts to reach their hosts; kremedy never trusts a host key on first use")
+	}
+}
+
+func (d *decoder) validateZooKeeper(z *ZooKeeper) {
+	if strings.TrimSpace(z.Connect) == "" {
+		d.errorf(d.at("zookeeper.connect"), "zookeeper.connect is required: copy it from the brokers' zookeeper.connect, chroot included")
+	} else if _, _, err := zookeeper.ParseConnect(z.Connect); err != nil {
+		d.errorf(d.at("zookeeper.connect"), "zookeeper.connect: %v; it must be the brokers' zookeeper.connect exactly, like zk1:2181,zk2:2181/kafka", err)
+	}
+	a := z.Auth
+	if a == nil {
+		return
+	}
+	switch {
+	case a.User == "":
+		d.errorf(d.at("zookeeper.auth.user"), "zookeeper.auth.user is required when zookeeper.auth is set")
+	case strings.ContainsAny(a.User, ": "):
+		d.errorf(d.at("zookeeper.auth.user"), "zookeeper.auth.user %q must not contain ':' or spaces (ZooKeeper digest is user:password)", a.User)
+	}
+	switch {
+	case a.PasswordEnv == "" && a.PasswordFile == "":
+		d.errorf(d.at("zookeeper.auth"), "zookeeper.auth needs password_env (an environment variable) or password_file (a file only you can read)")
+	case a.PasswordEnv != "" && a.PasswordFile != "":
+		d.errorf(d.at("zookeeper.auth.password_file"), "zookeeper.auth has both password_env and password_file; keep one")
+	case a.PasswordEnv != "" && !envRe.MatchString(a.PasswordEnv):
+		d.errorf(d.at("zookeeper.auth.password_env"), "zookeeper.auth.password_env %q is not an environment variable name (letters, digits, _)", a.PasswordEnv)
+	}
+	d.localPath("zookeeper.auth.password_file", a.PasswordFile)
+}
+
+func checkHostPort(hp string) error {
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return fmt.Errorf("is not host:port")
+	}
+	if host == "" || !hostRe.MatchString(host) {
+		return fmt.Errorf("has no valid host (letters, digits, '.', '_', '-', ':')")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("has a port outside 1 to 65535")
+	}
+	return nil
+}
+
+// checkJump checks one ProxyJump hop: [user@]host[:port].
+func checkJump(hop string) error {
+	user, hp, ok := strings.Cut(hop, "@")
+	if !ok {
+		user, hp = "", hop
+	} else if !userRe.MatchString(user) {
+		return fmt.Errorf("hop %q has an invalid user", hop)
+	}
+	host := hp
+	if h, p, err := net.SplitHostPort(hp); err == nil {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("hop %q: port must be from 1 to 65535", hop)
+		}
+		host = h
+	}
+	if !hostRe.MatchString(host) {
+		return fmt.Errorf("hop %q: host may hold only letters, digits, '.', '_', '-' and ':' and must not start with '-' or '.'", hop)
+	}
+	return nil
+}
+
+func (d *decoder) host(p, h string) {
+	switch {
+	case h == "":
+		d.errorf(d.at(p), "%s is required: the SSH host name, address or ssh config alias", p)
+	case !hostRe.MatchString(h):
+		d.errorf(d.at(p), "%s %q: a host may hold only letters, digits, '.', '_', '-' and ':' "+
+			"(no spaces, shell characters or user@), and must not start with '-' or '.'", p, h)
+	}
+}
+
+func (d *decoder) user(p, u string) {
+	if u != "" && !userRe.MatchString(u) {
+		d.errorf(d.at(p), "%s %q: a user name may hold only letters, digits, '.', '_' and '-', and must not start with '-' or '.'", p, u)
+	}
+}
+
+func (d *decoder) command(p, cmd, does string) {
+	if strings.TrimSpace(cmd) == "" {
+		d.errorf(d.at(p), "%s is required: the shell command that %s on its host, such as \"sudo -n systemctl ...\"", p, does)
+	}
+}
+
+// localPath checks a path on this machine. "~user/" is refused because Load
+// expands only "~/".
+func (d *decoder) localPath(p, v string) {
+	if strings.HasPrefix(v, "~") && v != "~" && !strings.HasPrefix(v, "~/") {
+		d.errorf(d.at(p), "%s %q: only ~/ is expanded; write the full path", p, v)
+	}
+}
+
+// logDirs checks a broker's log.dirs: remote POSIX paths, absolute and
+// clean, so that a path in a plan means exactly one directory.
+func (d *decoder) logDirs(p string, dirs []string) {
+	for i, dir := range dirs {
+		pi := fmt.Sprintf("%s[%d]", p, i)
+		switch {
+		case !path.IsAbs(dir):
+			d.errorf(d.at(pi), "%s %q is not an absolute path; write it exactly as in the broker's log.dirs", pi, dir)
+			continue
+		case path.Clean(dir) != dir:
+			d.errorf(d.at(pi), "%s %q is not a clean path; write it as %q", pi, dir, path.Clean(dir))
+			continue
+		case dir == "/":
+			d.errorf(d.at(pi), "%s is the root directory; no broker keeps its log there", pi)
+			continue
+		case strings.Contains(dir, ","):
+			d.errorf(d.at(pi), "%s %q contains ',', which Kafka's log.dirs uses to separate directories", pi, dir)
+			continue
+		}
+		for j := range i {
+			prev := dirs[j]
+			switch {
+			case prev == dir:
+				d.errorf(d.at(pi), "%s %q is listed twice (also %s[%d])", pi, dir, p, j)
+			case strings.HasPrefix(dir, prev+"/") || strings.HasPrefix(prev, dir+"/"):
+				d.errorf(d.at(pi), "%s %q and %s[%d] %q are nested; log dirs must be separate directories", pi, dir, p, j, prev)
+			}
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Down stops every process the lab started — brokers with a controlled
+// shutdown first, then ZooKeeper and sshd — and finally sweeps for any
+// process still carrying the lab's marker, so no JVM is left behind even
+// when pid files are lost. With purge it removes the directory, but only a
+// directory that holds a kremedy lab.
+func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	l, err := Open(abs)
+	if errors.Is(err, ErrNoLab) {
+		if n := sweep(abs, out); n == 0 {
+			fmt.Fprintf(out, "no lab in %s; nothing to stop\n", abs)
+		}
+		return nil
+	}
+	if err != nil {
+		// Another layout or a corrupt state file: still stop what runs.
+		fmt.Fprintf(out, "warning: %v\n", err)
+		sweep(abs, out)
+		if purge {
+			return purgeDir(abs, out)
+		}
+		return nil
+	}
+	c := l.State.Config
+	var wg sync.WaitGroup
+	for n := 1; n <= c.Brokers; n++ {
+		pid := l.brokerPID(n)
+		if pid == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func(n, pid int) {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(sctx, l.StopScript(n), "30")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(out, "  broker    %d  did not stop cleanly (%v): %s; killing pid %d\n", n, err, firstLine(b), pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				return
+			}
+			fmt.Fprintf(out, "  broker    %d  stopped\n", n)
+		}(n, pid)
+	}
+	wg.Wait()
+	for n := 1; n <= c.ZooKeepers; n++ {
+		if pid := l.zkPID(n); pid > 0 {
+			killed := terminate(pid, 10*time.Second)
+			fmt.Fprintf(out, "  zookeeper %d  stopped%s\n", n, map[bool]string{true: " (SIGKILL after 10s)"}[killed])
+		}
+	}
+	for n := 1; n <= c.Brokers; n++ {
+		if pid := l.sshdPID(n); pid > 0 {
+			terminate(pid, 5*time.Second)
+			fmt.Fprintf(out, "  sshd      %d  stopped\n", n)
+		}
+	}
+	sweep(abs, out)
+	if purge {
+		return purgeDir(abs, out)
+	}
+	fmt.Fprintf(out, "lab in %s is down; its data is kept (`kremedy lab up --dir %s` resumes it, --purge removes it)\n", abs, abs)
+	return nil
+}
+
+// sweep kills any process still marked as this lab's (JVMs by their -D
+// marker, sshd by its config path) and returns how many there were.
+func sweep(dir string, out io.Writer) int {
+	pids := procsWith("-Dkremedy.lab=" + dir)
+	pids = append(pids, procsContaining(filepath.Join(dir, "sshd")+"/")...)
+	for _, p := range pids {
+		fmt.Fprintf(out, "  killing leftover lab process %d: %v\n", p, cmdline(p)[:min(3, len(cmdline(p)))])
+		terminate(p, 3*time.Second)
+	}
+	return len(pids)
+}
+
+func purgeDir(dir string, out io.Writer) error {
+	if _, err := os.Stat(filepath.Join(dir, "lab.json")); err != nil {
+		return fmt.Errorf("refusing to purge %s: it holds no lab.json, so it may not be a kremedy lab", dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("purge %s: %w", dir, err)
+	}
+	fmt.Fprintf(out, "lab in %s is down and removed\n", dir)
+	return nil
+}
+
+func firstLine(b []byte) string {
+	for i, c := range b {
+		if c == '\n' {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

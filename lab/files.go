@@ -1,0 +1,326 @@
+package lab
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+func (l *Lab) writeZK(n int) error {
+	c := l.State.Config
+	dir := l.ZKDir(n)
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `# ZooKeeper node %d of the kremedy lab
+tickTime=1000
+initLimit=20
+syncLimit=5
+dataDir=%s
+clientPort=%d
+clientPortAddress=%s
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,mntr
+`, n, filepath.Join(dir, "data"), ZKPort, c.ZKHost(n))
+	if c.ZooKeepers > 1 {
+		for i := 1; i <= c.ZooKeepers; i++ {
+			fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", i, c.ZKHost(i), ZKPeerPort, ZKElectPort)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(strconv.Itoa(n)+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(fmt.Sprintf(`log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=%s
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
+`, filepath.Join(dir, "zookeeper.log"))), 0o600)
+}
+
+// zkArgv is the command line of ZooKeeper node n. The -D marker lets
+// `lab down` find the process even when its pid file is gone.
+func (l *Lab) zkArgv(n int) []string {
+	dir := l.ZKDir(n)
+	return []string{l.State.Java,
+		"-Xms32m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Dkremedy.lab=" + l.Dir, "-Dkremedy.lab.zk=" + strconv.Itoa(n),
+		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
+		"-Dzookeeper.admin.enableServer=false",
+		"-cp", filepath.Join(l.State.Config.KafkaHome, "libs", "*"),
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(dir, "zoo.cfg")}
+}
+
+func (l *Lab) writeBroker(n int) error {
+	c := l.State.Config
+	dir := l.BrokerDir(n)
+	for _, d := range append(l.LogDirs(n), filepath.Join(dir, "logs")) {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	rf := min(3, c.Brokers)
+	minISR := 1
+	if rf == 3 {
+		minISR = 2
+	}
+	props := fmt.Sprintf(`# Kafka broker %d of the kremedy lab (ZooKeeper mode)
+broker.id=%d
+listeners=PLAINTEXT://%s:%d
+log.dirs=%s
+zookeeper.connect=%s
+zookeeper.session.timeout.ms=6000
+zookeeper.connection.timeout.ms=10000
+delete.topic.enable=true
+auto.create.topics.enable=true
+num.partitions=3
+default.replication.factor=%d
+min.insync.replicas=%d
+offsets.topic.replication.factor=%d
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=%d
+transaction.state.log.min.isr=%d
+transaction.state.log.num.partitions=3
+group.initial.rebalance.delay.ms=0
+log.segment.delete.delay.ms=1000
+log.initial.task.delay.ms=1000
+replica.lag.time.max.ms=10000
+log.cleaner.dedupe.buffer.size=2097152
+num.network.threads=2
+num.io.threads=2
+num.replica.fetchers=1
+background.threads=2
+controlled.shutdown.enable=true
+controlled.shutdown.max.retries=1
+`, n, n, c.BrokerHost(n), KafkaPort, strings.Join(l.LogDirs(n), ","), c.ZKConnect(), rf, minISR, rf, rf, minISR)
+	if c.IBP != "" {
+		props += "inter.broker.protocol.version=" + c.IBP + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(props), 0o644); err != nil {
+		return err
+	}
+	logs := filepath.Join(dir, "logs")
+	log4j := fmt.Sprintf(`# as Kafka's config/log4j.properties: server, controller and state-change logs
+log4j.rootLogger=INFO, server
+log4j.appender.server=org.apache.log4j.FileAppender
+log4j.appender.server.File=%[1]s/server.log
+log4j.appender.server.layout=org.apache.log4j.PatternLayout
+log4j.appender.server.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
+log4j.appender.controller=org.apache.log4j.FileAppender
+log4j.appender.controller.File=%[1]s/controller.log
+log4j.appender.controller.layout=org.apache.log4j.PatternLayout
+log4j.appender.controller.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
+log4j.appender.stateChange=org.apache.log4j.FileAppender
+log4j.appender.stateChange.File=%[1]s/state-change.log
+log4j.appender.stateChange.layout=org.apache.log4j.PatternLayout
+log4j.appender.stateChange.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.controller=TRACE, controller
+log4j.additivity.kafka.controller=false
+log4j.logger.state.change.logger=INFO, stateChange
+log4j.additivity.state.change.logger=false
+`, logs)
+	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4j), 0o644); err != nil {
+		return err
+	}
+	return l.writeBrokerScripts(n)
+}
+
+// StartScript and StopScript are broker n's unit-like commands; the
+// inventory runs them over SSH.
+func (l *Lab) StartScript(n int) string { return filepath.Join(l.BrokerDir(n), "kafka-start") }
+func (l *Lab) StopScript(n int) string  { return filepath.Join(l.BrokerDir(n), "kafka-stop") }
+
+func (l *Lab) brokerMarker(n int) string { return "-Dkremedy.lab.broker=" + l.BrokerDir(n) }
+
+func (l *Lab) writeBrokerScripts(n int) error {
+	dir := l.BrokerDir(n)
+	jvm := []string{l.State.Java,
+		"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Dkremedy.lab=" + l.Dir, l.brokerMarker(n),
+		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
+		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs"),
+		"-cp", filepath.Join(l.State.Config.KafkaHome, "libs", "*"),
+		"kafka.Kafka", filepath.Join(dir, "server.properties")}
+	var q []string
+	for _, a := range jvm {
+		q = append(q, shq(a))
+	}
+	common := fmt.Sprintf(`set -u
+N=%d
+PIDFILE=%s
+OUT=%s
+MARK=%s
+# alive PID: the process exists, is not a zombie, and is this broker's JVM
+alive() {
+  [ -r "/proc/$1/stat" ] || return 1
+  case "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" in Z|X|"") return 1;; esac
+  tr '\0' '\n' < "/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$MARK"
+}
+pid() { [ -s "$PIDFILE" ] && cat "$PIDFILE"; }
+`, n, shq(filepath.Join(dir, "kafka.pid")), shq(filepath.Join(dir, "logs", "kafka.out")), shq(l.brokerMarker(n)))
+	start := "#!/bin/sh\n# kafka-start: start this lab broker detached, like `systemctl start kafka`.\n" + common + fmt.Sprintf(`p=$(pid)
+if [ -n "$p" ] && alive "$p"; then echo "kafka broker $N is already running (pid $p)"; exit 0; fi
+cd %s || exit 1
+setsid %s >>"$OUT" 2>&1 </dev/null &
+p=$!
+echo "$p" > "$PIDFILE"
+echo "kafka broker $N starting (pid $p), log: $OUT"
+# Like a unit whose main process dies at once: a broker that cannot even
+# start (bad config, port taken) fails the start command.
+i=0
+while [ $i -lt 20 ]; do
+  if ! alive "$p"; then
+    echo "kafka broker $N exited during start-up; last lines of $OUT:" >&2
+    tail -n 25 "$OUT" >&2
+    exit 1
+  fi
+  sleep 0.1; i=$((i+1))
+done
+echo "kafka broker $N started"
+`, shq(dir), strings.Join(q, " "))
+	stop := "#!/bin/sh\n# kafka-stop [TIMEOUT_SECONDS]: SIGTERM, then wait for the controlled shutdown\n# to finish, like `systemctl stop kafka`. Exits 1 if the broker is still\n# running after the timeout (default 90 s); it never escalates to SIGKILL.\n" + common + `TIMEOUT=${1:-${KAFKA_STOP_TIMEOUT:-90}}
+p=$(pid)
+if [ -z "$p" ] || ! alive "$p"; then echo "kafka broker $N is not running"; rm -f "$PIDFILE"; exit 0; fi
+echo "stopping kafka broker $N (pid $p): SIGTERM, waiting up to ${TIMEOUT}s for a controlled shutdown"
+kill -TERM "$p" 2>/dev/null
+i=0
+while alive "$p"; do
+  if [ $i -ge $((TIMEOUT * 10)) ]; then
+    echo "kafka broker $N (pid $p) did not stop within ${TIMEOUT}s; it is still running" >&2
+    exit 1
+  fi
+  sleep 0.1; i=$((i+1))
+done
+rm -f "$PIDFILE"
+echo "kafka broker $N stopped after $((i / 10)).$((i % 10))s"
+`
+	if err := os.WriteFile(l.StartScript(n), []byte(start), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(l.StopScript(n), []byte(stop), 0o755)
+}
+
+// shq quotes a word for /bin/sh.
+func shq(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeKeys creates the lab user's key pair and authorized_keys once.
+func (l *Lab) writeKeys() error {
+	if _, err := os.Stat(l.KeyPath()); err == nil {
+		return nil
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "kremedy-lab")
+	if err != nil {
+		return err
+	}
+	sp, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.KeyPath(), pem.EncodeToMemory(block), 0o600); err != nil {
+		return err
+	}
+	line := ssh.MarshalAuthorizedKey(sp)
+	if err := os.WriteFile(l.KeyPath()+".pub", line, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(l.path("authorized_keys"), line, 0o600)
+}
+
+// writeSSHD writes broker host n's sshd config and host keys (ed25519 and
+// RSA, so that clients meet the real host-key negotiation) once, and
+// returns the known_hosts line for its ed25519 key.
+func (l *Lab) writeSSHD(n int, sshd string) (string, error) {
+	dir := l.SSHDir(n)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	edPath := filepath.Join(dir, "ssh_host_ed25519_key")
+	rsaPath := filepath.Join(dir, "ssh_host_rsa_key")
+	if _, err := os.Stat(edPath); err != nil {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return "", err
+		}
+		if err := writeHostKey(edPath, priv); err != nil {
+			return "", err
+		}
+		rk, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return "", err
+		}
+		if err := writeHostKey(rsaPath, rk); err != nil {
+			return "", err
+		}
+	}
+	b, err := os.ReadFile(edPath)
+	if err != nil {
+		return "", err
+	}
+	signer, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", edPath, err)
+	}
+	host := l.State.Config.BrokerHost(n)
+	cfg := fmt.Sprintf(`# sshd of lab broker host %d (%s)
+ListenAddress %s:%d
+HostKey %s
+HostKey %s
+PidFile %s
+AuthorizedKeysFile %s
+AllowUsers %s
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitRootLogin prohibit-password
+StrictModes no
+PrintMotd no
+MaxStartups 50:30:100
+MaxSessions 50
+LogLevel VERBOSE
+`, n, host, host, SSHPort, edPath, rsaPath, filepath.Join(dir, "sshd.pid"), l.path("authorized_keys"), l.State.User)
+	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
+		return "", err
+	}
+	return knownhosts.Line([]string{knownhosts.Normalize(fmt.Sprintf("%s:%d", host, SSHPort))}, signer.PublicKey()), nil
+}
+
+func writeHostKey(path string, key any) error {
+	block, err := ssh.MarshalPrivateKey(key, "kremedy-lab-host")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return err
+	}
+	s, err := ssh.NewSignerFromKey(key)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path+".pub", ssh.MarshalAuthorizedKey(s.PublicKey()), 0o644)
+}

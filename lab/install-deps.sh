@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs what the lab needs on a fresh Debian machine, and only what is
+# missing: OpenSSH's sshd (each lab broker host runs a real one) and Maven
+# (to fetch Kafka 3.9.x from Maven Central). Java 17 and Go are expected.
+set -eu
+need=""
+[ -x /usr/sbin/sshd ] || need="$need openssh-server"
+command -v mvn >/dev/null 2>&1 || need="$need maven"
+command -v tmux >/dev/null 2>&1 || need="$need tmux"
+if [ -n "$need" ]; then
+  echo "installing:$need"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; else
+    echo "missing:$need — install them (apt-get install$need) and rerun" >&2; exit 2; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $need >/dev/null
+fi
+command -v java >/dev/null 2>&1 || { echo "java is missing: install a JDK 17 (apt-get install openjdk-17-jre-headless)" >&2; exit 2; }

@@ -1,0 +1,264 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// FormatVersion is the layout version of a lab directory. A directory made
+// by another layout is refused with instructions instead of half-reused.
+const FormatVersion = 1
+
+// Fixed ports on each loopback host, as on a real fleet.
+const (
+	KafkaPort   = 9092
+	SSHPort     = 2222
+	ZKPort      = 2181
+	ZKPeerPort  = 2888
+	ZKElectPort = 3888
+)
+
+// Errors callers can match.
+var (
+	ErrNoLab         = errors.New("no lab in this directory")
+	ErrOtherVersion  = errors.New("lab directory has another layout version")
+	ErrConfigChanged = errors.New("lab already exists with other settings")
+	ErrPortTaken     = errors.New("address already in use")
+	ErrMissingPart   = errors.New("a part the lab needs is missing")
+	ErrNotHealthy    = errors.New("lab did not become healthy")
+)
+
+// Config is what `kremedy lab up` was asked for.
+type Config struct {
+	Brokers          int    `json:"brokers"`
+	ZooKeepers       int    `json:"zookeepers"`
+	Chroot           string `json:"chroot"`
+	LogDirsPerBroker int    `json:"log_dirs_per_broker"`
+	// IBP is inter.broker.protocol.version; "" leaves Kafka's default.
+	IBP       string `json:"ibp,omitempty"`
+	KafkaHome string `json:"kafka_home"`
+	// Net is the second octet of every lab address: brokers live on
+	// 127.<Net>.1.N, ZooKeeper nodes on 127.<Net>.2.N. 0 by default, so a
+	// second lab (e.g. the test suite's) can run beside an engineer's.
+	Net int `json:"net"`
+}
+
+// DefaultConfig is a 3-broker, 3-node lab under /kafka.
+func DefaultConfig() Config {
+	return Config{Brokers: 3, ZooKeepers: 3, Chroot: "/kafka", LogDirsPerBroker: 1}
+}
+
+// Validate checks the numbers before anything is written.
+func (c Config) Validate() error {
+	switch {
+	case c.Brokers < 1 || c.Brokers > 9:
+		return fmt.Errorf("--brokers %d: the lab runs 1 to 9 brokers", c.Brokers)
+	case c.ZooKeepers < 1 || c.ZooKeepers > 7 || c.ZooKeepers%2 == 0:
+		return fmt.Errorf("--zookeepers %d: use an odd ensemble size from 1 to 7", c.ZooKeepers)
+	case c.LogDirsPerBroker < 1 || c.LogDirsPerBroker > 4:
+		return fmt.Errorf("--log-dirs-per-broker %d: use 1 to 4", c.LogDirsPerBroker)
+	case c.Net < 0 || c.Net > 255:
+		return fmt.Errorf("loopback net %d out of range 0..255", c.Net)
+	case c.Chroot != "" && (c.Chroot[0] != '/' || filepath.Clean(c.Chroot) != c.Chroot || c.Chroot == "/"):
+		return fmt.Errorf("--chroot %q: use a clean absolute path such as /kafka, or \"\" for none", c.Chroot)
+	}
+	if c.IBP != "" {
+		if _, err := ibpAtLeast(c.IBP, 0, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TopicIDs reports whether the brokers use topic IDs (IBP >= 2.8).
+func (c Config) TopicIDs() bool {
+	if c.IBP == "" {
+		return true
+	}
+	ok, _ := ibpAtLeast(c.IBP, 2, 8)
+	return ok
+}
+
+func ibpAtLeast(v string, major, minor int) (bool, error) {
+	var a, b int
+	var rest string
+	n, _ := fmt.Sscanf(v, "%d.%d%s", &a, &b, &rest)
+	if n < 2 || a < 0 || b < 0 {
+		return false, fmt.Errorf("--ibp %q: expected a Kafka version such as 2.7 or 3.9", v)
+	}
+	return a > major || a == major && b >= minor, nil
+}
+
+// BrokerHost is broker n's loopback address.
+func (c Config) BrokerHost(n int) string { return fmt.Sprintf("127.%d.1.%d", c.Net, n) }
+
+// ZKHost is ZooKeeper node n's loopback address.
+func (c Config) ZKHost(n int) string { return fmt.Sprintf("127.%d.2.%d", c.Net, n) }
+
+// ZKConnect is the connect string the brokers use, chroot included.
+func (c Config) ZKConnect() string {
+	s := ""
+	for n := 1; n <= c.ZooKeepers; n++ {
+		if n > 1 {
+			s += ","
+		}
+		s += c.ZKHost(n) + ":" + strconv.Itoa(ZKPort)
+	}
+	return s + c.Chroot
+}
+
+// Bootstrap lists every broker's listener.
+func (c Config) Bootstrap() []string {
+	var out []string
+	for n := 1; n <= c.Brokers; n++ {
+		out = append(out, fmt.Sprintf("%s:%d", c.BrokerHost(n), KafkaPort))
+	}
+	return out
+}
+
+// Applied records a scenario run on the lab, for `lab status`.
+type Applied struct {
+	Scenario string    `json:"scenario"`
+	Topic    string    `json:"topic"`
+	At       time.Time `json:"at"`
+	// DownBroker is a broker the scenario left stopped on purpose (0: none).
+	DownBroker int32 `json:"down_broker,omitempty"`
+}
+
+// State is DIR/lab.json.
+type State struct {
+	Format    int       `json:"format"`
+	Created   time.Time `json:"created"`
+	Config    Config    `json:"config"`
+	User      string    `json:"user"`
+	Java      string    `json:"java"`
+	Kafka     string    `json:"kafka_version"`
+	Scenarios []Applied `json:"scenarios,omitempty"`
+}
+
+// Lab is a lab directory and its state.
+type Lab struct {
+	Dir   string
+	State State
+}
+
+// Paths inside a lab directory.
+func (l *Lab) path(p ...string) string { return filepath.Join(append([]string{l.Dir}, p...)...) }
+
+// StatePath is DIR/lab.json.
+func (l *Lab) StatePath() string { return l.path("lab.json") }
+
+// InventoryPath is DIR/inventory.yaml, the file every other command takes.
+func (l *Lab) InventoryPath() string { return l.path("inventory.yaml") }
+
+// KnownHostsPath is DIR/known_hosts.
+func (l *Lab) KnownHostsPath() string { return l.path("known_hosts") }
+
+// KeyPath is the lab user's private key.
+func (l *Lab) KeyPath() string { return l.path("id_ed25519") }
+
+// BrokerDir is DIR/broker/N.
+func (l *Lab) BrokerDir(n int) string { return l.path("broker", strconv.Itoa(n)) }
+
+// LogDirs are broker n's log.dirs.
+func (l *Lab) LogDirs(n int) []string {
+	var out []string
+	for i := 1; i <= l.State.Config.LogDirsPerBroker; i++ {
+		out = append(out, filepath.Join(l.BrokerDir(n), fmt.Sprintf("data-%d", i)))
+	}
+	return out
+}
+
+// ZKDir is DIR/zk/N.
+func (l *Lab) ZKDir(n int) string { return l.path("zk", strconv.Itoa(n)) }
+
+// SSHDir is DIR/sshd/N.
+func (l *Lab) SSHDir(n int) string { return l.path("sshd", strconv.Itoa(n)) }
+
+// Open reads an existing lab directory.
+func Open(dir string) (*Lab, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Lab{Dir: abs}
+	b, err := os.ReadFile(l.StatePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w (start one with `kremedy lab up --dir %s`)", abs, ErrNoLab, abs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var probe struct {
+		Format int `json:"format"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, fmt.Errorf("%s: corrupt lab state: %v (remove the directory with `kremedy lab down --dir %s --purge`)", l.StatePath(), err, abs)
+	}
+	if probe.Format != FormatVersion {
+		return nil, fmt.Errorf("%s: %w: it was made with layout %d, this kremedy uses %d. Nothing was started. Stop and remove it with `kremedy lab down --dir %s --purge`, then run `kremedy lab up` again",
+			abs, ErrOtherVersion, probe.Format, FormatVersion, abs)
+	}
+	if err := json.Unmarshal(b, &l.State); err != nil {
+		return nil, fmt.Errorf("%s: corrupt lab state: %v", l.StatePath(), err)
+	}
+	return l, nil
+}
+
+// Save writes lab.json atomically.
+func (l *Lab) Save() error {
+	b, err := json.MarshalIndent(l.State, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(l.StatePath(), append(b, '\n'), 0o600)
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// DefaultDir is the per-user lab directory.
+func DefaultDir() string {
+	return filepath.Join(CacheDir(), "lab")
+}
+
+// CacheDir is where kremedy keeps the lab and the Kafka jars.
+func CacheDir() string {
+	if d := os.Getenv("KREMEDY_CACHE"); d != "" {
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "kremedy")
+}

@@ -1,0 +1,400 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+// UpTimeout bounds `lab up` from the first start to a registered cluster.
+var UpTimeout = 150 * time.Second
+
+// Up creates or resumes the lab in dir and returns once every broker is
+// registered and a controller is elected. explicit reports which settings
+// the caller set on purpose; for an existing lab they must match what it was
+// made with. Up is idempotent: parts already running are left alone.
+func Up(ctx context.Context, dir string, want Config, explicit func(string) bool, out io.Writer) (*Lab, error) {
+	start := time.Now()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	l, err := Open(abs)
+	switch {
+	case err == nil:
+		if err := l.sameConfig(want, explicit); err != nil {
+			return nil, err
+		}
+		if _, err := CheckKafkaHome(l.State.Config.KafkaHome); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "lab %s exists; starting whatever is not running\n", abs)
+	case errors.Is(err, ErrNoLab):
+		if l, err = create(abs, want); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "new lab in %s: %d ZooKeeper nodes, %d brokers, Kafka %s%s\n", abs, l.State.Config.ZooKeepers, l.State.Config.Brokers, l.State.Kafka, ibpNote(l.State.Config))
+	default:
+		return nil, err
+	}
+	if _, err := os.Stat(l.State.Java); err != nil {
+		if l.State.Java, err = FindJava(); err != nil {
+			return nil, err
+		}
+	}
+	sshd, err := FindSSHD()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.checkPorts(); err != nil {
+		return nil, err
+	}
+	if err := l.writeAll(sshd); err != nil {
+		return nil, fmt.Errorf("write lab files in %s: %w", l.Dir, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
+	defer cancel()
+
+	// ZooKeeper first, sshd alongside; brokers once the ensemble has a quorum.
+	c := l.State.Config
+	for n := 1; n <= c.ZooKeepers; n++ {
+		if pid := l.zkPID(n); pid > 0 {
+			continue
+		}
+		pid, err := spawnDetached(l.ZKDir(n), filepath.Join(l.ZKDir(n), "zookeeper.out"), l.zkArgv(n))
+		if err != nil {
+			return nil, err
+		}
+		_ = os.WriteFile(filepath.Join(l.ZKDir(n), "zookeeper.pid"), []byte(strconv.Itoa(pid)+"\n"), 0o600)
+		fmt.Fprintf(out, "  zookeeper %d  %s:%d  started (pid %d)\n", n, c.ZKHost(n), ZKPort, pid)
+	}
+	for n := 1; n <= c.Brokers; n++ {
+		if l.sshdPID(n) > 0 {
+			continue
+		}
+		if err := l.startSSHD(n, sshd); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "  sshd      %d  %s:%d  started\n", n, c.BrokerHost(n), SSHPort)
+	}
+	zc, err := l.waitQuorum(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer zc.Close()
+	fmt.Fprintf(out, "  zookeeper quorum up after %.1fs\n", time.Since(start).Seconds())
+
+	var wg sync.WaitGroup
+	errs := make([]error, c.Brokers+1)
+	for n := 1; n <= c.Brokers; n++ {
+		if l.brokerPID(n) > 0 {
+			continue
+		}
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			b, err := exec.CommandContext(ctx, l.StartScript(n)).CombinedOutput()
+			if err != nil {
+				errs[n] = fmt.Errorf("broker %d did not start: %v\n%s", n, err, indent(string(b)))
+				return
+			}
+			fmt.Fprintf(out, "  broker    %d  %s:%d  started (pid %d)\n", n, c.BrokerHost(n), KafkaPort, l.brokerPID(n))
+		}(n)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w. The lab is half started: run `kremedy lab up --dir %s` again after fixing the cause, or `kremedy lab down --dir %s`", err, l.Dir, l.Dir)
+	}
+	if err := l.waitRegistered(ctx, zc); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "lab up in %.1fs: %d brokers registered under %s%s, controller elected\n",
+		time.Since(start).Seconds(), c.Brokers, c.Chroot, zookeeper.BrokerIDsPath)
+	fmt.Fprintf(out, "inventory: %s\n", l.InventoryPath())
+	return l, nil
+}
+
+func ibpNote(c Config) string {
+	if c.IBP == "" {
+		return ""
+	}
+	if c.TopicIDs() {
+		return ", inter.broker.protocol.version=" + c.IBP
+	}
+	return ", inter.broker.protocol.version=" + c.IBP + " (no topic IDs: pre-2.8 behaviour)"
+}
+
+func create(dir string, c Config) (*Lab, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("%s exists, is not empty and holds no kremedy lab (no lab.json); nothing was started. Choose a new or empty --dir", dir)
+	}
+	home, version, err := ResolveKafkaHome(c.KafkaHome)
+	if err != nil {
+		return nil, err
+	}
+	c.KafkaHome = home
+	java, err := FindJava()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := FindSSHD(); err != nil {
+		return nil, err
+	}
+	u, err := user.Current()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	l := &Lab{Dir: dir, State: State{Format: FormatVersion, Created: time.Now().UTC(), Config: c, User: u.Username, Java: java, Kafka: version}}
+	return l, l.Save()
+}
+
+// sameConfig refuses settings that differ from the existing lab's.
+func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
+	have := l.State.Config
+	var diffs []string
+	check := func(flag string, a, b any) {
+		if explicit != nil && explicit(flag) && fmt.Sprint(a) != fmt.Sprint(b) {
+			diffs = append(diffs, fmt.Sprintf("--%s %v (the lab has %v)", flag, a, b))
+		}
+	}
+	check("brokers", want.Brokers, have.Brokers)
+	check("zookeepers", want.ZooKeepers, have.ZooKeepers)
+	check("chroot", want.Chroot, have.Chroot)
+	check("log-dirs-per-broker", want.LogDirsPerBroker, have.LogDirsPerBroker)
+	check("ibp", want.IBP, have.IBP)
+	check("net", want.Net, have.Net)
+	if explicit != nil && explicit("kafka-home") {
+		if abs, _ := filepath.Abs(want.KafkaHome); abs != have.KafkaHome {
+			diffs = append(diffs, fmt.Sprintf("--kafka-home %s (the lab has %s)", abs, have.KafkaHome))
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("%w in %s: %s. Nothing was changed. Use another --dir, or remove this lab first with `kremedy lab down --dir %s --purge`",
+			ErrConfigChanged, l.Dir, strings.Join(diffs, ", "), l.Dir)
+	}
+	return nil
+}
+
+func (l *Lab) writeAll(sshd string) error {
+	c := l.State.Config
+	if err := l.writeKeys(); err != nil {
+		return err
+	}
+	var known []string
+	for n := 1; n <= c.ZooKeepers; n++ {
+		if err := l.writeZK(n); err != nil {
+			return err
+		}
+	}
+	for n := 1; n <= c.Brokers; n++ {
+		if err := l.writeBroker(n); err != nil {
+			return err
+		}
+		line, err := l.writeSSHD(n, sshd)
+		if err != nil {
+			return err
+		}
+		known = append(known, line)
+	}
+	if err := writeAtomic(l.KnownHostsPath(), []byte(strings.Join(known, "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := inventory.Write(l.InventoryPath(), l.Inventory()); err != nil {
+		return err
+	}
+	return l.Save()
+}
+
+// Inventory describes the lab the way a user describes a real cluster.
+func (l *Lab) Inventory() *inventory.Inventory {
+	c := l.State.Config
+	inv := &inventory.Inventory{
+		Name:      "kremedy-lab",
+		Lab:       true,
+		ZooKeeper: inventory.ZooKeeper{Connect: c.ZKConnect()},
+		Kafka:     inventory.Kafka{Bootstrap: c.Bootstrap()},
+		SSH: inventory.SSH{
+			User: l.State.User, Port: SSHPort, IdentityFile: l.KeyPath(), KnownHosts: l.KnownHostsPath(),
+			ConnectTimeout: inventory.Duration{Duration: 10 * time.Second},
+		},
+	}
+	for n := 1; n <= c.Brokers; n++ {
+		inv.Brokers = append(inv.Brokers, inventory.Broker{
+			ID: int32(n), Host: c.BrokerHost(n), Stop: l.StopScript(n), Start: l.StartScript(n), LogDirs: l.LogDirs(n),
+		})
+	}
+	return inv
+}
+
+func (l *Lab) zkPID(n int) int {
+	if p := readPid(filepath.Join(l.ZKDir(n), "zookeeper.pid")); alive(p) && slices.Contains(cmdline(p), "-Dkremedy.lab.zk="+strconv.Itoa(n)) {
+		return p
+	}
+	for _, p := range procsWith("-Dkremedy.lab="+l.Dir) {
+		if slices.Contains(cmdline(p), "-Dkremedy.lab.zk="+strconv.Itoa(n)) {
+			return p
+		}
+	}
+	return 0
+}
+
+func (l *Lab) brokerPID(n int) int {
+	if p := readPid(filepath.Join(l.BrokerDir(n), "kafka.pid")); alive(p) && slices.Contains(cmdline(p), l.brokerMarker(n)) {
+		return p
+	}
+	if ps := procsWith(l.brokerMarker(n)); len(ps) > 0 {
+		return ps[0]
+	}
+	return 0
+}
+
+func (l *Lab) sshdConfig(n int) string { return filepath.Join(l.SSHDir(n), "sshd_config") }
+
+func (l *Lab) sshdPID(n int) int {
+	// The listener's title names our config and "[listener]"; per-connection
+	// children are titled "sshd: user@notty" and do not match.
+	isOurs := func(p int) bool {
+		cl := strings.Join(cmdline(p), " ")
+		return strings.Contains(cl, l.sshdConfig(n)) && !strings.Contains(cl, " -R")
+	}
+	if p := readPid(filepath.Join(l.SSHDir(n), "sshd.pid")); alive(p) && isOurs(p) {
+		return p
+	}
+	for _, p := range procsContaining(l.sshdConfig(n)) {
+		if isOurs(p) {
+			return p
+		}
+	}
+	return 0
+}
+
+func (l *Lab) startSSHD(n int, sshd string) error {
+	if os.Geteuid() == 0 {
+		// OpenSSH's privilege-separation directory; Debian creates it only
+		// when its own service starts.
+		_ = os.MkdirAll("/run/sshd", 0o755)
+	}
+	logf := filepath.Join(l.SSHDir(n), "sshd.log")
+	if b, err := exec.Command(sshd, "-t", "-f", l.sshdConfig(n)).CombinedOutput(); err != nil {
+		return fmt.Errorf("sshd for broker host %d rejects its config %s: %v\n%s", n, l.sshdConfig(n), err, indent(string(b)))
+	}
+	// sshd daemonizes itself and writes its PidFile.
+	if b, err := exec.Command(sshd, "-f", l.sshdConfig(n), "-E", logf).CombinedOutput(); err != nil {
+		return fmt.Errorf("start sshd for broker host %d: %v\n%s", n, err, indent(string(b)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	host := l.State.Config.BrokerHost(n)
+	if err := waitFor(ctx, 20*time.Millisecond, func() bool { return listening(host, SSHPort) }); err != nil {
+		return fmt.Errorf("sshd for broker host %d does not listen on %s:%d; see %s", n, host, SSHPort, logf)
+	}
+	return nil
+}
+
+// checkPorts refuses to start a part whose address another process holds.
+func (l *Lab) checkPorts() error {
+	c := l.State.Config
+	var taken []string
+	for n := 1; n <= c.ZooKeepers; n++ {
+		if l.zkPID(n) > 0 {
+			continue
+		}
+		for _, p := range []int{ZKPort, ZKPeerPort, ZKElectPort} {
+			if addrInUse(c.ZKHost(n), p) {
+				taken = append(taken, fmt.Sprintf("%s:%d (zookeeper %d)", c.ZKHost(n), p, n))
+			}
+		}
+	}
+	for n := 1; n <= c.Brokers; n++ {
+		if l.brokerPID(n) == 0 && addrInUse(c.BrokerHost(n), KafkaPort) {
+			taken = append(taken, fmt.Sprintf("%s:%d (broker %d)", c.BrokerHost(n), KafkaPort, n))
+		}
+		if l.sshdPID(n) == 0 && addrInUse(c.BrokerHost(n), SSHPort) {
+			taken = append(taken, fmt.Sprintf("%s:%d (sshd %d)", c.BrokerHost(n), SSHPort, n))
+		}
+	}
+	if len(taken) > 0 {
+		return fmt.Errorf("%w: %s. Another process (perhaps another kremedy lab in a different --dir) holds them; nothing was started. Find it with `ss -ltnp`, stop it (`kremedy lab down --dir OTHER`), or run this lab on another loopback net with --net",
+			ErrPortTaken, strings.Join(taken, ", "))
+	}
+	return nil
+}
+
+func (l *Lab) waitQuorum(ctx context.Context) (*zookeeper.Conn, error) {
+	c := l.State.Config
+	zc, err := zookeeper.Dial(ctx, c.ZKConnect(), zookeeper.Options{SessionTimeout: 6 * time.Second})
+	if err != nil {
+		var tails []string
+		for n := 1; n <= c.ZooKeepers; n++ {
+			if l.zkPID(n) == 0 {
+				tails = append(tails, fmt.Sprintf("zookeeper %d is not running; last lines of %s:\n%s", n,
+					filepath.Join(l.ZKDir(n), "zookeeper.out"), tail(filepath.Join(l.ZKDir(n), "zookeeper.out"), 15)))
+			}
+		}
+		return nil, fmt.Errorf("%w: the ZooKeeper ensemble formed no quorum: %v\n%s", ErrNotHealthy, err, strings.Join(tails, "\n"))
+	}
+	return zc, nil
+}
+
+func (l *Lab) waitRegistered(ctx context.Context, zc *zookeeper.Conn) error {
+	c := l.State.Config
+	want := make([]int32, 0, c.Brokers)
+	for n := 1; n <= c.Brokers; n++ {
+		want = append(want, int32(n))
+	}
+	ids, err := zc.WaitBrokers(ctx, func(ids []int32) bool { return slices.Equal(ids, want) })
+	if err == nil {
+		err = zc.WaitExists(ctx, zookeeper.ControllerPath, true)
+	}
+	if err != nil {
+		var why []string
+		for n := 1; n <= c.Brokers; n++ {
+			if !slices.Contains(ids, int32(n)) {
+				log := filepath.Join(l.BrokerDir(n), "logs", "kafka.out")
+				why = append(why, fmt.Sprintf("broker %d is not registered (process running: %v); last lines of %s:\n%s", n, l.brokerPID(n) > 0, log, tail(log, 15)))
+			}
+		}
+		return fmt.Errorf("%w: registered brokers %v of %v, controller elected: %v (%v)\n%s\nThe lab is half started; `kremedy lab up --dir %s` retries, `kremedy lab down --dir %s` stops it",
+			ErrNotHealthy, ids, want, err == nil, err, strings.Join(why, "\n"), l.Dir, l.Dir)
+	}
+	return nil
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "    (" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return indent(strings.Join(lines, "\n"))
+}
+
+func indent(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}

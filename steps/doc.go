@@ -1,0 +1,2 @@
+// Package steps is the runbook engine and its step kinds.
+package steps

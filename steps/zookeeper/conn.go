@@ -1,0 +1,333 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Errors callers match with errors.Is; they are go-zookeeper's own values so
+// that wrapped errors from either package compare equal.
+var (
+	ErrNoNode     = zk.ErrNoNode
+	ErrNodeExists = zk.ErrNodeExists
+	ErrBadVersion = zk.ErrBadVersion
+	ErrNotEmpty   = zk.ErrNotEmpty
+	ErrNoAuth     = zk.ErrNoAuth
+	// ErrNoSession means no ZooKeeper server granted a session before the
+	// deadline: the ensemble is unreachable or has no quorum.
+	ErrNoSession = errors.New("no zookeeper session")
+)
+
+// DefaultOpTimeout bounds a single operation whose context has no deadline.
+// go-zookeeper calls take no context; this adapter bounds them.
+const DefaultOpTimeout = 15 * time.Second
+
+// Stat is the part of a znode's metadata kremedy uses.
+type Stat struct {
+	Version        int32
+	Cversion       int32
+	Aversion       int32
+	Ctime          time.Time
+	Mtime          time.Time
+	EphemeralOwner int64
+	NumChildren    int32
+}
+
+func statOf(s *zk.Stat) Stat {
+	if s == nil {
+		return Stat{}
+	}
+	return Stat{
+		Version: s.Version, Cversion: s.Cversion, Aversion: s.Aversion,
+		Ctime: time.UnixMilli(s.Ctime), Mtime: time.UnixMilli(s.Mtime),
+		EphemeralOwner: s.EphemeralOwner, NumChildren: s.NumChildren,
+	}
+}
+
+// ACL is one access-control entry of a znode.
+type ACL = zk.ACL
+
+// Options tune a connection.
+type Options struct {
+	SessionTimeout time.Duration // default 10s (the server clamps it)
+	// Digest auth ("user:password"), sent after the session is established.
+	DigestAuth string
+}
+
+// Conn is a ZooKeeper session rooted at a chroot. Every path given to its
+// methods is relative to the chroot ("/brokers/ids"); go-zookeeper has no
+// chroot support of its own.
+type Conn struct {
+	zc      *zk.Conn
+	chroot  string
+	servers []string
+}
+
+// Dial opens a session on the ensemble named by a Kafka-style connect string
+// and waits until a server grants it, or ctx ends.
+func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
+	servers, chroot, err := ParseConnect(connect)
+	if err != nil {
+		return nil, err
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = 10 * time.Second
+	}
+	zc, events, err := zk.Connect(servers, o.SessionTimeout,
+		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper %s: %w", strings.Join(servers, ","), err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultOpTimeout)
+		defer cancel()
+	}
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				c := &Conn{zc: zc, chroot: chroot, servers: servers}
+				if o.DigestAuth != "" {
+					if err := zc.AddAuth("digest", []byte(o.DigestAuth)); err != nil {
+						zc.Close()
+						return nil, fmt.Errorf("zookeeper digest auth: %w", err)
+					}
+				}
+				return c, nil
+			}
+			if ev.State == zk.StateAuthFailed {
+				zc.Close()
+				return nil, fmt.Errorf("zookeeper %s: authentication failed", strings.Join(servers, ","))
+			}
+		case <-ctx.Done():
+			zc.Close()
+			return nil, fmt.Errorf("zookeeper %s: %w (%v)", strings.Join(servers, ","), ErrNoSession, ctx.Err())
+		}
+	}
+}
+
+// Chroot is the path prefix this connection applies ("" for none).
+func (c *Conn) Chroot() string { return c.chroot }
+
+// Servers lists the ensemble's host:port entries.
+func (c *Conn) Servers() []string { return c.servers }
+
+// Close ends the session; ephemeral nodes it owns disappear.
+func (c *Conn) Close() { c.zc.Close() }
+
+// Full returns the absolute server-side path for a chroot-relative path.
+func (c *Conn) Full(p string) string {
+	if c.chroot == "" {
+		return p
+	}
+	if p == "/" {
+		return c.chroot
+	}
+	return c.chroot + p
+}
+
+// bound runs f, returning early when ctx ends. go-zookeeper operations take
+// no context, so an abandoned call finishes (or fails) in the background.
+func bound[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultOpTimeout)
+		defer cancel()
+	}
+	type res struct {
+		v   T
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { v, err := f(); ch <- res{v, err} }()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// Get reads a znode's data and stat.
+func (c *Conn) Get(ctx context.Context, p string) ([]byte, Stat, error) {
+	type gv struct {
+		b []byte
+		s *zk.Stat
+	}
+	r, err := bound(ctx, func() (gv, error) { b, s, err := c.zc.Get(c.Full(p)); return gv{b, s}, err })
+	if err != nil {
+		return nil, Stat{}, fmt.Errorf("get %s: %w", c.Full(p), err)
+	}
+	return r.b, statOf(r.s), nil
+}
+
+// Exists reports whether a znode exists.
+func (c *Conn) Exists(ctx context.Context, p string) (bool, Stat, error) {
+	type ev struct {
+		ok bool
+		s  *zk.Stat
+	}
+	r, err := bound(ctx, func() (ev, error) { ok, s, err := c.zc.Exists(c.Full(p)); return ev{ok, s}, err })
+	if err != nil {
+		return false, Stat{}, fmt.Errorf("exists %s: %w", c.Full(p), err)
+	}
+	return r.ok, statOf(r.s), nil
+}
+
+// Children lists a znode's children, sorted.
+func (c *Conn) Children(ctx context.Context, p string) ([]string, error) {
+	kids, err := bound(ctx, func() ([]string, error) { k, _, err := c.zc.Children(c.Full(p)); return k, err })
+	if err != nil {
+		return nil, fmt.Errorf("children %s: %w", c.Full(p), err)
+	}
+	sort.Strings(kids)
+	return kids, nil
+}
+
+// GetACL reads a znode's ACL.
+func (c *Conn) GetACL(ctx context.Context, p string) ([]ACL, error) {
+	acl, err := bound(ctx, func() ([]ACL, error) { a, _, err := c.zc.GetACL(c.Full(p)); return a, err })
+	if err != nil {
+		return nil, fmt.Errorf("getacl %s: %w", c.Full(p), err)
+	}
+	return acl, nil
+}
+
+// Create makes a persistent znode with the given ACL (world-all when nil).
+func (c *Conn) Create(ctx context.Context, p string, data []byte, acl []ACL) error {
+	if acl == nil {
+		acl = zk.WorldACL(zk.PermAll)
+	}
+	_, err := bound(ctx, func() (string, error) { return c.zc.Create(c.Full(p), data, 0, acl) })
+	if err != nil {
+		return fmt.Errorf("create %s: %w", c.Full(p), err)
+	}
+	return nil
+}
+
+// Set writes a znode's data if its version still matches (-1: any).
+func (c *Conn) Set(ctx context.Context, p string, data []byte, version int32) (Stat, error) {
+	s, err := bound(ctx, func() (*zk.Stat, error) { return c.zc.Set(c.Full(p), data, version) })
+	if err != nil {
+		return Stat{}, fmt.Errorf("set %s (version %d): %w", c.Full(p), version, err)
+	}
+	return statOf(s), nil
+}
+
+// Delete removes one znode if its version still matches (-1: any).
+func (c *Conn) Delete(ctx context.Context, p string, version int32) error {
+	_, err := bound(ctx, func() (struct{}, error) { return struct{}{}, c.zc.Delete(c.Full(p), version) })
+	if err != nil {
+		return fmt.Errorf("delete %s (version %d): %w", c.Full(p), version, err)
+	}
+	return nil
+}
+
+// Walk lists p and every descendant, parents before children. A node that
+// vanishes during the walk is skipped.
+func (c *Conn) Walk(ctx context.Context, p string) ([]string, error) {
+	out := []string{p}
+	kids, err := c.Children(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
+		sub, err := c.Walk(ctx, path.Join(p, k))
+		if errors.Is(err, ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub...)
+	}
+	return out, nil
+}
+
+// DeleteRecursive removes p and its subtree, children first, ignoring
+// versions. It is what an engineer does by hand with `deleteall`; the
+// runbook's own deletion is version-checked and planned instead.
+func (c *Conn) DeleteRecursive(ctx context.Context, p string) error {
+	nodes, err := c.Walk(ctx, p)
+	if errors.Is(err, ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		if err := c.Delete(ctx, nodes[i], -1); err != nil && !errors.Is(err, ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitChildren blocks until cond holds for p's children, re-arming a
+// ZooKeeper child watch after each change: no sleep-polling. A missing p
+// counts as no children (the watch is then set with ExistsW).
+func (c *Conn) WaitChildren(ctx context.Context, p string, cond func([]string) bool) ([]string, error) {
+	for {
+		type wv struct {
+			kids []string
+			ch   <-chan zk.Event
+		}
+		r, err := bound(ctx, func() (wv, error) {
+			kids, _, ch, err := c.zc.ChildrenW(c.Full(p))
+			if errors.Is(err, zk.ErrNoNode) {
+				_, _, ch, err = c.zc.ExistsW(c.Full(p))
+				return wv{nil, ch}, err
+			}
+			return wv{kids, ch}, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watch %s: %w", c.Full(p), err)
+		}
+		sort.Strings(r.kids)
+		if cond(r.kids) {
+			return r.kids, nil
+		}
+		select {
+		case <-r.ch:
+		case <-ctx.Done():
+			return r.kids, ctx.Err()
+		}
+	}
+}
+
+// WaitExists blocks until p exists (want=true) or is gone (want=false),
+// using an exists watch.
+func (c *Conn) WaitExists(ctx context.Context, p string, want bool) error {
+	for {
+		type wv struct {
+			ok bool
+			ch <-chan zk.Event
+		}
+		r, err := bound(ctx, func() (wv, error) {
+			ok, _, ch, err := c.zc.ExistsW(c.Full(p))
+			return wv{ok, ch}, err
+		})
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", c.Full(p), err)
+		}
+		if r.ok == want {
+			return nil
+		}
+		select {
+		case <-r.ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
