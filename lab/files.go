@@ -165,6 +165,7 @@ func (l *Lab) writeBrokerScripts(n int) error {
 N=%d
 PIDFILE=%s
 OUT=%s
+SERVERLOG=%s
 MARK=%s
 # alive PID: the process exists, is not a zombie, and is this broker's JVM
 alive() {
@@ -173,7 +174,7 @@ alive() {
   tr '\0' '\n' < "/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$MARK"
 }
 pid() { [ -s "$PIDFILE" ] && cat "$PIDFILE"; }
-`, n, shq(filepath.Join(dir, "kafka.pid")), shq(filepath.Join(dir, "logs", "kafka.out")), shq(l.brokerMarker(n)))
+`, n, shq(filepath.Join(dir, "kafka.pid")), shq(filepath.Join(dir, "logs", "kafka.out")), shq(filepath.Join(dir, "logs", "server.log")), shq(l.brokerMarker(n)))
 	start := "#!/bin/sh\n# kafka-start: start this lab broker detached, like `systemctl start kafka`.\n" + common + fmt.Sprintf(`p=$(pid)
 if [ -n "$p" ] && alive "$p"; then echo "kafka broker $N is already running (pid $p)"; exit 0; fi
 cd %s || exit 1
@@ -186,8 +187,9 @@ echo "kafka broker $N starting (pid $p), log: $OUT"
 i=0
 while [ $i -lt 20 ]; do
   if ! alive "$p"; then
-    echo "kafka broker $N exited during start-up; last lines of $OUT:" >&2
-    tail -n 25 "$OUT" >&2
+    echo "kafka broker $N exited during start-up; last lines of $OUT and $SERVERLOG:" >&2
+    tail -n 5 "$OUT" >&2
+    tail -n 25 "$SERVERLOG" >&2
     exit 1
   fi
   sleep 0.1; i=$((i+1))

@@ -97,6 +97,24 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	defer zc.Close()
 	fmt.Fprintf(out, "  zookeeper quorum up after %.1fs\n", time.Since(start).Seconds())
 
+	// A broker killed outright leaves its ephemeral /brokers/ids/N until its
+	// ZooKeeper session expires; a new process with the same id would fail
+	// to register. Wait for the old registration to go (a watch, not sleep).
+	for n := 1; n <= c.Brokers; n++ {
+		if l.brokerPID(n) > 0 {
+			continue
+		}
+		ids, err := zc.BrokerIDs(ctx)
+		if err != nil && !errors.Is(err, zookeeper.ErrNoNode) {
+			return nil, err
+		}
+		if slices.Contains(ids, int32(n)) {
+			fmt.Fprintf(out, "  broker    %d  is not running but still registered: waiting for its old ZooKeeper session to expire\n", n)
+			if _, err := zc.WaitBrokers(ctx, func(ids []int32) bool { return !slices.Contains(ids, int32(n)) }); err != nil {
+				return nil, fmt.Errorf("%w: broker %d's stale registration did not expire: %v", ErrNotHealthy, n, err)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, c.Brokers+1)
 	for n := 1; n <= c.Brokers; n++ {
@@ -249,7 +267,7 @@ func (l *Lab) zkPID(n int) int {
 	if p := readPid(filepath.Join(l.ZKDir(n), "zookeeper.pid")); alive(p) && slices.Contains(cmdline(p), "-Dkremedy.lab.zk="+strconv.Itoa(n)) {
 		return p
 	}
-	for _, p := range procsWith("-Dkremedy.lab="+l.Dir) {
+	for _, p := range procsWith("-Dkremedy.lab=" + l.Dir) {
 		if slices.Contains(cmdline(p), "-Dkremedy.lab.zk="+strconv.Itoa(n)) {
 			return p
 		}
@@ -369,7 +387,7 @@ func (l *Lab) waitRegistered(ctx context.Context, zc *zookeeper.Conn) error {
 		var why []string
 		for n := 1; n <= c.Brokers; n++ {
 			if !slices.Contains(ids, int32(n)) {
-				log := filepath.Join(l.BrokerDir(n), "logs", "kafka.out")
+				log := filepath.Join(l.BrokerDir(n), "logs", "server.log")
 				why = append(why, fmt.Sprintf("broker %d is not registered (process running: %v); last lines of %s:\n%s", n, l.brokerPID(n) > 0, log, tail(log, 15)))
 			}
 		}

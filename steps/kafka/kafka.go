@@ -84,6 +84,7 @@ type View struct {
 }
 
 // BrokerView asks one broker — and only that broker — for its metadata
+// (connection errors are retried against the same broker, never another)
 // about the topics (all topics when none are named). The request never
 // auto-creates a topic and bypasses the client's metadata cache.
 func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (View, error) {
@@ -97,7 +98,7 @@ func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (Vi
 			req.Topics = append(req.Topics, rt)
 		}
 	}
-	resp, err := c.cl.Broker(int(id)).Request(ctx, req)
+	resp, err := c.cl.Broker(int(id)).RetriableRequest(ctx, req)
 	if err != nil {
 		return View{Broker: id}, fmt.Errorf("metadata from broker %d: %w", id, err)
 	}
@@ -233,7 +234,7 @@ func (c *Client) ListOffsetsAt(ctx context.Context, broker int32, t string, p in
 	rp.CurrentLeaderEpoch = -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := c.cl.Broker(int(broker)).Request(ctx, req)
+	resp, err := c.cl.Broker(int(broker)).RetriableRequest(ctx, req)
 	if err != nil {
 		return -1, fmt.Errorf("list offsets %s-%d on broker %d: %w", t, p, broker, err)
 	}

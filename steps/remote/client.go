@@ -17,7 +17,7 @@ import (
 
 // Target says where and how to connect.
 type Target struct {
-	Host string // hostname/IP, or ~/.ssh/config alias when SSHConfig resolution is used
+	Host string // hostname/IP, or ~/.ssh/config alias when SSHConfig resolution is used (ResolveSSHConfig)
 	Port int    // 0 = 22
 	User string
 	// IdentityFiles are private key files. Passphrase-protected keys are

@@ -4,7 +4,11 @@ import "strings"
 
 // Quote returns s as one POSIX shell word. Words made only of ASCII
 // letters, digits and @%+:,./_- are left bare; anything else is put in
-// single quotes, with each ' written as '\''. The empty string is ''.
+// single quotes, each single quote inside becoming quote, backslash, quote,
+// quote. The empty string becomes a pair of single quotes:
+//
+//	Quote("it's") == `'it'\''s'`
+//	Quote("")     == `''`
 //
 // '=' is not left bare so that a quoted "A=B" can never turn into a
 // variable assignment when it is the first word of a command.

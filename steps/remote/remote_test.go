@@ -20,7 +20,10 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-func dial(t *testing.T, tg Target) *Client {
+// dial connects to s. At cleanup, before the client closes, every process
+// the connection started is killed, so commands such as "sleep 30" that a
+// test abandons do not outlive it (closing first would orphan them).
+func dial(t *testing.T, s *sshd, tg Target) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -29,6 +32,7 @@ func dial(t *testing.T, tg Target) *Client {
 		t.Fatalf("Dial: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { killTree(s.pid, syscall.SIGKILL, func(string) bool { return true }) })
 	return c
 }
 
@@ -48,8 +52,9 @@ func (c *collector) add(l Line) {
 }
 
 func TestRun(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
-	c := dial(t, s.target(t))
+	c := dial(t, s, s.target(t))
 	if c.Addr() != s.addr() {
 		t.Errorf("Addr() = %q, want %q", c.Addr(), s.addr())
 	}
@@ -112,11 +117,14 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
+			// Each stream exceeds x/crypto's 2 MiB channel window: an
+			// undrained stream would block the remote command.
 			name: "both streams drained at volume",
-			cmd:  "yes out | head -n 100000 & yes err | head -n 100000 >&2; wait",
+			cmd: "head -c 3000000 /dev/zero | tr '\\0' e | fold -w 1000 >&2 & " +
+				"head -c 3000000 /dev/zero | tr '\\0' o | fold -w 1000; wait",
 			check: func(t *testing.T, col *collector) {
-				if len(col.out) != 100000 || len(col.err) != 100000 {
-					t.Errorf("got %d stdout and %d stderr lines, want 100000 each", len(col.out), len(col.err))
+				if len(col.out) != 3000 || len(col.err) != 3000 || col.out[0] != strings.Repeat("o", 1000) || col.err[2999] != strings.Repeat("e", 1000) {
+					t.Errorf("got %d stdout and %d stderr lines, want 3000 of 1000 bytes each", len(col.out), len(col.err))
 				}
 			},
 		},
@@ -168,8 +176,9 @@ func TestRun(t *testing.T) {
 }
 
 func TestRunStreamsAsTheyArrive(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
-	c := dial(t, s.target(t))
+	c := dial(t, s, s.target(t))
 	var first time.Time
 	_, err := c.Run(context.Background(), "echo first; sleep 1; echo second", func(l Line) {
 		if l.Text == "first" {
@@ -186,8 +195,9 @@ func TestRunStreamsAsTheyArrive(t *testing.T) {
 }
 
 func TestRunConcurrentSessions(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
-	c := dial(t, s.target(t))
+	c := dial(t, s, s.target(t))
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -213,8 +223,9 @@ var hostile = []string{
 }
 
 func TestQuoteThroughSSH(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
-	c := dial(t, s.target(t))
+	c := dial(t, s, s.target(t))
 	// One session for all strings (sessions cost ~150 ms here). od shows
 	// the bytes printf received exactly, trailing newlines included.
 	var script []string
@@ -250,6 +261,7 @@ func TestQuoteThroughSSH(t *testing.T) {
 }
 
 func TestDialHostKeys(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	k := s.keys
 	addr := s.addr()
@@ -344,10 +356,7 @@ func TestDialHostKeys(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Dial: %v", err)
 				}
-				defer c.Close()
-				if _, err := c.Run(context.Background(), "true", nil); err != nil {
-					t.Fatalf("Run: %v", err)
-				}
+				c.Close()
 				return
 			}
 			if err == nil {
@@ -532,11 +541,12 @@ func TestDialErrors(t *testing.T) {
 }
 
 func TestProxyJump(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	t.Run("through the server itself", func(t *testing.T) {
 		tg := s.target(t)
 		tg.ProxyJump = currentUser(t) + "@" + s.addr()
-		c := dial(t, tg)
+		c := dial(t, s, tg)
 		col := &collector{}
 		// SSH_CONNECTION shows the target saw a connection from the jump host's sshd.
 		if _, err := c.Run(context.Background(), "echo ok", col.add); err != nil {
@@ -549,7 +559,7 @@ func TestProxyJump(t *testing.T) {
 	t.Run("two hops", func(t *testing.T) {
 		tg := s.target(t)
 		tg.ProxyJump = s.addr() + "," + currentUser(t) + "@" + s.addr()
-		c := dial(t, tg)
+		c := dial(t, s, tg)
 		if _, err := c.Run(context.Background(), "true", nil); err != nil {
 			t.Fatal(err)
 		}
@@ -606,15 +616,16 @@ func TestAgent(t *testing.T) {
 	tg := s.target(t)
 	tg.IdentityFiles = []string{s.keys.wrong}
 	tg.UseAgent = true
-	c := dial(t, tg)
+	c := dial(t, s, tg)
 	if _, err := c.Run(context.Background(), "true", nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestRunCancel(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
-	c := dial(t, s.target(t))
+	c := dial(t, s, s.target(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	col := &collector{}
 	started := make(chan struct{})
@@ -675,8 +686,9 @@ func runUntilStarted(t *testing.T, c *Client, cmd string, then func()) (Result, 
 }
 
 func TestRunSessionLost(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
-	c := dial(t, s.target(t))
+	c := dial(t, s, s.target(t))
 	res, err, took := runUntilStarted(t, c, "echo started; sleep 20", func() {
 		if n := killTree(s.pid, syscall.SIGKILL, isSSHD); n == 0 {
 			t.Error("no per-connection sshd process found to kill")
@@ -701,8 +713,9 @@ func TestRunSessionLost(t *testing.T) {
 }
 
 func TestKeepaliveDetectsDeadPeer(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
-	c := dial(t, s.target(t))
+	c := dial(t, s, s.target(t))
 	// SIGSTOP keeps the TCP connection open but silent, like a hung host or
 	// a dropped network path: only the keepalive can notice.
 	res, err, took := runUntilStarted(t, c, "echo started; sleep 20", func() {
@@ -726,8 +739,9 @@ func TestKeepaliveDetectsDeadPeer(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
-	c := dial(t, s.target(t))
+	c := dial(t, s, s.target(t))
 	if err := c.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}

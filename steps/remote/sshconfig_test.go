@@ -125,6 +125,7 @@ Host nojump
 }
 
 func TestResolveSSHConfigDial(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	kh := s.goodKnownHosts(t)
 	cfg := writeConfig(t, `
@@ -144,7 +145,7 @@ Host broker-*
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := dial(t, tg)
+	c := dial(t, s, tg)
 	col := &collector{}
 	if _, err := c.Run(context.Background(), "echo via-config", col.add); err != nil {
 		t.Fatal(err)

@@ -31,8 +31,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	// Fast keepalives so a dead peer is detected within ~1 s in tests.
-	keepaliveInterval = 200 * time.Millisecond
+	// Fast keepalives so a dead peer is detected within ~2 s in tests, yet
+	// a live sshd on a loaded machine is not declared dead.
+	keepaliveInterval = 500 * time.Millisecond
 	keepaliveMaxMisses = 3
 	code := m.Run()
 	if keys.dir != "" {

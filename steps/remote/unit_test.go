@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -14,27 +15,34 @@ import (
 
 // Unit tests that need no sshd; they also run under -short.
 
-// testKeyLines returns fresh ed25519 and rsa public keys in authorized_keys
-// format, without the trailing newline.
+// testKeyLines returns ed25519 and rsa public keys, and the same in
+// authorized_keys format without the trailing newline. Generated once.
 func testKeyLines(t *testing.T) (ed, rsa ssh.PublicKey, edLine, rsaLine string) {
 	t.Helper()
-	edRaw, _, err := ed25519.GenerateKey(rand.Reader)
+	k, err := unitKeys()
 	if err != nil {
-		t.Fatal(err)
-	}
-	rsaRaw, err := rsakey.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ed, err = ssh.NewPublicKey(edRaw); err != nil {
-		t.Fatal(err)
-	}
-	if rsa, err = ssh.NewPublicKey(&rsaRaw.PublicKey); err != nil {
 		t.Fatal(err)
 	}
 	line := func(k ssh.PublicKey) string { return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))) }
-	return ed, rsa, line(ed), line(rsa)
+	return k[0], k[1], line(k[0]), line(k[1])
 }
+
+var unitKeys = sync.OnceValues(func() ([2]ssh.PublicKey, error) {
+	var k [2]ssh.PublicKey
+	edRaw, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return k, err
+	}
+	rsaRaw, err := rsakey.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return k, err
+	}
+	if k[0], err = ssh.NewPublicKey(edRaw); err != nil {
+		return k, err
+	}
+	k[1], err = ssh.NewPublicKey(&rsaRaw.PublicKey)
+	return k, err
+})
 
 func TestHostKeyAlgorithms(t *testing.T) {
 	_, _, edPub, rsaPub := testKeyLines(t)

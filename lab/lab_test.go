@@ -1,0 +1,135 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := DefaultConfig()
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"default", func(*Config) {}, ""},
+		{"zero brokers", func(c *Config) { c.Brokers = 0 }, "--brokers 0"},
+		{"even ensemble", func(c *Config) { c.ZooKeepers = 2 }, "odd ensemble"},
+		{"relative chroot", func(c *Config) { c.Chroot = "kafka" }, "--chroot"},
+		{"dirty chroot", func(c *Config) { c.Chroot = "/a/../b" }, "--chroot"},
+		{"root chroot", func(c *Config) { c.Chroot = "/" }, "--chroot"},
+		{"no chroot", func(c *Config) { c.Chroot = "" }, ""},
+		{"bad ibp", func(c *Config) { c.IBP = "two" }, "--ibp"},
+		{"ibp 2.7", func(c *Config) { c.IBP = "2.7" }, ""},
+		{"log dirs", func(c *Config) { c.LogDirsPerBroker = 9 }, "--log-dirs-per-broker"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.mod(&c)
+			err := c.Validate()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTopicIDs(t *testing.T) {
+	for ibp, want := range map[string]bool{"": true, "2.7": false, "2.7-IV2": false, "2.8": true, "3.9": true, "0.10.2": false} {
+		c := DefaultConfig()
+		c.IBP = ibp
+		if got := c.TopicIDs(); got != want {
+			t.Errorf("IBP %q: TopicIDs() = %v, want %v", ibp, got, want)
+		}
+	}
+}
+
+func TestAddresses(t *testing.T) {
+	c := DefaultConfig()
+	c.Net = 7
+	if got := c.ZKConnect(); got != "127.7.2.1:2181,127.7.2.2:2181,127.7.2.3:2181/kafka" {
+		t.Fatal(got)
+	}
+	if got := c.Bootstrap(); len(got) != 3 || got[2] != "127.7.1.3:9092" {
+		t.Fatal(got)
+	}
+}
+
+func TestOpenRefusesOtherLayouts(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir); !errors.Is(err, ErrNoLab) {
+		t.Fatalf("empty dir: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "lab.json"), []byte(`{"format": 99}`), 0o600)
+	_, err := Open(dir)
+	if !errors.Is(err, ErrOtherVersion) || !strings.Contains(err.Error(), "--purge") {
+		t.Fatalf("other layout: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "lab.json"), []byte(`{garbage`), 0o600)
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("corrupt state: %v", err)
+	}
+}
+
+func TestUpRefusesForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("x"), 0o600)
+	_, err := Up(context.Background(), dir, DefaultConfig(), nil, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "holds no kremedy lab") {
+		t.Fatalf("Up on a foreign directory: %v", err)
+	}
+	if err := Down(context.Background(), dir, true, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "precious.txt")); err != nil {
+		t.Fatal("down --purge removed a directory that is not a lab")
+	}
+}
+
+func TestMissingKafkaHome(t *testing.T) {
+	_, err := CheckKafkaHome(t.TempDir())
+	if !errors.Is(err, ErrMissingPart) || !strings.Contains(err.Error(), "kremedy lab install") {
+		t.Fatalf("empty home: %v", err)
+	}
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, "libs"), 0o755)
+	for _, f := range []string{"kafka_2.13-4.1.0.jar", "zookeeper-3.8.4.jar", "reload4j-1.2.25.jar"} {
+		os.WriteFile(filepath.Join(home, "libs", f), nil, 0o644)
+	}
+	if _, err := CheckKafkaHome(home); err == nil || !strings.Contains(err.Error(), "ZooKeeper mode") {
+		t.Fatalf("Kafka 4 home: %v", err)
+	}
+	os.Remove(filepath.Join(home, "libs", "kafka_2.13-4.1.0.jar"))
+	os.WriteFile(filepath.Join(home, "libs", "kafka_2.13-3.9.1.jar"), nil, 0o644)
+	if v, err := CheckKafkaHome(home); err != nil || v != "3.9.1" {
+		t.Fatalf("stock 3.9.1 layout: %q %v", v, err)
+	}
+	os.Remove(filepath.Join(home, "libs", "reload4j-1.2.25.jar"))
+	if _, err := CheckKafkaHome(home); err == nil || !strings.Contains(err.Error(), "log4j") {
+		t.Fatalf("no logging backend: %v", err)
+	}
+}
+
+func TestAssignmentSpreadsLeaders(t *testing.T) {
+	a := assignment([]int32{1, 2, 3})
+	if len(a) != 3 || a[0][0] != 1 || a[1][0] != 2 || a[2][0] != 3 || len(a[0]) != 3 {
+		t.Fatalf("assignment %v", a)
+	}
+	if a := assignment([]int32{1, 2}); len(a) != 3 || len(a[0]) != 2 {
+		t.Fatalf("2 brokers: %v", a)
+	}
+}
+
+func TestShellQuoteOfScriptWords(t *testing.T) {
+	for in, want := range map[string]string{"/a/b": "/a/b", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "/lib/*": "'/lib/*'"} {
+		if got := shq(in); got != want {
+			t.Errorf("shq(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
