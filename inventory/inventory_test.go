@@ -384,6 +384,42 @@ func TestMarshalRoundTrip(t *testing.T) {
 	}
 }
 
+func TestMarshalQuotesWhatYAMLWouldMisread(t *testing.T) {
+	base, err := Parse("t.yaml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{
+		"true", "True", "FALSE", "yes", "No", "y", "n", "on", "OFF", "null", "Null", "~", "~/x", "~x",
+		"-", "- x", "-x", "? x", "?", ": x", "a: b", "a:", "a:b", "a #b", "#a", "a#b", "'", "\"", "\\", "\\n",
+		"@x", "`x`", "%x", "!x", "&x", "*x", "|", ">", "[", "]", "{", "}", ",", "=", "<<",
+		"0", "007", "0x10", "0o17", "1e3", ".5", "1.", ".inf", "-.inf", ".nan", "1_000", "+1", "2001-12-14", "1:20",
+		" lead", "trail ", "a  b", "ünï", "\u00a0", "\u2028", "\u2029", "😀", "\uFFFD", "\uE000x", "\U0010FFFDx", "\u0378x",
+		"a\\b", `C:\dir`, "x: y # z", "--- x", "...", "---",
+	} {
+		inv := *base
+		inv.Name = v
+		if strings.TrimSpace(v) == "" {
+			inv.Name = "x" + v // a blank name is rightly refused
+		}
+		inv.Brokers = []Broker{base.Brokers[0]}
+		inv.Brokers[0].Stop = v + " stop"
+		out, err := inv.Marshal()
+		if err != nil {
+			t.Errorf("Marshal(%q): %v", v, err)
+			continue
+		}
+		got, err := Parse("m.yaml", out)
+		if err != nil {
+			t.Errorf("value %q: Parse(Marshal()): %v\n%s", v, err, out)
+			continue
+		}
+		if got.Name != inv.Name || got.Brokers[0].Stop != v+" stop" {
+			t.Errorf("value %q came back as %q / %q:\n%s", v, got.Name, got.Brokers[0].Stop, out)
+		}
+	}
+}
+
 func TestMarshalRejectsInvalidUTF8(t *testing.T) {
 	inv := tricky()
 	inv.Brokers[0].Stop = "stop\xff"

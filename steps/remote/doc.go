@@ -12,5 +12,7 @@
 // run without a terminal, so cancelling Run does not stop the remote process
 // (OpenSSH ignores signal requests for root logins): build commands that limit
 // themselves, e.g. Command("timeout", "--kill-after=10", "300", ...), and
-// quote every external string with Quote or Command.
+// quote every external string with Quote or Command. ResolveSSHConfig turns
+// an ssh_config alias into a Target (HostName, Port, User, IdentityFile,
+// known_hosts files, ProxyJump) without ever relaxing host-key checking.
 package remote

@@ -131,7 +131,8 @@ func TestRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			t.Parallel() // sessions on one connection
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			col := &collector{}
 			res, err := c.Run(ctx, tc.cmd, col.add)
@@ -732,7 +733,7 @@ func TestKeepaliveDetectsDeadPeer(t *testing.T) {
 	if res.ExitCode != -1 {
 		t.Errorf("ExitCode = %d", res.ExitCode)
 	}
-	limit := time.Duration(keepaliveMaxMisses+2)*keepaliveInterval + 2*time.Second
+	limit := time.Duration(keepaliveMaxMisses+2)*keepaliveInterval + 5*time.Second
 	if took > limit {
 		t.Errorf("took %v to notice a dead peer, want under %v", took, limit)
 	}

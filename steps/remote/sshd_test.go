@@ -31,9 +31,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	// Fast keepalives so a dead peer is detected within ~2 s in tests, yet
+	// Fast keepalives so a dead peer is detected within ~4 s in tests, yet
 	// a live sshd on a loaded machine is not declared dead.
-	keepaliveInterval = 500 * time.Millisecond
+	keepaliveInterval = time.Second
 	keepaliveMaxMisses = 3
 	code := m.Run()
 	if keys.dir != "" {
