@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kremedy/kremedy/internal/strictyaml"
 )
 
 // DefaultSSHPort is the port SSHFor uses when neither the broker nor the
@@ -111,22 +113,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // Error is a problem with an inventory file, located at a line and column
 // (both 1-based). Line is 0 when the problem is not in the text, such as a
 // file that cannot be read; Err then holds the cause.
-type Error struct {
-	File   string
-	Line   int
-	Column int
-	Msg    string
-	Err    error
-}
-
-func (e *Error) Error() string {
-	if e.Line == 0 {
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
-	}
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+type Error = strictyaml.Error
 
 // Load reads and parses the inventory at path, records path in Path, and
 // resolves the local file paths in it (identity files, known_hosts, ssh

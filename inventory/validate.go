@@ -24,18 +24,18 @@ var (
 // cross-field rules. Each error sits at the field it is about.
 func (d *decoder) validate(inv *Inventory) {
 	if strings.TrimSpace(inv.Name) == "" {
-		d.errorf(d.at("name"), "name is required: it is shown in the header so you always know which cluster you are on")
+		d.Errorf(d.At("name"), "name is required: it is shown in the header so you always know which cluster you are on")
 	}
 
 	d.validateZooKeeper(&inv.ZooKeeper)
 
 	if len(inv.Kafka.Bootstrap) == 0 {
-		d.errorf(d.at("kafka.bootstrap"), "kafka.bootstrap is required: list at least one broker as host:port")
+		d.Errorf(d.At("kafka.bootstrap"), "kafka.bootstrap is required: list at least one broker as host:port")
 	}
 	for i, hp := range inv.Kafka.Bootstrap {
 		p := fmt.Sprintf("kafka.bootstrap[%d]", i)
 		if err := checkHostPort(hp); err != nil {
-			d.errorf(d.at(p), "%s %q %v", p, hp, err)
+			d.Errorf(d.At(p), "%s %q %v", p, hp, err)
 		}
 	}
 	d.localPath("kafka.client_properties", inv.Kafka.ClientProperties)
@@ -48,22 +48,22 @@ func (d *decoder) validate(inv *Inventory) {
 	if s.ProxyJump != "" {
 		for hop := range strings.SplitSeq(s.ProxyJump, ",") {
 			if err := checkJump(hop); err != nil {
-				d.errorf(d.at("ssh.proxy_jump"), "ssh.proxy_jump %q: %v", s.ProxyJump, err)
+				d.Errorf(d.At("ssh.proxy_jump"), "ssh.proxy_jump %q: %v", s.ProxyJump, err)
 				break
 			}
 		}
 	}
 
 	if len(inv.Brokers) == 0 {
-		d.errorf(d.at("brokers"), "brokers is required: list every broker with its id, host, stop and start")
+		d.Errorf(d.At("brokers"), "brokers is required: list every broker with its id, host, stop and start")
 	}
 	seen := map[int32]string{}
 	for i, b := range inv.Brokers {
 		p := fmt.Sprintf("brokers[%d]", i)
-		if _, ok := d.pos[p+".id"]; !ok {
-			d.errorf(d.at(p), "%s has no id: set it to the broker's broker.id", p)
+		if !d.Has(p + ".id") {
+			d.Errorf(d.At(p), "%s has no id: set it to the broker's broker.id", p)
 		} else if prev, ok := seen[b.ID]; ok {
-			d.errorf(d.at(p+".id"), "%s.id: broker id %d is also used by %s; broker ids are unique", p, b.ID, prev)
+			d.Errorf(d.At(p+".id"), "%s.id: broker id %d is also used by %s; broker ids are unique", p, b.ID, prev)
 		} else {
 			seen[b.ID] = p
 		}
@@ -74,7 +74,7 @@ func (d *decoder) validate(inv *Inventory) {
 		d.command(p+".stop", b.Stop, "stops the broker")
 		d.command(p+".start", b.Start, "starts the broker")
 		if s.KnownHosts == "" && b.KnownHosts == "" {
-			d.errorf(d.at(p), "%s has no known_hosts file: set ssh.known_hosts or %s.known_hosts; "+
+			d.Errorf(d.At(p), "%s has no known_hosts file: set ssh.known_hosts or %s.known_hosts; "+
 				"kremedy never trusts a host key on first use", p, p)
 		}
 		d.logDirs(p+".log_dirs", b.LogDirs)
@@ -85,9 +85,9 @@ func (d *decoder) validate(inv *Inventory) {
 		p := fmt.Sprintf("clients[%d]", i)
 		switch prev, dup := names[c.Name]; {
 		case strings.TrimSpace(c.Name) == "":
-			d.errorf(d.at(p+".name"), "%s.name is required: it is how the detach-clients step names this client", p)
+			d.Errorf(d.At(p+".name"), "%s.name is required: it is how the detach-clients step names this client", p)
 		case dup:
-			d.errorf(d.at(p+".name"), "%s.name %q is also used by %s; client names are unique", p, c.Name, prev)
+			d.Errorf(d.At(p+".name"), "%s.name %q is also used by %s; client names are unique", p, c.Name, prev)
 		default:
 			names[c.Name] = p
 		}
@@ -96,15 +96,15 @@ func (d *decoder) validate(inv *Inventory) {
 		d.command(p+".start", c.Start, "starts the client")
 	}
 	if len(inv.Clients) > 0 && s.KnownHosts == "" {
-		d.errorf(d.at("clients"), "clients need ssh.known_hosts to reach their hosts; kremedy never trusts a host key on first use")
+		d.Errorf(d.At("clients"), "clients need ssh.known_hosts to reach their hosts; kremedy never trusts a host key on first use")
 	}
 }
 
 func (d *decoder) validateZooKeeper(z *ZooKeeper) {
 	if strings.TrimSpace(z.Connect) == "" {
-		d.errorf(d.at("zookeeper.connect"), "zookeeper.connect is required: copy it from the brokers' zookeeper.connect, chroot included")
+		d.Errorf(d.At("zookeeper.connect"), "zookeeper.connect is required: copy it from the brokers' zookeeper.connect, chroot included")
 	} else if _, _, err := zookeeper.ParseConnect(z.Connect); err != nil {
-		d.errorf(d.at("zookeeper.connect"), "zookeeper.connect: %v; it must be the brokers' zookeeper.connect exactly, like zk1:2181,zk2:2181/kafka", err)
+		d.Errorf(d.At("zookeeper.connect"), "zookeeper.connect: %v; it must be the brokers' zookeeper.connect exactly, like zk1:2181,zk2:2181/kafka", err)
 	}
 	a := z.Auth
 	if a == nil {
@@ -112,17 +112,17 @@ func (d *decoder) validateZooKeeper(z *ZooKeeper) {
 	}
 	switch {
 	case a.User == "":
-		d.errorf(d.at("zookeeper.auth.user"), "zookeeper.auth.user is required when zookeeper.auth is set")
+		d.Errorf(d.At("zookeeper.auth.user"), "zookeeper.auth.user is required when zookeeper.auth is set")
 	case strings.ContainsAny(a.User, ": "):
-		d.errorf(d.at("zookeeper.auth.user"), "zookeeper.auth.user %q must not contain ':' or spaces (ZooKeeper digest is user:password)", a.User)
+		d.Errorf(d.At("zookeeper.auth.user"), "zookeeper.auth.user %q must not contain ':' or spaces (ZooKeeper digest is user:password)", a.User)
 	}
 	switch {
 	case a.PasswordEnv == "" && a.PasswordFile == "":
-		d.errorf(d.at("zookeeper.auth"), "zookeeper.auth needs password_env (an environment variable) or password_file (a file only you can read)")
+		d.Errorf(d.At("zookeeper.auth"), "zookeeper.auth needs password_env (an environment variable) or password_file (a file only you can read)")
 	case a.PasswordEnv != "" && a.PasswordFile != "":
-		d.errorf(d.at("zookeeper.auth.password_file"), "zookeeper.auth has both password_env and password_file; keep one")
+		d.Errorf(d.At("zookeeper.auth.password_file"), "zookeeper.auth has both password_env and password_file; keep one")
 	case a.PasswordEnv != "" && !envRe.MatchString(a.PasswordEnv):
-		d.errorf(d.at("zookeeper.auth.password_env"), "zookeeper.auth.password_env %q is not an environment variable name (letters, digits, _)", a.PasswordEnv)
+		d.Errorf(d.At("zookeeper.auth.password_env"), "zookeeper.auth.password_env %q is not an environment variable name (letters, digits, _)", a.PasswordEnv)
 	}
 	d.localPath("zookeeper.auth.password_file", a.PasswordFile)
 }
@@ -165,22 +165,22 @@ func checkJump(hop string) error {
 func (d *decoder) host(p, h string) {
 	switch {
 	case h == "":
-		d.errorf(d.at(p), "%s is required: the SSH host name, address or ssh config alias", p)
+		d.Errorf(d.At(p), "%s is required: the SSH host name, address or ssh config alias", p)
 	case !hostRe.MatchString(h):
-		d.errorf(d.at(p), "%s %q: a host may hold only letters, digits, '.', '_', '-' and ':' "+
+		d.Errorf(d.At(p), "%s %q: a host may hold only letters, digits, '.', '_', '-' and ':' "+
 			"(no spaces, shell characters or user@), and must not start with '-' or '.'", p, h)
 	}
 }
 
 func (d *decoder) user(p, u string) {
 	if u != "" && !userRe.MatchString(u) {
-		d.errorf(d.at(p), "%s %q: a user name may hold only letters, digits, '.', '_' and '-', and must not start with '-' or '.'", p, u)
+		d.Errorf(d.At(p), "%s %q: a user name may hold only letters, digits, '.', '_' and '-', and must not start with '-' or '.'", p, u)
 	}
 }
 
 func (d *decoder) command(p, cmd, does string) {
 	if strings.TrimSpace(cmd) == "" {
-		d.errorf(d.at(p), "%s is required: the shell command that %s on its host, such as \"sudo -n systemctl ...\"", p, does)
+		d.Errorf(d.At(p), "%s is required: the shell command that %s on its host, such as \"sudo -n systemctl ...\"", p, does)
 	}
 }
 
@@ -188,7 +188,7 @@ func (d *decoder) command(p, cmd, does string) {
 // expands only "~/".
 func (d *decoder) localPath(p, v string) {
 	if strings.HasPrefix(v, "~") && v != "~" && !strings.HasPrefix(v, "~/") {
-		d.errorf(d.at(p), "%s %q: only ~/ is expanded; write the full path", p, v)
+		d.Errorf(d.At(p), "%s %q: only ~/ is expanded; write the full path", p, v)
 	}
 }
 
@@ -199,25 +199,25 @@ func (d *decoder) logDirs(p string, dirs []string) {
 		pi := fmt.Sprintf("%s[%d]", p, i)
 		switch {
 		case !path.IsAbs(dir):
-			d.errorf(d.at(pi), "%s %q is not an absolute path; write it exactly as in the broker's log.dirs", pi, dir)
+			d.Errorf(d.At(pi), "%s %q is not an absolute path; write it exactly as in the broker's log.dirs", pi, dir)
 			continue
 		case path.Clean(dir) != dir:
-			d.errorf(d.at(pi), "%s %q is not a clean path; write it as %q", pi, dir, path.Clean(dir))
+			d.Errorf(d.At(pi), "%s %q is not a clean path; write it as %q", pi, dir, path.Clean(dir))
 			continue
 		case dir == "/":
-			d.errorf(d.at(pi), "%s is the root directory; no broker keeps its log there", pi)
+			d.Errorf(d.At(pi), "%s is the root directory; no broker keeps its log there", pi)
 			continue
 		case strings.Contains(dir, ","):
-			d.errorf(d.at(pi), "%s %q contains ',', which Kafka's log.dirs uses to separate directories", pi, dir)
+			d.Errorf(d.At(pi), "%s %q contains ',', which Kafka's log.dirs uses to separate directories", pi, dir)
 			continue
 		}
 		for j := range i {
 			prev := dirs[j]
 			switch {
 			case prev == dir:
-				d.errorf(d.at(pi), "%s %q is listed twice (also %s[%d])", pi, dir, p, j)
+				d.Errorf(d.At(pi), "%s %q is listed twice (also %s[%d])", pi, dir, p, j)
 			case strings.HasPrefix(dir, prev+"/") || strings.HasPrefix(prev, dir+"/"):
-				d.errorf(d.at(pi), "%s %q and %s[%d] %q are nested; log dirs must be separate directories", pi, dir, p, j, prev)
+				d.Errorf(d.At(pi), "%s %q and %s[%d] %q are nested; log dirs must be separate directories", pi, dir, p, j, prev)
 			}
 		}
 	}

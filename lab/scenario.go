@@ -230,7 +230,7 @@ func assignment(ids []int32) [][]int32 {
 // createAndFill creates t with the assignment, waits until every broker
 // serves it, and writes MessagesPerPartition "old" messages per partition.
 func (e *env) createAndFill(t string, assign [][]int32, generation string) (string, error) {
-	id, err := e.kc.CreateTopic(e.ctx, t, assign, nil)
+	id, err := e.kc.CreateTopic(e.ctx, t, assign, 0, 0, nil)
 	if err != nil {
 		return "", err
 	}
@@ -274,7 +274,7 @@ func (e *env) waitServed(t string, parts int) error {
 				return false
 			}
 			for _, p := range tv.Partitions {
-				if p.Leader < 0 || p.Err != nil {
+				if p.Leader < 0 || p.Err != "" {
 					return false
 				}
 			}
@@ -438,7 +438,7 @@ func (e *env) stuckDelete() error {
 		return a && b, fmt.Sprintf("%s%s/%s exists=%v; %s%s exists=%v (version %d)", e.zk.Chroot(), zookeeper.DeleteTopicsPath, e.t, a, e.zk.Chroot(), zookeeper.TopicPath(e.t), b, st.Version)
 	})
 	e.observe(fmt.Sprintf("creating %q again is refused", e.t), 0, false, func() (bool, string) {
-		_, err := e.kc.CreateTopic(e.ctx, e.t, e.rep.Assign, nil)
+		_, err := e.kc.CreateTopic(e.ctx, e.t, e.rep.Assign, 0, 0, nil)
 		var ce *kafka.CreateError
 		if errors.As(err, &ce) {
 			return errors.Is(err, kerr.TopicAlreadyExists), err.Error()
@@ -525,7 +525,7 @@ func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*R
 	var newID string
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = waitFor(cctx, 500*time.Millisecond, func() bool {
-		newID, err = e.kc.CreateTopic(cctx, t, e.rep.Assign, nil)
+		newID, err = e.kc.CreateTopic(cctx, t, e.rep.Assign, 0, 0, nil)
 		return err == nil
 	})
 	cancel()

@@ -46,7 +46,7 @@ func newRoot() *cobra.Command {
 		Version:       version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newLabCmd())
+	root.AddCommand(newLabCmd(), newRunbooksCmd(), newPlanCmd(), newRunCmd(), newResumeCmd())
 	return root
 }
 

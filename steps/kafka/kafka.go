@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/kremedy/kremedy/steps"
 	"sort"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 // Client talks to one Kafka cluster. It never lets a request auto-create a
 // topic, and it asks brokers one by one when their views must be compared.
 type Client struct {
-	cl  *kgo.Client
-	adm *kadm.Client
+	cl    *kgo.Client
+	adm   *kadm.Client
+	seeds []string
+	extra []kgo.Opt
 }
 
 // New builds a client over the bootstrap servers. extra options (TLS, SASL)
@@ -37,7 +40,7 @@ func New(bootstrap []string, extra ...kgo.Opt) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client %v: %w", bootstrap, err)
 	}
-	return &Client{cl: cl, adm: kadm.NewClient(cl)}, nil
+	return &Client{cl: cl, adm: kadm.NewClient(cl), seeds: bootstrap, extra: extra}, nil
 }
 
 // TopicIDString renders a topic ID the way Kafka does (Uuid.toString:
@@ -53,34 +56,25 @@ func (c *Client) Kgo() *kgo.Client { return c.cl }
 // Admin exposes kadm for calls this adapter does not wrap.
 func (c *Client) Admin() *kadm.Client { return c.adm }
 
-// PartitionView is one broker's cached view of one partition.
-type PartitionView struct {
-	Partition   int32
-	Leader      int32
-	LeaderEpoch int32
-	Replicas    []int32
-	ISR         []int32
-	Offline     []int32
-	Err         error // kerr error, nil when the broker reports none
-}
+// View and the other view types are the engine's own (package steps).
+type (
+	View          = steps.BrokerView
+	TopicView     = steps.TopicView
+	PartitionView = steps.PartitionView
+)
 
-// TopicView is one broker's cached view of one topic.
-type TopicView struct {
-	Name       string
-	ID         string // base64url topic id, "" when the broker has none (IBP < 2.8)
-	Err        error  // e.g. kerr.UnknownTopicOrPartition
-	Partitions map[int32]PartitionView
-}
-
-// Present reports whether the broker knows the topic.
-func (t TopicView) Present() bool { return t.Err == nil }
-
-// View is what one broker answers to a Metadata request.
-type View struct {
-	Broker     int32
-	Controller int32
-	Brokers    []int32
-	Topics     map[string]TopicView
+// errName is Kafka's name for an error code ("" for none), e.g.
+// "UNKNOWN_TOPIC_OR_PARTITION".
+func errName(code int16) string {
+	err := kerr.ErrorForCode(code)
+	if err == nil {
+		return ""
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return err.Error()
 }
 
 // BrokerView asks one broker — and only that broker — for its metadata
@@ -112,7 +106,7 @@ func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (Vi
 		if t.Topic == nil {
 			continue
 		}
-		tv := TopicView{Name: *t.Topic, Err: kerr.ErrorForCode(t.ErrorCode), Partitions: map[int32]PartitionView{}}
+		tv := TopicView{Name: *t.Topic, Err: errName(t.ErrorCode), Partitions: map[int32]PartitionView{}}
 		if t.TopicID != ([16]byte{}) {
 			tv.ID = TopicIDString(t.TopicID)
 		}
@@ -120,7 +114,7 @@ func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (Vi
 			tv.Partitions[p.Partition] = PartitionView{
 				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, ISR: p.ISR, Offline: p.OfflineReplicas,
-				Err: kerr.ErrorForCode(p.ErrorCode),
+				Err: errName(p.ErrorCode),
 			}
 		}
 		v.Topics[tv.Name] = tv
@@ -141,12 +135,16 @@ func (c *Client) Brokers(ctx context.Context) ([]int32, error) {
 
 // CreateTopic creates t with an explicit replica assignment (partition p's
 // replicas are assignment[p]) and optional configs.
-func (c *Client) CreateTopic(ctx context.Context, t string, assignment [][]int32, configs map[string]string) (string, error) {
+// With an assignment, partitions and rf are ignored (-1).
+func (c *Client) CreateTopic(ctx context.Context, t string, assignment [][]int32, partitions int32, rf int16, configs map[string]string) (string, error) {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 30000
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic = t
-	rt.NumPartitions, rt.ReplicationFactor = -1, -1
+	rt.NumPartitions, rt.ReplicationFactor = partitions, rf
+	if len(assignment) > 0 {
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+	}
 	for p, reps := range assignment {
 		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
 		ra.Partition = int32(p)

@@ -123,3 +123,7 @@ func short(cmd string) string {
 	}
 	return strings.ToValidUTF8(cmd[:max], "") + "…"
 }
+
+// ExitStatus is the remote command's exit status (for callers that match
+// on interface{ ExitStatus() int }).
+func (e *ExitError) ExitStatus() int { return e.Code }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kremedy/kremedy/steps"
 	"io"
 	"log"
 	"path"
@@ -32,15 +33,7 @@ var (
 const DefaultOpTimeout = 15 * time.Second
 
 // Stat is the part of a znode's metadata kremedy uses.
-type Stat struct {
-	Version        int32
-	Cversion       int32
-	Aversion       int32
-	Ctime          time.Time
-	Mtime          time.Time
-	EphemeralOwner int64
-	NumChildren    int32
-}
+type Stat = steps.ZStat
 
 func statOf(s *zk.Stat) Stat {
 	if s == nil {
@@ -54,7 +47,23 @@ func statOf(s *zk.Stat) Stat {
 }
 
 // ACL is one access-control entry of a znode.
-type ACL = zk.ACL
+type ACL = steps.ACL
+
+func toZK(acl []ACL) []zk.ACL {
+	out := make([]zk.ACL, len(acl))
+	for i, a := range acl {
+		out[i] = zk.ACL{Perms: a.Perms, Scheme: a.Scheme, ID: a.ID}
+	}
+	return out
+}
+
+// IsNoNode reports a missing znode.
+func (c *Conn) IsNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
+
+// IsBadVersion reports a version-check failure.
+func (c *Conn) IsBadVersion(err error) bool { return errors.Is(err, zk.ErrBadVersion) }
+
+var _ steps.Coordinator = (*Conn)(nil)
 
 // Options tune a connection.
 type Options struct {
@@ -197,19 +206,24 @@ func (c *Conn) Children(ctx context.Context, p string) ([]string, error) {
 
 // GetACL reads a znode's ACL.
 func (c *Conn) GetACL(ctx context.Context, p string) ([]ACL, error) {
-	acl, err := bound(ctx, func() ([]ACL, error) { a, _, err := c.zc.GetACL(c.Full(p)); return a, err })
+	acl, err := bound(ctx, func() ([]zk.ACL, error) { a, _, err := c.zc.GetACL(c.Full(p)); return a, err })
 	if err != nil {
 		return nil, fmt.Errorf("getacl %s: %w", c.Full(p), err)
 	}
-	return acl, nil
+	out := make([]ACL, len(acl))
+	for i, a := range acl {
+		out[i] = ACL{Perms: a.Perms, Scheme: a.Scheme, ID: a.ID}
+	}
+	return out, nil
 }
 
 // Create makes a persistent znode with the given ACL (world-all when nil).
 func (c *Conn) Create(ctx context.Context, p string, data []byte, acl []ACL) error {
-	if acl == nil {
-		acl = zk.WorldACL(zk.PermAll)
+	zacl := zk.WorldACL(zk.PermAll)
+	if acl != nil {
+		zacl = toZK(acl)
 	}
-	_, err := bound(ctx, func() (string, error) { return c.zc.Create(c.Full(p), data, 0, acl) })
+	_, err := bound(ctx, func() (string, error) { return c.zc.Create(c.Full(p), data, 0, zacl) })
 	if err != nil {
 		return fmt.Errorf("create %s: %w", c.Full(p), err)
 	}

@@ -2,92 +2,43 @@ package zookeeper
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kremedy/kremedy/steps"
 	"sort"
 	"strconv"
 )
 
-// Kafka's ZooKeeper layout (ZK mode, relative to the chroot). See
-// shared/docs/research/kafka-internals.md §1 for the source of each shape.
+// Kafka's ZooKeeper layout and znode shapes live in package steps; these
+// aliases keep this adapter's callers short.
 const (
-	BrokerIDsPath     = "/brokers/ids"
-	TopicsPath        = "/brokers/topics"
-	DeleteTopicsPath  = "/admin/delete_topics"
-	ConfigTopicsPath  = "/config/topics"
-	ReassignPath      = "/admin/reassign_partitions"
-	ControllerPath    = "/controller"
-	ClusterIDPath     = "/cluster/id"
-	MigrationPath     = "/migration"
-	ControllerEpochPa = "/controller_epoch"
+	BrokerIDsPath    = steps.BrokerIDsPath
+	TopicsPath       = steps.TopicsPath
+	DeleteTopicsPath = steps.DeleteTopicsPath
+	ConfigTopicsPath = steps.ConfigTopicsPath
+	ReassignPath     = steps.ReassignPath
+	ControllerPath   = steps.ControllerPath
+	ClusterIDPath    = steps.ClusterIDPath
+	MigrationPath    = steps.MigrationPath
 )
 
-// TopicPath is /brokers/topics/<t>.
-func TopicPath(t string) string { return TopicsPath + "/" + t }
-
-// PartitionStatePath is /brokers/topics/<t>/partitions/<p>/state.
-func PartitionStatePath(t string, p int32) string {
-	return fmt.Sprintf("%s/partitions/%d/state", TopicPath(t), p)
-}
-
-// TopicZNode is the data of /brokers/topics/<t> (versions 1–3).
-type TopicZNode struct {
-	Version    int                `json:"version"`
-	Partitions map[string][]int32 `json:"partitions"`
-	// TopicID is present only when the controller's IBP is >= 2.8.
-	TopicID          string             `json:"topic_id,omitempty"`
-	AddingReplicas   map[string][]int32 `json:"adding_replicas,omitempty"`
-	RemovingReplicas map[string][]int32 `json:"removing_replicas,omitempty"`
-}
-
-// Assignment returns partition -> replicas with numeric keys.
-func (t TopicZNode) Assignment() (map[int32][]int32, error) {
-	out := make(map[int32][]int32, len(t.Partitions))
-	for k, v := range t.Partitions {
-		n, err := strconv.ParseInt(k, 10, 32)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("partition key %q is not a partition number", k)
-		}
-		out[int32(n)] = v
-	}
-	return out, nil
-}
-
-// PartitionState is the data of …/partitions/<p>/state.
-type PartitionState struct {
-	ControllerEpoch int32   `json:"controller_epoch"`
-	Leader          int32   `json:"leader"`
-	Version         int     `json:"version"`
-	LeaderEpoch     int32   `json:"leader_epoch"`
-	ISR             []int32 `json:"isr"`
-}
-
-// BrokerRegistration is the data of the ephemeral /brokers/ids/<id>.
-type BrokerRegistration struct {
-	Version   int      `json:"version"`
-	Host      string   `json:"host"`
-	Port      int      `json:"port"`
-	Endpoints []string `json:"endpoints"`
-	Rack      string   `json:"rack,omitempty"`
-	Timestamp string   `json:"timestamp"`
-}
-
-// ControllerZNode is the data of the ephemeral /controller.
-type ControllerZNode struct {
-	Version  int   `json:"version"`
-	BrokerID int32 `json:"brokerid"`
-}
+type (
+	TopicZNode         = steps.TopicZNode
+	PartitionState     = steps.PartitionState
+	BrokerRegistration = steps.BrokerRegistration
+	ControllerZNode    = steps.ControllerZNode
+)
 
 // ErrCorrupt marks znode data that does not decode as Kafka wrote it.
-var ErrCorrupt = errors.New("znode data does not decode")
+var ErrCorrupt = steps.ErrCorrupt
 
-func decode(p string, b []byte, v any) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w: %v", p, ErrCorrupt, err)
-	}
-	return nil
-}
+// TopicPath is /brokers/topics/<t>.
+func TopicPath(t string) string { return steps.TopicPath(t) }
+
+// PartitionStatePath is /brokers/topics/<t>/partitions/<p>/state.
+func PartitionStatePath(t string, p int32) string { return steps.PartitionStatePath(t, p) }
+
+func decode(p string, b []byte, v any) error { return steps.DecodeZNode(p, b, v) }
 
 // Topic reads /brokers/topics/<t>.
 func (c *Conn) Topic(ctx context.Context, t string) (TopicZNode, Stat, error) {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/remote"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+// cluster is an inventory turned into the engine's ports.
+type cluster struct {
+	inv    *inventory.Inventory
+	target steps.Target
+	zk     *zookeeper.Conn
+	kafka  *kafka.Client
+	fleet  *remote.Fleet
+}
+
+func (c *cluster) Close() {
+	if c.zk != nil {
+		c.zk.Close()
+	}
+	if c.kafka != nil {
+		c.kafka.Close()
+	}
+	if c.fleet != nil {
+		c.fleet.Close()
+	}
+}
+
+func sshTarget(s inventory.SSH, host string) remote.Target {
+	t := remote.Target{Host: host, Port: s.Port, User: s.User, UseAgent: s.Agent, ProxyJump: s.ProxyJump,
+		ConnectTimeout: s.ConnectTimeout.Duration}
+	if s.IdentityFile != "" {
+		t.IdentityFiles = []string{s.IdentityFile}
+	}
+	if s.KnownHosts != "" {
+		t.KnownHostsFiles = []string{s.KnownHosts}
+	}
+	return t
+}
+
+// connect loads an inventory and opens ZooKeeper and Kafka clients and the
+// SSH fleet. Connections to hosts happen lazily, on first use.
+func connect(ctx context.Context, path string) (*cluster, error) {
+	inv, err := inventory.Load(path)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	if inv.Kafka.ClientProperties != "" {
+		return nil, usageErr(fmt.Errorf("%s: kafka.client_properties (TLS/SASL) is not supported by this kremedy build yet; nothing was done. Run from a host that reaches a PLAINTEXT listener, or remove the key", path))
+	}
+	c := &cluster{inv: inv}
+	c.target = steps.Target{Name: inv.Name, Lab: inv.Lab, ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
+	brokers := map[int32]remote.Target{}
+	for _, b := range inv.Brokers {
+		c.target.Hosts = append(c.target.Hosts, steps.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs})
+		brokers[b.ID] = sshTarget(inv.SSHFor(b), b.Host)
+	}
+	clients := map[string]remote.Target{}
+	for _, cl := range inv.Clients {
+		c.target.Clients = append(c.target.Clients, steps.Client{Name: cl.Name, Host: cl.Host, Stop: cl.Stop})
+		clients[cl.Name] = sshTarget(inv.SSHFor(inventory.Broker{}), cl.Host)
+	}
+	c.fleet = remote.NewFleet(brokers, clients)
+	opts := zookeeper.Options{}
+	if inv.ZooKeeper.Auth != nil {
+		pw, err := inv.ZKPassword()
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		opts.DigestAuth = inv.ZooKeeper.Auth.User + ":" + pw
+	}
+	zctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if c.zk, err = zookeeper.Dial(zctx, inv.ZooKeeper.Connect, opts); err != nil {
+		return nil, failedErr(fmt.Errorf("%w; nothing was done", err))
+	}
+	if c.kafka, err = kafka.New(inv.Kafka.Bootstrap); err != nil {
+		c.Close()
+		return nil, failedErr(err)
+	}
+	return c, nil
+}

@@ -1,0 +1,124 @@
+package runbooks
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// Values are a runbook's parameters bound to what the operator set, each
+// as text that Bind has checked against its type.
+type Values map[string]string
+
+// String is the value of k, or "" when k is not bound.
+func (v Values) String(k string) string { return v[k] }
+
+// Int is the value of k, or 0 when k is not bound or not an int.
+func (v Values) Int(k string) int {
+	n, _ := strconv.Atoi(v[k])
+	return n
+}
+
+// Bool is the value of k, false when k is not bound.
+func (v Values) Bool(k string) bool { return v[k] == "true" }
+
+// Duration is the value of k, or 0 when k is not bound or not a duration.
+func (v Values) Duration(k string) time.Duration {
+	d, _ := time.ParseDuration(v[k])
+	return d
+}
+
+// Bind checks the values the operator set (ParseSet's result) against the
+// runbook's parameters and fills in defaults. An unknown name, a missing
+// required parameter and a value that is not of its parameter's type are
+// errors wrapping ErrInvalidParam, all of them joined; a bad topic name
+// also wraps steps.ErrInvalidTopic. A parameter that is neither set nor
+// has a default is not in the result.
+func (rb *Runbook) Bind(set map[string]string) (Values, error) {
+	var errs []error
+	names := make([]string, len(rb.Params))
+	for i, p := range rb.Params {
+		names[i] = p.Name
+	}
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if !slices.Contains(names, k) {
+			known := "it has no parameters"
+			if len(names) > 0 {
+				known = "its parameters are " + strings.Join(names, ", ")
+			}
+			errs = append(errs, fmt.Errorf("%w %q: runbook %s has no such parameter; %s; nothing was run", ErrInvalidParam, k, rb.Name, known))
+		}
+	}
+	vals := Values{}
+	for _, p := range rb.Params {
+		v, ok := set[p.Name]
+		switch {
+		case ok:
+			if err := checkValue(p.Type, v); err != nil {
+				errs = append(errs, fmt.Errorf("%w %s (%s): %w; nothing was run", ErrInvalidParam, p.Name, p.Type, err))
+				continue
+			}
+		case p.HasDefault:
+			v = p.Default
+		case p.Required:
+			errs = append(errs, fmt.Errorf("%w %s: runbook %s needs it; set it with --set %s=<%s>; nothing was run",
+				ErrInvalidParam, p.Name, rb.Name, p.Name, p.Type))
+			continue
+		default:
+			continue
+		}
+		vals[p.Name] = v
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return vals, nil
+}
+
+// ParseSet reads --set arguments, each name=value (the value may hold '='
+// and may be empty). A missing '=', an empty name and a name set twice are
+// errors wrapping ErrInvalidParam.
+func ParseSet(args []string) (map[string]string, error) {
+	set := make(map[string]string, len(args))
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: --set %q has no '='; write name=value, such as --set topic=orders", ErrInvalidParam, a)
+		case k == "":
+			return nil, fmt.Errorf("%w: --set %q has no name before '='; write name=value, such as --set topic=orders", ErrInvalidParam, a)
+		}
+		if prev, dup := set[k]; dup {
+			return nil, fmt.Errorf("%w: %s is set twice (%q and %q); set it once", ErrInvalidParam, k, prev, v)
+		}
+		set[k] = v
+	}
+	return set, nil
+}
+
+// checkValue checks a parameter's value, as written, against its type.
+func checkValue(typ, v string) error {
+	switch typ {
+	case "int":
+		if _, err := strconv.Atoi(v); err != nil {
+			return fmt.Errorf("%q is not a whole number", v)
+		}
+	case "bool":
+		if v != "true" && v != "false" {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+	case "duration":
+		if d, err := time.ParseDuration(v); err != nil || d < 0 {
+			return fmt.Errorf("%q is not a duration such as 30s or 5m", v)
+		}
+	case "topic":
+		return steps.ValidateTopic(v)
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+var _ steps.Cluster = (*Client)(nil)
+
+// Groups lists consumer groups with members assigned partitions of topic,
+// or with offsets committed on it.
+func (c *Client) Groups(ctx context.Context, topic string) ([]steps.GroupUse, error) {
+	listed, err := c.adm.ListGroups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	names := listed.Groups()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	described, err := c.adm.DescribeGroups(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("describe groups: %w", err)
+	}
+	fetched := c.adm.FetchManyOffsets(ctx, names...)
+	var out []steps.GroupUse
+	for _, name := range names {
+		g := steps.GroupUse{Group: name}
+		if d, ok := described[name]; ok {
+			g.State = d.State
+			for _, m := range d.Members {
+				if cm, ok := m.Assigned.AsConsumer(); ok {
+					for _, t := range cm.Topics {
+						if t.Topic == topic && len(t.Partitions) > 0 {
+							g.Members = append(g.Members, m.MemberID)
+							break
+						}
+					}
+				}
+			}
+		}
+		if f, ok := fetched[name]; ok && f.Err == nil {
+			for p, o := range f.Fetched[topic] {
+				if o.Err == nil && o.At >= 0 {
+					if g.Offsets == nil {
+						g.Offsets = map[int32]int64{}
+					}
+					g.Offsets[p] = o.At
+				}
+			}
+		}
+		if len(g.Members) > 0 || len(g.Offsets) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// Producers lists producers the partitions' leaders still track
+// (DescribeProducers, Kafka 2.8+). A topic unknown to the cluster has none.
+func (c *Client) Producers(ctx context.Context, topic string, partitions []int32) ([]steps.ProducerUse, error) {
+	var ts kadm.TopicsSet
+	ts.Add(topic, partitions...)
+	described, err := c.adm.DescribeProducers(ctx, ts)
+	if err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("describe producers on %s: %w", topic, err)
+	}
+	var out []steps.ProducerUse
+	described.EachProducer(func(p kadm.DescribedProducer) {
+		out = append(out, steps.ProducerUse{Partition: p.Partition, ProducerID: p.ProducerID,
+			LastTimestamp: time.UnixMilli(p.LastTimestamp), TxnStart: p.CurrentTxnStartOffset})
+	})
+	return out, nil
+}
+
+// BrokerConfig reads one broker's effective value of key.
+func (c *Client) BrokerConfig(ctx context.Context, broker int32, key string) (string, error) {
+	rcs, err := c.adm.DescribeBrokerConfigs(ctx, broker)
+	if err != nil {
+		return "", fmt.Errorf("configs of broker %d: %w", broker, err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return "", fmt.Errorf("configs of broker %d: %w", broker, rc.Err)
+		}
+		for _, cfg := range rc.Configs {
+			if cfg.Key == key && cfg.Value != nil {
+				return *cfg.Value, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("broker %d does not report %s", broker, key)
+}
+
+// Offsets asks one broker for a partition's earliest and latest offsets.
+func (c *Client) Offsets(ctx context.Context, broker int32, topic string, p int32) (int64, int64, error) {
+	e, err := c.ListOffsetsAt(ctx, broker, topic, p, -2)
+	if err != nil {
+		return -1, -1, err
+	}
+	l, err := c.ListOffsetsAt(ctx, broker, topic, p, -1)
+	return e, l, err
+}
+
+// Canary produces one record with acks=all to partition p and reads it back.
+func (c *Client) Canary(ctx context.Context, topic string, p int32, value string) error {
+	pr, err := NewProducer(c.seeds, 15*time.Second, c.extra...)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	res := pr.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)})
+	r, err := res.First()
+	if err != nil {
+		return fmt.Errorf("canary produce to %s-%d (acks=all): %w", topic, p, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(r.Offset)}}),
+		kgo.FetchMaxWait(300 * time.Millisecond)}, c.extra...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(cctx)
+		if cctx.Err() != nil {
+			return fmt.Errorf("canary written to %s-%d at offset %d but not read back: %w", topic, p, r.Offset, cctx.Err())
+		}
+		for _, fe := range fs.Errors() {
+			return fmt.Errorf("canary read %s-%d: %w", topic, p, fe.Err)
+		}
+		var found bool
+		fs.EachRecord(func(rec *kgo.Record) { found = found || string(rec.Value) == value })
+		if found {
+			return nil
+		}
+	}
+}
+
+// DeleteGroupOffsets deletes a group's committed offsets on topic.
+func (c *Client) DeleteGroupOffsets(ctx context.Context, group, topic string) error {
+	var ts kadm.TopicsSet
+	ts.Add(topic)
+	rs, err := c.adm.DeleteOffsets(ctx, group, ts)
+	if err != nil {
+		return fmt.Errorf("delete offsets of group %s on %s: %w", group, topic, err)
+	}
+	var errs []error
+	for _, ps := range rs {
+		for p, e := range ps {
+			if e != nil && !errors.Is(e, kerr.UnknownTopicOrPartition) {
+				errs = append(errs, fmt.Errorf("partition %d: %w", p, e))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LogDirs asks one broker for its log directories.
+func (c *Client) LogDirs(ctx context.Context, broker int32) ([]string, error) {
+	ds, err := c.adm.DescribeBrokerLogDirs(ctx, broker, nil)
+	if err != nil {
+		return nil, fmt.Errorf("log dirs of broker %d: %w", broker, err)
+	}
+	var out []string
+	for dir, d := range ds {
+		if d.Err == nil {
+			out = append(out, dir)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// FirstRecordTime reads a partition's first record's timestamp.
+func (c *Client) FirstRecordTime(ctx context.Context, topic string, p int32) (time.Time, bool, error) {
+	leader := int32(-1)
+	if ids, err := c.Brokers(ctx); err == nil {
+		for _, id := range ids {
+			if v, err := c.BrokerView(ctx, id, topic); err == nil {
+				if pv, ok := v.Topics[topic].Partitions[p]; ok {
+					leader = pv.Leader
+					break
+				}
+			}
+		}
+	}
+	if leader < 0 {
+		return time.Time{}, false, fmt.Errorf("%s-%d has no leader", topic, p)
+	}
+	e, l, err := c.Offsets(ctx, leader, topic, p)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if l <= e {
+		return time.Time{}, false, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(e)}}),
+		kgo.FetchMaxWait(300 * time.Millisecond)}, c.extra...)...)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(cctx)
+		if cctx.Err() != nil {
+			return time.Time{}, false, fmt.Errorf("first record of %s-%d: %w", topic, p, cctx.Err())
+		}
+		for _, fe := range fs.Errors() {
+			return time.Time{}, false, fmt.Errorf("first record of %s-%d: %w", topic, p, fe.Err)
+		}
+		var ts time.Time
+		fs.EachRecord(func(r *kgo.Record) {
+			if ts.IsZero() {
+				ts = r.Timestamp
+			}
+		})
+		if !ts.IsZero() {
+			return ts, true, nil
+		}
+	}
+}
+
+// Listening reports whether addr accepts TCP connections.
+func (c *Client) Listening(ctx context.Context, addr string) bool {
+	d := net.Dialer{Timeout: 500 * time.Millisecond}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+

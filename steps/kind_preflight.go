@@ -1,0 +1,329 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/segments"
+)
+
+// preflight looks before anything happens: it refuses clusters kremedy must
+// not touch, proves every host is reachable with a verified key, finds the
+// log dirs, and records the topic's state everywhere. It changes nothing.
+type preflight struct {
+	checks []Check
+	plan   *Plan
+}
+
+func (k *preflight) Plan(ctx context.Context, r *Run) (*Plan, error) {
+	p, checks, err := gatherPreflight(ctx, r)
+	k.plan, k.checks = p, checks
+	return p, err
+}
+
+func (k *preflight) Apply(context.Context, *Run, *Plan) error { return nil }
+
+func (k *preflight) Verify(ctx context.Context, r *Run) ([]Check, error) {
+	if k.checks != nil {
+		c := k.checks
+		k.checks = nil
+		return c, nil
+	}
+	// Resume: facts are not journaled state, they are re-read.
+	_, checks, err := gatherPreflight(ctx, r)
+	return checks, err
+}
+
+// dirState is a topic's partition directories found on one broker.
+type dirState struct {
+	Broker  int32                  `json:"broker"`
+	LogDir  string                 `json:"log_dir"`
+	Matches []segments.Match       `json:"matches,omitempty"`
+	Strays  []segments.Unparseable `json:"strays,omitempty"`
+	IDs     map[string]string
+}
+
+func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
+	t := r.Topic()
+	p := &Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at %q on cluster %s", t, r.Target.Name)}
+	var checks []Check
+	ok := func(name, detail string) { checks = append(checks, Check{Name: name, OK: true, Detail: detail}) }
+	fact := func(format string, a ...any) { p.Facts = append(p.Facts, fmt.Sprintf(format, a...)) }
+	refuse := func(format string, a ...any) (*Plan, []Check, error) {
+		return p, checks, fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, a...))
+	}
+	chroot := r.ZK.Chroot()
+	if chroot == "" {
+		chroot = "(no chroot)"
+	}
+	for _, need := range []string{BrokerIDsPath, ClusterIDPath} {
+		has, err := r.exists(ctx, need)
+		if err != nil {
+			return p, checks, fmt.Errorf("ZooKeeper %s: %w", r.Target.ZKConnect, err)
+		}
+		if !has {
+			return refuse("ZooKeeper chroot %s has no %s: this is not the Kafka cluster's chroot (a wrong chroot silently starts a new, empty cluster). Check zookeeper.connect in the inventory against the brokers' server.properties; nothing was changed", chroot, need)
+		}
+	}
+	if has, err := r.exists(ctx, MigrationPath); err != nil {
+		return p, checks, err
+	} else if has {
+		return refuse("%s%s exists: the cluster is migrating from ZooKeeper to KRaft; manual znode surgery now would corrupt the migration. Nothing was changed", r.ZK.Chroot(), MigrationPath)
+	}
+	ok("ZooKeeper chroot is a Kafka cluster", fmt.Sprintf("%s has %s and %s, no %s", chroot, BrokerIDsPath, ClusterIDPath, MigrationPath))
+
+	reg, err := r.registered(ctx)
+	if err != nil {
+		return p, checks, err
+	}
+	ctrl, err := r.controller(ctx)
+	if err != nil {
+		return p, checks, err
+	}
+	r.Facts = Facts{Controller: ctrl, Registered: reg, LogDirs: map[int32][]string{}, AutoCreate: map[int32]bool{}}
+	inv := r.hostIDs()
+	for _, id := range reg {
+		if !slices.Contains(inv, id) {
+			return refuse("broker %d is registered in ZooKeeper but not in the inventory: kremedy could not stop it, and a full restart with one broker left running would keep its stale state. Add it to the inventory; nothing was changed", id)
+		}
+	}
+	fact("brokers registered %s of inventory %s; controller %d", i32s(reg), i32s(inv), ctrl)
+	for _, id := range inv {
+		if !slices.Contains(reg, id) {
+			p.Notes = append(p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed)", id))
+		}
+	}
+
+	for _, h := range r.Target.Hosts {
+		if err := r.Remote.Check(ctx, h.ID); err != nil {
+			return p, checks, fmt.Errorf("%w: broker %d's host %s: %v. kremedy must reach every broker over SSH before it changes anything; nothing was changed", ErrRefused, h.ID, h.Host, err)
+		}
+		dirs := h.LogDirs
+		if len(dirs) == 0 {
+			if !slices.Contains(reg, h.ID) {
+				return refuse("broker %d is down and the inventory lists no log_dirs for it, so kremedy cannot find its segments; add log_dirs to the inventory", h.ID)
+			}
+			if dirs, err = r.Kafka.LogDirs(ctx, h.ID); err != nil {
+				return p, checks, fmt.Errorf("log dirs of broker %d: %w", h.ID, err)
+			}
+		}
+		r.Facts.LogDirs[h.ID] = dirs
+	}
+	ok("every broker host reachable over SSH with a verified host key", fmt.Sprintf("%d hosts", len(r.Target.Hosts)))
+	for _, id := range reg {
+		v, err := r.Kafka.BrokerConfig(ctx, id, "auto.create.topics.enable")
+		if err != nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("could not read auto.create.topics.enable on broker %d: %v", id, err))
+			continue
+		}
+		r.Facts.AutoCreate[id] = v == "true"
+		if v == "true" {
+			p.Notes = append(p.Notes, fmt.Sprintf("broker %d has auto.create.topics.enable=true: any client still attached can silently recreate %q between steps; detach every client first", id, t))
+		}
+	}
+
+	// The topic in ZooKeeper.
+	var zt TopicZNode
+	var ctime time.Time
+	hasTopic := false
+	if b, st, err := r.ZK.Get(ctx, TopicPath(t)); err == nil {
+		if err := DecodeZNode(r.ZK.Chroot()+TopicPath(t), b, &zt); err != nil {
+			return p, checks, err
+		}
+		hasTopic, ctime = true, st.Ctime
+		r.Facts.TopicID = zt.TopicID
+		if r.Facts.Partitions, err = zt.Assignment(); err != nil {
+			return p, checks, err
+		}
+		fact("%s%s: %d partitions, topic_id %s, created %s", r.ZK.Chroot(), TopicPath(t), len(zt.Partitions), orDash(zt.TopicID), ctime.UTC().Format(time.RFC3339))
+	} else if !r.ZK.IsNoNode(err) {
+		return p, checks, err
+	} else {
+		fact("%s%s: absent", r.ZK.Chroot(), TopicPath(t))
+	}
+	if b, _, err := r.ZK.Get(ctx, ConfigTopicPath(t)); err == nil {
+		var cz TopicConfigZNode
+		if DecodeZNode("", b, &cz) == nil {
+			r.Facts.Configs = cz.Config
+		}
+		fact("%s%s: present %v", r.ZK.Chroot(), ConfigTopicPath(t), r.Facts.Configs)
+	}
+	pending, err := r.exists(ctx, DeleteTopicPath(t))
+	if err != nil {
+		return p, checks, err
+	}
+	if pending {
+		fact("%s%s: PRESENT — the topic is marked for deletion and the deletion has not completed", r.ZK.Chroot(), DeleteTopicPath(t))
+	}
+
+	// Each broker's own metadata.
+	consistent := !pending && len(reg) == len(inv)
+	ids := map[string]bool{}
+	if zt.TopicID != "" {
+		ids[zt.TopicID] = true
+	}
+	for _, id := range reg {
+		v, err := r.Kafka.BrokerView(ctx, id, t)
+		if err != nil {
+			fact("broker %d metadata: no answer (%v)", id, err)
+			consistent = false
+			continue
+		}
+		tv := v.Topics[t]
+		switch {
+		case !tv.Present():
+			fact("broker %d metadata: %s", id, tv.Err)
+			consistent = consistent && !hasTopic
+		default:
+			urp := 0
+			for _, pv := range tv.Partitions {
+				if len(pv.ISR) < len(pv.Replicas) || pv.Leader < 0 || pv.Err != "" {
+					urp++
+				}
+			}
+			fact("broker %d metadata: lists %q, %d partitions, topic ID %s, %d partitions under-replicated or leaderless", id, t, len(tv.Partitions), orDash(tv.ID), urp)
+			if tv.ID != "" {
+				ids[tv.ID] = true
+			}
+			consistent = consistent && hasTopic && tv.ID == zt.TopicID && len(tv.Partitions) == len(zt.Partitions) && urp == 0
+		}
+	}
+
+	// Partition directories on every broker's disk.
+	for _, h := range r.Target.Hosts {
+		for _, dir := range r.Facts.LogDirs[h.ID] {
+			entries, err := r.listLogDir(ctx, h.ID, dir)
+			if err != nil {
+				return p, checks, err
+			}
+			for _, e := range entries {
+				if e.TopicID != "" && strings.HasPrefix(e.Name, t+"-") {
+					ids[e.TopicID] = true
+				}
+			}
+			matches, strays := segments.Select(entries, t, idList(ids))
+			for _, s := range strays {
+				p.Notes = append(p.Notes, fmt.Sprintf("broker %d %s/%s: %s — Kafka refuses to start with it inside a log dir; kremedy reports it and does not move it", h.ID, dir, s.Name, s.Why))
+			}
+			for _, m := range matches {
+				id := idOf(entries, m.Dir.Name)
+				fact("broker %d %s/%s (%s, topic id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, orDash(id))
+				assigned := slices.Contains(r.Facts.Partitions[m.Dir.Partition], h.ID)
+				if m.Dir.Kind != segments.Live || !hasTopic || !assigned || (zt.TopicID != "" && id != zt.TopicID) {
+					consistent = false
+				}
+			}
+		}
+	}
+	for id := range ids {
+		if id != zt.TopicID {
+			r.Facts.OldIDs = append(r.Facts.OldIDs, id)
+		}
+	}
+	slices.Sort(r.Facts.OldIDs)
+
+	// Old records in a "new" topic: the adoption the report proved by dates.
+	if hasTopic && consistent {
+		for part := range r.Facts.Partitions {
+			ts, has, err := r.Kafka.FirstRecordTime(ctx, t, part)
+			if err != nil {
+				fact("first record of %s-%d: %v", t, part, err)
+				consistent = false
+				continue
+			}
+			if has && ts.Before(ctime.Add(-time.Second)) {
+				fact("%s-%d holds a record from %s, before the topic was created (%s): old segments were adopted", t, part, ts.UTC().Format(time.RFC3339), ctime.UTC().Format(time.RFC3339))
+				consistent = false
+			}
+		}
+	}
+	r.Facts.Clean = consistent
+	if consistent {
+		if hasTopic {
+			p.Summary = fmt.Sprintf("%q is consistent: ZooKeeper, every broker's metadata and every disk agree, no old records — nothing to clean", t)
+		} else {
+			p.Summary = fmt.Sprintf("%q is absent from ZooKeeper, from every broker's metadata and from every disk — nothing to clean", t)
+		}
+	} else {
+		p.Summary = fmt.Sprintf("%q is inconsistent across ZooKeeper, broker caches and disks: the cleanup applies", t)
+	}
+	ok("topic state recorded", p.Summary)
+	return p, checks, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func idList(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func idOf(entries []segments.Entry, name string) string {
+	for _, e := range entries {
+		if e.Name == name {
+			return e.TopicID
+		}
+	}
+	return ""
+}
+
+// listScript prints one line per log-dir entry: kind, name, and the topic id
+// from partition.metadata for directories.
+const listScript = `cd -- %s || exit 2
+for e in * .[!.]* ..?*; do
+  [ -e "$e" ] || [ -L "$e" ] || continue
+  if [ -d "$e" ]; then
+    id=$(sed -n 's/^topic_id: *//p' "$e/partition.metadata" 2>/dev/null | head -n 1)
+    printf 'd\t%%s\t%%s\n' "$e" "$id"
+  else
+    printf 'f\t%%s\t\n' "$e"
+  fi
+done`
+
+// listLogDir lists one log dir on a broker host over SSH.
+func (r *Run) listLogDir(ctx context.Context, broker int32, dir string) ([]segments.Entry, error) {
+	var entries []segments.Entry
+	var bad []string
+	err := r.Remote.Run(ctx, broker, fmt.Sprintf(listScript, ShQuote(dir)), func(l Line) {
+		if l.Stderr {
+			bad = append(bad, l.Text)
+			return
+		}
+		f := strings.SplitN(l.Text, "\t", 3)
+		if len(f) != 3 {
+			bad = append(bad, l.Text)
+			return
+		}
+		entries = append(entries, segments.Entry{Name: f[1], IsDir: f[0] == "d", TopicID: f[2]})
+	})
+	if code, ok := exitStatus(err); ok && code == 2 {
+		return nil, fmt.Errorf("%w: log dir %s does not exist on broker %d's host: %s", ErrRefused, dir, broker, strings.Join(bad, "; "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s on broker %d: %w", dir, broker, err)
+	}
+	return entries, nil
+}
+
+// ShQuote quotes a word for a POSIX shell.
+func ShQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789%+,./:@_-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+var errNoTopic = errors.New("topic not found")

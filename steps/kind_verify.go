@@ -1,0 +1,346 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/segments"
+)
+
+// verifyTopic proves the cleanup: the topic absent from ZooKeeper, from every
+// broker's own metadata (asked without auto-creation) and from every disk;
+// or, with recreate=true, recreated with one topic ID everywhere, ISR equal
+// to replicas, every partition starting empty at offset 0, and an acks=all
+// canary that round-trips.
+type verifyTopic struct{}
+
+type recreateSpec struct {
+	Partitions int32             `json:"partitions"`
+	RF         int16             `json:"replication_factor"`
+	Configs    map[string]string `json:"configs,omitempty"`
+	Source     string            `json:"source"`
+}
+
+type verifyPlan struct {
+	Recreate *recreateSpec `json:"recreate,omitempty"`
+	Groups   []string      `json:"groups_with_offsets,omitempty"`
+}
+
+// recreateSpec takes partitions, replication factor and configs from the
+// params, else from this run's znode backup, else from preflight.
+func (r *Run) recreateSpec() (*recreateSpec, error) {
+	s := &recreateSpec{Partitions: int32(r.Meta.Params.Int("partitions")), RF: int16(r.Meta.Params.Int("replication_factor")), Source: "parameters"}
+	var assign map[int32][]int32
+	configs := r.Facts.Configs
+	if b, err := os.ReadFile(r.BackupPath()); err == nil {
+		var bk Backup
+		if err := json.Unmarshal(b, &bk); err != nil {
+			return nil, fmt.Errorf("znode backup %s: %w", r.BackupPath(), err)
+		}
+		for _, n := range bk.Nodes {
+			switch n.Path {
+			case TopicPath(r.Topic()):
+				var z TopicZNode
+				if DecodeZNode(n.Path, n.Data, &z) == nil {
+					assign, _ = z.Assignment()
+				}
+			case ConfigTopicPath(r.Topic()):
+				var c TopicConfigZNode
+				if DecodeZNode(n.Path, n.Data, &c) == nil {
+					configs = c.Config
+				}
+			}
+		}
+		s.Source = "znode backup " + r.BackupPath()
+	} else if len(r.Facts.Partitions) > 0 {
+		assign = r.Facts.Partitions
+		s.Source = "ZooKeeper at preflight"
+	}
+	if s.Partitions == 0 {
+		s.Partitions = int32(len(assign))
+	}
+	if s.RF == 0 {
+		for _, reps := range assign {
+			s.RF = int16(len(reps))
+			break
+		}
+	}
+	if s.Partitions <= 0 || s.RF <= 0 {
+		return nil, fmt.Errorf("%w: cannot tell how to recreate %q (no znode backup in this run); pass --set partitions=N --set replication_factor=R", ErrRefused, r.Topic())
+	}
+	s.Configs = map[string]string{}
+	for k, v := range configs {
+		s.Configs[k] = v
+	}
+	if c := r.Meta.Params.String("configs"); c != "" {
+		for _, kv := range strings.Split(c, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("%w: configs %q: expected key=value[,key=value]", ErrRefused, c)
+			}
+			s.Configs[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return s, nil
+}
+
+func (k *verifyTopic) Plan(ctx context.Context, r *Run) (*Plan, error) {
+	t := r.Topic()
+	recreate := r.Meta.Params.Bool("recreate")
+	p := &Plan{Summary: fmt.Sprintf("prove %q is gone from ZooKeeper, every broker's metadata and every disk", t)}
+	var vp verifyPlan
+	present, err := r.exists(ctx, TopicPath(t))
+	if err != nil {
+		return nil, err
+	}
+	if recreate && !(r.Facts.Clean && present) {
+		spec, err := r.recreateSpec()
+		if err != nil {
+			return nil, err
+		}
+		vp.Recreate = spec
+		keys := make([]string, 0, len(spec.Configs))
+		for k := range spec.Configs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var cfg []string
+		for _, k := range keys {
+			cfg = append(cfg, k+"="+spec.Configs[k])
+		}
+		p.Summary = fmt.Sprintf("recreate %q and prove it is new and healthy everywhere", t)
+		p.Actions = append(p.Actions,
+			Action{Kind: "kafka", Target: t, Detail: fmt.Sprintf("create with %d partitions, replication factor %d, configs [%s] (from %s)", spec.Partitions, spec.RF, strings.Join(cfg, " "), spec.Source)},
+			Action{Kind: "check", Target: t, Detail: "every partition's earliest and latest offset is 0 (no adopted segments)"},
+			Action{Kind: "kafka", Target: t + "-0", Detail: "acks=all canary record produced and read back"})
+	}
+	if b, err := os.ReadFile(r.OffsetsPath()); err == nil {
+		var groups []GroupUse
+		if json.Unmarshal(b, &groups) == nil {
+			for _, g := range groups {
+				if len(g.Offsets) > 0 {
+					vp.Groups = append(vp.Groups, g.Group)
+				}
+			}
+		}
+	}
+	if len(vp.Groups) > 0 {
+		if r.Meta.Params.Bool("delete_offsets") {
+			for _, g := range vp.Groups {
+				p.Actions = append(p.Actions, Action{Kind: "kafka", Target: "group " + g, Detail: "delete its stale committed offsets on " + t})
+			}
+		} else {
+			p.Notes = append(p.Notes, fmt.Sprintf("groups %v still hold committed offsets on %q from before the cleanup; consumers would resume at stale positions. Delete them (rerun with --set delete_offsets=true, or kafka-consumer-groups --delete-offsets --group G --topic %s); they are saved in %s", vp.Groups, t, t, r.OffsetsPath()))
+		}
+	}
+	if len(p.Actions) == 0 {
+		p.NoOp = true
+	}
+	p.Payload, _ = jsonRaw(vp)
+	return p, nil
+}
+
+func (k *verifyTopic) Apply(ctx context.Context, r *Run, p *Plan) error {
+	var vp verifyPlan
+	if err := fromRaw(p.Payload, &vp); err != nil {
+		return err
+	}
+	t := r.Topic()
+	i := 0
+	if s := vp.Recreate; s != nil {
+		exists, err := r.exists(ctx, TopicPath(t))
+		if err != nil {
+			return err
+		}
+		if err := r.Do(p.Actions[0], func() error {
+			if exists {
+				r.Logf("%q already exists (created by an earlier attempt of this run); checking it", t)
+				return nil
+			}
+			_, err := r.Kafka.CreateTopic(ctx, t, nil, s.Partitions, s.RF, s.Configs)
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := r.waitServed(ctx, s.Partitions); err != nil {
+			return err
+		}
+		if err := r.Do(p.Actions[1], func() error { return r.offsetsZero(ctx, s.Partitions) }); err != nil {
+			return err
+		}
+		if err := r.Do(p.Actions[2], func() error {
+			return r.Kafka.Canary(ctx, t, 0, fmt.Sprintf("kremedy canary %s", r.Meta.ID))
+		}); err != nil {
+			return err
+		}
+		i = 3
+	}
+	for _, a := range p.Actions[i:] {
+		g := strings.TrimPrefix(a.Target, "group ")
+		if err := r.Do(a, func() error { return r.Kafka.DeleteGroupOffsets(ctx, g, t) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitServed waits until every broker serves the topic with a leader for
+// every partition.
+func (r *Run) waitServed(ctx context.Context, parts int32) error {
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var last string
+	for {
+		all := true
+		for _, id := range r.hostIDs() {
+			v, err := r.Kafka.BrokerView(wctx, id, r.Topic())
+			tv := v.Topics[r.Topic()]
+			if err != nil || !tv.Present() || int32(len(tv.Partitions)) != parts {
+				all, last = false, fmt.Sprintf("broker %d: %v %s", id, err, tv.Err)
+				break
+			}
+			for _, pv := range tv.Partitions {
+				if pv.Leader < 0 {
+					all, last = false, fmt.Sprintf("broker %d: %s-%d has no leader", id, r.Topic(), pv.Partition)
+				}
+			}
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("%w: %q is not served by every broker after 60s: %s", ErrCheckFailed, r.Topic(), last)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// offsetsZero proves a new topic adopted nothing: earliest = latest = 0.
+func (r *Run) offsetsZero(ctx context.Context, parts int32) error {
+	var bad []string
+	for p := int32(0); p < parts; p++ {
+		leader := r.leaderOf(ctx, p)
+		e, l, err := r.Kafka.Offsets(ctx, leader, r.Topic(), p)
+		if err != nil {
+			return fmt.Errorf("offsets of %s-%d: %w", r.Topic(), p, err)
+		}
+		r.Check(Check{Name: fmt.Sprintf("%s-%d starts empty at offset 0", r.Topic(), p), OK: e == 0 && l == 0, Detail: fmt.Sprintf("earliest %d, latest %d on leader %d", e, l, leader)})
+		if e != 0 || l != 0 {
+			bad = append(bad, fmt.Sprintf("%s-%d earliest %d latest %d", r.Topic(), p, e, l))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: the recreated topic is not empty — old segments were adopted: %s", ErrCheckFailed, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+func (r *Run) leaderOf(ctx context.Context, p int32) int32 {
+	for _, id := range r.hostIDs() {
+		if v, err := r.Kafka.BrokerView(ctx, id, r.Topic()); err == nil {
+			if pv, ok := v.Topics[r.Topic()].Partitions[p]; ok && pv.Leader >= 0 {
+				return pv.Leader
+			}
+		}
+	}
+	return r.hostIDs()[0]
+}
+
+func (k *verifyTopic) Verify(ctx context.Context, r *Run) ([]Check, error) {
+	t := r.Topic()
+	var checks []Check
+	if !r.Meta.Params.Bool("recreate") {
+		for _, p := range []string{TopicPath(t), ConfigTopicPath(t), DeleteTopicPath(t)} {
+			ok, err := r.exists(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			checks = append(checks, Check{Name: r.ZK.Chroot() + p + " absent", OK: !ok})
+		}
+		for _, id := range r.hostIDs() {
+			v, err := r.Kafka.BrokerView(ctx, id, t)
+			if err != nil {
+				checks = append(checks, Check{Name: fmt.Sprintf("broker %d does not know %q", id, t), OK: false, Detail: err.Error()})
+				continue
+			}
+			tv := v.Topics[t]
+			checks = append(checks, Check{Name: fmt.Sprintf("broker %d does not know %q", id, t), OK: !tv.Present(), Detail: orDash(tv.Err)})
+		}
+		left, err := r.topicDirs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, Check{Name: fmt.Sprintf("no log dir holds a directory of %q", t), OK: len(left) == 0, Detail: summarize(left)})
+		return checks, nil
+	}
+	b, _, err := r.ZK.Get(ctx, TopicPath(t))
+	if err != nil {
+		return []Check{{Name: fmt.Sprintf("%q exists in ZooKeeper", t), OK: false, Detail: err.Error()}}, nil
+	}
+	var z TopicZNode
+	if err := DecodeZNode(TopicPath(t), b, &z); err != nil {
+		return nil, err
+	}
+	assign, _ := z.Assignment()
+	checks = append(checks, Check{Name: fmt.Sprintf("%q exists in ZooKeeper", t), OK: true, Detail: fmt.Sprintf("%d partitions, topic_id %s", len(assign), orDash(z.TopicID))})
+	var idDiff, urp []string
+	for _, id := range r.hostIDs() {
+		v, err := r.Kafka.BrokerView(ctx, id, t)
+		if err != nil {
+			idDiff = append(idDiff, fmt.Sprintf("broker %d: %v", id, err))
+			continue
+		}
+		tv := v.Topics[t]
+		if !tv.Present() || tv.ID != z.TopicID || len(tv.Partitions) != len(assign) {
+			idDiff = append(idDiff, fmt.Sprintf("broker %d: %s id %s, %d partitions", id, orDash(tv.Err), orDash(tv.ID), len(tv.Partitions)))
+		}
+		for _, pv := range tv.Partitions {
+			if !sameSet(pv.ISR, pv.Replicas) {
+				urp = append(urp, fmt.Sprintf("broker %d sees %s-%d isr %s replicas %s", id, t, pv.Partition, i32s(pv.ISR), i32s(pv.Replicas)))
+			}
+		}
+	}
+	checks = append(checks,
+		Check{Name: "every broker serves it with the znode's topic ID", OK: len(idDiff) == 0, Detail: summarize(idDiff)},
+		Check{Name: "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: summarize(urp)})
+	var foreign []string
+	var earliest []string
+	for part := range assign {
+		e, _, err := r.Kafka.Offsets(ctx, r.leaderOf(ctx, part), t, part)
+		if err != nil || e != 0 {
+			earliest = append(earliest, fmt.Sprintf("%s-%d earliest %d %v", t, part, e, err))
+		}
+	}
+	for _, h := range r.Target.Hosts {
+		for _, dir := range r.Facts.LogDirs[h.ID] {
+			entries, err := r.listLogDir(ctx, h.ID, dir)
+			if err != nil {
+				return nil, err
+			}
+			ms, _ := segments.Select(entries, t, nil)
+			for _, m := range ms {
+				if id := idOf(entries, m.Dir.Name); m.Dir.Kind != segments.Live || (z.TopicID != "" && id != z.TopicID) {
+					foreign = append(foreign, fmt.Sprintf("broker %d %s/%s (%s, id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, orDash(id)))
+				}
+			}
+		}
+	}
+	checks = append(checks,
+		Check{Name: "every partition starts at offset 0", OK: len(earliest) == 0, Detail: summarize(earliest)},
+		Check{Name: "every directory of the topic on disk carries its current topic ID", OK: len(foreign) == 0, Detail: summarize(foreign)})
+	return checks, nil
+}
+
+func sameSet(a, b []int32) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}

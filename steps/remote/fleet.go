@@ -1,0 +1,105 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// Fleet runs commands on a cluster's broker (and client) hosts: the
+// steps.Remote port. It keeps one connection per host and drops it when the
+// session is lost, so the next command dials again.
+type Fleet struct {
+	brokers map[int32]Target
+	clients map[string]Target
+
+	mu    sync.Mutex
+	conns map[string]*Client
+}
+
+var _ steps.Remote = (*Fleet)(nil)
+
+// NewFleet builds a fleet from per-broker and per-client SSH targets.
+func NewFleet(brokers map[int32]Target, clients map[string]Target) *Fleet {
+	return &Fleet{brokers: brokers, clients: clients, conns: map[string]*Client{}}
+}
+
+func key(t Target) string { return fmt.Sprintf("%s@%s:%d", t.User, t.Host, t.Port) }
+
+func (f *Fleet) client(ctx context.Context, t Target) (*Client, error) {
+	f.mu.Lock()
+	c, ok := f.conns[key(t)]
+	f.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := Dial(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.conns[key(t)] = c
+	f.mu.Unlock()
+	return c, nil
+}
+
+func (f *Fleet) drop(t Target) {
+	f.mu.Lock()
+	if c, ok := f.conns[key(t)]; ok {
+		c.Close()
+		delete(f.conns, key(t))
+	}
+	f.mu.Unlock()
+}
+
+func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(steps.Line)) error {
+	c, err := f.client(ctx, t)
+	if err != nil {
+		return err
+	}
+	_, err = c.Run(ctx, cmd, func(l Line) {
+		if out != nil {
+			out(steps.Line{Stderr: l.Stream == Stderr, Text: l.Text})
+		}
+	})
+	if errors.Is(err, ErrSessionLost) || errors.Is(err, ErrUnreachable) {
+		f.drop(t)
+	}
+	return err
+}
+
+// Run runs cmd on broker's host.
+func (f *Fleet) Run(ctx context.Context, broker int32, cmd string, out func(steps.Line)) error {
+	t, ok := f.brokers[broker]
+	if !ok {
+		return fmt.Errorf("broker %d has no SSH target in the inventory", broker)
+	}
+	return f.run(ctx, t, cmd, out)
+}
+
+// Check connects to broker's host (verifying its host key) and runs `true`.
+func (f *Fleet) Check(ctx context.Context, broker int32) error {
+	return f.Run(ctx, broker, "true", nil)
+}
+
+// RunClient runs cmd on a client's host.
+func (f *Fleet) RunClient(ctx context.Context, c steps.Client, cmd string, out func(steps.Line)) error {
+	t, ok := f.clients[c.Name]
+	if !ok {
+		return fmt.Errorf("client %s has no SSH target in the inventory", c.Name)
+	}
+	return f.run(ctx, t, cmd, out)
+}
+
+// Close ends every connection.
+func (f *Fleet) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, c := range f.conns {
+		c.Close()
+		delete(f.conns, k)
+	}
+}
