@@ -167,11 +167,14 @@ PIDFILE=%s
 OUT=%s
 SERVERLOG=%s
 MARK=%s
-# alive PID: the process exists, is not a zombie, and is this broker's JVM
-alive() {
+# exists PID: the process exists and is not a zombie
+exists() {
   [ -r "/proc/$1/stat" ] || return 1
-  case "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" in Z|X|"") return 1;; esac
-  tr '\0' '\n' < "/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$MARK"
+  case "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" in Z|X|"") return 1;; esac
+}
+# alive PID: it exists and is this broker's JVM (not a reused pid)
+alive() {
+  exists "$1" && tr '\0' '\n' < "/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$MARK"
 }
 pid() { [ -s "$PIDFILE" ] && cat "$PIDFILE"; }
 `, n, shq(filepath.Join(dir, "kafka.pid")), shq(filepath.Join(dir, "logs", "kafka.out")), shq(filepath.Join(dir, "logs", "server.log")), shq(l.brokerMarker(n)))
@@ -186,7 +189,8 @@ echo "kafka broker $N starting (pid $p), log: $OUT"
 # start (bad config, port taken) fails the start command.
 i=0
 while [ $i -lt 20 ]; do
-  if ! alive "$p"; then
+  # exists, not alive: until setsid has exec'd java the marker is not there yet
+  if ! exists "$p"; then
     echo "kafka broker $N exited during start-up; last lines of $OUT and $SERVERLOG:" >&2
     tail -n 5 "$OUT" >&2
     tail -n 25 "$SERVERLOG" >&2

@@ -334,6 +334,10 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 
+	// The engine's own list, as cmd/kremedy passes it.
+	if _, err := Builtin(steps.KindNames()); err != nil {
+		t.Errorf("Builtin(steps.KindNames()): %v", err)
+	}
 	if _, err := Builtin(nil); err == nil || !strings.Contains(err.Error(), "kremedy knows no step kinds") {
 		t.Errorf("Builtin(no kinds) = %v, want an unknown kind error", err)
 	}

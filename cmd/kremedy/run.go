@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,7 +255,11 @@ func execute(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.
 	if err != nil {
 		return err
 	}
-	p := &printer{w: w}
+	p := &printer{w: w, infos: map[string]steps.Info{}}
+	for _, s := range ss {
+		p.infos[s.Info.ID] = s.Info
+		p.index = append(p.index, s.Info.ID)
+	}
 	r := &steps.Run{Meta: meta, Dir: dir, Target: cl.target, ZK: cl.zk, Kafka: cl.kafka, Remote: cl.fleet, Journal: j, Reporter: p}
 	e := &steps.Engine{Steps: ss, Approver: headlessApprover{w: w, yes: f.yes, confirm: f.confirm}}
 	fmt.Fprintf(w, "run %s: %s on topic %q, cluster %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, meta.Topic, meta.Cluster, modeName(meta.Lab), dir)
@@ -290,8 +295,10 @@ func execute(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.
 
 // printer is the headless Reporter: one line per event.
 type printer struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	infos map[string]steps.Info
+	index []string
 }
 
 func (p *printer) Report(e steps.Event) {
@@ -309,7 +316,7 @@ func (p *printer) Report(e steps.Event) {
 			fmt.Fprintf(p.w, "%s [%s] FAILED: %v\n", ts, e.Step, e.Err)
 		}
 	case steps.EvPlan:
-		printPlan(p.w, -1, steps.Info{ID: e.Step}, e.Plan)
+		printPlan(p.w, slices.Index(p.index, e.Step), p.infos[e.Step], e.Plan)
 	case steps.EvLog:
 		fmt.Fprintf(p.w, "%s [%s] %s\n", ts, e.Step, e.Text)
 	case steps.EvOutput:

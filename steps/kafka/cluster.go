@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kremedy/kremedy/steps"
 )
@@ -67,23 +68,55 @@ func (c *Client) Groups(ctx context.Context, topic string) ([]steps.GroupUse, er
 }
 
 // Producers lists producers the partitions' leaders still track
-// (DescribeProducers, Kafka 2.8+). A topic unknown to the cluster has none.
+// (DescribeProducers, Kafka 2.8+), asking each partition's leader directly
+// and without retries: a stale leader answering NOT_LEADER_OR_FOLLOWER is
+// reported as such instead of being retried for seconds.
 func (c *Client) Producers(ctx context.Context, topic string, partitions []int32) ([]steps.ProducerUse, error) {
-	var ts kadm.TopicsSet
-	ts.Add(topic, partitions...)
-	described, err := c.adm.DescribeProducers(ctx, ts)
+	leaders := map[int32][]int32{}
+	ids, err := c.Brokers(ctx)
 	if err != nil {
-		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return nil, nil
+		return nil, err
+	}
+	for _, id := range ids {
+		v, err := c.BrokerView(ctx, id, topic)
+		if err != nil || !v.Topics[topic].Present() {
+			continue
 		}
-		return nil, fmt.Errorf("describe producers on %s: %w", topic, err)
+		for _, p := range partitions {
+			if pv, ok := v.Topics[topic].Partitions[p]; ok && pv.Leader >= 0 {
+				leaders[pv.Leader] = append(leaders[pv.Leader], p)
+			}
+		}
+		break
 	}
 	var out []steps.ProducerUse
-	described.EachProducer(func(p kadm.DescribedProducer) {
-		out = append(out, steps.ProducerUse{Partition: p.Partition, ProducerID: p.ProducerID,
-			LastTimestamp: time.UnixMilli(p.LastTimestamp), TxnStart: p.CurrentTxnStartOffset})
-	})
-	return out, nil
+	var errs []error
+	for leader, parts := range leaders {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = topic, parts
+		req.Topics = append(req.Topics, rt)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := c.cl.Broker(int(leader)).Request(rctx, req)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("broker %d: %w", leader, err))
+			continue
+		}
+		for _, t := range resp.(*kmsg.DescribeProducersResponse).Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					errs = append(errs, fmt.Errorf("%s-%d on broker %d: %w", topic, p.Partition, leader, err))
+					continue
+				}
+				for _, ap := range p.ActiveProducers {
+					out = append(out, steps.ProducerUse{Partition: p.Partition, ProducerID: ap.ProducerID,
+						LastTimestamp: time.UnixMilli(ap.LastTimestamp), TxnStart: ap.CurrentTxnStartOffset})
+				}
+			}
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // BrokerConfig reads one broker's effective value of key.

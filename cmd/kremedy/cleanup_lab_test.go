@@ -1,0 +1,385 @@
+package main
+
+// Lab tests of the topic-cleanup runbook: the real binary, headless, against
+// a real ZooKeeper-mode Kafka 3.9 lab broken by the lab's scenarios. They
+// fail (never skip) when the lab's parts are missing, except under -short.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kremedy-bin-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "kremedy")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func needLab(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("lab test: runs without -short")
+	}
+	if _, _, err := lab.ResolveKafkaHome(""); err != nil {
+		t.Fatalf("lab parts missing: %v (run `make lab-install`)", err)
+	}
+	if _, err := lab.FindSSHD(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startLab(t *testing.T, cfg lab.Config) *lab.Lab {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "lab")
+	start := time.Now()
+	l, err := lab.Up(context.Background(), dir, cfg, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lab up in %.1fs", time.Since(start).Seconds())
+	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, io.Discard) })
+	return l
+}
+
+func breakIt(t *testing.T, l *lab.Lab, scenario, topic string) *lab.Report {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rep, err := lab.Scenarios[scenario].Run(ctx, l, topic, &out)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", scenario, err, out.String())
+	}
+	return rep
+}
+
+type result struct {
+	out  string
+	code int
+	took time.Duration
+}
+
+func kremedy(t *testing.T, args ...string) result {
+	t.Helper()
+	start := time.Now()
+	var buf bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	r := result{out: buf.String(), took: time.Since(start)}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func cleanup(t *testing.T, l *lab.Lab, topic, runDir string, extra ...string) result {
+	t.Helper()
+	args := append([]string{"run", "topic-cleanup", "--inventory", l.InventoryPath(), "--set", "topic=" + topic,
+		"--run-dir", runDir, "--headless", "--yes", "--confirm", topic}, extra...)
+	r := kremedy(t, args...)
+	if r.code != 0 {
+		t.Fatalf("cleanup of %s: exit %d\n%s", topic, r.code, r.out)
+	}
+	t.Logf("FIGURE headless topic-cleanup of %s took %.1fs", topic, r.took.Seconds())
+	return r
+}
+
+type clients struct {
+	l  *lab.Lab
+	zk *zookeeper.Conn
+	kc *kafka.Client
+}
+
+func connectLab(t *testing.T, l *lab.Lab) *clients {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	zc, err := zookeeper.Dial(ctx, l.State.Config.ZKConnect(), zookeeper.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := kafka.New(l.State.Config.Bootstrap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zc.Close(); kc.Close() })
+	return &clients{l: l, zk: zc, kc: kc}
+}
+
+// assertRecreated proves, with its own clients, that topic is new and
+// healthy on every broker: one topic ID (the znode's), ISR = replicas,
+// earliest offset 0, no old record readable.
+func (c *clients) assertRecreated(t *testing.T, topic string, oldIDs ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	z, _, err := c.zk.Topic(ctx, topic)
+	if err != nil {
+		t.Fatalf("znode of recreated %s: %v", topic, err)
+	}
+	for _, old := range oldIDs {
+		if old != "" && z.TopicID == old {
+			t.Fatalf("%s kept its old topic id %s", topic, old)
+		}
+	}
+	for id := int32(1); id <= int32(c.l.State.Config.Brokers); id++ {
+		v, err := c.kc.BrokerView(ctx, id, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tv := v.Topics[topic]
+		if !tv.Present() || tv.ID != z.TopicID {
+			t.Fatalf("broker %d: %s err=%s id=%s, znode id %s", id, topic, tv.Err, tv.ID, z.TopicID)
+		}
+		for p, pv := range tv.Partitions {
+			if len(pv.ISR) != len(pv.Replicas) || pv.Leader < 0 {
+				t.Fatalf("broker %d: %s-%d leader %d isr %v replicas %v", id, topic, p, pv.Leader, pv.ISR, pv.Replicas)
+			}
+			e, l, err := c.kc.Offsets(ctx, pv.Leader, topic, p)
+			if err != nil || e != 0 || l > 1 {
+				t.Fatalf("%s-%d earliest %d latest %d (%v): want a fresh partition (at most the canary)", topic, p, e, l, err)
+			}
+		}
+	}
+	for p := int32(0); p < int32(len(z.Partitions)); p++ {
+		vals, err := kafka.ReadPartition(ctx, c.l.State.Config.Bootstrap(), topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			if strings.HasPrefix(v, "old message") {
+				t.Fatalf("recreated %s-%d still serves old data: %q", topic, p, v)
+			}
+		}
+	}
+}
+
+func (c *clients) assertBystander(t *testing.T, rep *lab.Report) {
+	t.Helper()
+	for p := range rep.Assign {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		vals, err := kafka.ReadPartition(ctx, c.l.State.Config.Bootstrap(), rep.Bystander, int32(p))
+		cancel()
+		if err != nil || len(vals) != lab.MessagesPerPartition {
+			t.Fatalf("bystander %s-%d: %d records (%v), want %d", rep.Bystander, p, len(vals), err, lab.MessagesPerPartition)
+		}
+	}
+}
+
+func (c *clients) assertGone(t *testing.T, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, p := range []string{steps.TopicPath(topic), steps.ConfigTopicPath(topic), steps.DeleteTopicPath(topic)} {
+		if ok, _, _ := c.zk.Exists(ctx, p); ok {
+			t.Fatalf("%s still exists", p)
+		}
+	}
+	for id := int32(1); id <= int32(c.l.State.Config.Brokers); id++ {
+		v, err := c.kc.BrokerView(ctx, id, topic)
+		if err != nil || v.Topics[topic].Err != "UNKNOWN_TOPIC_OR_PARTITION" {
+			t.Fatalf("broker %d still knows %s: %+v %v", id, topic, v.Topics[topic], err)
+		}
+		for _, d := range c.l.LogDirs(int(id)) {
+			ents, _ := os.ReadDir(d)
+			for _, e := range ents {
+				if i := strings.LastIndexByte(e.Name(), '-'); i > 0 && e.Name()[:i] == topic {
+					t.Fatalf("broker %d still has %s/%s", id, d, e.Name())
+				}
+			}
+		}
+	}
+}
+
+// assertQuarantined checks the manifest: every move done, every moved
+// directory present in quarantine, none inside a log dir.
+func assertQuarantined(t *testing.T, l *lab.Lab, runDir, topic string, atLeast int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "quarantine-manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m steps.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Moves) < atLeast {
+		t.Fatalf("manifest has %d moves, want at least %d", len(m.Moves), atLeast)
+	}
+	for _, mv := range m.Moves {
+		if mv.State != "moved" {
+			t.Fatalf("move %+v not done", mv)
+		}
+		if base := filepath.Base(mv.To); !strings.HasPrefix(base, topic+"-") || strings.HasPrefix(base, topic+"-v2") {
+			t.Fatalf("quarantined %s: not a directory of %s", mv.To, topic)
+		}
+		if _, err := os.Stat(filepath.Join(mv.To, "partition.metadata")); err != nil && l.State.Config.TopicIDs() {
+			t.Fatalf("quarantined %s: %v", mv.To, err)
+		}
+		for n := 1; n <= l.State.Config.Brokers; n++ {
+			for _, d := range l.LogDirs(n) {
+				if strings.HasPrefix(mv.To, d+"/") {
+					t.Fatalf("quarantine %s is inside log dir %s", mv.To, d)
+				}
+			}
+		}
+	}
+}
+
+func assertNoActions(t *testing.T, runDir string) {
+	t.Helper()
+	recs, err := journal.Read(filepath.Join(runDir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Type == journal.ActionStart || r.Type == journal.Approval {
+			t.Fatalf("second run was not a no-op: %s %s %s", r.Type, r.Step, r.Data)
+		}
+	}
+}
+
+// killDuring starts a headless run and SIGKILLs it once the journal shows
+// n completed actions of step, then resumes it to the end.
+func killDuring(t *testing.T, l *lab.Lab, topic, runDir, step string, n int) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "topic-cleanup", "--inventory", l.InventoryPath(), "--set", "topic="+topic,
+		"--set", "recreate=true", "--run-dir", runDir, "--headless", "--yes", "--confirm", topic)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	killed := false
+	for time.Now().Before(deadline) && !killed {
+		recs, _ := journal.Read(filepath.Join(runDir, "journal.jsonl"))
+		done := 0
+		for _, r := range recs {
+			if r.Step == step && r.Type == journal.ActionEnd {
+				done++
+			}
+		}
+		if done >= n {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			killed = true
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("run never reached %d actions of %s:\n%s", n, step, out.String())
+	}
+	t.Logf("killed with SIGKILL after %d completed actions of %s", n, step)
+	r := kremedy(t, "resume", runDir, "--headless", "--yes", "--confirm", topic)
+	if r.code != 0 {
+		t.Fatalf("resume after SIGKILL in %s: exit %d\n%s", step, r.code, r.out)
+	}
+	if !strings.Contains(r.out, "done earlier, re-checked") {
+		t.Fatalf("resume did not re-check completed steps:\n%s", r.out)
+	}
+}
+
+// TestCleanupLab repairs ghost-topic and stale-metadata with one headless
+// run each, proves the result with its own clients, proves a second run is
+// a no-op, and resumes runs killed with SIGKILL inside the stop and the
+// wipe steps.
+func TestCleanupLab(t *testing.T) {
+	needLab(t)
+	cfg := lab.DefaultConfig()
+	cfg.Net = 11
+	l := startLab(t, cfg)
+	c := connectLab(t, l)
+
+	t.Run("ghost-topic repaired", func(t *testing.T) {
+		rep := breakIt(t, l, "ghost-topic", "orders")
+		run := filepath.Join(t.TempDir(), "run")
+		cleanup(t, l, "orders", run, "--set", "recreate=true")
+		c.assertRecreated(t, "orders", rep.OldID, rep.NewID)
+		c.assertBystander(t, rep)
+		assertQuarantined(t, l, run, "orders", 9)
+		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !bytes.Contains(b, []byte("znodes restore")) {
+			t.Fatalf("report.md lacks the undo: %v", err)
+		}
+		again := filepath.Join(t.TempDir(), "again")
+		cleanup(t, l, "orders", again, "--set", "recreate=true")
+		assertNoActions(t, again)
+	})
+
+	t.Run("stale-metadata repaired", func(t *testing.T) {
+		rep := breakIt(t, l, "stale-metadata", "payments")
+		run := filepath.Join(t.TempDir(), "run")
+		cleanup(t, l, "payments", run)
+		c.assertGone(t, "payments")
+		c.assertBystander(t, rep)
+		assertQuarantined(t, l, run, "payments", 9)
+	})
+
+	t.Run("SIGKILL inside stop-brokers, then resume", func(t *testing.T) {
+		rep := breakIt(t, l, "ghost-topic", "invoices")
+		run := filepath.Join(t.TempDir(), "run")
+		killDuring(t, l, "invoices", run, "stop-brokers", 1)
+		c.assertRecreated(t, "invoices", rep.OldID, rep.NewID)
+		c.assertBystander(t, rep)
+	})
+
+	t.Run("SIGKILL inside wipe-segments, then resume", func(t *testing.T) {
+		rep := breakIt(t, l, "ghost-topic", "refunds")
+		run := filepath.Join(t.TempDir(), "run")
+		killDuring(t, l, "refunds", run, "wipe-segments", 3)
+		c.assertRecreated(t, "refunds", rep.OldID, rep.NewID)
+		c.assertBystander(t, rep)
+		assertQuarantined(t, l, run, "refunds", 9)
+	})
+}
+
+// TestCleanupLabIBP27 repairs reused-segments: the recreated topic had
+// silently adopted the old segments.
+func TestCleanupLabIBP27(t *testing.T) {
+	needLab(t)
+	cfg := lab.DefaultConfig()
+	cfg.Net, cfg.IBP, cfg.ZooKeepers = 12, "2.7", 1
+	l := startLab(t, cfg)
+	c := connectLab(t, l)
+	rep := breakIt(t, l, "reused-segments", "orders")
+	run := filepath.Join(t.TempDir(), "run")
+	r := cleanup(t, l, "orders", run, "--set", "recreate=true")
+	if !strings.Contains(r.out, "old segments were adopted") {
+		t.Fatalf("preflight did not name the adoption:\n%s", r.out)
+	}
+	c.assertRecreated(t, "orders")
+	c.assertBystander(t, rep)
+	assertQuarantined(t, l, run, "orders", 3)
+}
