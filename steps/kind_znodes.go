@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -150,8 +151,20 @@ func (k *deleteZnodes) Plan(ctx context.Context, r *Run) (*Plan, error) {
 // run is never overwritten: it holds the complete original state.
 func (k *deleteZnodes) backup(ctx context.Context, r *Run, zp znodePlan) (string, error) {
 	b := Backup{Format: 1, Cluster: r.Target.Name, Connect: r.Target.ZKConnect, Chroot: r.ZK.Chroot(), Topic: r.Topic(), Taken: r.now().UTC()}
-	for i := len(zp.Deletes) - 1; i >= 0; i-- { // parents first
-		p := zp.Deletes[i].Path
+	// Restore order: the topic's subtree parents first, then its config,
+	// then the deletion marker (restoring the exact pending state).
+	var order []string
+	for i := len(zp.Deletes) - 1; i >= 0; i-- {
+		if p := zp.Deletes[i].Path; p == TopicPath(r.Topic()) || strings.HasPrefix(p, TopicPath(r.Topic())+"/") {
+			order = append(order, p)
+		}
+	}
+	for _, d := range zp.Deletes {
+		if d.Path != TopicPath(r.Topic()) && !strings.HasPrefix(d.Path, TopicPath(r.Topic())+"/") {
+			order = append(order, d.Path)
+		}
+	}
+	for _, p := range order {
 		data, st, err := r.ZK.Get(ctx, p)
 		if err != nil {
 			if r.ZK.IsNoNode(err) {

@@ -257,6 +257,34 @@ func assertQuarantined(t *testing.T, l *lab.Lab, runDir, topic string, atLeast i
 	}
 }
 
+// logSplit reports, from the journal, how much of a run was spent stopping
+// and starting brokers (their steps, health gate included) and how much
+// was everything else.
+func logSplit(t *testing.T, runDir string) {
+	recs, err := journal.Read(filepath.Join(runDir, "journal.jsonl"))
+	if err != nil || len(recs) == 0 {
+		t.Fatal(err)
+	}
+	total := recs[len(recs)-1].Time.Sub(recs[0].Time)
+	var brokers time.Duration
+	start := map[string]time.Time{}
+	perStep := map[string]time.Duration{}
+	for _, r := range recs {
+		switch r.Type {
+		case journal.StepStart:
+			start[r.Step] = r.Time
+		case journal.StepDone:
+			d := r.Time.Sub(start[r.Step])
+			perStep[r.Step] = d
+			if r.Step == "stop-brokers" || r.Step == "start-brokers" {
+				brokers += d
+			}
+		}
+	}
+	t.Logf("FIGURE run %s: total %.2fs, broker stop/start (incl. health gate) %.2fs, everything else %.2fs (%.1f%%); per step %v",
+		filepath.Base(runDir), total.Seconds(), brokers.Seconds(), (total - brokers).Seconds(), 100*float64(total-brokers)/float64(total), perStep)
+}
+
 func assertNoActions(t *testing.T, runDir string) {
 	t.Helper()
 	recs, err := journal.Read(filepath.Join(runDir, "journal.jsonl"))
@@ -330,6 +358,7 @@ func TestCleanupLab(t *testing.T) {
 		c.assertRecreated(t, "orders", rep.OldID, rep.NewID)
 		c.assertBystander(t, rep)
 		assertQuarantined(t, l, run, "orders", 9)
+		logSplit(t, run)
 		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !bytes.Contains(b, []byte("znodes restore")) {
 			t.Fatalf("report.md lacks the undo: %v", err)
 		}

@@ -1,0 +1,330 @@
+package steps_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kremedy/kremedy/runbooks"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/steptest"
+)
+
+const oldID = "AAAAAAAAAAAAAAAAAAAAAA"
+const curID = "BBBBBBBBBBBBBBBBBBBBBB"
+
+type fixture struct {
+	zk    *steptest.ZK
+	hosts *steptest.Hosts
+	kafka *steptest.Kafka
+	run   *steps.Run
+	steps []steps.Step
+	asked []string
+}
+
+// newFixture is the ghost-topic state: "orders" recreated (current ID) while
+// broker 2 still holds directories with the old ID; "orders-v2" is a
+// healthy bystander that shares the prefix.
+func newFixture(t *testing.T, params map[string]string) *fixture {
+	t.Helper()
+	target := steps.Target{Name: "test", ZKConnect: "zk:2181/kafka", Bootstrap: []string{"b1:9092"}}
+	for id := int32(1); id <= 3; id++ {
+		target.Hosts = append(target.Hosts, steps.Host{ID: id, Host: fmt.Sprintf("b%d", id),
+			Stop: fmt.Sprintf("systemctl stop kafka-%d", id), Start: fmt.Sprintf("systemctl start kafka-%d", id),
+			LogDirs: []string{"/data/k1", "/data/k2"}})
+	}
+	zk := steptest.NewZK(t, "/kafka")
+	zk.Put("/cluster/id", `{"version":"1","id":"x"}`).Put("/controller", `{"version":2,"brokerid":3}`).Put("/controller_epoch", "7")
+	for _, topic := range []string{"orders", "orders-v2"} {
+		id := curID
+		if topic == "orders-v2" {
+			id = "CCCCCCCCCCCCCCCCCCCCCC"
+		}
+		zk.Put(steps.TopicPath(topic), fmt.Sprintf(`{"version":3,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2]},"topic_id":"%s"}`, id))
+		for p := 0; p < 3; p++ {
+			zk.Put(steps.PartitionStatePath(topic, int32(p)), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
+		}
+		zk.Put(steps.ConfigTopicPath(topic), `{"version":1,"config":{"retention.ms":"3600000"}}`)
+	}
+	zk.Put(steps.DeleteTopicPath("orders"), "")
+	hosts := steptest.NewHosts(t, zk, target)
+	for id := int32(1); id <= 3; id++ {
+		for p := 0; p < 3; p++ {
+			tid := curID
+			if id == 2 {
+				tid = oldID
+			}
+			hosts.AddDir(id, "/data/k1", fmt.Sprintf("orders-%d", p), tid)
+			hosts.AddDir(id, "/data/k2", fmt.Sprintf("orders-v2-%d", p), "CCCCCCCCCCCCCCCCCCCCCC")
+		}
+	}
+	hosts.AddDir(1, "/data/k2", "orders-1.0123456789abcdef0123456789abcdef-delete", oldID)
+	kafka := steptest.NewKafka(t, zk, hosts)
+	rb, err := runbooks.Get("topic-cleanup", steps.KindNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]string{"topic": "orders", "health_checks": "1", "health_timeout": "5s"}
+	for k, v := range params {
+		set[k] = v
+	}
+	vals, err := rb.Bind(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	j, err := journal.Create(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	f := &fixture{zk: zk, hosts: hosts, kafka: kafka}
+	f.run = &steps.Run{Meta: steps.Meta{ID: "run1", Runbook: rb.Name, Topic: "orders", Params: steps.Params(vals), Inventory: "inv.yaml"},
+		Dir: dir, Target: target, ZK: zk, Kafka: kafka, Remote: hosts, Journal: j}
+	for _, s := range rb.Steps {
+		risk, _ := steps.ParseRisk(s.Risk)
+		conf, _ := steps.ParseConfirm(s.Confirm)
+		st, err := steps.NewStep(steps.Info{ID: s.ID, Kind: s.Kind, Title: s.Title, Risk: risk, Confirm: conf, Rollback: s.Rollback})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.steps = append(f.steps, st)
+	}
+	return f
+}
+
+// approver types the topic for destructive steps unless told otherwise.
+type approver func(info steps.Info, p *steps.Plan) steps.Approval
+
+func (a approver) Approve(_ context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
+	return a(info, p), nil
+}
+
+func (f *fixture) engine(typed string) *steps.Engine {
+	return &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, p *steps.Plan) steps.Approval {
+		f.asked = append(f.asked, info.ID)
+		return steps.Approval{Decision: steps.Approve, Typed: typed, By: "test"}
+	})}
+}
+
+func TestCleanupRepairsGhostTopic(t *testing.T) {
+	f := newFixture(t, map[string]string{"recreate": "true"})
+	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
+	if err != nil {
+		t.Fatalf("run: %v (%+v)", err, out)
+	}
+	// ZooKeeper: the controller's order, children first; nothing else touched.
+	del := f.zk.Deleted()
+	want := []string{"/brokers/topics/orders/partitions/2/state", "/brokers/topics/orders/partitions/2",
+		"/brokers/topics/orders/partitions/1/state", "/brokers/topics/orders/partitions/1",
+		"/brokers/topics/orders/partitions/0/state", "/brokers/topics/orders/partitions/0",
+		"/brokers/topics/orders/partitions", "/brokers/topics/orders", "/config/topics/orders", "/admin/delete_topics/orders"}
+	if !slices.Equal(del, want) {
+		t.Fatalf("deleted\n%v\nwant\n%v", del, want)
+	}
+	for _, p := range []string{"/cluster/id", "/controller_epoch", steps.TopicPath("orders-v2"), steps.ConfigTopicPath("orders-v2")} {
+		if !f.zk.Has(p) {
+			t.Fatalf("%s was touched", p)
+		}
+	}
+	// The backup holds every deleted node, parents first, before any delete.
+	var bk steps.Backup
+	b, err := os.ReadFile(f.run.BackupPath())
+	if err != nil || json.Unmarshal(b, &bk) != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	if len(bk.Nodes) != len(want) || bk.Nodes[0].Path != "/brokers/topics/orders" || !strings.Contains(string(bk.Nodes[0].Data), curID) {
+		t.Fatalf("backup nodes %d, first %+v", len(bk.Nodes), bk.Nodes[0])
+	}
+	// Stop order: controller (3) last; every move while brokers were down.
+	var stops []string
+	for _, c := range f.hosts.Commands {
+		if strings.Contains(c, "systemctl stop") {
+			stops = append(stops, c)
+		}
+	}
+	if len(stops) != 3 || !strings.HasSuffix(stops[2], "kafka-3") {
+		t.Fatalf("stop order %v: controller 3 must be last", stops)
+	}
+	// Disks: every orders directory (also the -delete one) quarantined,
+	// orders-v2 untouched, quarantine outside the log dirs.
+	for id := int32(1); id <= 3; id++ {
+		for _, n := range f.hosts.Names(id, "/data/k1") {
+			if strings.HasPrefix(n, "orders-") {
+				t.Fatalf("broker %d kept %s", id, n)
+			}
+		}
+		if got := f.hosts.Names(id, "/data/k2"); len(got) != 4 {
+			t.Fatalf("broker %d /data/k2 = %v; want meta.properties and orders-v2-0..2", id, got)
+		}
+		q := f.hosts.Names(id, "/data/kremedy-quarantine/run1/k1")
+		if len(q) != 3 {
+			t.Fatalf("broker %d quarantine %v", id, q)
+		}
+	}
+	if q := f.hosts.Names(1, "/data/kremedy-quarantine/run1/k2"); len(q) != 1 || !strings.HasSuffix(q[0], "-delete") {
+		t.Fatalf("the -delete form was not quarantined: %v", q)
+	}
+	if len(f.kafka.Created) != 1 || f.kafka.Canaries != 1 {
+		t.Fatalf("recreate: created %v canaries %d", f.kafka.Created, f.kafka.Canaries)
+	}
+	if !slices.Equal(f.asked, []string{"delete-znodes", "stop-brokers", "wipe-segments", "start-brokers", "verify"}) {
+		t.Fatalf("asked for %v", f.asked)
+	}
+}
+
+func TestTypedConfirmationMustMatch(t *testing.T) {
+	for _, typed := range []string{"", "order", "orders-v2", "ORDERS", " orders"} {
+		f := newFixture(t, nil)
+		_, err := f.engine(typed).Run(context.Background(), f.run, nil)
+		if !errors.Is(err, steps.ErrNotApproved) {
+			t.Fatalf("typed %q: %v", typed, err)
+		}
+		if d := f.zk.Deleted(); len(d) != 0 {
+			t.Fatalf("typed %q deleted %v", typed, d)
+		}
+	}
+}
+
+func TestSkipNeedsAReason(t *testing.T) {
+	f := newFixture(t, nil)
+	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+		return steps.Approval{Decision: steps.Skip}
+	})}
+	if _, err := e.Run(context.Background(), f.run, nil); !errors.Is(err, steps.ErrNotApproved) {
+		t.Fatalf("skip without reason: %v", err)
+	}
+	recs, _ := journal.Read(f.run.Journal.Path())
+	for _, r := range recs {
+		if r.Type == journal.StepSkipped {
+			t.Fatal("a skip without a reason was journaled as a skip")
+		}
+	}
+}
+
+func TestStalePlanIsPlannedAgainNeverBlindlyDeleted(t *testing.T) {
+	f := newFixture(t, nil)
+	bumped := false
+	f.zk.Hook = func(op, p string) error {
+		if op == "delete" && p == steps.ConfigTopicPath("orders") && !bumped {
+			bumped = true
+			f.zk.Bump(p) // someone changed the topic's config after the plan
+		}
+		return nil
+	}
+	var plans int
+	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+		if info.ID == "delete-znodes" {
+			plans++
+		}
+		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
+	})}
+	if _, err := e.Run(context.Background(), f.run, nil); err != nil {
+		t.Fatal(err)
+	}
+	if plans != 2 {
+		t.Fatalf("delete-znodes confirmed %d times; a stale plan must be planned and confirmed again", plans)
+	}
+	if f.zk.Has(steps.ConfigTopicPath("orders")) {
+		t.Fatal("config znode left behind")
+	}
+}
+
+func TestBrokerThatWillNotStopBlocksTheWipe(t *testing.T) {
+	f := newFixture(t, nil)
+	f.hosts.StopFails[2] = 1
+	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
+	if err == nil || out.Failed != "stop-brokers" || !strings.Contains(err.Error(), "no segment was wiped") {
+		t.Fatalf("err %v outcome %+v", err, out)
+	}
+	for _, c := range f.hosts.Commands {
+		if strings.Contains(c, "src=") {
+			t.Fatalf("a move ran after a failed stop: %s", c)
+		}
+	}
+}
+
+func TestPreflightRefusals(t *testing.T) {
+	cases := map[string]struct {
+		mod  func(f *fixture)
+		want string
+	}{
+		"wrong chroot":     {func(f *fixture) { f.zk.Remove("/cluster/id") }, "not the Kafka cluster's chroot"},
+		"kraft migration":  {func(f *fixture) { f.zk.Put("/migration", "{}") }, "migrating"},
+		"unknown broker":   {func(f *fixture) { f.zk.Put("/brokers/ids/4", "{}") }, "broker 4 is registered"},
+		"unreachable host": {func(f *fixture) { f.hosts.Unreachable[2] = errors.New("ssh: connection refused") }, "broker 2's host"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			tc.mod(f)
+			_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+			if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want refusal with %q", err, tc.want)
+			}
+			if len(f.zk.Ops) != 0 || len(f.asked) != 0 {
+				t.Fatalf("refused preflight still acted: ops %v asked %v", f.zk.Ops, f.asked)
+			}
+		})
+	}
+}
+
+func TestResumeRechecksCompletedSteps(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+		if info.ID == "stop-brokers" {
+			cancel() // Ctrl-C at the confirmation of the stop step
+		}
+		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
+	})}
+	out, err := e.Run(ctx, f.run, nil)
+	if err == nil || out.Interrupted == "" {
+		t.Fatalf("want an interrupted run, got %v %+v", err, out)
+	}
+	recs, err := journal.Read(f.run.Journal.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := steps.Completed(recs)
+	if done["delete-znodes"] != "done" {
+		t.Fatalf("completed %v", done)
+	}
+	opsBefore := len(f.zk.Ops)
+	out, err = f.engine("orders").Run(context.Background(), f.run, done)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	for _, op := range f.zk.Ops[opsBefore:] {
+		if strings.HasPrefix(op, "delete") {
+			t.Fatalf("resume re-did a completed step: %s", op)
+		}
+	}
+	if slices.Contains(f.asked, "delete-znodes") {
+		t.Fatal("resume asked to confirm a completed step again")
+	}
+}
+
+func TestHealthyTopicIsNeverTouched(t *testing.T) {
+	f := newFixture(t, map[string]string{"recreate": "true"})
+	// A consistent cluster: no marker, no stale directory.
+	f.zk.Remove(steps.DeleteTopicPath("orders"))
+	f.hosts.FS[1]["/data/k2"] = map[string]steptest.Entry{"orders-v2-0": {IsDir: true, TopicID: "CCCCCCCCCCCCCCCCCCCCCC"}}
+	for p := 0; p < 3; p++ {
+		f.hosts.AddDir(2, "/data/k1", fmt.Sprintf("orders-%d", p), curID)
+	}
+	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.zk.Ops) != 0 || len(f.asked) != 0 || len(out.NoOp) != len(f.steps) {
+		t.Fatalf("a healthy topic was acted on: ops %v asked %v outcome %+v", f.zk.Ops, f.asked, out)
+	}
+}

@@ -1,0 +1,184 @@
+package steptest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// ExitErr is a command's non-zero exit, as the SSH adapter reports it.
+type ExitErr struct{ Code int }
+
+func (e *ExitErr) Error() string   { return fmt.Sprintf("exit status %d", e.Code) }
+func (e *ExitErr) ExitStatus() int { return e.Code }
+
+// Entry is one name in a fake log dir.
+type Entry struct {
+	IsDir   bool
+	TopicID string
+}
+
+// Hosts fakes the broker hosts behind SSH: a filesystem of log dirs and
+// quarantine dirs per broker, and the brokers' stop/start commands, which
+// remove or add the broker's registration in the fake ZooKeeper. Any other
+// command fails the test: the fake is strict.
+type Hosts struct {
+	t      testing.TB
+	mu     sync.Mutex
+	zk     *ZK
+	target steps.Target
+	// FS[broker][dir] lists the names in that directory.
+	FS map[int32]map[string]map[string]Entry
+	// Running says whether each broker's process runs.
+	Running map[int32]bool
+	// StopFails makes a broker's stop command exit with this status.
+	StopFails map[int32]int
+	// Unreachable makes Check and Run fail for a broker.
+	Unreachable map[int32]error
+	Commands    []string
+}
+
+// NewHosts fakes the target's hosts; each broker starts running and
+// registered.
+func NewHosts(t testing.TB, zk *ZK, target steps.Target) *Hosts {
+	h := &Hosts{t: t, zk: zk, target: target, FS: map[int32]map[string]map[string]Entry{},
+		Running: map[int32]bool{}, StopFails: map[int32]int{}, Unreachable: map[int32]error{}}
+	for _, b := range target.Hosts {
+		h.FS[b.ID] = map[string]map[string]Entry{}
+		for _, d := range b.LogDirs {
+			h.FS[b.ID][d] = map[string]Entry{"meta.properties": {}}
+		}
+		h.Running[b.ID] = true
+		zk.Put(fmt.Sprintf("%s/%d", steps.BrokerIDsPath, b.ID), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
+	}
+	return h
+}
+
+// AddDir puts a directory into a broker's log dir.
+func (h *Hosts) AddDir(broker int32, dir, name, topicID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.FS[broker][dir][name] = Entry{IsDir: true, TopicID: topicID}
+}
+
+// Names lists a directory's entries.
+func (h *Hosts) Names(broker int32, dir string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for n := range h.FS[broker][dir] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	listRe = regexp.MustCompile(`^cd -- (\S+) \|\| exit 2`)
+	moveRe = regexp.MustCompile(`(?s)^set -e\nsrc=(\S+); dst=(\S+)\n`)
+)
+
+func unquote(s string) string {
+	if strings.HasPrefix(s, "'") {
+		return strings.ReplaceAll(strings.Trim(s, "'"), `'\''`, "'")
+	}
+	return s
+}
+
+// Run implements steps.Remote.
+func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.Line)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Commands = append(h.Commands, fmt.Sprintf("%d: %s", broker, cmd))
+	if err := h.Unreachable[broker]; err != nil {
+		return err
+	}
+	b, _ := h.target.Host(broker)
+	emit := func(s string) {
+		if out != nil {
+			out(steps.Line{Text: s})
+		}
+	}
+	switch {
+	case cmd == "true":
+		return nil
+	case cmd == b.Stop:
+		if code := h.StopFails[broker]; code != 0 {
+			emit("did not stop in time")
+			return &ExitErr{code}
+		}
+		h.Running[broker] = false
+		h.zk.Remove(fmt.Sprintf("%s/%d", steps.BrokerIDsPath, broker))
+		emit("stopped")
+		return nil
+	case cmd == b.Start:
+		h.Running[broker] = true
+		h.zk.Put(fmt.Sprintf("%s/%d", steps.BrokerIDsPath, broker), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
+		emit("started")
+		return nil
+	}
+	if m := listRe.FindStringSubmatch(cmd); m != nil {
+		dir := unquote(m[1])
+		ents, ok := h.FS[broker][dir]
+		if !ok {
+			return &ExitErr{2}
+		}
+		names := make([]string, 0, len(ents))
+		for n := range ents {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			e := ents[n]
+			kind := "f"
+			if e.IsDir {
+				kind = "d"
+			}
+			emit(kind + "\t" + n + "\t" + e.TopicID)
+		}
+		return nil
+	}
+	if m := moveRe.FindStringSubmatch(cmd); m != nil {
+		src, dst := unquote(m[1]), unquote(m[2])
+		if h.Running[broker] {
+			h.t.Errorf("move %s on broker %d while it runs", src, broker)
+		}
+		sd, sn := filepath.Dir(src), filepath.Base(src)
+		dd, dn := filepath.Dir(dst), filepath.Base(dst)
+		e, ok := h.FS[broker][sd][sn]
+		if !ok {
+			if _, done := h.FS[broker][dd][dn]; done {
+				emit("already in quarantine: " + dst)
+				return nil
+			}
+			return &ExitErr{1}
+		}
+		delete(h.FS[broker][sd], sn)
+		if h.FS[broker][dd] == nil {
+			h.FS[broker][dd] = map[string]Entry{}
+		}
+		h.FS[broker][dd][dn] = e
+		emit("moved " + src + " -> " + dst)
+		return nil
+	}
+	h.t.Errorf("unexpected command on broker %d: %q", broker, cmd)
+	return &ExitErr{127}
+}
+
+// Check implements steps.Remote.
+func (h *Hosts) Check(ctx context.Context, broker int32) error { return h.Run(ctx, broker, "true", nil) }
+
+// RunClient implements steps.Remote; the fake knows no clients.
+func (h *Hosts) RunClient(_ context.Context, c steps.Client, cmd string, _ func(steps.Line)) error {
+	h.t.Errorf("unexpected client command on %s: %q", c.Name, cmd)
+	return &ExitErr{127}
+}
+
+var _ steps.Remote = (*Hosts)(nil)

@@ -1,0 +1,177 @@
+package steptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// Kafka fakes the cluster side. By default every running broker answers
+// Metadata from the fake ZooKeeper (a consistent cluster); Stale overrides a
+// broker's cached view of a topic, as a broker that missed updates has.
+type Kafka struct {
+	t     testing.TB
+	mu    sync.Mutex
+	zk    *ZK
+	hosts *Hosts
+	// Stale[broker][topic] is what that broker caches instead of the truth.
+	Stale      map[int32]map[string]steps.TopicView
+	GroupsOn   []steps.GroupUse
+	ProducerOn []steps.ProducerUse
+	AutoCreate string
+	Created    []string
+	Canaries   int
+	Deleted    []string // group offsets deleted
+	nextID     int
+}
+
+// NewKafka fakes the cluster whose ZooKeeper and hosts are given.
+func NewKafka(t testing.TB, zk *ZK, hosts *Hosts) *Kafka {
+	return &Kafka{t: t, zk: zk, hosts: hosts, Stale: map[int32]map[string]steps.TopicView{}, AutoCreate: "false"}
+}
+
+func (k *Kafka) running(id int32) bool {
+	k.hosts.mu.Lock()
+	defer k.hosts.mu.Unlock()
+	return k.hosts.Running[id]
+}
+
+// truth is topic t as ZooKeeper has it.
+func (k *Kafka) truth(ctx context.Context, t string) steps.TopicView {
+	b, _, err := k.zk.Get(ctx, steps.TopicPath(t))
+	if err != nil {
+		return steps.TopicView{Name: t, Err: "UNKNOWN_TOPIC_OR_PARTITION"}
+	}
+	var z steps.TopicZNode
+	_ = json.Unmarshal(b, &z)
+	tv := steps.TopicView{Name: t, ID: z.TopicID, Partitions: map[int32]steps.PartitionView{}}
+	as, _ := z.Assignment()
+	for p, reps := range as {
+		tv.Partitions[p] = steps.PartitionView{Partition: p, Leader: reps[0], Replicas: reps, ISR: reps}
+	}
+	return tv
+}
+
+func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (steps.BrokerView, error) {
+	if !k.running(id) {
+		return steps.BrokerView{}, fmt.Errorf("broker %d: connection refused", id)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v := steps.BrokerView{Broker: id, Topics: map[string]steps.TopicView{}}
+	v.Brokers, _ = registered(ctx, k.zk)
+	if b, _, err := k.zk.Get(ctx, steps.ControllerPath); err == nil {
+		var c steps.ControllerZNode
+		_ = json.Unmarshal(b, &c)
+		v.Controller = c.BrokerID
+	}
+	if len(topics) == 0 {
+		kids, _ := k.zk.Children(ctx, steps.TopicsPath)
+		topics = kids
+	}
+	for _, t := range topics {
+		tv := k.truth(ctx, t)
+		if s, ok := k.Stale[id][t]; ok {
+			tv = s
+		}
+		if len(topics) == 0 && !tv.Present() {
+			continue
+		}
+		v.Topics[t] = tv
+	}
+	return v, nil
+}
+
+func registered(ctx context.Context, zk *ZK) ([]int32, error) {
+	kids, err := zk.Children(ctx, steps.BrokerIDsPath)
+	var ids []int32
+	for _, c := range kids {
+		var id int32
+		fmt.Sscanf(c, "%d", &id)
+		ids = append(ids, id)
+	}
+	return ids, err
+}
+
+func (k *Kafka) Groups(context.Context, string) ([]steps.GroupUse, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.GroupsOn, nil
+}
+
+func (k *Kafka) Producers(context.Context, string, []int32) ([]steps.ProducerUse, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ProducerOn, nil
+}
+
+func (k *Kafka) BrokerConfig(_ context.Context, _ int32, key string) (string, error) {
+	if key == "auto.create.topics.enable" {
+		return k.AutoCreate, nil
+	}
+	return "", fmt.Errorf("unknown config %s", key)
+}
+
+// CreateTopic writes the topic's znode like the controller would.
+func (k *Kafka) CreateTopic(ctx context.Context, t string, assignment [][]int32, partitions int32, rf int16, _ map[string]string) (string, error) {
+	k.mu.Lock()
+	k.nextID++
+	id := fmt.Sprintf("NEWID%017d", k.nextID)
+	k.Created = append(k.Created, t)
+	k.mu.Unlock()
+	ids, _ := registered(ctx, k.zk)
+	parts := map[string][]int32{}
+	for p := int32(0); p < partitions; p++ {
+		var reps []int32
+		for i := 0; i < int(rf); i++ {
+			reps = append(reps, ids[(int(p)+i)%len(ids)])
+		}
+		parts[fmt.Sprint(p)] = reps
+	}
+	b, _ := json.Marshal(steps.TopicZNode{Version: 3, Partitions: parts, TopicID: id})
+	k.zk.Put(steps.TopicPath(t), string(b))
+	return id, nil
+}
+
+func (k *Kafka) Offsets(context.Context, int32, string, int32) (int64, int64, error) { return 0, 0, nil }
+
+func (k *Kafka) Canary(context.Context, string, int32, string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.Canaries++
+	return nil
+}
+
+func (k *Kafka) DeleteGroupOffsets(_ context.Context, group, topic string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.Deleted = append(k.Deleted, group+"/"+topic)
+	return nil
+}
+
+func (k *Kafka) LogDirs(context.Context, int32) ([]string, error) {
+	k.t.Errorf("LogDirs called: the fake inventory always lists log dirs")
+	return nil, fmt.Errorf("unexpected")
+}
+
+func (k *Kafka) FirstRecordTime(context.Context, string, int32) (time.Time, bool, error) {
+	return time.Time{}, false, nil
+}
+
+// Listening is true for a running broker's address (host:9092).
+func (k *Kafka) Listening(_ context.Context, addr string) bool {
+	for _, h := range k.hosts.target.Hosts {
+		if strings.HasPrefix(addr, h.Host+":") {
+			return k.running(h.ID)
+		}
+	}
+	return false
+}
+
+var _ steps.Cluster = (*Kafka)(nil)

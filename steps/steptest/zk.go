@@ -1,0 +1,290 @@
+// Package steptest has strict fakes of the engine's ports for fast unit
+// tests: an in-memory ZooKeeper with versions and watches, a scripted Kafka
+// and a scripted SSH fleet. Strict means an unexpected call fails the test,
+// and an expected call that never came fails it at cleanup. Behaviour that
+// lives in Kafka, ZooKeeper or sshd is tested against the real lab instead.
+package steptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// Errors the fake ZooKeeper returns (the adapter uses go-zookeeper's).
+var (
+	ErrNoNode     = errors.New("zk: node does not exist")
+	ErrBadVersion = errors.New("zk: version conflict")
+	ErrNotEmpty   = errors.New("zk: node has children")
+	ErrNodeExists = errors.New("zk: node already exists")
+)
+
+type znode struct {
+	data  []byte
+	acl   []steps.ACL
+	stat  steps.ZStat
+	kids  map[string]bool
+	ephem bool
+}
+
+// ZK is an in-memory ZooKeeper tree (chroot-relative) implementing
+// steps.Coordinator. Mutations are logged in Ops.
+type ZK struct {
+	t      testing.TB
+	mu     sync.Mutex
+	nodes  map[string]*znode
+	chroot string
+	Ops    []string
+	// Hook runs before every mutation; returning an error fails it (to
+	// inject faults such as a concurrent change).
+	Hook    func(op, path string) error
+	changed chan struct{}
+}
+
+// NewZK returns an empty tree with only "/".
+func NewZK(t testing.TB, chroot string) *ZK {
+	z := &ZK{t: t, chroot: chroot, nodes: map[string]*znode{"/": {kids: map[string]bool{}}}, changed: make(chan struct{})}
+	return z
+}
+
+func (z *ZK) notify() {
+	close(z.changed)
+	z.changed = make(chan struct{})
+}
+
+// Put creates p (and missing parents) with data, for test setup.
+func (z *ZK) Put(p string, data string) *ZK {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.put(p, []byte(data))
+	return z
+}
+
+func (z *ZK) put(p string, data []byte) {
+	if p == "/" {
+		return
+	}
+	parent := path.Dir(p)
+	if _, ok := z.nodes[parent]; !ok {
+		z.put(parent, nil)
+	}
+	if n, ok := z.nodes[p]; ok {
+		n.data = data
+		n.stat.Version++
+		return
+	}
+	z.nodes[p] = &znode{data: data, kids: map[string]bool{}, acl: []steps.ACL{{Perms: 31, Scheme: "world", ID: "anyone"}},
+		stat: steps.ZStat{Ctime: time.Unix(1_700_000_000, 0), Mtime: time.Unix(1_700_000_000, 0)}}
+	z.nodes[parent].kids[path.Base(p)] = true
+	z.nodes[parent].stat.Cversion++
+}
+
+// Bump changes p's data version (someone else wrote it).
+func (z *ZK) Bump(p string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.nodes[p].stat.Version++
+}
+
+// Remove deletes p's subtree without checks (another actor did it).
+func (z *ZK) Remove(p string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.remove(p)
+	z.notify()
+}
+
+func (z *ZK) remove(p string) {
+	n, ok := z.nodes[p]
+	if !ok {
+		return
+	}
+	for k := range n.kids {
+		z.remove(path.Join(p, k))
+	}
+	delete(z.nodes, p)
+	if par, ok := z.nodes[path.Dir(p)]; ok {
+		delete(par.kids, path.Base(p))
+	}
+}
+
+// Has reports whether p exists.
+func (z *ZK) Has(p string) bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	_, ok := z.nodes[p]
+	return ok
+}
+
+// Paths lists every node, sorted.
+func (z *ZK) Paths() []string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	var out []string
+	for p := range z.nodes {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (z *ZK) Chroot() string             { return z.chroot }
+func (z *ZK) IsNoNode(err error) bool     { return errors.Is(err, ErrNoNode) }
+func (z *ZK) IsBadVersion(err error) bool { return errors.Is(err, ErrBadVersion) }
+
+func (z *ZK) Get(_ context.Context, p string) ([]byte, steps.ZStat, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	n, ok := z.nodes[p]
+	if !ok {
+		return nil, steps.ZStat{}, fmt.Errorf("get %s: %w", p, ErrNoNode)
+	}
+	st := n.stat
+	st.NumChildren = int32(len(n.kids))
+	return slices.Clone(n.data), st, nil
+}
+
+func (z *ZK) Exists(ctx context.Context, p string) (bool, steps.ZStat, error) {
+	_, st, err := z.Get(ctx, p)
+	if errors.Is(err, ErrNoNode) {
+		return false, st, nil
+	}
+	return err == nil, st, err
+}
+
+func (z *ZK) Children(_ context.Context, p string) ([]string, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	n, ok := z.nodes[p]
+	if !ok {
+		return nil, fmt.Errorf("children %s: %w", p, ErrNoNode)
+	}
+	var out []string
+	for k := range n.kids {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (z *ZK) GetACL(_ context.Context, p string) ([]steps.ACL, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	n, ok := z.nodes[p]
+	if !ok {
+		return nil, fmt.Errorf("getacl %s: %w", p, ErrNoNode)
+	}
+	return slices.Clone(n.acl), nil
+}
+
+func (z *ZK) hook(op, p string) error {
+	if z.Hook != nil {
+		return z.Hook(op, p)
+	}
+	return nil
+}
+
+func (z *ZK) Create(_ context.Context, p string, data []byte, acl []steps.ACL) error {
+	if err := z.hook("create", p); err != nil {
+		return err
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if _, ok := z.nodes[p]; ok {
+		return fmt.Errorf("create %s: %w", p, ErrNodeExists)
+	}
+	if _, ok := z.nodes[path.Dir(p)]; !ok {
+		return fmt.Errorf("create %s: %w (parent)", p, ErrNoNode)
+	}
+	z.put(p, data)
+	if acl != nil {
+		z.nodes[p].acl = acl
+	}
+	z.Ops = append(z.Ops, "create "+p)
+	z.notify()
+	return nil
+}
+
+func (z *ZK) Set(_ context.Context, p string, data []byte, version int32) (steps.ZStat, error) {
+	if err := z.hook("set", p); err != nil {
+		return steps.ZStat{}, err
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	n, ok := z.nodes[p]
+	if !ok {
+		return steps.ZStat{}, fmt.Errorf("set %s: %w", p, ErrNoNode)
+	}
+	if version != -1 && version != n.stat.Version {
+		return steps.ZStat{}, fmt.Errorf("set %s: %w", p, ErrBadVersion)
+	}
+	n.data = data
+	n.stat.Version++
+	z.Ops = append(z.Ops, "set "+p)
+	return n.stat, nil
+}
+
+func (z *ZK) Delete(_ context.Context, p string, version int32) error {
+	if err := z.hook("delete", p); err != nil {
+		return err
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	n, ok := z.nodes[p]
+	switch {
+	case !ok:
+		return fmt.Errorf("delete %s: %w", p, ErrNoNode)
+	case version != -1 && version != n.stat.Version:
+		return fmt.Errorf("delete %s (version %d): %w", p, version, ErrBadVersion)
+	case len(n.kids) > 0:
+		return fmt.Errorf("delete %s: %w", p, ErrNotEmpty)
+	}
+	z.remove(p)
+	z.Ops = append(z.Ops, "delete "+p)
+	z.notify()
+	return nil
+}
+
+func (z *ZK) WaitChildren(ctx context.Context, p string, cond func([]string) bool) ([]string, error) {
+	for {
+		z.mu.Lock()
+		ch := z.changed
+		z.mu.Unlock()
+		kids, err := z.Children(ctx, p)
+		if err != nil && !errors.Is(err, ErrNoNode) {
+			return nil, err
+		}
+		if cond(kids) {
+			return kids, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return kids, ctx.Err()
+		}
+	}
+}
+
+// Deleted lists the paths deleted, in order.
+func (z *ZK) Deleted() []string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	var out []string
+	for _, op := range z.Ops {
+		if p, ok := strings.CutPrefix(op, "delete "); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+var _ steps.Coordinator = (*ZK)(nil)
