@@ -20,6 +20,13 @@ type detachPayload struct {
 
 func (k *detach) attached(ctx context.Context, r *Run) (groups []GroupUse, active []ProducerUse, err error) {
 	t := r.Topic()
+	if reg, err := r.registered(ctx); err != nil {
+		return nil, nil, err
+	} else if len(reg) == 0 {
+		// Every broker is stopped (a resumed run past the stop step): no
+		// client can be attached to a cluster that does not run.
+		return nil, nil, nil
+	}
 	all, err := r.Kafka.Groups(ctx, t)
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumer groups on %s: %w", t, err)

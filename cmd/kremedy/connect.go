@@ -19,6 +19,8 @@ type cluster struct {
 	zk     *zookeeper.Conn
 	kafka  *kafka.Client
 	fleet  *remote.Fleet
+	// secrets never reach the journal or the report.
+	secrets []string
 }
 
 func (c *cluster) Close() {
@@ -33,7 +35,7 @@ func (c *cluster) Close() {
 	}
 }
 
-func sshTarget(s inventory.SSH, host string) remote.Target {
+func sshTarget(s inventory.SSH, host string) (remote.Target, error) {
 	t := remote.Target{Host: host, Port: s.Port, User: s.User, UseAgent: s.Agent, ProxyJump: s.ProxyJump,
 		ConnectTimeout: s.ConnectTimeout.Duration}
 	if s.IdentityFile != "" {
@@ -42,7 +44,12 @@ func sshTarget(s inventory.SSH, host string) remote.Target {
 	if s.KnownHosts != "" {
 		t.KnownHostsFiles = []string{s.KnownHosts}
 	}
-	return t
+	if s.Config != "" {
+		// Hosts may be ~/.ssh/config aliases; ProxyJump is honoured. Host
+		// keys are still checked against known_hosts, never relaxed.
+		return remote.ResolveSSHConfig(t, s.Config)
+	}
+	return t, nil
 }
 
 // connect loads an inventory and opens ZooKeeper and Kafka clients and the
@@ -60,12 +67,16 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	brokers := map[int32]remote.Target{}
 	for _, b := range inv.Brokers {
 		c.target.Hosts = append(c.target.Hosts, steps.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs})
-		brokers[b.ID] = sshTarget(inv.SSHFor(b), b.Host)
+		if brokers[b.ID], err = sshTarget(inv.SSHFor(b), b.Host); err != nil {
+			return nil, usageErr(fmt.Errorf("%s: broker %d: %w", path, b.ID, err))
+		}
 	}
 	clients := map[string]remote.Target{}
 	for _, cl := range inv.Clients {
 		c.target.Clients = append(c.target.Clients, steps.Client{Name: cl.Name, Host: cl.Host, Stop: cl.Stop})
-		clients[cl.Name] = sshTarget(inv.SSHFor(inventory.Broker{}), cl.Host)
+		if clients[cl.Name], err = sshTarget(inv.SSHFor(inventory.Broker{}), cl.Host); err != nil {
+			return nil, usageErr(fmt.Errorf("%s: client %s: %w", path, cl.Name, err))
+		}
 	}
 	c.fleet = remote.NewFleet(brokers, clients)
 	opts := zookeeper.Options{}
@@ -75,6 +86,7 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 			return nil, usageErr(err)
 		}
 		opts.DigestAuth = inv.ZooKeeper.Auth.User + ":" + pw
+		c.secrets = append(c.secrets, pw)
 	}
 	zctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

@@ -255,6 +255,7 @@ func execute(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.
 	if err != nil {
 		return err
 	}
+	j.Redact(cl.secrets...)
 	p := &printer{w: w, infos: map[string]steps.Info{}}
 	for _, s := range ss {
 		p.infos[s.Info.ID] = s.Info

@@ -21,8 +21,10 @@ var _ steps.Cluster = (*Client)(nil)
 // Groups lists consumer groups with members assigned partitions of topic,
 // or with offsets committed on it.
 func (c *Client) Groups(ctx context.Context, topic string) ([]steps.GroupUse, error) {
+	// A broker that is down fails its shard; the groups the others
+	// coordinate still count. Only when every broker fails is it an error.
 	listed, err := c.adm.ListGroups(ctx)
-	if err != nil {
+	if err != nil && !partial(err) {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
 	names := listed.Groups()
@@ -30,7 +32,7 @@ func (c *Client) Groups(ctx context.Context, topic string) ([]steps.GroupUse, er
 		return nil, nil
 	}
 	described, err := c.adm.DescribeGroups(ctx, names...)
-	if err != nil {
+	if err != nil && !partial(err) {
 		return nil, fmt.Errorf("describe groups: %w", err)
 	}
 	fetched := c.adm.FetchManyOffsets(ctx, names...)
@@ -65,6 +67,12 @@ func (c *Client) Groups(ctx context.Context, topic string) ([]steps.GroupUse, er
 		}
 	}
 	return out, nil
+}
+
+// partial reports a sharded request that failed on some brokers only.
+func partial(err error) bool {
+	var se *kadm.ShardErrors
+	return errors.As(err, &se) && !se.AllFailed
 }
 
 // Producers lists producers the partitions' leaders still track

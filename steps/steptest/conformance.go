@@ -1,0 +1,81 @@
+package steptest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// CoordinatorConformance checks the steps.Coordinator contract the step
+// kinds rely on. The fake ZK passes it, and so must the real adapter
+// against a real ZooKeeper. root is an existing, empty, chroot-relative
+// path the suite may use.
+func CoordinatorConformance(t *testing.T, c steps.Coordinator, root string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := root + "/t"
+	if err := c.Create(ctx, p, []byte("v0"), nil); err != nil {
+		t.Fatalf("create %s: %v", p, err)
+	}
+	if err := c.Create(ctx, p+"/b", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, p+"/a", []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	kids, err := c.Children(ctx, p)
+	if err != nil || !slices.Equal(kids, []string{"a", "b"}) {
+		t.Fatalf("children %v %v: want sorted [a b]", kids, err)
+	}
+	b, st, err := c.Get(ctx, p)
+	if err != nil || string(b) != "v0" || st.Version != 0 {
+		t.Fatalf("get: %q %+v %v", b, st, err)
+	}
+	if st, err := c.Set(ctx, p, []byte("v1"), 0); err != nil || st.Version != 1 {
+		t.Fatalf("set: %+v %v", st, err)
+	}
+	if _, err := c.Set(ctx, p, []byte("v2"), 0); !c.IsBadVersion(err) {
+		t.Fatalf("set with a stale version: %v, want a bad-version error", err)
+	}
+	if err := c.Delete(ctx, p+"/a", 5); !c.IsBadVersion(err) {
+		t.Fatalf("delete with a wrong version: %v", err)
+	}
+	if err := c.Delete(ctx, p, -1); err == nil {
+		t.Fatal("delete of a node with children succeeded")
+	}
+	if _, _, err := c.Get(ctx, p+"/nope"); !c.IsNoNode(err) {
+		t.Fatalf("get of a missing node: %v", err)
+	}
+	if ok, _, err := c.Exists(ctx, p+"/nope"); ok || err != nil {
+		t.Fatalf("exists of a missing node: %v %v", ok, err)
+	}
+	if acl, err := c.GetACL(ctx, p); err != nil || len(acl) == 0 {
+		t.Fatalf("acl: %v %v", acl, err)
+	}
+	// A watch, not a poll: WaitChildren returns once another call adds a child.
+	done := make(chan []string, 1)
+	go func() {
+		kids, _ := c.WaitChildren(ctx, p, func(k []string) bool { return slices.Contains(k, "c") })
+		done <- kids
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := c.Create(ctx, p+"/c", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case kids := <-done:
+		if !slices.Contains(kids, "c") {
+			t.Fatalf("watch returned %v", kids)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitChildren did not notice a new child within 5s")
+	}
+	for _, n := range []string{"/a", "/b", "/c", ""} {
+		if err := c.Delete(ctx, p+n, -1); err != nil {
+			t.Fatalf("cleanup %s: %v", p+n, err)
+		}
+	}
+}

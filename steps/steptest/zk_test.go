@@ -1,0 +1,9 @@
+package steptest
+
+import "testing"
+
+func TestFakeZKConformance(t *testing.T) {
+	z := NewZK(t, "/kafka")
+	z.Put("/suite", "")
+	CoordinatorConformance(t, z, "/suite")
+}

@@ -1,0 +1,169 @@
+package zookeeper_test
+
+// These tests start a real ZooKeeper (the one Kafka 3.9 ships, from the lab's
+// Kafka home) on a free loopback port. They fail, never skip, when Java or
+// the jars are missing — except under -short.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/steptest"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+func startZK(tb testing.TB) string {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a real ZooKeeper; runs without -short")
+	}
+	home, _, err := lab.ResolveKafkaHome("")
+	if err != nil {
+		tb.Fatalf("%v (run `make lab-install`)", err)
+	}
+	java, err := lab.FindJava()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := tb.TempDir()
+	cmd := exec.Command(java, "-Xmx128m", "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false",
+		"-Dlog4j.configuration=file:/dev/null", "-cp", filepath.Join(home, "libs", "*"),
+		"org.apache.zookeeper.server.ZooKeeperServerMain", fmt.Sprint(port), dir)
+	logf, err := os.Create(filepath.Join(dir, "zookeeper.out"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return addr
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tb.Fatalf("ZooKeeper did not listen on %s", addr)
+	return ""
+}
+
+func dial(tb testing.TB, connect string) *zookeeper.Conn {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := zookeeper.Dial(ctx, connect, zookeeper.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// TestAdapterConformance runs the Coordinator contract against a real
+// ZooKeeper, through a chroot.
+func TestAdapterConformance(t *testing.T) {
+	addr := startZK(t)
+	root := dial(t, addr)
+	ctx := context.Background()
+	if err := root.Create(ctx, "/kafka", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr+"/kafka")
+	if err := c.Create(ctx, "/suite", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := root.Exists(ctx, "/kafka/suite"); !ok {
+		t.Fatal("chroot not applied: /kafka/suite missing")
+	}
+	steptest.CoordinatorConformance(t, c, "/suite")
+	// DeleteRecursive and Walk, as the lab's scenarios use them.
+	for _, p := range []string{"/brokers", "/brokers/topics", "/brokers/topics/orders", "/brokers/topics/orders/partitions", "/brokers/topics/orders-v2"} {
+		if err := c.Create(ctx, p, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.DeleteRecursive(ctx, "/brokers/topics/orders"); err != nil {
+		t.Fatal(err)
+	}
+	kids, _ := c.Children(ctx, "/brokers/topics")
+	if !slices.Equal(kids, []string{"orders-v2"}) {
+		t.Fatalf("after DeleteRecursive: %v", kids)
+	}
+}
+
+// TestDialUnreachable: no server means a bounded error, not a hang.
+func TestDialUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := zookeeper.Dial(ctx, "127.0.0.1:1/kafka", zookeeper.Options{})
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("dial to nothing: %v after %s", err, time.Since(start))
+	}
+}
+
+// BenchmarkWatchNotice measures how long after a broker-like znode appears
+// or vanishes a WaitChildren watcher in another session returns, measured
+// from the moment the change was requested (an upper bound: it includes the
+// writer's own round trip).
+func BenchmarkWatchNotice(b *testing.B) {
+	addr := startZK(b)
+	w, r := dial(b, addr), dial(b, addr)
+	ctx := context.Background()
+	_ = w.Create(ctx, "/ids", nil, nil)
+	var appear, vanish time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, create := range []bool{true, false} {
+			ready := make(chan struct{})
+			got := make(chan time.Time, 1)
+			go func() {
+				first := true
+				_, _ = r.WaitChildren(ctx, "/ids", func(k []string) bool {
+					if first {
+						first = false
+						close(ready)
+					}
+					return slices.Contains(k, "1") == create
+				})
+				got <- time.Now()
+			}()
+			<-ready
+			start := time.Now()
+			var err error
+			if create {
+				err = w.Create(ctx, "/ids/1", nil, nil)
+			} else {
+				err = w.Delete(ctx, "/ids/1", -1)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := (<-got).Sub(start)
+			if create {
+				appear += d
+			} else {
+				vanish += d
+			}
+		}
+	}
+	b.ReportMetric(float64(appear.Microseconds())/float64(b.N)/1000, "ms-appear")
+	b.ReportMetric(float64(vanish.Microseconds())/float64(b.N)/1000, "ms-vanish")
+}
