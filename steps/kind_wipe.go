@@ -175,7 +175,55 @@ func (k *wipeSegments) Verify(ctx context.Context, r *Run) ([]Check, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Check{{Name: fmt.Sprintf("no log dir holds a directory of %q", r.Topic()), OK: len(left) == 0, Detail: summarize(left)}}, nil
+	checks := []Check{{Name: fmt.Sprintf("no log dir holds a directory of %q", r.Topic()), OK: len(left) == 0, Detail: summarize(left)}}
+	if c, err := r.reconcileManifest(ctx); err != nil {
+		return nil, err
+	} else if c != nil {
+		checks = append(checks, *c)
+	}
+	return checks, nil
+}
+
+const whereScript = `if [ -e %[2]s ] && [ ! -e %[1]s ]; then echo moved; elif [ -e %[1]s ]; then echo source; else echo missing; fi`
+
+// reconcileManifest settles entries a crash left as "planned": the move
+// either happened (the directory is in quarantine) or did not (it is still
+// in the log dir, and a later plan moves it). It asks the host, and records
+// the truth in the manifest.
+func (r *Run) reconcileManifest(ctx context.Context) (*Check, error) {
+	man, err := r.loadManifest()
+	if err != nil || len(man.Moves) == 0 {
+		return nil, err
+	}
+	var lost []string
+	changed := false
+	for i, mv := range man.Moves {
+		if mv.State == "moved" {
+			continue
+		}
+		var where string
+		err := r.Remote.Run(ctx, mv.Broker, fmt.Sprintf(whereScript, ShQuote(mv.From), ShQuote(mv.To)), func(l Line) {
+			if !l.Stderr {
+				where = strings.TrimSpace(l.Text)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("check quarantine of %s on broker %d: %w", mv.From, mv.Broker, err)
+		}
+		switch where {
+		case "moved":
+			man.Moves[i].State, changed = "moved", true
+			r.Logf("%s was moved before the interruption; manifest updated", mv.From)
+		default:
+			lost = append(lost, fmt.Sprintf("broker %d %s (%s)", mv.Broker, mv.From, where))
+		}
+	}
+	if changed {
+		if err := WriteJSON(r.ManifestPath(), man); err != nil {
+			return nil, err
+		}
+	}
+	return &Check{Name: "every directory in the manifest is in quarantine", OK: len(lost) == 0, Detail: summarize(lost)}, nil
 }
 
 // topicDirs lists the topic's directories on every broker's disk.

@@ -81,8 +81,9 @@ func (h *Hosts) Names(broker int32, dir string) []string {
 }
 
 var (
-	listRe = regexp.MustCompile(`^cd -- (\S+) \|\| exit 2`)
-	moveRe = regexp.MustCompile(`(?s)^set -e\nsrc=(\S+); dst=(\S+)\n`)
+	listRe  = regexp.MustCompile(`^cd -- (\S+) \|\| exit 2`)
+	moveRe  = regexp.MustCompile(`(?s)^set -e\nsrc=(\S+); dst=(\S+)\n`)
+	whereRe = regexp.MustCompile(`^if \[ -e (\S+) \] && \[ ! -e (\S+) \]`)
 )
 
 func unquote(s string) string {
@@ -168,12 +169,28 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.
 		emit("moved " + src + " -> " + dst)
 		return nil
 	}
+	if m := whereRe.FindStringSubmatch(cmd); m != nil {
+		src, dst := unquote(m[2]), unquote(m[1])
+		_, atDst := h.FS[broker][filepath.Dir(dst)][filepath.Base(dst)]
+		_, atSrc := h.FS[broker][filepath.Dir(src)][filepath.Base(src)]
+		switch {
+		case atDst && !atSrc:
+			emit("moved")
+		case atSrc:
+			emit("source")
+		default:
+			emit("missing")
+		}
+		return nil
+	}
 	h.t.Errorf("unexpected command on broker %d: %q", broker, cmd)
 	return &ExitErr{127}
 }
 
 // Check implements steps.Remote.
-func (h *Hosts) Check(ctx context.Context, broker int32) error { return h.Run(ctx, broker, "true", nil) }
+func (h *Hosts) Check(ctx context.Context, broker int32) error {
+	return h.Run(ctx, broker, "true", nil)
+}
 
 // RunClient implements steps.Remote; the fake knows no clients.
 func (h *Hosts) RunClient(_ context.Context, c steps.Client, cmd string, _ func(steps.Line)) error {
