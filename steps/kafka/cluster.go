@@ -290,4 +290,3 @@ func (c *Client) Listening(ctx context.Context, addr string) bool {
 	conn.Close()
 	return true
 }
-

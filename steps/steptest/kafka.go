@@ -139,7 +139,9 @@ func (k *Kafka) CreateTopic(ctx context.Context, t string, assignment [][]int32,
 	return id, nil
 }
 
-func (k *Kafka) Offsets(context.Context, int32, string, int32) (int64, int64, error) { return 0, 0, nil }
+func (k *Kafka) Offsets(context.Context, int32, string, int32) (int64, int64, error) {
+	return 0, 0, nil
+}
 
 func (k *Kafka) Canary(context.Context, string, int32, string) error {
 	k.mu.Lock()

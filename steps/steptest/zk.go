@@ -137,7 +137,7 @@ func (z *ZK) Paths() []string {
 	return out
 }
 
-func (z *ZK) Chroot() string             { return z.chroot }
+func (z *ZK) Chroot() string              { return z.chroot }
 func (z *ZK) IsNoNode(err error) bool     { return errors.Is(err, ErrNoNode) }
 func (z *ZK) IsBadVersion(err error) bool { return errors.Is(err, ErrBadVersion) }
 
