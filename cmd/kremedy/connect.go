@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 	"time"
 
 	"github.com/kremedy/kremedy/inventory"
@@ -59,10 +62,21 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	if inv.Kafka.ClientProperties != "" {
-		return nil, usageErr(fmt.Errorf("%s: kafka.client_properties (TLS/SASL) is not supported by this kremedy build yet; nothing was done. Run from a host that reaches a PLAINTEXT listener, or remove the key", path))
-	}
 	c := &cluster{inv: inv}
+	var kopts []kgo.Opt
+	if f := inv.Kafka.ClientProperties; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("%s: kafka.client_properties: %w; nothing was done", path, err))
+		}
+		props, err := kafka.ParseProperties(b)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("%s: %w; nothing was done", f, err))
+		}
+		if kopts, c.secrets, err = kafka.Options(props); err != nil {
+			return nil, usageErr(fmt.Errorf("%s: %w; nothing was done", f, err))
+		}
+	}
 	c.target = steps.Target{Name: inv.Name, Lab: inv.Lab, ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
 	brokers := map[int32]remote.Target{}
 	for _, b := range inv.Brokers {
@@ -93,7 +107,7 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	if c.zk, err = zookeeper.Dial(zctx, inv.ZooKeeper.Connect, opts); err != nil {
 		return nil, failedErr(fmt.Errorf("%w; nothing was done", err))
 	}
-	if c.kafka, err = kafka.New(inv.Kafka.Bootstrap); err != nil {
+	if c.kafka, err = kafka.New(inv.Kafka.Bootstrap, kopts...); err != nil {
 		c.Close()
 		return nil, failedErr(err)
 	}
