@@ -21,6 +21,7 @@ demo: lab-install
 	$(BIN) lab up --dir $(DEMODIR)
 	$(BIN) lab break ghost-topic --dir $(DEMODIR) --topic orders
 	-$(BIN) lab status --dir $(DEMODIR)
+	$(BIN) plan topic-cleanup --inventory $(DEMODIR)/inventory.yaml --set topic=orders --set recreate=true
 
 # Every test: unit tests and the lab tests on real ZooKeeper, Kafka and sshd.
 test: lab-install
