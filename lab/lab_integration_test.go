@@ -242,8 +242,9 @@ func TestLab(t *testing.T) {
 			t.Fatalf("second lab up restarted parts:\n%s", r.out)
 		}
 		// Kill ZooKeeper node 3 and broker 2 outright: a half-started lab.
-		zkPid := pidOf(t, "-Dkremedy.lab.zk=3")
-		bPid := pidOf(t, "-Dkremedy.lab.broker="+filepath.Join(dir, "broker", "2"))
+		// Both markers: other packages' tests run labs of their own at the same time.
+		zkPid := pidOf(t, "-Dkremedy.lab="+dir, "-Dkremedy.lab.zk=3")
+		bPid := pidOf(t, "-Dkremedy.lab="+dir, "-Dkremedy.lab.broker="+filepath.Join(dir, "broker", "2"))
 		_ = exec.Command("kill", "-9", strconv.Itoa(zkPid), strconv.Itoa(bPid)).Run()
 		if kremedy(t, "lab", "status", "--dir", dir).code != 1 {
 			t.Fatal("lab status exits 0 with a broker and a ZooKeeper node killed")
@@ -488,7 +489,7 @@ func first(v []string) string {
 	return v[0]
 }
 
-func pidOf(t *testing.T, marker string) int {
+func pidOf(t *testing.T, markers ...string) int {
 	t.Helper()
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -497,11 +498,15 @@ func pidOf(t *testing.T, marker string) int {
 			continue
 		}
 		cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if bytes.Contains(cl, []byte(marker+"\x00")) {
+		all := true
+		for _, m := range markers {
+			all = all && bytes.Contains(cl, []byte(m+"\x00"))
+		}
+		if all {
 			return pid
 		}
 	}
-	t.Fatalf("no process with %s", marker)
+	t.Fatalf("no process with %v", markers)
 	return 0
 }
 

@@ -25,44 +25,55 @@ func startZK(tb testing.TB) string {
 	if testing.Short() {
 		tb.Skip("needs a real ZooKeeper; runs without -short")
 	}
+	addr, stop, err := startZKProcess(tb.TempDir(), "128m")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return addr
+}
+
+// startZKProcess starts a standalone ZooKeeper with its data in dir and
+// waits until it listens. stop kills it and waits for it.
+func startZKProcess(dir, heap string) (addr string, stop func(), err error) {
 	home, _, err := lab.ResolveKafkaHome("")
 	if err != nil {
-		tb.Fatalf("%v (run `make lab-install`)", err)
+		return "", nil, fmt.Errorf("%v (run `make lab-install`)", err)
 	}
 	java, err := lab.FindJava()
 	if err != nil {
-		tb.Fatal(err)
+		return "", nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatal(err)
+		return "", nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	dir := tb.TempDir()
-	cmd := exec.Command(java, "-Xmx128m", "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false",
+	cmd := exec.Command(java, "-Xmx"+heap, "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false",
 		"-Dlog4j.configuration=file:/dev/null", "-cp", filepath.Join(home, "libs", "*"),
 		"org.apache.zookeeper.server.ZooKeeperServerMain", fmt.Sprint(port), dir)
 	logf, err := os.Create(filepath.Join(dir, "zookeeper.out"))
 	if err != nil {
-		tb.Fatal(err)
+		return "", nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
+		logf.Close()
+		return "", nil, err
 	}
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() }
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 			c.Close()
-			return addr
+			return addr, stop, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	tb.Fatalf("ZooKeeper did not listen on %s", addr)
-	return ""
+	stop()
+	return "", nil, fmt.Errorf("ZooKeeper did not listen on %s within 30s; see %s", addr, logf.Name())
 }
 
 func dial(tb testing.TB, connect string) *zookeeper.Conn {

@@ -1,0 +1,421 @@
+package zookeeper_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchZK.stop != nil {
+		benchZK.stop()
+	}
+	os.Exit(code)
+}
+
+func ctxT(tb testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+func mustDo(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestCreateMulti: a transaction with one existing node creates nothing and
+// names the node that failed.
+func TestCreateMulti(t *testing.T) {
+	addr := startZK(t)
+	c := dial(t, addr)
+	ctx := ctxT(t, 30*time.Second)
+	mustDo(t, c.Create(ctx, "/b", nil, nil))
+	err := c.CreateMulti(ctx, []zookeeper.Node{{Path: "/a"}, {Path: "/a/x", Data: []byte("1")}, {Path: "/b"}, {Path: "/c"}})
+	var me *zookeeper.MultiError
+	if !errors.As(err, &me) || me.Index != 2 || me.Path != "/b" || !errors.Is(err, zookeeper.ErrNodeExists) {
+		t.Fatalf("CreateMulti with an existing third node: %v (%#v)", err, me)
+	}
+	if ok, _, _ := c.Exists(ctx, "/a"); ok {
+		t.Fatal("a failed transaction created /a")
+	}
+	mustDo(t, c.CreateMulti(ctx, []zookeeper.Node{{Path: "/a"}, {Path: "/a/x", Data: []byte("1")}, {Path: "/c"}}))
+	if b, _, err := c.Get(ctx, "/a/x"); err != nil || string(b) != "1" {
+		t.Fatalf("/a/x = %q, %v", b, err)
+	}
+	big := []zookeeper.Node{{Path: "/big", Data: make([]byte, zookeeper.MaxMultiBytes)}}
+	if err := c.CreateMulti(ctx, big); err == nil || !strings.Contains(err.Error(), "nothing was created") {
+		t.Fatalf("oversized transaction: %v", err)
+	}
+}
+
+// TestSeedRefuses: Seed writes only into test chroots.
+func TestSeedRefuses(t *testing.T) {
+	addr := startZK(t)
+	root := dial(t, addr)
+	ctx := ctxT(t, 30*time.Second)
+	for _, p := range []string{"/live", "/live/brokers", "/live/brokers/ids", "/live/brokers/ids/1",
+		"/stopped", "/stopped/cluster", "/stopped/cluster/id"} {
+		mustDo(t, root.Create(ctx, p, nil, nil))
+	}
+	for _, tc := range []struct{ connect, why string }{
+		{addr, "no chroot"},
+		{addr + "/", "no chroot"},
+		{addr + "/live", "brokers 1 are registered"},
+		{addr + "/stopped", "a Kafka cluster has started"},
+	} {
+		var out bytes.Buffer
+		err := lab.Seed(ctx, tc.connect, 3, 2, &out)
+		if !errors.Is(err, lab.ErrNotTestChroot) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("Seed(%q) = %v, want %v mentioning %q", tc.connect, err, lab.ErrNotTestChroot, tc.why)
+		}
+	}
+	for _, p := range []string{"/brokers", "/live/brokers/topics", "/stopped/brokers"} {
+		if ok, _, _ := root.Exists(ctx, p); ok {
+			t.Errorf("a refused Seed created %s", p)
+		}
+	}
+}
+
+// TestScan seeds a small chroot, breaks it the ways a real cluster breaks,
+// and checks that the concurrent scan and the sequential one agree and see
+// every problem without aborting.
+func TestScan(t *testing.T) {
+	addr := startZK(t)
+	const topics, parts = 50, 3
+	connect := addr + "/small/kafka" // a nested chroot Seed must create
+	ctx := ctxT(t, 2*time.Minute)
+	var out bytes.Buffer
+	mustDo(t, lab.Seed(ctx, connect, topics, parts, &out))
+	t.Log(strings.TrimSpace(out.String()))
+	c := dial(t, connect)
+
+	// Idempotent: a second run creates nothing; a topic whose znodes were
+	// removed by hand (its config left behind) is completed.
+	mustDo(t, c.DeleteRecursive(ctx, steps.TopicPath("seed-00020")))
+	out.Reset()
+	mustDo(t, lab.Seed(ctx, connect, topics, parts, &out))
+	if want := fmt.Sprintf(" %d znodes created in 1 transactions, %d topics already there, 1 other znodes already there", 2+2*parts, topics-1); !strings.Contains(out.String(), want) {
+		t.Fatalf("second Seed: %q, want it to say %q", out.String(), want)
+	}
+
+	// A cluster with problems.
+	mustDo(t, c.Create(ctx, "/brokers/ids/2", []byte(`{"version":5,"host":"h","port":9092,"endpoints":["PLAINTEXT://h:9092"]}`), nil))
+	mustDo(t, c.Create(ctx, steps.ControllerPath, []byte(`{"version":2,"brokerid":2,"timestamp":"1"}`), nil))
+	_, err := c.Set(ctx, steps.TopicPath("seed-00007"), []byte(`{"version":3,"partitions":`), -1)
+	mustDo(t, err)
+	_, err = c.Set(ctx, steps.TopicPath("seed-00008"), []byte(`{"version":3,"partitions":{"x":[1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"}`), -1)
+	mustDo(t, err)
+	mustDo(t, c.Delete(ctx, steps.PartitionStatePath("seed-00011", 2), -1))
+	_, err = c.Set(ctx, steps.PartitionStatePath("seed-00012", 0), []byte(`nope`), -1)
+	mustDo(t, err)
+	mustDo(t, c.Create(ctx, steps.DeleteTopicPath("seed-00013"), nil, nil))
+	_, err = c.Set(ctx, steps.ConfigTopicPath("seed-00014"), []byte(`{"version":1,"config":{"retention.ms":"86400000"}}`), -1)
+	mustDo(t, err)
+	mustDo(t, c.Delete(ctx, steps.ConfigTopicPath("seed-00015"), -1))
+	mustDo(t, c.Create(ctx, steps.ConfigTopicPath("gone"), []byte(`{"version":1,"config":{}}`), nil))
+	mustDo(t, c.Create(ctx, steps.DeleteTopicPath("gone"), nil, nil))
+
+	// With brokers registered, Seed now refuses.
+	if err := lab.Seed(ctx, connect, 1, 1, &out); !errors.Is(err, lab.ErrNotTestChroot) {
+		t.Fatalf("Seed on a chroot with a registered broker: %v", err)
+	}
+
+	want, err := c.ScanSequential(ctx)
+	mustDo(t, err)
+	for _, n := range []int{0, 1, 2, 7, 64, 1000} {
+		got, err := c.Scan(ctx, n)
+		mustDo(t, err)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Scan(%d) differs from ScanSequential:\n%s", n, diffSnapshots(got, want))
+		}
+	}
+
+	// Reads: 5 listings, 50 topic znodes, 50 configs (49 seeded + "gone"),
+	// and the states of the 48 topics whose assignment decodes.
+	if wantReads := 5 + topics + topics + (topics-2)*parts; want.Reads != wantReads {
+		t.Errorf("Reads = %d, want %d", want.Reads, wantReads)
+	}
+	if !slices.Equal(want.Brokers, []int32{2}) || want.Controller != 2 || len(want.Errs) != 0 {
+		t.Errorf("cluster: brokers %v controller %d errs %v", want.Brokers, want.Controller, want.Errs)
+	}
+	if len(want.Topics) != topics+1 {
+		t.Fatalf("%d topics, want %d: %v", len(want.Topics), topics+1, want.Sorted())
+	}
+
+	ok := want.Topics["seed-00000"]
+	if ok.Znode.Version != 3 || len(ok.Znode.TopicID) != 22 || len(ok.Znode.Partitions) != parts ||
+		ok.Stat.Version != 0 || ok.Stat.Ctime.IsZero() || ok.Config == nil || len(ok.Config) != 0 ||
+		ok.PendingDelete || len(ok.Errs) != 0 {
+		t.Errorf("healthy topic: %+v", ok)
+	}
+	if ids := map[string]bool{}; true {
+		for _, ts := range want.Topics {
+			if id := ts.Znode.TopicID; id != "" {
+				if ids[id] {
+					t.Errorf("topic ID %s used twice", id)
+				}
+				ids[id] = true
+			}
+		}
+	}
+	wantState := steps.PartitionState{ControllerEpoch: 1, Leader: 1, Version: 1, LeaderEpoch: 0, ISR: []int32{1, 2, 3}}
+	for p := range int32(parts) {
+		if !reflect.DeepEqual(ok.States[p], wantState) {
+			t.Errorf("seed-00000 partition %d state %+v", p, ok.States[p])
+		}
+	}
+
+	for _, tc := range []struct {
+		topic  string
+		errs   []string // substrings, one per expected Errs entry
+		states int
+		check  func(*zookeeper.TopicState) bool
+	}{
+		{"seed-00007", []string{"seed-00007: znode data does not decode"}, 0,
+			func(ts *zookeeper.TopicState) bool { return ts.Znode.Version == 0 && ts.Config != nil }},
+		{"seed-00008", []string{`partition key "x" is not a partition number`}, 0,
+			func(ts *zookeeper.TopicState) bool {
+				return ts.Znode.TopicID == "AAAAAAAAAAAAAAAAAAAAAA" && ts.Stat.Version == 1
+			}},
+		{"seed-00011", []string{"partitions/2/state: partition 2 has no state znode"}, 2, nil},
+		{"seed-00012", []string{"partitions/0/state: znode data does not decode"}, 2, nil},
+		{"seed-00013", nil, parts, func(ts *zookeeper.TopicState) bool { return ts.PendingDelete }},
+		{"seed-00014", nil, parts, func(ts *zookeeper.TopicState) bool { return ts.Config["retention.ms"] == "86400000" }},
+		{"seed-00015", nil, parts, func(ts *zookeeper.TopicState) bool { return ts.Config == nil }},
+		{"seed-00020", nil, parts, func(ts *zookeeper.TopicState) bool { return ts.Config != nil }},
+		{"gone", []string{"/small/kafka/brokers/topics/gone: no topic znode"}, 0,
+			func(ts *zookeeper.TopicState) bool { return ts.PendingDelete && ts.Config != nil }},
+	} {
+		ts := want.Topics[tc.topic]
+		if ts == nil {
+			t.Errorf("%s: missing from the snapshot", tc.topic)
+			continue
+		}
+		bad := len(ts.Errs) != len(tc.errs) || len(ts.States) != tc.states || (tc.check != nil && !tc.check(ts))
+		for i := range min(len(ts.Errs), len(tc.errs)) {
+			bad = bad || !strings.Contains(ts.Errs[i], tc.errs[i])
+		}
+		if bad {
+			t.Errorf("%s: %+v", tc.topic, ts)
+		}
+	}
+
+	// Only some topics: the same state for them, and a name that exists
+	// nowhere is reported, not dropped.
+	some, err := c.Scan(ctx, 4, "seed-00011", "nope", "seed-00011")
+	mustDo(t, err)
+	if len(some.Topics) != 2 || !reflect.DeepEqual(some.Topics["seed-00011"], want.Topics["seed-00011"]) ||
+		len(some.Topics["nope"].Errs) != 1 {
+		t.Errorf("Scan of two names: %v %+v", some.Sorted(), some.Topics["nope"])
+	}
+	seq, err := c.ScanSequential(ctx, "nope", "seed-00011")
+	mustDo(t, err)
+	if !reflect.DeepEqual(seq, some) {
+		t.Errorf("named scans differ:\n%s", diffSnapshots(seq, some))
+	}
+	if _, err := c.Scan(ctx, 4, "../../zookeeper"); !errors.Is(err, steps.ErrInvalidTopic) {
+		t.Errorf("Scan of an invalid name: %v", err)
+	}
+
+	// A scan that cannot finish returns an error, not half a snapshot.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if s, err := c.Scan(cctx, 8); err == nil || s != nil {
+		t.Errorf("Scan with a cancelled context: %v, %v", s, err)
+	}
+	if s, err := c.ScanSequential(cctx); err == nil || s != nil {
+		t.Errorf("ScanSequential with a cancelled context: %v, %v", s, err)
+	}
+}
+
+func diffSnapshots(a, b *zookeeper.Snapshot) string {
+	var out []string
+	if a.Reads != b.Reads || a.Controller != b.Controller || !reflect.DeepEqual(a.Brokers, b.Brokers) || !reflect.DeepEqual(a.Errs, b.Errs) {
+		out = append(out, fmt.Sprintf("cluster: %d %d %v %v vs %d %d %v %v", a.Reads, a.Controller, a.Brokers, a.Errs, b.Reads, b.Controller, b.Brokers, b.Errs))
+	}
+	for _, n := range slices.Compact(slices.Sorted(slices.Values(append(a.Sorted(), b.Sorted()...)))) {
+		if !reflect.DeepEqual(a.Topics[n], b.Topics[n]) {
+			out = append(out, fmt.Sprintf("%s:\n  %+v\n  %+v", n, a.Topics[n], b.Topics[n]))
+		}
+		if len(out) > 5 {
+			break
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// The benchmark's cluster: one ZooKeeper for the whole test binary, seeded
+// once with 2,000 topics × 10 partitions (22,000 topic and state znodes,
+// 46,000 znodes in all), stopped by TestMain.
+const benchTopics, benchParts = 2000, 10
+
+var benchZK struct {
+	once    sync.Once
+	connect string
+	err     error
+	stop    func()
+	ref     *zookeeper.Snapshot // the sequential scan's result, to check the others against
+	refMu   sync.Mutex
+}
+
+func benchCluster(b *testing.B) string {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("needs a real ZooKeeper; runs without -short")
+	}
+	benchZK.once.Do(func() {
+		dir, err := os.MkdirTemp("", "kremedy-bench-zk-")
+		if err != nil {
+			benchZK.err = err
+			return
+		}
+		addr, stop, err := startZKProcess(dir, "256m")
+		if err != nil {
+			os.RemoveAll(dir)
+			benchZK.err = err
+			return
+		}
+		benchZK.stop = func() { stop(); os.RemoveAll(dir) }
+		benchZK.connect = addr + "/bench"
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var out bytes.Buffer
+		benchZK.err = lab.Seed(ctx, benchZK.connect, benchTopics, benchParts, &out)
+		fmt.Fprint(os.Stderr, out.String())
+	})
+	if benchZK.err != nil {
+		b.Fatal(benchZK.err)
+	}
+	return benchZK.connect
+}
+
+// BenchmarkScan reads 2,000 topics × 10 partitions: 24,005 reads (5
+// listings, 2,000 topic znodes, 2,000 configs, 20,000 states). znodes/s is
+// reads per second; peak-RSS-MB is the test process's VmHWM during the
+// sub-benchmark (reset through /proc/self/clear_refs when it starts);
+// snapshot-MB is the live heap the finished snapshot holds.
+func BenchmarkScan(b *testing.B) {
+	connect := benchCluster(b)
+	const wantReads = 5 + 2*benchTopics + benchTopics*benchParts
+	type scanFunc func(ctx context.Context) (*zookeeper.Snapshot, error)
+	run := func(b *testing.B, scan scanFunc, compare bool) {
+		ctx := context.Background()
+		resetPeakRSS()
+		heap0 := liveHeap()
+		b.ReportAllocs()
+		b.ResetTimer()
+		var snap *zookeeper.Snapshot
+		reads := 0
+		for range b.N {
+			snap = nil
+			s, err := scan(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			snap = s
+			reads += s.Reads
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(reads)/b.Elapsed().Seconds(), "znodes/s")
+		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MB")
+		b.ReportMetric(float64(liveHeap()-heap0)/(1<<20), "snapshot-MB")
+		if snap.Reads != wantReads || len(snap.Topics) != benchTopics {
+			b.Fatalf("scan made %d reads over %d topics, want %d over %d", snap.Reads, len(snap.Topics), wantReads, benchTopics)
+		}
+		benchZK.refMu.Lock()
+		defer benchZK.refMu.Unlock()
+		if benchZK.ref == nil {
+			if !compare {
+				benchZK.ref = snap
+			}
+		} else if !reflect.DeepEqual(snap, benchZK.ref) {
+			b.Fatalf("snapshot differs from the sequential scan's:\n%s", diffSnapshots(snap, benchZK.ref))
+		}
+	}
+
+	c := dial(b, connect)
+	b.Run("sequential", func(b *testing.B) {
+		run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanSequential(ctx) }, false)
+	})
+	for _, n := range []int{8, 32, 64, 128} {
+		b.Run("concurrent-"+strconv.Itoa(n), func(b *testing.B) {
+			run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.Scan(ctx, n) }, true)
+		})
+	}
+	// Does a second session (a second TCP connection, a second ZooKeeper
+	// request pipeline) help on two cores? Each session scans half the
+	// topics; the halves are merged.
+	c2 := dial(b, connect)
+	names := make([]string, benchTopics)
+	for i := range names {
+		names[i] = lab.SeedTopicName(i)
+	}
+	b.Run("sessions-2x32", func(b *testing.B) {
+		run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) {
+			var s [2]*zookeeper.Snapshot
+			var errs [2]error
+			var wg sync.WaitGroup
+			for i, cc := range []*zookeeper.Conn{c, c2} {
+				wg.Go(func() { s[i], errs[i] = cc.Scan(ctx, 32, names[i*benchTopics/2:(i+1)*benchTopics/2]...) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs[:]...); err != nil {
+				return nil, err
+			}
+			for n, ts := range s[1].Topics {
+				s[0].Topics[n] = ts
+			}
+			s[0].Reads += s[1].Reads - 5 // the cluster-wide listings, counted once
+			return s[0], nil
+		}, true)
+	})
+}
+
+// resetPeakRSS returns freed memory to the OS and resets the kernel's
+// peak-RSS counter (VmHWM) for this process.
+func resetPeakRSS() {
+	runtime.GC()
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS is this process's VmHWM in bytes (0 where /proc is absent).
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
