@@ -2,9 +2,11 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -173,14 +175,26 @@ func (k *startBrokers) Plan(ctx context.Context, r *Run) (*Plan, error) {
 }
 
 func (k *startBrokers) Apply(ctx context.Context, r *Run, p *Plan) error {
-	for _, a := range p.Actions {
+	// Start commands run in parallel, as a full restart does; each is
+	// journaled on its own. A failure is reported after all have returned.
+	var wg sync.WaitGroup
+	errs := make([]error, len(p.Actions))
+	for i, a := range p.Actions {
 		if a.Kind != "ssh" {
 			continue
 		}
-		h, _ := r.Target.Host(a.Broker)
-		if err := r.Do(a, func() error { return r.RunOn(ctx, a.Broker, h.Start) }); err != nil {
-			return fmt.Errorf("broker %d did not start: %w. The brokers started before it keep running; nothing after this step ran. Fix the cause (its log is on %s) and resume", a.Broker, err, h.Host)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, _ := r.Target.Host(a.Broker)
+			if err := r.Do(a, func() error { return r.RunOn(ctx, a.Broker, h.Start) }); err != nil {
+				errs[i] = fmt.Errorf("broker %d did not start: %w (its log is on %s)", a.Broker, err, h.Host)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w. The other brokers were started and keep running; nothing after this step ran. Fix the cause and resume", err)
 	}
 	start := r.now()
 	want := r.hostIDs()

@@ -92,7 +92,7 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 		o.SessionTimeout = 10 * time.Second
 	}
 	zc, events, err := zk.Connect(servers, o.SessionTimeout,
-		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false), zk.WithDialer(dialBuffered))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", strings.Join(servers, ","), err)
 	}

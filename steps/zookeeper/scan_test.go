@@ -273,6 +273,7 @@ var benchZK struct {
 	connect string
 	err     error
 	stop    func()
+	pid     int
 	ref     *zookeeper.Snapshot // the sequential scan's result, to check the others against
 	refMu   sync.Mutex
 }
@@ -288,14 +289,15 @@ func benchCluster(b *testing.B) string {
 			benchZK.err = err
 			return
 		}
-		addr, stop, err := startZKProcess(dir, "256m")
+		zk, err := startZKProcess(dir, "256m")
 		if err != nil {
 			os.RemoveAll(dir)
 			benchZK.err = err
 			return
 		}
-		benchZK.stop = func() { stop(); os.RemoveAll(dir) }
-		benchZK.connect = addr + "/bench"
+		benchZK.stop = func() { zk.Stop(); os.RemoveAll(dir) }
+		benchZK.pid = zk.Pid
+		benchZK.connect = zk.Addr + "/bench"
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		var out bytes.Buffer
@@ -322,6 +324,7 @@ func BenchmarkScan(b *testing.B) {
 		resetPeakRSS()
 		heap0 := liveHeap()
 		b.ReportAllocs()
+		self0, zk0 := cpuTime(0), cpuTime(benchZK.pid)
 		b.ResetTimer()
 		var snap *zookeeper.Snapshot
 		reads := 0
@@ -335,6 +338,8 @@ func BenchmarkScan(b *testing.B) {
 			reads += s.Reads
 		}
 		b.StopTimer()
+		b.ReportMetric(float64(cpuTime(0)-self0)/float64(b.N)/1e6, "client-CPU-ms/op")
+		b.ReportMetric(float64(cpuTime(benchZK.pid)-zk0)/float64(b.N)/1e6, "zk-CPU-ms/op")
 		b.ReportMetric(float64(reads)/b.Elapsed().Seconds(), "znodes/s")
 		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MB")
 		b.ReportMetric(float64(liveHeap()-heap0)/(1<<20), "snapshot-MB")
@@ -411,6 +416,27 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// cpuTime is the user+system CPU time of process pid (0: this one), from
+// /proc/<pid>/stat (clock ticks, assumed 100 Hz).
+func cpuTime(pid int) time.Duration {
+	name := "/proc/self/stat"
+	if pid != 0 {
+		name = fmt.Sprintf("/proc/%d/stat", pid)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 func liveHeap() int64 {

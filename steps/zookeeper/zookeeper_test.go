@@ -25,28 +25,35 @@ func startZK(tb testing.TB) string {
 	if testing.Short() {
 		tb.Skip("needs a real ZooKeeper; runs without -short")
 	}
-	addr, stop, err := startZKProcess(tb.TempDir(), "128m")
+	zk, err := startZKProcess(tb.TempDir(), "128m")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(stop)
-	return addr
+	tb.Cleanup(zk.Stop)
+	return zk.Addr
+}
+
+// zkProcess is a standalone ZooKeeper server; Stop kills it and waits for it.
+type zkProcess struct {
+	Addr string
+	Pid  int
+	Stop func()
 }
 
 // startZKProcess starts a standalone ZooKeeper with its data in dir and
-// waits until it listens. stop kills it and waits for it.
-func startZKProcess(dir, heap string) (addr string, stop func(), err error) {
+// waits until it listens.
+func startZKProcess(dir, heap string) (*zkProcess, error) {
 	home, _, err := lab.ResolveKafkaHome("")
 	if err != nil {
-		return "", nil, fmt.Errorf("%v (run `make lab-install`)", err)
+		return nil, fmt.Errorf("%v (run `make lab-install`)", err)
 	}
 	java, err := lab.FindJava()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
@@ -55,25 +62,25 @@ func startZKProcess(dir, heap string) (addr string, stop func(), err error) {
 		"org.apache.zookeeper.server.ZooKeeperServerMain", fmt.Sprint(port), dir)
 	logf, err := os.Create(filepath.Join(dir, "zookeeper.out"))
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return "", nil, err
+		return nil, err
 	}
-	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() }
-	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() }
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 			c.Close()
-			return addr, stop, nil
+			return &zkProcess{Addr: addr, Pid: cmd.Process.Pid, Stop: stop}, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	stop()
-	return "", nil, fmt.Errorf("ZooKeeper did not listen on %s within 30s; see %s", addr, logf.Name())
+	return nil, fmt.Errorf("ZooKeeper did not listen on %s within 30s; see %s", addr, logf.Name())
 }
 
 func dial(tb testing.TB, connect string) *zookeeper.Conn {
