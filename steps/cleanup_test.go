@@ -118,7 +118,7 @@ func TestCleanupRepairsGhostTopic(t *testing.T) {
 	f := newFixture(t, map[string]string{"recreate": "true"})
 	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
 	if err != nil {
-		t.Fatalf("run: %v (%+v)", err, out)
+		t.Fatalf("run: %v (%+v)\n%s", err, out, strings.Join(f.hosts.Commands, "\n"))
 	}
 	// ZooKeeper: the controller's order, children first; nothing else touched.
 	del := f.zk.Deleted()
@@ -158,7 +158,7 @@ func TestCleanupRepairsGhostTopic(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		for _, n := range f.hosts.Names(id, "/data/k1") {
 			if strings.HasPrefix(n, "orders-") {
-				t.Fatalf("broker %d kept %s", id, n)
+				t.Fatalf("broker %d kept %s\n%s", id, n, strings.Join(f.hosts.Commands, "\n---\n"))
 			}
 		}
 		if got := f.hosts.Names(id, "/data/k2"); len(got) != 4 {
@@ -245,7 +245,7 @@ func TestBrokerThatWillNotStopBlocksTheWipe(t *testing.T) {
 		t.Fatalf("err %v outcome %+v", err, out)
 	}
 	for _, c := range f.hosts.Commands {
-		if strings.Contains(c, "src=") {
+		if strings.Contains(c, "kremedy_move") {
 			t.Fatalf("a move ran after a failed stop: %s", c)
 		}
 	}

@@ -99,9 +99,6 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 	}
 
 	for _, h := range r.Target.Hosts {
-		if err := r.Remote.Check(ctx, h.ID); err != nil {
-			return p, checks, fmt.Errorf("%w: broker %d's host %s: %v. kremedy must reach every broker over SSH before it changes anything; nothing was changed", ErrRefused, h.ID, h.Host, err)
-		}
 		dirs := h.LogDirs
 		if len(dirs) == 0 {
 			if !slices.Contains(reg, h.ID) {
@@ -113,7 +110,6 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		}
 		r.Facts.LogDirs[h.ID] = dirs
 	}
-	ok("every broker host reachable over SSH with a verified host key", fmt.Sprintf("%d hosts", len(r.Target.Hosts)))
 	for _, id := range reg {
 		v, err := r.Kafka.BrokerConfig(ctx, id, "auto.create.topics.enable")
 		if err != nil {
@@ -195,11 +191,15 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 
 	// Partition directories on every broker's disk.
 	for _, h := range r.Target.Hosts {
+		listing, err := r.listLogDirs(ctx, h.ID)
+		if errors.Is(err, ErrRefused) {
+			return p, checks, err
+		}
+		if err != nil {
+			return p, checks, fmt.Errorf("%w: broker %d's host %s: %v. kremedy must reach every broker over SSH before it changes anything; nothing was changed", ErrRefused, h.ID, h.Host, err)
+		}
 		for _, dir := range r.Facts.LogDirs[h.ID] {
-			entries, err := r.listLogDir(ctx, h.ID, dir)
-			if err != nil {
-				return p, checks, err
-			}
+			entries := listing[dir]
 			for _, e := range entries {
 				if e.TopicID != "" && strings.HasPrefix(e.Name, t+"-") {
 					ids[e.TopicID] = true
@@ -219,6 +219,7 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 			}
 		}
 	}
+	ok("every broker host reachable over SSH with a verified host key", fmt.Sprintf("%d hosts, log dirs listed", len(r.Target.Hosts)))
 	for id := range ids {
 		if id != zt.TopicID {
 			r.Facts.OldIDs = append(r.Facts.OldIDs, id)
@@ -280,42 +281,57 @@ func idOf(entries []segments.Entry, name string) string {
 	return ""
 }
 
-// listScript prints one line per log-dir entry: kind, name, and the topic id
-// from partition.metadata for directories.
-const listScript = `cd -- %s || exit 2
-for e in * .[!.]* ..?*; do
-  [ -e "$e" ] || [ -L "$e" ] || continue
-  if [ -d "$e" ]; then
-    id=$(sed -n 's/^topic_id: *//p' "$e/partition.metadata" 2>/dev/null | head -n 1)
-    printf 'd\t%%s\t%%s\n' "$e" "$id"
-  else
-    printf 'f\t%%s\t\n' "$e"
-  fi
-done`
+// listFunc lists log dirs: one line per entry with the dir's index, the
+// kind (d, f, or x for a missing dir), the name, and for directories the
+// topic id from partition.metadata.
+const listFunc = `kremedy_list() {
+  ( cd -- "$2" 2>/dev/null || { printf '%s\tx\t\t\n' "$1"; exit 0; }
+    for e in * .[!.]* ..?*; do
+      [ -e "$e" ] || [ -L "$e" ] || continue
+      if [ -d "$e" ]; then
+        id=$(sed -n 's/^topic_id: *//p' "$e/partition.metadata" 2>/dev/null | head -n 1)
+        printf '%s\td\t%s\t%s\n' "$1" "$e" "$id"
+      else
+        printf '%s\tf\t%s\t\n' "$1" "$e"
+      fi
+    done )
+}
+`
 
-// listLogDir lists one log dir on a broker host over SSH.
-func (r *Run) listLogDir(ctx context.Context, broker int32, dir string) ([]segments.Entry, error) {
-	var entries []segments.Entry
-	var bad []string
-	err := r.Remote.Run(ctx, broker, fmt.Sprintf(listScript, ShQuote(dir)), func(l Line) {
-		if l.Stderr {
+// listLogDirs lists every log dir of one broker host in one SSH command.
+func (r *Run) listLogDirs(ctx context.Context, broker int32) (map[string][]segments.Entry, error) {
+	dirs := r.Facts.LogDirs[broker]
+	var script strings.Builder
+	script.WriteString(listFunc)
+	for i, d := range dirs {
+		fmt.Fprintf(&script, "kremedy_list %d %s\n", i, ShQuote(d))
+	}
+	out := map[string][]segments.Entry{}
+	var missing, bad []string
+	err := r.Remote.Run(ctx, broker, script.String(), func(l Line) {
+		f := strings.SplitN(l.Text, "\t", 4)
+		var i int
+		if l.Stderr || len(f) != 4 || func() bool { _, err := fmt.Sscanf(f[0], "%d", &i); return err != nil }() || i < 0 || i >= len(dirs) {
 			bad = append(bad, l.Text)
 			return
 		}
-		f := strings.SplitN(l.Text, "\t", 3)
-		if len(f) != 3 {
-			bad = append(bad, l.Text)
-			return
+		switch f[1] {
+		case "x":
+			missing = append(missing, dirs[i])
+		default:
+			out[dirs[i]] = append(out[dirs[i]], segments.Entry{Name: f[2], IsDir: f[1] == "d", TopicID: f[3]})
 		}
-		entries = append(entries, segments.Entry{Name: f[1], IsDir: f[0] == "d", TopicID: f[2]})
 	})
-	if code, ok := exitStatus(err); ok && code == 2 {
-		return nil, fmt.Errorf("%w: log dir %s does not exist on broker %d's host: %s", ErrRefused, dir, broker, strings.Join(bad, "; "))
-	}
 	if err != nil {
-		return nil, fmt.Errorf("list %s on broker %d: %w", dir, broker, err)
+		return nil, fmt.Errorf("list log dirs on broker %d: %w", broker, err)
 	}
-	return entries, nil
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: log dir(s) %v do not exist on broker %d's host; check log_dirs in the inventory", ErrRefused, missing, broker)
+	}
+	if len(bad) > 0 {
+		r.Logf("broker %d: unexpected lines while listing log dirs: %v", broker, bad)
+	}
+	return out, nil
 }
 
 // ShQuote quotes a word for a POSIX shell.

@@ -319,11 +319,12 @@ func (k *verifyTopic) Verify(ctx context.Context, r *Run) ([]Check, error) {
 		}
 	}
 	for _, h := range r.Target.Hosts {
+		listing, err := r.listLogDirs(ctx, h.ID)
+		if err != nil {
+			return nil, err
+		}
 		for _, dir := range r.Facts.LogDirs[h.ID] {
-			entries, err := r.listLogDir(ctx, h.ID, dir)
-			if err != nil {
-				return nil, err
-			}
+			entries := listing[dir]
 			ms, _ := segments.Select(entries, t, nil)
 			for _, m := range ms {
 				if id := idOf(entries, m.Dir.Name); m.Dir.Kind != segments.Live || (z.TopicID != "" && id != z.TopicID) {

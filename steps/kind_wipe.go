@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/steps/journal"
+
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
@@ -69,6 +71,10 @@ func (k *wipeSegments) Plan(ctx context.Context, r *Run) (*Plan, error) {
 			}
 		}
 		dirs := r.Facts.LogDirs[h.ID]
+		listing, err := r.listLogDirs(ctx, h.ID)
+		if err != nil {
+			return nil, err
+		}
 		for _, dir := range dirs {
 			q := r.QuarantineDir(dir)
 			for _, other := range dirs {
@@ -76,11 +82,7 @@ func (k *wipeSegments) Plan(ctx context.Context, r *Run) (*Plan, error) {
 					return nil, fmt.Errorf("%w: quarantine %s would be inside log dir %s on broker %d", ErrRefused, q, other, h.ID)
 				}
 			}
-			entries, err := r.listLogDir(ctx, h.ID, dir)
-			if err != nil {
-				return nil, err
-			}
-			matches, strays := segments.Select(entries, t, ids)
+			matches, strays := segments.Select(listing[dir], t, ids)
 			for _, s := range strays {
 				p.Notes = append(p.Notes, fmt.Sprintf("broker %d %s/%s: %s — not a partition directory; Kafka will refuse to start while it is there. kremedy does not move what it cannot parse: move it out of the log dir by hand", h.ID, dir, s.Name, s.Why))
 			}
@@ -113,14 +115,18 @@ func (r *Run) loadManifest() (*Manifest, error) {
 	return m, json.Unmarshal(b, m)
 }
 
-const moveScript = `set -e
-src=%s; dst=%s
-if [ ! -e "$src" ] && [ -e "$dst" ]; then echo "already in quarantine: $dst"; exit 0; fi
-if [ -e "$dst" ]; then echo "refusing: $dst already exists" >&2; exit 3; fi
-mkdir -p -- "$(dirname -- "$dst")"
-mv -- "$src" "$dst"
-test ! -e "$src"
-echo "moved $src -> $dst"`
+// moveFunc moves one directory into quarantine, idempotently: a directory
+// already in quarantine (an earlier, interrupted attempt) is success.
+const moveFunc = `kremedy_move() {
+  src=$1; dst=$2
+  if [ ! -e "$src" ] && [ -e "$dst" ]; then echo "in quarantine: $src -> $dst"; return 0; fi
+  if [ -e "$dst" ]; then echo "refusing: $dst already exists" >&2; return 3; fi
+  mkdir -p -- "$(dirname -- "$dst")" || return 1
+  mv -- "$src" "$dst" || return 1
+  [ ! -e "$src" ] || return 1
+  echo "moved $src -> $dst"
+}
+`
 
 func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 	var wp wipePlan
@@ -131,37 +137,67 @@ func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 	if err != nil {
 		return fmt.Errorf("quarantine manifest %s: %w", r.ManifestPath(), err)
 	}
-	checked := map[int32]bool{}
+	// One SSH command per broker moves that broker's directories; each
+	// move is in the manifest (as planned) before the command starts and
+	// marked moved as soon as the host reports it.
+	var order []int32
+	byBroker := map[int32][]int{}
 	for i, mv := range wp.Moves {
+		if _, ok := byBroker[mv.Broker]; !ok {
+			order = append(order, mv.Broker)
+		}
+		byBroker[mv.Broker] = append(byBroker[mv.Broker], i)
+	}
+	for _, b := range order {
 		// Re-prove the broker is down right before touching its disk.
-		if !checked[mv.Broker] {
-			reg, err := r.registered(ctx)
-			if err != nil {
+		reg, err := r.registered(ctx)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(reg, b) {
+			return fmt.Errorf("%w: broker %d registered again before its segments were moved; nothing more was moved (see %s)", ErrRefused, b, r.ManifestPath())
+		}
+		var script strings.Builder
+		script.WriteString(moveFunc)
+		idx := map[string]int{}    // From -> manifest index
+		action := map[string]int{} // From -> plan action index
+		for _, i := range byBroker[b] {
+			mv := wp.Moves[i]
+			mv.At = r.now().UTC()
+			n := slices.IndexFunc(man.Moves, func(m Move) bool { return m.Broker == mv.Broker && m.From == mv.From })
+			if n < 0 {
+				man.Moves = append(man.Moves, mv)
+				n = len(man.Moves) - 1
+			}
+			idx[mv.From], action[mv.From] = n, i+1
+			fmt.Fprintf(&script, "kremedy_move %s %s || exit $?\n", ShQuote(mv.From), ShQuote(mv.To))
+			if err := r.journalled(journal.ActionStart, p.Actions[i+1]); err != nil {
 				return err
 			}
-			if slices.Contains(reg, mv.Broker) {
-				return fmt.Errorf("%w: broker %d registered again before its segments were moved; nothing more was moved (see %s)", ErrRefused, mv.Broker, r.ManifestPath())
+		}
+		if err := WriteJSON(r.ManifestPath(), man); err != nil {
+			return fmt.Errorf("write manifest before moving on broker %d: %w; nothing was moved there", b, err)
+		}
+		h, _ := r.Target.Host(b)
+		host := fmt.Sprintf("broker %d (%s)", b, h.Host)
+		start := r.now()
+		err = r.Remote.Run(ctx, b, script.String(), func(l Line) {
+			r.Output(host, l)
+			for _, prefix := range []string{"moved ", "in quarantine: "} {
+				if rest, ok := strings.CutPrefix(l.Text, prefix); ok {
+					from, _, _ := strings.Cut(rest, " -> ")
+					if n, ok := idx[from]; ok {
+						man.Moves[n].State = "moved"
+						_ = r.journalled(journal.ActionEnd, map[string]any{"action": p.Actions[action[from]], "ok": true, "took_ms": r.now().Sub(start).Milliseconds()})
+					}
+				}
 			}
-			checked[mv.Broker] = true
-		}
-		mv.At = r.now().UTC()
-		idx := slices.IndexFunc(man.Moves, func(m Move) bool { return m.Broker == mv.Broker && m.From == mv.From })
-		if idx < 0 {
-			man.Moves = append(man.Moves, mv)
-			idx = len(man.Moves) - 1
-		}
-		if err := WriteJSON(r.ManifestPath(), man); err != nil {
-			return fmt.Errorf("write manifest before moving %s: %w; nothing more was moved", mv.From, err)
-		}
-		err := r.Do(p.Actions[i+1], func() error {
-			return r.RunOn(ctx, mv.Broker, fmt.Sprintf(moveScript, ShQuote(mv.From), ShQuote(mv.To)))
 		})
-		if err != nil {
-			return fmt.Errorf("move %s on broker %d: %w (moves done so far are in %s)", mv.From, mv.Broker, err, r.ManifestPath())
+		if werr := WriteJSON(r.ManifestPath(), man); werr != nil && err == nil {
+			err = werr
 		}
-		man.Moves[idx].State = "moved"
-		if err := WriteJSON(r.ManifestPath(), man); err != nil {
-			return err
+		if err != nil {
+			return fmt.Errorf("moving directories on broker %d: %w (what was moved is marked in %s)", b, err, r.ManifestPath())
 		}
 	}
 	return nil
@@ -234,12 +270,12 @@ func (r *Run) topicDirs(ctx context.Context) ([]string, error) {
 	}
 	var left []string
 	for _, h := range r.Target.Hosts {
+		listing, err := r.listLogDirs(ctx, h.ID)
+		if err != nil {
+			return nil, err
+		}
 		for _, dir := range r.Facts.LogDirs[h.ID] {
-			entries, err := r.listLogDir(ctx, h.ID, dir)
-			if err != nil {
-				return nil, err
-			}
-			ms, _ := segments.Select(entries, r.Topic(), ids)
+			ms, _ := segments.Select(listing[dir], r.Topic(), ids)
 			for _, m := range ms {
 				left = append(left, fmt.Sprintf("broker %d %s/%s", h.ID, dir, m.Dir.Name))
 			}

@@ -81,8 +81,8 @@ func (h *Hosts) Names(broker int32, dir string) []string {
 }
 
 var (
-	listRe  = regexp.MustCompile(`^cd -- (\S+) \|\| exit 2`)
-	moveRe  = regexp.MustCompile(`(?s)^set -e\nsrc=(\S+); dst=(\S+)\n`)
+	listRe  = regexp.MustCompile(`(?m)^kremedy_list (\d+) (\S+)$`)
+	moveRe  = regexp.MustCompile(`(?m)^kremedy_move (\S+) (\S+) \|\| exit \$\?$`)
 	whereRe = regexp.MustCompile(`^if \[ -e (\S+) \] && \[ ! -e (\S+) \]`)
 )
 
@@ -125,48 +125,53 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.
 		emit("started")
 		return nil
 	}
-	if m := listRe.FindStringSubmatch(cmd); m != nil {
-		dir := unquote(m[1])
-		ents, ok := h.FS[broker][dir]
-		if !ok {
-			return &ExitErr{2}
-		}
-		names := make([]string, 0, len(ents))
-		for n := range ents {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			e := ents[n]
-			kind := "f"
-			if e.IsDir {
-				kind = "d"
+	if strings.HasPrefix(cmd, "kremedy_list() {") {
+		for _, m := range listRe.FindAllStringSubmatch(cmd, -1) {
+			idx, dir := m[1], unquote(m[2])
+			ents, ok := h.FS[broker][dir]
+			if !ok {
+				emit(idx + "\tx\t\t")
+				continue
 			}
-			emit(kind + "\t" + n + "\t" + e.TopicID)
+			names := make([]string, 0, len(ents))
+			for n := range ents {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				e := ents[n]
+				kind := "f"
+				if e.IsDir {
+					kind = "d"
+				}
+				emit(idx + "\t" + kind + "\t" + n + "\t" + e.TopicID)
+			}
 		}
 		return nil
 	}
-	if m := moveRe.FindStringSubmatch(cmd); m != nil {
-		src, dst := unquote(m[1]), unquote(m[2])
-		if h.Running[broker] {
-			h.t.Errorf("move %s on broker %d while it runs", src, broker)
-		}
-		sd, sn := filepath.Dir(src), filepath.Base(src)
-		dd, dn := filepath.Dir(dst), filepath.Base(dst)
-		e, ok := h.FS[broker][sd][sn]
-		if !ok {
-			if _, done := h.FS[broker][dd][dn]; done {
-				emit("already in quarantine: " + dst)
-				return nil
+	if strings.HasPrefix(cmd, "kremedy_move() {") {
+		for _, m := range moveRe.FindAllStringSubmatch(cmd, -1) {
+			src, dst := unquote(m[1]), unquote(m[2])
+			if h.Running[broker] {
+				h.t.Errorf("move %s on broker %d while it runs", src, broker)
 			}
-			return &ExitErr{1}
+			sd, sn := filepath.Dir(src), filepath.Base(src)
+			dd, dn := filepath.Dir(dst), filepath.Base(dst)
+			e, ok := h.FS[broker][sd][sn]
+			if !ok {
+				if _, done := h.FS[broker][dd][dn]; done {
+					emit("in quarantine: " + src + " -> " + dst)
+					continue
+				}
+				return &ExitErr{1}
+			}
+			delete(h.FS[broker][sd], sn)
+			if h.FS[broker][dd] == nil {
+				h.FS[broker][dd] = map[string]Entry{}
+			}
+			h.FS[broker][dd][dn] = e
+			emit("moved " + src + " -> " + dst)
 		}
-		delete(h.FS[broker][sd], sn)
-		if h.FS[broker][dd] == nil {
-			h.FS[broker][dd] = map[string]Entry{}
-		}
-		h.FS[broker][dd][dn] = e
-		emit("moved " + src + " -> " + dst)
 		return nil
 	}
 	if m := whereRe.FindStringSubmatch(cmd); m != nil {
