@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"encoding/pem"
 	"fmt"
+	"github.com/kremedy/kremedy/steps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -159,7 +160,7 @@ func (l *Lab) writeBrokerScripts(n int) error {
 		"kafka.Kafka", filepath.Join(dir, "server.properties")}
 	var q []string
 	for _, a := range jvm {
-		q = append(q, shq(a))
+		q = append(q, steps.ShQuote(a))
 	}
 	common := fmt.Sprintf(`set -u
 N=%d
@@ -177,7 +178,7 @@ alive() {
   exists "$1" && tr '\0' '\n' < "/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$MARK"
 }
 pid() { [ -s "$PIDFILE" ] && cat "$PIDFILE"; }
-`, n, shq(filepath.Join(dir, "kafka.pid")), shq(filepath.Join(dir, "logs", "kafka.out")), shq(filepath.Join(dir, "logs", "server.log")), shq(l.brokerMarker(n)))
+`, n, steps.ShQuote(filepath.Join(dir, "kafka.pid")), steps.ShQuote(filepath.Join(dir, "logs", "kafka.out")), steps.ShQuote(filepath.Join(dir, "logs", "server.log")), steps.ShQuote(l.brokerMarker(n)))
 	start := "#!/bin/sh\n# kafka-start: start this lab broker detached, like `systemctl start kafka`.\n" + common + fmt.Sprintf(`p=$(pid)
 if [ -n "$p" ] && alive "$p"; then echo "kafka broker $N is already running (pid $p)"; exit 0; fi
 cd %s || exit 1
@@ -199,7 +200,7 @@ while [ $i -lt 20 ]; do
   sleep 0.1; i=$((i+1))
 done
 echo "kafka broker $N started"
-`, shq(dir), strings.Join(q, " "))
+`, steps.ShQuote(dir), strings.Join(q, " "))
 	stop := "#!/bin/sh\n# kafka-stop [TIMEOUT_SECONDS]: SIGTERM, then wait for the controlled shutdown\n# to finish, like `systemctl stop kafka`. Exits 1 if the broker is still\n# running after the timeout (default 90 s); it never escalates to SIGKILL.\n" + common + `TIMEOUT=${1:-${KAFKA_STOP_TIMEOUT:-90}}
 p=$(pid)
 if [ -z "$p" ] || ! alive "$p"; then echo "kafka broker $N is not running"; rm -f "$PIDFILE"; exit 0; fi
@@ -220,14 +221,6 @@ echo "kafka broker $N stopped after $((i / 10)).$((i % 10))s"
 		return err
 	}
 	return os.WriteFile(l.StopScript(n), []byte(stop), 0o755)
-}
-
-// shq quotes a word for /bin/sh.
-func shq(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeKeys creates the lab user's key pair and authorized_keys once.

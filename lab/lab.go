@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kremedy/kremedy/steps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -216,34 +217,7 @@ func (l *Lab) Save() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(l.StatePath(), append(b, '\n'), 0o600)
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return steps.WriteFileDurably(l.StatePath(), append(b, '\n'))
 }
 
 // DefaultDir is the per-user lab directory.

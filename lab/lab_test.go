@@ -125,11 +125,3 @@ func TestAssignmentSpreadsLeaders(t *testing.T) {
 		t.Fatalf("2 brokers: %v", a)
 	}
 }
-
-func TestShellQuoteOfScriptWords(t *testing.T) {
-	for in, want := range map[string]string{"/a/b": "/a/b", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "/lib/*": "'/lib/*'"} {
-		if got := shq(in); got != want {
-			t.Errorf("shq(%q) = %s, want %s", in, got, want)
-		}
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kremedy/kremedy/steps"
 	"io"
 	"os"
 	"os/exec"
@@ -233,7 +234,7 @@ func (l *Lab) writeAll(sshd string) error {
 		}
 		known = append(known, line)
 	}
-	if err := writeAtomic(l.KnownHostsPath(), []byte(strings.Join(known, "\n")+"\n"), 0o600); err != nil {
+	if err := steps.WriteFileDurably(l.KnownHostsPath(), []byte(strings.Join(known, "\n")+"\n")); err != nil {
 		return err
 	}
 	if err := inventory.Write(l.InventoryPath(), l.Inventory()); err != nil {

@@ -333,13 +333,3 @@ func (r *Run) listLogDirs(ctx context.Context, broker int32) (map[string][]segme
 	}
 	return out, nil
 }
-
-// ShQuote quotes a word for a POSIX shell.
-func ShQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789%+,./:@_-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-var errNoTopic = errors.New("topic not found")

@@ -1,47 +1,11 @@
 package remote
 
-import "strings"
+import "github.com/kremedy/kremedy/steps"
 
-// Quote returns s as one POSIX shell word. Words made only of ASCII
-// letters, digits and @%+:,./_- are left bare; anything else is put in
-// single quotes, each single quote inside becoming quote, backslash, quote,
-// quote. The empty string becomes a pair of single quotes:
-//
-//	Quote("it's") == `'it'\''s'`
-//	Quote("")     == `''`
-//
-// '=' is not left bare so that a quoted "A=B" can never turn into a
-// variable assignment when it is the first word of a command.
-//
-// Quoting does not stop option injection: a value starting with '-' is
-// still an option to most programs, so put "--" before operands. A NUL byte
-// cannot be passed in a shell word at all; validate inputs before quoting.
-func Quote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	for i := 0; i < len(s); i++ {
-		if !safeByte(s[i]) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
-}
+// Quote returns s as one POSIX shell word (steps.ShQuote): safe words bare,
+// anything else single-quoted; '=' is always quoted. Validate inputs first:
+// quoting does not stop option injection, and a NUL cannot be quoted.
+func Quote(s string) string { return steps.ShQuote(s) }
 
-func safeByte(b byte) bool {
-	switch {
-	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
-		return true
-	}
-	return strings.IndexByte("@%+:,./_-", b) >= 0
-}
-
-// Command quotes each argument with Quote and joins them with spaces, giving
-// a command line that runs argv exactly, whatever the arguments contain.
-func Command(argv ...string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = Quote(a)
-	}
-	return strings.Join(q, " ")
-}
+// Command quotes each argument and joins them with spaces.
+func Command(argv ...string) string { return steps.ShCommand(argv...) }
