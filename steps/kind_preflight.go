@@ -190,14 +190,15 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 	}
 
 	// Partition directories on every broker's disk.
+	all, err := r.listAll(ctx)
+	if err != nil && !errors.Is(err, ErrRefused) {
+		return p, checks, fmt.Errorf("%w: %v. kremedy must reach every broker over SSH before it changes anything; nothing was changed", ErrRefused, err)
+	}
+	if err != nil {
+		return p, checks, err
+	}
 	for _, h := range r.Target.Hosts {
-		listing, err := r.listLogDirs(ctx, h.ID)
-		if errors.Is(err, ErrRefused) {
-			return p, checks, err
-		}
-		if err != nil {
-			return p, checks, fmt.Errorf("%w: broker %d's host %s: %v. kremedy must reach every broker over SSH before it changes anything; nothing was changed", ErrRefused, h.ID, h.Host, err)
-		}
+		listing := all[h.ID]
 		for _, dir := range r.Facts.LogDirs[h.ID] {
 			entries := listing[dir]
 			for _, e := range entries {
@@ -297,6 +298,33 @@ const listFunc = `kremedy_list() {
     done )
 }
 `
+
+// listAll lists every broker host's log dirs, hosts in parallel.
+func (r *Run) listAll(ctx context.Context) (map[int32]map[string][]segments.Entry, error) {
+	type res struct {
+		id  int32
+		l   map[string][]segments.Entry
+		err error
+	}
+	ch := make(chan res, len(r.Target.Hosts))
+	for _, h := range r.Target.Hosts {
+		go func() { l, err := r.listLogDirs(ctx, h.ID); ch <- res{h.ID, l, err} }()
+	}
+	out := map[int32]map[string][]segments.Entry{}
+	var errs []error
+	for range r.Target.Hosts {
+		x := <-ch
+		out[x.id] = x.l
+		if x.err != nil {
+			h, _ := r.Target.Host(x.id)
+			if !errors.Is(x.err, ErrRefused) {
+				x.err = fmt.Errorf("broker %d's host %s: %w", x.id, h.Host, x.err)
+			}
+			errs = append(errs, x.err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
 
 // listLogDirs lists every log dir of one broker host in one SSH command.
 func (r *Run) listLogDirs(ctx context.Context, broker int32) (map[string][]segments.Entry, error) {

@@ -318,13 +318,13 @@ func (k *verifyTopic) Verify(ctx context.Context, r *Run) ([]Check, error) {
 			earliest = append(earliest, fmt.Sprintf("%s-%d earliest %d %v", t, part, e, err))
 		}
 	}
+	all, err := r.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, h := range r.Target.Hosts {
-		listing, err := r.listLogDirs(ctx, h.ID)
-		if err != nil {
-			return nil, err
-		}
 		for _, dir := range r.Facts.LogDirs[h.ID] {
-			entries := listing[dir]
+			entries := all[h.ID][dir]
 			ms, _ := segments.Select(entries, t, nil)
 			for _, m := range ms {
 				if id := idOf(entries, m.Dir.Name); m.Dir.Kind != segments.Live || (z.TopicID != "" && id != z.TopicID) {

@@ -70,11 +70,14 @@ func (k *wipeSegments) Plan(ctx context.Context, r *Run) (*Plan, error) {
 				return nil, fmt.Errorf("%w: something still listens on broker %d's port %s. Nothing was moved", ErrRefused, h.ID, addr)
 			}
 		}
+	}
+	all, err := r.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range r.Target.Hosts {
 		dirs := r.Facts.LogDirs[h.ID]
-		listing, err := r.listLogDirs(ctx, h.ID)
-		if err != nil {
-			return nil, err
-		}
+		listing := all[h.ID]
 		for _, dir := range dirs {
 			q := r.QuarantineDir(dir)
 			for _, other := range dirs {
@@ -269,13 +272,13 @@ func (r *Run) topicDirs(ctx context.Context) ([]string, error) {
 		ids = append(ids, r.Facts.TopicID)
 	}
 	var left []string
+	all, err := r.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, h := range r.Target.Hosts {
-		listing, err := r.listLogDirs(ctx, h.ID)
-		if err != nil {
-			return nil, err
-		}
 		for _, dir := range r.Facts.LogDirs[h.ID] {
-			ms, _ := segments.Select(listing[dir], r.Topic(), ids)
+			ms, _ := segments.Select(all[h.ID][dir], r.Topic(), ids)
 			for _, m := range ms {
 				left = append(left, fmt.Sprintf("broker %d %s/%s", h.ID, dir, m.Dir.Name))
 			}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kremedy/kremedy/steps"
 )
@@ -115,8 +116,8 @@ type read struct {
 }
 
 type scanner struct {
-	c     *Conn
-	reads atomic.Int64
+	c                *Conn
+	reads, completed atomic.Int64
 
 	mu                          sync.Mutex // guards everything below
 	snap                        *Snapshot
@@ -218,21 +219,22 @@ func sortedPartitions(z steps.TopicZNode) []int32 {
 	return ps
 }
 
-// run performs reads with up to workers in flight: inline when workers is
-// 1, else from a fixed pool fed by one producer. The first error that is not
-// a per-znode problem cancels the rest and is returned.
+// ErrStalled means ZooKeeper answered none of a scan's reads for
+// DefaultOpTimeout while some were in flight.
+var ErrStalled = errors.New("zookeeper stopped answering")
+
+// run performs reads from a fixed pool of workers, each with one read in
+// flight, fed by one producer. It returns when all are done, at the first
+// error that is not a per-znode problem, when ctx ends, or when no read has
+// completed for DefaultOpTimeout. go-zookeeper calls take no context: the
+// scan as a whole is bounded here, not each read on its own goroutine and
+// timer, and workers stuck in an abandoned call finish in the background,
+// writing to a scanner nobody reads any more.
 func (s *scanner) run(ctx context.Context, workers int, reads iter.Seq[read]) error {
-	if workers <= 1 {
-		for r := range reads {
-			if err := s.do(ctx, r); err != nil {
-				return err
-			}
-		}
-		return ctx.Err()
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ch := make(chan read, workers)
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -240,38 +242,80 @@ func (s *scanner) run(ctx context.Context, workers int, reads iter.Seq[read]) er
 				if ctx.Err() != nil {
 					continue // drain
 				}
-				if err := s.do(ctx, r); err != nil {
+				err := s.do(r)
+				s.completed.Add(1)
+				if err != nil {
 					cancel(err)
 				}
 			}
 		})
 	}
-	for r := range reads {
-		select {
-		case ch <- r:
-			continue
-		case <-ctx.Done():
+	go func() {
+		for r := range reads {
+			select {
+			case ch <- r:
+				continue
+			case <-ctx.Done():
+			}
+			break
 		}
-		break
+		close(ch)
+		wg.Wait()
+		close(done)
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, lastAt := s.completed.Load(), time.Now()
+	for {
+		select {
+		case <-done:
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case now := <-tick.C:
+			if n := s.completed.Load(); n != last {
+				last, lastAt = n, now
+			} else if now.Sub(lastAt) >= DefaultOpTimeout {
+				err := fmt.Errorf("scan %s: %w: no read answered for %s", s.c.Full("/"), ErrStalled, now.Sub(lastAt).Round(time.Second))
+				cancel(err)
+				return err
+			}
+		}
 	}
-	close(ch)
-	wg.Wait()
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
+}
+
+// get and children are the scan's reads: unbounded, because run bounds the
+// scan as a whole.
+func (c *Conn) get(p string) ([]byte, Stat, error) {
+	b, st, err := c.zc.Get(c.Full(p))
+	if err != nil {
+		return nil, Stat{}, fmt.Errorf("get %s: %w", c.Full(p), err)
 	}
-	return nil
+	return b, statOf(st), nil
+}
+
+func (c *Conn) children(p string) ([]string, error) {
+	kids, _, err := c.zc.Children(c.Full(p))
+	if err != nil {
+		return nil, fmt.Errorf("children %s: %w", c.Full(p), err)
+	}
+	sort.Strings(kids)
+	return kids, nil
 }
 
 // do issues one read and records its result. It returns only errors that
 // end the scan; a missing or corrupt znode is recorded and is not one.
-func (s *scanner) do(ctx context.Context, r read) error {
+func (s *scanner) do(r read) error {
 	c := s.c
 	s.reads.Add(1)
 	switch r.kind {
 	case readBrokers, readTopicList, readConfigList, readDeleteList:
 		p := map[readKind]string{readBrokers: BrokerIDsPath, readTopicList: TopicsPath,
 			readConfigList: ConfigTopicsPath, readDeleteList: DeleteTopicsPath}[r.kind]
-		kids, err := c.Children(ctx, p)
+		kids, err := c.children(p)
 		if errors.Is(err, ErrNoNode) {
 			err = nil
 		}
@@ -297,7 +341,7 @@ func (s *scanner) do(ctx context.Context, r read) error {
 		return nil
 
 	case readController:
-		b, _, err := c.Get(ctx, ControllerPath)
+		b, _, err := c.get(ControllerPath)
 		if errors.Is(err, ErrNoNode) {
 			return nil
 		}
@@ -317,7 +361,7 @@ func (s *scanner) do(ctx context.Context, r read) error {
 
 	case readTopic:
 		p := TopicPath(r.ts.Name)
-		b, st, err := c.Get(ctx, p)
+		b, st, err := c.get(p)
 		if errors.Is(err, ErrNoNode) {
 			s.note(r.ts, fmt.Sprintf("%s: deleted during the scan", c.Full(p)))
 			return nil
@@ -344,7 +388,7 @@ func (s *scanner) do(ctx context.Context, r read) error {
 
 	case readConfig:
 		p := steps.ConfigTopicPath(r.ts.Name)
-		b, _, err := c.Get(ctx, p)
+		b, _, err := c.get(p)
 		if errors.Is(err, ErrNoNode) {
 			s.note(r.ts, fmt.Sprintf("%s: deleted during the scan", c.Full(p)))
 			return nil
@@ -367,7 +411,7 @@ func (s *scanner) do(ctx context.Context, r read) error {
 
 	case readState:
 		p := PartitionStatePath(r.ts.Name, r.part)
-		b, _, err := c.Get(ctx, p)
+		b, _, err := c.get(p)
 		if errors.Is(err, ErrNoNode) {
 			s.note(r.ts, fmt.Sprintf("%s: partition %d has no state znode", c.Full(p), r.part))
 			return nil
