@@ -32,8 +32,10 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func usageErr(err error) error  { return &exitError{exitUsage, err} }
-func failedErr(err error) error { return &exitError{exitFailed, err} }
+func usageErr(err error) error { return &exitError{exitUsage, err} }
+
+func asErr(err error, target **exitError) bool { return errors.As(err, target) }
+func failedErr(err error) error                { return &exitError{exitFailed, err} }
 
 var version = "dev"
 
@@ -46,7 +48,7 @@ func newRoot() *cobra.Command {
 		Version:       version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newLabCmd(), newRunbooksCmd(), newPlanCmd(), newRunCmd(), newResumeCmd())
+	root.AddCommand(newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newPlanCmd(), newRunCmd(), newResumeCmd())
 	return root
 }
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,7 +100,8 @@ func TestSeedRefuses(t *testing.T) {
 // and checks that the concurrent scan and the sequential one agree and see
 // every problem without aborting.
 func TestScan(t *testing.T) {
-	addr := startZK(t)
+	zk := startZKProc(t)
+	addr := zk.Addr
 	const topics, parts = 50, 3
 	connect := addr + "/small/kafka" // a nested chroot Seed must create
 	ctx := ctxT(t, 2*time.Minute)
@@ -244,6 +246,28 @@ func TestScan(t *testing.T) {
 	}
 	if s, err := c.ScanSequential(cctx); err == nil || s != nil {
 		t.Errorf("ScanSequential with a cancelled context: %v, %v", s, err)
+	}
+
+	// A ZooKeeper that stops answering (SIGSTOP) bounds the scan by its
+	// context, although go-zookeeper's calls take none.
+	mustDo(t, syscall.Kill(zk.Pid, syscall.SIGSTOP))
+	cont := sync.OnceFunc(func() { _ = syscall.Kill(zk.Pid, syscall.SIGCONT) })
+	t.Cleanup(cont)
+	for name, scan := range map[string]func(context.Context) (*zookeeper.Snapshot, error){
+		"Scan":           func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.Scan(ctx, 8) },
+		"ScanSequential": func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanSequential(ctx) },
+	} {
+		start := time.Now()
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		s, err := scan(dctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || s != nil || time.Since(start) > 3*time.Second {
+			t.Errorf("%s against a stopped ZooKeeper: %v, %v after %s", name, s, err, time.Since(start))
+		}
+	}
+	cont()
+	if _, err := c.Scan(ctx, 8); err != nil {
+		t.Errorf("Scan after ZooKeeper resumed: %v", err)
 	}
 }
 

@@ -22,6 +22,12 @@ import (
 
 func startZK(tb testing.TB) string {
 	tb.Helper()
+	return startZKProc(tb).Addr
+}
+
+// startZKProc is startZK for tests that also signal the server.
+func startZKProc(tb testing.TB) *zkProcess {
+	tb.Helper()
 	if testing.Short() {
 		tb.Skip("needs a real ZooKeeper; runs without -short")
 	}
@@ -30,7 +36,7 @@ func startZK(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(zk.Stop)
-	return zk.Addr
+	return zk
 }
 
 // zkProcess is a standalone ZooKeeper server; Stop kills it and waits for it.
