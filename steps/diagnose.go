@@ -292,7 +292,7 @@ func diagnoseTopic(ctx context.Context, d *Diagnosis, add func(Finding), name st
 		}
 	}
 	switch {
-	case !ts.HasZnode() && len(lists) > 0:
+	case !ts.Exists && len(lists) > 0:
 		add(Finding{Kind: FindStaleMetadata, Severity: Critical, Topic: name, Brokers: lists,
 			Summary:  fmt.Sprintf("brokers %s still serve %q, which ZooKeeper no longer has", i32s(lists), name),
 			Evidence: viewEvidence(views, name, lists, missing),

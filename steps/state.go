@@ -11,6 +11,7 @@ import (
 // TopicState is everything ZooKeeper holds about one topic.
 type TopicState struct {
 	Name          string
+	Exists        bool       // /brokers/topics/<t> exists (even if it does not decode)
 	Znode         TopicZNode // zero when the topic znode is missing or corrupt
 	Stat          ZStat
 	States        map[int32]PartitionState
@@ -91,6 +92,7 @@ func ReadState(ctx context.Context, zk Coordinator, topics ...string) (*ClusterS
 		ts := &TopicState{Name: t, States: map[int32]PartitionState{}}
 		st.Topics[t] = ts
 		if b, zs, err := zk.Get(ctx, TopicPath(t)); err == nil {
+			ts.Exists = true
 			if err := DecodeZNode(TopicPath(t), b, &ts.Znode); err != nil {
 				ts.Errs = append(ts.Errs, err.Error())
 				ts.Znode = TopicZNode{}

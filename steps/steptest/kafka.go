@@ -53,7 +53,14 @@ func (k *Kafka) truth(ctx context.Context, t string) steps.TopicView {
 	tv := steps.TopicView{Name: t, ID: z.TopicID, Partitions: map[int32]steps.PartitionView{}}
 	as, _ := z.Assignment()
 	for p, reps := range as {
-		tv.Partitions[p] = steps.PartitionView{Partition: p, Leader: reps[0], Replicas: reps, ISR: reps}
+		pv := steps.PartitionView{Partition: p, Leader: reps[0], Replicas: reps, ISR: reps}
+		if b, _, err := k.zk.Get(ctx, steps.PartitionStatePath(t, p)); err == nil {
+			var st steps.PartitionState
+			if json.Unmarshal(b, &st) == nil {
+				pv.Leader, pv.LeaderEpoch, pv.ISR = st.Leader, st.LeaderEpoch, st.ISR
+			}
+		}
+		tv.Partitions[p] = pv
 	}
 	return tv
 }

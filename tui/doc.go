@@ -1,0 +1,12 @@
+// Package tui is kremedy's terminal app: a bubbletea v2 program that shows
+// the engine's events and answers its confirmations, one more Reporter and
+// Approver beside the headless printer. Events reach the model through a
+// queue read by a re-armed tea.Cmd; the engine's Approve blocks its own
+// goroutine until the operator answers (or its context ends). The first
+// screen is the diagnosis (what preflight sees, before anything changes);
+// then every step shows its plan, checks, rollback note and live output;
+// y/N steps need y, destructive steps need the topic name typed, and Enter
+// alone never confirms. Quitting cancels the running step, waits for the
+// engine to journal the stop, then shows the final screen with the resume
+// command. Run is the entry point; the root Model is the only tea.Model.
+package tui
