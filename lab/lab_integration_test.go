@@ -9,6 +9,7 @@ package lab_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -320,6 +321,18 @@ func TestLab(t *testing.T) {
 		}
 		if got := c.registered(t); slices.Contains(got, rep.Victim) {
 			t.Fatalf("victim %d registered; stuck-delete should leave it down", rep.Victim)
+		}
+		// kremedy diagnose sees it, read-only, and names the missing broker.
+		d := kremedy(t, "diagnose", "--inventory", filepath.Join(dir, "inventory.yaml"), "--topic", topic, "--json")
+		var diag struct {
+			Findings []struct {
+				Kind    string  `json:"kind"`
+				Brokers []int32 `json:"brokers"`
+			} `json:"findings"`
+		}
+		if i := strings.Index(d.out, "{"); d.code != 1 || i < 0 || json.Unmarshal([]byte(d.out[i:strings.LastIndex(d.out, "}")+1]), &diag) != nil ||
+			len(diag.Findings) != 1 || diag.Findings[0].Kind != "stuck-deletion" || !slices.Equal(diag.Findings[0].Brokers, []int32{rep.Victim}) {
+			t.Fatalf("diagnose of a stuck deletion: exit %d\n%s", d.code, d.out)
 		}
 		// Starting the broker again lets the deletion finish: the lab heals.
 		mustKremedy(t, "lab", "broker", "start", strconv.Itoa(int(rep.Victim)), "--dir", dir)

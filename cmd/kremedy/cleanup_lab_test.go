@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -340,6 +341,31 @@ func killDuring(t *testing.T, l *lab.Lab, topic, runDir, step string, n int) {
 	}
 }
 
+// diagnose runs `kremedy diagnose --json` and returns the finding kinds
+// (kind:topic, sorted), the brokers each names, and the exit code.
+func diagnose(t *testing.T, l *lab.Lab, topic string) ([]string, map[string][]int32, int) {
+	t.Helper()
+	args := []string{"diagnose", "--inventory", l.InventoryPath(), "--json"}
+	if topic != "" {
+		args = append(args, "--topic", topic)
+	}
+	r := kremedy(t, args...)
+	i := strings.Index(r.out, "{")
+	var d steps.Diagnosis
+	if i < 0 || json.NewDecoder(strings.NewReader(r.out[i:])).Decode(&d) != nil {
+		t.Fatalf("diagnose output is not JSON (exit %d):\n%s", r.code, r.out)
+	}
+	var ks []string
+	brokers := map[string][]int32{}
+	for _, f := range d.Findings {
+		ks = append(ks, f.Kind)
+		brokers[f.Kind] = f.Brokers
+	}
+	slices.Sort(ks)
+	t.Logf("diagnose %s: exit %d, findings %v (%s)", topic, r.code, ks, d.Took)
+	return ks, brokers, r.code
+}
+
 // TestCleanupLab repairs ghost-topic and stale-metadata with one headless
 // run each, proves the result with its own clients, proves a second run is
 // a no-op, and resumes runs killed with SIGKILL inside the stop and the
@@ -351,8 +377,23 @@ func TestCleanupLab(t *testing.T) {
 	l := startLab(t, cfg)
 	c := connectLab(t, l)
 
+	t.Run("healthy lab: diagnose finds nothing", func(t *testing.T) {
+		if ks, _, code := diagnose(t, l, ""); code != 0 || len(ks) != 0 {
+			t.Fatalf("healthy lab: exit %d findings %v", code, ks)
+		}
+	})
+
 	t.Run("ghost-topic repaired", func(t *testing.T) {
 		rep := breakIt(t, l, "ghost-topic", "orders")
+		ks, brokers, code := diagnose(t, l, "orders")
+		if code != 1 || !slices.Equal(ks, []string{"foreign-segments", "leader-not-serving", "under-replicated"}) {
+			t.Fatalf("ghost-topic diagnosis: exit %d findings %v", code, ks)
+		}
+		for _, k := range ks {
+			if !slices.Equal(brokers[k], []int32{rep.Victim}) {
+				t.Fatalf("%s names brokers %v, want the stale broker %d", k, brokers[k], rep.Victim)
+			}
+		}
 		run := filepath.Join(t.TempDir(), "run")
 		cleanup(t, l, "orders", run, "--set", "recreate=true")
 		c.assertRecreated(t, "orders", rep.OldID, rep.NewID)
@@ -362,6 +403,9 @@ func TestCleanupLab(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !bytes.Contains(b, []byte("znodes restore")) {
 			t.Fatalf("report.md lacks the undo: %v", err)
 		}
+		if ks, _, code := diagnose(t, l, "orders"); code != 0 {
+			t.Fatalf("after the cleanup: exit %d findings %v", code, ks)
+		}
 		again := filepath.Join(t.TempDir(), "again")
 		cleanup(t, l, "orders", again, "--set", "recreate=true")
 		assertNoActions(t, again)
@@ -369,8 +413,18 @@ func TestCleanupLab(t *testing.T) {
 
 	t.Run("stale-metadata repaired", func(t *testing.T) {
 		rep := breakIt(t, l, "stale-metadata", "payments")
+		ks, brokers, code := diagnose(t, l, "payments")
+		if code != 1 || !slices.Equal(ks, []string{"orphaned-segments", "stale-metadata"}) {
+			t.Fatalf("stale-metadata diagnosis: exit %d findings %v", code, ks)
+		}
+		if slices.Contains(brokers["stale-metadata"], rep.Victim) || len(brokers["stale-metadata"]) != 2 {
+			t.Fatalf("stale-metadata names %v; the restarted broker %d forgot the topic, the other two serve it", brokers["stale-metadata"], rep.Victim)
+		}
 		run := filepath.Join(t.TempDir(), "run")
 		cleanup(t, l, "payments", run)
+		if ks, _, code := diagnose(t, l, ""); code != 0 {
+			t.Fatalf("after the cleanups the whole cluster: exit %d findings %v", code, ks)
+		}
 		c.assertGone(t, "payments")
 		c.assertBystander(t, rep)
 		assertQuarantined(t, l, run, "payments", 9)
@@ -403,6 +457,9 @@ func TestCleanupLabIBP27(t *testing.T) {
 	l := startLab(t, cfg)
 	c := connectLab(t, l)
 	rep := breakIt(t, l, "reused-segments", "orders")
+	if ks, _, code := diagnose(t, l, "orders"); code != 1 || !slices.Equal(ks, []string{"adopted-segments"}) {
+		t.Fatalf("reused-segments diagnosis: exit %d findings %v", code, ks)
+	}
 	run := filepath.Join(t.TempDir(), "run")
 	r := cleanup(t, l, "orders", run, "--set", "recreate=true")
 	if !strings.Contains(r.out, "old segments were adopted") {

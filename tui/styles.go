@@ -1,0 +1,122 @@
+package tui
+
+import (
+	"image/color"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/lipgloss/v2"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// Styles is every style the TUI draws with, built once (and again only if
+// the terminal reports another background). Without colour, meaning is
+// carried by words, icons, bold and reverse video, never by colour alone.
+type Styles struct {
+	NoColor bool
+
+	Badge                 [3]lipgloss.Style // by Mode
+	Header, HeaderFaint   lipgloss.Style
+	Rule                  lipgloss.Style
+	PaneTitle, PaneActive lipgloss.Style
+	Section               lipgloss.Style
+	Title                 lipgloss.Style
+	Faint                 lipgloss.Style
+	Selected              lipgloss.Style
+	State                 [7]lipgloss.Style // by steps.State
+	OK, Fail, Warn        lipgloss.Style
+	Action, Note          lipgloss.Style
+	Source                lipgloss.Style
+	Danger, Confirm       lipgloss.Style // the confirmation bar's banner
+	ErrMsg, InfoMsg       lipgloss.Style
+	Command               lipgloss.Style
+	Help                  help.Styles
+	Input                 textinput.Styles
+}
+
+// Icons by steps.State; they carry the state without colour.
+var stateIcon = [...]string{"·", "…", "?", "▶", "✓", "✗", "↷"}
+
+// stateLabel is the state as the step list says it (short enough for 80
+// columns); the detail pane uses steps.State.String.
+var stateLabel = [...]string{"pending", "planning", "waiting for you", "running", "done", "failed", "skipped"}
+
+// NewStyles builds the styles for a dark or light background.
+func NewStyles(noColor, isDark bool) Styles {
+	ld := lipgloss.LightDark(isDark)
+	c := func(light, dark string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(dark)) }
+	n := lipgloss.NewStyle
+	s := Styles{NoColor: noColor}
+	if noColor {
+		s.Badge = [3]lipgloss.Style{n().Bold(true).Reverse(true), n().Reverse(true), n().Reverse(true)}
+		s.Header = n().Bold(true)
+		s.HeaderFaint = n()
+		s.Rule = n()
+		s.PaneTitle = n()
+		s.PaneActive = n().Bold(true).Reverse(true)
+		s.Section = n().Bold(true).Underline(true)
+		s.Title = n().Bold(true)
+		s.Faint = n()
+		s.Selected = n().Bold(true)
+		for i := range s.State {
+			s.State[i] = n()
+		}
+		s.State[steps.Confirming] = n().Bold(true)
+		s.State[steps.Failed] = n().Bold(true)
+		s.OK, s.Fail, s.Warn = n(), n().Bold(true), n().Bold(true)
+		s.Action, s.Note = n(), n()
+		s.Source = n()
+		s.Danger = n().Bold(true).Reverse(true)
+		s.Confirm = n().Bold(true).Reverse(true)
+		s.ErrMsg = n().Bold(true)
+		s.InfoMsg = n()
+		s.Command = n().Bold(true)
+		s.Help = help.Styles{ShortKey: n().Bold(true), ShortDesc: n(), ShortSeparator: n(), Ellipsis: n(),
+			FullKey: n().Bold(true), FullDesc: n(), FullSeparator: n()}
+		s.Input = textinput.DefaultStyles(isDark)
+		s.Input.Focused = textinput.StyleState{Text: n(), Placeholder: n(), Suggestion: n(), Prompt: n().Bold(true)}
+		s.Input.Blurred = s.Input.Focused
+		s.Input.Cursor.Color = nil
+		s.Input.Cursor.Blink = false
+		return s
+	}
+	red, green, yellow, blue := c("#af0000", "#ff6b6b"), c("#006f00", "#6bd66b"), c("#875f00", "#ffd75f"), c("#005fd7", "#87afff")
+	faint := c("#6c6c6c", "#9e9e9e")
+	white, black := lipgloss.Color("#ffffff"), lipgloss.Color("#000000")
+	s.Badge = [3]lipgloss.Style{
+		n().Bold(true).Foreground(white).Background(lipgloss.Color("#c00000")),
+		n().Bold(true).Foreground(black).Background(lipgloss.Color("#5fd75f")),
+		n().Bold(true).Foreground(black).Background(lipgloss.Color("#ffd75f")),
+	}
+	s.Header = n().Bold(true)
+	s.HeaderFaint = n().Foreground(faint)
+	s.Rule = n().Foreground(faint)
+	s.PaneTitle = n().Bold(true).Foreground(faint)
+	s.PaneActive = n().Bold(true).Foreground(blue).Underline(true)
+	s.Section = n().Bold(true).Foreground(blue)
+	s.Title = n().Bold(true)
+	s.Faint = n().Foreground(faint)
+	s.Selected = n().Bold(true)
+	s.State = [7]lipgloss.Style{
+		n().Foreground(faint), n().Foreground(blue), n().Bold(true).Foreground(yellow), n().Bold(true).Foreground(blue),
+		n().Foreground(green), n().Bold(true).Foreground(red), n().Foreground(faint),
+	}
+	s.OK, s.Fail, s.Warn = n().Foreground(green), n().Bold(true).Foreground(red), n().Foreground(yellow)
+	s.Action, s.Note = n(), n().Foreground(yellow)
+	s.Source = n().Foreground(faint)
+	s.Danger = n().Bold(true).Foreground(white).Background(lipgloss.Color("#c00000"))
+	s.Confirm = n().Bold(true).Foreground(black).Background(lipgloss.Color("#ffd75f"))
+	s.ErrMsg = n().Bold(true).Foreground(red)
+	s.InfoMsg = n().Foreground(blue)
+	s.Command = n().Bold(true)
+	s.Help = help.DefaultStyles(isDark)
+	s.Help.ShortKey = s.Help.ShortKey.Bold(true).Foreground(c("#303030", "#d0d0d0"))
+	s.Help.FullKey = s.Help.ShortKey
+	s.Help.ShortDesc = s.Help.ShortDesc.Foreground(faint)
+	s.Help.FullDesc = s.Help.ShortDesc
+	s.Input = textinput.DefaultStyles(isDark)
+	s.Input.Focused.Prompt = n().Bold(true)
+	s.Input.Cursor.Blink = false
+	return s
+}
