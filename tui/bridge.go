@@ -42,6 +42,7 @@ type bridge struct {
 	events []steps.Event
 	ask    *ask
 	done   *engineResult
+	last   *engineResult // the latest result, never taken by wait
 
 	wake chan struct{} // capacity 1
 	stop chan struct{} // closed when the program has ended
@@ -102,7 +103,7 @@ func (b *bridge) run(ctx context.Context, start StartFunc, artifacts func() []Ar
 			res.artifacts = artifacts()
 		}
 		b.mu.Lock()
-		b.done = res
+		b.done, b.last = res, res
 		b.mu.Unlock()
 		b.signal()
 		close(finished)
@@ -127,6 +128,12 @@ func (b *bridge) wait() tea.Msg {
 			return m
 		}
 	}
+}
+
+func (b *bridge) lastResult() *engineResult {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
 }
 
 func (b *bridge) close() { b.once.Do(func() { close(b.stop) }) }

@@ -66,7 +66,7 @@ func sanitize(s string) string {
 		switch {
 		case r == '\t':
 			b.WriteString("    ")
-		case r == unicode.ReplacementChar, unicode.IsControl(r):
+		case unicode.IsControl(r):
 		default:
 			b.WriteRune(r)
 		}

@@ -385,7 +385,7 @@ func BenchmarkScan(b *testing.B) {
 	b.Run("sequential", func(b *testing.B) {
 		run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanSequential(ctx) }, false)
 	})
-	for _, n := range []int{8, 32, 64, 128} {
+	for _, n := range []int{16, 64, 128, 256} {
 		b.Run("concurrent-"+strconv.Itoa(n), func(b *testing.B) {
 			run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.Scan(ctx, n) }, true)
 		})
@@ -398,13 +398,13 @@ func BenchmarkScan(b *testing.B) {
 	for i := range names {
 		names[i] = lab.SeedTopicName(i)
 	}
-	b.Run("sessions-2x32", func(b *testing.B) {
+	b.Run("sessions-2x64", func(b *testing.B) {
 		run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) {
 			var s [2]*zookeeper.Snapshot
 			var errs [2]error
 			var wg sync.WaitGroup
 			for i, cc := range []*zookeeper.Conn{c, c2} {
-				wg.Go(func() { s[i], errs[i] = cc.Scan(ctx, 32, names[i*benchTopics/2:(i+1)*benchTopics/2]...) })
+				wg.Go(func() { s[i], errs[i] = cc.Scan(ctx, 64, names[i*benchTopics/2:(i+1)*benchTopics/2]...) })
 			}
 			wg.Wait()
 			if err := errors.Join(errs[:]...); err != nil {

@@ -1,0 +1,175 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// summaryLines is the final screen: where the cluster is, the timeline,
+// what changed, where the backups and the report are, what to do next.
+func (m *Model) summaryLines(w int) []string {
+	st := m.st
+	var out []string
+	add := func(ls ...string) { out = append(out, ls...) }
+	section := func(s string) { add("", st.Section.Render(s)) }
+	res := m.result
+	if res == nil {
+		return nil
+	}
+
+	add(st.Section.Render("WHERE THE CLUSTER IS"))
+	add(wrap(m.clusterState(), w, "", "")...)
+	if res.err != nil {
+		add("", "Resume: "+st.Command.Render(m.resumeCommand())+
+			st.Faint.Render("  — done steps are re-checked, not re-done; the stopped step is planned again from the cluster as it is then."))
+	}
+
+	section("TIMELINE (UTC)")
+	idW := 0
+	for _, sv := range m.steps {
+		idW = max(idW, len(sv.info.ID))
+	}
+	for _, sv := range m.steps {
+		at := "--:--:--"
+		if !sv.started.IsZero() {
+			at = sv.started.UTC().Format("15:04:05")
+		}
+		word := m.stateWord(sv, false)
+		row := fmt.Sprintf("%s %s %-*s %-15s %7s", at, stateIcon[sv.state], idW, sv.info.ID, word, m.duration(sv))
+		row = st.State[sv.state].Render(row)
+		if extra := m.timelineNote(sv); extra != "" {
+			row += "  " + st.Faint.Render(extra)
+		}
+		add(row)
+	}
+
+	section("WHAT CHANGED")
+	changed := 0
+	for _, sv := range m.steps {
+		switch {
+		case sv.applied && sv.plan != nil:
+			for _, a := range sv.plan.Actions {
+				if a.Kind == "wait" || a.Kind == "check" {
+					continue
+				}
+				add(wrap(a.String(), w, "→ ", "  ")...)
+				changed++
+			}
+		case sv.ran && sv.state != steps.Done && sv.plan != nil:
+			last := "no action had completed"
+			if sv.lastAction != "" {
+				last = "its last action: " + strings.TrimPrefix(sv.lastAction, "→ ")
+			}
+			add(styled(st.Warn, wrap(fmt.Sprintf("%s stopped part-way (%s); the journal records each action before and after.", sv.info.ID, last), w, "! ", "  "))...)
+			changed++
+		}
+	}
+	if changed == 0 {
+		add("Nothing was changed in this session.")
+	}
+	if m.o.Resume != nil && len(m.o.Resume.Done) > 0 {
+		add(st.Faint.Render("Changes of the earlier attempt (" + strings.Join(m.o.Resume.Done, ", ") + ") are in the report."))
+	}
+
+	section("BACKUPS AND REPORT")
+	var files []Artifact
+	files = append(files, res.artifacts...)
+	if m.o.ReportPath != "" {
+		files = append(files, Artifact{What: "report", Path: m.o.ReportPath})
+	}
+	if len(files) == 0 {
+		add("No backup was needed.")
+	}
+	whatW := 0
+	for _, f := range files {
+		whatW = max(whatW, ansi.StringWidth(f.What))
+	}
+	whatW = min(whatW, w/2)
+	for _, f := range files {
+		add(pad(f.What, whatW) + "  " + st.Command.Render(f.Path))
+	}
+
+	section("NEXT")
+	for _, n := range m.next() {
+		add(wrap(n, w, "- ", "  ")...)
+	}
+	return out
+}
+
+func (m *Model) timelineNote(sv *stepView) string {
+	switch {
+	case sv.err != nil:
+		return firstLine(sv.err.Error())
+	case sv.state == steps.Skipped || sv.note != "" && sv.note != "done in "+m.duration(sv):
+		return sv.note
+	}
+	return ""
+}
+
+func (m *Model) clusterState() string {
+	res := m.result
+	done := func() string {
+		var d, not []string
+		for _, sv := range m.steps {
+			if sv.state == steps.Done || sv.state == steps.Skipped {
+				d = append(d, sv.info.ID)
+			} else {
+				not = append(not, sv.info.ID)
+			}
+		}
+		return fmt.Sprintf("Done or skipped: %s. Not done: %s.", list(d), list(not))
+	}
+	if res.err == nil {
+		return "The run finished: every step is done, had nothing to do, or was skipped with a reason."
+	}
+	if m.current < 0 {
+		return fmt.Sprintf("kremedy could not start: %v. Nothing was done on the cluster.", res.err)
+	}
+	sv := m.failedStep()
+	if sv == nil {
+		return fmt.Sprintf("The run stopped: %v. %s", res.err, done())
+	}
+	var what string
+	switch {
+	case errors.Is(res.err, steps.ErrAborted):
+		what = fmt.Sprintf("You said no at %s: nothing of that step was done.", sv.info.ID)
+	case sv.ran:
+		last := "before its first action completed"
+		if sv.lastAction != "" {
+			last = "after: " + strings.TrimPrefix(sv.lastAction, "→ ")
+		}
+		verb := "was cancelled while it ran"
+		if res.out.Failed != "" {
+			verb = "failed while it ran"
+		}
+		what = fmt.Sprintf("%s %s, %s. The cluster is as that left it: every action is journaled before and after, and the report lists exactly what completed.", sv.info.ID, verb, last)
+	case res.out.Failed != "":
+		what = fmt.Sprintf("%s failed before changing anything.", sv.info.ID)
+	default:
+		what = fmt.Sprintf("%s was stopped before it changed anything.", sv.info.ID)
+	}
+	return what + " " + done()
+}
+
+func (m *Model) next() []string {
+	if m.result != nil && m.result.err != nil {
+		return []string{
+			"Fix the cause shown above (the step pane has the details and the output), then press r to retry here, or run " + m.resumeCommand() + " later.",
+			"Read the report for the timeline and how to undo what was done.",
+		}
+	}
+	if len(m.o.Next) > 0 {
+		return m.o.Next
+	}
+	t := m.o.Topic
+	return []string{
+		fmt.Sprintf("Reattach producers and consumers of %s: start the clients you stopped.", t),
+		fmt.Sprintf("Delete consumer groups' stale committed offsets on %s (they were saved before the cleanup) so consumers do not resume at old positions.", t),
+		"Remove the quarantine directories once you no longer need them (their paths are in the quarantine manifest).",
+	}
+}

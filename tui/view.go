@@ -1,0 +1,661 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// layout is the geometry of one frame.
+type layout struct {
+	w, h            int
+	small           bool
+	bar             []string
+	bodyH           int
+	leftW, rightW   int // rightW includes the separator's trailing space
+	detailH, outH   int
+	twoRowsPerStep  bool
+	outputCollapsed bool
+}
+
+func (l layout) contentW() int { return l.rightW - 1 }
+
+func (l layout) pageFor(p pane) int {
+	switch p {
+	case paneDetail:
+		return l.detailH
+	case paneOutput:
+		return l.outH
+	default:
+		return l.bodyH
+	}
+}
+
+func (m *Model) size() (int, int) {
+	w, h := m.w, m.h
+	if w <= 0 {
+		w = 80
+	}
+	if h <= 0 {
+		h = 24
+	}
+	return w, h
+}
+
+// Fixed rows: two of header, the pane titles, the rule above the bar, the
+// help line.
+const fixedRows = 5
+
+func (m *Model) layout() layout {
+	w, h := m.size()
+	l := layout{w: w, h: h, small: m.tooSmall()}
+	if l.small {
+		return l
+	}
+	l.bar = m.barLines(w, h)
+	if maxBar := h - fixedRows - 6; len(l.bar) > maxBar {
+		l.bar = l.bar[:maxBar]
+	}
+	l.bodyH = h - fixedRows - len(l.bar)
+	l.leftW = clamp(w/3, 24, 34)
+	l.rightW = w - l.leftW - 1
+	l.twoRowsPerStep = l.bodyH >= 2*len(m.steps)
+	rest := l.bodyH - 1 // the output pane's title
+	switch {
+	case m.ask != nil && m.diagnosisSeen:
+		l.outH = clamp(rest/4, 2, 8) // the plan is what matters now
+	case m.phase == phaseRunning && m.selected().state == steps.Running:
+		l.outH = rest * 3 / 5
+	default:
+		l.outH = rest / 2
+	}
+	l.detailH = rest - l.outH
+	return l
+}
+
+func (m *Model) selected() *stepView {
+	if len(m.steps) == 0 {
+		return &stepView{out: newRing(1)}
+	}
+	return m.steps[clamp(m.sel, 0, len(m.steps)-1)]
+}
+
+// View implements tea.Model: the only tea.View in the program.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = fmt.Sprintf("kremedy · %s · %s", m.o.Mode, m.o.Topic)
+	return v
+}
+
+func (m *Model) render() string {
+	l := m.layout()
+	lines := m.headerLines(l.w)
+	if l.small {
+		lines = append(lines, "",
+			fmt.Sprintf("The terminal is %d×%d: kremedy needs at least 60×16 (80×24 or more is best).", l.w, l.h),
+			"Confirming is off until the plan fits on screen; n says no, q stops (resumable).")
+		if m.flash != "" {
+			lines = append(lines, m.flashLine())
+		}
+		return frame(lines, l.w, l.h)
+	}
+	switch {
+	case m.showHelp:
+		lines = append(lines, m.titleRule("KEYS", l.w, true))
+		lines = append(lines, window(m.helpLines(l.w), 0, l.bodyH)...)
+	case m.phase == phaseFinished && m.focus == paneSummary:
+		lines = append(lines, m.titleRule("SUMMARY · tab shows the steps", l.w, true))
+		lines = append(lines, window(m.summaryLines(l.w), m.summaryTop, l.bodyH)...)
+	default:
+		lines = append(lines, m.panes(l)...)
+	}
+	for len(lines) < l.h-len(l.bar)-2 {
+		lines = append(lines, "")
+	}
+	lines = append(lines, m.st.Rule.Render(strings.Repeat("─", l.w)))
+	lines = append(lines, l.bar...)
+	h := m.help
+	h.SetWidth(l.w)
+	lines = append(lines, h.ShortHelpView(m.keys.ShortHelp()))
+	return frame(lines, l.w, l.h)
+}
+
+// frame cuts every line to the width and the frame to the height, so a
+// long line never wraps and the screen never scrolls.
+func frame(lines []string, w, h int) string {
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for i, s := range lines {
+		if ansi.StringWidth(s) > w {
+			lines[i] = ansi.Truncate(s, w, "…")
+		}
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func window(lines []string, top, h int) []string {
+	top = clamp(top, 0, len(lines)-h)
+	end := min(len(lines), top+h)
+	if top >= end {
+		return nil
+	}
+	return lines[top:end]
+}
+
+func pad(s string, w int) string {
+	n := ansi.StringWidth(s)
+	if n > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", w-n)
+}
+
+func (m *Model) titleRule(title string, w int, active bool) string {
+	st := m.st.PaneTitle
+	if active {
+		st = m.st.PaneActive
+	}
+	t := st.Render(" " + title + " ")
+	n := ansi.StringWidth(t)
+	if n+1 > w {
+		return ansi.Truncate(t, w, "…")
+	}
+	return m.st.Rule.Render("─") + t + m.st.Rule.Render(strings.Repeat("─", w-n-1))
+}
+
+func (m *Model) headerLines(w int) []string {
+	st := m.st
+	badge := st.Badge[m.o.Mode].Render(" " + strings.ToUpper(m.o.Mode.String()) + " ")
+	left := badge + " " + st.Header.Render(m.o.Cluster) + st.HeaderFaint.Render(" · topic ") + st.Header.Render(m.o.Topic)
+	if m.o.Runbook != "" {
+		left += st.HeaderFaint.Render(" · " + m.o.Runbook)
+	}
+	right := st.HeaderFaint.Render("elapsed ") + fmtClock(m.now().Sub(m.began))
+	if gap := w - ansi.StringWidth(left) - ansi.StringWidth(right); gap >= 1 {
+		left += strings.Repeat(" ", gap) + right
+	}
+	dir := st.HeaderFaint.Render("run dir ")
+	tail := ""
+	if r := m.o.Resume; r != nil && r.ID != "" {
+		tail = st.HeaderFaint.Render(" · resuming " + r.ID)
+	}
+	room := w - ansi.StringWidth(dir) - ansi.StringWidth(tail)
+	path := m.o.RunDir
+	if ansi.StringWidth(path) > room {
+		path = ansi.TruncateLeft(path, ansi.StringWidth(path)-room+1, "…")
+	}
+	return []string{left, dir + path + tail}
+}
+
+func fmtClock(d time.Duration) string {
+	d = max(d, 0).Truncate(time.Second)
+	return fmt.Sprintf("%02d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return ""
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}
+
+func (m *Model) duration(sv *stepView) string {
+	if sv.started.IsZero() {
+		return ""
+	}
+	end := sv.ended
+	if end.IsZero() {
+		end = m.now()
+	}
+	return fmtDur(end.Sub(sv.started))
+}
+
+func stopped(err error) bool {
+	return errors.Is(err, steps.ErrAborted) || errors.Is(err, context.Canceled)
+}
+
+func (m *Model) stateWord(sv *stepView, long bool) string {
+	switch {
+	case sv.state == steps.Failed && stopped(sv.err):
+		return "stopped"
+	case sv.earlier && (sv.state == steps.Done || sv.state == steps.Skipped) && sv.started.IsZero():
+		return sv.state.String() + " earlier"
+	case long:
+		return sv.state.String()
+	}
+	return stateLabel[sv.state]
+}
+
+func (m *Model) icon(sv *stepView) string {
+	if (sv.state == steps.Planning || sv.state == steps.Running) && m.engineRunning {
+		return m.spin.View()
+	}
+	return m.st.State[sv.state].Render(stateIcon[sv.state])
+}
+
+// panes draws the step list beside the step detail and its output.
+func (m *Model) panes(l layout) []string {
+	st := m.st
+	sv := m.selected()
+	title := fmt.Sprintf("STEP %d/%d · %s", m.sel+1, len(m.steps), sv.info.ID)
+	if sv.info.Kind == "preflight" {
+		title = "DIAGNOSIS · " + sv.info.ID
+	}
+	rows := []string{m.titleRule("STEPS", l.leftW, m.focus == paneSteps) + st.Rule.Render("┬") +
+		m.titleRule(title, l.rightW, m.focus == paneDetail)}
+	left := m.stepRows(l)
+	detail := window(m.detailLines(sv, l.contentW()), m.detailTop, l.detailH)
+	out := m.outputRows(sv, l)
+	sep := st.Rule.Render("│")
+	for i := 0; i < l.bodyH; i++ {
+		var lft, rgt string
+		if i < len(left) {
+			lft = left[i]
+		}
+		switch {
+		case i < l.detailH:
+			if i < len(detail) {
+				rgt = " " + detail[i]
+			}
+		case i == l.detailH:
+			rows = append(rows, pad(lft, l.leftW)+st.Rule.Render("├")+m.outputTitle(sv, l))
+			continue
+		default:
+			if j := i - l.detailH - 1; j < len(out) {
+				rgt = " " + out[j]
+			}
+		}
+		rows = append(rows, pad(lft, l.leftW)+sep+rgt)
+	}
+	return rows
+}
+
+func (m *Model) stepRows(l layout) []string {
+	st := m.st
+	var rows []string
+	selRow := 0
+	for i, sv := range m.steps {
+		if i == m.sel {
+			selRow = len(rows)
+		}
+		marker := "  "
+		id := sv.info.ID
+		if i == m.sel {
+			marker = st.Selected.Render("›") + " "
+			id = st.Selected.Render(id)
+		}
+		word := st.State[sv.state].Render(m.stateWord(sv, false))
+		dur := m.duration(sv)
+		if l.twoRowsPerStep {
+			rows = append(rows, marker+m.icon(sv)+" "+id, "    "+word+" "+st.Faint.Render(dur))
+			continue
+		}
+		row := marker + m.icon(sv) + " " + id
+		if gap := l.leftW - ansi.StringWidth(row) - ansi.StringWidth(dur) - 1; gap > 0 {
+			row += strings.Repeat(" ", gap) + st.Faint.Render(dur)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) > l.bodyH {
+		per := 1
+		if l.twoRowsPerStep {
+			per = 2
+		}
+		start := clamp(selRow-l.bodyH/2, 0, len(rows)-l.bodyH)
+		start -= start % per
+		rows = rows[start:min(len(rows), start+l.bodyH)]
+	}
+	return rows
+}
+
+// wrap word-wraps plain text to w columns with a hanging indent.
+func wrap(text string, w int, first, rest string) []string {
+	var out []string
+	for _, para := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		indent := para[:len(para)-len(strings.TrimLeft(para, " "))]
+		body := strings.TrimLeft(para, " ")
+		lead := first + indent
+		width := max(8, w-ansi.StringWidth(lead))
+		for j, ln := range strings.Split(ansi.Wrap(body, width, ""), "\n") {
+			if j > 0 {
+				lead = rest + indent
+			}
+			out = append(out, lead+ln)
+		}
+		first = rest
+	}
+	return out
+}
+
+func styled(st lipgloss.Style, lines []string) []string {
+	for i, s := range lines {
+		lines[i] = st.Render(s)
+	}
+	return lines
+}
+
+func confirmWord(c steps.Confirm) string {
+	return [...]string{"none", "y/N", "type the topic name"}[c]
+}
+
+// detailLines is a step's detail: what and why, the concrete plan, checks,
+// the rollback note with this run's paths, and what went wrong.
+func (m *Model) detailLines(sv *stepView, w int) []string {
+	st := m.st
+	var out []string
+	add := func(ls ...string) { out = append(out, ls...) }
+	section := func(s string) { add("", st.Section.Render(s)) }
+	add(styled(st.Title, wrap(sv.info.Title, w, "", ""))...)
+	meta := fmt.Sprintf("%s · risk %s · confirm %s · %s", sv.info.ID, sv.info.Risk, confirmWord(sv.info.Confirm), m.stateWord(sv, true))
+	if d := m.duration(sv); d != "" {
+		meta += " " + d
+	}
+	add(styled(st.Faint, wrap(meta, w, "", ""))...)
+	if sv.info.Risk == steps.Destructive {
+		add(st.Warn.Render("Destructive: it backs up first, and asks you to type the topic name."))
+	}
+	if sv.note != "" && sv.err == nil {
+		add(wrap("Note: "+sv.note, w, "", "  ")...)
+	}
+	if sv.err != nil {
+		section("WHAT WENT WRONG")
+		add(styled(st.Fail, wrap(sv.err.Error(), w, "", ""))...)
+	}
+	switch {
+	case sv.plan != nil:
+		p := sv.plan
+		section("PLAN")
+		add(wrap(p.Summary, w, "", "")...)
+		if p.NoOp {
+			add(st.OK.Render("Nothing to do: already as wanted."))
+		}
+		if len(p.Facts) > 0 {
+			section("SEEN ON THE CLUSTER")
+			for _, f := range p.Facts {
+				add(wrap(f, w, "· ", "  ")...)
+			}
+		}
+		if len(p.Actions) > 0 {
+			head := "WILL DO"
+			if sv.applied || sv.ran {
+				head = "ACTIONS"
+			}
+			section(head)
+			for _, a := range p.Actions {
+				add(styled(st.Action, wrap(a.String(), w, "→ ", "  "))...)
+			}
+		}
+		for _, n := range p.Notes {
+			add(styled(st.Note, wrap(n, w, "! ", "  "))...)
+		}
+		if p.Rollback != "" && !p.NoOp {
+			section("IF YOU NEED TO UNDO")
+			add(wrap(p.Rollback, w, "", "")...)
+		}
+	case sv.state == steps.Pending && !sv.earlier:
+		add("", st.Faint.Render("Not planned yet: each step is planned from the cluster as it is when it starts."))
+	case sv.state == steps.Planning:
+		add("", m.spin.View()+" Reading the cluster (read-only)…")
+	}
+	if len(sv.checks) > 0 {
+		section("CHECKS")
+		for _, c := range sv.checks {
+			text := c.Name
+			if c.Detail != "" {
+				text += " — " + c.Detail
+			}
+			if c.OK {
+				add(styled(st.OK, wrap(text, w, "✓ ", "  "))...)
+			} else {
+				add(styled(st.Fail, wrap(text, w, "✗ ", "  "))...)
+			}
+		}
+	}
+	if strings.TrimSpace(sv.info.Why) != "" {
+		section("WHY")
+		add(wrap(strings.TrimSpace(sv.info.Why), w, "", "")...)
+	}
+	return out
+}
+
+func (m *Model) outputTitle(sv *stepView, l layout) string {
+	n := sv.out.len()
+	t := fmt.Sprintf("OUTPUT · %s · %d lines", sv.info.ID, n)
+	if n > l.outH {
+		if m.outFollow {
+			t += " · following"
+		} else {
+			top := clamp(m.outTop, 0, n-l.outH)
+			t += fmt.Sprintf(" · %d-%d, end follows", top+1, min(n, top+l.outH))
+		}
+	}
+	return m.titleRule(t, l.rightW, m.focus == paneOutput)
+}
+
+// outputRows draws only the visible window of the ring, so a step with
+// 100,000 lines costs as much as one with 20.
+func (m *Model) outputRows(sv *stepView, l layout) []string {
+	r := sv.out
+	n := r.len()
+	if n == 0 {
+		return []string{m.st.Faint.Render("(no output yet)")}
+	}
+	w := l.contentW()
+	srcW := clamp(w/4, 6, 18)
+	bottom := max(0, n-l.outH)
+	top := bottom
+	if !m.outFollow {
+		top = clamp(m.outTop, 0, bottom)
+	}
+	rows := make([]string, 0, l.outH)
+	for i := top; i < min(n, top+l.outH); i++ {
+		ln := r.at(i)
+		src := ln.src
+		if ansi.StringWidth(src) > srcW {
+			src = ansi.Truncate(src, srcW, "…")
+		}
+		text := ln.text
+		if room := w - srcW - 1; ansi.StringWidth(text) > room {
+			text = ansi.Truncate(text, room, "…")
+		}
+		rows = append(rows, m.st.Source.Render(pad(src, srcW))+" "+text)
+	}
+	if r.dropped > 0 && top == 0 {
+		rows[0] = m.st.Faint.Render(fmt.Sprintf("(%d older lines are only in the journal)", r.dropped))
+	}
+	return rows
+}
+
+func (m *Model) flashLine() string {
+	if m.flashErr {
+		return m.st.ErrMsg.Render("✗ " + m.flash)
+	}
+	return m.st.InfoMsg.Render(m.flash)
+}
+
+// barLines is the area above the help line: what kremedy needs from the
+// operator now.
+func (m *Model) barLines(w, h int) []string {
+	st := m.st
+	var out []string
+	add := func(ls ...string) { out = append(out, ls...) }
+	cur := m.currentStep()
+	switch m.phase {
+	case phaseOffer:
+		r := m.o.Resume
+		add(st.Confirm.Render(" UNFINISHED RUN ") + " " + r.ID + " in this run directory")
+		var parts []string
+		if !r.Started.IsZero() {
+			parts = append(parts, "started "+r.Started.UTC().Format("2006-01-02 15:04")+" UTC")
+		}
+		parts = append(parts, "done: "+list(r.Done), "skipped: "+list(r.Skipped))
+		if r.Stopped != "" {
+			parts = append(parts, "stopped at: "+r.Stopped)
+		}
+		add(wrap(strings.Join(parts, "; ")+".", w, "", "")...)
+		add("Press r to resume it (done steps are re-checked, not re-done), or q to leave it untouched.")
+	case phaseRunning:
+		switch {
+		case m.ask != nil && m.diagnosisSeen:
+			add(m.confirmBar(w, h)...)
+		case m.ask != nil:
+			what := "Nothing has changed yet."
+			if m.o.Resume != nil {
+				what = "Nothing has changed in this session yet."
+			}
+			add(st.Confirm.Render(" "+strings.ToUpper(what)+" "),
+				fmt.Sprintf("Read what kremedy sees above. Press space to review the first change: %s — %s.", m.ask.info.ID, m.ask.info.Title))
+		case cur == nil:
+			add(m.spin.View() + fmt.Sprintf(" Connecting to %s and looking before anything happens… nothing is changed.", m.o.Cluster))
+		default:
+			add(m.activity(cur))
+		}
+		if m.flash != "" && !(m.ask != nil && m.diagnosisSeen) {
+			add(m.flashLine())
+		}
+	case phaseStopping:
+		id := "the run"
+		if cur != nil {
+			id = cur.info.ID
+		}
+		add(m.spin.View()+fmt.Sprintf(" Stopping: cancelling %s cleanly and journaling where it stopped… nothing else will start.", id))
+		if m.flash != "" {
+			add(m.flashLine())
+		}
+	case phaseFinished:
+		add(m.endBanner(w)...)
+	}
+	return out
+}
+
+func list(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+func (m *Model) activity(sv *stepView) string {
+	switch sv.state {
+	case steps.Planning:
+		return m.spin.View() + fmt.Sprintf(" Planning %s: reading the cluster (read-only)…", sv.info.ID)
+	case steps.Running:
+		return m.spin.View() + fmt.Sprintf(" Running %s · %s — q stops it cleanly (resumable).", sv.info.ID, m.duration(sv))
+	case steps.Confirming:
+		return m.spin.View() + fmt.Sprintf(" Preparing the confirmation of %s…", sv.info.ID)
+	default:
+		return m.spin.View() + " Working…"
+	}
+}
+
+func (m *Model) confirmBar(w, h int) []string {
+	st := m.st
+	a := m.ask
+	var out []string
+	where := ""
+	if m.o.Mode == Live {
+		where = " on the LIVE cluster " + m.o.Cluster
+	}
+	if a.info.Confirm == steps.ConfirmTyped {
+		out = append(out, st.Danger.Render(" DESTRUCTIVE ")+" "+st.Title.Render(a.info.ID)+" — "+a.info.Title+where)
+	} else {
+		out = append(out, st.Confirm.Render(" CONFIRM ")+" "+st.Title.Render(a.info.ID)+" — "+a.info.Title+where)
+	}
+	undo := "No rollback note: nothing to undo."
+	if a.plan != nil && a.plan.Rollback != "" {
+		undo = a.plan.Rollback
+	}
+	ls := wrap(undo, w, "Undo: ", "      ")
+	if maxUndo := clamp(h/6, 2, 8); len(ls) > maxUndo {
+		ls = append(ls[:maxUndo-1], st.Faint.Render("      … the whole note is in the step pane (tab, then ↓)"))
+	}
+	out = append(out, ls...)
+	key := st.Command.Render
+	switch {
+	case m.mode == inputTyped || m.mode == inputReason:
+		out = append(out, m.input.View())
+	case a.info.Confirm == steps.ConfirmTyped:
+		out = append(out, "Not confirmed. "+key("y")+" type the topic name · "+key("n")+" no, stop here · "+key("s")+" skip…")
+	default:
+		out = append(out, "Apply this plan? "+key("y")+" yes · "+key("n")+" no, stop here · "+key("s")+" skip…   (Enter alone does nothing)")
+	}
+	if m.flash != "" {
+		out = append(out, m.flashLine())
+	}
+	return out
+}
+
+func (m *Model) endBanner(w int) []string {
+	st := m.st
+	res := m.result
+	report := ""
+	if m.o.ReportPath != "" {
+		report = " Report: " + m.o.ReportPath
+	}
+	if res == nil || res.err == nil {
+		return []string{st.State[steps.Done].Render("✓ FINISHED") + " every step is done, had nothing to do, or was skipped with a reason." + report}
+	}
+	sv := m.failedStep()
+	id := "the start"
+	if sv != nil {
+		id = sv.info.ID
+	}
+	head := st.Fail.Render("✗ STOPPED AT " + id)
+	if errors.Is(res.err, steps.ErrAborted) {
+		head = st.Warn.Render("■ STOPPED AT " + id + " (you said no)")
+	} else if res.out.Interrupted != "" || errors.Is(res.err, context.Canceled) {
+		head = st.Warn.Render("■ INTERRUPTED AT " + id)
+	}
+	out := []string{head + " — " + firstLine(res.err.Error())}
+	out = append(out, "Resume later: "+st.Command.Render(m.resumeCommand())+"  (or r here)."+report)
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func (m *Model) resumeCommand() string {
+	return "kremedy resume " + steps.ShQuote(m.o.RunDir)
+}
+
+func (m *Model) helpLines(w int) []string {
+	k := m.keys
+	for _, b := range k.all() {
+		b.SetEnabled(true)
+	}
+	k.Quit.SetHelp("q / ctrl+c", "stop the running step cleanly (resumable); quit when stopped")
+	h := m.help
+	h.ShowAll = true
+	var out []string
+	out = append(out, wrap("Nothing changes without your confirmation. y/N steps need y; destructive steps need the topic name typed; Enter alone never confirms. Skipping asks for a reason, written to the journal.", w, "", "")...)
+	out = append(out, wrap(fmt.Sprintf("q stops the running step cleanly: every action is journaled before and after, and %s continues where it stopped.", m.resumeCommand()), w, "", "")...)
+	out = append(out, "")
+	out = append(out, strings.Split(h.FullHelpView(k.FullHelp()), "\n")...)
+	out = append(out, "", m.st.Faint.Render("? or esc closes this screen."))
+	return out
+}
