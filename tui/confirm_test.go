@@ -19,7 +19,7 @@ func TestTUIDiagnosisIsTheFirstScreen(t *testing.T) {
 	h := newHarness(t, f.options())
 	h.wantScreen("Connecting to lab", "DIAGNOSIS · preflight")
 	h.until("the first question", func(m *Model) bool { return m.ask != nil })
-	h.wantScreen("NOTHING HAS CHANGED YET", "space to review the first change: detach-clients",
+	h.wantScreen("NOTHING HAS CHANGED YET", "space shows the first change: detach-clients",
 		"SEEN ON THE CLUSTER", "OLD topic ID", "✓ chroot /kafka")
 	h.press("y", "enter", "s", "n")
 	if h.m.ask == nil || !slices.Equal(f.rec.answers(), nil) || h.m.mode != inputNone {
@@ -177,7 +177,7 @@ func TestTUISkipNeedsAReason(t *testing.T) {
 			h.press("enter")
 			if tc.step == "detach-clients" {
 				h.until("delete", h.asked("delete-znodes"))
-				h.press("n")
+				h.press("esc", "n")
 			}
 			h.until("the end", finished)
 			got := f.rec.answers()

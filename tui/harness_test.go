@@ -278,7 +278,9 @@ func newHarnessCtx(t *testing.T, ctx context.Context, o Options) *harness {
 	t.Helper()
 	m := newModel(ctx, o, NewStyles(true, true))
 	h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 4096)}
-	h.handle(tea.WindowSizeMsg{Width: 80, Height: 24})
+	// Wide enough that assertions never meet a truncated line; the
+	// goldens cover 80×24 and 120×40.
+	h.handle(tea.WindowSizeMsg{Width: 220, Height: 60})
 	h.exec(m.Init())
 	t.Cleanup(func() {
 		if m.engineRunning {

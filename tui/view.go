@@ -70,6 +70,8 @@ func (m *Model) layout() layout {
 	l.twoRowsPerStep = l.bodyH >= 2*len(m.steps)
 	rest := l.bodyH - 1 // the output pane's title
 	switch {
+	case m.selected().out.len() == 0:
+		l.outH = 1 // nothing to show: the detail gets the room
 	case m.ask != nil && m.diagnosisSeen:
 		l.outH = clamp(rest/4, 2, 8) // the plan is what matters now
 	case m.phase == phaseRunning && m.selected().state == steps.Running:
@@ -337,7 +339,7 @@ func wrap(text string, w int, first, rest string) []string {
 		body := strings.TrimLeft(para, " ")
 		lead := first + indent
 		width := max(8, w-ansi.StringWidth(lead))
-		for j, ln := range strings.Split(ansi.Wrap(body, width, ""), "\n") {
+		for j, ln := range wordwrap(body, width) {
 			if j > 0 {
 				lead = rest + indent
 			}
@@ -346,6 +348,30 @@ func wrap(text string, w int, first, rest string) []string {
 		first = rest
 	}
 	return out
+}
+
+// wordwrap breaks plain text at spaces only (never inside a path, a
+// command or --an-option), and hard-breaks a word longer than a line.
+func wordwrap(s string, w int) []string {
+	var lines []string
+	cur, curW := "", 0
+	for _, word := range strings.Fields(s) {
+		ww := ansi.StringWidth(word)
+		if curW > 0 && curW+1+ww <= w {
+			cur, curW = cur+" "+word, curW+1+ww
+			continue
+		}
+		if curW > 0 {
+			lines = append(lines, cur)
+		}
+		for ww > w {
+			lines = append(lines, ansi.Cut(word, 0, w))
+			word = ansi.Cut(word, w, ww)
+			ww = ansi.StringWidth(word)
+		}
+		cur, curW = word, ww
+	}
+	return append(lines, cur)
 }
 
 func styled(st lipgloss.Style, lines []string) []string {
@@ -373,9 +399,9 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 	}
 	add(styled(st.Faint, wrap(meta, w, "", ""))...)
 	if sv.info.Risk == steps.Destructive {
-		add(st.Warn.Render("Destructive: it backs up first, and asks you to type the topic name."))
+		add(styled(st.Warn, wrap("Destructive: it backs up first, and asks you to type the topic name.", w, "", ""))...)
 	}
-	if sv.note != "" && sv.err == nil {
+	if sv.note != "" && sv.err == nil && !(sv.plan != nil && sv.plan.NoOp) {
 		add(wrap("Note: "+sv.note, w, "", "  ")...)
 	}
 	if sv.err != nil {
@@ -387,7 +413,7 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 		p := sv.plan
 		section("PLAN")
 		add(wrap(p.Summary, w, "", "")...)
-		if p.NoOp {
+		if p.NoOp && sv.info.Risk != steps.ReadOnly {
 			add(st.OK.Render("Nothing to do: already as wanted."))
 		}
 		if len(p.Facts) > 0 {
@@ -525,7 +551,7 @@ func (m *Model) barLines(w, h int) []string {
 				what = "Nothing has changed in this session yet."
 			}
 			add(st.Confirm.Render(" "+strings.ToUpper(what)+" "),
-				fmt.Sprintf("Read what kremedy sees above. Press space to review the first change: %s — %s.", m.ask.info.ID, m.ask.info.Title))
+				fmt.Sprintf("Read what kremedy sees above; space shows the first change: %s.", m.ask.info.ID))
 		case cur == nil:
 			add(m.spin.View() + fmt.Sprintf(" Connecting to %s and looking before anything happens… nothing is changed.", m.o.Cluster))
 		default:
