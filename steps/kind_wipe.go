@@ -3,11 +3,13 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/journal"
@@ -140,9 +142,9 @@ func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 	if err != nil {
 		return fmt.Errorf("quarantine manifest %s: %w", r.ManifestPath(), err)
 	}
-	// One SSH command per broker moves that broker's directories; each
-	// move is in the manifest (as planned) before the command starts and
-	// marked moved as soon as the host reports it.
+	// One SSH command per broker moves that broker's directories, brokers
+	// in parallel; each move is in the manifest (as planned) before its
+	// command starts and marked moved as soon as the host reports it.
 	var order []int32
 	byBroker := map[int32][]int{}
 	for i, mv := range wp.Moves {
@@ -151,19 +153,21 @@ func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 		}
 		byBroker[mv.Broker] = append(byBroker[mv.Broker], i)
 	}
+	// Re-prove every broker is down right before touching any disk.
+	reg, err := r.registered(ctx)
+	if err != nil {
+		return err
+	}
 	for _, b := range order {
-		// Re-prove the broker is down right before touching its disk.
-		reg, err := r.registered(ctx)
-		if err != nil {
-			return err
-		}
 		if slices.Contains(reg, b) {
-			return fmt.Errorf("%w: broker %d registered again before its segments were moved; nothing more was moved (see %s)", ErrRefused, b, r.ManifestPath())
+			return fmt.Errorf("%w: broker %d registered again before its segments were moved; nothing was moved", ErrRefused, b)
 		}
-		var script strings.Builder
-		script.WriteString(moveFunc)
-		idx := map[string]int{}    // From -> manifest index
-		action := map[string]int{} // From -> plan action index
+	}
+	var mu sync.Mutex          // guards man and the manifest file
+	idx := map[string]int{}    // broker/From -> manifest index
+	action := map[string]int{} // broker/From -> plan action index
+	keyOf := func(b int32, from string) string { return fmt.Sprintf("%d/%s", b, from) }
+	for _, b := range order {
 		for _, i := range byBroker[b] {
 			mv := wp.Moves[i]
 			mv.At = r.now().UTC()
@@ -172,36 +176,55 @@ func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 				man.Moves = append(man.Moves, mv)
 				n = len(man.Moves) - 1
 			}
-			idx[mv.From], action[mv.From] = n, i+1
-			fmt.Fprintf(&script, "kremedy_move %s %s || exit $?\n", ShQuote(mv.From), ShQuote(mv.To))
+			idx[keyOf(b, mv.From)], action[keyOf(b, mv.From)] = n, i+1
 			if err := r.journalled(journal.ActionStart, p.Actions[i+1]); err != nil {
 				return err
 			}
 		}
-		if err := WriteJSON(r.ManifestPath(), man); err != nil {
-			return fmt.Errorf("write manifest before moving on broker %d: %w; nothing was moved there", b, err)
-		}
-		h, _ := r.Target.Host(b)
-		host := fmt.Sprintf("broker %d (%s)", b, h.Host)
-		start := r.now()
-		err = r.Remote.Run(ctx, b, script.String(), func(l Line) {
-			r.Output(host, l)
-			for _, prefix := range []string{"moved ", "in quarantine: "} {
-				if rest, ok := strings.CutPrefix(l.Text, prefix); ok {
-					from, _, _ := strings.Cut(rest, " -> ")
-					if n, ok := idx[from]; ok {
-						man.Moves[n].State = "moved"
-						_ = r.journalled(journal.ActionEnd, map[string]any{"action": p.Actions[action[from]], "ok": true, "took_ms": r.now().Sub(start).Milliseconds()})
+	}
+	if err := WriteJSON(r.ManifestPath(), man); err != nil {
+		return fmt.Errorf("write manifest %s before moving: %w; nothing was moved", r.ManifestPath(), err)
+	}
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for bi, b := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var script strings.Builder
+			script.WriteString(moveFunc)
+			for _, i := range byBroker[b] {
+				fmt.Fprintf(&script, "kremedy_move %s %s || exit $?\n", ShQuote(wp.Moves[i].From), ShQuote(wp.Moves[i].To))
+			}
+			h, _ := r.Target.Host(b)
+			host := fmt.Sprintf("broker %d (%s)", b, h.Host)
+			start := r.now()
+			err := r.Remote.Run(ctx, b, script.String(), func(l Line) {
+				r.Output(host, l)
+				for _, prefix := range []string{"moved ", "in quarantine: "} {
+					if rest, ok := strings.CutPrefix(l.Text, prefix); ok {
+						from, _, _ := strings.Cut(rest, " -> ")
+						mu.Lock()
+						if n, ok := idx[keyOf(b, from)]; ok {
+							man.Moves[n].State = "moved"
+							_ = r.journalled(journal.ActionEnd, map[string]any{"action": p.Actions[action[keyOf(b, from)]], "ok": true, "took_ms": r.now().Sub(start).Milliseconds()})
+							_ = WriteJSON(r.ManifestPath(), man)
+						}
+						mu.Unlock()
 					}
 				}
+			})
+			if err != nil {
+				errs[bi] = fmt.Errorf("moving directories on broker %d: %w", b, err)
 			}
-		})
-		if werr := WriteJSON(r.ManifestPath(), man); werr != nil && err == nil {
-			err = werr
-		}
-		if err != nil {
-			return fmt.Errorf("moving directories on broker %d: %w (what was moved is marked in %s)", b, err, r.ManifestPath())
-		}
+		}()
+	}
+	wg.Wait()
+	if err := WriteJSON(r.ManifestPath(), man); err != nil {
+		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w (what was moved is marked in %s)", err, r.ManifestPath())
 	}
 	return nil
 }

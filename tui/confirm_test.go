@@ -26,7 +26,7 @@ func TestTUIDiagnosisIsTheFirstScreen(t *testing.T) {
 		t.Fatalf("a key other than space answered the question under the diagnosis: answers %v", decisions(f.rec.answers()))
 	}
 	h.press("space")
-	h.wantScreen("CONFIRM", "detach-clients — Detach producers and consumers", "Apply this plan?")
+	h.wantScreen("CONFIRM", "detach-clients · risk low", "Apply this plan?")
 	h.press("n")
 	h.until("the end", finished)
 }
@@ -79,7 +79,7 @@ func TestTUIConfirmNoStopsTheRun(t *testing.T) {
 	if p, _ := f.kinds["delete-znodes"].counts(); p != 0 {
 		t.Fatal("the run went on after a no")
 	}
-	h.wantScreen("STOPPED AT detach-clients (you said no)", "You said no at detach-clients: nothing of that step was done",
+	h.wantScreen("STOPPED AT detach-clients — you said no", "You said no at detach-clients: nothing of that step was done",
 		"kremedy resume "+f.dir)
 }
 
@@ -158,7 +158,7 @@ func TestTUISkipNeedsAReason(t *testing.T) {
 			}
 			h.press(tc.before...)
 			h.press("s")
-			h.wantScreen("Why skip " + tc.step + "? (written to the journal)")
+			h.wantScreen("Reason to skip (journaled):")
 			h.press("enter")
 			h.wantScreen("A skip needs a reason")
 			h.typeText("   ")
@@ -250,7 +250,7 @@ func TestTUIQuitMidStepCancelsAndKeepsJournal(t *testing.T) {
 				t.Fatalf("journal ends with %q, want the interruption: %v", last, recs)
 			}
 			h.wantScreen("INTERRUPTED AT detach-clients", "detach-clients was cancelled while it ran, after: save offsets.json",
-				"Resume: kremedy resume "+f.dir, "Not done: detach-clients, delete-znodes")
+				"  kremedy resume "+f.dir, "Not done: detach-clients, delete-znodes")
 			h.press(quitKey)
 			h.until("quit", func(*Model) bool { return h.quit })
 		})
@@ -349,7 +349,7 @@ func TestTUIRecheckAndRetry(t *testing.T) {
 			if !errors.Is(h.m.result.err, steps.ErrCheckFailed) || h.m.result.out.Failed != "detach-clients" {
 				t.Fatalf("outcome %+v err %v", h.m.result.out, h.m.result.err)
 			}
-			h.wantScreen("STOPPED AT detach-clients", "clients still attached", "r retry the step", "c re-check the gate")
+			h.wantScreen("STOPPED AT detach-clients", "clients still attached", "r retry", "c re-check gate")
 			h.press(k)
 			h.until("asked again", h.asked("detach-clients"))
 			if !h.m.diagnosisSeen {
@@ -420,14 +420,14 @@ func TestTUIOutputRing(t *testing.T) {
 
 func TestTUISanitize(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain":                         "plain",
-		"\x1b[31mred\x1b[0m":            "red",
-		"a\tb":                          "a    b",
-		"50%\r100%":                     "100%",
-		"title\x1b]0;pwned\x07 ok":      "title ok",
-		"bell\x07 and \x1b[2J clear":    "bell and  clear",
-		"ünïcode ✓":                     "ünïcode ✓",
-		"trailing cr\r":                 "trailing cr",
+		"plain":                      "plain",
+		"\x1b[31mred\x1b[0m":         "red",
+		"a\tb":                       "a    b",
+		"50%\r100%":                  "100%",
+		"title\x1b]0;pwned\x07 ok":   "title ok",
+		"bell\x07 and \x1b[2J clear": "bell and  clear",
+		"ünïcode ✓":                  "ünïcode ✓",
+		"trailing cr\r":              "trailing cr",
 	} {
 		if got := sanitize(in); got != want {
 			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)

@@ -29,23 +29,23 @@ type KeyMap struct {
 // DefaultKeyMap is kremedy's key map.
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
-		Approve:  key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes, apply")),
+		Approve:  key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "apply")),
 		Decline:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "no, stop here")),
-		Skip:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip (with a reason)")),
+		Skip:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip…")),
 		Submit:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "submit")),
 		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-		Continue: key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "review the first change")),
-		Recheck:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-check the gate")),
-		Retry:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry the step")),
+		Continue: key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "first change")),
+		Recheck:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-check gate")),
+		Retry:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry")),
 		Resume:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "resume the run")),
 		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
 		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
 		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "top")),
-		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom, follow output")),
-		NextPane: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
-		PrevPane: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
+		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom, follow")),
+		NextPane: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "pane")),
+		PrevPane: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev pane")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
@@ -54,7 +54,7 @@ func DefaultKeyMap() KeyMap {
 // ShortHelp is the help line: the enabled decisions first.
 func (k KeyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.Approve, k.Decline, k.Skip, k.Submit, k.Back, k.Continue, k.Resume, k.Retry, k.Recheck,
-		k.NextPane, k.Help, k.Quit}
+		k.Quit, k.Help, k.NextPane}
 }
 
 // FullHelp is the ? screen.

@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kremedy/kremedy/steps"
 )
@@ -207,6 +208,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
+		m.fitInput()
 	case tea.BackgroundColorMsg:
 		if dark := msg.IsDark(); dark != m.dark && !m.st.NoColor {
 			m.dark = dark
@@ -290,6 +292,9 @@ func (m *Model) apply(e steps.Event) {
 				sv.plan = e.Plan
 			}
 		case steps.Done, steps.Failed, steps.Skipped:
+			if !m.flashErr {
+				m.flash = ""
+			}
 			if sv.started.IsZero() {
 				sv.started = e.Time
 			}
@@ -355,9 +360,16 @@ func (m *Model) openInput(mode inputMode) tea.Cmd {
 	case inputTyped:
 		m.input.Prompt = fmt.Sprintf("Type the topic name %s to apply: ", m.o.Topic)
 	case inputReason:
-		m.input.Prompt = fmt.Sprintf("Why skip %s? (written to the journal) ", m.ask.info.ID)
+		m.input.Prompt = "Reason to skip (journaled): "
 	}
+	m.fitInput()
 	return m.input.Focus()
+}
+
+// fitInput lets the field scroll within the line instead of being cut.
+func (m *Model) fitInput() {
+	w, _ := m.size()
+	m.input.SetWidth(max(8, w-ansi.StringWidth(m.input.Prompt)-2))
 }
 
 func (m *Model) closeInput() {
@@ -492,9 +504,9 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case k.String() == "enter":
 		switch {
 		case m.ask != nil && m.diagnosisSeen:
-			m.setFlash(true, "Enter alone never confirms. Press y to apply this plan, n to stop here, s to skip it.")
+			m.setFlash(true, "Enter alone never confirms: y applies, n stops here, s skips.")
 			if m.ask.info.Confirm == steps.ConfirmTyped {
-				m.setFlash(true, "Enter alone never confirms. Press y, then type the topic name %s; n stops here; s skips.", m.o.Topic)
+				m.setFlash(true, "Enter alone never confirms: y, then type %s; n stops here; s skips.", m.o.Topic)
 			}
 		case m.ask != nil:
 			m.setFlash(false, "Press space to review the first change.")
@@ -698,9 +710,9 @@ func (m *Model) syncKeys() {
 	k.Decline.SetEnabled(asking && !typing)
 	k.Skip.SetEnabled(asking && !typing && !small && !m.showHelp)
 	if asking && m.ask.info.Confirm == steps.ConfirmTyped {
-		k.Approve.SetHelp("y", "type the topic name")
+		k.Approve.SetHelp("y", "type the name")
 	} else {
-		k.Approve.SetHelp("y", "yes, apply")
+		k.Approve.SetHelp("y", "apply")
 	}
 	k.Submit.SetEnabled(typing)
 	k.Back.SetEnabled(typing || m.showHelp)

@@ -82,7 +82,8 @@ type Options struct {
 	Now func() time.Time
 	// NoColor drops every colour (NO_COLOR in the environment does too).
 	NoColor bool
-	// ProgramOptions are appended last (tests: input, output, window size).
+	// ProgramOptions are added to the program's (tests: input, output,
+	// window size); NO_COLOR still wins over a colour profile given here.
 	ProgramOptions []tea.ProgramOption
 }
 

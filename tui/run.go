@@ -28,13 +28,12 @@ func Run(ctx context.Context, o Options) (steps.Outcome, error) {
 	m := newModel(ctx, o, NewStyles(noColor, true))
 	// Signals are ours: main's context turns SIGINT/SIGTERM into a clean
 	// stop of the running step instead of an abrupt exit.
-	opts := []tea.ProgramOption{tea.WithoutSignalHandler()}
+	opts := append([]tea.ProgramOption{tea.WithoutSignalHandler()}, o.ProgramOptions...)
 	if noColor {
 		// colorprofile only honours bool-like NO_COLOR values; any
-		// non-empty value means no colour (no-color.org).
+		// non-empty value means no colour (no-color.org). Last, so it wins.
 		opts = append(opts, tea.WithColorProfile(colorprofile.ASCII))
 	}
-	opts = append(opts, o.ProgramOptions...)
 	_, perr := tea.NewProgram(m, opts...).Run()
 	m.b.close()
 	// The event loop has ended: m is ours again.

@@ -25,8 +25,9 @@ func (m *Model) summaryLines(w int) []string {
 	add(st.Section.Render("WHERE THE CLUSTER IS"))
 	add(wrap(m.clusterState(), w, "", "")...)
 	if res.err != nil {
-		add("", "Resume: "+st.Command.Render(m.resumeCommand())+
-			st.Faint.Render("  — done steps are re-checked, not re-done; the stopped step is planned again from the cluster as it is then."))
+		add("")
+		add(wrap("Resume (done steps are re-checked, not re-done; the stopped step is planned again from the cluster as it is then):", w, "", "")...)
+		add(styled(st.Command, wrap(m.resumeCommand(), w, "  ", "  "))...)
 	}
 
 	section("TIMELINE (UTC)")
@@ -40,7 +41,7 @@ func (m *Model) summaryLines(w int) []string {
 			at = sv.started.UTC().Format("15:04:05")
 		}
 		word := m.stateWord(sv, false)
-		row := fmt.Sprintf("%s %s %-*s %-15s %7s", at, stateIcon[sv.state], idW, sv.info.ID, word, m.duration(sv))
+		row := fmt.Sprintf("%s %s %-*s %-15s %7s", at, plainIcon(sv), idW, sv.info.ID, word, m.duration(sv))
 		row = st.State[sv.state].Render(row)
 		if extra := m.timelineNote(sv); extra != "" {
 			row += "  " + st.Faint.Render(extra)
@@ -91,7 +92,12 @@ func (m *Model) summaryLines(w int) []string {
 	}
 	whatW = min(whatW, w/2)
 	for _, f := range files {
-		add(pad(f.What, whatW) + "  " + st.Command.Render(f.Path))
+		if whatW+2+ansi.StringWidth(f.Path) <= w {
+			add(pad(f.What, whatW) + "  " + st.Command.Render(f.Path))
+			continue
+		}
+		add(f.What + ":")
+		add(styled(st.Command, wrap(f.Path, w, "  ", "  "))...)
 	}
 
 	section("NEXT")
@@ -103,9 +109,13 @@ func (m *Model) summaryLines(w int) []string {
 
 func (m *Model) timelineNote(sv *stepView) string {
 	switch {
+	case errors.Is(sv.err, steps.ErrAborted):
+		return "you said no"
+	case stopped(sv.err):
+		return "stopped by the operator"
 	case sv.err != nil:
 		return firstLine(sv.err.Error())
-	case sv.state == steps.Skipped || sv.note != "" && sv.note != "done in "+m.duration(sv):
+	case sv.state == steps.Skipped || sv.note != "" && !strings.HasPrefix(sv.note, "done in "):
 		return sv.note
 	}
 	return ""

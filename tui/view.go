@@ -102,9 +102,9 @@ func (m *Model) render() string {
 	l := m.layout()
 	lines := m.headerLines(l.w)
 	if l.small {
-		lines = append(lines, "",
-			fmt.Sprintf("The terminal is %d×%d: kremedy needs at least 60×16 (80×24 or more is best).", l.w, l.h),
-			"Confirming is off until the plan fits on screen; n says no, q stops (resumable).")
+		lines = append(lines, "")
+		lines = append(lines, wrap(fmt.Sprintf("The terminal is %d×%d: kremedy needs at least 60×16 (80×24 or more is best). "+
+			"Confirming is off until the plan fits on screen; n says no, q stops (resumable).", l.w, l.h), l.w, "", "")...)
 		if m.flash != "" {
 			lines = append(lines, m.flashLine())
 		}
@@ -115,8 +115,9 @@ func (m *Model) render() string {
 		lines = append(lines, m.titleRule("KEYS", l.w, true))
 		lines = append(lines, window(m.helpLines(l.w), 0, l.bodyH)...)
 	case m.phase == phaseFinished && m.focus == paneSummary:
-		lines = append(lines, m.titleRule("SUMMARY · tab shows the steps", l.w, true))
-		lines = append(lines, window(m.summaryLines(l.w), m.summaryTop, l.bodyH)...)
+		sum := m.summaryLines(l.w)
+		lines = append(lines, m.titleRule("SUMMARY"+more(len(sum), m.summaryTop, l.bodyH)+" · tab shows the steps", l.w, true))
+		lines = append(lines, window(sum, m.summaryTop, l.bodyH)...)
 	default:
 		lines = append(lines, m.panes(l)...)
 	}
@@ -125,9 +126,7 @@ func (m *Model) render() string {
 	}
 	lines = append(lines, m.st.Rule.Render(strings.Repeat("─", l.w)))
 	lines = append(lines, l.bar...)
-	h := m.help
-	h.SetWidth(l.w)
-	lines = append(lines, h.ShortHelpView(m.keys.ShortHelp()))
+	lines = append(lines, m.shortHelp(l.w))
 	return frame(lines, l.w, l.h)
 }
 
@@ -155,6 +154,21 @@ func window(lines []string, top, h int) []string {
 		return nil
 	}
 	return lines[top:end]
+}
+
+// more marks a pane with more lines than it shows.
+func more(n, top, h int) string {
+	top = clamp(top, 0, n-h)
+	switch {
+	case n <= h:
+		return ""
+	case top == 0:
+		return " · ↓ more"
+	case top+h >= n:
+		return " · ↑ more"
+	default:
+		return " · ↑↓ more"
+	}
 }
 
 func pad(s string, w int) string {
@@ -191,8 +205,8 @@ func (m *Model) headerLines(w int) []string {
 	}
 	dir := st.HeaderFaint.Render("run dir ")
 	tail := ""
-	if r := m.o.Resume; r != nil && r.ID != "" {
-		tail = st.HeaderFaint.Render(" · resuming " + r.ID)
+	if m.o.Resume != nil {
+		tail = st.HeaderFaint.Render(" · resumed run")
 	}
 	room := w - ansi.StringWidth(dir) - ansi.StringWidth(tail)
 	path := m.o.RunDir
@@ -253,7 +267,14 @@ func (m *Model) icon(sv *stepView) string {
 	if (sv.state == steps.Planning || sv.state == steps.Running) && m.engineRunning {
 		return m.spin.View()
 	}
-	return m.st.State[sv.state].Render(stateIcon[sv.state])
+	return m.st.State[sv.state].Render(plainIcon(sv))
+}
+
+func plainIcon(sv *stepView) string {
+	if sv.state == steps.Failed && stopped(sv.err) {
+		return "■"
+	}
+	return stateIcon[sv.state]
 }
 
 // panes draws the step list beside the step detail and its output.
@@ -264,10 +285,12 @@ func (m *Model) panes(l layout) []string {
 	if sv.info.Kind == "preflight" {
 		title = "DIAGNOSIS · " + sv.info.ID
 	}
+	all := m.detailLines(sv, l.contentW())
+	title += more(len(all), m.detailTop, l.detailH)
 	rows := []string{m.titleRule("STEPS", l.leftW, m.focus == paneSteps) + st.Rule.Render("┬") +
 		m.titleRule(title, l.rightW, m.focus == paneDetail)}
 	left := m.stepRows(l)
-	detail := window(m.detailLines(sv, l.contentW()), m.detailTop, l.detailH)
+	detail := window(all, m.detailTop, l.detailH)
 	out := m.outputRows(sv, l)
 	sep := st.Rule.Render("│")
 	for i := 0; i < l.bodyH; i++ {
@@ -338,7 +361,7 @@ func wrap(text string, w int, first, rest string) []string {
 		indent := para[:len(para)-len(strings.TrimLeft(para, " "))]
 		body := strings.TrimLeft(para, " ")
 		lead := first + indent
-		width := max(8, w-ansi.StringWidth(lead))
+		width := max(8, w-max(ansi.StringWidth(first), ansi.StringWidth(rest))-len(indent))
 		for j, ln := range wordwrap(body, width) {
 			if j > 0 {
 				lead = rest + indent
@@ -391,7 +414,12 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 	st := m.st
 	var out []string
 	add := func(ls ...string) { out = append(out, ls...) }
-	section := func(s string) { add("", st.Section.Render(s)) }
+	section := func(s string) {
+		if m.h >= 30 {
+			add("")
+		}
+		add(st.Section.Render(s))
+	}
 	add(styled(st.Title, wrap(sv.info.Title, w, "", ""))...)
 	meta := fmt.Sprintf("%s · risk %s · confirm %s · %s", sv.info.ID, sv.info.Risk, confirmWord(sv.info.Confirm), m.stateWord(sv, true))
 	if d := m.duration(sv); d != "" {
@@ -408,19 +436,31 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 		section("WHAT WENT WRONG")
 		add(styled(st.Fail, wrap(sv.err.Error(), w, "", ""))...)
 	}
+	checks := func() {
+		if len(sv.checks) == 0 {
+			return
+		}
+		section("CHECKS")
+		for _, c := range sv.checks {
+			text := c.Name
+			if c.Detail != "" {
+				text += " — " + c.Detail
+			}
+			if c.OK {
+				add(styled(st.OK, wrap(text, w, "✓ ", "  "))...)
+			} else {
+				add(styled(st.Fail, wrap(text, w, "✗ ", "  "))...)
+			}
+		}
+	}
 	switch {
 	case sv.plan != nil:
+		// What will be done comes first: it is what a confirmation is about.
 		p := sv.plan
 		section("PLAN")
 		add(wrap(p.Summary, w, "", "")...)
 		if p.NoOp && sv.info.Risk != steps.ReadOnly {
 			add(st.OK.Render("Nothing to do: already as wanted."))
-		}
-		if len(p.Facts) > 0 {
-			section("SEEN ON THE CLUSTER")
-			for _, f := range p.Facts {
-				add(wrap(f, w, "· ", "  ")...)
-			}
 		}
 		if len(p.Actions) > 0 {
 			head := "WILL DO"
@@ -435,28 +475,25 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 		for _, n := range p.Notes {
 			add(styled(st.Note, wrap(n, w, "! ", "  "))...)
 		}
+		checks()
+		if len(p.Facts) > 0 {
+			section("SEEN ON THE CLUSTER")
+			for _, f := range p.Facts {
+				add(wrap(f, w, "· ", "  ")...)
+			}
+		}
 		if p.Rollback != "" && !p.NoOp {
 			section("IF YOU NEED TO UNDO")
 			add(wrap(p.Rollback, w, "", "")...)
 		}
 	case sv.state == steps.Pending && !sv.earlier:
 		add("", st.Faint.Render("Not planned yet: each step is planned from the cluster as it is when it starts."))
+		checks()
 	case sv.state == steps.Planning:
 		add("", m.spin.View()+" Reading the cluster (read-only)…")
-	}
-	if len(sv.checks) > 0 {
-		section("CHECKS")
-		for _, c := range sv.checks {
-			text := c.Name
-			if c.Detail != "" {
-				text += " — " + c.Detail
-			}
-			if c.OK {
-				add(styled(st.OK, wrap(text, w, "✓ ", "  "))...)
-			} else {
-				add(styled(st.Fail, wrap(text, w, "✗ ", "  "))...)
-			}
-		}
+		checks()
+	default:
+		checks()
 	}
 	if strings.TrimSpace(sv.info.Why) != "" {
 		section("WHY")
@@ -543,6 +580,8 @@ func (m *Model) barLines(w, h int) []string {
 		add("Press r to resume it (done steps are re-checked, not re-done), or q to leave it untouched.")
 	case phaseRunning:
 		switch {
+		case m.showHelp && m.ask != nil:
+			add(fmt.Sprintf("Help is open: ? or esc returns to the confirmation of %s.", m.ask.info.ID))
 		case m.ask != nil && m.diagnosisSeen:
 			add(m.confirmBar(w, h)...)
 		case m.ask != nil:
@@ -553,7 +592,7 @@ func (m *Model) barLines(w, h int) []string {
 			add(st.Confirm.Render(" "+strings.ToUpper(what)+" "),
 				fmt.Sprintf("Read what kremedy sees above; space shows the first change: %s.", m.ask.info.ID))
 		case cur == nil:
-			add(m.spin.View() + fmt.Sprintf(" Connecting to %s and looking before anything happens… nothing is changed.", m.o.Cluster))
+			add(m.spin.View() + fmt.Sprintf(" Connecting to %s; nothing changes until you confirm.", m.o.Cluster))
 		default:
 			add(m.activity(cur))
 		}
@@ -565,7 +604,7 @@ func (m *Model) barLines(w, h int) []string {
 		if cur != nil {
 			id = cur.info.ID
 		}
-		add(m.spin.View()+fmt.Sprintf(" Stopping: cancelling %s cleanly and journaling where it stopped… nothing else will start.", id))
+		add(m.spin.View() + fmt.Sprintf(" Stopping %s cleanly; the journal records where it stopped.", id))
 		if m.flash != "" {
 			add(m.flashLine())
 		}
@@ -604,9 +643,9 @@ func (m *Model) confirmBar(w, h int) []string {
 		where = " on the LIVE cluster " + m.o.Cluster
 	}
 	if a.info.Confirm == steps.ConfirmTyped {
-		out = append(out, st.Danger.Render(" DESTRUCTIVE ")+" "+st.Title.Render(a.info.ID)+" — "+a.info.Title+where)
+		out = append(out, st.Danger.Render(" DESTRUCTIVE ")+" "+st.Title.Render(a.info.ID)+where+" · risk "+a.info.Risk.String())
 	} else {
-		out = append(out, st.Confirm.Render(" CONFIRM ")+" "+st.Title.Render(a.info.ID)+" — "+a.info.Title+where)
+		out = append(out, st.Confirm.Render(" CONFIRM ")+" "+st.Title.Render(a.info.ID)+where+" · risk "+a.info.Risk.String())
 	}
 	undo := "No rollback note: nothing to undo."
 	if a.plan != nil && a.plan.Rollback != "" {
@@ -640,21 +679,27 @@ func (m *Model) endBanner(w int) []string {
 		report = " Report: " + m.o.ReportPath
 	}
 	if res == nil || res.err == nil {
-		return []string{st.State[steps.Done].Render("✓ FINISHED") + " every step is done, had nothing to do, or was skipped with a reason." + report}
+		out := []string{st.State[steps.Done].Render("✓ FINISHED") + " — every step is done, a no-op, or skipped with a reason."}
+		if report != "" {
+			out = append(out, wrap(strings.TrimSpace(report), w, "", "  ")...)
+		}
+		return out
 	}
 	sv := m.failedStep()
 	id := "the start"
 	if sv != nil {
 		id = sv.info.ID
 	}
-	head := st.Fail.Render("✗ STOPPED AT " + id)
-	if errors.Is(res.err, steps.ErrAborted) {
-		head = st.Warn.Render("■ STOPPED AT " + id + " (you said no)")
-	} else if res.out.Interrupted != "" || errors.Is(res.err, context.Canceled) {
-		head = st.Warn.Render("■ INTERRUPTED AT " + id)
+	var out []string
+	switch {
+	case errors.Is(res.err, steps.ErrAborted):
+		out = append(out, st.Warn.Render("■ STOPPED AT "+id)+" — you said no; nothing of it was done.")
+	case res.out.Interrupted != "" || errors.Is(res.err, context.Canceled):
+		out = append(out, st.Warn.Render("■ INTERRUPTED AT "+id)+" — stopped cleanly; the journal has every action.")
+	default:
+		out = append(out, st.Fail.Render("✗ STOPPED AT "+id)+" — "+firstLine(res.err.Error()))
 	}
-	out := []string{head + " — " + firstLine(res.err.Error())}
-	out = append(out, "Resume later: "+st.Command.Render(m.resumeCommand())+"  (or r here)."+report)
+	out = append(out, "r resumes here; after q, the resume command is printed in your shell.")
 	return out
 }
 
@@ -669,17 +714,46 @@ func (m *Model) resumeCommand() string {
 	return "kremedy resume " + steps.ShQuote(m.o.RunDir)
 }
 
+// shortHelp is the help line from the key map's enabled bindings, in
+// order, dropping what does not fit (never cutting an item in half).
+func (m *Model) shortHelp(w int) string {
+	st := m.st.Help
+	sep := st.ShortSeparator.Render(" • ")
+	var b strings.Builder
+	used := 0
+	for _, kb := range m.keys.ShortHelp() {
+		if !kb.Enabled() {
+			continue
+		}
+		item := st.ShortKey.Render(kb.Help().Key) + " " + st.ShortDesc.Render(kb.Help().Desc)
+		if used > 0 {
+			item = sep + item
+		}
+		iw := ansi.StringWidth(item)
+		if used+iw > w {
+			if used+2 <= w {
+				b.WriteString(st.Ellipsis.Render(" …"))
+			}
+			break
+		}
+		b.WriteString(item)
+		used += iw
+	}
+	return b.String()
+}
+
 func (m *Model) helpLines(w int) []string {
 	k := m.keys
 	for _, b := range k.all() {
 		b.SetEnabled(true)
 	}
-	k.Quit.SetHelp("q / ctrl+c", "stop the running step cleanly (resumable); quit when stopped")
+	k.Quit.SetHelp("q/ctrl+c", "stop (resumable); quit")
 	h := m.help
 	h.ShowAll = true
+	h.FullSeparator = "   "
 	var out []string
 	out = append(out, wrap("Nothing changes without your confirmation. y/N steps need y; destructive steps need the topic name typed; Enter alone never confirms. Skipping asks for a reason, written to the journal.", w, "", "")...)
-	out = append(out, wrap(fmt.Sprintf("q stops the running step cleanly: every action is journaled before and after, and %s continues where it stopped.", m.resumeCommand()), w, "", "")...)
+	out = append(out, wrap("q stops the running step cleanly: every action is journaled before and after, and `kremedy resume RUN_DIR` continues where it stopped.", w, "", "")...)
 	out = append(out, "")
 	out = append(out, strings.Split(h.FullHelpView(k.FullHelp()), "\n")...)
 	out = append(out, "", m.st.Faint.Render("? or esc closes this screen."))
