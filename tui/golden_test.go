@@ -305,6 +305,37 @@ func TestTUITooSmallCannotConfirm(t *testing.T) {
 	}
 }
 
+// Nor can it take the typed topic name.
+func TestTUITooSmallCannotConfirmTyped(t *testing.T) {
+	s := newScene(t, 80, 24, true, nil)
+	s.typedAsk()
+	s.m.Update(tea.WindowSizeMsg{Width: 50, Height: 12})
+	s.typeText(topic).keys("enter")
+	if s.m.ask == nil {
+		t.Fatal("the typed name confirmed on a terminal too small to show the plan")
+	}
+	s.m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	s.keys("enter")
+	if s.m.ask != nil {
+		t.Fatal("the typed name did not confirm once the plan fits")
+	}
+}
+
+// A question closes the help screen: the plan must be on screen.
+func TestTUIQuestionClosesHelp(t *testing.T) {
+	s := newScene(t, 80, 24, true, nil)
+	s.detachRunning().keys("?")
+	s.send(s.state("detach-clients", steps.Done, ""))
+	s.send(s.state("delete-znodes", steps.Planning, ""))
+	s.ask("delete-znodes")
+	if s.m.showHelp || s.m.mode != inputTyped {
+		t.Fatalf("help %v, mode %d", s.m.showHelp, s.m.mode)
+	}
+	if c := ansi.Strip(s.m.View().Content); !strings.Contains(c, "Type the topic name orders") {
+		t.Fatalf("no question on screen:\n%s", c)
+	}
+}
+
 func TestTUIModeBadge(t *testing.T) {
 	for mode, want := range map[Mode]string{Live: " LIVE CLUSTER ", Lab: " LAB ", DryRun: " DRY-RUN "} {
 		s := newScene(t, 80, 24, true, nil)

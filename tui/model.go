@@ -338,6 +338,7 @@ func (m *Model) selectStep(i int) {
 func (m *Model) showAsk() tea.Cmd {
 	a := m.ask
 	m.follow = true
+	m.showHelp = false // a question needs the plan on screen
 	if i, ok := m.index[a.info.ID]; ok {
 		m.selectStep(i)
 	}
@@ -525,6 +526,8 @@ func (m *Model) submit() tea.Cmd {
 		case v != m.o.Topic:
 			m.setFlash(true, "%q is not the topic name %q. Nothing was done; type it exactly.", v, m.o.Topic)
 			m.input.Reset()
+		case m.tooSmall():
+			m.setFlash(true, "The terminal is too small to show the plan: enlarge it to confirm.")
 		default:
 			m.reply(steps.Approval{Decision: steps.Approve, Typed: v})
 		}

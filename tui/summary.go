@@ -138,7 +138,11 @@ func (m *Model) clusterState() string {
 		return "The run finished: every step is done, had nothing to do, or was skipped with a reason."
 	}
 	if m.current < 0 {
-		return fmt.Sprintf("kremedy could not start: %v. Nothing was done on the cluster.", res.err)
+		msg := fmt.Sprintf("kremedy could not start: %v.", res.err)
+		if !strings.Contains(msg, "nothing was done") {
+			msg += " Nothing was done on the cluster."
+		}
+		return msg + " Fix the cause, then press r to try again."
 	}
 	sv := m.failedStep()
 	if sv == nil {

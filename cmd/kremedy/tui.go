@@ -66,7 +66,12 @@ func runTUI(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.M
 		if cl == nil {
 			c, err := dial(ctx)
 			if err != nil {
-				err = fmt.Errorf("connect to %s: %w; nothing was done", meta.Cluster, err)
+				if ctx.Err() != nil {
+					// Stopped while connecting: resumable, not a failure.
+					err = fmt.Errorf("stopped while connecting to %s (%v): %w; nothing was done", meta.Cluster, err, ctx.Err())
+				} else {
+					err = fmt.Errorf("connect to %s: %w; nothing was done", meta.Cluster, err)
+				}
 				return steps.Outcome{Err: err}, err
 			}
 			cl = c

@@ -385,38 +385,50 @@ func BenchmarkScan(b *testing.B) {
 	b.Run("sequential", func(b *testing.B) {
 		run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanSequential(ctx) }, false)
 	})
-	for _, n := range []int{16, 64, 128, 256} {
+	for _, n := range []int{16, 64, 256} {
 		b.Run("concurrent-"+strconv.Itoa(n), func(b *testing.B) {
 			run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.Scan(ctx, n) }, true)
 		})
 	}
-	// Does a second session (a second TCP connection, a second ZooKeeper
-	// request pipeline) help on two cores? Each session scans half the
-	// topics; the halves are merged.
-	c2 := dial(b, connect)
+	// Do more sessions (more TCP connections, more request pipelines in
+	// the server) help on two cores? Each session scans its share of the
+	// topics with n reads in flight; the shares are merged. Compare
+	// sessions-2xN with concurrent-2N: the same reads in flight.
+	conns := []*zookeeper.Conn{c, dial(b, connect)}
 	names := make([]string, benchTopics)
 	for i := range names {
 		names[i] = lab.SeedTopicName(i)
 	}
-	b.Run("sessions-2x64", func(b *testing.B) {
-		run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) {
-			var s [2]*zookeeper.Snapshot
-			var errs [2]error
-			var wg sync.WaitGroup
-			for i, cc := range []*zookeeper.Conn{c, c2} {
-				wg.Go(func() { s[i], errs[i] = cc.Scan(ctx, 64, names[i*benchTopics/2:(i+1)*benchTopics/2]...) })
-			}
-			wg.Wait()
-			if err := errors.Join(errs[:]...); err != nil {
-				return nil, err
-			}
-			for n, ts := range s[1].Topics {
-				s[0].Topics[n] = ts
-			}
-			s[0].Reads += s[1].Reads - 5 // the cluster-wide listings, counted once
-			return s[0], nil
-		}, true)
-	})
+	for _, n := range []int{32, 128} {
+		b.Run(fmt.Sprintf("sessions-%dx%d", len(conns), n), func(b *testing.B) {
+			run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) {
+				return scanSessions(ctx, conns, n, names)
+			}, true)
+		})
+	}
+}
+
+// scanSessions scans names split evenly over conns, n reads in flight on
+// each, and merges the snapshots.
+func scanSessions(ctx context.Context, conns []*zookeeper.Conn, n int, names []string) (*zookeeper.Snapshot, error) {
+	snaps := make([]*zookeeper.Snapshot, len(conns))
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		share := names[i*len(names)/len(conns) : (i+1)*len(names)/len(conns)]
+		wg.Go(func() { snaps[i], errs[i] = c.Scan(ctx, n, share...) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, s := range snaps[1:] {
+		for n, ts := range s.Topics {
+			snaps[0].Topics[n] = ts
+		}
+		snaps[0].Reads += s.Reads - 5 // the cluster-wide listings, counted once
+	}
+	return snaps[0], nil
 }
 
 // resetPeakRSS returns freed memory to the OS and resets the kernel's

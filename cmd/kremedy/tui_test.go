@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kremedy/kremedy/runbooks"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
+)
+
+// tuiScreen is a terminal's output, readable while the program writes it.
+type tuiScreen struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	first time.Time
+	wrote chan struct{}
+}
+
+func newTUIScreen() *tuiScreen { return &tuiScreen{wrote: make(chan struct{})} }
+
+func (s *tuiScreen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(p) > 0 && s.first.IsZero() {
+		s.first = time.Now()
+		close(s.wrote)
+	}
+	return s.b.Write(p)
+}
+
+func (s *tuiScreen) waitFor(t *testing.T, sub string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		ok := strings.Contains(ansi.Strip(s.b.String()), sub)
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("the screen never showed %q", sub)
+}
+
+// tuiRun is a new run of the built-in runbook in a fresh run directory.
+func tuiRun(t *testing.T) (*runbooks.Runbook, steps.Meta, string, *journal.Journal, []steps.Step) {
+	t.Helper()
+	rb, err := runbooks.Get("topic-cleanup", steps.KindNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := buildSteps(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	j, err := journal.Create(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	meta := steps.Meta{ID: "20260314T092653Z-topic-cleanup-orders", Runbook: rb.Name, Topic: "orders", Cluster: "lab", Lab: true,
+		Inventory: "lab/inventory.yaml", Started: time.Now().UTC()}
+	if _, err := j.Append(journal.RunStart, "", meta); err != nil {
+		t.Fatal(err)
+	}
+	return rb, meta, dir, j, ss
+}
+
+func tuiOpts(screen io.Writer, in io.Reader) []tea.ProgramOption {
+	return []tea.ProgramOption{tea.WithInput(in), tea.WithOutput(screen), tea.WithWindowSize(120, 40)}
+}
+
+// Without a terminal the TUI refuses before touching anything.
+func TestTUINeedsATerminal(t *testing.T) {
+	rb, meta, dir, j, ss := tuiRun(t)
+	var w bytes.Buffer
+	err := runTUI(context.Background(), &w, rb, meta, dir, j, nil, func(context.Context) (*cluster, error) {
+		t.Fatal("dialled without a terminal")
+		return nil, nil
+	}, ss, false)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "--headless") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The first frame does not wait for the cluster: dialling happens behind
+// the spinner. A signal (main's context) stops it and runTUI explains.
+func TestTUIFirstFrameBeforeConnecting(t *testing.T) {
+	rb, meta, dir, j, ss := tuiRun(t)
+	screen := newTUIScreen()
+	ctx, cancel := context.WithCancel(context.Background())
+	var w bytes.Buffer
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		done <- runTUI(ctx, &w, rb, meta, dir, j, nil, func(ctx context.Context) (*cluster, error) {
+			<-ctx.Done() // ZooKeeper never answers
+			return nil, ctx.Err()
+		}, ss, false, tuiOpts(screen, nil)...)
+	}()
+	select {
+	case <-screen.wrote:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no first frame while connecting")
+	}
+	t.Logf("runTUI to first frame: %v", screen.first.Sub(start))
+	screen.waitFor(t, "Connecting to lab")
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("runTUI did not return after its context ended")
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitInterrupted || !strings.Contains(err.Error(), "resume: kremedy resume "+dir) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A cluster that cannot be reached ends on the final screen, says nothing
+// was done, and keeps the run resumable.
+func TestTUIConnectFailure(t *testing.T) {
+	rb, meta, dir, j, ss := tuiRun(t)
+	in, keys := io.Pipe()
+	defer keys.Close()
+	screen := newTUIScreen()
+	dialErr := failedErr(errors.New("zookeeper 127.0.0.1:1: connection refused"))
+	dials := 0
+	var w bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runTUI(context.Background(), &w, rb, meta, dir, j, nil, func(context.Context) (*cluster, error) {
+			dials++
+			return nil, dialErr
+		}, ss, false, tuiOpts(screen, in)...)
+	}()
+	screen.waitFor(t, "kremedy could not start")
+	io.WriteString(keys, "r") // retry: dials again
+	time.Sleep(100 * time.Millisecond)
+	screen.waitFor(t, "kremedy could not start")
+	io.WriteString(keys, "q")
+	err := <-done
+	var ee *exitError
+	if !errors.Is(err, dialErr) || !errors.As(err, &ee) || ee.code != exitFailed {
+		t.Fatalf("err = %v", err)
+	}
+	if dials != 2 {
+		t.Fatalf("dialled %d times, want 2 (start, retry)", dials)
+	}
+	if !strings.Contains(err.Error(), "resume: kremedy resume "+dir) || !strings.Contains(w.String(), "report: "+filepath.Join(dir, "report.md")) {
+		t.Fatalf("err = %v\nprinted:\n%s", err, w.String())
+	}
+	if recs, err := journal.Read(j.Path()); err != nil || len(recs) == 0 || recs[0].Type != journal.RunStart {
+		t.Fatalf("journal: %v %v", recs, err)
+	}
+}
+
+// An unfinished run is offered with what its journal says.
+func TestTUIResumeInfo(t *testing.T) {
+	_, meta, _, j, ss := tuiRun(t)
+	for _, r := range []struct{ typ, step string }{
+		{journal.StepStart, "preflight"}, {journal.StepDone, "preflight"},
+		{journal.StepStart, "detach-clients"}, {journal.StepSkipped, "detach-clients"},
+		{journal.StepStart, "delete-znodes"}, {journal.StepFailed, "delete-znodes"}, {journal.Interrupted, "delete-znodes"},
+	} {
+		if _, err := j.Append(r.typ, r.step, map[string]string{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := resumeInfo(meta, ss, j, true)
+	if !got.Ask || got.ID != meta.ID || strings.Join(got.Done, ",") != "preflight" || strings.Join(got.Skipped, ",") != "detach-clients" ||
+		got.Stopped != "delete-znodes" || got.Records != 8 {
+		t.Fatalf("resume info %+v", got)
+	}
+}
