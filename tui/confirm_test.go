@@ -249,7 +249,7 @@ func TestTUIQuitMidStepCancelsAndKeepsJournal(t *testing.T) {
 			if last := recs[len(recs)-1]; last != "interrupted detach-clients" {
 				t.Fatalf("journal ends with %q, want the interruption: %v", last, recs)
 			}
-			h.wantScreen("INTERRUPTED AT detach-clients", "detach-clients was cancelled while it ran, after: save offsets.json",
+			h.wantScreen("INTERRUPTED AT detach-clients", "detach-clients was cancelled while it ran, the last action it started being: save offsets.json",
 				"  kremedy resume "+f.dir, "Not done: detach-clients, delete-znodes")
 			h.press(quitKey)
 			h.until("quit", func(*Model) bool { return h.quit })

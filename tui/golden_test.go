@@ -345,3 +345,24 @@ func TestTUIModeBadge(t *testing.T) {
 		}
 	}
 }
+
+// Runbook text is hard-wrapped YAML: paragraphs are joined, commands
+// (indented) keep their lines.
+func TestTUIReflow(t *testing.T) {
+	got := reflow("Recreate them:\n  kremedy znodes restore B --inventory I\nDo it while the brokers\nare stopped.\n\nThen resume.")
+	want := []string{"Recreate them:", "  kremedy znodes restore B --inventory I", "Do it while the brokers are stopped.", "", "Then resume."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("reflow = %q", got)
+	}
+}
+
+// A step re-checked from the journal (on retry or resume) keeps the time
+// it took, not the time since it first started.
+func TestTUIRecheckedStepKeepsItsTime(t *testing.T) {
+	s := newScene(t, 80, 24, true, nil)
+	s.diagnosis()
+	s.at(30*time.Second).send(s.state("preflight", steps.Done, "done earlier, re-checked"))
+	if d := s.m.duration(s.m.steps[0]); d != "1.2s" {
+		t.Fatalf("duration %q, want 1.2s", d)
+	}
+}

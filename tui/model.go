@@ -295,10 +295,13 @@ func (m *Model) apply(e steps.Event) {
 			if !m.flashErr {
 				m.flash = ""
 			}
-			if sv.started.IsZero() {
-				sv.started = e.Time
+			switch sv.state {
+			case steps.Planning, steps.Confirming, steps.Running:
+				sv.ended = e.Time
+			default:
+				// Re-checked from the journal (done earlier): it keeps the
+				// timing it had, or none.
 			}
-			sv.ended = e.Time
 			sv.note, sv.err = e.Text, e.Err
 			if e.State == steps.Done && sv.ran {
 				sv.applied = true

@@ -62,9 +62,9 @@ func (m *Model) summaryLines(w int) []string {
 				changed++
 			}
 		case sv.ran && sv.state != steps.Done && sv.plan != nil:
-			last := "no action had completed"
+			last := "no action had started"
 			if sv.lastAction != "" {
-				last = "its last action: " + strings.TrimPrefix(sv.lastAction, "→ ")
+				last = "the last action it started: " + strings.TrimPrefix(sv.lastAction, "→ ")
 			}
 			add(styled(st.Warn, wrap(fmt.Sprintf("%s stopped part-way (%s); the journal records each action before and after.", sv.info.ID, last), w, "! ", "  "))...)
 			changed++
@@ -153,9 +153,9 @@ func (m *Model) clusterState() string {
 	case errors.Is(res.err, steps.ErrAborted):
 		what = fmt.Sprintf("You said no at %s: nothing of that step was done.", sv.info.ID)
 	case sv.ran:
-		last := "before its first action completed"
+		last := "before its first action"
 		if sv.lastAction != "" {
-			last = "after: " + strings.TrimPrefix(sv.lastAction, "→ ")
+			last = "the last action it started being: " + strings.TrimPrefix(sv.lastAction, "→ ")
 		}
 		verb := "was cancelled while it ran"
 		if res.out.Failed != "" {

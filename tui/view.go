@@ -354,10 +354,27 @@ func (m *Model) stepRows(l layout) []string {
 	return rows
 }
 
+// reflow joins a runbook's hard-wrapped lines into paragraphs; blank
+// lines and indented lines (commands) keep their own lines.
+func reflow(text string) []string {
+	var out []string
+	join := false
+	for _, ln := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		plain := ln != "" && !strings.HasPrefix(ln, " ") && !strings.HasPrefix(ln, "\t")
+		if join && plain {
+			out[len(out)-1] += " " + strings.TrimSpace(ln)
+		} else {
+			out = append(out, ln)
+		}
+		join = plain
+	}
+	return out
+}
+
 // wrap word-wraps plain text to w columns with a hanging indent.
 func wrap(text string, w int, first, rest string) []string {
 	var out []string
-	for _, para := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+	for _, para := range reflow(text) {
 		indent := para[:len(para)-len(strings.TrimLeft(para, " "))]
 		body := strings.TrimLeft(para, " ")
 		lead := first + indent
@@ -427,7 +444,7 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 	}
 	add(styled(st.Faint, wrap(meta, w, "", ""))...)
 	if sv.info.Risk == steps.Destructive {
-		add(styled(st.Warn, wrap("Destructive: it backs up first, and asks you to type the topic name.", w, "", ""))...)
+		add(styled(st.Warn, wrap("Destructive: confirming it takes the topic name, typed.", w, "", ""))...)
 	}
 	if sv.note != "" && sv.err == nil && !(sv.plan != nil && sv.plan.NoOp) {
 		add(wrap("Note: "+sv.note, w, "", "  ")...)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
@@ -68,9 +69,12 @@ func runTUI(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.M
 			if err != nil {
 				if ctx.Err() != nil {
 					// Stopped while connecting: resumable, not a failure.
-					err = fmt.Errorf("stopped while connecting to %s (%v): %w; nothing was done", meta.Cluster, err, ctx.Err())
+					err = fmt.Errorf("stopped while connecting to %s (%v): %w", meta.Cluster, err, ctx.Err())
 				} else {
-					err = fmt.Errorf("connect to %s: %w; nothing was done", meta.Cluster, err)
+					err = fmt.Errorf("connect to %s: %w", meta.Cluster, err)
+				}
+				if !strings.Contains(err.Error(), "nothing was done") {
+					err = fmt.Errorf("%w; nothing was done", err)
 				}
 				return steps.Outcome{Err: err}, err
 			}
