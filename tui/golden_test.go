@@ -361,7 +361,7 @@ func TestTUIReflow(t *testing.T) {
 func TestTUIRecheckedStepKeepsItsTime(t *testing.T) {
 	s := newScene(t, 80, 24, true, nil)
 	s.diagnosis()
-	s.at(30*time.Second).send(s.state("preflight", steps.Done, "done earlier, re-checked"))
+	s.at(30 * time.Second).send(s.state("preflight", steps.Done, "done earlier, re-checked"))
 	if d := s.m.duration(s.m.steps[0]); d != "1.2s" {
 		t.Fatalf("duration %q, want 1.2s", d)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/journal"
@@ -145,6 +146,9 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !f.headless {
+				return runTUICmd(cmd, rb, vals, f)
+			}
 			if f.confirm != "" && f.confirm != vals.String("topic") {
 				return usageErr(fmt.Errorf("--confirm %q does not match the topic %q; nothing was done", f.confirm, vals.String("topic")))
 			}
@@ -213,6 +217,15 @@ func newResumeCmd() *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
+			if !f.headless {
+				ss, err := buildSteps(rb)
+				if err != nil {
+					return err
+				}
+				_, _ = j.Append(journal.Note, "", map[string]string{"text": "resumed"})
+				return runTUI(cmd.Context(), cmd.OutOrStdout(), rb, meta, dir, j, steps.Completed(recs),
+					func(ctx context.Context) (*cluster, error) { return connect(ctx, meta.Inventory) }, ss, false)
+			}
 			cl, err := connect(cmd.Context(), meta.Inventory)
 			if err != nil {
 				return err
@@ -230,7 +243,10 @@ func newResumeCmd() *cobra.Command {
 
 func checkHeadless(f runFlags) error {
 	if !f.headless {
-		return usageErr(errors.New("the terminal UI is not built yet: pass --headless (with --yes, and --confirm TOPIC for destructive steps)"))
+		if f.yes || f.confirm != "" {
+			return usageErr(errors.New("--yes and --confirm are for --headless; in the terminal UI you confirm each step yourself"))
+		}
+		return nil
 	}
 	if !f.yes {
 		return usageErr(errors.New("--headless needs --yes: without a terminal nobody can answer a confirmation"))
@@ -351,4 +367,65 @@ func (a headlessApprover) Approve(_ context.Context, info steps.Info, _ *steps.P
 	}
 	fmt.Fprintf(a.w, "approved %s (%s)\n", info.ID, by)
 	return steps.Approval{Decision: steps.Approve, By: by}, nil
+}
+
+// runTUICmd is `kremedy run` without --headless: the run directory is
+// created (or its unfinished run offered) before the first frame; the
+// cluster is dialled behind it.
+func runTUICmd(cmd *cobra.Command, rb *runbooks.Runbook, vals runbooks.Values, f runFlags) error {
+	inv, err := inventory.Load(f.inventory)
+	if err != nil {
+		return usageErr(err)
+	}
+	id := time.Now().UTC().Format("20060102T150405Z") + "-" + rb.Name + "-" + vals.String("topic")
+	dir := f.runDir
+	if dir == "" {
+		dir = filepath.Join(stateDir(), "runs", id)
+	}
+	jpath := filepath.Join(dir, "journal.jsonl")
+	if recs, err := journal.Read(jpath); err == nil && len(recs) > 0 {
+		j, recs, err := journal.Open(jpath)
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: %w", dir, err))
+		}
+		defer j.Close()
+		if recs[0].Type != journal.RunStart {
+			return usageErr(fmt.Errorf("%s holds a journal without a run-start record; choose another --run-dir", dir))
+		}
+		meta, err := journal.Decode[steps.Meta](recs[0])
+		if err != nil {
+			return usageErr(err)
+		}
+		if last := recs[len(recs)-1]; last.Type == journal.RunEnd {
+			if d, _ := journal.Decode[map[string]any](last); d["ok"] == true {
+				return usageErr(fmt.Errorf("%s holds run %s, which finished; choose another --run-dir", dir, meta.ID))
+			}
+		}
+		prb, err := runbooks.Get(meta.Runbook, steps.KindNames())
+		if err != nil {
+			return usageErr(err)
+		}
+		ss, err := buildSteps(prb)
+		if err != nil {
+			return err
+		}
+		return runTUI(cmd.Context(), cmd.OutOrStdout(), prb, meta, dir, j, steps.Completed(recs),
+			func(ctx context.Context) (*cluster, error) { return connect(ctx, meta.Inventory) }, ss, true)
+	}
+	ss, err := buildSteps(rb)
+	if err != nil {
+		return err
+	}
+	j, err := journal.Create(jpath)
+	if err != nil {
+		return failedErr(fmt.Errorf("create run directory: %w; nothing was done", err))
+	}
+	defer j.Close()
+	meta := steps.Meta{ID: id, Runbook: rb.Name, Topic: vals.String("topic"), Params: steps.Params(vals),
+		Inventory: inv.Path, Cluster: inv.Name, Lab: inv.Lab, Version: version, Started: time.Now().UTC()}
+	if _, err := j.Append(journal.RunStart, "", meta); err != nil {
+		return failedErr(err)
+	}
+	return runTUI(cmd.Context(), cmd.OutOrStdout(), rb, meta, dir, j, nil,
+		func(ctx context.Context) (*cluster, error) { return connect(ctx, f.inventory) }, ss, false)
 }
