@@ -15,13 +15,13 @@ deps:
 lab-install: deps build
 	$(BIN) lab install
 
-# A fresh lab, broken like the incident (ghost-topic), shown to you.
+# A fresh lab, broken like the incident (ghost-topic), then the TUI on the
+# cleanup runbook against it.
 demo: lab-install
 	-$(BIN) lab down --dir $(DEMODIR) --purge
 	$(BIN) lab up --dir $(DEMODIR)
 	$(BIN) lab break ghost-topic --dir $(DEMODIR) --topic orders
-	-$(BIN) lab status --dir $(DEMODIR)
-	$(BIN) plan topic-cleanup --inventory $(DEMODIR)/inventory.yaml --set topic=orders --set recreate=true
+	$(BIN) run topic-cleanup --inventory $(DEMODIR)/inventory.yaml --set topic=orders --set recreate=true
 
 # Every test: unit tests and the lab tests on real ZooKeeper, Kafka and sshd.
 test: lab-install

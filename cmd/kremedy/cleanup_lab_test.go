@@ -430,6 +430,16 @@ func TestCleanupLab(t *testing.T) {
 		assertQuarantined(t, l, run, "payments", 9)
 	})
 
+	t.Run("TUI in tmux repairs ghost-topic", func(t *testing.T) {
+		rep := breakIt(t, l, "ghost-topic", "refills")
+		run := filepath.Join(t.TempDir(), "run")
+		final := tuiInTmux(t, l, "refills", run)
+		t.Logf("final screen:\n%s", final)
+		c.assertRecreated(t, "refills", rep.OldID, rep.NewID)
+		c.assertBystander(t, rep)
+		assertQuarantined(t, l, run, "refills", 9)
+	})
+
 	t.Run("SIGKILL inside stop-brokers, then resume", func(t *testing.T) {
 		rep := breakIt(t, l, "ghost-topic", "invoices")
 		run := filepath.Join(t.TempDir(), "run")
@@ -446,6 +456,69 @@ func TestCleanupLab(t *testing.T) {
 		c.assertBystander(t, rep)
 		assertQuarantined(t, l, run, "refunds", 9)
 	})
+}
+
+// tuiInTmux drives the real binary's terminal UI in a tmux pane, as a person
+// would: it reads the screen with capture-pane and answers with send-keys —
+// space past the diagnosis, y for y/N steps, the topic name for destructive
+// ones, q on the final screen.
+func tuiInTmux(t *testing.T, l *lab.Lab, topic, runDir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: install it (make deps) — the TUI end-to-end test needs it")
+	}
+	session := fmt.Sprintf("kremedy-e2e-%d", os.Getpid())
+	exitFile := filepath.Join(t.TempDir(), "exit")
+	shell := fmt.Sprintf("%s run topic-cleanup --inventory %s --set topic=%s --set recreate=true --run-dir %s; echo $? > %s; sleep 600",
+		bin, l.InventoryPath(), topic, runDir, exitFile)
+	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
+	capture := func() string {
+		out, _ := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
+		return string(out)
+	}
+	send := func(keys ...string) {
+		if out, err := exec.Command("tmux", append([]string{"send-keys", "-t", session}, keys...)...).CombinedOutput(); err != nil {
+			t.Fatalf("send-keys %v: %v %s", keys, err, out)
+		}
+	}
+	var last, screen string
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(exitFile); err == nil {
+			if code := strings.TrimSpace(string(b)); code != "0" {
+				t.Fatalf("the TUI exited %s; last screen:\n%s", code, last)
+			}
+			return last
+		}
+		screen = capture()
+		acted := true
+		switch {
+		case strings.Contains(screen, "The run finished"):
+			last = screen
+			send("q")
+		case strings.Contains(screen, "NOTHING HAS CHANGED YET"):
+			send("Space")
+		case strings.Contains(screen, "Type the topic name"):
+			send("-l", topic)
+			send("Enter")
+		case strings.Contains(screen, "Apply this plan?"):
+			send("y")
+		default:
+			acted = false
+		}
+		if acted {
+			// Wait for the screen to move on before answering again.
+			for i := 0; i < 100 && capture() == screen; i++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the TUI did not finish in 5 minutes; screen:\n%s", screen)
+	return ""
 }
 
 // TestCleanupLabIBP27 repairs reused-segments: the recreated topic had
