@@ -461,7 +461,7 @@ func TestCleanupLab(t *testing.T) {
 // tuiInTmux drives the real binary's terminal UI in a tmux pane, as a person
 // would: it reads the screen with capture-pane and answers with send-keys —
 // space past the diagnosis, y for y/N steps, the topic name for destructive
-// ones, q on the final screen.
+// ones, q on the final screen. The pane is 80×24, the smallest supported.
 func tuiInTmux(t *testing.T, l *lab.Lab, topic, runDir string) string {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -471,7 +471,7 @@ func tuiInTmux(t *testing.T, l *lab.Lab, topic, runDir string) string {
 	exitFile := filepath.Join(t.TempDir(), "exit")
 	shell := fmt.Sprintf("%s run topic-cleanup --inventory %s --set topic=%s --set recreate=true --run-dir %s; echo $? > %s; sleep 600",
 		bin, l.InventoryPath(), topic, runDir, exitFile)
-	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
+	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", shell).CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
