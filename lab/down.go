@@ -31,10 +31,14 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 		return nil
 	}
 	if err != nil {
-		// Another layout or a corrupt state file: still stop what runs.
+		// Another layout or a corrupt state file: still stop what runs,
+		// but delete nothing unless it is recognisably a kremedy lab.
 		fmt.Fprintf(out, "warning: %v\n", err)
 		sweep(abs, out)
 		if purge {
+			if !errors.Is(err, ErrOtherVersion) || !looksLikeLab(abs) {
+				return fmt.Errorf("refusing to purge %s: its lab.json is not a kremedy lab's; nothing was deleted", abs)
+			}
 			return purgeDir(abs, out)
 		}
 		return nil
@@ -93,9 +97,20 @@ func sweep(dir string, out io.Writer) int {
 	return len(pids)
 }
 
+// looksLikeLab reports a directory with a kremedy lab's layout.
+func looksLikeLab(dir string) bool {
+	for _, p := range []string{"lab.json", "inventory.yaml", "broker", "zk", "sshd"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 func purgeDir(dir string, out io.Writer) error {
-	if _, err := os.Stat(filepath.Join(dir, "lab.json")); err != nil {
-		return fmt.Errorf("refusing to purge %s: it holds no lab.json, so it may not be a kremedy lab", dir)
+	home, _ := os.UserHomeDir()
+	if dir == "/" || dir == home || !looksLikeLab(dir) {
+		return fmt.Errorf("refusing to purge %s: it does not have a kremedy lab's layout (lab.json, inventory.yaml, broker/, zk/, sshd/); nothing was deleted", dir)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("purge %s: %w", dir, err)

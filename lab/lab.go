@@ -198,7 +198,10 @@ func Open(dir string) (*Lab, error) {
 	var probe struct {
 		Format int `json:"format"`
 	}
-	if err := json.Unmarshal(b, &probe); err != nil {
+	if err := json.Unmarshal(b, &probe); err != nil || probe.Format == 0 {
+		if err == nil {
+			err = errors.New("no \"format\" field")
+		}
 		return nil, fmt.Errorf("%s: corrupt lab state: %v (remove the directory with `kremedy lab down --dir %s --purge`)", l.StatePath(), err, abs)
 	}
 	if probe.Format != FormatVersion {

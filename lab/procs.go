@@ -53,7 +53,14 @@ func procsWith(arg string) []int {
 // sub. sshd rewrites its process title into one string ("sshd: /usr/sbin/sshd
 // -f CONFIG [listener] …"), so it is found this way.
 func procsContaining(sub string) []int {
-	return procsMatching(func(args []string) bool { return strings.Contains(strings.Join(args, " "), sub) })
+	return procsMatching(func(args []string) bool {
+		// Only sshd itself (its rewritten title starts "sshd:", or argv[0]
+		// is sshd): never an editor or a tail that has the config open.
+		if len(args) == 0 || !(strings.HasPrefix(args[0], "sshd:") || filepath.Base(args[0]) == "sshd") {
+			return false
+		}
+		return strings.Contains(strings.Join(args, " "), sub)
+	})
 }
 
 func procsMatching(match func([]string) bool) []int {

@@ -426,7 +426,7 @@ func diagnoseTopic(ctx context.Context, d *Diagnosis, add func(Finding), name st
 		add(Finding{Kind: FindLeaderNotServing, Severity: Critical, Topic: name, Partitions: notServing, Brokers: nsB,
 			Summary:  fmt.Sprintf("leaders of %d partitions of %q refuse to serve them (NotLeaderOrFollower risk)", len(notServing), name),
 			Evidence: nsEv, Fix: "the leader holds a stale replica (look for INCONSISTENT_TOPIC_ID in its state-change.log); " + fmt.Sprintf(cleanupFix, name),
-			DoNot:   "do not restart only that broker and recreate the topic again", Runbook: "topic-cleanup"})
+			DoNot: "do not restart only that broker and recreate the topic again", Runbook: "topic-cleanup"})
 	}
 	// Old records in a "new" topic: adopted segments.
 	var adopted []int32
@@ -442,8 +442,9 @@ func diagnoseTopic(ctx context.Context, d *Diagnosis, add func(Finding), name st
 		sort.Strings(adEv)
 		add(Finding{Kind: FindAdoptedSegments, Severity: Critical, Topic: name, Partitions: adopted,
 			Summary:  fmt.Sprintf("%q serves records older than the topic itself: a recreated topic adopted old segments", name),
-			Evidence: adEv, Fix: fmt.Sprintf(cleanupFix, name) + " with recreate=true",
-			DoNot:   "do not let consumers read it: they would process the deleted topic's data", Runbook: "topic-cleanup"})
+			Evidence: append(adEv, "record timestamps are the producers' (CreateTime): a topic filled by MirrorMaker or with old event times looks the same — check the segment files' dates on the brokers before acting"),
+			Fix:      fmt.Sprintf(cleanupFix, name) + " with recreate=true",
+			DoNot:    "do not let consumers read it: they would process the deleted topic's data", Runbook: "topic-cleanup"})
 	}
 	// 5. Auto-create with clients attached.
 	if groups, err := kc.Groups(ctx, name); err == nil {
@@ -526,8 +527,10 @@ func diagnoseDisks(ctx context.Context, add func(Finding), t Target, st *Cluster
 				var ev string
 				switch {
 				case ts == nil || !ts.HasZnode():
-					if ts != nil && ts.PendingDelete {
-						continue // covered by stuck-deletion
+					if ts != nil && ts.PendingDelete || pd.Kind == segments.Delete {
+						// covered by stuck-deletion, or Kafka's own asynchronous
+						// delete (gone after file.delete.delay.ms)
+						continue
 					}
 					k, ev = key{FindOrphanedSegments, pd.Topic}, fmt.Sprintf("broker %d %s/%s (%s)", h.ID, dir, e.Name, pd.Kind)
 				case ts.Znode.TopicID != "" && e.TopicID != "" && e.TopicID != ts.Znode.TopicID && pd.Kind == segments.Live:

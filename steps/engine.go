@@ -91,6 +91,7 @@ func (a Action) String() string {
 // now. Apply acts on exactly this plan.
 type Plan struct {
 	Step     string          `json:"step"`
+	Kind     string          `json:"kind,omitempty"`
 	Summary  string          `json:"summary"`
 	Actions  []Action        `json:"actions"`
 	Notes    []string        `json:"notes,omitempty"`

@@ -84,7 +84,17 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 	if err != nil {
 		return p, checks, err
 	}
-	r.Facts = Facts{Controller: ctrl, Registered: reg, LogDirs: map[int32][]string{}, AutoCreate: map[int32]bool{}}
+	r.Facts = Facts{Controller: ctrl, Registered: reg, LogDirs: map[int32][]string{}, AutoCreate: map[int32]bool{}, Addrs: map[int32]string{}}
+	for _, id := range reg {
+		r.Facts.Addrs[id] = r.brokerAddr(ctx, id)
+	}
+	if r.Prior != nil {
+		for id, a := range r.Prior.Addrs {
+			if _, ok := r.Facts.Addrs[id]; !ok && a != "" {
+				r.Facts.Addrs[id] = a
+			}
+		}
+	}
 	inv := r.hostIDs()
 	for _, id := range reg {
 		if !slices.Contains(inv, id) {
@@ -100,6 +110,9 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 
 	for _, h := range r.Target.Hosts {
 		dirs := h.LogDirs
+		if len(dirs) == 0 && !slices.Contains(reg, h.ID) && r.Prior != nil {
+			dirs = r.Prior.LogDirs[h.ID] // found while it ran, in an earlier attempt
+		}
 		if len(dirs) == 0 {
 			if !slices.Contains(reg, h.ID) {
 				return refuse("broker %d is down and the inventory lists no log_dirs for it, so kremedy cannot find its segments; add log_dirs to the inventory", h.ID)
@@ -202,8 +215,8 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		for _, dir := range r.Facts.LogDirs[h.ID] {
 			entries := listing[dir]
 			for _, e := range entries {
-				if e.TopicID != "" && strings.HasPrefix(e.Name, t+"-") {
-					ids[e.TopicID] = true
+				if d, err := segments.ParseDir(e.Name); err == nil && d.Topic == t && e.TopicID != "" {
+					ids[e.TopicID] = true // exactly this topic's, never orders-v2's
 				}
 			}
 			matches, strays := segments.Select(entries, t, idList(ids))
@@ -254,6 +267,7 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		p.Summary = fmt.Sprintf("%q is inconsistent across ZooKeeper, broker caches and disks: the cleanup applies", t)
 	}
 	ok("topic state recorded", p.Summary)
+	p.Payload, _ = jsonRaw(r.Facts)
 	return p, checks, nil
 }
 

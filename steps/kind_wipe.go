@@ -61,6 +61,11 @@ func (k *wipeSegments) Plan(ctx context.Context, r *Run) (*Plan, error) {
 	if r.Facts.TopicID != "" {
 		ids = append(ids, r.Facts.TopicID)
 	}
+	if !r.Preview {
+		if err := r.requireZnodesGone(ctx); err != nil {
+			return nil, err
+		}
+	}
 	p := &Plan{Summary: fmt.Sprintf("move every partition directory of %q out of every log dir into quarantine", t)}
 	var wp wipePlan
 	for _, h := range r.Target.Hosts {
@@ -153,7 +158,11 @@ func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 		}
 		byBroker[mv.Broker] = append(byBroker[mv.Broker], i)
 	}
-	// Re-prove every broker is down right before touching any disk.
+	// Re-prove the topic's znodes are gone and every broker is down right
+	// before touching any disk.
+	if err := r.requireZnodesGone(ctx); err != nil {
+		return err
+	}
 	reg, err := r.registered(ctx)
 	if err != nil {
 		return err
@@ -286,6 +295,21 @@ func (r *Run) reconcileManifest(ctx context.Context) (*Check, error) {
 		}
 	}
 	return &Check{Name: "every directory in the manifest is in quarantine", OK: len(lost) == 0, Detail: summarize(lost)}, nil
+}
+
+// requireZnodesGone refuses to wipe a topic ZooKeeper still has: its
+// brokers would recreate empty logs for a live topic on restart.
+func (r *Run) requireZnodesGone(ctx context.Context) error {
+	for _, p := range []string{TopicPath(r.Topic()), ConfigTopicPath(r.Topic())} {
+		ok, err := r.exists(ctx, p)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return fmt.Errorf("%w: %s%s exists (the znode step was skipped, or a client recreated the topic); wiping its segments now would empty a live topic. Nothing was moved", ErrRefused, r.ZK.Chroot(), p)
+		}
+	}
+	return nil
 }
 
 // topicDirs lists the topic's directories on every broker's disk.

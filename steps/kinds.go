@@ -84,6 +84,9 @@ func (r *Run) controller(ctx context.Context) (int32, error) {
 func (r *Run) brokerAddr(ctx context.Context, id int32) string {
 	b, _, err := r.ZK.Get(ctx, fmt.Sprintf("%s/%d", BrokerIDsPath, id))
 	if err != nil {
+		if a := r.Facts.Addrs[id]; a != "" {
+			return a
+		}
 		if h, ok := r.Target.Host(id); ok {
 			return h.Addr
 		}

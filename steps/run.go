@@ -54,6 +54,8 @@ type Run struct {
 	Facts    Facts
 	// Now is the clock (tests pin it).
 	Now func() time.Time
+	// Prior are the facts an earlier attempt's preflight recorded (resume).
+	Prior *Facts
 	// Preview plans every step against the cluster as it is now, without
 	// the refusals that depend on earlier steps (`kremedy plan`).
 	Preview bool
@@ -77,12 +79,15 @@ type Facts struct {
 	Controller int32              `json:"controller"`
 	Registered []int32            `json:"registered"`
 	LogDirs    map[int32][]string `json:"log_dirs"`
-	TopicID    string             `json:"topic_id,omitempty"`
-	OldIDs     []string           `json:"old_topic_ids,omitempty"` // ids seen on disk or in metadata
-	Partitions map[int32][]int32  `json:"assignment,omitempty"`
-	Configs    map[string]string  `json:"configs,omitempty"`
-	AutoCreate map[int32]bool     `json:"auto_create,omitempty"`
-	Clean      bool               `json:"clean"` // the topic is already consistent everywhere
+	// Addrs are the brokers' Kafka listeners, read from their registrations
+	// while they ran: the wipe proves each port closed before moving.
+	Addrs      map[int32]string  `json:"addrs,omitempty"`
+	TopicID    string            `json:"topic_id,omitempty"`
+	OldIDs     []string          `json:"old_topic_ids,omitempty"` // ids seen on disk or in metadata
+	Partitions map[int32][]int32 `json:"assignment,omitempty"`
+	Configs    map[string]string `json:"configs,omitempty"`
+	AutoCreate map[int32]bool    `json:"auto_create,omitempty"`
+	Clean      bool              `json:"clean"` // the topic is already consistent everywhere
 }
 
 // Topic is the run's topic.

@@ -52,6 +52,27 @@ func Completed(recs []journal.Record) map[string]string {
 	return out
 }
 
+// PriorFacts returns the facts the last preflight of an earlier attempt
+// recorded (nil if none): what a resumed run cannot re-read from brokers
+// that are now stopped — their log dirs and listener addresses.
+func PriorFacts(recs []journal.Record) *Facts {
+	var last *Facts
+	for _, rec := range recs {
+		if rec.Type != journal.Plan {
+			continue
+		}
+		p, err := journal.Decode[Plan](rec)
+		if err != nil || p.Kind != "preflight" || len(p.Payload) == 0 {
+			continue
+		}
+		var f Facts
+		if fromRaw(p.Payload, &f) == nil {
+			last = &f
+		}
+	}
+	return last
+}
+
 // Run walks every step. completed (from Completed) marks steps an earlier
 // attempt finished. The returned error wraps ErrCheckFailed, ErrRefused,
 // ErrAborted or ctx's error; the Outcome says what was and was not done.
@@ -59,6 +80,11 @@ func (e *Engine) Run(ctx context.Context, r *Run, completed map[string]string) (
 	var out Outcome
 	if completed == nil {
 		completed = map[string]string{}
+	}
+	if r.Journal != nil && r.Prior == nil {
+		if recs, err := journal.Read(r.Journal.Path()); err == nil {
+			r.Prior = PriorFacts(recs)
+		}
 	}
 	for _, s := range e.Steps {
 		r.step = s.Info.ID
@@ -136,10 +162,13 @@ func (e *Engine) step(ctx context.Context, r *Run, s Step) (stepResult, error) {
 	if err := r.journalled(journal.StepStart, map[string]any{"title": s.Info.Title, "kind": s.Info.Kind, "risk": s.Info.Risk.String()}); err != nil {
 		return 0, err
 	}
-	if s.Info.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.Info.Timeout)
-		defer cancel()
+	// The step's timeout bounds its work (Apply and Verify), never the time
+	// the operator takes to read the plan and confirm it.
+	bounded := func() (context.Context, context.CancelFunc) {
+		if s.Info.Timeout > 0 {
+			return context.WithTimeout(ctx, s.Info.Timeout)
+		}
+		return context.WithCancel(ctx)
 	}
 	fail := func(err error) (stepResult, error) {
 		err = fmt.Errorf("step %s: %w", s.Info.ID, err)
@@ -157,7 +186,7 @@ func (e *Engine) step(ctx context.Context, r *Run, s Step) (stepResult, error) {
 		if err != nil {
 			return fail(err)
 		}
-		plan.Step = s.Info.ID
+		plan.Step, plan.Kind = s.Info.ID, s.Info.Kind
 		if plan.Rollback, err = r.RenderRollback(s.Info.Rollback); err != nil {
 			return fail(fmt.Errorf("rollback note: %w", err))
 		}
@@ -166,7 +195,9 @@ func (e *Engine) step(ctx context.Context, r *Run, s Step) (stepResult, error) {
 		}
 		r.emit(Event{Kind: EvPlan, Plan: plan})
 		if plan.NoOp {
-			checks, err := s.Kind.Verify(ctx, r)
+			wctx, cancel := bounded()
+			checks, err := s.Kind.Verify(wctx, r)
+			cancel()
 			if err == nil && !allOK(checks) {
 				err = fmt.Errorf("%w: %s", ErrCheckFailed, failedNames(checks))
 			}
@@ -204,7 +235,7 @@ func (e *Engine) step(ctx context.Context, r *Run, s Step) (stepResult, error) {
 				r.emit(Event{Kind: EvState, State: Skipped, Text: ap.Reason})
 				return skipped, nil
 			}
-			if s.Info.Confirm == ConfirmTyped && ap.Typed != r.Meta.Topic {
+			if s.Info.Confirm == ConfirmTyped && (r.Meta.Topic == "" || ap.Typed != r.Meta.Topic) {
 				_ = r.journalled(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By})
 				return fail(fmt.Errorf("%w: step %s is destructive and needs the topic name %q typed exactly; nothing was done", ErrNotApproved, s.Info.ID, r.Meta.Topic))
 			}
@@ -213,15 +244,22 @@ func (e *Engine) step(ctx context.Context, r *Run, s Step) (stepResult, error) {
 			}
 		}
 		r.emit(Event{Kind: EvState, State: Running})
-		err = s.Kind.Apply(ctx, r, plan)
+		wctx, cancel := bounded()
+		err = s.Kind.Apply(wctx, r, plan)
 		if errors.Is(err, ErrStalePlan) && attempt < maxReplans && ctx.Err() == nil {
+			cancel()
 			r.Logf("stale plan: %v — planning again from the cluster as it is now", err)
 			continue
 		}
 		if err != nil {
+			cancel()
+			if wctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+				err = fmt.Errorf("%w (the step's %s timeout passed; what was done is in the journal)", err, s.Info.Timeout)
+			}
 			return fail(err)
 		}
-		checks, err := s.Kind.Verify(ctx, r)
+		checks, err := s.Kind.Verify(wctx, r)
+		cancel()
 		for _, c := range checks {
 			r.Check(c)
 		}

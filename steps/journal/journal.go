@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -99,6 +100,10 @@ func Create(path string) (*Journal, error) {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("create journal %s: fsync: %w; the journal was removed again, nothing was written", path, err)
 	}
+	if err := lock(f, path); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
 	return &Journal{path: path, f: f}, nil
 }
 
@@ -139,6 +144,22 @@ func syncDir(dir string) error {
 	return err
 }
 
+// ErrInUse means another process holds the journal: two engines must never
+// drive one run (they would both act on the cluster and corrupt the journal).
+var ErrInUse = errors.New("the run is in use by another kremedy process")
+
+// lock takes an exclusive, non-blocking flock on the journal for as long as
+// the file stays open; it is released when the process ends, even by kill -9.
+func lock(f *os.File, path string) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%s: %w; wait for it to finish or stop it, then resume", path, ErrInUse)
+		}
+		return fmt.Errorf("lock journal %s: %w", path, err)
+	}
+	return nil
+}
+
 // Open opens an existing journal to resume a run. It reads every record; a
 // torn last line (no newline, or not valid JSON) is cut off the file, which
 // is fsynced, and is not among the returned records. Appends continue the
@@ -149,6 +170,10 @@ func Open(path string) (*Journal, []Record, error) {
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
 	if err := checkRegular(f, path); err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	if err := lock(f, path); err != nil {
 		_ = f.Close()
 		return nil, nil, err
 	}
