@@ -103,27 +103,34 @@ func Diagnose(ctx context.Context, t Target, zk Coordinator, kc Cluster, rem Rem
 		d.Findings = append(d.Findings, f)
 	}
 
-	// Each registered broker's own view, asked in parallel.
-	views := map[int32]BrokerView{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, id := range st.Brokers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, err := kc.BrokerView(ctx, id, topics...)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				add(Finding{Kind: FindBrokerUnreachable, Severity: Critical, Brokers: []int32{id},
-					Summary: fmt.Sprintf("broker %d is registered in ZooKeeper but does not answer Metadata", id), Evidence: []string{err.Error()},
-					Fix: "check the broker's process and network; a broker that is registered but not serving is a zombie or overloaded"})
-				return
-			}
-			views[id] = v
-		}()
+	// Each registered broker's own view, asked in parallel. Brokers learn
+	// about each other and the controller a moment after ZooKeeper does: a
+	// disagreement about the cluster is asked again (up to 3 times, 1 s
+	// apart) before it counts.
+	var views map[int32]BrokerView
+	var unreachable map[int32]error
+	for attempt := 0; ; attempt++ {
+		views, unreachable = brokerViews(ctx, kc, st.Brokers, topics)
+		agree := true
+		for _, v := range views {
+			agree = agree && v.Controller == st.Controller && slices.Equal(v.Brokers, st.Brokers)
+		}
+		if agree || attempt == 2 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Second)
+		if st, err = ReadState(ctx, zk, topics...); err != nil {
+			return nil, fmt.Errorf("read ZooKeeper %s: %w", t.ZKConnect, err)
+		}
+		d.Brokers, d.Controller = st.Brokers, st.Controller
 	}
-	wg.Wait()
+	for _, id := range st.Brokers {
+		if err, ok := unreachable[id]; ok {
+			add(Finding{Kind: FindBrokerUnreachable, Severity: Critical, Brokers: []int32{id},
+				Summary: fmt.Sprintf("broker %d is registered in ZooKeeper but does not answer Metadata", id), Evidence: []string{err.Error()},
+				Fix: "check the broker's process and network; a broker that is registered but not serving is a zombie or overloaded"})
+		}
+	}
 	inv := map[int32]bool{}
 	for _, h := range t.Hosts {
 		inv[h.ID] = true
@@ -210,6 +217,29 @@ func Diagnose(ctx context.Context, t Target, zk Coordinator, kc Cluster, rem Rem
 	d.Healthy = len(d.Findings) == 0
 	d.Took = time.Since(start).Round(time.Millisecond).String()
 	return d, nil
+}
+
+// brokerViews asks every broker for its own metadata, in parallel.
+func brokerViews(ctx context.Context, kc Cluster, ids []int32, topics []string) (map[int32]BrokerView, map[int32]error) {
+	views, errs := map[int32]BrokerView{}, map[int32]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := kc.BrokerView(ctx, id, topics...)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[id] = err
+				return
+			}
+			views[id] = v
+		}()
+	}
+	wg.Wait()
+	return views, errs
 }
 
 func rank(s Severity) int {
