@@ -79,6 +79,8 @@ type Conn struct {
 	zc      *zk.Conn
 	chroot  string
 	servers []string
+	opts    Options  // as dialled, for the extra sessions of a Scan
+	sib     siblings // those sessions
 }
 
 // Dial opens a session on the ensemble named by a Kafka-style connect string
@@ -105,7 +107,7 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 		select {
 		case ev := <-events:
 			if ev.State == zk.StateHasSession {
-				c := &Conn{zc: zc, chroot: chroot, servers: servers}
+				c := &Conn{zc: zc, chroot: chroot, servers: servers, opts: o}
 				if o.DigestAuth != "" {
 					if err := zc.AddAuth("digest", []byte(o.DigestAuth)); err != nil {
 						zc.Close()
@@ -131,8 +133,12 @@ func (c *Conn) Chroot() string { return c.chroot }
 // Servers lists the ensemble's host:port entries.
 func (c *Conn) Servers() []string { return c.servers }
 
-// Close ends the session; ephemeral nodes it owns disappear.
-func (c *Conn) Close() { c.zc.Close() }
+// Close ends the session, and the extra sessions its scans opened;
+// ephemeral nodes it owns disappear.
+func (c *Conn) Close() {
+	c.closeSiblings()
+	c.zc.Close()
+}
 
 // Full returns the absolute server-side path for a chroot-relative path.
 func (c *Conn) Full(p string) string {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"reflect"
 	"runtime"
@@ -102,8 +104,8 @@ func TestSeedRefuses(t *testing.T) {
 func TestScan(t *testing.T) {
 	zk := startZKProc(t)
 	addr := zk.Addr
-	const topics, parts = 50, 3
-	connect := addr + "/small/kafka" // a nested chroot Seed must create
+	const topics, parts = zookeeper.ScanSpreadMin + 20, 3 // enough to spread over sessions
+	connect := addr + "/small/kafka"                      // a nested chroot Seed must create
 	ctx := ctxT(t, 2*time.Minute)
 	var out bytes.Buffer
 	mustDo(t, lab.Seed(ctx, connect, topics, parts, &out))
@@ -151,8 +153,29 @@ func TestScan(t *testing.T) {
 		}
 	}
 
-	// Reads: 5 listings, 50 topic znodes, 50 configs (49 seeded + "gone"),
-	// and the states of the 48 topics whose assignment decodes.
+	// Sibling sessions: opened on first use, reused, closed with the Conn.
+	// So far: c and the siblings its default scans opened.
+	before := zookeeper.DefaultScanSessions
+	waitFor(t, fmt.Sprintf("%d connections: c and its siblings", before), func() bool { return zkConnections(t, addr) == before })
+	sc := dial(t, connect)
+	for i, o := range []zookeeper.ScanOptions{{Concurrency: 8, Sessions: 1}, {Concurrency: 8, Sessions: 3}, {Concurrency: 8, Sessions: 3}, {Sessions: 20}} {
+		got, err := sc.ScanWith(ctx, o)
+		mustDo(t, err)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("ScanWith(%+v) differs from ScanSequential:\n%s", o, diffSnapshots(got, want))
+		}
+		wantConns := before + 1 + min(i, 1)*2
+		if i == 3 {
+			wantConns = before + 20
+		}
+		waitFor(t, fmt.Sprintf("%d connections after ScanWith(%+v)", wantConns, o), func() bool { return zkConnections(t, addr) == wantConns })
+	}
+	sc.Close()
+	waitFor(t, fmt.Sprintf("%d connections after Close", before), func() bool { return zkConnections(t, addr) == before })
+
+	// Reads: 5 listings, the topic znodes, their configs (less one
+	// deleted, plus "gone"), and the states of every topic whose
+	// assignment decodes (all but two).
 	if wantReads := 5 + topics + topics + (topics-2)*parts; want.Reads != wantReads {
 		t.Errorf("Reads = %d, want %d", want.Reads, wantReads)
 	}
@@ -271,6 +294,38 @@ func TestScan(t *testing.T) {
 	}
 }
 
+// zkConnections is the number of client connections ZooKeeper reports
+// (the srvr four-letter word, allowed by default).
+func zkConnections(t *testing.T, addr string) int {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	mustDo(t, err)
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = nc.Write([]byte("srvr"))
+	mustDo(t, err)
+	b, err := io.ReadAll(nc)
+	mustDo(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Connections: "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			mustDo(t, err)
+			return n - 1 // not this one
+		}
+	}
+	t.Fatalf("srvr: no connection count in %q", b)
+	return 0
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
 func diffSnapshots(a, b *zookeeper.Snapshot) string {
 	var out []string
 	if a.Reads != b.Reads || a.Controller != b.Controller || !reflect.DeepEqual(a.Brokers, b.Brokers) || !reflect.DeepEqual(a.Errs, b.Errs) {
@@ -337,7 +392,8 @@ func benchCluster(b *testing.B) string {
 // BenchmarkScan reads 2,000 topics × 10 partitions: 24,005 reads (5
 // listings, 2,000 topic znodes, 2,000 configs, 20,000 states). znodes/s is
 // reads per second; peak-RSS-MB is the test process's VmHWM during the
-// sub-benchmark (reset through /proc/self/clear_refs when it starts);
+// sub-benchmark (reset through /proc/self/clear_refs when it starts, after
+// a GC that returned free memory to the OS), start-RSS-MB its VmRSS then;
 // snapshot-MB is the live heap the finished snapshot holds.
 func BenchmarkScan(b *testing.B) {
 	connect := benchCluster(b)
@@ -346,6 +402,7 @@ func BenchmarkScan(b *testing.B) {
 	run := func(b *testing.B, scan scanFunc, compare bool) {
 		ctx := context.Background()
 		resetPeakRSS()
+		rss0 := currentRSS()
 		heap0 := liveHeap()
 		b.ReportAllocs()
 		self0, zk0 := cpuTime(0), cpuTime(benchZK.pid)
@@ -366,6 +423,7 @@ func BenchmarkScan(b *testing.B) {
 		b.ReportMetric(float64(cpuTime(benchZK.pid)-zk0)/float64(b.N)/1e6, "zk-CPU-ms/op")
 		b.ReportMetric(float64(reads)/b.Elapsed().Seconds(), "znodes/s")
 		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MB")
+		b.ReportMetric(float64(rss0)/(1<<20), "start-RSS-MB")
 		b.ReportMetric(float64(liveHeap()-heap0)/(1<<20), "snapshot-MB")
 		if snap.Reads != wantReads || len(snap.Topics) != benchTopics {
 			b.Fatalf("scan made %d reads over %d topics, want %d over %d", snap.Reads, len(snap.Topics), wantReads, benchTopics)
@@ -385,50 +443,19 @@ func BenchmarkScan(b *testing.B) {
 	b.Run("sequential", func(b *testing.B) {
 		run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanSequential(ctx) }, false)
 	})
-	for _, n := range []int{16, 64, 256} {
-		b.Run("concurrent-"+strconv.Itoa(n), func(b *testing.B) {
-			run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.Scan(ctx, n) }, true)
-		})
-	}
-	// Do more sessions (more TCP connections, more request pipelines in
-	// the server) help on two cores? Each session scans its share of the
-	// topics with n reads in flight; the shares are merged. Compare
-	// sessions-2xN with concurrent-2N: the same reads in flight.
-	conns := []*zookeeper.Conn{c, dial(b, connect)}
-	names := make([]string, benchTopics)
-	for i := range names {
-		names[i] = lab.SeedTopicName(i)
-	}
-	for _, n := range []int{32, 128} {
-		b.Run(fmt.Sprintf("sessions-%dx%d", len(conns), n), func(b *testing.B) {
-			run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) {
-				return scanSessions(ctx, conns, n, names)
-			}, true)
-		})
-	}
-}
-
-// scanSessions scans names split evenly over conns, n reads in flight on
-// each, and merges the snapshots.
-func scanSessions(ctx context.Context, conns []*zookeeper.Conn, n int, names []string) (*zookeeper.Snapshot, error) {
-	snaps := make([]*zookeeper.Snapshot, len(conns))
-	errs := make([]error, len(conns))
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		share := names[i*len(names)/len(conns) : (i+1)*len(names)/len(conns)]
-		wg.Go(func() { snaps[i], errs[i] = c.Scan(ctx, n, share...) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	for _, s := range snaps[1:] {
-		for n, ts := range s.Topics {
-			snaps[0].Topics[n] = ts
+	// concurrent-N is Scan(ctx, N): N reads in flight over the default
+	// DefaultScanSessions sessions. -sessions-K spreads them over K
+	// sessions instead; -sessions-1 is one pipelined session.
+	for _, o := range []zookeeper.ScanOptions{{Concurrency: 128, Sessions: 1}, {Concurrency: 32}, {Concurrency: 128},
+		{Concurrency: 128, Sessions: 2}, {Concurrency: 128, Sessions: 8}} {
+		name := "concurrent-" + strconv.Itoa(o.Concurrency)
+		if o.Sessions != 0 {
+			name += "-sessions-" + strconv.Itoa(o.Sessions)
 		}
-		snaps[0].Reads += s.Reads - 5 // the cluster-wide listings, counted once
+		b.Run(name, func(b *testing.B) {
+			run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanWith(ctx, o) }, true)
+		})
 	}
-	return snaps[0], nil
 }
 
 // resetPeakRSS returns freed memory to the OS and resets the kernel's
@@ -440,13 +467,18 @@ func resetPeakRSS() {
 }
 
 // peakRSS is this process's VmHWM in bytes (0 where /proc is absent).
-func peakRSS() int64 {
+func peakRSS() int64 { return procStatus("VmHWM:") }
+
+// currentRSS is this process's VmRSS in bytes.
+func currentRSS() int64 { return procStatus("VmRSS:") }
+
+func procStatus(field string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10
 		}

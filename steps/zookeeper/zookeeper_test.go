@@ -5,8 +5,11 @@ package zookeeper_test
 // the jars are missing — except under -short.
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -31,11 +34,19 @@ func startZKProc(tb testing.TB) *zkProcess {
 	if testing.Short() {
 		tb.Skip("needs a real ZooKeeper; runs without -short")
 	}
-	zk, err := startZKProcess(tb.TempDir(), "128m")
+	dir := tb.TempDir()
+	zk, err := startZKProcess(dir, "128m")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(zk.Stop)
+	tb.Cleanup(func() {
+		zk.Stop()
+		if tb.Failed() {
+			if b, err := os.ReadFile(filepath.Join(dir, "zookeeper.out")); err == nil {
+				tb.Logf("ZooKeeper's output (last 3000 bytes):\n%s", b[max(0, len(b)-3000):])
+			}
+		}
+	})
 	return zk
 }
 
@@ -47,7 +58,12 @@ type zkProcess struct {
 }
 
 // startZKProcess starts a standalone ZooKeeper with its data in dir and
-// waits until it listens.
+// waits until it serves. A free port found by listening can be taken by
+// another process before ZooKeeper binds it (tests of other packages run
+// JVMs alongside), so a server that exits early is started again on
+// another port, and readiness is ZooKeeper's own answer to srvr, not an
+// open port (a connection to a port nobody listens on can connect to
+// itself).
 func startZKProcess(dir, heap string) (*zkProcess, error) {
 	home, _, err := lab.ResolveKafkaHome("")
 	if err != nil {
@@ -57,6 +73,18 @@ func startZKProcess(dir, heap string) (*zkProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	var errs []error
+	for range 3 {
+		zk, err := startZKOnce(java, home, dir, heap)
+		if err == nil {
+			return zk, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+func startZKOnce(java, home, dir, heap string) (*zkProcess, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -75,18 +103,38 @@ func startZKProcess(dir, heap string) (*zkProcess, error) {
 		logf.Close()
 		return nil, err
 	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() }
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() { _ = cmd.Process.Kill(); <-exited; logf.Close() }
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-exited:
+			logf.Close()
+			return nil, fmt.Errorf("ZooKeeper on %s exited at start (%v); see %s", addr, cmd.ProcessState, logf.Name())
+		default:
+		}
+		if serving(addr) {
 			return &zkProcess{Addr: addr, Pid: cmd.Process.Pid, Stop: stop}, nil
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	stop()
-	return nil, fmt.Errorf("ZooKeeper did not listen on %s within 30s; see %s", addr, logf.Name())
+	return nil, fmt.Errorf("ZooKeeper did not serve on %s within 30s; see %s", addr, logf.Name())
+}
+
+// serving asks ZooKeeper at addr whether it serves requests.
+func serving(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return false
+	}
+	b, _ := io.ReadAll(c)
+	return bytes.Contains(b, []byte("Zookeeper version:")) && bytes.Contains(b, []byte("Mode: standalone"))
 }
 
 func dial(tb testing.TB, connect string) *zookeeper.Conn {
