@@ -267,6 +267,18 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		p.Summary = fmt.Sprintf("%q is inconsistent across ZooKeeper, broker caches and disks: the cleanup applies", t)
 	}
 	ok("topic state recorded", p.Summary)
+	// The same findings `kremedy diagnose --topic` reports, so that the
+	// first screen of a run shows them.
+	if d, err := Diagnose(ctx, r.Target, r.ZK, r.Kafka, r.Remote, DiagnoseOptions{Topic: t, Disk: true}); err != nil {
+		p.Notes = append(p.Notes, fmt.Sprintf("diagnosis incomplete: %v", err))
+	} else {
+		for _, f := range d.Findings {
+			p.Facts = append(p.Facts, fmt.Sprintf("finding [%s] %s: %s", f.Severity, f.Kind, f.Summary))
+		}
+		if d.Healthy {
+			p.Facts = append(p.Facts, "diagnosis: no findings")
+		}
+	}
 	p.Payload, _ = jsonRaw(r.Facts)
 	return p, checks, nil
 }
