@@ -132,6 +132,11 @@ const moveFunc = `kremedy_move() {
   if [ ! -e "$src" ] && [ -e "$dst" ]; then echo "in quarantine: $src -> $dst"; return 0; fi
   if [ -e "$dst" ]; then echo "refusing: $dst already exists" >&2; return 3; fi
   mkdir -p -- "$(dirname -- "$dst")" || return 1
+  # A quarantine on another filesystem would turn the move into a long,
+  # non-atomic copy: refuse instead.
+  if [ "$(stat -c %d -- "$(dirname -- "$src")")" != "$(stat -c %d -- "$(dirname -- "$dst")")" ]; then
+    echo "refusing: $(dirname -- "$dst") is on another filesystem than $src" >&2; return 4
+  fi
   mv -- "$src" "$dst" || return 1
   [ ! -e "$src" ] || return 1
   echo "moved $src -> $dst"
