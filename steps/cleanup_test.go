@@ -328,3 +328,47 @@ func TestHealthyTopicIsNeverTouched(t *testing.T) {
 		t.Fatalf("a healthy topic was acted on: ops %v asked %v outcome %+v", f.zk.Ops, f.asked, out)
 	}
 }
+
+func TestRestoreRoundTrip(t *testing.T) {
+	f := newFixture(t, nil)
+	before, _, _ := f.zk.Get(context.Background(), steps.TopicPath("orders"))
+	if _, err := f.engine("orders").Run(context.Background(), f.run, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	// Segments go back only while the brokers are stopped.
+	if err := steps.RestoreSegments(context.Background(), f.run, f.run.ManifestPath(), &out); !errors.Is(err, steps.ErrRefused) {
+		t.Fatalf("restore onto running brokers: %v", err)
+	}
+	for id := int32(1); id <= 3; id++ {
+		f.hosts.Running[id] = false
+		f.zk.Remove(fmt.Sprintf("/brokers/ids/%d", id))
+	}
+	if err := steps.RestoreSegments(context.Background(), f.run, f.run.ManifestPath(), &out); err != nil {
+		t.Fatalf("restore segments: %v\n%s", err, out.String())
+	}
+	for id := int32(1); id <= 3; id++ {
+		names := f.hosts.Names(id, "/data/k1")
+		if !slices.Contains(names, "orders-0") || !slices.Contains(names, "orders-2") {
+			t.Fatalf("broker %d /data/k1 after restore: %v", id, names)
+		}
+	}
+	if err := steps.RestoreZnodes(context.Background(), f.zk, f.run.BackupPath(), false, &out); err != nil {
+		t.Fatalf("restore znodes: %v\n%s", err, out.String())
+	}
+	after, _, err := f.zk.Get(context.Background(), steps.TopicPath("orders"))
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("restored topic znode %q (%v), want %q", after, err, before)
+	}
+	for _, p := range []string{steps.PartitionStatePath("orders", 2), steps.ConfigTopicPath("orders"), steps.DeleteTopicPath("orders")} {
+		if !f.zk.Has(p) {
+			t.Fatalf("%s not restored", p)
+		}
+	}
+	if err := steps.RestoreZnodes(context.Background(), f.zk, f.run.BackupPath(), false, &out); !errors.Is(err, steps.ErrRefused) {
+		t.Fatalf("a second restore must refuse to overwrite: %v", err)
+	}
+	if err := steps.RestoreZnodes(context.Background(), f.zk, f.run.BackupPath(), true, &out); err != nil {
+		t.Fatalf("--force with everything present: %v", err)
+	}
+}

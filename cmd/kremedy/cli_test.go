@@ -46,3 +46,15 @@ func TestRunbooksList(t *testing.T) {
 		t.Fatalf("runbooks: %d %s", r.code, r.out)
 	}
 }
+
+func TestRestoreCommandsRefuseBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"znodes", "restore", filepath.Join(dir, "missing.json")},
+		{"segments", "restore", filepath.Join(dir, "missing.json")},
+	} {
+		if r := kremedy(t, args...); r.code != 2 || !strings.Contains(r.out, "--inventory") {
+			t.Errorf("kremedy %v: exit %d\n%s", args, r.code, r.out)
+		}
+	}
+}

@@ -48,7 +48,7 @@ func newRoot() *cobra.Command {
 		Version:       version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newPlanCmd(), newRunCmd(), newResumeCmd())
+	root.AddCommand(newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newPlanCmd(), newRunCmd(), newResumeCmd(), newZnodesCmd(), newSegmentsCmd())
 	return root
 }
 

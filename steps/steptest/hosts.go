@@ -83,6 +83,7 @@ func (h *Hosts) Names(broker int32, dir string) []string {
 var (
 	listRe  = regexp.MustCompile(`(?m)^kremedy_list (\d+) (\S+)$`)
 	moveRe  = regexp.MustCompile(`(?m)^kremedy_move (\S+) (\S+) \|\| exit \$\?$`)
+	backRe  = regexp.MustCompile(`(?s)^set -e\nsrc=(\S+); dst=(\S+)\n`)
 	whereRe = regexp.MustCompile(`^if \[ -e (\S+) \] && \[ ! -e (\S+) \]`)
 )
 
@@ -172,6 +173,24 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.
 			h.FS[broker][dd][dn] = e
 			emit("moved " + src + " -> " + dst)
 		}
+		return nil
+	}
+	if m := backRe.FindStringSubmatch(cmd); m != nil { // segments restore
+		src, dst := unquote(m[1]), unquote(m[2])
+		if h.Running[broker] {
+			h.t.Errorf("restore %s on broker %d while it runs", src, broker)
+		}
+		sd, sn, dd, dn := filepath.Dir(src), filepath.Base(src), filepath.Dir(dst), filepath.Base(dst)
+		if _, ok := h.FS[broker][dd][dn]; ok {
+			return &ExitErr{3}
+		}
+		e, ok := h.FS[broker][sd][sn]
+		if !ok {
+			return &ExitErr{1}
+		}
+		delete(h.FS[broker][sd], sn)
+		h.FS[broker][dd][dn] = e
+		emit("moved back " + src + " -> " + dst)
 		return nil
 	}
 	if m := whereRe.FindStringSubmatch(cmd); m != nil {

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
+)
+
+// inventoryOf finds the inventory a run used, from the journal of the run
+// directory that holds path (the backup or the manifest).
+func inventoryOf(path string) (string, error) {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		recs, err := journal.Read(filepath.Join(dir, "journal.jsonl"))
+		if err == nil && len(recs) > 0 && recs[0].Type == journal.RunStart {
+			meta, err := journal.Decode[steps.Meta](recs[0])
+			if err == nil && meta.Inventory != "" {
+				return meta.Inventory, nil
+			}
+		}
+		if dir == filepath.Dir(dir) {
+			return "", errors.New("no --inventory given and no run journal found beside the file; pass --inventory")
+		}
+	}
+}
+
+func restoreErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, steps.ErrRefused) {
+		return failedErr(err)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return usageErr(err)
+	}
+	return failedErr(err)
+}
+
+func newZnodesCmd() *cobra.Command {
+	var inv string
+	var force bool
+	restore := &cobra.Command{
+		Use:   "restore BACKUP",
+		Short: "Recreate the znodes of a run's backup (data and ACLs); refuses to overwrite existing ones unless --force",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if inv == "" {
+				var err error
+				if inv, err = inventoryOf(args[0]); err != nil {
+					return usageErr(err)
+				}
+			}
+			cl, err := connect(cmd.Context(), inv)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return restoreErr(steps.RestoreZnodes(cmd.Context(), cl.zk, args[0], force, cmd.OutOrStdout()))
+		},
+	}
+	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
+	restore.Flags().BoolVar(&force, "force", false, "restore only the missing znodes when some exist (existing ones are never overwritten)")
+	c := &cobra.Command{Use: "znodes", Short: "ZooKeeper backups of a run"}
+	c.AddCommand(restore)
+	return c
+}
+
+func newSegmentsCmd() *cobra.Command {
+	var inv string
+	restore := &cobra.Command{
+		Use:   "restore MANIFEST",
+		Short: "Move a run's quarantined partition directories back into their log dirs (brokers must be stopped)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if inv == "" {
+				var err error
+				if inv, err = inventoryOf(args[0]); err != nil {
+					return usageErr(err)
+				}
+			}
+			cl, err := connect(cmd.Context(), inv)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			r := &steps.Run{Target: cl.target, ZK: cl.zk, Kafka: cl.kafka, Remote: cl.fleet}
+			if err := steps.RestoreSegments(cmd.Context(), r, args[0], cmd.OutOrStdout()); err != nil {
+				return restoreErr(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "start the brokers only after the znodes are restored too")
+			return nil
+		},
+	}
+	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
+	c := &cobra.Command{Use: "segments", Short: "Quarantined partition directories of a run"}
+	c.AddCommand(restore)
+	return c
+}
