@@ -440,6 +440,49 @@ func TestCleanupLab(t *testing.T) {
 		assertQuarantined(t, l, run, "refills", 9)
 	})
 
+	t.Run("undo: segments restore and znodes restore bring the exact state back", func(t *testing.T) {
+		rep := breakIt(t, l, "ghost-topic", "undone")
+		run := filepath.Join(t.TempDir(), "run")
+		cleanup(t, l, "undone", run)
+		for n := 1; n <= 3; n++ {
+			if r := kremedy(t, "lab", "broker", "stop", fmt.Sprint(n), "--dir", filepath.Dir(l.InventoryPath())); r.code != 0 {
+				t.Fatalf("stop broker %d: %s", n, r.out)
+			}
+		}
+		for _, args := range [][]string{{"segments", "restore", filepath.Join(run, "quarantine-manifest.json")}, {"znodes", "restore", filepath.Join(run, "backup", "znodes.json")}} {
+			if r := kremedy(t, args...); r.code != 0 {
+				t.Fatalf("kremedy %v: exit %d\n%s", args, r.code, r.out)
+			}
+		}
+		if r := kremedy(t, "znodes", "restore", filepath.Join(run, "backup", "znodes.json")); r.code != 1 || !strings.Contains(r.out, "exist already") {
+			t.Fatalf("a second znodes restore must refuse to overwrite: exit %d\n%s", r.code, r.out)
+		}
+		for n := 1; n <= 3; n++ {
+			if r := kremedy(t, "lab", "broker", "start", fmt.Sprint(n), "--dir", filepath.Dir(l.InventoryPath())); r.code != 0 {
+				t.Fatalf("start broker %d: %s", n, r.out)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		z, _, err := c.zk.Topic(ctx, "undone")
+		if err != nil || z.TopicID != rep.NewID {
+			t.Fatalf("restored znode %+v (%v): want topic id %s", z, err, rep.NewID)
+		}
+		for _, ld := range l.LogDirs(int(rep.Victim)) {
+			for p := 0; p < 3; p++ {
+				b, err := os.ReadFile(filepath.Join(ld, fmt.Sprintf("undone-%d", p), "partition.metadata"))
+				if err != nil || !strings.Contains(string(b), rep.OldID) {
+					t.Fatalf("broker %d undone-%d not restored with its old id: %q %v", rep.Victim, p, b, err)
+				}
+			}
+		}
+		// The ghost is back exactly as it was; clean it for good.
+		if ks, _, _ := diagnose(t, l, "undone"); !slices.Contains(ks, "foreign-segments") {
+			t.Fatalf("after the undo, diagnose finds %v; want the ghost's foreign segments back", ks)
+		}
+		cleanup(t, l, "undone", filepath.Join(t.TempDir(), "again"))
+	})
+
 	t.Run("SIGKILL inside stop-brokers, then resume", func(t *testing.T) {
 		rep := breakIt(t, l, "ghost-topic", "invoices")
 		run := filepath.Join(t.TempDir(), "run")
