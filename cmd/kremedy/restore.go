@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,18 @@ func inventoryOf(path string) (string, error) {
 	}
 }
 
+// connectFor connects to the cluster of --inventory, or of the run that
+// wrote path when none is given.
+func connectFor(ctx context.Context, path, inv string) (*cluster, error) {
+	if inv == "" {
+		var err error
+		if inv, err = inventoryOf(path); err != nil {
+			return nil, usageErr(err)
+		}
+	}
+	return connect(ctx, inv)
+}
+
 func restoreErr(err error) error {
 	if err == nil {
 		return nil
@@ -50,13 +63,7 @@ func newZnodesCmd() *cobra.Command {
 		Short: "Recreate the znodes of a run's backup (data and ACLs); refuses to overwrite existing ones unless --force",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if inv == "" {
-				var err error
-				if inv, err = inventoryOf(args[0]); err != nil {
-					return usageErr(err)
-				}
-			}
-			cl, err := connect(cmd.Context(), inv)
+			cl, err := connectFor(cmd.Context(), args[0], inv)
 			if err != nil {
 				return err
 			}
@@ -78,13 +85,7 @@ func newSegmentsCmd() *cobra.Command {
 		Short: "Move a run's quarantined partition directories back into their log dirs (brokers must be stopped)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if inv == "" {
-				var err error
-				if inv, err = inventoryOf(args[0]); err != nil {
-					return usageErr(err)
-				}
-			}
-			cl, err := connect(cmd.Context(), inv)
+			cl, err := connectFor(cmd.Context(), args[0], inv)
 			if err != nil {
 				return err
 			}

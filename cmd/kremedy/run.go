@@ -192,23 +192,14 @@ func newResumeCmd() *cobra.Command {
 				return err
 			}
 			dir := args[0]
-			j, recs, err := journal.Open(filepath.Join(dir, "journal.jsonl"))
+			j, recs, meta, finished, err := openRun(dir)
 			if err != nil {
-				return usageErr(fmt.Errorf("%s: %w", dir, err))
+				return err
 			}
 			defer j.Close()
-			if len(recs) == 0 || recs[0].Type != journal.RunStart {
-				return usageErr(fmt.Errorf("%s: the journal has no run-start record; it is not a kremedy run", dir))
-			}
-			meta, err := journal.Decode[steps.Meta](recs[0])
-			if err != nil {
-				return usageErr(err)
-			}
-			if last := recs[len(recs)-1]; last.Type == journal.RunEnd {
-				if d, _ := journal.Decode[map[string]any](last); d["ok"] == true {
-					fmt.Fprintf(cmd.OutOrStdout(), "run %s already finished; see %s\n", meta.ID, filepath.Join(dir, "report.md"))
-					return nil
-				}
+			if finished {
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s already finished; see %s\n", meta.ID, filepath.Join(dir, "report.md"))
+				return nil
 			}
 			if f.confirm != "" && f.confirm != meta.Topic {
 				return usageErr(fmt.Errorf("--confirm %q does not match the run's topic %q; nothing was done", f.confirm, meta.Topic))
@@ -239,6 +230,31 @@ func newResumeCmd() *cobra.Command {
 	addRunFlags(c, &f, false)
 	c.Flags().Lookup("run-dir").Hidden = true
 	return c
+}
+
+// openRun opens (and locks) the journal of a run directory for resuming:
+// its records, the run-start metadata, and whether the run already
+// finished. Errors are usage errors (exit 2).
+func openRun(dir string) (*journal.Journal, []journal.Record, steps.Meta, bool, error) {
+	var meta steps.Meta
+	j, recs, err := journal.Open(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		return nil, nil, meta, false, usageErr(fmt.Errorf("%s: %w", dir, err))
+	}
+	if len(recs) == 0 || recs[0].Type != journal.RunStart {
+		j.Close()
+		return nil, nil, meta, false, usageErr(fmt.Errorf("%s: the journal has no run-start record; it is not a kremedy run", dir))
+	}
+	if meta, err = journal.Decode[steps.Meta](recs[0]); err != nil {
+		j.Close()
+		return nil, nil, meta, false, usageErr(err)
+	}
+	finished := false
+	if last := recs[len(recs)-1]; last.Type == journal.RunEnd {
+		d, _ := journal.Decode[map[string]any](last)
+		finished = d["ok"] == true
+	}
+	return j, recs, meta, finished, nil
 }
 
 func checkHeadless(f runFlags) error {
@@ -384,22 +400,13 @@ func runTUICmd(cmd *cobra.Command, rb *runbooks.Runbook, vals runbooks.Values, f
 	}
 	jpath := filepath.Join(dir, "journal.jsonl")
 	if recs, err := journal.Read(jpath); err == nil && len(recs) > 0 {
-		j, recs, err := journal.Open(jpath)
+		j, recs, meta, finished, err := openRun(dir)
 		if err != nil {
-			return usageErr(fmt.Errorf("%s: %w", dir, err))
+			return err
 		}
 		defer j.Close()
-		if recs[0].Type != journal.RunStart {
-			return usageErr(fmt.Errorf("%s holds a journal without a run-start record; choose another --run-dir", dir))
-		}
-		meta, err := journal.Decode[steps.Meta](recs[0])
-		if err != nil {
-			return usageErr(err)
-		}
-		if last := recs[len(recs)-1]; last.Type == journal.RunEnd {
-			if d, _ := journal.Decode[map[string]any](last); d["ok"] == true {
-				return usageErr(fmt.Errorf("%s holds run %s, which finished; choose another --run-dir", dir, meta.ID))
-			}
+		if finished {
+			return usageErr(fmt.Errorf("%s holds run %s, which finished; choose another --run-dir", dir, meta.ID))
 		}
 		prb, err := runbooks.Get(meta.Runbook, steps.KindNames())
 		if err != nil {
