@@ -302,6 +302,13 @@ PrintMotd no
 MaxStartups 50:30:100
 MaxSessions 50
 LogLevel VERBOSE
+# Broker hosts in production do not run the engineer's interactive shell
+# set-up. bash sources ~/.bashrc for commands sent by sshd only when SHLVL
+# says it is a top-level shell; on a workstation that file may run pyenv or
+# nvm (150 ms of CPU per command on the machine this was written on) and
+# print to stderr, which would be charged to kremedy and streamed as broker
+# output.
+SetEnv SHLVL=1
 `, n, host, host, SSHPort, edPath, rsaPath, filepath.Join(dir, "sshd.pid"), l.path("authorized_keys"), l.State.User)
 	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
 		return "", err

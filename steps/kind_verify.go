@@ -175,7 +175,11 @@ func (k *verifyTopic) Apply(ctx context.Context, r *Run, p *Plan) error {
 			return err
 		}
 		if err := r.Do(p.Actions[2], func() error {
-			return r.Kafka.Canary(ctx, t, 0, fmt.Sprintf("kremedy canary %s", r.Meta.ID))
+			res, err := r.Kafka.Canary(ctx, t, 0, fmt.Sprintf("kremedy canary %s", r.Meta.ID))
+			if err == nil {
+				r.Logf("canary at %s-0 offset %d: acknowledged by every in-sync replica after %s, read back after %s more", t, res.Offset, res.Produce.Round(time.Millisecond), res.Read.Round(time.Millisecond))
+			}
+			return err
 		}); err != nil {
 			return err
 		}
@@ -217,7 +221,7 @@ func (r *Run) waitServed(ctx context.Context, parts int32) error {
 		select {
 		case <-wctx.Done():
 			return fmt.Errorf("%w: %q is not served by every broker after 60s: %s", ErrCheckFailed, r.Topic(), last)
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

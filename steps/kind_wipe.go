@@ -213,7 +213,7 @@ func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 			h, _ := r.Target.Host(b)
 			host := fmt.Sprintf("broker %d (%s)", b, h.Host)
 			start := r.now()
-			err := r.Remote.Run(ctx, b, script.String(), func(l Line) {
+			err := r.Remote.Run(ctx, b, Script(script.String()), func(l Line) {
 				r.Output(host, l)
 				for _, prefix := range []string{"moved ", "in quarantine: "} {
 					if rest, ok := strings.CutPrefix(l.Text, prefix); ok {
@@ -278,7 +278,7 @@ func (r *Run) reconcileManifest(ctx context.Context) (*Check, error) {
 			continue
 		}
 		var where string
-		err := r.Remote.Run(ctx, mv.Broker, fmt.Sprintf(whereScript, ShQuote(mv.From), ShQuote(mv.To)), func(l Line) {
+		err := r.Remote.Run(ctx, mv.Broker, Script(fmt.Sprintf(whereScript, ShQuote(mv.From), ShQuote(mv.To))), func(l Line) {
 			if !l.Stderr {
 				where = strings.TrimSpace(l.Text)
 			}

@@ -110,7 +110,7 @@ type Cluster interface {
 	// of the given broker.
 	Offsets(ctx context.Context, broker int32, topic string, partition int32) (earliest, latest int64, err error)
 	// Canary produces one record with acks=all and reads it back.
-	Canary(ctx context.Context, topic string, partition int32, value string) error
+	Canary(ctx context.Context, topic string, partition int32, value string) (CanaryResult, error)
 	DeleteGroupOffsets(ctx context.Context, group, topic string) error
 	// LogDirs asks one broker for its log directories (DescribeLogDirs).
 	LogDirs(ctx context.Context, broker int32) ([]string, error)
@@ -174,4 +174,12 @@ func (t Target) Host(id int32) (Host, bool) {
 		}
 	}
 	return Host{}, false
+}
+
+// CanaryResult says where a canary record landed and how long each half of
+// its round trip took, so the journal shows where the verify step's time goes.
+type CanaryResult struct {
+	Offset  int64
+	Produce time.Duration // until the acks=all produce was acknowledged
+	Read    time.Duration // until the record was read back
 }

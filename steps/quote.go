@@ -45,3 +45,11 @@ func ShCommand(argv ...string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// Script is the command line that runs a POSIX sh script on a remote host
+// under /bin/sh, whatever the remote user's login shell is: sshd hands the
+// command to that shell, and zsh aborts on a glob that matches nothing while
+// fish does not speak sh at all. Every script kremedy writes goes through
+// it; the inventory's stop and start commands do not (they are the
+// operator's, written for their own shell).
+func Script(script string) string { return "exec /bin/sh -c " + ShQuote(script) }

@@ -98,7 +98,7 @@ if [ -e "$dst" ]; then echo "refusing: $dst exists in the log dir" >&2; exit 3; 
 mv -- "$src" "$dst"
 echo "moved back $src -> $dst"`, ShQuote(mv.To), ShQuote(mv.From))
 		h, _ := r.Target.Host(mv.Broker)
-		if err := r.Remote.Run(ctx, mv.Broker, script, func(l Line) { fmt.Fprintf(out, "broker %d (%s): %s\n", mv.Broker, h.Host, l.Text) }); err != nil {
+		if err := r.Remote.Run(ctx, mv.Broker, Script(script), func(l Line) { fmt.Fprintf(out, "broker %d (%s): %s\n", mv.Broker, h.Host, l.Text) }); err != nil {
 			return fmt.Errorf("move %s back on broker %d: %w (%d directories were moved back before it)", mv.To, mv.Broker, err, moved)
 		}
 		moved++

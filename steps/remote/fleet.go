@@ -17,42 +17,69 @@ type Fleet struct {
 	clients map[string]Target
 
 	mu    sync.Mutex
-	conns map[string]*Client
+	conns map[string]*conn
+}
+
+// conn is one host's connection, dialled once even when several steps ask
+// for it at the same moment (listings run on every host in parallel).
+type conn struct {
+	ready chan struct{} // closed when the dial has finished
+	c     *Client
+	err   error
 }
 
 var _ steps.Remote = (*Fleet)(nil)
 
 // NewFleet builds a fleet from per-broker and per-client SSH targets.
 func NewFleet(brokers map[int32]Target, clients map[string]Target) *Fleet {
-	return &Fleet{brokers: brokers, clients: clients, conns: map[string]*Client{}}
+	return &Fleet{brokers: brokers, clients: clients, conns: map[string]*conn{}}
 }
 
 func key(t Target) string { return fmt.Sprintf("%s@%s:%d", t.User, t.Host, t.Port) }
 
 func (f *Fleet) client(ctx context.Context, t Target) (*Client, error) {
+	k := key(t)
 	f.mu.Lock()
-	c, ok := f.conns[key(t)]
+	e, ok := f.conns[k]
+	if !ok {
+		e = &conn{ready: make(chan struct{})}
+		f.conns[k] = e
+	}
 	f.mu.Unlock()
 	if ok {
-		return c, nil
+		select {
+		case <-e.ready:
+			return e.c, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	c, err := Dial(ctx, t)
-	if err != nil {
-		return nil, err
+	e.c, e.err = Dial(ctx, t)
+	close(e.ready)
+	if e.err != nil {
+		// Not cached: the next command dials again (the host may be back).
+		f.mu.Lock()
+		if f.conns[k] == e {
+			delete(f.conns, k)
+		}
+		f.mu.Unlock()
 	}
-	f.mu.Lock()
-	f.conns[key(t)] = c
-	f.mu.Unlock()
-	return c, nil
+	return e.c, e.err
 }
 
 func (f *Fleet) drop(t Target) {
 	f.mu.Lock()
-	if c, ok := f.conns[key(t)]; ok {
-		c.Close()
+	e, ok := f.conns[key(t)]
+	if ok {
 		delete(f.conns, key(t))
 	}
 	f.mu.Unlock()
+	if ok {
+		<-e.ready
+		if e.c != nil {
+			e.c.Close()
+		}
+	}
 }
 
 func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(steps.Line)) error {
@@ -97,9 +124,13 @@ func (f *Fleet) RunClient(ctx context.Context, c steps.Client, cmd string, out f
 // Close ends every connection.
 func (f *Fleet) Close() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for k, c := range f.conns {
-		c.Close()
-		delete(f.conns, k)
+	conns := f.conns
+	f.conns = map[string]*conn{}
+	f.mu.Unlock()
+	for _, e := range conns {
+		<-e.ready
+		if e.c != nil {
+			e.c.Close()
+		}
 	}
 }

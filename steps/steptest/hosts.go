@@ -94,6 +94,34 @@ func unquote(s string) string {
 	return s
 }
 
+// shellWord decodes one POSIX shell word made of bare characters,
+// single-quoted runs and backslash escapes (what steps.ShQuote produces).
+func shellWord(w string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(w); i++ {
+		switch c := w[i]; c {
+		case '\\':
+			if i+1 == len(w) {
+				return "", false
+			}
+			i++
+			b.WriteByte(w[i])
+		case '\'':
+			j := strings.IndexByte(w[i+1:], '\'')
+			if j < 0 {
+				return "", false
+			}
+			b.WriteString(w[i+1 : i+1+j])
+			i += j + 1
+		case ' ', '\t', '\n', ';', '&', '|', '$', '`', '"':
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
 // Run implements steps.Remote.
 func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.Line)) error {
 	h.mu.Lock()
@@ -125,6 +153,18 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.
 		h.zk.Put(fmt.Sprintf("%s/%d", steps.BrokerIDsPath, broker), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
 		emit("started")
 		return nil
+	}
+	// Every script kremedy writes must run under /bin/sh (steps.Script),
+	// never in the remote user's login shell.
+	wrapped, ok := strings.CutPrefix(cmd, "exec /bin/sh -c ")
+	if !ok {
+		h.t.Errorf("command on broker %d is neither the inventory's stop/start nor a steps.Script: %q", broker, cmd)
+		return &ExitErr{127}
+	}
+	cmd, ok = shellWord(wrapped)
+	if !ok {
+		h.t.Errorf("steps.Script on broker %d is not one shell word: %q", broker, wrapped)
+		return &ExitErr{127}
 	}
 	if strings.HasPrefix(cmd, "kremedy_list() {") {
 		for _, m := range listRe.FindAllStringSubmatch(cmd, -1) {

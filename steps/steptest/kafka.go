@@ -150,11 +150,11 @@ func (k *Kafka) Offsets(context.Context, int32, string, int32) (int64, int64, er
 	return 0, 0, nil
 }
 
-func (k *Kafka) Canary(context.Context, string, int32, string) error {
+func (k *Kafka) Canary(context.Context, string, int32, string) (steps.CanaryResult, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.Canaries++
-	return nil
+	return steps.CanaryResult{}, nil
 }
 
 func (k *Kafka) DeleteGroupOffsets(_ context.Context, group, topic string) error {
