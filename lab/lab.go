@@ -239,3 +239,13 @@ func CacheDir() string {
 	}
 	return filepath.Join(d, "kremedy")
 }
+
+// BrokerPID is the pid of broker n's JVM, 0 when it is not running (fault
+// injection in tests freezes it with SIGSTOP).
+func (l *Lab) BrokerPID(n int) int { return l.brokerPID(n) }
+
+// ZKPID is the pid of ZooKeeper node n, 0 when it is not running.
+func (l *Lab) ZKPID(n int) int { return l.zkPID(n) }
+
+// SSHDPID is the pid of broker host n's sshd listener, 0 when it is not running.
+func (l *Lab) SSHDPID(n int) int { return l.sshdPID(n) }

@@ -187,7 +187,10 @@ var (
 	ErrRefused     = errors.New("refused")
 	ErrAborted     = errors.New("aborted by the operator")
 	ErrStalePlan   = errors.New("the cluster changed after the plan was made")
-	ErrNotApproved = errors.New("confirmation does not match")
+	// ErrOutcomeUnknown: the action was sent but its result never came
+	// back (a dropped SSH session); adapters wrap it.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+	ErrNotApproved    = errors.New("confirmation does not match")
 )
 
 // Kind implements one kind of step. Plan is read-only. Apply performs

@@ -59,6 +59,9 @@ type Run struct {
 	// Preview plans every step against the cluster as it is now, without
 	// the refusals that depend on earlier steps (`kremedy plan`).
 	Preview bool
+	// AfterRecord, when set, is called after each journal record is on
+	// disk (fault injection on a lab: cmd/kremedy's KREMEDY_FAULT).
+	AfterRecord func(typ, step string)
 
 	step string
 	done map[string]bool // step kinds completed in this run
@@ -141,6 +144,9 @@ func (r *Run) journalled(typ string, data any) error {
 	if _, err := r.Journal.Append(typ, r.step, data); err != nil {
 		return fmt.Errorf("journal %s: %w (the run stops: an unrecorded action could not be resumed)", r.Journal.Path(), err)
 	}
+	if r.AfterRecord != nil {
+		r.AfterRecord(typ, r.step)
+	}
 	return nil
 }
 
@@ -174,6 +180,9 @@ func (r *Run) Do(a Action, f func() error) error {
 	end := map[string]any{"action": a, "ok": err == nil, "took_ms": r.now().Sub(start).Milliseconds()}
 	if err != nil {
 		end["error"] = err.Error()
+		if errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			end["outcome"] = "unknown: it may have happened in part or in full; resume re-checks before doing anything"
+		}
 	}
 	if jerr := r.journalled(journal.ActionEnd, end); jerr != nil && err == nil {
 		err = jerr

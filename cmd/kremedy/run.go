@@ -157,6 +157,9 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
+			if _, err := faultsFor(cl.inv.Lab); err != nil {
+				return err
+			}
 			id := time.Now().UTC().Format("20060102T150405Z") + "-" + rb.Name + "-" + vals.String("topic")
 			dir := f.runDir
 			if dir == "" {
@@ -216,6 +219,9 @@ func newResumeCmd() *cobra.Command {
 				_, _ = j.Append(journal.Note, "", map[string]string{"text": "resumed"})
 				return runTUI(cmd.Context(), cmd.OutOrStdout(), rb, meta, dir, j, steps.Completed(recs),
 					func(ctx context.Context) (*cluster, error) { return connect(ctx, meta.Inventory) }, ss, false)
+			}
+			if _, err := faultsFor(meta.Lab); err != nil {
+				return err
 			}
 			cl, err := connect(cmd.Context(), meta.Inventory)
 			if err != nil {
@@ -294,6 +300,21 @@ func execute(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.
 		p.index = append(p.index, s.Info.ID)
 	}
 	r := &steps.Run{Meta: meta, Dir: dir, Target: cl.target, ZK: cl.zk, Kafka: cl.kafka, Remote: cl.fleet, Journal: j, Reporter: p}
+	if fs, err := faultsFor(meta.Lab); err != nil {
+		return err
+	} else if fs != nil {
+		fs.log, fs.ctx = os.Stderr, ctx
+		r.AfterRecord = fs.after
+		fmt.Fprintf(w, "KREMEDY_FAULT=%s: faults will be injected into this lab run\n", os.Getenv(faultEnv))
+	}
+	// What happens to the ZooKeeper session goes into the journal as it
+	// happens: a step that ran across an expiry must say so.
+	cl.zk.OnSession(func(msg string) {
+		_, _ = j.Append(journal.Note, "", map[string]string{"text": msg})
+		p.Report(steps.Event{Time: time.Now(), Step: "zookeeper", Kind: steps.EvLog, Text: msg})
+	})
+	defer cl.zk.OnSession(nil)
+	_, _ = j.Append(journal.Note, "", map[string]string{"text": "ZooKeeper: session " + cl.zk.Session()})
 	e := &steps.Engine{Steps: ss, Approver: headlessApprover{w: w, yes: f.yes, confirm: f.confirm}}
 	fmt.Fprintf(w, "run %s: %s on topic %q, cluster %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, meta.Topic, meta.Cluster, modeName(meta.Lab), dir)
 	start := time.Now()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/kremedy/kremedy/steps"
 )
 
 // Sentinels. They are always wrapped in an error that names the host and,
@@ -18,7 +20,7 @@ var (
 	ErrUnreachable = errors.New("ssh host unreachable")
 	// ErrSessionLost means the connection dropped while a command was
 	// running. The command's outcome is unknown; it may still be running.
-	ErrSessionLost = errors.New("ssh connection lost mid-command")
+	ErrSessionLost = fmt.Errorf("ssh connection lost mid-command (%w)", steps.ErrOutcomeUnknown)
 )
 
 // UnknownHostKeyError: the host (or a jump host) is not in any known_hosts

@@ -10,6 +10,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -81,6 +82,54 @@ type Conn struct {
 	servers []string
 	opts    Options  // as dialled, for the extra sessions of a Scan
 	sib     siblings // those sessions
+	notify  *atomic.Pointer[func(string)]
+}
+
+// OnSession makes the connection report what happens to its session after
+// Dial (connection lost, re-established, expired, replaced) to f, so that a
+// run's journal says when ZooKeeper went away under it. f must not block.
+func (c *Conn) OnSession(f func(msg string)) {
+	if f == nil {
+		c.notify.Store(nil)
+		return
+	}
+	c.notify.Store(&f)
+}
+
+// sessionNotifier turns go-zookeeper's session events into sentences for
+// the Conn's OnSession function. The events before the first session (the
+// dial itself) are not reported.
+func sessionNotifier(notify *atomic.Pointer[func(string)], timeout time.Duration) func(zk.Event) {
+	var had, lost, expired bool
+	return func(ev zk.Event) {
+		if ev.Type != zk.EventSession {
+			return
+		}
+		var msg string
+		switch ev.State {
+		case zk.StateHasSession:
+			switch {
+			case expired:
+				msg = fmt.Sprintf("ZooKeeper: a NEW session was established via %s after the old one expired", ev.Server)
+			case lost:
+				msg = fmt.Sprintf("ZooKeeper: session re-established via %s", ev.Server)
+			}
+			had, lost, expired = true, false, false
+		case zk.StateDisconnected:
+			if had && !lost && !expired {
+				msg = fmt.Sprintf("ZooKeeper: connection to %s lost; reconnecting (the session survives if a server is reached within %s)", ev.Server, timeout)
+				lost = true
+			}
+		case zk.StateExpired:
+			if had {
+				msg = "ZooKeeper: the session EXPIRED (no server was reached within the session timeout): an operation in flight has an unknown outcome and watches were lost; kremedy reads versions again before any further change"
+				expired = true
+			}
+		}
+		if f := notify.Load(); f != nil && msg != "" {
+			(*f)(msg)
+		}
+	}
 }
 
 // Dial opens a session on the ensemble named by a Kafka-style connect string
@@ -93,8 +142,10 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = 10 * time.Second
 	}
+	notify := &atomic.Pointer[func(string)]{}
 	zc, events, err := zk.Connect(servers, o.SessionTimeout,
-		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false), zk.WithDialer(dialBuffered))
+		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false), zk.WithDialer(dialBuffered),
+		zk.WithEventCallback(sessionNotifier(notify, o.SessionTimeout)))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", strings.Join(servers, ","), err)
 	}
@@ -107,7 +158,7 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 		select {
 		case ev := <-events:
 			if ev.State == zk.StateHasSession {
-				c := &Conn{zc: zc, chroot: chroot, servers: servers, opts: o}
+				c := &Conn{zc: zc, chroot: chroot, servers: servers, opts: o, notify: notify}
 				if o.DigestAuth != "" {
 					if err := zc.AddAuth("digest", []byte(o.DigestAuth)); err != nil {
 						zc.Close()
@@ -125,6 +176,12 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 			return nil, fmt.Errorf("zookeeper %s: %w (%v)", strings.Join(servers, ","), ErrNoSession, ctx.Err())
 		}
 	}
+}
+
+// Session names the session and the server it is connected to now, for
+// the journal ("0x1000a2b3c4d0005 via 127.0.2.1:2181").
+func (c *Conn) Session() string {
+	return fmt.Sprintf("0x%x via %s", c.zc.SessionID(), c.zc.Server())
 }
 
 // Chroot is the path prefix this connection applies ("" for none).

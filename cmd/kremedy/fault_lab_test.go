@@ -1,0 +1,684 @@
+package main
+
+// The fault matrix of "nothing lost, nobody let in", on a real lab: each
+// subtest breaks something real at an exact point of a headless run (the
+// point is chosen with KREMEDY_FAULT, see fault.go), then proves the
+// cluster is recoverable, the journal tells the truth and `resume` reaches
+// the end state of an uninterrupted run.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const faultMsgs = 10 // messages per partition a seeded topic holds
+
+// seeded is a topic with known messages, made inconsistent the cheapest way
+// (one broker of three stopped: preflight sees it and the cleanup applies),
+// and a bystander sharing its prefix.
+type seeded struct {
+	topic, id string
+	msgs      map[int32][]string
+	bystander string
+}
+
+func (c *clients) seed(t *testing.T, topic string) *seeded {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := &seeded{topic: topic, msgs: map[int32][]string{}, bystander: topic + "-v2"}
+	pr, err := kafka.NewProducer(c.l.State.Config.Bootstrap(), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	for _, name := range []string{topic, s.bystander} {
+		id, err := c.kc.CreateTopic(ctx, name, nil, 3, 3, nil)
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		if name == topic {
+			s.id = id
+		}
+		for p := int32(0); p < 3; p++ {
+			var vals []string
+			for i := 0; i < faultMsgs; i++ {
+				vals = append(vals, fmt.Sprintf("%s message %d-%d", name, p, i))
+			}
+			if err := pr.Produce(ctx, name, p, vals...); err != nil {
+				t.Fatalf("produce to %s-%d: %v", name, p, err)
+			}
+			if name == topic {
+				s.msgs[p] = vals
+			}
+		}
+	}
+	labBroker(t, c.l, "stop", 3)
+	return s
+}
+
+func labBroker(t *testing.T, l *lab.Lab, action string, n int) {
+	t.Helper()
+	if r := kremedy(t, "lab", "broker", action, strconv.Itoa(n), "--dir", l.Dir); r.code != 0 {
+		t.Fatalf("lab broker %s %d: exit %d\n%s", action, n, r.code, r.out)
+	}
+}
+
+// assertBystander: the sibling topic keeps every message.
+func (c *clients) assertSibling(t *testing.T, s *seeded) {
+	t.Helper()
+	for p := int32(0); p < 3; p++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		vals, err := kafka.ReadPartition(ctx, c.l.State.Config.Bootstrap(), s.bystander, p)
+		cancel()
+		if err != nil || len(vals) != faultMsgs {
+			t.Fatalf("bystander %s-%d: %d records (%v), want %d", s.bystander, p, len(vals), err, faultMsgs)
+		}
+	}
+}
+
+// faultRun is a headless run (or resume) with KREMEDY_FAULT set.
+type faultRun struct {
+	cmd     *exec.Cmd
+	out     *bytes.Buffer
+	release string
+}
+
+func startFault(t *testing.T, fault string, args ...string) *faultRun {
+	t.Helper()
+	f := &faultRun{out: &bytes.Buffer{}, release: filepath.Join(t.TempDir(), "release")}
+	f.cmd = exec.Command(bin, args...)
+	f.cmd.Env = append(os.Environ(), faultEnv+"="+fault, releaseEnv+"="+f.release)
+	f.cmd.Stdout, f.cmd.Stderr = f.out, f.out
+	if err := f.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// waitPaused waits until the run sits at its pause point.
+func (f *faultRun) waitPaused(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(f.release + ".paused"); err == nil {
+			return
+		}
+		if f.cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the run never reached its pause point:\n%s", f.out.String())
+}
+
+func (f *faultRun) resume(t *testing.T) {
+	t.Helper()
+	if err := os.WriteFile(f.release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *faultRun) wait(t *testing.T) result {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(4 * time.Minute):
+		_ = f.cmd.Process.Kill()
+		<-done
+		t.Fatalf("the run did not end in 4 minutes:\n%s", f.out.String())
+	}
+	return result{out: f.out.String(), code: f.cmd.ProcessState.ExitCode()}
+}
+
+// runWithFault runs to the end with one fault and returns how it ended.
+func runWithFault(t *testing.T, fault string, args ...string) result {
+	t.Helper()
+	return startFault(t, fault, args...).wait(t)
+}
+
+func cleanupArgs(l *lab.Lab, topic, run string, extra ...string) []string {
+	return append([]string{"run", "topic-cleanup", "--inventory", l.InventoryPath(), "--set", "topic=" + topic,
+		"--run-dir", run, "--headless", "--yes", "--confirm", topic}, extra...)
+}
+
+func resumeArgs(run, topic string) []string {
+	return []string{"resume", run, "--headless", "--yes", "--confirm", topic}
+}
+
+func records(t *testing.T, run string) []journal.Record {
+	t.Helper()
+	recs, err := journal.Read(filepath.Join(run, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// count counts records of typ in step whose data contains text.
+func count(recs []journal.Record, typ, step, text string) int {
+	n := 0
+	for _, r := range recs {
+		if (typ == "" || r.Type == typ) && (step == "" || r.Step == step) && strings.Contains(string(r.Data), text) {
+			n++
+		}
+	}
+	return n
+}
+
+func mustEnd(t *testing.T, r result, code int, what string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("%s: exit %d, want %d\n%s", what, r.code, code, r.out)
+	}
+}
+
+// interrupted checks an attempt ended with exit 3, told how to resume, and
+// that its journal ends with an "interrupted" record.
+func interrupted(t *testing.T, r result, run, what string) {
+	t.Helper()
+	mustEnd(t, r, exitInterrupted, what)
+	if !strings.Contains(r.out, "resume: kremedy resume "+run) {
+		t.Fatalf("%s: no resume command in the output:\n%s", what, r.out)
+	}
+	recs := records(t, run)
+	if last := recs[len(recs)-1]; last.Type != journal.Interrupted {
+		t.Fatalf("%s: the journal ends with %s, want %s", what, last.Type, journal.Interrupted)
+	}
+}
+
+// TestFaultsLab is the fault matrix. It runs beside TestCleanupLab on its
+// own lab (net 13).
+func TestFaultsLab(t *testing.T) {
+	needLab(t)
+	t.Parallel()
+	cfg := lab.DefaultConfig()
+	cfg.Net = 13
+	l := startLab(t, cfg)
+	c := connectLab(t, l)
+
+	t.Run("unknown or changed host key: refused before any action, with the fingerprint", func(t *testing.T) {
+		kh, err := os.ReadFile(l.KnownHostsPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		host2 := fmt.Sprintf("[%s]:%d", l.State.Config.BrokerHost(2), lab.SSHPort)
+		var without, changed []string
+		for _, line := range strings.Split(strings.TrimSpace(string(kh)), "\n") {
+			if strings.HasPrefix(line, host2+" ") {
+				f := strings.Fields(line)
+				// Another host's key of the same type under broker 2's name.
+				for _, other := range strings.Split(string(kh), "\n") {
+					if o := strings.Fields(other); len(o) == 3 && o[0] != f[0] && o[1] == f[1] {
+						changed = append(changed, f[0]+" "+o[1]+" "+o[2])
+						break
+					}
+				}
+				continue
+			}
+			without = append(without, line)
+			changed = append(changed, line)
+		}
+		for name, lines := range map[string][]string{"unknown": without, "changed": changed} {
+			dir := t.TempDir()
+			khf := filepath.Join(dir, "known_hosts")
+			if err := os.WriteFile(khf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			inv, err := os.ReadFile(l.InventoryPath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			invf := filepath.Join(dir, "inventory.yaml")
+			if err := os.WriteFile(invf, bytes.ReplaceAll(inv, []byte(l.KnownHostsPath()), []byte(khf)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			run := filepath.Join(dir, "run")
+			r := kremedy(t, "run", "topic-cleanup", "--inventory", invf, "--set", "topic=keys", "--run-dir", run, "--headless", "--yes", "--confirm", "keys")
+			want := map[string]string{"unknown": "is not in known_hosts", "changed": "HOST KEY MISMATCH"}[name]
+			if r.code != exitFailed || !strings.Contains(r.out, want) || !strings.Contains(r.out, "SHA256:") || !strings.Contains(r.out, "ssh-keygen") {
+				t.Fatalf("%s host key: exit %d, want 1 with %q, the fingerprint and how to trust it:\n%s", name, r.code, want, r.out)
+			}
+			if n := count(records(t, run), journal.ActionStart, "", ""); n != 0 {
+				t.Fatalf("%s host key: %d actions started", name, n)
+			}
+			t.Logf("%s host key refused: %s", name, firstLine(r.out, want))
+		}
+	})
+
+	t.Run("round trip: cleanup through the wipe, restore both, every message back", func(t *testing.T) {
+		s := c.seed(t, "roundtrip")
+		run := filepath.Join(t.TempDir(), "run")
+		r := runWithFault(t, "sigint@step-done:wipe-segments", cleanupArgs(l, s.topic, run, "--set", "recreate=true")...)
+		interrupted(t, r, run, "cleanup stopped after the wipe")
+		recs := records(t, run)
+		if count(recs, journal.StepStart, "start-brokers", "") != 0 || count(recs, journal.StepDone, "wipe-segments", "") != 1 {
+			t.Fatalf("the run went past the wipe:\n%s", r.out)
+		}
+		for _, args := range [][]string{{"segments", "restore", filepath.Join(run, "quarantine-manifest.json")}, {"znodes", "restore", filepath.Join(run, "backup", "znodes.json")}} {
+			if r := kremedy(t, args...); r.code != 0 {
+				t.Fatalf("kremedy %v: exit %d\n%s", args, r.code, r.out)
+			}
+		}
+		for n := 1; n <= 3; n++ {
+			labBroker(t, l, "start", n)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		z, _, err := c.zk.Topic(ctx, s.topic)
+		if err != nil || z.TopicID != s.id {
+			t.Fatalf("restored znode %+v (%v): want the original topic id %s", z, err, s.id)
+		}
+		for p, want := range s.msgs {
+			got, err := kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), s.topic, p)
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("%s-%d after the restore: %q (%v), want every original message %q", s.topic, p, got, err, want)
+			}
+		}
+		for id := int32(1); id <= 3; id++ {
+			v, err := c.kc.BrokerView(ctx, id, s.topic)
+			if tv := v.Topics[s.topic]; err != nil || tv.ID != s.id {
+				t.Fatalf("broker %d serves %s with id %q (%v), want %s", id, s.topic, tv.ID, err, s.id)
+			}
+		}
+		c.assertSibling(t, s)
+		t.Logf("topic %s back with id %s and all %d messages", s.topic, s.id, 3*faultMsgs)
+	})
+
+	t.Run("SIGINT at every step boundary, resume each time", func(t *testing.T) {
+		s := c.seed(t, "bounds")
+		run := filepath.Join(t.TempDir(), "run")
+		steps := []string{"preflight", "detach-clients", "delete-znodes", "stop-brokers", "wipe-segments", "start-brokers"}
+		for i, st := range steps {
+			args := resumeArgs(run, s.topic)
+			if i == 0 {
+				args = cleanupArgs(l, s.topic, run, "--set", "recreate=true")
+			}
+			interrupted(t, runWithFault(t, "sigint@step-done:"+st, args...), run, "SIGINT after "+st)
+		}
+		r := kremedy(t, resumeArgs(run, s.topic)...)
+		mustEnd(t, r, 0, "final resume")
+		c.assertRecreated(t, s.topic, s.id)
+		c.assertSibling(t, s)
+		assertQuarantined(t, l, run, s.topic, 9)
+		if n := count(records(t, run), journal.Interrupted, "", ""); n != len(steps) {
+			t.Fatalf("journal records %d interruptions, want %d", n, len(steps))
+		}
+	})
+
+	t.Run("SIGINT inside every step, resume each time", func(t *testing.T) {
+		s := c.seed(t, "inside")
+		run := filepath.Join(t.TempDir(), "run")
+		points := []string{"plan:preflight", "plan:detach-clients", "action-start:delete-znodes:3", "action-start:stop-brokers:1",
+			"action-end:wipe-segments:4", "action-start:start-brokers:2", "action-start:verify:1"}
+		for i, p := range points {
+			args := resumeArgs(run, s.topic)
+			if i == 0 {
+				args = cleanupArgs(l, s.topic, run, "--set", "recreate=true")
+			}
+			interrupted(t, runWithFault(t, "sigint@"+p, args...), run, "SIGINT at "+p)
+		}
+		r := kremedy(t, resumeArgs(run, s.topic)...)
+		mustEnd(t, r, 0, "final resume")
+		c.assertRecreated(t, s.topic, s.id)
+		c.assertSibling(t, s)
+		assertQuarantined(t, l, run, s.topic, 9)
+	})
+
+	t.Run("SIGKILL inside delete-znodes, resume", func(t *testing.T) {
+		s := c.seed(t, "crash")
+		run := filepath.Join(t.TempDir(), "run")
+		r := runWithFault(t, "sigkill@action-end:delete-znodes:3", cleanupArgs(l, s.topic, run, "--set", "recreate=true")...)
+		if r.code != -1 {
+			t.Fatalf("want the run killed, got exit %d\n%s", r.code, r.out)
+		}
+		b, err := os.ReadFile(filepath.Join(run, "backup", "znodes.json"))
+		if err != nil || !bytes.Contains(b, []byte(steps.TopicPath(s.topic)+"/partitions/2/state")) {
+			t.Fatalf("the backup written before the crash lacks the topic's subtree: %v", err)
+		}
+		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume after SIGKILL")
+		after, _ := os.ReadFile(filepath.Join(run, "backup", "znodes.json"))
+		if !bytes.Equal(b, after) {
+			t.Fatal("the resumed run overwrote the first attempt's znode backup")
+		}
+		c.assertRecreated(t, s.topic, s.id)
+		c.assertSibling(t, s)
+	})
+
+	t.Run("a broker that will not start: the step fails with its log tail, verify never runs", func(t *testing.T) {
+		s := c.seed(t, "nostart")
+		stray := filepath.Join(l.LogDirs(1)[0], s.topic+"-0.bak")
+		if err := os.Mkdir(stray, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		props := filepath.Join(l.BrokerDir(2), "server.properties")
+		orig, err := os.ReadFile(props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(props, append(slices.Clone(orig), "num.io.threads=not-a-number\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := filepath.Join(t.TempDir(), "run")
+		r := kremedy(t, cleanupArgs(l, s.topic, run, "--set", "recreate=true")...)
+		mustEnd(t, r, exitFailed, "run with two broken brokers")
+		for _, want := range []string{s.topic + "-0.bak", "not-a-number"} {
+			if !strings.Contains(r.out, want) {
+				t.Fatalf("the output does not show %q (the stray in preflight, broker 2's log tail at start):\n%s", want, r.out)
+			}
+		}
+		recs := records(t, run)
+		if count(recs, journal.StepFailed, "start-brokers", "") != 1 || count(recs, journal.StepStart, "verify", "") != 0 {
+			t.Fatalf("want start-brokers failed and verify never started:\n%s", r.out)
+		}
+		if _, err := os.Stat(stray); err != nil {
+			t.Fatalf("kremedy moved or removed the stray it cannot parse: %v", err)
+		}
+		// The operator fixes both and resumes.
+		if err := os.Remove(stray); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(props, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume after the fix")
+		c.assertRecreated(t, s.topic, s.id)
+		c.assertSibling(t, s)
+	})
+
+	t.Run("SSH session dropped while stopping, then a broker that will not stop: the wipe never runs", func(t *testing.T) {
+		s := c.seed(t, "hang")
+		// A 4 s stop timeout for broker 2, in a copy of the inventory.
+		inv, err := os.ReadFile(l.InventoryPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		invf := filepath.Join(t.TempDir(), "inventory.yaml")
+		inv = bytes.Replace(inv, []byte("stop: "+l.StopScript(2)+"\n"), []byte("stop: "+l.StopScript(2)+" 4\n"), 1)
+		if err := os.WriteFile(invf, inv, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run := filepath.Join(t.TempDir(), "run")
+		f := startFault(t, "pause@step-start:stop-brokers", "run", "topic-cleanup", "--inventory", invf, "--set", "topic="+s.topic,
+			"--run-dir", run, "--headless", "--yes", "--confirm", s.topic)
+		f.waitPaused(t)
+		jvm := l.BrokerPID(2)
+		if jvm == 0 {
+			t.Fatal("broker 2 is not running")
+		}
+		if err := syscall.Kill(jvm, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Kill(jvm, syscall.SIGCONT)
+		f.resume(t)
+		// Wait until kafka-stop runs on broker 2, then kill its sshd session.
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			recs, _ := journal.Read(filepath.Join(run, "journal.jsonl"))
+			if count(recs, journal.Output, "stop-brokers", "stopping kafka broker 2") > 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		killed := killSessions(t, l.SSHDPID(2))
+		r := f.wait(t)
+		if killed == 0 || r.code == 0 {
+			t.Fatalf("killed %d sshd sessions; the run ended with exit %d\n%s", killed, r.code, r.out)
+		}
+		recs := records(t, run)
+		if count(recs, journal.ActionEnd, "stop-brokers", "outcome\":\"unknown") == 0 {
+			t.Fatalf("the journal does not say the stop's outcome is unknown:\n%s", r.out)
+		}
+		// The broker is still frozen: resuming runs its stop again, which
+		// times out; the wipe must never start.
+		r = kremedy(t, resumeArgs(run, s.topic)...)
+		if r.code == 0 || !strings.Contains(r.out, "did not stop") {
+			t.Fatalf("resume with broker 2 frozen: exit %d, want a failed stop\n%s", r.code, r.out)
+		}
+		if n := count(records(t, run), journal.ActionStart, "wipe-segments", ""); n != 0 {
+			t.Fatalf("%d wipe actions started while broker 2 was still running", n)
+		}
+		for p := 0; p < 3; p++ {
+			if _, err := os.Stat(filepath.Join(l.LogDirs(2)[0], fmt.Sprintf("%s-%d", s.topic, p))); err != nil {
+				t.Fatalf("broker 2's %s-%d was touched: %v", s.topic, p, err)
+			}
+		}
+		if err := syscall.Kill(jvm, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume after the broker came back")
+		c.assertGone(t, s.topic)
+		c.assertSibling(t, s)
+	})
+
+	t.Run("ZooKeeper node loss and session expiry during the znode step", func(t *testing.T) {
+		s := c.seed(t, "zkfault")
+		run := filepath.Join(t.TempDir(), "run")
+		f := startFault(t, "pause@approval:delete-znodes", cleanupArgs(l, s.topic, run)...)
+		f.waitPaused(t)
+		// Kill the ZooKeeper node the run's session is on (the journal
+		// names it), then freeze the whole process past its session timeout.
+		var server string
+		for _, r := range records(t, run) {
+			if _, rest, ok := strings.Cut(string(r.Data), "ZooKeeper: session "); ok {
+				_, server, _ = strings.Cut(rest, " via ")
+				server, _, _ = strings.Cut(server, "\"")
+				break
+			}
+		}
+		n := 0
+		for i := 1; i <= l.State.Config.ZooKeepers; i++ {
+			if server == fmt.Sprintf("%s:%d", l.State.Config.ZKHost(i), lab.ZKPort) {
+				n = i
+			}
+		}
+		if n == 0 {
+			t.Fatalf("the journal does not name the ZooKeeper server of the session (%q)", server)
+		}
+		if err := syscall.Kill(l.ZKPID(n), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if _, err := lab.Up(context.Background(), l.Dir, cfg, nil, &bytes.Buffer{}); err != nil {
+				t.Errorf("restart the killed ZooKeeper node: %v", err)
+			}
+		})
+		waitJournal(t, run, "session re-established")
+		pid := f.cmd.Process.Pid
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(14 * time.Second) // session timeout 10 s
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		waitJournal(t, run, "NEW session")
+		f.resume(t)
+		r := f.wait(t)
+		mustEnd(t, r, 0, "run across a lost ZooKeeper node and an expired session")
+		recs := records(t, run)
+		if count(recs, journal.Note, "", "EXPIRED") == 0 {
+			t.Fatalf("the journal does not record the expiry:\n%s", r.out)
+		}
+		c.assertGone(t, s.topic)
+		c.assertSibling(t, s)
+	})
+
+	t.Run("a znode changed after it was planned: planned and confirmed again, never deleted blind", func(t *testing.T) {
+		s := c.seed(t, "stale")
+		run := filepath.Join(t.TempDir(), "run")
+		f := startFault(t, "pause@plan:delete-znodes", cleanupArgs(l, s.topic, run, "--set", "recreate=true")...)
+		f.waitPaused(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := c.zk.Set(ctx, steps.ConfigTopicPath(s.topic), []byte(`{"version":1,"config":{"retention.ms":"4321000"}}`), -1); err != nil {
+			t.Fatal(err)
+		}
+		f.resume(t)
+		r := f.wait(t)
+		mustEnd(t, r, 0, "run with a stale plan")
+		recs := records(t, run)
+		if count(recs, journal.Plan, "delete-znodes", "") != 2 || count(recs, journal.Note, "delete-znodes", "stale plan") == 0 {
+			t.Fatalf("want the znode step planned twice with a stale-plan note:\n%s", r.out)
+		}
+		// The change made after the first plan is in the backup, and the
+		// recreated topic took its configs from it.
+		b, _ := os.ReadFile(filepath.Join(run, "backup", "znodes.json"))
+		if !bytes.Contains(b, []byte("4321000")) {
+			t.Fatal("the znode backup lacks the change made after the first plan")
+		}
+		data, _, err := c.zk.Get(ctx, steps.ConfigTopicPath(s.topic))
+		if err != nil || !bytes.Contains(data, []byte("4321000")) {
+			t.Fatalf("recreated %s has configs %s (%v), want retention.ms from the backup", s.topic, data, err)
+		}
+		c.assertRecreated(t, s.topic, s.id)
+	})
+
+	t.Run("clients attached: the detach gate blocks until they leave", func(t *testing.T) {
+		s := c.seed(t, "attached")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cons, err := kgo.NewClient(kgo.SeedBrokers(l.State.Config.Bootstrap()...), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics(s.topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cons.Close()
+		go func() {
+			for ctx.Err() == nil {
+				cons.PollFetches(ctx)
+			}
+		}()
+		pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pr.Close()
+		stopProducing := make(chan struct{})
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stopProducing:
+					return
+				case <-time.After(200 * time.Millisecond):
+					_ = pr.Produce(ctx, s.topic, 0, fmt.Sprintf("live %d", i))
+				}
+			}
+		}()
+		run := filepath.Join(t.TempDir(), "run")
+		f := startFault(t, "", cleanupArgs(l, s.topic, run, "--set", "producer_idle=3s")...)
+		waitJournal(t, run, "still attached")
+		waitJournal(t, run, "billing")
+		if n := count(records(t, run), journal.StepStart, "delete-znodes", ""); n != 0 {
+			t.Fatal("the znode step started while clients were attached")
+		}
+		close(stopProducing)
+		cons.Close()
+		r := f.wait(t)
+		mustEnd(t, r, 0, "run after the clients left")
+		var saved []steps.GroupUse
+		if b, err := os.ReadFile(filepath.Join(run, "offsets.json")); err != nil || json.Unmarshal(b, &saved) != nil || len(saved) == 0 || saved[0].Group != "billing" {
+			t.Fatalf("offsets.json does not hold group billing: %v %+v", err, saved)
+		}
+		c.assertGone(t, s.topic)
+		c.assertSibling(t, s)
+	})
+
+	t.Run("auto-create recreates the topic between steps: the run notices and stops", func(t *testing.T) {
+		s := c.seed(t, "race")
+		run := filepath.Join(t.TempDir(), "run")
+		f := startFault(t, "pause@step-done:delete-znodes", cleanupArgs(l, s.topic, run)...)
+		f.waitPaused(t)
+		// A producer still attached, with auto-create on the brokers.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		pr, err := kgo.NewClient(kgo.SeedBrokers(l.State.Config.Bootstrap()...), kgo.AllowAutoTopicCreation(), kgo.DisableIdempotentWrite())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pr.ProduceSync(ctx, &kgo.Record{Topic: s.topic, Value: []byte("from a client nobody stopped")}).FirstErr(); err != nil {
+			t.Fatalf("auto-create by producing: %v", err)
+		}
+		pr.Close()
+		f.resume(t)
+		r := f.wait(t)
+		if r.code != exitFailed || !strings.Contains(r.out, "exists again") {
+			t.Fatalf("want exit 1 naming the recreated topic, got %d\n%s", r.code, r.out)
+		}
+		if n := count(records(t, run), journal.ActionStart, "stop-brokers", ""); n != 0 {
+			t.Fatalf("%d brokers stopped after the topic came back", n)
+		}
+		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume once the client is gone")
+		c.assertGone(t, s.topic)
+		c.assertSibling(t, s)
+	})
+}
+
+// waitJournal waits until a journal record of run contains text.
+func waitJournal(t *testing.T, run, text string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if recs, err := journal.Read(filepath.Join(run, "journal.jsonl")); err == nil && count(recs, "", "", text) > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the journal never recorded %q", text)
+}
+
+// killSessions SIGKILLs the per-connection children of an sshd listener
+// (the server side of every SSH session to that host) and says how many.
+func killSessions(t *testing.T, listener int) int {
+	t.Helper()
+	if listener == 0 {
+		t.Fatal("sshd listener not running")
+	}
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(listener) && f[0] != "Z" {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func firstLine(out, containing string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, containing) {
+			return l
+		}
+	}
+	return ""
+}
