@@ -27,6 +27,26 @@ demo: lab-install
 test: lab-install
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 40m ./...
+	$(MAKE) fuzz
+
+# A short, bounded run of every fuzz target (their seed corpora also run in
+# every `go test`). FUZZTIME=5m make fuzz for a longer hunt; the default is a number of inputs, not a duration, so that a loaded machine runs the same work (and Go's fuzzer does not trip over its own deadline).
+FUZZTIME ?= 30000x
+FUZZ_TARGETS := \
+	./runbooks:FuzzParse \
+	./inventory:FuzzParse \
+	./steps:FuzzDecodeZNodes \
+	./steps:FuzzValidateTopic \
+	./steps/journal:FuzzRead \
+	./steps/segments:FuzzParseDir \
+	./steps/segments:FuzzParsePartitionMetadata \
+	./steps/remote:FuzzQuote
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 # Unit tests only (no lab); the lab tests refuse to run without -short otherwise.
 test-short:

@@ -372,3 +372,57 @@ func TestRestoreRoundTrip(t *testing.T) {
 		t.Fatalf("--force with everything present: %v", err)
 	}
 }
+
+// TestRunDirIsPrivateAndHoldsNoSecret: after a full run every file of the
+// run directory is 0600 and every directory 0700, and a registered secret
+// (a SASL password) that reached kremedy's log appears in none of them.
+func TestRunDirIsPrivateAndHoldsNoSecret(t *testing.T) {
+	const secret = "s3cret-Pa55phrase"
+	f := newFixture(t, map[string]string{"recreate": "true"})
+	f.run.Journal.Redact(secret)
+	f.run.Logf("client properties loaded (sasl.jaas.config password=%s)", secret)
+	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := steps.WriteReport(f.run, out); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	err = filepath.WalkDir(f.run.Dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == f.run.Dir {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+		if !d.IsDir() {
+			files = append(files, filepath.Base(p))
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s holds the secret", p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(files)
+	for _, want := range []string{"journal.jsonl", "quarantine-manifest.json", "report.md", "znodes.json"} {
+		if !slices.Contains(files, want) {
+			t.Errorf("run dir lacks %s (has %v)", want, files)
+		}
+	}
+}
