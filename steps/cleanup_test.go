@@ -237,6 +237,34 @@ func TestStalePlanIsPlannedAgainNeverBlindlyDeleted(t *testing.T) {
 	}
 }
 
+// TestStalePlanFoundByTheBackupDeletesNothing: a znode changed between the
+// plan and the apply is caught when the backup reads it again, before the
+// first delete, not half-way through the controller's order.
+func TestStalePlanFoundByTheBackupDeletesNothing(t *testing.T) {
+	f := newFixture(t, nil)
+	var plans int
+	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+		if info.ID == "delete-znodes" {
+			plans++
+			switch plans {
+			case 1:
+				f.zk.Bump(steps.ConfigTopicPath("orders")) // changed while the operator read the plan
+			case 2:
+				if !f.zk.Has(steps.PartitionStatePath("orders", 2)) || len(f.zk.Deleted()) != 0 {
+					t.Errorf("the stale attempt deleted %v before noticing", f.zk.Deleted())
+				}
+			}
+		}
+		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
+	})}
+	if _, err := e.Run(context.Background(), f.run, nil); err != nil {
+		t.Fatal(err)
+	}
+	if plans != 2 || f.zk.Has(steps.TopicPath("orders")) {
+		t.Fatalf("planned %d times; topic znode left: %v", plans, f.zk.Has(steps.TopicPath("orders")))
+	}
+}
+
 func TestBrokerThatWillNotStopBlocksTheWipe(t *testing.T) {
 	f := newFixture(t, nil)
 	f.hosts.StopFails[2] = 1

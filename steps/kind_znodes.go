@@ -149,7 +149,9 @@ func (k *deleteZnodes) Plan(ctx context.Context, r *Run) (*Plan, error) {
 
 // backup saves the planned znodes. A backup from an earlier attempt of this
 // run is never overwritten: it holds the complete original state.
-func (k *deleteZnodes) backup(ctx context.Context, r *Run, zp znodePlan) (string, error) {
+// takeBackup reads every planned znode (data, ACL, stat) and writes the
+// backup file; it returns what it read.
+func (k *deleteZnodes) takeBackup(ctx context.Context, r *Run, zp znodePlan) (*Backup, string, error) {
 	b := Backup{Format: 1, Cluster: r.Target.Name, Connect: r.Target.ZKConnect, Chroot: r.ZK.Chroot(), Topic: r.Topic(), Taken: r.now().UTC()}
 	// Restore order: the topic's subtree parents first, then its config,
 	// then the deletion marker (restoring the exact pending state).
@@ -170,11 +172,11 @@ func (k *deleteZnodes) backup(ctx context.Context, r *Run, zp znodePlan) (string
 			if r.ZK.IsNoNode(err) {
 				continue
 			}
-			return "", err
+			return nil, "", err
 		}
 		acl, err := r.ZK.GetACL(ctx, p)
 		if err != nil && !r.ZK.IsNoNode(err) {
-			return "", err
+			return nil, "", err
 		}
 		b.Nodes = append(b.Nodes, ZNodeBackup{Path: p, Data: data, ACL: acl, Stat: st})
 	}
@@ -192,7 +194,7 @@ func (k *deleteZnodes) backup(ctx context.Context, r *Run, zp znodePlan) (string
 		}
 		dst = filepath.Join(filepath.Dir(r.BackupPath()), fmt.Sprintf("znodes.%d.json", n))
 	}
-	return dst, WriteJSON(dst, b)
+	return &b, dst, WriteJSON(dst, b)
 }
 
 func (k *deleteZnodes) Apply(ctx context.Context, r *Run, p *Plan) error {
@@ -201,10 +203,21 @@ func (k *deleteZnodes) Apply(ctx context.Context, r *Run, p *Plan) error {
 		return err
 	}
 	var dst string
-	if err := r.Do(p.Actions[0], func() (err error) { dst, err = k.backup(ctx, r, zp); return err }); err != nil {
+	var bk *Backup
+	if err := r.Do(p.Actions[0], func() (err error) { bk, dst, err = k.takeBackup(ctx, r, zp); return err }); err != nil {
 		return fmt.Errorf("backup failed, nothing was deleted: %w", err)
 	}
-	r.Logf("znode backup written to %s (restore: kremedy znodes restore %s --inventory %s)", dst, r.BackupPath(), r.Meta.Inventory)
+	r.Logf("znode backup written to %s (restore: kremedy znodes restore %s --inventory %s)", dst, dst, r.Meta.Inventory)
+	// The backup read every znode again: if one changed since the plan,
+	// stop before the first delete rather than half-way through (the
+	// versioned deletes below still catch a change after this point).
+	for _, d := range zp.Deletes {
+		for _, n := range bk.Nodes {
+			if n.Path == d.Path && n.Stat.Version != d.Version {
+				return fmt.Errorf("%w: %s%s is at version %d, the plan read version %d; nothing was deleted", ErrStalePlan, r.ZK.Chroot(), d.Path, n.Stat.Version, d.Version)
+			}
+		}
+	}
 	for i, d := range zp.Deletes {
 		err := r.Do(p.Actions[i+1], func() error { return r.ZK.Delete(ctx, d.Path, d.Version) })
 		switch {
