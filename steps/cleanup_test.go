@@ -454,3 +454,23 @@ func TestRunDirIsPrivateAndHoldsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicRecreatedBehindTheRunIsNotAdopted: the topic reappears during
+// the restart (a client with auto-create): verify stops with a refusal
+// instead of checking or recreating someone else's topic.
+func TestTopicRecreatedBehindTheRunIsNotAdopted(t *testing.T) {
+	f := newFixture(t, map[string]string{"recreate": "true"})
+	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+		if info.ID == "start-brokers" {
+			f.zk.Put(steps.TopicPath("orders"), `{"version":3,"partitions":{"0":[1,2,3]},"topic_id":"ZZZZZZZZZZZZZZZZZZZZZZ"}`)
+		}
+		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
+	})}
+	out, err := e.Run(context.Background(), f.run, nil)
+	if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "exists again") || out.Failed != "verify" {
+		t.Fatalf("want verify refused, got %v (%+v)", err, out)
+	}
+	if len(f.kafka.Created) != 0 || f.kafka.Canaries != 0 {
+		t.Fatalf("verify acted on a topic it did not make: created %v canaries %d", f.kafka.Created, f.kafka.Canaries)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
@@ -99,6 +100,11 @@ func (k *verifyTopic) Plan(ctx context.Context, r *Run) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if present && !r.Preview && !r.Facts.Clean {
+		if err := r.ownsTopic(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if recreate && !(r.Facts.Clean && present) {
 		spec, err := r.recreateSpec()
 		if err != nil {
@@ -163,7 +169,10 @@ func (k *verifyTopic) Apply(ctx context.Context, r *Run, p *Plan) error {
 				r.Logf("%q already exists (created by an earlier attempt of this run); checking it", t)
 				return nil
 			}
-			_, err := r.Kafka.CreateTopic(ctx, t, nil, s.Partitions, s.RF, s.Configs)
+			id, err := r.Kafka.CreateTopic(ctx, t, nil, s.Partitions, s.RF, s.Configs)
+			if err == nil {
+				r.Logf("%s %q with topic id %s", createdNote, t, id)
+			}
 			return err
 		}); err != nil {
 			return err
@@ -348,4 +357,82 @@ func sameSet(a, b []int32) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(x, y)
+}
+
+// createdNote starts the journal note the verify step writes when it has
+// created the topic; ownsTopic looks for it.
+const createdNote = "created"
+
+// ownsTopic: the topic exists although this run deleted it. That is fine
+// only when this run's verify step created it (an earlier attempt, then
+// interrupted). Anything else is someone else's topic — most often a client
+// still attached with auto-create on, right after the restart — and kremedy
+// neither adopts nor deletes it.
+func (r *Run) ownsTopic(ctx context.Context) error {
+	t := r.Topic()
+	b, _, err := r.ZK.Get(ctx, TopicPath(t))
+	if err != nil {
+		if r.ZK.IsNoNode(err) {
+			return nil
+		}
+		return err
+	}
+	var z TopicZNode
+	if err := DecodeZNode(r.ZK.Chroot()+TopicPath(t), b, &z); err != nil {
+		return err
+	}
+	mine, maybe := "", false
+	if r.Journal != nil {
+		recs, err := journal.Read(r.Journal.Path())
+		if err != nil {
+			return err
+		}
+		prefix := fmt.Sprintf("%s %q with topic id ", createdNote, t)
+		for _, rec := range recs {
+			if rec.Step != r.step {
+				continue
+			}
+			switch rec.Type {
+			case journal.Note:
+				var n struct{ Text string }
+				if json.Unmarshal(rec.Data, &n) == nil && strings.HasPrefix(n.Text, prefix) {
+					mine, maybe = strings.TrimPrefix(n.Text, prefix), false
+				}
+			case journal.ActionStart:
+				var a Action
+				if json.Unmarshal(rec.Data, &a) == nil && a.Kind == "kafka" && a.Target == t && strings.HasPrefix(a.Detail, "create ") {
+					maybe = true // until its end says otherwise
+				}
+			case journal.ActionEnd:
+				var e struct {
+					Action  Action
+					OK      bool
+					Outcome string // set when the create may have happened anyway
+				}
+				if json.Unmarshal(rec.Data, &e) == nil && e.Action.Kind == "kafka" && strings.HasPrefix(e.Action.Detail, "create ") && !e.OK && e.Outcome == "" {
+					maybe = false
+				}
+			}
+		}
+	}
+	switch {
+	case mine != "" && mine == z.TopicID:
+		return nil
+	case mine == "" && maybe:
+		r.Logf("%q exists; an earlier attempt of this run was creating it when it stopped, so it is taken as this run's (topic id %s) and checked", t, orDash(z.TopicID))
+		return nil
+	}
+	var auto []int32
+	for id, on := range r.Facts.AutoCreate {
+		if on {
+			auto = append(auto, id)
+		}
+	}
+	slices.Sort(auto)
+	why := "someone recreated it"
+	if len(auto) > 0 {
+		why = fmt.Sprintf("most likely a client still attached auto-created it (auto.create.topics.enable=true on brokers %v)", auto)
+	}
+	return fmt.Errorf("%w: %q exists again (topic id %s, %d partitions) although this run deleted it and did not create it: %s. kremedy neither adopts nor deletes a topic it did not make. Stop that client, delete the topic (kafka-topics --delete --topic %s; the brokers are up), then resume",
+		ErrRefused, t, orDash(z.TopicID), len(z.Partitions), why, t)
 }

@@ -50,8 +50,15 @@ func (c *clients) seed(t *testing.T, topic string) *seeded {
 	// The consumer groups' topic, created while all three brokers run: with
 	// one stopped its replication factor (3) could not be met and no group
 	// could ever join.
-	if _, err := c.kc.Admin().FetchOffsets(ctx, "kremedy-warmup"); err != nil {
-		t.Fatalf("group coordinator: %v", err)
+	for {
+		_, err := c.kc.Admin().FetchOffsets(ctx, "kremedy-warmup")
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("group coordinator: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // COORDINATOR_NOT_AVAILABLE while the topic is created
 	}
 	s := &seeded{topic: topic, msgs: map[int32][]string{}, bystander: topic + "-v2"}
 	pr, err := kafka.NewProducer(c.l.State.Config.Bootstrap(), 20*time.Second)
@@ -630,6 +637,16 @@ func TestFaultsLab(t *testing.T) {
 				cons.PollFetches(ctx)
 			}
 		}()
+		// The group has joined and committed before the run looks.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			os, err := c.kc.Admin().FetchOffsets(ctx, "billing")
+			if _, ok := os.Lookup(s.topic, 0); err == nil && ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("group billing never committed on %s: %v", s.topic, err)
+			}
+		}
 		pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -668,9 +685,11 @@ func TestFaultsLab(t *testing.T) {
 	t.Run("auto-create recreates the topic between steps: the run notices and stops", func(t *testing.T) {
 		s := c.seed(t, "race")
 		run := filepath.Join(t.TempDir(), "run")
-		f := startFault(t, "pause@step-done:delete-znodes", cleanupArgs(l, s.topic, run)...)
+		// The window: right after the restart, before verify. (Before the
+		// restart the brokers still cache the old topic and a producer
+		// writes into that, creating nothing.)
+		f := startFault(t, "pause@step-done:start-brokers", cleanupArgs(l, s.topic, run, "--set", "recreate=true")...)
 		f.waitPaused(t)
-		// A producer still attached, with auto-create on the brokers.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		pr, err := kgo.NewClient(kgo.SeedBrokers(l.State.Config.Bootstrap()...), kgo.AllowAutoTopicCreation(), kgo.DisableIdempotentWrite())
@@ -681,16 +700,28 @@ func TestFaultsLab(t *testing.T) {
 			t.Fatalf("auto-create by producing: %v", err)
 		}
 		pr.Close()
+		z, _, err := c.zk.Topic(ctx, s.topic)
+		if err != nil {
+			t.Fatalf("the producer did not auto-create %s: %v", s.topic, err)
+		}
 		f.resume(t)
 		r := f.wait(t)
-		if r.code != exitFailed || !strings.Contains(r.out, "exists again") {
-			t.Fatalf("want exit 1 naming the recreated topic, got %d\n%s", r.code, r.out)
+		if r.code != exitFailed || !strings.Contains(r.out, "exists again") || !strings.Contains(r.out, z.TopicID) || !strings.Contains(r.out, "auto-create") {
+			t.Fatalf("want exit 1 naming the auto-created topic %s, got %d\n%s", z.TopicID, r.code, r.out)
 		}
-		if n := count(records(t, run), journal.ActionStart, "stop-brokers", ""); n != 0 {
-			t.Fatalf("%d brokers stopped after the topic came back", n)
+		recs := records(t, run)
+		if count(recs, journal.ActionStart, "verify", "") != 0 {
+			t.Fatal("verify acted on a topic it did not make")
 		}
-		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume once the client is gone")
-		c.assertGone(t, s.topic)
+		// The operator deletes the intruder (the brokers are up), resumes.
+		if err := c.kc.DeleteTopic(ctx, s.topic); err != nil {
+			t.Fatal(err)
+		}
+		for ok := true; ok && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+			ok, _, _ = c.zk.Exists(ctx, steps.TopicPath(s.topic))
+		}
+		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume once the intruder is gone")
+		c.assertRecreated(t, s.topic, s.id, z.TopicID)
 		c.assertSibling(t, s)
 	})
 }
