@@ -474,3 +474,42 @@ func TestTopicRecreatedBehindTheRunIsNotAdopted(t *testing.T) {
 		t.Fatalf("verify acted on a topic it did not make: created %v canaries %d", f.kafka.Created, f.kafka.Canaries)
 	}
 }
+
+// undoneKind is a step whose postcondition a later step undoes on purpose
+// (stop-brokers, then start-brokers): its Verify fails once the later step
+// has run.
+type undoneKind struct{ applied *int }
+
+func (k undoneKind) Plan(context.Context, *steps.Run) (*steps.Plan, error) {
+	return &steps.Plan{Summary: "act", Actions: []steps.Action{{Kind: "test", Target: "x"}}}, nil
+}
+func (k undoneKind) Apply(context.Context, *steps.Run, *steps.Plan) error { *k.applied++; return nil }
+func (k undoneKind) Verify(context.Context, *steps.Run) ([]steps.Check, error) {
+	return []steps.Check{{Name: "postcondition", OK: *k.applied > 0}}, nil // holds only once re-done here
+}
+
+// TestResumeDoesNotRedoAStepALaterStepUndid: on resume, a destructive step
+// followed by a completed step is trusted from the journal, not re-checked
+// and re-done (a second stop of a restarted cluster, a znode deletion of
+// the topic verify just made); the last completed step is still re-checked.
+func TestResumeDoesNotRedoAStepALaterStepUndid(t *testing.T) {
+	var a, b, c int
+	mk := func(id string, risk steps.Risk, n *int) steps.Step {
+		return steps.Step{Info: steps.Info{ID: id, Kind: id, Title: id, Risk: risk, Confirm: steps.ConfirmNone}, Kind: undoneKind{n}}
+	}
+	ss := []steps.Step{mk("stop", steps.Destructive, &a), mk("start", steps.Low, &b), mk("last", steps.Destructive, &c)}
+	e := &steps.Engine{Steps: ss, Approver: approver(func(steps.Info, *steps.Plan) steps.Approval {
+		return steps.Approval{Decision: steps.Approve, By: "test"}
+	})}
+	r := &steps.Run{Meta: steps.Meta{ID: "r", Topic: "orders"}, Dir: t.TempDir()}
+	completed := map[string]string{"stop": "done", "start": "done", "last": "done"}
+	if _, err := e.Run(context.Background(), r, completed); err != nil {
+		t.Fatal(err)
+	}
+	if a != 0 {
+		t.Errorf("stop (undone on purpose by the completed start) was re-done %d times", a)
+	}
+	if b != 1 || c != 1 {
+		t.Errorf("start re-done %d, last re-done %d times; want each once: their failing checks are re-checked, then re-done", b, c)
+	}
+}

@@ -86,7 +86,7 @@ func (e *Engine) Run(ctx context.Context, r *Run, completed map[string]string) (
 			r.Prior = PriorFacts(recs)
 		}
 	}
-	for _, s := range e.Steps {
+	for i, s := range e.Steps {
 		r.step = s.Info.ID
 		if err := ctx.Err(); err != nil {
 			out.Interrupted = s.Info.ID
@@ -96,6 +96,19 @@ func (e *Engine) Run(ctx context.Context, r *Run, completed map[string]string) (
 			if how == "skipped" {
 				r.emit(Event{Kind: EvState, State: Skipped, Text: "skipped in an earlier attempt"})
 				out.Skipped = append(out.Skipped, s.Info.ID)
+				continue
+			}
+			// A destructive step that a later completed step has undone on
+			// purpose (start-brokers undoes stop-brokers; the restart and the
+			// recreated topic change what the znode and wipe steps checked)
+			// is not checked again: its checks would fail by design, and
+			// re-doing it would stop a healthy cluster again or delete what
+			// this run has just made. The journal is the proof it was done.
+			if later := laterCompleted(e.Steps[i+1:], completed); s.Info.Risk == Destructive && later != "" {
+				r.Logf("done in an earlier attempt; %s completed after it, which changes what this step checked, so it is not checked again", later)
+				r.emit(Event{Kind: EvState, State: Done, Text: "done earlier (" + later + " completed after it)"})
+				r.markDone(s.Info.Kind)
+				out.Done = append(out.Done, s.Info.ID)
 				continue
 			}
 			// Re-check, do not re-do.
@@ -298,4 +311,16 @@ func failedNames(cs []Check) string {
 		}
 	}
 	return s
+}
+
+// laterCompleted names the last of steps that an earlier attempt finished
+// (done, not skipped), or "".
+func laterCompleted(steps []Step, completed map[string]string) string {
+	last := ""
+	for _, s := range steps {
+		if completed[s.Info.ID] == "done" {
+			last = s.Info.ID
+		}
+	}
+	return last
 }

@@ -358,6 +358,7 @@ func TestFaultsLab(t *testing.T) {
 		c.assertRecreated(t, s.topic, s.id)
 		c.assertSibling(t, s)
 		assertQuarantined(t, l, run, s.topic, 9)
+		noRedoAfterRestart(t, run)
 		if n := count(records(t, run), journal.Interrupted, "", ""); n != len(steps) {
 			t.Fatalf("journal records %d interruptions, want %d", n, len(steps))
 		}
@@ -380,6 +381,7 @@ func TestFaultsLab(t *testing.T) {
 		c.assertRecreated(t, s.topic, s.id)
 		c.assertSibling(t, s)
 		assertQuarantined(t, l, run, s.topic, 9)
+		noRedoAfterRestart(t, run)
 	})
 
 	t.Run("SIGKILL inside delete-znodes, resume", func(t *testing.T) {
@@ -639,8 +641,8 @@ func TestFaultsLab(t *testing.T) {
 		}()
 		// The group has joined and committed before the run looks.
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			os, err := c.kc.Admin().FetchOffsets(ctx, "billing")
-			if _, ok := os.Lookup(s.topic, 0); err == nil && ok {
+			offs, err := c.kc.Admin().FetchOffsets(ctx, "billing")
+			if _, ok := offs.Lookup(s.topic, 0); err == nil && ok {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -721,9 +723,29 @@ func TestFaultsLab(t *testing.T) {
 			ok, _, _ = c.zk.Exists(ctx, steps.TopicPath(s.topic))
 		}
 		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume once the intruder is gone")
+		noRedoAfterRestart(t, run)
 		c.assertRecreated(t, s.topic, s.id, z.TopicID)
 		c.assertSibling(t, s)
 	})
+}
+
+// noRedoAfterRestart: once start-brokers has completed, no later attempt
+// started the znode, stop or wipe step again (a second cluster restart, or
+// deleting the topic the run had just recreated).
+func noRedoAfterRestart(t *testing.T, run string) {
+	t.Helper()
+	restarted := false
+	for _, r := range records(t, run) {
+		if r.Type == journal.StepDone && r.Step == "start-brokers" {
+			restarted = true
+		}
+		if restarted && r.Type == journal.StepStart && slices.Contains([]string{"delete-znodes", "stop-brokers", "wipe-segments"}, r.Step) {
+			t.Fatalf("after the restart, a later attempt ran %s again", r.Step)
+		}
+	}
+	if !restarted {
+		t.Fatal("the run never completed start-brokers")
+	}
 }
 
 // waitJournal waits until a journal record of run contains text.
