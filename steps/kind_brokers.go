@@ -223,6 +223,12 @@ func (k *startBrokers) Verify(ctx context.Context, r *Run) ([]Check, error) {
 		n = 3
 	}
 	deadline := r.now().Add(r.Meta.Params.Duration("health_timeout", 3*time.Minute))
+	if r.rechecking {
+		// Resume asks whether the cluster is healthy now; if not, the step
+		// runs again (starting what is stopped) and then waits. Waiting
+		// here would only delay that by the whole health timeout.
+		n, deadline = 1, r.now()
+	}
 	streak := 0
 	var last []Check
 	for {

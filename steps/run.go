@@ -65,6 +65,9 @@ type Run struct {
 
 	step string
 	done map[string]bool // step kinds completed in this run
+	// rechecking: Verify is asked whether a step an earlier attempt
+	// finished still holds now (resume), not to wait for it to hold.
+	rechecking bool
 }
 
 func (r *Run) markDone(kind string) {

@@ -112,7 +112,9 @@ func (e *Engine) Run(ctx context.Context, r *Run, completed map[string]string) (
 				continue
 			}
 			// Re-check, do not re-do.
+			r.rechecking = true
 			checks, err := s.Kind.Verify(ctx, r)
+			r.rechecking = false
 			if err == nil && allOK(checks) {
 				for _, c := range checks {
 					r.Check(c)
