@@ -109,8 +109,13 @@ type Cluster interface {
 	// Offsets returns the earliest and latest offset of a partition, asked
 	// of the given broker.
 	Offsets(ctx context.Context, broker int32, topic string, partition int32) (earliest, latest int64, err error)
-	// Canary produces one record with acks=all and reads it back.
+	// Canary produces one record with acks=all, reads it back, and removes
+	// it again so that the topic's consumers never see it.
 	Canary(ctx context.Context, topic string, partition int32, value string) (CanaryResult, error)
+	// OnlyCanaries reports whether every record in [from, to) of a
+	// partition is a kremedy canary (one left by an interrupted attempt,
+	// or a canary and its tombstone).
+	OnlyCanaries(ctx context.Context, topic string, partition int32, from, to int64) (bool, error)
 	DeleteGroupOffsets(ctx context.Context, group, topic string) error
 	// LogDirs asks one broker for its log directories (DescribeLogDirs).
 	LogDirs(ctx context.Context, broker int32) ([]string, error)
@@ -182,4 +187,8 @@ type CanaryResult struct {
 	Offset  int64
 	Produce time.Duration // until the acks=all produce was acknowledged
 	Read    time.Duration // until the record was read back
+	// Removed says how the record was taken away again: "DeleteRecords"
+	// (the partition now starts after it) or, where the topic's cleanup
+	// policy forbids that (compact only), "tombstone".
+	Removed string
 }

@@ -368,7 +368,7 @@ func TestFaultsLab(t *testing.T) {
 		s := c.seed(t, "inside")
 		run := filepath.Join(t.TempDir(), "run")
 		points := []string{"plan:preflight", "plan:detach-clients", "action-start:delete-znodes:3", "action-start:stop-brokers:1",
-			"action-end:wipe-segments:4", "action-start:start-brokers:2", "action-start:verify:1"}
+			"action-end:wipe-segments:4", "action-start:start-brokers:2", "action-start:verify:1", "action-start:verify:3"}
 		for i, p := range points {
 			args := resumeArgs(run, s.topic)
 			if i == 0 {
@@ -376,8 +376,25 @@ func TestFaultsLab(t *testing.T) {
 			}
 			interrupted(t, runWithFault(t, "sigint@"+p, args...), run, "SIGINT at "+p)
 		}
+		// As if the last attempt had died after writing its canary and
+		// before removing it: resume must recognise it, not call it adopted.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leftover := &kgo.Record{Topic: s.topic, Partition: 0, Key: []byte(kafka.CanaryKey), Value: []byte("kremedy canary (interrupted)"),
+			Headers: []kgo.RecordHeader{{Key: kafka.CanaryKey, Value: []byte("interrupted")}}}
+		if err := pr.Kgo().ProduceSync(ctx, leftover).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		pr.Close()
 		r := kremedy(t, resumeArgs(run, s.topic)...)
 		mustEnd(t, r, 0, "final resume")
+		if !strings.Contains(r.out, "only kremedy canaries of an interrupted attempt") {
+			t.Fatalf("resume did not recognise the leftover canary:\n%s", r.out)
+		}
 		c.assertRecreated(t, s.topic, s.id)
 		c.assertSibling(t, s)
 		assertQuarantined(t, l, run, s.topic, 9)

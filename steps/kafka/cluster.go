@@ -156,7 +156,14 @@ func (c *Client) Offsets(ctx context.Context, broker int32, topic string, p int3
 	return e, l, err
 }
 
-// Canary produces one record with acks=all to partition p and reads it back.
+// CanaryKey is the key of kremedy's canary record (a compacted topic
+// refuses records without a key); its header kremedy-canary holds the run.
+const CanaryKey = "kremedy-canary"
+
+// Canary produces one record with acks=all to partition p, reads it back,
+// then removes it: DeleteRecords moves the partition's start past it, so
+// that the topic's consumers never read it. A compact-only topic refuses
+// DeleteRecords; there a tombstone for the canary's key follows it.
 func (c *Client) Canary(ctx context.Context, topic string, p int32, value string) (steps.CanaryResult, error) {
 	var res steps.CanaryResult
 	// Not idempotent: one record needs no producer ID, and an idempotent
@@ -170,34 +177,97 @@ func (c *Client) Canary(ctx context.Context, topic string, p int32, value string
 	}
 	defer pr.Close()
 	start := time.Now()
-	r, err := pr.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)}).First()
+	rec := &kgo.Record{Topic: topic, Partition: p, Key: []byte(CanaryKey), Value: []byte(value),
+		Headers: []kgo.RecordHeader{{Key: CanaryKey, Value: []byte(value)}}}
+	r, err := pr.cl.ProduceSync(ctx, rec).First()
 	if err != nil {
 		return res, fmt.Errorf("canary produce to %s-%d (acks=all): %w", topic, p, err)
 	}
 	res.Offset, res.Produce = r.Offset, time.Since(start)
 	start = time.Now()
+	if err := c.readBack(ctx, topic, p, r.Offset, value); err != nil {
+		return res, err
+	}
+	res.Read = time.Since(start)
+	var os kadm.Offsets
+	os.AddOffset(topic, p, r.Offset+1, -1)
+	dr, err := c.adm.DeleteRecords(ctx, os)
+	if err == nil {
+		if d, ok := dr.Lookup(topic, p); !ok {
+			err = fmt.Errorf("no answer for %s-%d", topic, p)
+		} else {
+			err = d.Err
+		}
+	}
+	if err == nil {
+		res.Removed = "DeleteRecords"
+		return res, nil
+	}
+	if ts := pr.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Key: []byte(CanaryKey)}).FirstErr(); ts != nil {
+		return res, fmt.Errorf("canary at %s-%d offset %d could not be removed (DeleteRecords: %v; tombstone: %v): consumers reading from the start will see one record with key %s", topic, p, r.Offset, err, ts, CanaryKey)
+	}
+	res.Removed = fmt.Sprintf("tombstone (DeleteRecords refused: %v)", err)
+	return res, nil
+}
+
+// readBack reads partition p from offset until it sees value.
+func (c *Client) readBack(ctx context.Context, topic string, p int32, offset int64, value string) error {
+	found := false
+	err := c.scan(ctx, topic, p, offset, func(rec *kgo.Record) bool {
+		found = string(rec.Value) == value
+		return !found
+	})
+	if err != nil {
+		return fmt.Errorf("canary written to %s-%d at offset %d but not read back: %w", topic, p, offset, err)
+	}
+	return nil
+}
+
+// OnlyCanaries reports whether every record in [from, to) carries the
+// canary header.
+func (c *Client) OnlyCanaries(ctx context.Context, topic string, p int32, from, to int64) (bool, error) {
+	if from >= to {
+		return true, nil
+	}
+	only := true
+	err := c.scan(ctx, topic, p, from, func(rec *kgo.Record) bool {
+		ok := false
+		for _, h := range rec.Headers {
+			ok = ok || h.Key == CanaryKey
+		}
+		only = only && ok && string(rec.Key) == CanaryKey
+		return only && rec.Offset+1 < to
+	})
+	if err != nil {
+		return false, fmt.Errorf("read %s-%d offsets %d..%d: %w", topic, p, from, to-1, err)
+	}
+	return only, nil
+}
+
+// scan reads partition p from offset, handing each record to more until it
+// returns false; at most 15 s.
+func (c *Client) scan(ctx context.Context, topic string, p int32, offset int64, more func(*kgo.Record) bool) error {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(r.Offset)}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(offset)}}),
 		kgo.FetchMaxWait(300 * time.Millisecond)}, c.extra...)...)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer cl.Close()
 	for {
 		fs := cl.PollFetches(cctx)
 		if cctx.Err() != nil {
-			return res, fmt.Errorf("canary written to %s-%d at offset %d but not read back: %w", topic, p, r.Offset, cctx.Err())
+			return cctx.Err()
 		}
 		for _, fe := range fs.Errors() {
-			return res, fmt.Errorf("canary read %s-%d: %w", topic, p, fe.Err)
+			return fe.Err
 		}
-		var found bool
-		fs.EachRecord(func(rec *kgo.Record) { found = found || string(rec.Value) == value })
-		if found {
-			res.Read = time.Since(start)
-			return res, nil
+		going := true
+		fs.EachRecord(func(rec *kgo.Record) { going = going && more(rec) })
+		if !going {
+			return nil
 		}
 	}
 }

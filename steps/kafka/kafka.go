@@ -296,8 +296,16 @@ func ReadPartition(ctx context.Context, bootstrap []string, t string, p int32, e
 	if !ok || end.Err != nil {
 		return nil, fmt.Errorf("end offset of %s-%d: %v", t, p, end.Err)
 	}
+	starts, err := adm.ListStartOffsets(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("start offsets of %s: %w", t, err)
+	}
+	start, ok := starts.Lookup(t, p)
+	if !ok || start.Err != nil {
+		return nil, fmt.Errorf("start offset of %s-%d: %v", t, p, start.Err)
+	}
 	var out []string
-	next := int64(-1)
+	next := start.Offset - 1 // records before the log start are gone (DeleteRecords, retention)
 	for next+1 < end.Offset {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {

@@ -157,6 +157,11 @@ func (k *Kafka) Canary(context.Context, string, int32, string) (steps.CanaryResu
 	return steps.CanaryResult{}, nil
 }
 
+// OnlyCanaries: the fake's partitions are always empty (Offsets says 0, 0).
+func (k *Kafka) OnlyCanaries(context.Context, string, int32, int64, int64) (bool, error) {
+	return false, nil
+}
+
 func (k *Kafka) DeleteGroupOffsets(_ context.Context, group, topic string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
