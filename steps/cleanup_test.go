@@ -513,3 +513,37 @@ func TestResumeDoesNotRedoAStepALaterStepUndid(t *testing.T) {
 		t.Errorf("start re-done %d, last re-done %d times; want each once: their failing checks are re-checked, then re-done", b, c)
 	}
 }
+
+// TestResumeRefusesAnotherCluster: between two attempts the inventory came
+// to point at another cluster (/cluster/id differs): resume refuses before
+// anything else.
+func TestResumeRefusesAnotherCluster(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+		if info.ID == "stop-brokers" {
+			cancel()
+		}
+		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
+	})}
+	if _, err := e.Run(ctx, f.run, nil); err == nil {
+		t.Fatal("first attempt was not interrupted")
+	}
+	recs, err := journal.Read(f.run.Journal.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.zk.Put("/cluster/id", `{"version":"1","id":"another-cluster"}`)
+	opsBefore := len(f.zk.Ops)
+	r2 := *f.run
+	r2.Prior = nil
+	_, err = f.engine("orders").Run(context.Background(), &r2, steps.Completed(recs))
+	if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "another cluster") {
+		t.Fatalf("resume on another cluster: %v, want a refusal", err)
+	}
+	for _, op := range f.zk.Ops[opsBefore:] {
+		if !strings.HasPrefix(op, "get") && !strings.HasPrefix(op, "exists") && !strings.HasPrefix(op, "children") {
+			t.Fatalf("refused resume still changed ZooKeeper: %s", op)
+		}
+	}
+}

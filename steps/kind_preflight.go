@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -97,6 +98,20 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		return p, checks, err
 	}
 	r.Facts = Facts{Controller: ctrl, Registered: reg, LogDirs: map[int32][]string{}, AutoCreate: map[int32]bool{}, Addrs: map[int32]string{}}
+	if b, _, err := r.ZK.Get(ctx, ClusterIDPath); err == nil {
+		var cid struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(b, &cid) == nil {
+			r.Facts.ClusterID = cid.ID
+		}
+	}
+	// A resumed run must be on the cluster it started on: an inventory
+	// edited (or a DNS name moved) between attempts would otherwise carry
+	// the run's later, destructive steps to another cluster.
+	if r.Prior != nil && r.Prior.ClusterID != "" && r.Facts.ClusterID != r.Prior.ClusterID {
+		return refuse("this run started on the cluster with id %s, but %s%s now says %q: the inventory points at another cluster. Nothing was changed; check the inventory (%s)", r.Prior.ClusterID, r.ZK.Chroot(), ClusterIDPath, r.Facts.ClusterID, r.Meta.Inventory)
+	}
 	for _, id := range reg {
 		r.Facts.Addrs[id] = r.brokerAddr(ctx, id)
 	}

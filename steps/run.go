@@ -82,6 +82,8 @@ func (r *Run) deletedZnodes() bool { return r.done["delete-znodes"] }
 
 // Facts are what preflight learned and later steps use.
 type Facts struct {
+	// ClusterID is /cluster/id's id: a resumed run refuses another cluster.
+	ClusterID  string             `json:"cluster_id,omitempty"`
 	Controller int32              `json:"controller"`
 	Registered []int32            `json:"registered"`
 	LogDirs    map[int32][]string `json:"log_dirs"`
