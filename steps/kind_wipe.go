@@ -143,6 +143,39 @@ const moveFunc = `kremedy_move() {
 }
 `
 
+// lockFunc refuses when a process still holds a log dir's .lock, which a
+// running Kafka broker keeps open for its whole life: the last guard on the
+// host itself, after "not registered" and "port closed". It sees only the
+// processes the SSH user may inspect (root, or the broker's own user).
+const lockFunc = `kremedy_lockcheck() {
+  h=$(find /proc/[0-9]*/fd -lname "$1/.lock" 2>/dev/null | head -n 1)
+  if [ -n "$h" ]; then
+    pid=${h#/proc/}; pid=${pid%%/*}
+    echo "refusing: process $pid ($(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null | cut -c1-120)) holds $1/.lock: a broker still runs on this log dir. Nothing was moved on this host" >&2
+    return 5
+  fi
+}
+`
+
+// moveScript is one host's wipe: the lock check of every log dir involved,
+// then each move, stopping at the first failure.
+func moveScript(moves []Move) string {
+	var script strings.Builder
+	script.WriteString(moveFunc)
+	script.WriteString(lockFunc)
+	checked := map[string]bool{}
+	for _, mv := range moves {
+		if d := filepath.Dir(mv.From); !checked[d] {
+			checked[d] = true
+			fmt.Fprintf(&script, "kremedy_lockcheck %s || exit $?\n", ShQuote(d))
+		}
+	}
+	for _, mv := range moves {
+		fmt.Fprintf(&script, "kremedy_move %s %s || exit $?\n", ShQuote(mv.From), ShQuote(mv.To))
+	}
+	return script.String()
+}
+
 func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 	var wp wipePlan
 	if err := fromRaw(p.Payload, &wp); err != nil {
@@ -205,15 +238,15 @@ func (k *wipeSegments) Apply(ctx context.Context, r *Run, p *Plan) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var script strings.Builder
-			script.WriteString(moveFunc)
+			var mine []Move
 			for _, i := range byBroker[b] {
-				fmt.Fprintf(&script, "kremedy_move %s %s || exit $?\n", ShQuote(wp.Moves[i].From), ShQuote(wp.Moves[i].To))
+				mine = append(mine, wp.Moves[i])
 			}
+			script := moveScript(mine)
 			h, _ := r.Target.Host(b)
 			host := fmt.Sprintf("broker %d (%s)", b, h.Host)
 			start := r.now()
-			err := r.Remote.Run(ctx, b, Script(script.String()), func(l Line) {
+			err := r.Remote.Run(ctx, b, Script(script), func(l Line) {
 				r.Output(host, l)
 				for _, prefix := range []string{"moved ", "in quarantine: "} {
 					if rest, ok := strings.CutPrefix(l.Text, prefix); ok {
