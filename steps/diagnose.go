@@ -40,6 +40,7 @@ const (
 	FindUnsafeAutoCreate  = "unsafe-auto-create"
 	FindDeleteDisabled    = "delete-disabled"
 	FindBrokerUnreachable = "broker-unreachable"
+	FindDiskUnlisted      = "disk-unlisted"
 	FindCorruptZnode      = "corrupt-znode"
 )
 
@@ -527,9 +528,16 @@ func diagnoseDisks(ctx context.Context, add func(Finding), t Target, st *Cluster
 		}
 		r.Facts.LogDirs[h.ID] = dirs
 	}
-	all, err := r.listAll(ctx)
-	if err != nil {
-		return err
+	// One host that cannot be reached is a finding, not the end of the
+	// diagnosis: the other hosts' disks are still worth reading at 3 a.m.
+	all, errs := r.listEach(ctx)
+	for _, h := range t.Hosts {
+		if err := errs[h.ID]; err != nil {
+			add(Finding{Kind: FindDiskUnlisted, Severity: Critical, Brokers: []int32{h.ID},
+				Summary:  fmt.Sprintf("broker %d's log dirs could not be listed over SSH: its disk was not examined", h.ID),
+				Evidence: []string{err.Error()},
+				Fix:      "fix SSH to the host (reachability, user, key, known_hosts) and diagnose again; a cleanup refuses to start until every host answers"})
+		}
 	}
 	type key struct{ kind, topic string }
 	groups := map[key]*Finding{}

@@ -3,6 +3,7 @@ package steps_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 	"testing"
@@ -44,6 +45,10 @@ func TestDiagnoseDetectors(t *testing.T) {
 			f.hosts.AddDir(2, "/data/k1", "gone-0", "X")
 		}, []string{"orphaned-segments:gone", "stale-metadata:gone"}},
 		{"stray directory blocks start-up", "orders-v2", func(f *fixture) { f.hosts.AddDir(1, "/data/k2", "orders-v2-0.bak", "") }, []string{"stray-directory:"}},
+		{"one host unreachable over SSH: the others' disks are still read", "orders-v2", func(f *fixture) {
+			f.hosts.Unreachable[3] = errors.New("ssh: connection refused")
+			f.hosts.AddDir(1, "/data/k2", "orders-v2-0.bak", "")
+		}, []string{"disk-unlisted:", "stray-directory:"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -355,8 +355,22 @@ const listFunc = `kremedy_list() {
 }
 `
 
-// listAll lists every broker host's log dirs, hosts in parallel.
+// listAll lists every broker host's log dirs, hosts in parallel; an error
+// names every host that failed.
 func (r *Run) listAll(ctx context.Context) (map[int32]map[string][]segments.Entry, error) {
+	out, errs := r.listEach(ctx)
+	var all []error
+	for _, h := range r.Target.Hosts {
+		if err := errs[h.ID]; err != nil {
+			all = append(all, err)
+		}
+	}
+	return out, errors.Join(all...)
+}
+
+// listEach lists every broker host's log dirs, hosts in parallel, with each
+// failed host's error.
+func (r *Run) listEach(ctx context.Context) (map[int32]map[string][]segments.Entry, map[int32]error) {
 	type res struct {
 		id  int32
 		l   map[string][]segments.Entry
@@ -367,7 +381,7 @@ func (r *Run) listAll(ctx context.Context) (map[int32]map[string][]segments.Entr
 		go func() { l, err := r.listLogDirs(ctx, h.ID); ch <- res{h.ID, l, err} }()
 	}
 	out := map[int32]map[string][]segments.Entry{}
-	var errs []error
+	errs := map[int32]error{}
 	for range r.Target.Hosts {
 		x := <-ch
 		out[x.id] = x.l
@@ -376,10 +390,10 @@ func (r *Run) listAll(ctx context.Context) (map[int32]map[string][]segments.Entr
 			if !errors.Is(x.err, ErrRefused) {
 				x.err = fmt.Errorf("broker %d's host %s: %w", x.id, h.Host, x.err)
 			}
-			errs = append(errs, x.err)
+			errs[x.id] = x.err
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, errs
 }
 
 // listFunc lists log dirs: one line per entry with the dir's index, the
