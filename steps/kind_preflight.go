@@ -283,6 +283,14 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 			}
 		}
 	}
+	// Once a run has found the topic inconsistent it is a cleanup run to
+	// its end: a resume after this run's own znode deletion, restart or
+	// recreation may well find everything consistent, and must still finish
+	// (verify proves the recreated topic, removes a leftover canary).
+	if consistent && r.Prior != nil && !r.Prior.Clean {
+		consistent = false
+		p.Notes = append(p.Notes, fmt.Sprintf("%q looks consistent now, but this run's first preflight found it inconsistent: the run continues to its end and verify proves the result", t))
+	}
 	r.Facts.Clean = consistent
 	if consistent {
 		if hasTopic {
