@@ -269,9 +269,10 @@ func (m *Model) onEngine(msg engineMsg) tea.Cmd {
 func (m *Model) apply(e steps.Event) {
 	i, ok := m.index[e.Step]
 	if !ok {
-		// Run-level lines go with the first step (the diagnosis).
-		i = 0
-		if len(m.steps) == 0 {
+		// Run-level lines (a ZooKeeper session lost or expired) go with the
+		// step running now: that is the step they happened under.
+		i = m.current
+		if i < 0 || i >= len(m.steps) {
 			return
 		}
 	}

@@ -307,14 +307,7 @@ func execute(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.
 		r.AfterRecord = fs.after
 		fmt.Fprintf(w, "KREMEDY_FAULT=%s: faults will be injected into this lab run\n", os.Getenv(faultEnv))
 	}
-	// What happens to the ZooKeeper session goes into the journal as it
-	// happens: a step that ran across an expiry must say so.
-	cl.zk.OnSession(func(msg string) {
-		_, _ = j.Append(journal.Note, "", map[string]string{"text": msg})
-		p.Report(steps.Event{Time: time.Now(), Step: "zookeeper", Kind: steps.EvLog, Text: msg})
-	})
-	defer cl.zk.OnSession(nil)
-	_, _ = j.Append(journal.Note, "", map[string]string{"text": "ZooKeeper: session " + cl.zk.Session()})
+	defer journalSession(cl, j, p)()
 	e := &steps.Engine{Steps: ss, Approver: headlessApprover{w: w, yes: f.yes, confirm: f.confirm}}
 	fmt.Fprintf(w, "run %s: %s on topic %q, cluster %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, meta.Topic, meta.Cluster, modeName(meta.Lab), dir)
 	start := time.Now()
@@ -345,6 +338,18 @@ func execute(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.
 	default:
 		return &exitError{exitFailed, fmt.Errorf("%v\n  not done: %v\n  after fixing the cause, resume: %s", err, notDone, resume)}
 	}
+}
+
+// journalSession journals the run's ZooKeeper session and, as they happen,
+// what befalls it (lost, re-established, expired, replaced): a step that ran
+// across an expiry must say so. It returns the function that stops it.
+func journalSession(cl *cluster, j *journal.Journal, rep steps.Reporter) func() {
+	_, _ = j.Append(journal.Note, "", map[string]string{"text": "ZooKeeper: session " + cl.zk.Session()})
+	cl.zk.OnSession(func(msg string) {
+		_, _ = j.Append(journal.Note, "", map[string]string{"text": msg})
+		rep.Report(steps.Event{Time: time.Now(), Step: "zookeeper", Kind: steps.EvLog, Text: msg})
+	})
+	return func() { cl.zk.OnSession(nil) }
 }
 
 // printer is the headless Reporter: one line per event.

@@ -91,6 +91,7 @@ func runTUI(ctx context.Context, w io.Writer, rb *runbooks.Runbook, meta steps.M
 			_, _ = j.Append(journal.Note, "", map[string]string{"text": "resumed from the terminal UI"})
 		}
 		r := &steps.Run{Meta: meta, Dir: dir, Target: cl.target, ZK: cl.zk, Kafka: cl.kafka, Remote: cl.fleet, Journal: j, Reporter: rep}
+		defer journalSession(cl, j, rep)()
 		e := &steps.Engine{Steps: ss, Approver: a}
 		out, err := e.Run(ctx, r, comp)
 		if rerr := steps.WriteReport(r, out); rerr != nil {
