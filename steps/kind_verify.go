@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/journal"
@@ -254,14 +255,15 @@ func (r *Run) doIf(ok bool, a Action, f func() error) error {
 // offsetsZero proves a new topic adopted nothing: earliest = latest = 0.
 func (r *Run) offsetsZero(ctx context.Context, parts int32) error {
 	var bad []string
+	offs := r.partitionOffsets(ctx, parts)
 	for p := int32(0); p < parts; p++ {
-		leader := r.leaderOf(ctx, p)
-		e, l, err := r.Kafka.Offsets(ctx, leader, r.Topic(), p)
-		if err != nil {
-			return fmt.Errorf("offsets of %s-%d: %w", r.Topic(), p, err)
+		o := offs[p]
+		if o.err != nil {
+			return fmt.Errorf("offsets of %s-%d: %w", r.Topic(), p, o.err)
 		}
+		e, l := o.earliest, o.latest
 		ok := e == 0 && l == 0
-		detail := fmt.Sprintf("earliest %d, latest %d on leader %d", e, l, leader)
+		detail := fmt.Sprintf("earliest %d, latest %d on leader %d", e, l, o.leader)
 		if !ok && e < l {
 			// An earlier attempt of this run may have left its canary.
 			if only, err := r.Kafka.OnlyCanaries(ctx, r.Topic(), p, e, l); err == nil && only {
@@ -279,15 +281,49 @@ func (r *Run) offsetsZero(ctx context.Context, parts int32) error {
 	return nil
 }
 
-func (r *Run) leaderOf(ctx context.Context, p int32) int32 {
+type partOffsets struct {
+	leader           int32
+	earliest, latest int64
+	err              error
+}
+
+// partitionOffsets asks each partition's leader (as the first broker that
+// serves the topic names it) for its earliest and latest offset, 16
+// partitions at a time: a topic with hundreds of partitions is not asked
+// one round trip after another.
+func (r *Run) partitionOffsets(ctx context.Context, parts int32) map[int32]partOffsets {
+	leaders := map[int32]int32{}
 	for _, id := range r.hostIDs() {
-		if v, err := r.Kafka.BrokerView(ctx, id, r.Topic()); err == nil {
-			if pv, ok := v.Topics[r.Topic()].Partitions[p]; ok && pv.Leader >= 0 {
-				return pv.Leader
+		if v, err := r.Kafka.BrokerView(ctx, id, r.Topic()); err == nil && v.Topics[r.Topic()].Present() {
+			for p, pv := range v.Topics[r.Topic()].Partitions {
+				if pv.Leader >= 0 {
+					leaders[p] = pv.Leader
+				}
 			}
+			break
 		}
 	}
-	return r.hostIDs()[0]
+	out := make(map[int32]partOffsets, parts)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for p := int32(0); p < parts; p++ {
+		leader, ok := leaders[p]
+		if !ok {
+			leader = r.hostIDs()[0]
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			e, l, err := r.Kafka.Offsets(ctx, leader, r.Topic(), p)
+			mu.Lock()
+			out[p] = partOffsets{leader: leader, earliest: e, latest: l, err: err}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 func (k *verifyTopic) Verify(ctx context.Context, r *Run) ([]Check, error) {
@@ -349,8 +385,10 @@ func (k *verifyTopic) Verify(ctx context.Context, r *Run) ([]Check, error) {
 		Check{Name: "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: summarize(urp)})
 	var foreign []string
 	var earliest []string
+	offs := r.partitionOffsets(ctx, int32(len(assign)))
 	for part := range assign {
-		e, l, err := r.Kafka.Offsets(ctx, r.leaderOf(ctx, part), t, part)
+		o := offs[part]
+		e, l, err := o.earliest, o.latest, o.err
 		// Empty: nothing adopted. Partition 0 starts past kremedy's canary
 		// once DeleteRecords removed it; on a compact-only topic it holds
 		// the canary and its tombstone.
