@@ -41,6 +41,13 @@ type seeded struct {
 
 func (c *clients) seed(t *testing.T, topic string) *seeded {
 	t.Helper()
+	return c.seedWith(t, topic, nil)
+}
+
+// seedWith seeds a topic (and its bystander) created with configs; the
+// records are keyed so that a compacted topic takes them.
+func (c *clients) seedWith(t *testing.T, topic string, configs map[string]string) *seeded {
+	t.Helper()
 	// Each subtest starts from a whole lab, whatever the one before left.
 	if _, err := lab.Up(context.Background(), c.l.Dir, c.l.State.Config, nil, &bytes.Buffer{}); err != nil {
 		t.Fatalf("lab up (repair): %v", err)
@@ -69,10 +76,10 @@ func (c *clients) seed(t *testing.T, topic string) *seeded {
 	for _, name := range []string{topic, s.bystander} {
 		// A broker the repair just started is registered before the
 		// controller counts it: retry while it says too few brokers.
-		id, err := c.kc.CreateTopic(ctx, name, nil, 3, 3, nil)
+		id, err := c.kc.CreateTopic(ctx, name, nil, 3, 3, configs)
 		for err != nil && strings.Contains(err.Error(), "INVALID_REPLICATION_FACTOR") && ctx.Err() == nil {
 			time.Sleep(200 * time.Millisecond)
-			id, err = c.kc.CreateTopic(ctx, name, nil, 3, 3, nil)
+			id, err = c.kc.CreateTopic(ctx, name, nil, 3, 3, configs)
 		}
 		if err != nil {
 			t.Fatalf("create %s: %v", name, err)
@@ -85,8 +92,11 @@ func (c *clients) seed(t *testing.T, topic string) *seeded {
 			for i := 0; i < faultMsgs; i++ {
 				vals = append(vals, fmt.Sprintf("%s message %d-%d", name, p, i))
 			}
-			if err := pr.Produce(ctx, name, p, vals...); err != nil {
-				t.Fatalf("produce to %s-%d: %v", name, p, err)
+			for i, v := range vals {
+				rec := &kgo.Record{Topic: name, Partition: p, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(v)}
+				if err := pr.Kgo().ProduceSync(ctx, rec).FirstErr(); err != nil {
+					t.Fatalf("produce to %s-%d: %v", name, p, err)
+				}
 			}
 			if name == topic {
 				s.msgs[p] = vals
@@ -340,6 +350,27 @@ func TestFaultsLab(t *testing.T) {
 		}
 		c.assertSibling(t, s)
 		t.Logf("topic %s back with id %s and all %d messages", s.topic, s.id, 3*faultMsgs)
+	})
+
+	t.Run("compacted topic: the canary cannot be deleted, a tombstone follows it", func(t *testing.T) {
+		s := c.seedWith(t, "ledger", map[string]string{"cleanup.policy": "compact"})
+		run := filepath.Join(t.TempDir(), "run")
+		r := kremedy(t, cleanupArgs(l, s.topic, run, "--set", "recreate=true")...)
+		mustEnd(t, r, 0, "cleanup of a compacted topic")
+		if !strings.Contains(r.out, "tombstone (DeleteRecords refused") {
+			t.Fatalf("the canary of a compacted topic was not followed by a tombstone:\n%s", r.out)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		data, _, err := c.zk.Get(ctx, steps.ConfigTopicPath(s.topic))
+		if err != nil || !bytes.Contains(data, []byte(`"cleanup.policy":"compact"`)) {
+			t.Fatalf("recreated %s has configs %s (%v), want cleanup.policy=compact from the backup", s.topic, data, err)
+		}
+		only, err := c.kc.OnlyCanaries(ctx, s.topic, 0, 0, 2)
+		if err != nil || !only {
+			t.Fatalf("%s-0 should hold exactly the canary and its tombstone: %v %v", s.topic, only, err)
+		}
+		c.assertSibling(t, s)
 	})
 
 	t.Run("SIGINT at every step boundary, resume each time", func(t *testing.T) {

@@ -203,7 +203,8 @@ func (c *Client) Canary(ctx context.Context, topic string, p int32, value string
 		res.Removed = "DeleteRecords"
 		return res, nil
 	}
-	if ts := pr.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Key: []byte(CanaryKey)}).FirstErr(); ts != nil {
+	tomb := &kgo.Record{Topic: topic, Partition: p, Key: []byte(CanaryKey), Headers: rec.Headers} // nil value: a tombstone
+	if ts := pr.cl.ProduceSync(ctx, tomb).FirstErr(); ts != nil {
 		return res, fmt.Errorf("canary at %s-%d offset %d could not be removed (DeleteRecords: %v; tombstone: %v): consumers reading from the start will see one record with key %s", topic, p, r.Offset, err, ts, CanaryKey)
 	}
 	res.Removed = fmt.Sprintf("tombstone (DeleteRecords refused: %v)", err)
