@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/segments"
@@ -150,8 +151,23 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		}
 		r.Facts.LogDirs[h.ID] = dirs
 	}
-	for _, id := range reg {
+	// The disks are listed over SSH while the brokers are asked below.
+	var listing map[int32]map[string][]segments.Entry
+	var listErr error
+	listDone := make(chan struct{})
+	go func() { defer close(listDone); listing, listErr = r.listAll(ctx) }()
+	defer func() { <-listDone }() // an early return still waits for the SSH listings
+	// Every broker is asked at once; the answers are read in broker order.
+	type configAnswer struct {
+		v   string
+		err error
+	}
+	configs := perBroker(reg, func(id int32) configAnswer {
 		v, err := r.Kafka.BrokerConfig(ctx, id, "auto.create.topics.enable")
+		return configAnswer{v, err}
+	})
+	for i, id := range reg {
+		v, err := configs[i].v, configs[i].err
 		if err != nil {
 			p.Notes = append(p.Notes, fmt.Sprintf("could not read auto.create.topics.enable on broker %d: %v", id, err))
 			continue
@@ -202,8 +218,16 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 	if zt.TopicID != "" {
 		ids[zt.TopicID] = true
 	}
-	for _, id := range reg {
+	type viewAnswer struct {
+		v   BrokerView
+		err error
+	}
+	views := perBroker(reg, func(id int32) viewAnswer {
 		v, err := r.Kafka.BrokerView(ctx, id, t)
+		return viewAnswer{v, err}
+	})
+	for i, id := range reg {
+		v, err := views[i].v, views[i].err
 		if err != nil {
 			fact("broker %d metadata: no answer (%v)", id, err)
 			consistent = false
@@ -230,7 +254,8 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 	}
 
 	// Partition directories on every broker's disk.
-	all, err := r.listAll(ctx)
+	<-listDone
+	all, err := listing, listErr
 	if err != nil && !errors.Is(err, ErrRefused) {
 		return p, checks, fmt.Errorf("%w: %v. kremedy must reach every broker over SSH before it changes anything; nothing was changed", ErrRefused, err)
 	}
@@ -444,4 +469,22 @@ func (r *Run) listLogDirs(ctx context.Context, broker int32) (map[string][]segme
 		r.Logf("broker %d: unexpected lines while listing log dirs: %v", broker, bad)
 	}
 	return out, nil
+}
+
+// perBroker runs f for every broker at once (at most 16 at a time) and
+// returns the answers in the order of ids.
+func perBroker[T any](ids []int32, f func(id int32) T) []T {
+	out := make([]T, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = f(id)
+		}()
+	}
+	wg.Wait()
+	return out
 }
