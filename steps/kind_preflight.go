@@ -162,7 +162,7 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		v   string
 		err error
 	}
-	configs := perBroker(reg, func(id int32) configAnswer {
+	configs := eachID(reg, func(id int32) configAnswer {
 		v, err := r.Kafka.BrokerConfig(ctx, id, "auto.create.topics.enable")
 		return configAnswer{v, err}
 	})
@@ -222,7 +222,7 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		v   BrokerView
 		err error
 	}
-	views := perBroker(reg, func(id int32) viewAnswer {
+	views := eachID(reg, func(id int32) viewAnswer {
 		v, err := r.Kafka.BrokerView(ctx, id, t)
 		return viewAnswer{v, err}
 	})
@@ -405,25 +405,21 @@ func (r *Run) listAll(ctx context.Context) (map[int32]map[string][]segments.Entr
 // failed host's error.
 func (r *Run) listEach(ctx context.Context) (map[int32]map[string][]segments.Entry, map[int32]error) {
 	type res struct {
-		id  int32
 		l   map[string][]segments.Entry
 		err error
 	}
-	ch := make(chan res, len(r.Target.Hosts))
-	for _, h := range r.Target.Hosts {
-		go func() { l, err := r.listLogDirs(ctx, h.ID); ch <- res{h.ID, l, err} }()
-	}
+	ids := r.hostIDs()
+	got := eachID(ids, func(id int32) res { l, err := r.listLogDirs(ctx, id); return res{l, err} })
 	out := map[int32]map[string][]segments.Entry{}
 	errs := map[int32]error{}
-	for range r.Target.Hosts {
-		x := <-ch
-		out[x.id] = x.l
-		if x.err != nil {
-			h, _ := r.Target.Host(x.id)
-			if !errors.Is(x.err, ErrRefused) {
-				x.err = fmt.Errorf("broker %d's host %s: %w", x.id, h.Host, x.err)
+	for i, id := range ids {
+		out[id] = got[i].l
+		if err := got[i].err; err != nil {
+			h, _ := r.Target.Host(id)
+			if !errors.Is(err, ErrRefused) {
+				err = fmt.Errorf("broker %d's host %s: %w", id, h.Host, err)
 			}
-			errs[x.id] = x.err
+			errs[id] = err
 		}
 	}
 	return out, errs
@@ -471,9 +467,9 @@ func (r *Run) listLogDirs(ctx context.Context, broker int32) (map[string][]segme
 	return out, nil
 }
 
-// perBroker runs f for every broker at once (at most 16 at a time) and
-// returns the answers in the order of ids.
-func perBroker[T any](ids []int32, f func(id int32) T) []T {
+// eachID runs f for every id (brokers, partitions) at once, at most 16 at
+// a time, and returns the answers in the order of ids.
+func eachID[T any](ids []int32, f func(id int32) T) []T {
 	out := make([]T, len(ids))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)

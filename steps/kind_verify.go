@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/journal"
@@ -192,15 +191,15 @@ func (k *verifyTopic) Apply(ctx context.Context, r *Run, p *Plan) error {
 		i = 2
 		if s.Canary {
 			i = 3
-		}
-		if err := r.doIf(s.Canary, p.Actions[i-1], func() error {
-			res, err := r.Kafka.Canary(ctx, t, 0, fmt.Sprintf("kremedy canary %s", r.Meta.ID))
-			if err == nil {
-				r.Logf("canary at %s-0 offset %d: acknowledged by every in-sync replica after %s, read back after %s more, then removed (%s)", t, res.Offset, res.Produce.Round(time.Millisecond), res.Read.Round(time.Millisecond), res.Removed)
+			if err := r.Do(p.Actions[2], func() error {
+				res, err := r.Kafka.Canary(ctx, t, 0, fmt.Sprintf("kremedy canary %s", r.Meta.ID))
+				if err == nil {
+					r.Logf("canary at %s-0 offset %d: acknowledged by every in-sync replica after %s, read back after %s more, then removed (%s)", t, res.Offset, res.Produce.Round(time.Millisecond), res.Read.Round(time.Millisecond), res.Removed)
+				}
+				return err
+			}); err != nil {
+				return err
 			}
-			return err
-		}); err != nil {
-			return err
 		}
 	}
 	for _, a := range p.Actions[i:] {
@@ -242,14 +241,6 @@ func (r *Run) waitServed(ctx context.Context, parts int32) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// doIf does a when ok, else nothing.
-func (r *Run) doIf(ok bool, a Action, f func() error) error {
-	if !ok {
-		return nil
-	}
-	return r.Do(a, f)
 }
 
 // offsetsZero proves a new topic adopted nothing: earliest = latest = 0.
@@ -303,26 +294,22 @@ func (r *Run) partitionOffsets(ctx context.Context, parts int32) map[int32]partO
 			break
 		}
 	}
-	out := make(map[int32]partOffsets, parts)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for p := int32(0); p < parts; p++ {
+	ps := make([]int32, parts)
+	for p := range ps {
+		ps[p] = int32(p)
+	}
+	got := eachID(ps, func(p int32) partOffsets {
 		leader, ok := leaders[p]
 		if !ok {
 			leader = r.hostIDs()[0]
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			e, l, err := r.Kafka.Offsets(ctx, leader, r.Topic(), p)
-			mu.Lock()
-			out[p] = partOffsets{leader: leader, earliest: e, latest: l, err: err}
-			mu.Unlock()
-		}()
+		e, l, err := r.Kafka.Offsets(ctx, leader, r.Topic(), p)
+		return partOffsets{leader: leader, earliest: e, latest: l, err: err}
+	})
+	out := make(map[int32]partOffsets, parts)
+	for p, o := range got {
+		out[int32(p)] = o
 	}
-	wg.Wait()
 	return out
 }
 

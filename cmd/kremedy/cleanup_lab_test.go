@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -299,37 +298,15 @@ func assertNoActions(t *testing.T, runDir string) {
 	}
 }
 
-// killDuring starts a headless run and SIGKILLs it once the journal shows
-// n completed actions of step, then resumes it to the end.
+// killDuring starts a headless run and SIGKILLs it (KREMEDY_FAULT) right
+// after the journal records n completed actions of step, then resumes it
+// to the end.
 func killDuring(t *testing.T, l *lab.Lab, topic, runDir, step string, n int) {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "topic-cleanup", "--inventory", l.InventoryPath(), "--set", "topic="+topic,
-		"--set", "recreate=true", "--run-dir", runDir, "--headless", "--yes", "--confirm", topic)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	killed := false
-	for time.Now().Before(deadline) && !killed {
-		recs, _ := journal.Read(filepath.Join(runDir, "journal.jsonl"))
-		done := 0
-		for _, r := range recs {
-			if r.Step == step && r.Type == journal.ActionEnd {
-				done++
-			}
-		}
-		if done >= n {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			killed = true
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = cmd.Wait()
-	if !killed {
-		t.Fatalf("run never reached %d actions of %s:\n%s", n, step, out.String())
+	killed := runWithFault(t, fmt.Sprintf("sigkill@action-end:%s:%d", step, n), "run", "topic-cleanup", "--inventory", l.InventoryPath(),
+		"--set", "topic="+topic, "--set", "recreate=true", "--run-dir", runDir, "--headless", "--yes", "--confirm", topic)
+	if killed.code != -1 {
+		t.Fatalf("run never reached %d actions of %s (exit %d):\n%s", n, step, killed.code, killed.out)
 	}
 	t.Logf("killed with SIGKILL after %d completed actions of %s", n, step)
 	r := kremedy(t, "resume", runDir, "--headless", "--yes", "--confirm", topic)

@@ -87,9 +87,10 @@ var (
 	whereRe = regexp.MustCompile(`^if \[ -e (\S+) \] && \[ ! -e (\S+) \]`)
 )
 
+// unquote decodes a word the scripts' regexps captured.
 func unquote(s string) string {
-	if strings.HasPrefix(s, "'") {
-		return strings.ReplaceAll(strings.Trim(s, "'"), `'\''`, "'")
+	if w, ok := shellWord(s); ok {
+		return w
 	}
 	return s
 }
