@@ -105,21 +105,22 @@ func Diagnose(ctx context.Context, t Target, zk Coordinator, kc Cluster, rem Rem
 	}
 
 	// Each registered broker's own view, asked in parallel. Brokers learn
-	// about each other and the controller a moment after ZooKeeper does: a
-	// disagreement about the cluster is asked again (up to 3 times, 1 s
-	// apart) before it counts.
+	// about each other, the controller and every leader or ISR change a
+	// moment after ZooKeeper does, and ZooKeeper and the brokers cannot be
+	// read at one instant: a disagreement (about the cluster or a topic) is
+	// read again, ZooKeeper and brokers, up to 3 times 1 s apart, before it
+	// counts.
 	var views map[int32]BrokerView
 	var unreachable map[int32]error
 	for attempt := 0; ; attempt++ {
 		views, unreachable = brokerViews(ctx, kc, st.Brokers, topics)
-		agree := true
-		for _, v := range views {
-			agree = agree && v.Controller == st.Controller && slices.Equal(v.Brokers, st.Brokers)
-		}
-		if agree || attempt == 2 || ctx.Err() != nil {
+		if !disagrees(st, views) || attempt == 2 || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 		if st, err = ReadState(ctx, zk, topics...); err != nil {
 			return nil, fmt.Errorf("read ZooKeeper %s: %w", t.ZKConnect, err)
 		}
@@ -337,36 +338,11 @@ func diagnoseTopic(ctx context.Context, d *Diagnosis, add func(Finding), name st
 			Fix:      "restart the brokers that do not know the topic so they reload metadata; if the topic was recreated by hand, " + fmt.Sprintf(cleanupFix, name),
 			Runbook:  "topic-cleanup"})
 	}
-	if ts.HasZnode() && len(lists) > 1 {
-		// Brokers that serve it must agree with each other and with ZooKeeper.
-		var dis []string
-		var disB []int32
-		var disP []int32
-		for _, id := range lists {
-			tv := views[id].Topics[name]
-			if ts.Znode.TopicID != "" && tv.ID != "" && tv.ID != ts.Znode.TopicID {
-				dis = append(dis, fmt.Sprintf("broker %d: topic id %s, ZooKeeper %s", id, tv.ID, ts.Znode.TopicID))
-				disB = append(disB, id)
-			}
-			if len(tv.Partitions) != len(assign) {
-				dis = append(dis, fmt.Sprintf("broker %d: %d partitions, ZooKeeper %d", id, len(tv.Partitions), len(assign)))
-				disB = append(disB, id)
-			}
-			for p, pv := range tv.Partitions {
-				zs, ok := ts.States[p]
-				if ok && (pv.Leader != zs.Leader || pv.LeaderEpoch != zs.LeaderEpoch || !sameSet(pv.ISR, zs.ISR)) {
-					dis = append(dis, fmt.Sprintf("broker %d: %s-%d leader %d epoch %d isr %s; ZooKeeper leader %d epoch %d isr %s", id, name, p, pv.Leader, pv.LeaderEpoch, i32s(pv.ISR), zs.Leader, zs.LeaderEpoch, i32s(zs.ISR)))
-					disB, disP = append(disB, id), append(disP, p)
-				}
-			}
-		}
-		if len(dis) > 0 {
-			sort.Strings(dis)
-			add(Finding{Kind: FindDisagreement, Severity: Warning, Topic: name, Brokers: disB, Partitions: disP,
-				Summary:  fmt.Sprintf("brokers' metadata about %q differs from ZooKeeper", name),
-				Evidence: dis, Fix: "transient during leader changes; if it persists, the brokers missed updates: restart them, or " + fmt.Sprintf(cleanupFix, name),
-				Runbook: "topic-cleanup"})
-		}
+	if dis, disB, disP := topicDisagreement(name, ts, views); len(dis) > 0 {
+		add(Finding{Kind: FindDisagreement, Severity: Warning, Topic: name, Brokers: disB, Partitions: disP,
+			Summary:  fmt.Sprintf("brokers' metadata about %q differs from ZooKeeper", name),
+			Evidence: dis, Fix: "transient during leader changes; if it persists, the brokers missed updates: restart them, or " + fmt.Sprintf(cleanupFix, name),
+			Runbook: "topic-cleanup"})
 	}
 	if !ts.HasZnode() || ts.PendingDelete {
 		// A topic being deleted has offline, shrinking partitions by design:
@@ -604,4 +580,57 @@ func diagnoseDisks(ctx context.Context, add func(Finding), t Target, st *Cluster
 		add(*f)
 	}
 	return nil
+}
+
+// disagrees reports whether any broker's view differs from ZooKeeper's
+// state: about the controller and live brokers, or about a topic's id,
+// partitions, leaders, epochs or ISR.
+func disagrees(st *ClusterState, views map[int32]BrokerView) bool {
+	for _, v := range views {
+		if v.Controller != st.Controller || !slices.Equal(v.Brokers, st.Brokers) {
+			return true
+		}
+	}
+	for name, ts := range st.Topics {
+		if dis, _, _ := topicDisagreement(name, ts, views); len(dis) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// topicDisagreement compares the views of the brokers that serve a topic
+// with its znodes; nothing to compare while it has no znode or fewer than
+// two brokers serve it (stale-metadata covers those).
+func topicDisagreement(name string, ts *TopicState, views map[int32]BrokerView) (dis []string, disB, disP []int32) {
+	var lists []int32
+	for _, id := range sortedIDs(views) {
+		if tv, ok := views[id].Topics[name]; ok && tv.Present() {
+			lists = append(lists, id)
+		}
+	}
+	if !ts.HasZnode() || len(lists) < 2 {
+		return nil, nil, nil
+	}
+	assign, _ := ts.Znode.Assignment()
+	for _, id := range lists {
+		tv := views[id].Topics[name]
+		if ts.Znode.TopicID != "" && tv.ID != "" && tv.ID != ts.Znode.TopicID {
+			dis = append(dis, fmt.Sprintf("broker %d: topic id %s, ZooKeeper %s", id, tv.ID, ts.Znode.TopicID))
+			disB = append(disB, id)
+		}
+		if len(tv.Partitions) != len(assign) {
+			dis = append(dis, fmt.Sprintf("broker %d: %d partitions, ZooKeeper %d", id, len(tv.Partitions), len(assign)))
+			disB = append(disB, id)
+		}
+		for p, pv := range tv.Partitions {
+			zs, ok := ts.States[p]
+			if ok && (pv.Leader != zs.Leader || pv.LeaderEpoch != zs.LeaderEpoch || !sameSet(pv.ISR, zs.ISR)) {
+				dis = append(dis, fmt.Sprintf("broker %d: %s-%d leader %d epoch %d isr %s; ZooKeeper leader %d epoch %d isr %s", id, name, p, pv.Leader, pv.LeaderEpoch, i32s(pv.ISR), zs.Leader, zs.LeaderEpoch, i32s(zs.ISR)))
+				disB, disP = append(disB, id), append(disP, p)
+			}
+		}
+	}
+	sort.Strings(dis)
+	return dis, disB, disP
 }

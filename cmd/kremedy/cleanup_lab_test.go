@@ -337,6 +337,8 @@ func diagnose(t *testing.T, l *lab.Lab, topic string) ([]string, map[string][]in
 	for _, f := range d.Findings {
 		ks = append(ks, f.Kind)
 		brokers[f.Kind] = f.Brokers
+		// The evidence, so that a failure says what was seen, not only its name.
+		t.Logf("  %s %q brokers %v: %s", f.Kind, f.Topic, f.Brokers, strings.Join(f.Evidence, "; "))
 	}
 	slices.Sort(ks)
 	t.Logf("diagnose %s: exit %d, findings %v (%s)", topic, r.code, ks, d.Took)

@@ -21,7 +21,11 @@ type Kafka struct {
 	zk    *ZK
 	hosts *Hosts
 	// Stale[broker][topic] is what that broker caches instead of the truth.
-	Stale      map[int32]map[string]steps.TopicView
+	Stale map[int32]map[string]steps.TopicView
+	// StaleReads, when positive, makes Stale last only that many Metadata
+	// answers of each broker: a broker catching up, as after a leader move.
+	StaleReads int
+	answered   map[int32]int
 	GroupsOn   []steps.GroupUse
 	ProducerOn []steps.ProducerUse
 	AutoCreate string
@@ -82,9 +86,14 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (ste
 		kids, _ := k.zk.Children(ctx, steps.TopicsPath)
 		topics = kids
 	}
+	if k.answered == nil {
+		k.answered = map[int32]int{}
+	}
+	k.answered[id]++
+	stale := k.StaleReads <= 0 || k.answered[id] <= k.StaleReads
 	for _, t := range topics {
 		tv := k.truth(ctx, t)
-		if s, ok := k.Stale[id][t]; ok {
+		if s, ok := k.Stale[id][t]; ok && stale {
 			tv = s
 		}
 		if len(topics) == 0 && !tv.Present() {
