@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Split a kremedy run's wall time, from its journal.jsonl, into broker
 stop/start (the stop-brokers and start-brokers steps, health gate included),
-Kafka's own work for the recreated topic (verify's create and canary
-actions: creation, the acks=all acknowledgement, the canary's removal), and
+Kafka's own work for the recreated topic (verify's create, wait and canary
+actions: creation, the controller's metadata reaching every broker, the
+acks=all acknowledgement, the canary's removal), and
 the rest: kremedy's own work.  Usage: split-journal.py JOURNAL..."""
 import datetime
 import json
@@ -21,7 +22,7 @@ for path in sys.argv[1:]:
     for r in recs:
         if r["type"] == "step-done":
             steps[r["step"]] = r["data"]["took_ms"] / 1000
-        if r["type"] == "action-end" and r.get("step") == "verify" and r["data"]["action"]["kind"] == "kafka":
+        if r["type"] == "action-end" and r.get("step") == "verify" and r["data"]["action"]["kind"] in ("kafka", "wait"):
             kafka += r["data"]["took_ms"] / 1000
     brokers = steps.get("stop-brokers", 0) + steps.get("start-brokers", 0)
     other = total - brokers

@@ -124,6 +124,7 @@ func (k *verifyTopic) Plan(ctx context.Context, r *Run) (*Plan, error) {
 		p.Summary = fmt.Sprintf("recreate %q and prove it is new and healthy everywhere", t)
 		p.Actions = append(p.Actions,
 			Action{Kind: "kafka", Target: t, Detail: fmt.Sprintf("create with %d partitions, replication factor %d, configs [%s] (from %s)", spec.Partitions, spec.RF, strings.Join(cfg, " "), spec.Source)},
+			Action{Kind: "wait", Target: t, Detail: "until every broker serves it with a leader for every partition (the controller's metadata reaching each broker; asked every 50 ms, at most 60 s)"},
 			Action{Kind: "check", Target: t, Detail: "every partition's earliest and latest offset is 0 (no adopted segments)"})
 		if spec.Canary = r.Meta.Params.Bool("canary"); spec.Canary {
 			p.Actions = append(p.Actions, Action{Kind: "kafka", Target: t + "-0", Detail: "acks=all canary record (key kremedy-canary) produced, read back, then removed with DeleteRecords so that consumers never see it (a tombstone on a compact-only topic)"})
@@ -182,16 +183,16 @@ func (k *verifyTopic) Apply(ctx context.Context, r *Run, p *Plan) error {
 		}); err != nil {
 			return err
 		}
-		if err := r.waitServed(ctx, s.Partitions); err != nil {
+		if err := r.Do(p.Actions[1], func() error { return r.waitServed(ctx, s.Partitions) }); err != nil {
 			return err
 		}
-		if err := r.Do(p.Actions[1], func() error { return r.offsetsZero(ctx, s.Partitions) }); err != nil {
+		if err := r.Do(p.Actions[2], func() error { return r.offsetsZero(ctx, s.Partitions) }); err != nil {
 			return err
 		}
-		i = 2
+		i = 3
 		if s.Canary {
-			i = 3
-			if err := r.Do(p.Actions[2], func() error {
+			i = 4
+			if err := r.Do(p.Actions[3], func() error {
 				res, err := r.Kafka.Canary(ctx, t, 0, fmt.Sprintf("kremedy canary %s", r.Meta.ID))
 				if err == nil {
 					r.Logf("canary at %s-0 offset %d: acknowledged by every in-sync replica after %s, read back after %s more, then removed (%s)", t, res.Offset, res.Produce.Round(time.Millisecond), res.Read.Round(time.Millisecond), res.Removed)

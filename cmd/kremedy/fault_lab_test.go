@@ -399,7 +399,7 @@ func TestFaultsLab(t *testing.T) {
 		s := c.seed(t, "inside")
 		run := filepath.Join(t.TempDir(), "run")
 		points := []string{"plan:preflight", "plan:detach-clients", "action-start:delete-znodes:3", "action-start:stop-brokers:1",
-			"action-end:wipe-segments:4", "action-start:start-brokers:2", "action-start:verify:1", "action-start:verify:3"}
+			"action-end:wipe-segments:4", "action-start:start-brokers:2", "action-start:verify:1", "action-start:verify:4"}
 		for i, p := range points {
 			args := resumeArgs(run, s.topic)
 			if i == 0 {
