@@ -1,6 +1,7 @@
 package steps_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
@@ -546,4 +548,39 @@ func TestResumeRefusesAnotherCluster(t *testing.T) {
 			t.Fatalf("refused resume still changed ZooKeeper: %s", op)
 		}
 	}
+}
+
+// TestProducersNotAskedAreSaid: a partition no broker hosts cannot take a
+// write and does not block the gate, but the check says it was not asked; a
+// partition whose broker did not answer blocks it (a producer may be
+// writing there) and nothing is deleted.
+func TestProducersNotAskedAreSaid(t *testing.T) {
+	t.Run("no broker hosts it", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.kafka.ProducersErr = fmt.Errorf("orders-2: %w (broker 1: NOT_LEADER_OR_FOLLOWER; broker 2: NOT_LEADER_OR_FOLLOWER; broker 3: NOT_LEADER_OR_FOLLOWER)", steps.ErrUnhosted)
+		if _, err := f.engine("orders").Run(context.Background(), f.run, nil); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		b, _ := os.ReadFile(f.run.Journal.Path())
+		if !bytes.Contains(b, []byte(`not asked: orders-2: no broker hosts it`)) {
+			t.Fatalf("the producer check does not say which partitions were not asked:\n%s", b)
+		}
+	})
+	t.Run("a broker did not answer", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.kafka.ProducersErr = errors.New("orders-2: no answer (broker 2: i/o timeout)")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err := f.engine("orders").Run(ctx, f.run, nil)
+		if err == nil || !strings.Contains(err.Error(), "clients still attached") {
+			t.Fatalf("the gate should hold while a broker does not answer: %v", err)
+		}
+		if d := f.zk.Deleted(); len(d) != 0 {
+			t.Fatalf("deleted %v while a producer may be writing", d)
+		}
+		b, _ := os.ReadFile(f.run.Journal.Path())
+		if !bytes.Contains(b, []byte("counted as an active producer until they answer")) {
+			t.Fatalf("the journal does not say why the gate holds:\n%s", b)
+		}
+	})
 }

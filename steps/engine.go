@@ -187,6 +187,9 @@ var (
 	ErrRefused     = errors.New("refused")
 	ErrAborted     = errors.New("aborted by the operator")
 	ErrStalePlan   = errors.New("the cluster changed after the plan was made")
+	// ErrUnhosted: every broker answered that it hosts no replica of the
+	// partition (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
+	ErrUnhosted = errors.New("no broker hosts it")
 	// ErrOutcomeUnknown: the action was sent but its result never came
 	// back (a dropped SSH session); adapters wrap it.
 	ErrOutcomeUnknown = errors.New("outcome unknown")

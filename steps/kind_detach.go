@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -18,18 +19,23 @@ type detachPayload struct {
 	Producers []ProducerUse `json:"producers"`
 }
 
-func (k *detach) attached(ctx context.Context, r *Run) (groups []GroupUse, active []ProducerUse, err error) {
+// attached lists what still uses the topic. unasked names partitions no
+// broker answered for: when every broker said it hosts no replica, no
+// producer can write to them either and they do not block; when a broker did
+// not answer, they count as one active producer (the safer reading). Either
+// way it is said in the check, not hidden.
+func (k *detach) attached(ctx context.Context, r *Run) (groups []GroupUse, active []ProducerUse, unasked string, err error) {
 	t := r.Topic()
 	if reg, err := r.registered(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	} else if len(reg) == 0 {
 		// Every broker is stopped (a resumed run past the stop step): no
 		// client can be attached to a cluster that does not run.
-		return nil, nil, nil
+		return nil, nil, "", nil
 	}
 	all, err := r.Kafka.Groups(ctx, t)
 	if err != nil {
-		return nil, nil, fmt.Errorf("consumer groups on %s: %w", t, err)
+		return nil, nil, "", fmt.Errorf("consumer groups on %s: %w", t, err)
 	}
 	groups = all
 	var parts []int32
@@ -38,8 +44,17 @@ func (k *detach) attached(ctx context.Context, r *Run) (groups []GroupUse, activ
 	}
 	if len(parts) > 0 {
 		prods, err := r.Kafka.Producers(ctx, t, parts)
-		if err != nil {
-			r.Logf("could not list producers on %s (%v); relying on the consumer-group check", t, err)
+		switch {
+		case err == nil:
+		case allUnhosted(err):
+			unasked = err.Error()
+			r.Logf("no broker hosts some partitions of %s, so no producer can write to them (%v); the other partitions and the consumer groups were checked", t, err)
+		default:
+			// A broker that did not answer may lead a partition a
+			// producer is writing to: that is not "no producer".
+			unasked = err.Error()
+			prods = append(prods, ProducerUse{Partition: -1, ProducerID: -1, LastTimestamp: r.now(), TxnStart: -1})
+			r.Logf("could not ask every broker about producers on %s (%v): counted as an active producer until they answer", t, err)
 		}
 		idle := r.Meta.Params.Duration("producer_idle", 30*time.Second)
 		for _, pu := range prods {
@@ -48,7 +63,7 @@ func (k *detach) attached(ctx context.Context, r *Run) (groups []GroupUse, activ
 			}
 		}
 	}
-	return groups, active, nil
+	return groups, active, unasked, nil
 }
 
 func membersOn(groups []GroupUse) []string {
@@ -65,7 +80,7 @@ func (k *detach) Plan(ctx context.Context, r *Run) (*Plan, error) {
 	if r.Facts.Clean {
 		return r.cleanNoOp("detach from"), nil
 	}
-	groups, active, err := k.attached(ctx, r)
+	groups, active, unasked, err := k.attached(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +93,13 @@ func (k *detach) Plan(ctx context.Context, r *Run) (*Plan, error) {
 		p.Facts = append(p.Facts, fmt.Sprintf("group %s (%s): %d members on the topic, committed offsets on %d partitions", g.Group, g.State, len(g.Members), len(g.Offsets)))
 	}
 	for _, pu := range active {
+		if pu.ProducerID < 0 {
+			continue // the unanswered brokers, said below
+		}
 		p.Facts = append(p.Facts, fmt.Sprintf("producer %d wrote to partition %d at %s", pu.ProducerID, pu.Partition, pu.LastTimestamp.UTC().Format(time.RFC3339)))
+	}
+	if unasked != "" {
+		p.Facts = append(p.Facts, "producers not asked: "+unasked)
 	}
 	if withOffsets > 0 {
 		p.Actions = append(p.Actions, Action{Kind: "save", Target: r.OffsetsPath(), Detail: fmt.Sprintf("committed offsets of %d groups on %s", withOffsets, r.Topic())})
@@ -123,7 +144,7 @@ func (k *detach) Apply(ctx context.Context, r *Run, p *Plan) error {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
-		groups, active, err := k.attached(ctx, r)
+		groups, active, _, err := k.attached(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -145,13 +166,38 @@ func (k *detach) Verify(ctx context.Context, r *Run) ([]Check, error) {
 	if r.Facts.Clean {
 		return nil, nil
 	}
-	groups, active, err := k.attached(ctx, r)
+	groups, active, unasked, err := k.attached(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	m := membersOn(groups)
 	return []Check{
 		{Name: "no consumer group has members on the topic", OK: len(m) == 0, Detail: fmt.Sprint(m)},
-		{Name: "no producer is active on the topic", OK: len(active) == 0, Detail: fmt.Sprintf("%d active", len(active))},
+		{Name: "no producer is active on the topic", OK: len(active) == 0, Detail: producersDetail(active, unasked)},
 	}, nil
+}
+
+// allUnhosted reports whether every partition in a Producers error is one
+// no broker hosts.
+func allUnhosted(err error) bool {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		if !errors.Is(e, ErrUnhosted) {
+			return false
+		}
+	}
+	return true
+}
+
+func producersDetail(active []ProducerUse, unasked string) string {
+	d := fmt.Sprintf("%d active", len(active))
+	if unasked != "" {
+		d += "; not asked: " + unasked
+	}
+	return d
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -75,56 +76,111 @@ func partial(err error) bool {
 	return errors.As(err, &se) && !se.AllFailed
 }
 
-// Producers lists producers the partitions' leaders still track
-// (DescribeProducers, Kafka 2.8+), asking each partition's leader directly
-// and without retries: a stale leader answering NOT_LEADER_OR_FOLLOWER is
-// reported as such instead of being retried for seconds.
+// Producers asks every broker at once for the producers it tracks on the
+// partitions. Every broker hosting a replica answers from its own log
+// (followers replicate the producer state; Partition.activeProducerState),
+// and in the states kremedy repairs brokers disagree about who leads: asking
+// them all, rather than the leader one broker names, does not depend on any
+// broker's metadata. A producer seen by several replicas is listed once,
+// with the latest timestamp. A partition no broker answered for is named in
+// the error, with each broker's reason; the producers found on the others
+// are still returned.
 func (c *Client) Producers(ctx context.Context, topic string, partitions []int32) ([]steps.ProducerUse, error) {
-	leaders := map[int32][]int32{}
 	ids, err := c.Brokers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range ids {
-		v, err := c.BrokerView(ctx, id, topic)
-		if err != nil || !v.Topics[topic].Present() {
-			continue
-		}
-		for _, p := range partitions {
-			if pv, ok := v.Topics[topic].Partitions[p]; ok && pv.Leader >= 0 {
-				leaders[pv.Leader] = append(leaders[pv.Leader], p)
-			}
-		}
-		break
+	type answer struct {
+		broker int32
+		resp   *kmsg.DescribeProducersResponse
+		err    error
 	}
-	var out []steps.ProducerUse
-	var errs []error
-	for leader, parts := range leaders {
-		req := kmsg.NewPtrDescribeProducersRequest()
-		rt := kmsg.NewDescribeProducersRequestTopic()
-		rt.Topic, rt.Partitions = topic, parts
-		req.Topics = append(req.Topics, rt)
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := c.cl.Broker(int(leader)).Request(rctx, req)
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("broker %d: %w", leader, err))
+	answers := make(chan answer, len(ids))
+	for _, id := range ids {
+		go func() {
+			req := kmsg.NewPtrDescribeProducersRequest()
+			rt := kmsg.NewDescribeProducersRequestTopic()
+			rt.Topic, rt.Partitions = topic, partitions
+			req.Topics = append(req.Topics, rt)
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			resp, err := c.cl.Broker(int(id)).Request(rctx, req)
+			a := answer{broker: id, err: err}
+			if err == nil {
+				a.resp = resp.(*kmsg.DescribeProducersResponse)
+			}
+			answers <- a
+		}()
+	}
+	seen := map[[2]int64]steps.ProducerUse{}
+	asked := map[int32]bool{}
+	unhosted := map[int32]int{} // brokers that said they host no replica
+	why := map[int32][]string{}
+	for range ids {
+		a := <-answers
+		if a.err != nil {
+			for _, p := range partitions {
+				why[p] = append(why[p], fmt.Sprintf("broker %d: %v", a.broker, a.err))
+			}
 			continue
 		}
-		for _, t := range resp.(*kmsg.DescribeProducersResponse).Topics {
+		for _, t := range a.resp.Topics {
 			for _, p := range t.Partitions {
 				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					errs = append(errs, fmt.Errorf("%s-%d on broker %d: %w", topic, p.Partition, leader, err))
+					why[p.Partition] = append(why[p.Partition], fmt.Sprintf("broker %d: %s", a.broker, kerrName(err)))
+					if errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownTopicOrPartition) {
+						unhosted[p.Partition]++
+					}
 					continue
 				}
+				asked[p.Partition] = true
 				for _, ap := range p.ActiveProducers {
-					out = append(out, steps.ProducerUse{Partition: p.Partition, ProducerID: ap.ProducerID,
-						LastTimestamp: time.UnixMilli(ap.LastTimestamp), TxnStart: ap.CurrentTxnStartOffset})
+					u := steps.ProducerUse{Partition: p.Partition, ProducerID: ap.ProducerID,
+						LastTimestamp: time.UnixMilli(ap.LastTimestamp), TxnStart: ap.CurrentTxnStartOffset}
+					k := [2]int64{int64(p.Partition), ap.ProducerID}
+					if prev, ok := seen[k]; ok {
+						// The most active of what the replicas saw.
+						u.TxnStart = max(u.TxnStart, prev.TxnStart)
+						if prev.LastTimestamp.After(u.LastTimestamp) {
+							u.LastTimestamp = prev.LastTimestamp
+						}
+					}
+					seen[k] = u
 				}
 			}
 		}
 	}
+	var errs []error
+	for _, p := range partitions {
+		if !asked[p] {
+			sort.Strings(why[p])
+			if unhosted[p] == len(ids) {
+				errs = append(errs, fmt.Errorf("%s-%d: %w (%s)", topic, p, steps.ErrUnhosted, strings.Join(why[p], "; ")))
+			} else {
+				errs = append(errs, fmt.Errorf("%s-%d: no answer (%s)", topic, p, strings.Join(why[p], "; ")))
+			}
+		}
+	}
+	out := make([]steps.ProducerUse, 0, len(seen))
+	for _, u := range seen {
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Partition != out[j].Partition {
+			return out[i].Partition < out[j].Partition
+		}
+		return out[i].ProducerID < out[j].ProducerID
+	})
 	return out, errors.Join(errs...)
+}
+
+// kerrName is a Kafka error's name without its long explanation.
+func kerrName(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return err.Error()
 }
 
 // BrokerConfig reads one broker's effective value of key.

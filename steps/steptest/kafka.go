@@ -28,11 +28,14 @@ type Kafka struct {
 	answered   map[int32]int
 	GroupsOn   []steps.GroupUse
 	ProducerOn []steps.ProducerUse
-	AutoCreate string
-	Created    []string
-	Canaries   int
-	Deleted    []string // group offsets deleted
-	nextID     int
+	// ProducersErr is what Producers returns beside ProducerOn: partitions
+	// it could not ask about.
+	ProducersErr error
+	AutoCreate   string
+	Created      []string
+	Canaries     int
+	Deleted      []string // group offsets deleted
+	nextID       int
 }
 
 // NewKafka fakes the cluster whose ZooKeeper and hosts are given.
@@ -124,7 +127,7 @@ func (k *Kafka) Groups(context.Context, string) ([]steps.GroupUse, error) {
 func (k *Kafka) Producers(context.Context, string, []int32) ([]steps.ProducerUse, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.ProducerOn, nil
+	return k.ProducerOn, k.ProducersErr
 }
 
 func (k *Kafka) BrokerConfig(_ context.Context, _ int32, key string) (string, error) {
