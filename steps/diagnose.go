@@ -95,6 +95,18 @@ func Diagnose(ctx context.Context, t Target, zk Coordinator, kc Cluster, rem Rem
 	if err != nil {
 		return nil, fmt.Errorf("read ZooKeeper %s: %w", t.ZKConnect, err)
 	}
+	// The disks are listed over SSH (~0.1 s on the lab, most of it the SSH
+	// handshakes) while the brokers are asked.
+	var disks chan diskListing
+	if o.Disk && rem != nil {
+		disks = make(chan diskListing, 1)
+		go func() { disks <- listDisks(ctx, t, st.Brokers, rem, kc) }()
+		defer func() {
+			if disks != nil {
+				<-disks // an early return still waits for the SSH listings
+			}
+		}()
+	}
 	d := &Diagnosis{Version: 1, Cluster: t.Name, Topic: o.Topic, Brokers: st.Brokers, Controller: st.Controller}
 	add := func(f Finding) {
 		slices.Sort(f.Brokers)
@@ -200,11 +212,11 @@ func Diagnose(ctx context.Context, t Target, zk Coordinator, kc Cluster, rem Rem
 	}
 	d.Topics = len(sorted)
 
-	if o.Disk && rem != nil {
+	if disks != nil {
 		d.Disk = true
-		if err := diagnoseDisks(ctx, add, t, st, rem, kc, o.Topic); err != nil {
-			return nil, err
-		}
+		l := <-disks
+		disks = nil // received: the deferred wait has nothing to wait for
+		diagnoseDisks(add, t, st, l, o.Topic)
 	}
 	sort.SliceStable(d.Findings, func(i, j int) bool {
 		a, b := d.Findings[i], d.Findings[j]
@@ -495,18 +507,35 @@ func viewEvidence(views map[int32]BrokerView, name string, lists, missing []int3
 }
 
 // diagnoseDisks lists every broker's log dirs over SSH.
-func diagnoseDisks(ctx context.Context, add func(Finding), t Target, st *ClusterState, rem Remote, kc Cluster, only string) error {
+// diskListing is every host's log dirs as listed over SSH.
+type diskListing struct {
+	dirs map[int32][]string
+	all  map[int32]map[string][]segments.Entry
+	errs map[int32]error
+}
+
+// listDisks finds each broker's log dirs (the inventory's, else the
+// broker's own answer) and lists them on every host at once. One host that
+// cannot be reached is recorded, not the end of the diagnosis: the other
+// hosts' disks are still worth reading at 3 a.m.
+func listDisks(ctx context.Context, t Target, registered []int32, rem Remote, kc Cluster) diskListing {
 	r := &Run{Target: t, Remote: rem, Kafka: kc, Facts: Facts{LogDirs: map[int32][]string{}}}
+	var ask []int32
 	for _, h := range t.Hosts {
-		dirs := h.LogDirs
-		if len(dirs) == 0 && slices.Contains(st.Brokers, h.ID) {
-			dirs, _ = kc.LogDirs(ctx, h.ID)
+		r.Facts.LogDirs[h.ID] = h.LogDirs
+		if len(h.LogDirs) == 0 && slices.Contains(registered, h.ID) {
+			ask = append(ask, h.ID)
 		}
-		r.Facts.LogDirs[h.ID] = dirs
 	}
-	// One host that cannot be reached is a finding, not the end of the
-	// diagnosis: the other hosts' disks are still worth reading at 3 a.m.
+	for i, dirs := range eachID(ask, func(id int32) []string { d, _ := kc.LogDirs(ctx, id); return d }) {
+		r.Facts.LogDirs[ask[i]] = dirs
+	}
 	all, errs := r.listEach(ctx)
+	return diskListing{dirs: r.Facts.LogDirs, all: all, errs: errs}
+}
+
+func diagnoseDisks(add func(Finding), t Target, st *ClusterState, l diskListing, only string) {
+	all, errs := l.all, l.errs
 	for _, h := range t.Hosts {
 		if err := errs[h.ID]; err != nil {
 			add(Finding{Kind: FindDiskUnlisted, Severity: Critical, Brokers: []int32{h.ID},
@@ -518,7 +547,7 @@ func diagnoseDisks(ctx context.Context, add func(Finding), t Target, st *Cluster
 	type key struct{ kind, topic string }
 	groups := map[key]*Finding{}
 	for _, h := range t.Hosts {
-		for _, dir := range r.Facts.LogDirs[h.ID] {
+		for _, dir := range l.dirs[h.ID] {
 			for _, e := range all[h.ID][dir] {
 				if !e.IsDir || segments.IsLogDirFile(e.Name) {
 					continue
@@ -579,7 +608,6 @@ func diagnoseDisks(ctx context.Context, add func(Finding), t Target, st *Cluster
 		}
 		add(*f)
 	}
-	return nil
 }
 
 // disagrees reports whether any broker's view differs from ZooKeeper's
