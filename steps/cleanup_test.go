@@ -584,3 +584,65 @@ func TestProducersNotAskedAreSaid(t *testing.T) {
 		}
 	})
 }
+
+// TestUnhealthyBeforeTheRunIsNotBlamedOnIt: another topic's partition that
+// is under-replicated before anything is done is said up front and does not
+// fail the health gate after the restart; one that became so after the
+// restart does.
+func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
+	const urp = `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}` // replicas [2,3,1]
+	t.Run("already so: said up front, not counted", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
+		if _, err := f.engine("orders").Run(context.Background(), f.run, nil); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		b, _ := os.ReadFile(f.run.Journal.Path())
+		for _, want := range []string{"already offline or under-replicated, before anything is done: orders-v2-1", "not counted, already so before the run: orders-v2-1"} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Fatalf("journal lacks %q:\n%s", want, b)
+			}
+		}
+	})
+	t.Run("short only of a broker that is down: the restart must heal it", func(t *testing.T) {
+		f := newFixture(t, map[string]string{"health_timeout": "1s"})
+		f.hosts.Running[3] = false
+		f.zk.Remove("/brokers/ids/3")
+		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp) // replica 3 out of the ISR: broker 3 is down
+		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+		if !errors.Is(err, steps.ErrCheckFailed) || !strings.Contains(err.Error(), "no under-replicated partition (orders-v2-1") {
+			t.Fatalf("a partition the restart should heal and did not must fail the gate: %v", err)
+		}
+	})
+	t.Run("after the restart: the gate fails", func(t *testing.T) {
+		f := newFixture(t, map[string]string{"health_timeout": "1s"})
+		f.hosts.OnStart = func(b int32) {
+			if b == 3 {
+				f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
+			}
+		}
+		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+		if !errors.Is(err, steps.ErrCheckFailed) || !strings.Contains(err.Error(), "no under-replicated partition (orders-v2-1") {
+			t.Fatalf("a partition under-replicated after the restart must fail the gate: %v", err)
+		}
+	})
+}
+
+// TestResumeKeepsTheFirstBaseline: a resume reads the cluster after the
+// restart; what it finds unhealthy then is not "already so before the
+// run" — the first attempt's list is.
+func TestResumeKeepsTheFirstBaseline(t *testing.T) {
+	const urp = `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}`
+	for _, tc := range []struct {
+		before []string
+		fails  bool
+	}{{nil, true}, {[]string{"orders-v2-1"}, false}} {
+		f := newFixture(t, map[string]string{"health_timeout": "1s"})
+		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
+		f.run.Prior = &steps.Facts{Baseline: true, UnhealthyBefore: tc.before}
+		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+		if failed := errors.Is(err, steps.ErrCheckFailed); failed != tc.fails {
+			t.Fatalf("first attempt saw %v unhealthy: gate failed=%v (%v), want %v", tc.before, failed, err, tc.fails)
+		}
+	}
+}

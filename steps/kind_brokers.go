@@ -263,7 +263,7 @@ func (r *Run) health(ctx context.Context) []Check {
 		{Name: "every broker registered", OK: slices.Equal(reg, want), Detail: "registered " + i32s(reg)},
 		{Name: "a controller is elected", OK: ctrl >= 0, Detail: fmt.Sprintf("controller %d", ctrl)},
 	}
-	var offline, urp, disagree []string
+	var offline, urp, disagree, before []string
 	var ref *BrokerView
 	for _, id := range want {
 		v, err := r.Kafka.BrokerView(ctx, id)
@@ -271,24 +271,30 @@ func (r *Run) health(ctx context.Context) []Check {
 			disagree = append(disagree, fmt.Sprintf("broker %d: %v", id, err))
 			continue
 		}
-		for name, t := range v.Topics {
-			for _, p := range t.Partitions {
-				if p.Leader < 0 || len(p.Offline) > 0 {
-					offline = append(offline, fmt.Sprintf("%s-%d", name, p.Partition))
-				} else if len(p.ISR) < len(p.Replicas) {
-					urp = append(urp, fmt.Sprintf("%s-%d", name, p.Partition))
+		off, under := unhealthy(v, "")
+		for _, l := range []*[]string{&off, &under} {
+			for _, p := range *l {
+				if slices.Contains(r.Facts.UnhealthyBefore, p) {
+					before = append(before, p)
 				}
 			}
+			*l = slices.DeleteFunc(*l, func(p string) bool { return slices.Contains(r.Facts.UnhealthyBefore, p) })
 		}
+		offline, urp = append(offline, off...), append(urp, under...)
 		if ref == nil {
 			ref = &v
 		} else if d := viewDiff(*ref, v); d != "" {
 			disagree = append(disagree, d)
 		}
 	}
+	slices.Sort(before)
+	already := ""
+	if before = slices.Compact(before); len(before) > 0 {
+		already = "; not counted, already so before the run: " + summarize(before)
+	}
 	checks = append(checks,
-		Check{Name: "no offline partition", OK: len(offline) == 0, Detail: summarize(offline)},
-		Check{Name: "no under-replicated partition", OK: len(urp) == 0, Detail: summarize(urp)},
+		Check{Name: "no offline partition", OK: len(offline) == 0, Detail: summarize(offline) + already},
+		Check{Name: "no under-replicated partition", OK: len(urp) == 0, Detail: summarize(urp) + already},
 		Check{Name: "every broker's metadata agrees", OK: len(disagree) == 0, Detail: summarize(disagree)},
 	)
 	return checks
@@ -342,4 +348,23 @@ func summarize(s []string) string {
 		return strings.Join(s[:6], ", ") + fmt.Sprintf(" and %d more", len(s)-6)
 	}
 	return strings.Join(s, ", ")
+}
+
+// unhealthy lists a broker's view of partitions that are offline (no
+// leader, or a replica offline) and under-replicated, as "topic-p", leaving
+// out the topic skip.
+func unhealthy(v BrokerView, skip string) (offline, urp []string) {
+	for name, t := range v.Topics {
+		if name == skip {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 || len(p.Offline) > 0 {
+				offline = append(offline, fmt.Sprintf("%s-%d", name, p.Partition))
+			} else if len(p.ISR) < len(p.Replicas) {
+				urp = append(urp, fmt.Sprintf("%s-%d", name, p.Partition))
+			}
+		}
+	}
+	return offline, urp
 }

@@ -157,6 +157,23 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 	listDone := make(chan struct{})
 	go func() { defer close(listDone); listing, listErr = r.listAll(ctx) }()
 	defer func() { <-listDone }() // an early return still waits for the SSH listings
+	// What else is already unhealthy, before anything is done: the health
+	// gate after the restart must not blame the run for it, and the
+	// operator must hear of it before the whole cluster is stopped.
+	baseDone := make(chan struct{})
+	go func() {
+		defer close(baseDone)
+		switch {
+		case r.Prior != nil && r.Prior.Baseline:
+			r.Facts.UnhealthyBefore = r.Prior.UnhealthyBefore // the first attempt's, never one read after the restart
+		case r.Prior != nil:
+			// An earlier attempt recorded none: count nothing as pre-existing.
+		default:
+			r.Facts.UnhealthyBefore = r.unhealthyNow(ctx, reg)
+		}
+		r.Facts.Baseline = true
+	}()
+	defer func() { <-baseDone }()
 	// Every broker is asked at once; the answers are read in broker order.
 	type configAnswer struct {
 		v   string
@@ -251,6 +268,11 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 			}
 			consistent = consistent && hasTopic && tv.ID == zt.TopicID && len(tv.Partitions) == len(zt.Partitions) && urp == 0
 		}
+	}
+
+	<-baseDone
+	if u := r.Facts.UnhealthyBefore; len(u) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it names them and does not fail on them (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", summarize(slices.Clone(u))))
 	}
 
 	// Partition directories on every broker's disk.
@@ -483,4 +505,36 @@ func eachID[T any](ids []int32, f func(id int32) T) []T {
 	}
 	wg.Wait()
 	return out
+}
+
+// unhealthyNow lists other topics' partitions that any broker reports
+// offline or under-replicated right now for a reason the restart will not
+// remove: a replica out of sync on a broker that runs, or on a broker that
+// is not in the inventory (kremedy does not start it). A partition short
+// only of inventory brokers that are down now is not listed: the restart
+// starts them, and the gate must see it heal.
+func (r *Run) unhealthyNow(ctx context.Context, reg []int32) []string {
+	inv := r.hostIDs()
+	stays := func(id int32) bool { return slices.Contains(reg, id) || !slices.Contains(inv, id) }
+	var out []string
+	for _, v := range eachID(reg, func(id int32) BrokerView { v, _ := r.Kafka.BrokerView(ctx, id); return v }) {
+		for name, tv := range v.Topics {
+			if name == r.Topic() {
+				continue
+			}
+			for _, pv := range tv.Partitions {
+				if pv.Leader >= 0 && len(pv.Offline) == 0 && len(pv.ISR) >= len(pv.Replicas) {
+					continue
+				}
+				for _, rep := range pv.Replicas {
+					if !slices.Contains(pv.ISR, rep) && stays(rep) {
+						out = append(out, fmt.Sprintf("%s-%d", name, pv.Partition))
+						break
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

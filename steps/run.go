@@ -96,6 +96,14 @@ type Facts struct {
 	Configs    map[string]string `json:"configs,omitempty"`
 	AutoCreate map[int32]bool    `json:"auto_create,omitempty"`
 	Clean      bool              `json:"clean"` // the topic is already consistent everywhere
+	// UnhealthyBefore are other topics' partitions that were already
+	// offline or under-replicated when the run's first preflight looked
+	// (Baseline says it looked). The health gate after the restart reports
+	// them and does not fail on them: the restart did not cause them. A
+	// resume keeps the first attempt's list, never one read after the
+	// restart.
+	UnhealthyBefore []string `json:"unhealthy_before"`
+	Baseline        bool     `json:"baseline"`
 }
 
 // Topic is the run's topic.

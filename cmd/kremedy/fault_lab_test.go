@@ -352,16 +352,45 @@ func TestFaultsLab(t *testing.T) {
 		t.Logf("topic %s back with id %s and all %d messages", s.topic, s.id, 3*faultMsgs)
 	})
 
-	t.Run("compacted topic: the canary cannot be deleted, a tombstone follows it", func(t *testing.T) {
+	t.Run("compacted topic, and another topic already under-replicated: a tombstone follows the canary, the other is not blamed on the run", func(t *testing.T) {
 		s := c.seedWith(t, "ledger", map[string]string{"cleanup.policy": "compact"})
+		// Another topic with a replica on broker 4, which is in no
+		// inventory (decommissioned): under-replicated before the run, and
+		// after any restart. Written as AdminZkClient writes a topic; the
+		// controller elects broker 1 and gives it a topic ID.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		const other = "decommissioned"
+		if err := c.zk.Create(ctx, steps.ConfigTopicPath(other), []byte(`{"version":1,"config":{}}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.zk.Create(ctx, steps.TopicPath(other), []byte(`{"version":3,"partitions":{"0":[1,4]},"adding_replicas":{},"removing_replicas":{}}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if st, _, err := c.zk.PartitionStateOf(ctx, other, 0); err == nil && st.Leader == 1 {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the controller did not elect a leader for %s-0", other)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		run := filepath.Join(t.TempDir(), "run")
 		r := kremedy(t, cleanupArgs(l, s.topic, run, "--set", "recreate=true")...)
-		mustEnd(t, r, 0, "cleanup of a compacted topic")
+		mustEnd(t, r, 0, "cleanup of a compacted topic beside an under-replicated one")
 		if !strings.Contains(r.out, "tombstone (DeleteRecords refused") {
 			t.Fatalf("the canary of a compacted topic was not followed by a tombstone:\n%s", r.out)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+		for _, want := range []string{"already offline or under-replicated, before anything is done: " + other + "-0.", "not counted, already so before the run: " + other + "-0"} {
+			if !strings.Contains(r.out, want) {
+				t.Fatalf("output lacks %q:\n%s", want, r.out)
+			}
+		}
+		// And kremedy cleans that one too: a topic assigned to a broker that
+		// is gone for good.
+		mustEnd(t, kremedy(t, cleanupArgs(l, other, filepath.Join(t.TempDir(), "other"))...), 0, "cleanup of "+other)
+		c.assertGone(t, other)
 		data, _, err := c.zk.Get(ctx, steps.ConfigTopicPath(s.topic))
 		if err != nil || !bytes.Contains(data, []byte(`"cleanup.policy":"compact"`)) {
 			t.Fatalf("recreated %s has configs %s (%v), want cleanup.policy=compact from the backup", s.topic, data, err)

@@ -42,7 +42,10 @@ type Hosts struct {
 	StopFails map[int32]int
 	// Unreachable makes Check and Run fail for a broker.
 	Unreachable map[int32]error
-	Commands    []string
+	// OnStart, if set, runs after a broker's start command (the cluster
+	// as that broker finds it).
+	OnStart  func(broker int32)
+	Commands []string
 }
 
 // NewHosts fakes the target's hosts; each broker starts running and
@@ -153,6 +156,9 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.
 		h.Running[broker] = true
 		h.zk.Put(fmt.Sprintf("%s/%d", steps.BrokerIDsPath, broker), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
 		emit("started")
+		if h.OnStart != nil {
+			h.OnStart(broker)
+		}
 		return nil
 	}
 	// Every script kremedy writes must run under /bin/sh (steps.Script),
