@@ -591,14 +591,14 @@ func TestProducersNotAskedAreSaid(t *testing.T) {
 // restart does.
 func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
 	const urp = `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}` // replicas [2,3,1]
-	t.Run("already so: said up front, not counted", func(t *testing.T) {
-		f := newFixture(t, nil)
+	t.Run("already so: said up front, not counted after the grace", func(t *testing.T) {
+		f := newFixture(t, map[string]string{"health_grace": "1s"})
 		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
 		if _, err := f.engine("orders").Run(context.Background(), f.run, nil); err != nil {
 			t.Fatalf("run: %v", err)
 		}
 		b, _ := os.ReadFile(f.run.Journal.Path())
-		for _, want := range []string{"already offline or under-replicated, before anything is done: orders-v2-1", "not counted, already so before the run: orders-v2-1"} {
+		for _, want := range []string{"already offline or under-replicated, before anything is done: orders-v2-1", "no longer counted after the grace, already so before the run: orders-v2-1"} {
 			if !bytes.Contains(b, []byte(want)) {
 				t.Fatalf("journal lacks %q:\n%s", want, b)
 			}
@@ -637,7 +637,7 @@ func TestResumeKeepsTheFirstBaseline(t *testing.T) {
 		before []string
 		fails  bool
 	}{{nil, true}, {[]string{"orders-v2-1"}, false}} {
-		f := newFixture(t, map[string]string{"health_timeout": "1s"})
+		f := newFixture(t, map[string]string{"health_timeout": "2s", "health_grace": "0s"})
 		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
 		f.run.Prior = &steps.Facts{Baseline: true, UnhealthyBefore: tc.before}
 		_, err := f.engine("orders").Run(context.Background(), f.run, nil)

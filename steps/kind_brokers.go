@@ -229,10 +229,14 @@ func (k *startBrokers) Verify(ctx context.Context, r *Run) ([]Check, error) {
 		// here would only delay that by the whole health timeout.
 		n, deadline = 1, r.now()
 	}
+	// Partitions already unhealthy before the run are waited for like any
+	// other during the grace (they usually heal when they were only
+	// catching up), then no longer counted: a restart cannot repair them.
+	excuseFrom := r.now().Add(r.healthGrace())
 	streak := 0
 	var last []Check
 	for {
-		last = r.health(ctx)
+		last = r.health(ctx, r.rechecking || !r.now().Before(excuseFrom))
 		if allOK(last) {
 			streak++
 			if streak >= n {
@@ -251,8 +255,10 @@ func (k *startBrokers) Verify(ctx context.Context, r *Run) ([]Check, error) {
 	}
 }
 
-// health is one round of the cluster health checks.
-func (r *Run) health(ctx context.Context) []Check {
+// health is one round of the cluster health checks. With excuse, the
+// partitions preflight found unhealthy before the run are named and not
+// counted.
+func (r *Run) health(ctx context.Context, excuse bool) []Check {
 	want := r.hostIDs()
 	reg, err := r.registered(ctx)
 	if err != nil {
@@ -273,6 +279,9 @@ func (r *Run) health(ctx context.Context) []Check {
 		}
 		off, under := unhealthy(v, "")
 		for _, l := range []*[]string{&off, &under} {
+			if !excuse {
+				break
+			}
 			for _, p := range *l {
 				if slices.Contains(r.Facts.UnhealthyBefore, p) {
 					before = append(before, p)
@@ -290,7 +299,7 @@ func (r *Run) health(ctx context.Context) []Check {
 	slices.Sort(before)
 	already := ""
 	if before = slices.Compact(before); len(before) > 0 {
-		already = "; not counted, already so before the run: " + summarize(before)
+		already = "; no longer counted after the grace, already so before the run: " + summarize(before)
 	}
 	checks = append(checks,
 		Check{Name: "no offline partition", OK: len(offline) == 0, Detail: summarize(offline) + already},
@@ -367,4 +376,12 @@ func unhealthy(v BrokerView, skip string) (offline, urp []string) {
 		}
 	}
 	return offline, urp
+}
+
+// healthGrace is the health_grace param; 0 is a valid grace (none).
+func (r *Run) healthGrace() time.Duration {
+	if d, err := time.ParseDuration(r.Meta.Params["health_grace"]); err == nil && d >= 0 {
+		return d
+	}
+	return 30 * time.Second
 }

@@ -272,7 +272,7 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 
 	<-baseDone
 	if u := r.Facts.UnhealthyBefore; len(u) > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it names them and does not fail on them (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", summarize(slices.Clone(u))))
+		p.Notes = append(p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it waits for them during health_grace (%s), then names them and does not fail on them (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", summarize(slices.Clone(u)), r.healthGrace()))
 	}
 
 	// Partition directories on every broker's disk.

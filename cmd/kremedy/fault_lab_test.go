@@ -377,12 +377,12 @@ func TestFaultsLab(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		run := filepath.Join(t.TempDir(), "run")
-		r := kremedy(t, cleanupArgs(l, s.topic, run, "--set", "recreate=true")...)
+		r := kremedy(t, cleanupArgs(l, s.topic, run, "--set", "recreate=true", "--set", "health_grace=5s")...)
 		mustEnd(t, r, 0, "cleanup of a compacted topic beside an under-replicated one")
 		if !strings.Contains(r.out, "tombstone (DeleteRecords refused") {
 			t.Fatalf("the canary of a compacted topic was not followed by a tombstone:\n%s", r.out)
 		}
-		for _, want := range []string{"already offline or under-replicated, before anything is done: " + other + "-0.", "not counted, already so before the run: " + other + "-0"} {
+		for _, want := range []string{"already offline or under-replicated, before anything is done: " + other + "-0.", "no longer counted after the grace, already so before the run: " + other + "-0"} {
 			if !strings.Contains(r.out, want) {
 				t.Fatalf("output lacks %q:\n%s", want, r.out)
 			}
