@@ -558,7 +558,10 @@ func TestProducersNotAskedAreSaid(t *testing.T) {
 	t.Run("no broker hosts it", func(t *testing.T) {
 		f := newFixture(t, nil)
 		f.kafka.ProducersErr = fmt.Errorf("orders-2: %w (broker 1: NOT_LEADER_OR_FOLLOWER; broker 2: NOT_LEADER_OR_FOLLOWER; broker 3: NOT_LEADER_OR_FOLLOWER)", steps.ErrUnhosted)
-		if _, err := f.engine("orders").Run(context.Background(), f.run, nil); err != nil {
+		// A gate that wrongly held would wait for the step's timeout: fail fast instead.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := f.engine("orders").Run(ctx, f.run, nil); err != nil {
 			t.Fatalf("run: %v", err)
 		}
 		b, _ := os.ReadFile(f.run.Journal.Path())

@@ -100,7 +100,8 @@ func Diagnose(ctx context.Context, t Target, zk Coordinator, kc Cluster, rem Rem
 	var disks chan diskListing
 	if o.Disk && rem != nil {
 		disks = make(chan diskListing, 1)
-		go func() { disks <- listDisks(ctx, t, st.Brokers, rem, kc) }()
+		registered := st.Brokers // st is read again below while the disks are listed
+		go func() { disks <- listDisks(ctx, t, registered, rem, kc) }()
 		defer func() {
 			if disks != nil {
 				<-disks // an early return still waits for the SSH listings

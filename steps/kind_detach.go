@@ -26,7 +26,8 @@ type detachPayload struct {
 // way it is said in the check, not hidden.
 func (k *detach) attached(ctx context.Context, r *Run) (groups []GroupUse, active []ProducerUse, unasked string, err error) {
 	t := r.Topic()
-	if reg, err := r.registered(ctx); err != nil {
+	reg, err := r.registered(ctx)
+	if err != nil {
 		return nil, nil, "", err
 	} else if len(reg) == 0 {
 		// Every broker is stopped (a resumed run past the stop step): no
@@ -43,7 +44,13 @@ func (k *detach) attached(ctx context.Context, r *Run) (groups []GroupUse, activ
 		parts = append(parts, p)
 	}
 	if len(parts) > 0 {
-		prods, err := r.Kafka.Producers(ctx, t, parts)
+		prods, err := r.Kafka.Producers(ctx, t, parts, reg)
+		idle := r.Meta.Params.Duration("producer_idle", 30*time.Second)
+		for _, pu := range prods {
+			if r.now().Sub(pu.LastTimestamp) < idle || pu.TxnStart >= 0 {
+				active = append(active, pu)
+			}
+		}
 		switch {
 		case err == nil:
 		case allUnhosted(err):
@@ -53,14 +60,8 @@ func (k *detach) attached(ctx context.Context, r *Run) (groups []GroupUse, activ
 			// A broker that did not answer may lead a partition a
 			// producer is writing to: that is not "no producer".
 			unasked = err.Error()
-			prods = append(prods, ProducerUse{Partition: -1, ProducerID: -1, LastTimestamp: r.now(), TxnStart: -1})
+			active = append(active, ProducerUse{Partition: -1, ProducerID: -1, LastTimestamp: r.now(), TxnStart: -1})
 			r.Logf("could not ask every broker about producers on %s (%v): counted as an active producer until they answer", t, err)
-		}
-		idle := r.Meta.Params.Duration("producer_idle", 30*time.Second)
-		for _, pu := range prods {
-			if r.now().Sub(pu.LastTimestamp) < idle || pu.TxnStart >= 0 {
-				active = append(active, pu)
-			}
 		}
 	}
 	return groups, active, unasked, nil

@@ -101,10 +101,11 @@ type Cluster interface {
 	// Groups lists consumer groups with members on, or offsets committed
 	// for, the topic.
 	Groups(ctx context.Context, topic string) ([]GroupUse, error)
-	// Producers lists producers the partitions' replicas still track. A
+	// Producers lists producers the partitions' replicas still track,
+	// asking the brokers given and every broker the metadata names. A
 	// partition it could not ask about is an error; one that wraps
 	// ErrUnhosted is a partition no broker hosts (nobody can write to it).
-	Producers(ctx context.Context, topic string, partitions []int32) ([]ProducerUse, error)
+	Producers(ctx context.Context, topic string, partitions []int32, brokers []int32) ([]ProducerUse, error)
 	// BrokerConfig reads one broker's effective config value.
 	BrokerConfig(ctx context.Context, broker int32, key string) (string, error)
 	CreateTopic(ctx context.Context, topic string, assignment [][]int32, partitions int32, rf int16, configs map[string]string) (string, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -77,25 +78,23 @@ func partial(err error) bool {
 }
 
 // Producers asks every broker at once for the producers it tracks on the
-// partitions. Every broker hosting a replica answers from its own log
-// (followers replicate the producer state; Partition.activeProducerState),
-// and in the states kremedy repairs brokers disagree about who leads: asking
-// them all, rather than the leader one broker names, does not depend on any
-// broker's metadata. A producer seen by several replicas is listed once,
-// with the latest timestamp. A partition no broker answered for is named in
-// the error, with each broker's reason; the producers found on the others
-// are still returned.
-func (c *Client) Producers(ctx context.Context, topic string, partitions []int32) ([]steps.ProducerUse, error) {
-	ids, err := c.Brokers(ctx)
-	if err != nil {
-		return nil, err
+// partitions: the brokers given (ZooKeeper's registrations) and every broker
+// the cluster's metadata names. Every broker hosting a replica answers from
+// its own log (followers replicate the producer state;
+// Partition.activeProducerState), and in the states kremedy repairs brokers
+// disagree about who leads: asking them all does not depend on any broker's
+// metadata. See mergeProducers for how the answers count.
+func (c *Client) Producers(ctx context.Context, topic string, partitions []int32, brokers []int32) ([]steps.ProducerUse, error) {
+	ids := slices.Clone(brokers)
+	if more, err := c.Brokers(ctx); err == nil {
+		ids = append(ids, more...)
 	}
-	type answer struct {
-		broker int32
-		resp   *kmsg.DescribeProducersResponse
-		err    error
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if len(ids) == 0 {
+		return nil, errors.New("no broker to ask about producers")
 	}
-	answers := make(chan answer, len(ids))
+	answers := make(chan producerAnswer, len(ids))
 	for _, id := range ids {
 		go func() {
 			req := kmsg.NewPtrDescribeProducersRequest()
@@ -105,27 +104,54 @@ func (c *Client) Producers(ctx context.Context, topic string, partitions []int32
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			resp, err := c.cl.Broker(int(id)).Request(rctx, req)
-			a := answer{broker: id, err: err}
+			a := producerAnswer{broker: id, err: err}
 			if err == nil {
 				a.resp = resp.(*kmsg.DescribeProducersResponse)
 			}
 			answers <- a
 		}()
 	}
-	seen := map[[2]int64]steps.ProducerUse{}
-	asked := map[int32]bool{}
-	unhosted := map[int32]int{} // brokers that said they host no replica
-	why := map[int32][]string{}
+	all := make([]producerAnswer, 0, len(ids))
 	for range ids {
-		a := <-answers
+		all = append(all, <-answers)
+	}
+	return mergeProducers(topic, partitions, all)
+}
+
+type producerAnswer struct {
+	broker int32
+	resp   *kmsg.DescribeProducersResponse
+	err    error
+}
+
+// mergeProducers merges every broker's DescribeProducers answer. A producer
+// seen by several replicas is listed once, the most active of what they
+// saw. A partition is checked only when some broker answered for it and
+// every broker gave an answer that can be trusted: a broker whose request
+// failed, or that returned another error than "I host no replica", may be
+// the leader a producer is writing to, so every partition it should have
+// answered for is an error ("no answer"), holding the caller's gate. A
+// partition every broker said it does not host wraps steps.ErrUnhosted
+// (nobody can write to it). The producers found are returned either way.
+func mergeProducers(topic string, partitions []int32, answers []producerAnswer) ([]steps.ProducerUse, error) {
+	seen := map[[2]int64]steps.ProducerUse{}
+	ok := map[int32]int{}
+	unhosted := map[int32]int{}
+	why := map[int32][]string{}
+	for _, a := range answers {
 		if a.err != nil {
 			for _, p := range partitions {
 				why[p] = append(why[p], fmt.Sprintf("broker %d: %v", a.broker, a.err))
 			}
 			continue
 		}
+		answered := map[int32]bool{}
 		for _, t := range a.resp.Topics {
+			if t.Topic != topic {
+				continue
+			}
 			for _, p := range t.Partitions {
+				answered[p.Partition] = true
 				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 					why[p.Partition] = append(why[p.Partition], fmt.Sprintf("broker %d: %s", a.broker, kerrName(err)))
 					if errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownTopicOrPartition) {
@@ -133,13 +159,12 @@ func (c *Client) Producers(ctx context.Context, topic string, partitions []int32
 					}
 					continue
 				}
-				asked[p.Partition] = true
+				ok[p.Partition]++
 				for _, ap := range p.ActiveProducers {
 					u := steps.ProducerUse{Partition: p.Partition, ProducerID: ap.ProducerID,
 						LastTimestamp: time.UnixMilli(ap.LastTimestamp), TxnStart: ap.CurrentTxnStartOffset}
 					k := [2]int64{int64(p.Partition), ap.ProducerID}
 					if prev, ok := seen[k]; ok {
-						// The most active of what the replicas saw.
 						u.TxnStart = max(u.TxnStart, prev.TxnStart)
 						if prev.LastTimestamp.After(u.LastTimestamp) {
 							u.LastTimestamp = prev.LastTimestamp
@@ -149,16 +174,20 @@ func (c *Client) Producers(ctx context.Context, topic string, partitions []int32
 				}
 			}
 		}
+		for _, p := range partitions {
+			if !answered[p] {
+				why[p] = append(why[p], fmt.Sprintf("broker %d: no entry for the partition", a.broker))
+			}
+		}
 	}
 	var errs []error
 	for _, p := range partitions {
-		if !asked[p] {
-			sort.Strings(why[p])
-			if unhosted[p] == len(ids) {
-				errs = append(errs, fmt.Errorf("%s-%d: %w (%s)", topic, p, steps.ErrUnhosted, strings.Join(why[p], "; ")))
-			} else {
-				errs = append(errs, fmt.Errorf("%s-%d: no answer (%s)", topic, p, strings.Join(why[p], "; ")))
-			}
+		sort.Strings(why[p])
+		switch trusted := ok[p] + unhosted[p]; {
+		case trusted < len(answers):
+			errs = append(errs, fmt.Errorf("%s-%d: no answer (%s)", topic, p, strings.Join(why[p], "; ")))
+		case ok[p] == 0:
+			errs = append(errs, fmt.Errorf("%s-%d: %w (%s)", topic, p, steps.ErrUnhosted, strings.Join(why[p], "; ")))
 		}
 	}
 	out := make([]steps.ProducerUse, 0, len(seen))

@@ -124,7 +124,7 @@ func (k *Kafka) Groups(context.Context, string) ([]steps.GroupUse, error) {
 	return k.GroupsOn, nil
 }
 
-func (k *Kafka) Producers(context.Context, string, []int32) ([]steps.ProducerUse, error) {
+func (k *Kafka) Producers(context.Context, string, []int32, []int32) ([]steps.ProducerUse, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.ProducerOn, k.ProducersErr
