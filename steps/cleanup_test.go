@@ -601,7 +601,7 @@ func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
 			t.Fatalf("run: %v", err)
 		}
 		b, _ := os.ReadFile(f.run.Journal.Path())
-		for _, want := range []string{"already offline or under-replicated, before anything is done: orders-v2-1", "no longer counted after the grace, already so before the run: orders-v2-1"} {
+		for _, want := range []string{"already offline or under-replicated, before anything is done: orders-v2-1", "no longer counted after the grace, already so before the run and no worse now: orders-v2-1"} {
 			if !bytes.Contains(b, []byte(want)) {
 				t.Fatalf("journal lacks %q:\n%s", want, b)
 			}
@@ -615,6 +615,26 @@ func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
 		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
 		if !errors.Is(err, steps.ErrCheckFailed) || !strings.Contains(err.Error(), "no under-replicated partition (orders-v2-1") {
 			t.Fatalf("a partition the restart should heal and did not must fail the gate: %v", err)
+		}
+	})
+	t.Run("counted during the grace: it may be only catching up", func(t *testing.T) {
+		f := newFixture(t, map[string]string{"health_grace": "1h", "health_timeout": "1s"})
+		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
+		if _, err := f.engine("orders").Run(context.Background(), f.run, nil); !errors.Is(err, steps.ErrCheckFailed) {
+			t.Fatalf("within the grace a pre-existing partition still counts: %v", err)
+		}
+	})
+	t.Run("worse after the restart: the gate fails", func(t *testing.T) {
+		f := newFixture(t, map[string]string{"health_grace": "0s", "health_timeout": "1s"})
+		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
+		f.hosts.OnStart = func(b int32) {
+			if b == 3 { // under-replicated before, leaderless after
+				f.zk.Put(steps.PartitionStatePath("orders-v2", 1), `{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":1,"isr":[1]}`)
+			}
+		}
+		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+		if !errors.Is(err, steps.ErrCheckFailed) || !strings.Contains(err.Error(), "no offline partition (orders-v2-1") {
+			t.Fatalf("a partition worse than before the run must fail the gate: %v", err)
 		}
 	})
 	t.Run("after the restart: the gate fails", func(t *testing.T) {
@@ -637,9 +657,9 @@ func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
 func TestResumeKeepsTheFirstBaseline(t *testing.T) {
 	const urp = `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}`
 	for _, tc := range []struct {
-		before []string
+		before map[string]steps.Unhealthy
 		fails  bool
-	}{{nil, true}, {[]string{"orders-v2-1"}, false}} {
+	}{{nil, true}, {map[string]steps.Unhealthy{"orders-v2-1": {ISR: 2}}, false}} {
 		f := newFixture(t, map[string]string{"health_timeout": "2s", "health_grace": "0s"})
 		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
 		f.run.Prior = &steps.Facts{Baseline: true, UnhealthyBefore: tc.before}

@@ -277,19 +277,22 @@ func (r *Run) health(ctx context.Context, excuse bool) []Check {
 			disagree = append(disagree, fmt.Sprintf("broker %d: %v", id, err))
 			continue
 		}
-		off, under := unhealthy(v, "")
-		for _, l := range []*[]string{&off, &under} {
-			if !excuse {
-				break
-			}
-			for _, p := range *l {
-				if slices.Contains(r.Facts.UnhealthyBefore, p) {
-					before = append(before, p)
+		for name, t := range v.Topics {
+			for _, p := range t.Partitions {
+				off, under := p.Leader < 0 || len(p.Offline) > 0, len(p.ISR) < len(p.Replicas)
+				if !off && !under {
+					continue
+				}
+				key := fmt.Sprintf("%s-%d", name, p.Partition)
+				if b, ok := r.Facts.UnhealthyBefore[key]; ok && excuse && len(p.ISR) >= b.ISR && (!off || b.Offline) {
+					before = append(before, key) // no worse than before the run
+				} else if off {
+					offline = append(offline, key)
+				} else {
+					urp = append(urp, key)
 				}
 			}
-			*l = slices.DeleteFunc(*l, func(p string) bool { return slices.Contains(r.Facts.UnhealthyBefore, p) })
 		}
-		offline, urp = append(offline, off...), append(urp, under...)
 		if ref == nil {
 			ref = &v
 		} else if d := viewDiff(*ref, v); d != "" {
@@ -299,7 +302,7 @@ func (r *Run) health(ctx context.Context, excuse bool) []Check {
 	slices.Sort(before)
 	already := ""
 	if before = slices.Compact(before); len(before) > 0 {
-		already = "; no longer counted after the grace, already so before the run: " + summarize(before)
+		already = "; no longer counted after the grace, already so before the run and no worse now: " + summarize(before)
 	}
 	checks = append(checks,
 		Check{Name: "no offline partition", OK: len(offline) == 0, Detail: summarize(offline) + already},
@@ -359,24 +362,6 @@ func summarize(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// unhealthy lists a broker's view of partitions that are offline (no
-// leader, or a replica offline) and under-replicated, as "topic-p", leaving
-// out the topic skip.
-func unhealthy(v BrokerView, skip string) (offline, urp []string) {
-	for name, t := range v.Topics {
-		if name == skip {
-			continue
-		}
-		for _, p := range t.Partitions {
-			if p.Leader < 0 || len(p.Offline) > 0 {
-				offline = append(offline, fmt.Sprintf("%s-%d", name, p.Partition))
-			} else if len(p.ISR) < len(p.Replicas) {
-				urp = append(urp, fmt.Sprintf("%s-%d", name, p.Partition))
-			}
-		}
-	}
-	return offline, urp
-}
 
 // healthGrace is the health_grace param; 0 is a valid grace (none).
 func (r *Run) healthGrace() time.Duration {

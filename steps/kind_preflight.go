@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -272,7 +273,7 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 
 	<-baseDone
 	if u := r.Facts.UnhealthyBefore; len(u) > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it waits for them during health_grace (%s), then names them and does not fail on them (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", summarize(slices.Clone(u)), r.healthGrace()))
+		p.Notes = append(p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it waits for them during health_grace (%s), then names them and does not fail on them while they are no worse (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", summarize(slices.Collect(maps.Keys(u))), r.healthGrace()))
 	}
 
 	// Partition directories on every broker's disk.
@@ -507,34 +508,61 @@ func eachID[T any](ids []int32, f func(id int32) T) []T {
 	return out
 }
 
-// unhealthyNow lists other topics' partitions that any broker reports
-// offline or under-replicated right now for a reason the restart will not
-// remove: a replica out of sync on a broker that runs, or on a broker that
-// is not in the inventory (kremedy does not start it). A partition short
-// only of inventory brokers that are down now is not listed: the restart
-// starts them, and the gate must see it heal.
-func (r *Run) unhealthyNow(ctx context.Context, reg []int32) []string {
+// unhealthyNow lists other topics' partitions that every broker that
+// answers reports offline or under-replicated right now, for a reason the
+// restart will not remove: a replica out of sync on a broker that runs, or
+// on a broker that is not in the inventory (kremedy does not start it). A
+// partition short only of inventory brokers that are down now is not
+// listed: the restart starts them, and the gate must see it heal. Every
+// broker must agree, so that one broker's stale cache can neither add a
+// healthy partition nor make it look better than it is (the ISR kept is the
+// largest any broker reports; offline only if every broker says so).
+func (r *Run) unhealthyNow(ctx context.Context, reg []int32) map[string]Unhealthy {
 	inv := r.hostIDs()
 	stays := func(id int32) bool { return slices.Contains(reg, id) || !slices.Contains(inv, id) }
-	var out []string
-	for _, v := range eachID(reg, func(id int32) BrokerView { v, _ := r.Kafka.BrokerView(ctx, id); return v }) {
+	seen := map[string]int{}
+	out := map[string]Unhealthy{}
+	views := 0
+	for _, v := range eachID(reg, func(id int32) *BrokerView {
+		if v, err := r.Kafka.BrokerView(ctx, id); err == nil {
+			return &v
+		}
+		return nil
+	}) {
+		if v == nil {
+			continue
+		}
+		views++
 		for name, tv := range v.Topics {
 			if name == r.Topic() {
 				continue
 			}
 			for _, pv := range tv.Partitions {
-				if pv.Leader >= 0 && len(pv.Offline) == 0 && len(pv.ISR) >= len(pv.Replicas) {
+				off := pv.Leader < 0 || len(pv.Offline) > 0
+				if !off && len(pv.ISR) >= len(pv.Replicas) {
 					continue
 				}
 				for _, rep := range pv.Replicas {
 					if !slices.Contains(pv.ISR, rep) && stays(rep) {
-						out = append(out, fmt.Sprintf("%s-%d", name, pv.Partition))
+						key := fmt.Sprintf("%s-%d", name, pv.Partition)
+						u, ok := out[key]
+						if !ok {
+							u.Offline = true
+						}
+						u.Offline = u.Offline && off
+						u.ISR = max(u.ISR, len(pv.ISR))
+						out[key] = u
+						seen[key]++
 						break
 					}
 				}
 			}
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	for key := range out {
+		if seen[key] < views {
+			delete(out, key)
+		}
+	}
+	return out
 }

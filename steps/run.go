@@ -96,14 +96,21 @@ type Facts struct {
 	Configs    map[string]string `json:"configs,omitempty"`
 	AutoCreate map[int32]bool    `json:"auto_create,omitempty"`
 	Clean      bool              `json:"clean"` // the topic is already consistent everywhere
-	// UnhealthyBefore are other topics' partitions that were already
-	// offline or under-replicated when the run's first preflight looked
-	// (Baseline says it looked). The health gate after the restart reports
-	// them and does not fail on them: the restart did not cause them. A
-	// resume keeps the first attempt's list, never one read after the
-	// restart.
-	UnhealthyBefore []string `json:"unhealthy_before"`
+	// UnhealthyBefore are other topics' partitions ("topic-p") that were
+	// already offline or under-replicated, in every broker's view, when the
+	// run's first preflight looked (Baseline says it looked). After the
+	// grace, the health gate names them and does not fail on them as long
+	// as they are no worse: the restart did not cause them. A resume keeps
+	// the first attempt's list, never one read after the restart.
+	UnhealthyBefore map[string]Unhealthy `json:"unhealthy_before"`
 	Baseline        bool     `json:"baseline"`
+}
+
+// Unhealthy is how bad a partition was: offline (no leader, or a replica
+// offline) and the most in-sync replicas any broker reported.
+type Unhealthy struct {
+	Offline bool `json:"offline"`
+	ISR     int  `json:"isr"`
 }
 
 // Topic is the run's topic.

@@ -382,7 +382,7 @@ func TestFaultsLab(t *testing.T) {
 		if !strings.Contains(r.out, "tombstone (DeleteRecords refused") {
 			t.Fatalf("the canary of a compacted topic was not followed by a tombstone:\n%s", r.out)
 		}
-		for _, want := range []string{"already offline or under-replicated, before anything is done: " + other + "-0.", "no longer counted after the grace, already so before the run: " + other + "-0"} {
+		for _, want := range []string{"already offline or under-replicated, before anything is done: " + other + "-0.", "no longer counted after the grace, already so before the run and no worse now: " + other + "-0"} {
 			if !strings.Contains(r.out, want) {
 				t.Fatalf("output lacks %q:\n%s", want, r.out)
 			}
