@@ -362,7 +362,6 @@ func summarize(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-
 // healthGrace is the health_grace param; 0 is a valid grace (none).
 func (r *Run) healthGrace() time.Duration {
 	if d, err := time.ParseDuration(r.Meta.Params["health_grace"]); err == nil && d >= 0 {

@@ -103,7 +103,7 @@ type Facts struct {
 	// as they are no worse: the restart did not cause them. A resume keeps
 	// the first attempt's list, never one read after the restart.
 	UnhealthyBefore map[string]Unhealthy `json:"unhealthy_before"`
-	Baseline        bool     `json:"baseline"`
+	Baseline        bool                 `json:"baseline"`
 }
 
 // Unhealthy is how bad a partition was: offline (no leader, or a replica
