@@ -154,7 +154,7 @@ func Diagnose(ctx context.Context, t Target, zk Coordinator, kc Cluster, rem Rem
 	// Cluster-level agreement: controller and live brokers.
 	for _, id := range sortedIDs(views) {
 		v := views[id]
-		if v.Controller != st.Controller || !slices.Equal(v.Brokers, st.Brokers) {
+		if !agreesOnCluster(v, st) {
 			add(Finding{Kind: FindDisagreement, Severity: Warning, Brokers: []int32{id},
 				Summary:  fmt.Sprintf("broker %d's metadata disagrees with ZooKeeper about the cluster", id),
 				Evidence: []string{fmt.Sprintf("broker %d: controller %d, live brokers %s; ZooKeeper: controller %d, registered %s", id, v.Controller, i32s(v.Brokers), st.Controller, i32s(st.Brokers))},
@@ -616,7 +616,7 @@ func diagnoseDisks(add func(Finding), t Target, st *ClusterState, l diskListing,
 // partitions, leaders, epochs or ISR.
 func disagrees(st *ClusterState, views map[int32]BrokerView) bool {
 	for _, v := range views {
-		if v.Controller != st.Controller || !slices.Equal(v.Brokers, st.Brokers) {
+		if !agreesOnCluster(v, st) {
 			return true
 		}
 	}
@@ -626,6 +626,12 @@ func disagrees(st *ClusterState, views map[int32]BrokerView) bool {
 		}
 	}
 	return false
+}
+
+// agreesOnCluster: the broker names ZooKeeper's controller and exactly the
+// registered brokers as live.
+func agreesOnCluster(v BrokerView, st *ClusterState) bool {
+	return v.Controller == st.Controller && slices.Equal(v.Brokers, st.Brokers)
 }
 
 // topicDisagreement compares the views of the brokers that serve a topic

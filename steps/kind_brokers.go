@@ -279,7 +279,7 @@ func (r *Run) health(ctx context.Context, excuse bool) []Check {
 		}
 		for name, t := range v.Topics {
 			for _, p := range t.Partitions {
-				off, under := p.Leader < 0 || len(p.Offline) > 0, len(p.ISR) < len(p.Replicas)
+				off, under := p.IsOffline(), p.UnderReplicated()
 				if !off && !under {
 					continue
 				}

@@ -259,7 +259,7 @@ func gatherPreflight(ctx context.Context, r *Run) (*Plan, []Check, error) {
 		default:
 			urp := 0
 			for _, pv := range tv.Partitions {
-				if len(pv.ISR) < len(pv.Replicas) || pv.Leader < 0 || pv.Err != "" {
+				if pv.UnderReplicated() || pv.Leader < 0 || pv.Err != "" {
 					urp++
 				}
 			}
@@ -538,8 +538,8 @@ func (r *Run) unhealthyNow(ctx context.Context, reg []int32) map[string]Unhealth
 				continue
 			}
 			for _, pv := range tv.Partitions {
-				off := pv.Leader < 0 || len(pv.Offline) > 0
-				if !off && len(pv.ISR) >= len(pv.Replicas) {
+				off := pv.IsOffline()
+				if !off && !pv.UnderReplicated() {
 					continue
 				}
 				for _, rep := range pv.Replicas {

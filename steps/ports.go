@@ -58,6 +58,12 @@ type PartitionView struct {
 	Err         string  `json:"error,omitempty"` // Kafka error name, "" for none
 }
 
+// IsOffline: no leader, or a replica whose log dir is offline.
+func (p PartitionView) IsOffline() bool { return p.Leader < 0 || len(p.Offline) > 0 }
+
+// UnderReplicated: fewer in-sync replicas than replicas.
+func (p PartitionView) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+
 // TopicView is one broker's cached view of one topic.
 type TopicView struct {
 	Name       string                  `json:"name"`
