@@ -40,7 +40,7 @@ FUZZ_TARGETS := \
 	./steps/journal:FuzzRead \
 	./steps/segments:FuzzParseDir \
 	./steps/segments:FuzzParsePartitionMetadata \
-	./steps/remote:FuzzQuote
+	./internal/shell:FuzzQuote
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kremedy/kremedy/steps/zookeeper"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
 var (
@@ -103,7 +103,7 @@ func (d *decoder) validate(inv *Inventory) {
 func (d *decoder) validateZooKeeper(z *ZooKeeper) {
 	if strings.TrimSpace(z.Connect) == "" {
 		d.Errorf(d.At("zookeeper.connect"), "zookeeper.connect is required: copy it from the brokers' zookeeper.connect, chroot included")
-	} else if _, _, err := zookeeper.ParseConnect(z.Connect); err != nil {
+	} else if _, _, err := kafkazk.ParseConnect(z.Connect); err != nil {
 		d.Errorf(d.At("zookeeper.connect"), "zookeeper.connect: %v; it must be the brokers' zookeeper.connect exactly, like zk1:2181,zk2:2181/kafka", err)
 	}
 	a := z.Auth

@@ -6,11 +6,12 @@ import (
 	"crypto/rsa"
 	"encoding/pem"
 	"fmt"
-	"github.com/kremedy/kremedy/steps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/kremedy/kremedy/internal/shell"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -160,7 +161,7 @@ func (l *Lab) writeBrokerScripts(n int) error {
 		"kafka.Kafka", filepath.Join(dir, "server.properties")}
 	var q []string
 	for _, a := range jvm {
-		q = append(q, steps.ShQuote(a))
+		q = append(q, shell.Quote(a))
 	}
 	common := fmt.Sprintf(`set -u
 N=%d
@@ -178,7 +179,7 @@ alive() {
   exists "$1" && tr '\0' '\n' < "/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$MARK"
 }
 pid() { [ -s "$PIDFILE" ] && cat "$PIDFILE"; }
-`, n, steps.ShQuote(filepath.Join(dir, "kafka.pid")), steps.ShQuote(filepath.Join(dir, "logs", "kafka.out")), steps.ShQuote(filepath.Join(dir, "logs", "server.log")), steps.ShQuote(l.brokerMarker(n)))
+`, n, shell.Quote(filepath.Join(dir, "kafka.pid")), shell.Quote(filepath.Join(dir, "logs", "kafka.out")), shell.Quote(filepath.Join(dir, "logs", "server.log")), shell.Quote(l.brokerMarker(n)))
 	start := "#!/bin/sh\n# kafka-start: start this lab broker detached, like `systemctl start kafka`.\n" + common + fmt.Sprintf(`p=$(pid)
 if [ -n "$p" ] && alive "$p"; then echo "kafka broker $N is already running (pid $p)"; exit 0; fi
 cd %s || exit 1
@@ -200,7 +201,7 @@ while [ $i -lt 20 ]; do
   sleep 0.1; i=$((i+1))
 done
 echo "kafka broker $N started"
-`, steps.ShQuote(dir), strings.Join(q, " "))
+`, shell.Quote(dir), strings.Join(q, " "))
 	stop := "#!/bin/sh\n# kafka-stop [TIMEOUT_SECONDS]: SIGTERM, then wait for the controlled shutdown\n# to finish, like `systemctl stop kafka`. Exits 1 if the broker is still\n# running after the timeout (default 90 s); it never escalates to SIGKILL.\n" + common + `TIMEOUT=${1:-${KAFKA_STOP_TIMEOUT:-90}}
 p=$(pid)
 if [ -z "$p" ] || ! alive "$p"; then echo "kafka broker $N is not running"; rm -f "$PIDFILE"; exit 0; fi

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kremedy/kremedy/steps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/kremedy/kremedy/internal/atomicfile"
 )
 
 // FormatVersion is the layout version of a lab directory. A directory made
@@ -220,7 +221,7 @@ func (l *Lab) Save() error {
 	if err != nil {
 		return err
 	}
-	return steps.WriteFileDurably(l.StatePath(), append(b, '\n'))
+	return atomicfile.WriteFile(l.StatePath(), append(b, '\n'))
 }
 
 // DefaultDir is the per-user lab directory.

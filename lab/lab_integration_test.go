@@ -26,6 +26,7 @@ import (
 
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -310,7 +311,7 @@ func TestLab(t *testing.T) {
 		if err != nil || slices.Contains(names, topic) {
 			t.Fatalf("topic list %v (%v) still has %s", names, err, topic)
 		}
-		for _, p := range []string{zookeeper.DeleteTopicsPath + "/" + topic, zookeeper.TopicPath(topic)} {
+		for _, p := range []string{kafkazk.DeleteTopicsPath + "/" + topic, kafkazk.TopicPath(topic)} {
 			if ok, _, err := c.zk.Exists(ctx, p); err != nil || !ok {
 				t.Fatalf("%s exists=%v err=%v; want a pending deletion", p, ok, err)
 			}
@@ -336,7 +337,7 @@ func TestLab(t *testing.T) {
 		}
 		// Starting the broker again lets the deletion finish: the lab heals.
 		mustKremedy(t, "lab", "broker", "start", strconv.Itoa(int(rep.Victim)), "--dir", dir)
-		if err := c.zk.WaitExists(ctxT(t, time.Minute), zookeeper.DeleteTopicsPath+"/"+topic, false); err != nil {
+		if err := c.zk.WaitExists(ctxT(t, time.Minute), kafkazk.DeleteTopicsPath+"/"+topic, false); err != nil {
 			t.Fatalf("deletion did not complete after broker %d returned: %v", rep.Victim, err)
 		}
 	})
@@ -405,7 +406,7 @@ func TestLab(t *testing.T) {
 		r := mustKremedy(t, "lab", "break", "stale-metadata", "--dir", dir, "--topic", topic)
 		t.Logf("FIGURE scenario stale-metadata (CLI) took %.1fs\n%s", r.took.Seconds(), r.out)
 		ctx := ctxT(t, time.Minute)
-		if ok, _, _ := c.zk.Exists(ctx, zookeeper.TopicPath(topic)); ok {
+		if ok, _, _ := c.zk.Exists(ctx, kafkazk.TopicPath(topic)); ok {
 			t.Fatal("topic znode still present")
 		}
 		var knows, forgot []int32

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -202,7 +203,7 @@ func (e *env) requireAllUp() ([]int32, error) {
 }
 
 func (e *env) topicAbsent(t string) error {
-	for _, p := range []string{zookeeper.TopicPath(t), zookeeper.DeleteTopicsPath + "/" + t} {
+	for _, p := range []string{kafkazk.TopicPath(t), kafkazk.DeleteTopicsPath + "/" + t} {
 		if ok, _, err := e.zk.Exists(e.ctx, p); err != nil {
 			return err
 		} else if ok {
@@ -287,7 +288,7 @@ func (e *env) waitServed(t string, parts int) error {
 // whose data must survive any cleanup of T.
 func (e *env) ensureBystander(ids []int32) error {
 	b := e.rep.Bystander
-	if ok, _, err := e.zk.Exists(e.ctx, zookeeper.TopicPath(b)); err != nil || ok {
+	if ok, _, err := e.zk.Exists(e.ctx, kafkazk.TopicPath(b)); err != nil || ok {
 		return err
 	}
 	if _, err := e.createAndFill(b, assignment(ids), "bystander"); err != nil {
@@ -429,13 +430,13 @@ func (e *env) stuckDelete() error {
 	})
 	// Give the controller time to finish, were it able to: it is not.
 	time.Sleep(3 * time.Second)
-	e.observe(fmt.Sprintf("its znodes stay: %s and %s are still in ZooKeeper", zookeeper.DeleteTopicsPath+"/"+e.t, zookeeper.TopicPath(e.t)), 0, false, func() (bool, string) {
-		a, _, err1 := e.zk.Exists(e.ctx, zookeeper.DeleteTopicsPath+"/"+e.t)
-		b, st, err2 := e.zk.Exists(e.ctx, zookeeper.TopicPath(e.t))
+	e.observe(fmt.Sprintf("its znodes stay: %s and %s are still in ZooKeeper", kafkazk.DeleteTopicsPath+"/"+e.t, kafkazk.TopicPath(e.t)), 0, false, func() (bool, string) {
+		a, _, err1 := e.zk.Exists(e.ctx, kafkazk.DeleteTopicsPath+"/"+e.t)
+		b, st, err2 := e.zk.Exists(e.ctx, kafkazk.TopicPath(e.t))
 		if err := errors.Join(err1, err2); err != nil {
 			return false, err.Error()
 		}
-		return a && b, fmt.Sprintf("%s%s/%s exists=%v; %s%s exists=%v (version %d)", e.zk.Chroot(), zookeeper.DeleteTopicsPath, e.t, a, e.zk.Chroot(), zookeeper.TopicPath(e.t), b, st.Version)
+		return a && b, fmt.Sprintf("%s%s/%s exists=%v; %s%s exists=%v (version %d)", e.zk.Chroot(), kafkazk.DeleteTopicsPath, e.t, a, e.zk.Chroot(), kafkazk.TopicPath(e.t), b, st.Version)
 	})
 	e.observe(fmt.Sprintf("creating %q again is refused", e.t), 0, false, func() (bool, string) {
 		_, err := e.kc.CreateTopic(e.ctx, e.t, e.rep.Assign, 0, 0, nil)
@@ -492,7 +493,7 @@ func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*R
 		return nil, err
 	}
 	defer e.close()
-	pending, _, err := e.zk.Exists(ctx, zookeeper.DeleteTopicsPath+"/"+t)
+	pending, _, err := e.zk.Exists(ctx, kafkazk.DeleteTopicsPath+"/"+t)
 	if err != nil {
 		return e.rep, err
 	}
@@ -506,13 +507,13 @@ func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*R
 	e.rep.Observed = nil // stuck-delete's symptoms are now history
 	v := e.rep.Victim
 
-	for _, p := range []string{zookeeper.TopicPath(t), zookeeper.ConfigTopicsPath + "/" + t, zookeeper.DeleteTopicsPath + "/" + t} {
+	for _, p := range []string{kafkazk.TopicPath(t), kafkazk.ConfigTopicsPath + "/" + t, kafkazk.DeleteTopicsPath + "/" + t} {
 		if err := e.zk.DeleteRecursive(ctx, p); err != nil {
 			return e.rep, err
 		}
 	}
 	e.did("deleted %s%s (with its partition states), %s%s/%s and %s%s/%s by hand while brokers ran — the engineer's fix in the report",
-		e.zk.Chroot(), zookeeper.TopicPath(t), e.zk.Chroot(), zookeeper.ConfigTopicsPath, t, e.zk.Chroot(), zookeeper.DeleteTopicsPath, t)
+		e.zk.Chroot(), kafkazk.TopicPath(t), e.zk.Chroot(), kafkazk.ConfigTopicsPath, t, e.zk.Chroot(), kafkazk.DeleteTopicsPath, t)
 	if err := e.brokerCmd(v, "start"); err != nil {
 		return e.rep, err
 	}
@@ -571,7 +572,7 @@ func (e *env) ghostSymptoms(v int32, led, followed []int32) {
 			ev = append(ev, fmt.Sprintf("%s/partition.metadata topic_id=%s", d, id))
 			ok = ok && id != "" && id != z.TopicID
 		}
-		ev = append(ev, fmt.Sprintf("%s%s topic_id=%s", e.zk.Chroot(), zookeeper.TopicPath(t), z.TopicID))
+		ev = append(ev, fmt.Sprintf("%s%s topic_id=%s", e.zk.Chroot(), kafkazk.TopicPath(t), z.TopicID))
 		return ok, strings.Join(ev, "\n")
 	})
 	for _, p := range led {
@@ -656,7 +657,7 @@ func (e *env) reuseSymptoms(v int32, led []int32) {
 					return false, err.Error()
 				}
 				return fi.ModTime().Before(zst.Ctime), fmt.Sprintf("%s modified %s; %s%s created %s",
-					filepath.Join(d, "00000000000000000000.log"), fi.ModTime().Format(time.RFC3339Nano), e.zk.Chroot(), zookeeper.TopicPath(t), zst.Ctime.Format(time.RFC3339Nano))
+					filepath.Join(d, "00000000000000000000.log"), fi.ModTime().Format(time.RFC3339Nano), e.zk.Chroot(), kafkazk.TopicPath(t), zst.Ctime.Format(time.RFC3339Nano))
 			}
 			return false, "no directory"
 		})
@@ -698,22 +699,22 @@ func runStaleMetadata(ctx context.Context, l *Lab, t string, out io.Writer) (*Re
 		return e.rep, err
 	}
 	e.did("created %q (replicas %v, topic ID %s) with %d messages per partition", t, e.rep.Assign, orNone(e.rep.OldID), MessagesPerPartition)
-	for _, p := range []string{zookeeper.TopicPath(t), zookeeper.ConfigTopicsPath + "/" + t} {
+	for _, p := range []string{kafkazk.TopicPath(t), kafkazk.ConfigTopicsPath + "/" + t} {
 		if err := e.zk.DeleteRecursive(ctx, p); err != nil {
 			return e.rep, err
 		}
 	}
 	e.did("deleted %s%s and %s%s/%s by hand while every broker ran (no deletion marker, so the controller sends no StopReplica and no metadata update)",
-		e.zk.Chroot(), zookeeper.TopicPath(t), e.zk.Chroot(), zookeeper.ConfigTopicsPath, t)
+		e.zk.Chroot(), kafkazk.TopicPath(t), e.zk.Chroot(), kafkazk.ConfigTopicsPath, t)
 	if err := e.record(Applied{}); err != nil {
 		return e.rep, err
 	}
 	e.observe(fmt.Sprintf("ZooKeeper no longer has %q", t), 0, false, func() (bool, string) {
-		ok, _, err := e.zk.Exists(ctx, zookeeper.TopicPath(t))
+		ok, _, err := e.zk.Exists(ctx, kafkazk.TopicPath(t))
 		if err != nil {
 			return false, err.Error()
 		}
-		return !ok, fmt.Sprintf("%s%s exists=%v", e.zk.Chroot(), zookeeper.TopicPath(t), ok)
+		return !ok, fmt.Sprintf("%s%s exists=%v", e.zk.Chroot(), kafkazk.TopicPath(t), ok)
 	})
 	time.Sleep(2 * time.Second)
 	e.observe(fmt.Sprintf("yet every broker still lists %q from its cached metadata", t), 5*time.Second, false, func() (bool, string) {

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -50,7 +50,7 @@ func Seed(ctx context.Context, connect string, topics, partitions int, out io.Wr
 	case partitions < 1 || partitions > 10000:
 		return fmt.Errorf("seed: %d partitions: want 1 to 10000; nothing was written", partitions)
 	}
-	servers, chroot, err := zookeeper.ParseConnect(connect)
+	servers, chroot, err := kafkazk.ParseConnect(connect)
 	if err != nil {
 		return err
 	}
@@ -70,12 +70,12 @@ func Seed(ctx context.Context, connect string, topics, partitions int, out io.Wr
 	if err := refuseLiveChroot(ctx, zc); err != nil {
 		return err
 	}
-	for _, p := range []string{"/brokers", steps.BrokerIDsPath, steps.TopicsPath, "/config", steps.ConfigTopicsPath, "/admin", steps.DeleteTopicsPath} {
+	for _, p := range []string{"/brokers", kafkazk.BrokerIDsPath, kafkazk.TopicsPath, "/config", kafkazk.ConfigTopicsPath, "/admin", kafkazk.DeleteTopicsPath} {
 		if err := zc.Create(ctx, p, nil, nil); err != nil && !errors.Is(err, zookeeper.ErrNodeExists) {
 			return fmt.Errorf("seed: %w; topics were not seeded", err)
 		}
 	}
-	existing, err := zc.Children(ctx, steps.TopicsPath)
+	existing, err := zc.Children(ctx, kafkazk.TopicsPath)
 	if err != nil {
 		return fmt.Errorf("seed: %w; topics were not seeded", err)
 	}
@@ -205,21 +205,21 @@ func ensureChroot(ctx context.Context, servers, chroot string) error {
 
 // refuseLiveChroot refuses a chroot with registered brokers or a cluster id.
 func refuseLiveChroot(ctx context.Context, zc *zookeeper.Conn) error {
-	ids, err := zc.Children(ctx, steps.BrokerIDsPath)
+	ids, err := zc.Children(ctx, kafkazk.BrokerIDsPath)
 	if err != nil && !errors.Is(err, zookeeper.ErrNoNode) {
 		return err
 	}
 	if len(ids) > 0 {
 		return fmt.Errorf("seed %s: %w: brokers %s are registered under %s; Seed only fills test chroots; nothing was written",
-			zc.Full("/"), ErrNotTestChroot, strings.Join(ids, ","), zc.Full(steps.BrokerIDsPath))
+			zc.Full("/"), ErrNotTestChroot, strings.Join(ids, ","), zc.Full(kafkazk.BrokerIDsPath))
 	}
-	ok, _, err := zc.Exists(ctx, steps.ClusterIDPath)
+	ok, _, err := zc.Exists(ctx, kafkazk.ClusterIDPath)
 	if err != nil {
 		return err
 	}
 	if ok {
 		return fmt.Errorf("seed %s: %w: %s exists, so a Kafka cluster has started on this chroot (its brokers may only be stopped); Seed only fills test chroots; nothing was written",
-			zc.Full("/"), ErrNotTestChroot, zc.Full(steps.ClusterIDPath))
+			zc.Full("/"), ErrNotTestChroot, zc.Full(kafkazk.ClusterIDPath))
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func seedTopic(name string, i, partitions int) ([]zookeeper.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := steps.TopicZNode{
+	z := kafkazk.TopicZNode{
 		Version:          3,
 		Partitions:       make(map[string][]int32, partitions),
 		TopicID:          id,
@@ -266,22 +266,22 @@ func seedTopic(name string, i, partitions int) ([]zookeeper.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	state, err := json.Marshal(steps.PartitionState{ControllerEpoch: 1, Leader: 1, Version: 1, LeaderEpoch: 0, ISR: []int32{1, 2, 3}})
+	state, err := json.Marshal(kafkazk.PartitionState{ControllerEpoch: 1, Leader: 1, Version: 1, LeaderEpoch: 0, ISR: []int32{1, 2, 3}})
 	if err != nil {
 		return nil, err
 	}
-	config, err := json.Marshal(steps.TopicConfigZNode{Version: 1, Config: map[string]string{}})
+	config, err := json.Marshal(kafkazk.TopicConfigZNode{Version: 1, Config: map[string]string{}})
 	if err != nil {
 		return nil, err
 	}
-	tp := steps.TopicPath(name)
+	tp := kafkazk.TopicPath(name)
 	nodes := make([]zookeeper.Node, 0, 3+2*partitions)
 	nodes = append(nodes, zookeeper.Node{Path: tp, Data: topic}, zookeeper.Node{Path: tp + "/partitions"})
 	for p := range partitions {
 		pp := tp + "/partitions/" + strconv.Itoa(p)
 		nodes = append(nodes, zookeeper.Node{Path: pp}, zookeeper.Node{Path: pp + "/state", Data: state})
 	}
-	return append(nodes, zookeeper.Node{Path: steps.ConfigTopicPath(name), Data: config}), nil
+	return append(nodes, zookeeper.Node{Path: kafkazk.ConfigTopicPath(name), Data: config}), nil
 }
 
 // topicID mints a topic ID the way Kafka's Uuid.randomUuid does: a random

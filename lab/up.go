@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kremedy/kremedy/steps"
 	"io"
 	"os"
 	"os/exec"
@@ -16,7 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/atomicfile"
+
 	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -141,7 +143,7 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		return nil, err
 	}
 	fmt.Fprintf(out, "lab up in %.1fs: %d brokers registered under %s%s, controller elected\n",
-		time.Since(start).Seconds(), c.Brokers, c.Chroot, zookeeper.BrokerIDsPath)
+		time.Since(start).Seconds(), c.Brokers, c.Chroot, kafkazk.BrokerIDsPath)
 	fmt.Fprintf(out, "inventory: %s\n", l.InventoryPath())
 	return l, nil
 }
@@ -234,7 +236,7 @@ func (l *Lab) writeAll(sshd string) error {
 		}
 		known = append(known, line)
 	}
-	if err := steps.WriteFileDurably(l.KnownHostsPath(), []byte(strings.Join(known, "\n")+"\n")); err != nil {
+	if err := atomicfile.WriteFile(l.KnownHostsPath(), []byte(strings.Join(known, "\n")+"\n")); err != nil {
 		return err
 	}
 	if err := inventory.Write(l.InventoryPath(), l.Inventory()); err != nil {
@@ -382,7 +384,7 @@ func (l *Lab) waitRegistered(ctx context.Context, zc *zookeeper.Conn) error {
 	}
 	ids, err := zc.WaitBrokers(ctx, func(ids []int32) bool { return slices.Equal(ids, want) })
 	if err == nil {
-		err = zc.WaitExists(ctx, zookeeper.ControllerPath, true)
+		err = zc.WaitExists(ctx, kafkazk.ControllerPath, true)
 	}
 	if err != nil {
 		var why []string

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
 // Values are a runbook's parameters bound to what the operator set, each
@@ -34,13 +35,72 @@ func (v Values) Duration(k string) time.Duration {
 	return d
 }
 
-// Bind checks the values the operator set (ParseSet's result) against the
-// runbook's parameters and fills in defaults. An unknown name, a missing
+// Bind binds the values the operator set (ParseSet's result) to the
+// runbook's parameters (BindParams) and builds its steps with their
+// options: the runbook ready to run on the inventory's cluster, whose name
+// fills {{.cluster}}.
+func (rb *Runbook) Bind(set map[string]string, cluster string) (*steps.Runbook, error) {
+	vals, err := rb.BindParams(set)
+	if err != nil {
+		return nil, err
+	}
+	out := &steps.Runbook{Name: rb.Name, Summary: rb.Summary, Params: vals, Next: rb.Next}
+	for _, a := range rb.Artifacts {
+		out.Artifacts = append(out.Artifacts, steps.Artifact{ID: a.ID, What: a.What, Path: a.Path})
+	}
+	data := out.TemplateData("", "", cluster)
+	word, err := steps.Render(rb.ConfirmWord, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: runbook %s: confirm.word: %w; nothing was run", ErrInvalidParam, rb.Name, err)
+	}
+	if word == "" {
+		return nil, fmt.Errorf("%w: runbook %s: the confirmation word (%s) is empty; nothing was run", ErrInvalidParam, rb.Name, rb.ConfirmWord)
+	}
+	out.Confirm = steps.Confirmation{Word: word, Noun: rb.ConfirmNoun}
+	kinds := rb.kinds
+	if kinds == nil {
+		kinds = Kinds()
+	}
+	for _, s := range rb.Steps {
+		risk, err := steps.ParseRisk(s.Risk)
+		if err != nil {
+			return nil, err
+		}
+		conf, err := steps.ParseConfirm(s.Confirm)
+		if err != nil {
+			return nil, err
+		}
+		spec, ok := kinds.Lookup(s.Kind)
+		if !ok {
+			return nil, fmt.Errorf("runbook %s: step %s: unknown step kind %q", rb.Name, s.ID, s.Kind)
+		}
+		opts := map[string]string{}
+		for name, v := range s.With {
+			if ref, ok := strings.CutPrefix(v, "$"); ok {
+				if v, ok = vals[ref]; !ok {
+					continue // an optional parameter left unset: the option's default
+				}
+			}
+			opts[name] = v
+		}
+		kind, err := spec.New(opts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: runbook %s: step %s: %w; nothing was run", ErrInvalidParam, rb.Name, s.ID, err)
+		}
+		out.Steps = append(out.Steps, steps.Step{Kind: kind, Info: steps.Info{ID: s.ID, Kind: s.Kind, Title: s.Title, Why: s.Why,
+			Risk: risk, Confirm: conf, Rollback: s.Rollback, Timeout: s.Timeout}})
+	}
+	return out, nil
+}
+
+// BindParams checks the values the operator set (ParseSet's result) against
+// the runbook's parameters and fills in defaults. An unknown name, a missing
 // required parameter and a value that is not of its parameter's type are
 // errors wrapping ErrInvalidParam, all of them joined; a bad topic name
-// also wraps steps.ErrInvalidTopic. A parameter that is neither set nor
-// has a default is not in the result.
-func (rb *Runbook) Bind(set map[string]string) (Values, error) {
+// also wraps kafkazk.ErrInvalidTopic, and a topic internal to Kafka is
+// refused. A parameter that is neither set nor has a default is not in the
+// result.
+func (rb *Runbook) BindParams(set map[string]string) (Values, error) {
 	var errs []error
 	names := make([]string, len(rb.Params))
 	for i, p := range rb.Params {
@@ -104,21 +164,15 @@ func ParseSet(args []string) (map[string]string, error) {
 
 // checkValue checks a parameter's value, as written, against its type.
 func checkValue(typ, v string) error {
-	switch typ {
-	case "int":
-		if _, err := strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%q is not a whole number", v)
-		}
-	case "bool":
-		if v != "true" && v != "false" {
-			return fmt.Errorf("%q is not true or false", v)
-		}
-	case "duration":
-		if d, err := time.ParseDuration(v); err != nil || d < 0 {
-			return fmt.Errorf("%q is not a duration such as 30s or 5m", v)
-		}
-	case "topic":
-		return steps.ValidateTopic(v)
+	t, err := steps.ParseValueType(typ)
+	if err != nil {
+		return err
+	}
+	if err := t.Check(v); err != nil {
+		return err
+	}
+	if t == steps.TypeTopic && kafkazk.IsInternalTopic(v) {
+		return fmt.Errorf("topic %q is internal to Kafka (its name starts with __); kremedy refuses to repair it by a generic runbook", v)
 	}
 	return nil
 }

@@ -12,16 +12,20 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/kremedy/kremedy/internal/strictyaml"
+	"github.com/kremedy/kremedy/steps"
 )
 
 // The values the schema accepts.
 var (
 	modes       = []string{"zookeeper"}
-	paramTypes  = []string{"string", "topic", "int", "bool", "duration"}
-	risks       = []string{"read-only", "low", "destructive"}
-	confirms    = []string{"none", "yes", "typed"}
+	paramTypes  = steps.ValueTypeNames()
+	risks       = steps.RiskNames()
+	confirms    = steps.ConfirmNames()
 	nameRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	paramNameRe = regexp.MustCompile(`^[a-z_]+$`)
+	// reserved are the template names every runbook has besides its
+	// parameters and artifacts.
+	reserved = []string{"run_dir", "report", "inventory", "cluster"}
 )
 
 const maxSummary = 100 // characters
@@ -32,26 +36,27 @@ type (
 )
 
 // Parse reads the runbook in data, which came from file (used in messages
-// and as Runbook.File). kinds are the step kinds the engine implements; a
-// step of any other kind is an error. Parse is strict: unknown keys, values
+// and as Runbook.File). kinds are the step kinds a step may name, with
+// their options; a step of any other kind, or an option its kind does not
+// have, is an error. Parse is strict: unknown keys, values
 // of the wrong type, duplicate keys, anchors, aliases, tags and several
 // documents are errors too. On failure the error is one *strictyaml.Error,
 // or several joined with errors.Join, in the order they appear in the file.
-func Parse(file string, data []byte, kinds []string) (*Runbook, error) {
+func Parse(file string, data []byte, kinds *steps.Registry) (*Runbook, error) {
 	return parse(file, data, kinds, "")
 }
 
 // parse is Parse; a non-empty wantName is the name the runbook must have.
-func parse(file string, data []byte, kinds []string, wantName string) (*Runbook, error) {
+func parse(file string, data []byte, kinds *steps.Registry, wantName string) (*Runbook, error) {
 	p := &parser{
 		Decoder: strictyaml.NewDecoder(file, strictyaml.Doc{
 			Noun:    "runbook",
 			A:       "a runbook",
 			MaxSize: MaxSize,
-			Empty:   "it needs at least name, summary, mode and steps",
+			Empty:   "it needs at least name, summary, mode, confirm and steps",
 			Single:  "a runbook file holds one runbook",
 		}),
-		kinds:    slices.Sorted(slices.Values(kinds)),
+		kinds:    kinds,
 		wantName: wantName,
 		lines:    strings.Split(string(data), "\n"),
 	}
@@ -69,7 +74,7 @@ func parse(file string, data []byte, kinds []string, wantName string) (*Runbook,
 
 type parser struct {
 	*strictyaml.Decoder
-	kinds    []string
+	kinds    *steps.Registry
 	wantName string
 	lines    []string // of the file, to place template errors
 }
@@ -152,18 +157,25 @@ func (p *parser) unique(seen map[string]string, what string) strictyaml.Check {
 }
 
 var hints = map[string]string{
-	"name":    "the runbook's name, lower-case letters, digits and '-', such as topic-cleanup",
-	"summary": "one line, at most 100 characters, saying what the runbook repairs",
-	"mode":    "the cluster mode the runbook repairs; only zookeeper is supported",
-	"steps":   "a runbook needs at least one step",
-	"ptype":   "one of " + strings.Join(paramTypes, ", "),
-	"pname":   "the name used in --set name=value, lower-case letters and '_'",
-	"id":      "a name for the step, unique in the runbook: lower-case letters, digits and '-'",
-	"kind":    "the step kind the engine runs",
-	"title":   "one line saying what the step does",
-	"why":     "the training note: why this step is done, and what it changes",
-	"risk":    "one of " + strings.Join(risks, ", "),
-	"confirm": "one of " + strings.Join(confirms, ", ") + "; a destructive step needs typed",
+	"name":        "the runbook's name, lower-case letters, digits and '-', such as topic-cleanup",
+	"summary":     "one line, at most 100 characters, saying what the runbook repairs",
+	"mode":        "the cluster mode the runbook repairs; only zookeeper is supported",
+	"confirm_top": "what a destructive step's operator types: word (a template such as {{.topic}} or {{.cluster}}) and noun (topic, cluster)",
+	"word":        "a template of what the operator types, such as {{.topic}} (a parameter) or {{.cluster}} (the inventory's cluster name)",
+	"noun":        "what the word is, for the prompt \"type the <noun> name\": topic, cluster",
+	"aid":         "the artifact's name in templates and for the step kinds: lower-case letters and '_'",
+	"what":        "what the file is, for humans: \"znode backup (data, ACLs, versions)\"",
+	"path":        "where the file is, relative to the run directory, such as backup/znodes.json",
+	"steps":       "a runbook needs at least one step",
+	"ptype":       "one of " + strings.Join(paramTypes, ", "),
+	"pname":       "the name used in --set name=value, lower-case letters and '_'",
+	"id":          "a name for the step, unique in the runbook: lower-case letters, digits and '-'",
+	"kind":        "the step kind the engine runs",
+	"with":        "the kind's options: a value as written, or $name for a runbook parameter",
+	"title":       "one line saying what the step does",
+	"why":         "the training note: why this step is done, and what it changes",
+	"risk":        "one of " + strings.Join(risks, ", "),
+	"confirm":     "one of " + strings.Join(confirms, ", ") + "; a destructive step needs typed",
 	"rollback": "a step that changes the cluster says how to undo it (a text/template); " +
 		"only read-only steps may leave it out",
 }
@@ -189,6 +201,26 @@ func (p *parser) runbook(root ast.Node) *Runbook {
 		"description": p.Text(&rb.Description),
 		"mode": p.Str(&rb.Mode, p.nonEmpty(hints["mode"]),
 			p.oneOf(modes, "; kremedy repairs ZooKeeper-mode clusters only")),
+		"confirm": func(path string, at pos, n ast.Node) {
+			p.Object(path, n, map[string]field{
+				"word": p.Str(&rb.ConfirmWord, p.nonEmpty(hints["word"])),
+				"noun": p.Str(&rb.ConfirmNoun, p.nonEmpty(hints["noun"])),
+			})
+			if isMapping(n) {
+				p.need(path, firstKey(n), hints, "word", "noun")
+			} else if strictyaml.IsNull(n) {
+				p.Errorf(at, "confirm is empty: %s", hints["confirm_top"])
+			}
+		},
+		"artifacts": func(path string, at pos, n ast.Node) {
+			seen := map[string]string{}
+			p.List(path, n, func(path string, at pos, n ast.Node) {
+				if a, ok := p.artifact(path, at, n, seen); ok {
+					rb.Artifacts = append(rb.Artifacts, a)
+				}
+			})
+		},
+		"next": p.Strs(&rb.Next),
 		"params": func(path string, at pos, n ast.Node) {
 			p.List(path, n, func(path string, at pos, n ast.Node) {
 				if pr, ok := p.param(path, at, n, params); ok {
@@ -208,8 +240,10 @@ func (p *parser) runbook(root ast.Node) *Runbook {
 		},
 	})
 	if isMapping(root) || strictyaml.IsNull(root) { // a lone "~" is an empty mapping
-		p.need("", firstKey(root), hints, "name", "summary", "mode", "steps")
+		p.need("", firstKey(root), map[string]string{"name": hints["name"], "summary": hints["summary"], "mode": hints["mode"],
+			"confirm": hints["confirm_top"], "steps": hints["steps"]}, "name", "summary", "mode", "confirm", "steps")
 	}
+	p.crossCheck(rb)
 	return rb
 }
 
@@ -263,15 +297,16 @@ func (p *parser) step(path string, at pos, n ast.Node, ids map[string]string) (S
 			}
 		}, p.unique(ids, "step ids")),
 		"kind": p.Str(&s.Kind, p.nonEmpty(hints["kind"]), func(path string, at pos, v string) {
-			if v == "" || slices.Contains(p.kinds, v) {
+			if _, ok := p.kinds.Lookup(v); v == "" || ok {
 				return
 			}
 			known := "kremedy knows no step kinds"
-			if len(p.kinds) > 0 {
-				known = "the step kinds kremedy knows are " + strings.Join(p.kinds, ", ")
+			if names := p.kinds.Names(); len(names) > 0 {
+				known = "the step kinds kremedy knows are " + strings.Join(names, ", ")
 			}
 			p.Errorf(at, "%s %q is not a step kind kremedy knows; %s", path, v, known)
 		}),
+		"with":    func(path string, at pos, n ast.Node) { s.with = &withNode{path: path, at: at, n: n} },
 		"title":   p.Str(&s.Title, p.nonEmpty(hints["title"])),
 		"why":     p.Text(&s.Why, p.nonEmpty(hints["why"])),
 		"risk":    p.Str(&s.Risk, p.nonEmpty(hints["risk"]), p.oneOf(risks, "")),
@@ -279,7 +314,9 @@ func (p *parser) step(path string, at pos, n ast.Node, ids map[string]string) (S
 		"rollback": func(path string, at pos, n ast.Node) {
 			p.Text(&s.Rollback, func(path string, _ pos, v string) {
 				rollback = true
-				p.checkTemplate(path, n, v)
+				if p.checkTemplate(path, n, v) {
+					s.rollbackAt = &withNode{path: path, at: at, n: n}
+				}
 			})(path, at, n)
 		},
 		"timeout": p.Duration(&s.Timeout),
@@ -293,7 +330,7 @@ func (p *parser) step(path string, at pos, n ast.Node, ids map[string]string) (S
 	case "destructive":
 		if validConfirm && s.Confirm != "typed" {
 			p.Errorf(p.At(path+".confirm"), "%s.confirm is %s, but the step is destructive: it needs confirm: typed "+
-				"(the operator types the topic name; Enter alone never confirms)", path, s.Confirm)
+				"(the operator types the runbook's confirm word; Enter alone never confirms)", path, s.Confirm)
 		}
 	case "read-only":
 		if validConfirm && s.Confirm != "none" {
@@ -321,10 +358,10 @@ var (
 // checkTemplate reports a rollback note that does not parse as a
 // text/template, at the line of the YAML file that holds the template's bad
 // line. Lines of the template named in the message become lines of the file.
-func (p *parser) checkTemplate(path string, n ast.Node, text string) {
+func (p *parser) checkTemplate(path string, n ast.Node, text string) bool {
 	_, err := template.New("rollback").Parse(text)
 	if err == nil {
-		return
+		return true
 	}
 	at, msg := strictyaml.NodePos(n), err.Error()
 	last := strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1
@@ -339,6 +376,7 @@ func (p *parser) checkTemplate(path string, n ast.Node, text string) {
 		})
 	}
 	p.Errorf(at, "%s is not a valid text/template: %s", path, msg)
+	return false
 }
 
 // templateLine is where line (1-based) of the template in n is in the

@@ -7,7 +7,12 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/cleanup"
+	"github.com/kremedy/kremedy/steps/restart"
 )
 
 // builtin holds the built-in runbooks, one per file named after it.
@@ -31,9 +36,25 @@ type Runbook struct {
 	Summary     string
 	Description string
 	Mode        string // "zookeeper", the only mode kremedy repairs
-	Params      []Param
-	Steps       []StepSpec
-	File        string // where it was read: "runbooks/topic-cleanup.yaml" for a built-in
+	// ConfirmWord is a template of what a destructive step's operator
+	// types ({{.topic}}, {{.cluster}}); ConfirmNoun says what it is.
+	ConfirmWord, ConfirmNoun string
+	// Artifacts are the files the steps write in the run directory.
+	Artifacts []Artifact
+	// Next is what to do after a successful run (templates).
+	Next   []string
+	Params []Param
+	Steps  []StepSpec
+	File   string // where it was read: "runbooks/topic-cleanup.yaml" for a built-in
+
+	kinds *steps.Registry
+}
+
+// Artifact is a file a runbook's steps write in the run directory.
+type Artifact struct {
+	ID   string // its name in templates and for the kinds: {{.backup}}
+	What string
+	Path string // relative to the run directory
 }
 
 // Param is a value the operator passes with --set name=value.
@@ -56,14 +77,21 @@ type StepSpec struct {
 	Risk     string        // read-only, low or destructive
 	Confirm  string        // none, yes or typed; destructive steps need typed
 	Rollback string        // a text/template; empty only for read-only steps
-	Timeout  time.Duration // 0: the step kind's default
-	Line     int           // where the step starts in File
+	Timeout  time.Duration // 0: no bound on the step's work
+	// With sets the kind's options: option name → a value as written, or
+	// "$param" for the value of a runbook parameter.
+	With map[string]string
+	Line int // where the step starts in File
+
+	with       *withNode // where with: is, until it is checked against the kind
+	rollbackAt *withNode // where the rollback note is, for its template check
 }
 
-// Builtin parses every embedded runbook against the step kinds the engine
-// knows and returns them sorted by name. A built-in runbook's name must be
-// its file's base name.
-func Builtin(kinds []string) ([]*Runbook, error) {
+// Builtin parses every embedded runbook against the step kinds kremedy has
+// (Kinds) and returns them sorted by name. A built-in runbook's name must
+// be its file's base name.
+func Builtin() ([]*Runbook, error) {
+	kinds := Kinds()
 	files, err := fs.Glob(builtin, "*.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("built-in runbooks: %w", err)
@@ -92,8 +120,8 @@ func Builtin(kinds []string) ([]*Runbook, error) {
 
 // Get returns the built-in runbook called name. For a name no runbook has,
 // the error wraps ErrUnknownRunbook and lists the names there are.
-func Get(name string, kinds []string) (*Runbook, error) {
-	rbs, err := Builtin(kinds)
+func Get(name string) (*Runbook, error) {
+	rbs, err := Builtin()
 	if err != nil {
 		return nil, err
 	}
@@ -106,3 +134,11 @@ func Get(name string, kinds []string) (*Runbook, error) {
 	}
 	return nil, fmt.Errorf("%w %q; the built-in runbooks are %s", ErrUnknownRunbook, name, strings.Join(names, ", "))
 }
+
+// Kinds is every step kind kremedy has, from its kind packs.
+var Kinds = sync.OnceValue(func() *steps.Registry {
+	r := steps.NewRegistry()
+	cleanup.Register(r)
+	restart.Register(r)
+	return r
+})

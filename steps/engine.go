@@ -1,229 +1,321 @@
 package steps
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"text/template"
 	"time"
+
+	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
-// Risk says how much a step can hurt.
-type Risk int
+// Outcome says how a walk of a runbook ended: what was and was not done.
+type Outcome struct {
+	Done, Skipped, NoOp []string
+	// NotDone are the steps neither done nor skipped, in runbook order.
+	NotDone     []string
+	Failed      string // the step that failed, refused or was not approved
+	Interrupted string // the step that was running when ctx ended
+	Err         error
+}
+
+// engine walks a runbook's steps in order (see the package doc for the life
+// of a step). It never prompts and never draws: it reports events and asks
+// its Approver.
+type engine struct {
+	run      *run
+	cluster  ports.Cluster
+	approver Approver
+	// maxReplans bounds re-planning after ErrStalePlan.
+	maxReplans int
+}
+
+type stepResult int
 
 const (
-	ReadOnly Risk = iota
-	Low
-	Destructive
+	resApplied stepResult = iota
+	resNoOp
+	resSkipped
 )
 
-func (r Risk) String() string {
-	return [...]string{"read-only", "low", "destructive"}[r]
+func (e *engine) env(s Step, rechecking bool) *Env {
+	return &Env{Cluster: e.cluster, run: e.run, info: s.Info, rechecking: rechecking}
 }
 
-// ParseRisk reads a runbook's risk value.
-func ParseRisk(s string) (Risk, error) {
-	for r := ReadOnly; r <= Destructive; r++ {
-		if r.String() == s {
-			return r, nil
+// walk walks every step, continuing from the journal: a step an earlier
+// attempt finished is re-checked, not re-done. The returned error wraps
+// ErrCheckFailed, ErrRefused, ErrAborted, ErrNotApproved or ctx's error.
+func (e *engine) walk(ctx context.Context) (Outcome, error) {
+	var out Outcome
+	steps := e.run.rb.Steps
+	completed := History{e.run.rec.records()}.Completed()
+	for i, s := range steps {
+		env := e.env(s, false)
+		if err := ctx.Err(); err != nil {
+			out.Interrupted = s.Info.ID
+			return e.stop(out, s.Info.ID, err)
+		}
+		if how, ok := completed[s.Info.ID]; ok {
+			if how == "skipped" {
+				env.emit(Event{Kind: EvState, State: Skipped, Text: "skipped in an earlier attempt"})
+				out.Skipped = append(out.Skipped, s.Info.ID)
+				continue
+			}
+			// A destructive step that a later completed step has undone on
+			// purpose (starting the brokers undoes stopping them; the
+			// restart and a recreated topic change what the znode and wipe
+			// steps checked) is not checked again: its checks would fail
+			// by design, and re-doing it would stop a healthy cluster again
+			// or delete what this run has just made. The journal is the
+			// proof it was done.
+			if later := laterCompleted(steps[i+1:], completed); s.Info.Risk == Destructive && later != "" {
+				env.Logf("done in an earlier attempt; %s completed after it, which changes what this step checked, so it is not checked again", later)
+				env.emit(Event{Kind: EvState, State: Done, Text: "done earlier (" + later + " completed after it)"})
+				out.Done = append(out.Done, s.Info.ID)
+				continue
+			}
+			// Re-check, do not re-do.
+			checks, err := s.Kind.Verify(ctx, e.env(s, true))
+			if err == nil && allOK(checks) {
+				for _, c := range checks {
+					env.Check(c)
+				}
+				env.Logf("done in an earlier attempt; re-checked")
+				env.emit(Event{Kind: EvState, State: Done, Text: "done earlier, re-checked"})
+				out.Done = append(out.Done, s.Info.ID)
+				continue
+			}
+			env.Logf("done in an earlier attempt, but its checks no longer hold: running it again")
+		}
+		res, err := e.step(ctx, env, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				out.Interrupted = s.Info.ID
+			} else if !errors.Is(err, ErrAborted) {
+				out.Failed = s.Info.ID
+			}
+			return e.stop(out, s.Info.ID, err)
+		}
+		switch res {
+		case resSkipped:
+			out.Skipped = append(out.Skipped, s.Info.ID)
+		case resNoOp:
+			out.NoOp = append(out.NoOp, s.Info.ID)
+			out.Done = append(out.Done, s.Info.ID)
+		default:
+			out.Done = append(out.Done, s.Info.ID)
 		}
 	}
-	return 0, fmt.Errorf("unknown risk %q", s)
+	if err := e.run.rec.append(journal.RunEnd, "", map[string]any{"ok": true}); err != nil {
+		out.Err = err
+		return out, err
+	}
+	return out, nil
 }
 
-// Confirm is a step's confirmation policy.
-type Confirm int
+func (e *engine) stop(out Outcome, step string, err error) (Outcome, error) {
+	out.Err = err
+	typ := journal.RunEnd
+	if out.Interrupted != "" {
+		typ = journal.Interrupted
+	}
+	// The run stops either way; a journal that cannot say so has already
+	// said why in err.
+	_ = e.run.rec.append(typ, "", map[string]any{"ok": false, "error": err.Error(), "step": step})
+	return out, err
+}
 
-const (
-	ConfirmNone  Confirm = iota
-	ConfirmYes           // y/N, default No
-	ConfirmTyped         // the operator types the topic name
-)
+// planRecord is a plan as the journal keeps it: with its digest.
+type planRecord struct {
+	*Plan
+	Digest string `json:"digest"`
+}
 
-func (c Confirm) String() string { return [...]string{"none", "yes", "typed"}[c] }
+func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error) {
+	start := env.Now()
+	if err := env.record(journal.StepStart, map[string]any{"title": s.Info.Title, "kind": s.Info.Kind, "risk": s.Info.Risk.String()}); err != nil {
+		return 0, err
+	}
+	// The step's timeout bounds its work (Apply and Verify), never the time
+	// the operator takes to read the plan and confirm it.
+	bounded := func() (context.Context, context.CancelFunc) {
+		if s.Info.Timeout > 0 {
+			return context.WithTimeout(ctx, s.Info.Timeout)
+		}
+		return context.WithCancel(ctx)
+	}
+	fail := func(err error) (stepResult, error) {
+		err = fmt.Errorf("step %s: %w", s.Info.ID, err)
+		env.emit(Event{Kind: EvState, State: Failed, Err: err})
+		_ = env.record(journal.StepFailed, map[string]string{"error": err.Error()})
+		return 0, err
+	}
+	maxReplans := e.maxReplans
+	if maxReplans == 0 {
+		maxReplans = 2
+	}
+	for attempt := 0; ; attempt++ {
+		env.emit(Event{Kind: EvState, State: Planning})
+		plan, err := s.Kind.Plan(ctx, env)
+		if err != nil {
+			return fail(err)
+		}
+		plan.Step, plan.Kind = s.Info.ID, s.Info.Kind
+		if plan.Rollback, err = e.run.render(s.Info.Rollback); err != nil {
+			return fail(fmt.Errorf("rollback note: %w", err))
+		}
+		digest := plan.Digest()
+		if err := env.record(journal.Plan, planRecord{plan, digest}); err != nil {
+			return fail(err)
+		}
+		env.emit(Event{Kind: EvPlan, Plan: plan})
+		if plan.NoOp {
+			wctx, cancel := bounded()
+			checks, err := s.Kind.Verify(wctx, env)
+			cancel()
+			if err == nil && !allOK(checks) {
+				err = fmt.Errorf("%w: %s", ErrCheckFailed, failedNames(checks))
+			}
+			for _, c := range checks {
+				env.Check(c)
+			}
+			if err != nil {
+				return fail(err)
+			}
+			if err := env.record(journal.StepDone, map[string]any{"took_ms": env.Now().Sub(start).Milliseconds(), "noop": true}); err != nil {
+				return fail(err)
+			}
+			env.emit(Event{Kind: EvState, State: Done, Text: "nothing to do"})
+			return resNoOp, nil
+		}
+		if s.Info.Confirm != ConfirmNone {
+			res, err := e.confirm(ctx, env, s, plan, digest)
+			if err != nil || res == resSkipped {
+				if err != nil {
+					return fail(err)
+				}
+				return res, nil
+			}
+		}
+		// Apply exactly what was shown: a plan changed after its approval
+		// (by anything in this process) is refused, not applied.
+		if s.Info.Confirm != ConfirmNone && plan.Digest() != digest {
+			return fail(fmt.Errorf("%w: the plan changed after it was approved (digest %.12s, approved %.12s); nothing of it was done", ErrNotApproved, plan.Digest(), digest))
+		}
+		env.emit(Event{Kind: EvState, State: Running})
+		wctx, cancel := bounded()
+		err = s.Kind.Apply(wctx, env, plan)
+		if errors.Is(err, ErrStalePlan) && attempt < maxReplans && ctx.Err() == nil {
+			cancel()
+			env.Logf("stale plan: %v — planning again from the cluster as it is now", err)
+			continue
+		}
+		if err != nil {
+			cancel()
+			if wctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+				err = fmt.Errorf("%w (the step's %s timeout passed; what was done is in the journal)", err, s.Info.Timeout)
+			}
+			return fail(err)
+		}
+		checks, err := s.Kind.Verify(wctx, env)
+		cancel()
+		for _, c := range checks {
+			env.Check(c)
+		}
+		if err == nil && !allOK(checks) {
+			err = fmt.Errorf("%w: %s", ErrCheckFailed, failedNames(checks))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if err := env.record(journal.StepDone, map[string]any{"took_ms": env.Now().Sub(start).Milliseconds()}); err != nil {
+			return fail(err)
+		}
+		env.emit(Event{Kind: EvState, State: Done, Text: fmt.Sprintf("done in %s", env.Now().Sub(start).Round(time.Millisecond))})
+		return resApplied, nil
+	}
+}
 
-// ParseConfirm reads a runbook's confirm value.
-func ParseConfirm(s string) (Confirm, error) {
-	for c := ConfirmNone; c <= ConfirmTyped; c++ {
-		if c.String() == s {
-			return c, nil
+// confirm asks the Approver and journals its answer; resApplied means go on.
+func (e *engine) confirm(ctx context.Context, env *Env, s Step, plan *Plan, digest string) (stepResult, error) {
+	env.emit(Event{Kind: EvState, State: Confirming, Plan: plan})
+	if e.approver == nil {
+		return 0, fmt.Errorf("%w: no approver for a step that needs confirmation", ErrNotApproved)
+	}
+	ap, err := e.approver.Approve(ctx, s.Info, plan)
+	if err != nil {
+		return 0, err
+	}
+	rec := map[string]any{"decision": ap.Decision.String(), "by": ap.By, "digest": ap.Digest}
+	switch ap.Decision {
+	case Abort:
+		if err := env.record(journal.Approval, rec); err != nil {
+			return 0, err
+		}
+		return 0, ErrAborted
+	case Skip:
+		if ap.Reason == "" {
+			return 0, fmt.Errorf("%w: skipping a step needs a reason", ErrNotApproved)
+		}
+		rec["reason"] = ap.Reason
+		if err := env.record(journal.Approval, rec); err != nil {
+			return 0, err
+		}
+		if err := env.record(journal.StepSkipped, map[string]string{"reason": ap.Reason}); err != nil {
+			return 0, err
+		}
+		env.emit(Event{Kind: EvState, State: Skipped, Text: ap.Reason})
+		return resSkipped, nil
+	}
+	word := e.run.rb.Confirm
+	if s.Info.Confirm == ConfirmTyped && (word.Word == "" || ap.Typed != word.Word) {
+		_ = env.record(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By})
+		return 0, fmt.Errorf("%w: step %s is destructive and needs the %s name %q typed exactly; nothing was done", ErrNotApproved, s.Info.ID, word.Noun, word.Word)
+	}
+	if ap.Digest != digest {
+		_ = env.record(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By, "digest": ap.Digest})
+		return 0, fmt.Errorf("%w: the approval is for another plan than this one (digest %.12s, approved %.12s); nothing was done", ErrNotApproved, digest, ap.Digest)
+	}
+	if err := env.record(journal.Approval, rec); err != nil {
+		return 0, err
+	}
+	return resApplied, nil
+}
+
+func allOK(cs []Check) bool {
+	for _, c := range cs {
+		if !c.OK {
+			return false
 		}
 	}
-	return 0, fmt.Errorf("unknown confirm policy %q", s)
+	return true
 }
 
-// Info is a step's static description, from its runbook.
-type Info struct {
-	ID       string        `json:"id"`
-	Kind     string        `json:"kind"`
-	Title    string        `json:"title"`
-	Why      string        `json:"why"`
-	Risk     Risk          `json:"risk"`
-	Confirm  Confirm       `json:"confirm"`
-	Rollback string        `json:"-"` // template
-	Timeout  time.Duration `json:"timeout"`
-}
-
-// Action is one concrete thing a plan will do.
-type Action struct {
-	Kind    string `json:"kind"`              // zk-delete, zk-set, ssh, move, kafka, wait, save
-	Target  string `json:"target"`            // znode path, broker, directory
-	Detail  string `json:"detail,omitempty"`  // command, destination, what is saved
-	Version *int32 `json:"version,omitempty"` // the znode version the plan read
-	Broker  int32  `json:"broker,omitempty"`
-}
-
-func (a Action) String() string {
-	s := a.Kind + " " + a.Target
-	if a.Version != nil {
-		s += fmt.Sprintf(" (version %d)", *a.Version)
-	}
-	if a.Detail != "" {
-		s += ": " + a.Detail
+func failedNames(cs []Check) string {
+	s := ""
+	for _, c := range cs {
+		if !c.OK {
+			if s != "" {
+				s += "; "
+			}
+			s += c.Name
+			if c.Detail != "" {
+				s += " (" + c.Detail + ")"
+			}
+		}
 	}
 	return s
 }
 
-// Plan is what a step will do, computed read-only from the cluster as it is
-// now. Apply acts on exactly this plan.
-type Plan struct {
-	Step     string          `json:"step"`
-	Kind     string          `json:"kind,omitempty"`
-	Summary  string          `json:"summary"`
-	Actions  []Action        `json:"actions"`
-	Notes    []string        `json:"notes,omitempty"`
-	Facts    []string        `json:"facts,omitempty"` // what the step saw (preflight, diagnosis)
-	NoOp     bool            `json:"noop,omitempty"`  // nothing to do: already in the wanted state
-	Rollback string          `json:"rollback,omitempty"`
-	Payload  json.RawMessage `json:"payload,omitempty"` // step-private data Apply consumes
-}
-
-// Check is one pre- or postcondition result.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
-}
-
-// State of a step in a run.
-type State int
-
-const (
-	Pending State = iota
-	Planning
-	Confirming
-	Running
-	Done
-	Failed
-	Skipped
-)
-
-func (s State) String() string {
-	return [...]string{"pending", "planning", "waiting for confirmation", "running", "done", "failed", "skipped"}[s]
-}
-
-// EventKind says what an Event carries.
-type EventKind int
-
-const (
-	EvState  EventKind = iota // a step changed state
-	EvLog                     // a line from kremedy itself
-	EvOutput                  // a line of remote output
-	EvCheck                   // a check result
-	EvPlan                    // a plan is ready
-)
-
-// Event is what the engine reports while it runs.
-type Event struct {
-	Time  time.Time
-	Step  string
-	Kind  EventKind
-	State State
-	Host  string
-	Text  string
-	Check *Check
-	Plan  *Plan
-	Err   error
-}
-
-// Reporter receives events; the TUI, the headless printer and tests are
-// reporters. It must not block for long.
-type Reporter interface{ Report(Event) }
-
-// ReporterFunc adapts a function.
-type ReporterFunc func(Event)
-
-func (f ReporterFunc) Report(e Event) { f(e) }
-
-// Decision is the operator's answer to a plan.
-type Decision int
-
-const (
-	Approve Decision = iota
-	Skip
-	Abort
-)
-
-// Approval answers one confirmation.
-type Approval struct {
-	Decision Decision
-	Typed    string // for ConfirmTyped: what the operator typed
-	Reason   string // for Skip: why (journaled)
-	By       string // who approved (user name, "headless --yes")
-}
-
-// Approver is asked before any step with a confirmation policy. It never
-// sees a step whose plan is a no-op.
-type Approver interface {
-	Approve(ctx context.Context, info Info, plan *Plan) (Approval, error)
-}
-
-// Errors the engine returns; each is wrapped with the step and the cause.
-var (
-	ErrCheckFailed = errors.New("check failed")
-	ErrRefused     = errors.New("refused")
-	ErrAborted     = errors.New("aborted by the operator")
-	ErrStalePlan   = errors.New("the cluster changed after the plan was made")
-	// ErrUnhosted: every broker answered that it hosts no replica of the
-	// partition (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
-	ErrUnhosted = errors.New("no broker hosts it")
-	// ErrOutcomeUnknown: the action was sent but its result never came
-	// back (a dropped SSH session); adapters wrap it.
-	ErrOutcomeUnknown = errors.New("outcome unknown")
-	ErrNotApproved    = errors.New("confirmation does not match")
-)
-
-// Kind implements one kind of step. Plan is read-only. Apply performs
-// exactly the plan and is idempotent: applying a plan whose actions are
-// already done succeeds. Verify re-checks the step's postconditions; on
-// resume it is what proves an earlier completion still holds.
-type Kind interface {
-	Plan(ctx context.Context, r *Run) (*Plan, error)
-	Apply(ctx context.Context, r *Run, p *Plan) error
-	Verify(ctx context.Context, r *Run) ([]Check, error)
-}
-
-// Step is a configured step of a runbook.
-type Step struct {
-	Info Info
-	Kind Kind
-}
-
-// RenderRollback fills a rollback-note template with this run's paths.
-func (r *Run) RenderRollback(tmpl string) (string, error) {
-	if strings.TrimSpace(tmpl) == "" {
-		return "", nil
+// laterCompleted names the last of steps that an earlier attempt finished
+// (done, not skipped), or "".
+func laterCompleted(steps []Step, completed map[string]string) string {
+	last := ""
+	for _, s := range steps {
+		if completed[s.Info.ID] == "done" {
+			last = s.Info.ID
+		}
 	}
-	t, err := template.New("rollback").Option("missingkey=error").Parse(tmpl)
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, r.templateData()); err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(b.String()), nil
+	return last
 }

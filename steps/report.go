@@ -4,41 +4,79 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/atomicfile"
 	"github.com/kremedy/kremedy/steps/journal"
 )
 
-// WriteReport renders report.md from the journal: the timeline with
+// writeReport renders report.md from the journal: the timeline with
 // timings, what changed, where the backups are, how to undo, and what to do
 // next. It is rewritten whenever a run stops, so it is never stale.
-func WriteReport(r *Run, out Outcome) error {
-	recs, err := journal.Read(r.Journal.Path())
-	if err != nil {
-		return err
-	}
+func (s *Session) writeReport(out Outcome) error {
+	recs := s.run.rec.records()
+	rb, m, dir := s.run.rb, s.run.meta, s.run.dir
 	var b strings.Builder
-	m := r.Meta
 	mode := "LIVE cluster"
 	if m.Lab {
 		mode = "LAB"
 	}
 	fmt.Fprintf(&b, "# kremedy run %s\n\n", m.ID)
-	fmt.Fprintf(&b, "- runbook: `%s`, topic: `%s`, cluster: %s (%s)\n", m.Runbook, m.Topic, m.Cluster, mode)
-	fmt.Fprintf(&b, "- inventory: `%s`\n- run directory: `%s`\n", m.Inventory, r.Dir)
+	fmt.Fprintf(&b, "- runbook: `%s`, %s: `%s`, cluster: %s (%s)\n", m.Runbook, rb.Confirm.Noun, rb.Confirm.Word, m.Cluster, mode)
+	fmt.Fprintf(&b, "- inventory: `%s`\n- run directory: `%s`\n", m.Inventory, dir)
 	switch {
 	case out.Err == nil:
 		fmt.Fprintf(&b, "- outcome: **finished**\n")
 	case out.Interrupted != "":
-		fmt.Fprintf(&b, "- outcome: **interrupted during `%s`** — resume with `kremedy resume %s`\n", out.Interrupted, r.Dir)
+		fmt.Fprintf(&b, "- outcome: **interrupted during `%s`** — resume with `%s`\n", out.Interrupted, s.ResumeCommand(false))
 	default:
-		fmt.Fprintf(&b, "- outcome: **stopped at `%s`**: %v — after fixing the cause, `kremedy resume %s`\n", out.Failed, out.Err, r.Dir)
+		fmt.Fprintf(&b, "- outcome: **stopped at `%s`**: %v — after fixing the cause, `%s`\n", out.Failed, out.Err, s.ResumeCommand(false))
 	}
+	timeline, changed, rollbacks := reportTimeline(recs)
 	b.WriteString("\n## Timeline\n\n| time (UTC) | step | event |\n|---|---|---|\n")
+	b.WriteString(timeline)
+	b.WriteString("\n## What changed\n\n")
+	if len(changed) == 0 {
+		b.WriteString("Nothing: no action was performed.\n")
+	} else {
+		b.WriteString(strings.Join(changed, "\n") + "\n")
+	}
+	b.WriteString("\n## Backups\n\n")
+	listed := false
+	for _, a := range rb.Artifacts {
+		p := filepath.Join(dir, a.Path)
+		if _, err := os.Stat(p); err == nil {
+			fmt.Fprintf(&b, "- %s: `%s`\n", a.What, p)
+			listed = true
+		}
+	}
+	if !listed {
+		b.WriteString("None were needed.\n")
+	}
+	b.WriteString("\n## How to undo\n\n")
+	if len(rollbacks) == 0 {
+		b.WriteString("Nothing to undo.\n")
+	} else {
+		b.WriteString(strings.Join(rollbacks, "\n"))
+	}
+	b.WriteString("\n## Next\n\n")
+	if out.Err == nil {
+		for _, n := range s.Next() {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	} else {
+		fmt.Fprintf(&b, "- `%s` continues from the journal: completed steps are re-checked, not re-done.\n", s.ResumeCommand(false))
+	}
+	return atomicfile.WriteFile(s.ReportPath(), []byte(b.String()))
+}
+
+// reportTimeline is the report's timeline table rows, the changes made and
+// the rollback notes of the steps that planned changes.
+func reportTimeline(recs []journal.Record) (timeline string, changed, rollbacks []string) {
+	var b strings.Builder
 	starts := map[string]time.Time{}
-	var changed []string
-	var rollbacks []string
 	seenRollback := map[string]bool{}
 	for _, rec := range recs {
 		at := rec.Time.UTC().Format("15:04:05.000")
@@ -63,19 +101,14 @@ func WriteReport(r *Run, out Outcome) error {
 			a, _ := journal.Decode[map[string]any](rec)
 			ev = fmt.Sprintf("confirmation: %v by %v", a["decision"], a["by"])
 		case journal.ActionEnd:
-			a, _ := journal.Decode[struct {
-				Action Action `json:"action"`
-				OK     bool   `json:"ok"`
-				Took   int64  `json:"took_ms"`
-				Error  string `json:"error"`
-			}](rec)
+			a, _ := journal.Decode[actionEnd](rec)
 			if a.OK {
-				ev = fmt.Sprintf("done (%d ms): %s", a.Took, a.Action)
-				if a.Action.Kind != "wait" && a.Action.Kind != "check" {
+				ev = fmt.Sprintf("done (%d ms): %s", a.TookMS, a.Action)
+				if a.Action.Op.Changes() {
 					changed = append(changed, fmt.Sprintf("- `%s` %s", rec.Step, a.Action))
 				}
 			} else {
-				ev = fmt.Sprintf("FAILED (%d ms): %s: %s", a.Took, a.Action, a.Error)
+				ev = fmt.Sprintf("FAILED (%d ms): %s: %s", a.TookMS, a.Action, a.Error)
 			}
 		case journal.StepDone:
 			ev = "step done"
@@ -89,37 +122,13 @@ func WriteReport(r *Run, out Outcome) error {
 		default:
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", at, orDash(rec.Step), strings.ReplaceAll(ev, "|", "\\|"))
-	}
-	b.WriteString("\n## What changed\n\n")
-	if len(changed) == 0 {
-		b.WriteString("Nothing: no action was performed.\n")
-	} else {
-		b.WriteString(strings.Join(changed, "\n") + "\n")
-	}
-	b.WriteString("\n## Backups\n\n")
-	for _, f := range []struct{ what, path string }{
-		{"znode backup (data, ACLs, versions)", r.BackupPath()},
-		{"quarantine manifest (moved segment directories)", r.ManifestPath()},
-		{"consumer group offsets", r.OffsetsPath()},
-	} {
-		if _, err := os.Stat(f.path); err == nil {
-			fmt.Fprintf(&b, "- %s: `%s`\n", f.what, f.path)
+		step := rec.Step
+		if step == "" {
+			step = "-"
 		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", at, step, strings.ReplaceAll(ev, "|", "\\|"))
 	}
-	b.WriteString("\n## How to undo\n\n")
-	if len(rollbacks) == 0 {
-		b.WriteString("Nothing to undo.\n")
-	} else {
-		b.WriteString(strings.Join(rollbacks, "\n"))
-	}
-	b.WriteString("\n## Next\n\n")
-	if out.Err == nil {
-		fmt.Fprintf(&b, "- Reattach producers and consumers of `%s`.\n- If consumer groups kept offsets from before the cleanup (see `%s`), delete them so consumers do not resume at stale positions.\n- Remove the quarantine directories once you no longer need them (paths in the manifest).\n", m.Topic, r.OffsetsPath())
-	} else {
-		fmt.Fprintf(&b, "- `kremedy resume %s` continues from the journal: completed steps are re-checked, not re-done.\n", r.Dir)
-	}
-	return WriteFileDurably(r.ReportPath(), []byte(b.String()))
+	return b.String(), changed, rollbacks
 }
 
 func compact(d map[string]any) string {

@@ -12,9 +12,12 @@ import (
 
 // ask is one confirmation the engine is blocked on.
 type ask struct {
-	info  steps.Info
-	plan  *steps.Plan
-	reply chan steps.Approval // capacity 1: answering never blocks
+	info steps.Info
+	plan *steps.Plan
+	// digest is the plan's as it was when it reached the UI: the approval
+	// carries it, so the engine applies only what the operator was shown.
+	digest string
+	reply  chan steps.Approval // capacity 1: answering never blocks
 }
 
 // engineResult is how one engine run ended.
@@ -71,7 +74,7 @@ func (b *bridge) Report(e steps.Event) {
 // Approve implements steps.Approver: it blocks the engine until the
 // operator answers or ctx ends (then it answers Abort).
 func (b *bridge) Approve(ctx context.Context, info steps.Info, plan *steps.Plan) (steps.Approval, error) {
-	a := &ask{info: info, plan: plan, reply: make(chan steps.Approval, 1)}
+	a := &ask{info: info, plan: plan, digest: plan.Digest(), reply: make(chan steps.Approval, 1)}
 	b.mu.Lock()
 	b.ask = a
 	b.mu.Unlock()

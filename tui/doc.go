@@ -5,7 +5,8 @@
 // goroutine until the operator answers (or its context ends). The first
 // screen is the diagnosis (what preflight sees, before anything changes);
 // then every step shows its plan, checks, rollback note and live output;
-// y/N steps need y, destructive steps need the topic name typed, and Enter
+// y/N steps need y, destructive steps need the runbook's confirmation word
+// (the topic, the cluster's name) typed, and Enter
 // alone never confirms. Quitting cancels the running step, waits for the
 // engine to journal the stop, then shows the final screen with the resume
 // command. Run is the entry point; the root Model is the only tea.Model.

@@ -39,7 +39,7 @@ type inputMode int
 
 const (
 	inputNone   inputMode = iota
-	inputTyped            // typing the topic name
+	inputTyped            // typing the runbook's confirmation word
 	inputReason           // typing why a step is skipped
 )
 
@@ -119,9 +119,9 @@ func newModel(ctx context.Context, o Options, st Styles) *Model {
 		w: 80, h: 24, index: map[string]int{}, current: -1, follow: true, outFollow: true, focus: paneDetail,
 		b: newBridge(o.By), cancel: func() {},
 	}
-	for i, s := range o.Steps {
-		m.steps = append(m.steps, &stepView{info: s.Info, out: newRing(maxOutputLines)})
-		m.index[s.Info.ID] = i
+	for i, info := range o.Steps {
+		m.steps = append(m.steps, &stepView{info: info, out: newRing(maxOutputLines)})
+		m.index[info.ID] = i
 	}
 	m.help = help.New()
 	m.spin = spinner.New(spinner.WithSpinner(spinner.MiniDot))
@@ -363,7 +363,7 @@ func (m *Model) openInput(mode inputMode) tea.Cmd {
 	m.input.Reset()
 	switch mode {
 	case inputTyped:
-		m.input.Prompt = fmt.Sprintf("Type the topic name %s to apply: ", m.o.Topic)
+		m.input.Prompt = fmt.Sprintf("Type the %s name %s to apply: ", m.o.Confirm.Noun, m.o.Confirm.Word)
 	case inputReason:
 		m.input.Prompt = "Reason to skip (journaled): "
 	}
@@ -393,6 +393,7 @@ func (m *Model) reply(ap steps.Approval) {
 		return
 	}
 	ap.By = m.o.By
+	ap.Digest = m.ask.digest
 	m.ask.reply <- ap // capacity 1, one answer per question: never blocks
 	id := m.ask.info.ID
 	m.ask = nil
@@ -511,7 +512,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		case m.ask != nil && m.diagnosisSeen:
 			m.setFlash(true, "Enter alone never confirms: y applies, n stops here, s skips.")
 			if m.ask.info.Confirm == steps.ConfirmTyped {
-				m.setFlash(true, "Enter alone never confirms: y, then type %s; n stops here; s skips.", m.o.Topic)
+				m.setFlash(true, "Enter alone never confirms: y, then type %s; n stops here; s skips.", m.o.Confirm.Word)
 			}
 		case m.ask != nil:
 			m.setFlash(false, "Press space to review the first change.")
@@ -526,9 +527,9 @@ func (m *Model) submit() tea.Cmd {
 	case inputTyped:
 		switch {
 		case v == "":
-			m.setFlash(true, "Enter alone never confirms: type the topic name %s, then Enter.", m.o.Topic)
-		case v != m.o.Topic:
-			m.setFlash(true, "%q is not the topic name %q. Nothing was done; type it exactly.", v, m.o.Topic)
+			m.setFlash(true, "Enter alone never confirms: type the %s name %s, then Enter.", m.o.Confirm.Noun, m.o.Confirm.Word)
+		case v != m.o.Confirm.Word:
+			m.setFlash(true, "%q is not the %s name %q. Nothing was done; type it exactly.", v, m.o.Confirm.Noun, m.o.Confirm.Word)
 			m.input.Reset()
 		case m.tooSmall():
 			m.setFlash(true, "The terminal is too small to show the plan: enlarge it to confirm.")
@@ -554,7 +555,7 @@ func (m *Model) back() tea.Cmd {
 	m.closeInput()
 	if m.ask != nil {
 		if m.ask.info.Confirm == steps.ConfirmTyped {
-			m.setFlash(false, "Not confirmed. y types the topic name, n stops here, s skips.")
+			m.setFlash(false, fmt.Sprintf("Not confirmed. y types the %s name, n stops here, s skips.", m.o.Confirm.Noun))
 		} else {
 			m.setFlash(false, "Not confirmed. y applies, n stops here, s skips.")
 		}

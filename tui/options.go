@@ -61,19 +61,21 @@ type Artifact struct{ What, Path string }
 
 // Options is everything the TUI needs; cmd builds it.
 type Options struct {
-	Steps []steps.Step
+	// Steps are the runbook's steps as the UI shows them: it never runs one.
+	Steps []steps.Info
 	Start StartFunc
 
-	Runbook, Cluster, Topic string
-	Mode                    Mode
-	RunDir, ReportPath      string
-	Resume                  *Resume
+	Runbook, Cluster string
+	// Confirm is what a destructive step's operator types, and what it is.
+	Confirm            steps.Confirmation
+	Mode               Mode
+	RunDir, ReportPath string
+	Resume             *Resume
 
 	// Artifacts lists the backups and files that exist now; it is called
 	// off the UI goroutine after every engine run.
 	Artifacts func() []Artifact
-	// Next is what to do after a successful run (default: reattach
-	// clients, delete stale offsets, remove quarantine when done).
+	// Next is what to do after a successful run (the runbook says it).
 	Next []string
 	// By names who approves in the journal (default "tui").
 	By string

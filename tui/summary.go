@@ -55,7 +55,7 @@ func (m *Model) summaryLines(w int) []string {
 		switch {
 		case sv.applied && sv.plan != nil:
 			for _, a := range sv.plan.Actions {
-				if a.Kind == "wait" || a.Kind == "check" {
+				if !a.Op.Changes() {
 					continue
 				}
 				add(wrap(a.String(), w, "→ ", "  ")...)
@@ -139,7 +139,7 @@ func (m *Model) clusterState() string {
 	}
 	if m.current < 0 {
 		msg := fmt.Sprintf("kremedy could not start: %v.", res.err)
-		if !strings.Contains(msg, "nothing was done") {
+		if !errors.Is(res.err, steps.ErrNothingDone) {
 			msg += " Nothing was done on the cluster."
 		}
 		return msg + " Fix the cause, then press r to try again."
@@ -177,13 +177,5 @@ func (m *Model) next() []string {
 			"Read the report for the timeline and how to undo what was done.",
 		}
 	}
-	if len(m.o.Next) > 0 {
-		return m.o.Next
-	}
-	t := m.o.Topic
-	return []string{
-		fmt.Sprintf("Reattach producers and consumers of %s: start the clients you stopped.", t),
-		fmt.Sprintf("Delete consumer groups' stale committed offsets on %s (they were saved before the cleanup) so consumers do not resume at old positions.", t),
-		"Remove the quarantine directories once you no longer need them (their paths are in the quarantine manifest).",
-	}
+	return m.o.Next
 }

@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps"
 )
 
@@ -94,7 +95,7 @@ func (m *Model) selected() *stepView {
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
-	v.WindowTitle = fmt.Sprintf("kremedy · %s · %s", m.o.Mode, m.o.Topic)
+	v.WindowTitle = fmt.Sprintf("kremedy · %s · %s", m.o.Mode, m.o.Confirm.Word)
 	return v
 }
 
@@ -195,7 +196,7 @@ func (m *Model) titleRule(title string, w int, active bool) string {
 func (m *Model) headerLines(w int) []string {
 	st := m.st
 	badge := st.Badge[m.o.Mode].Render(" " + strings.ToUpper(m.o.Mode.String()) + " ")
-	left := badge + " " + st.Header.Render(m.o.Cluster) + st.HeaderFaint.Render(" · topic ") + st.Header.Render(m.o.Topic)
+	left := badge + " " + st.Header.Render(m.o.Cluster) + st.HeaderFaint.Render(" · "+m.o.Confirm.Noun+" ") + st.Header.Render(m.o.Confirm.Word)
 	if m.o.Runbook != "" {
 		left += st.HeaderFaint.Render(" · " + m.o.Runbook)
 	}
@@ -282,7 +283,7 @@ func (m *Model) panes(l layout) []string {
 	st := m.st
 	sv := m.selected()
 	title := fmt.Sprintf("STEP %d/%d · %s", m.sel+1, len(m.steps), sv.info.ID)
-	if sv.info.Kind == "preflight" {
+	if m.sel == 0 && sv.info.Risk == steps.ReadOnly {
 		title = "DIAGNOSIS · " + sv.info.ID
 	}
 	all := m.detailLines(sv, l.contentW())
@@ -421,8 +422,14 @@ func styled(st lipgloss.Style, lines []string) []string {
 	return lines
 }
 
-func confirmWord(c steps.Confirm) string {
-	return [...]string{"none", "y/N", "type the topic name"}[c]
+func (m *Model) confirmWord(c steps.Confirm) string {
+	switch c {
+	case steps.ConfirmYes:
+		return "y/N"
+	case steps.ConfirmTyped:
+		return "type the " + m.o.Confirm.Noun + " name"
+	}
+	return "none"
 }
 
 // detailLines is a step's detail: what and why, the concrete plan, checks,
@@ -438,13 +445,13 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 		add(st.Section.Render(s))
 	}
 	add(styled(st.Title, wrap(sv.info.Title, w, "", ""))...)
-	meta := fmt.Sprintf("%s · risk %s · confirm %s · %s", sv.info.ID, sv.info.Risk, confirmWord(sv.info.Confirm), m.stateWord(sv, true))
+	meta := fmt.Sprintf("%s · risk %s · confirm %s · %s", sv.info.ID, sv.info.Risk, m.confirmWord(sv.info.Confirm), m.stateWord(sv, true))
 	if d := m.duration(sv); d != "" {
 		meta += " " + d
 	}
 	add(styled(st.Faint, wrap(meta, w, "", ""))...)
 	if sv.info.Risk == steps.Destructive {
-		add(styled(st.Warn, wrap("Destructive: confirming it takes the topic name, typed.", w, "", ""))...)
+		add(styled(st.Warn, wrap("Destructive: confirming it takes the "+m.o.Confirm.Noun+" name, typed.", w, "", ""))...)
 	}
 	if sv.note != "" && sv.err == nil && !(sv.plan != nil && sv.plan.NoOp) {
 		add(wrap("Note: "+sv.note, w, "", "  ")...)
@@ -678,7 +685,7 @@ func (m *Model) confirmBar(w, h int) []string {
 	case m.mode == inputTyped || m.mode == inputReason:
 		out = append(out, m.input.View())
 	case a.info.Confirm == steps.ConfirmTyped:
-		out = append(out, "Not confirmed. "+key("y")+" type the topic name · "+key("n")+" no, stop here · "+key("s")+" skip…")
+		out = append(out, "Not confirmed. "+key("y")+" type the "+m.o.Confirm.Noun+" name · "+key("n")+" no, stop here · "+key("s")+" skip…")
 	default:
 		out = append(out, "Apply this plan? "+key("y")+" yes · "+key("n")+" no, stop here · "+key("s")+" skip…   (Enter alone does nothing)")
 	}
@@ -728,7 +735,7 @@ func firstLine(s string) string {
 }
 
 func (m *Model) resumeCommand() string {
-	return "kremedy resume " + steps.ShQuote(m.o.RunDir)
+	return "kremedy resume " + shell.Quote(m.o.RunDir)
 }
 
 // shortHelp is the help line from the key map's enabled bindings, in
@@ -769,7 +776,7 @@ func (m *Model) helpLines(w int) []string {
 	h.ShowAll = true
 	h.FullSeparator = "   "
 	var out []string
-	out = append(out, wrap("Nothing changes without your confirmation. y/N steps need y; destructive steps need the topic name typed; Enter alone never confirms. Skipping asks for a reason, written to the journal.", w, "", "")...)
+	out = append(out, wrap("Nothing changes without your confirmation. y/N steps need y; destructive steps need the "+m.o.Confirm.Noun+" name typed; Enter alone never confirms. Skipping asks for a reason, written to the journal.", w, "", "")...)
 	out = append(out, wrap("q stops the running step cleanly: every action is journaled before and after, and `kremedy resume RUN_DIR` continues where it stopped.", w, "", "")...)
 	out = append(out, "")
 	out = append(out, strings.Split(h.FullHelpView(k.FullHelp()), "\n")...)

@@ -5,23 +5,25 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/remote"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
 // cluster is an inventory turned into the engine's ports.
 type cluster struct {
-	inv    *inventory.Inventory
-	target steps.Target
-	zk     *zookeeper.Conn
-	kafka  *kafka.Client
-	fleet  *remote.Fleet
+	inv   *inventory.Inventory
+	ports ports.Cluster
+	zk    *zookeeper.Conn
+	kafka *kafka.Client
+	fleet *remote.Fleet
 	// secrets never reach the journal or the report.
 	secrets []string
 }
@@ -67,27 +69,27 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	if f := inv.Kafka.ClientProperties; f != "" {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("%s: kafka.client_properties: %w; nothing was done", path, err))
+			return nil, usageErr(fmt.Errorf("%s: kafka.client_properties: %w; %w", path, err, steps.ErrNothingDone))
 		}
 		props, err := kafka.ParseProperties(b)
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("%s: %w; nothing was done", f, err))
+			return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
 		}
 		if kopts, c.secrets, err = kafka.Options(props); err != nil {
-			return nil, usageErr(fmt.Errorf("%s: %w; nothing was done", f, err))
+			return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
 		}
 	}
-	c.target = steps.Target{Name: inv.Name, Lab: inv.Lab, ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
+	c.ports.Target = ports.Target{Name: inv.Name, Lab: inv.Lab, ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
 	brokers := map[int32]remote.Target{}
 	for _, b := range inv.Brokers {
-		c.target.Hosts = append(c.target.Hosts, steps.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs})
+		c.ports.Target.Hosts = append(c.ports.Target.Hosts, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs})
 		if brokers[b.ID], err = sshTarget(inv.SSHFor(b), b.Host); err != nil {
 			return nil, usageErr(fmt.Errorf("%s: broker %d: %w", path, b.ID, err))
 		}
 	}
 	clients := map[string]remote.Target{}
 	for _, cl := range inv.Clients {
-		c.target.Clients = append(c.target.Clients, steps.Client{Name: cl.Name, Host: cl.Host, Stop: cl.Stop})
+		c.ports.Target.Clients = append(c.ports.Target.Clients, ports.Client{Name: cl.Name, Host: cl.Host, Stop: cl.Stop})
 		if clients[cl.Name], err = sshTarget(inv.SSHFor(inventory.Broker{}), cl.Host); err != nil {
 			return nil, usageErr(fmt.Errorf("%s: client %s: %w", path, cl.Name, err))
 		}
@@ -105,11 +107,12 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	zctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if c.zk, err = zookeeper.Dial(zctx, inv.ZooKeeper.Connect, opts); err != nil {
-		return nil, failedErr(fmt.Errorf("%w; nothing was done", err))
+		return nil, failedErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
 	}
 	if c.kafka, err = kafka.New(inv.Kafka.Bootstrap, kopts...); err != nil {
 		c.Close()
 		return nil, failedErr(err)
 	}
+	c.ports.ZK, c.ports.Kafka, c.ports.Hosts = c.zk, c.kafka, c.fleet
 	return c, nil
 }

@@ -2,13 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
 func newDiagnoseCmd() *cobra.Command {
@@ -20,20 +22,20 @@ func newDiagnoseCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if topic != "" {
-				if err := steps.ValidateTopic(topic); err != nil {
+				if err := kafkazk.ValidateTopic(topic); err != nil {
 					return usageErr(err)
 				}
 			}
 			cl, err := connect(cmd.Context(), inv)
 			if err != nil {
 				var ee *exitError
-				if asErr(err, &ee) && ee.code == exitFailed {
+				if errors.As(err, &ee) && ee.code == exitFailed {
 					return &exitError{exitUsage, ee.err}
 				}
 				return err
 			}
 			defer cl.Close()
-			d, err := steps.Diagnose(cmd.Context(), cl.target, cl.zk, cl.kafka, cl.fleet, steps.DiagnoseOptions{Topic: topic, Disk: !noDisk})
+			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk})
 			if err != nil {
 				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
 			}
@@ -61,7 +63,7 @@ func newDiagnoseCmd() *cobra.Command {
 	return c
 }
 
-func printDiagnosis(w io.Writer, d *steps.Diagnosis) {
+func printDiagnosis(w io.Writer, d *diagnose.Diagnosis) {
 	scope := "the whole cluster"
 	if d.Topic != "" {
 		scope = fmt.Sprintf("topic %q", d.Topic)

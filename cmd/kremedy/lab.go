@@ -3,13 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kremedy/kremedy/lab"
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
 func newLabCmd() *cobra.Command {
@@ -32,7 +31,7 @@ func labErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, lab.ErrMissingPart), errors.Is(err, lab.ErrPortTaken), errors.Is(err, lab.ErrConfigChanged),
-		errors.Is(err, lab.ErrOtherVersion), errors.Is(err, lab.ErrNoLab), errors.Is(err, steps.ErrInvalidTopic),
+		errors.Is(err, lab.ErrOtherVersion), errors.Is(err, lab.ErrNoLab), errors.Is(err, kafkazk.ErrInvalidTopic),
 		errors.Is(err, lab.ErrWrongLab):
 		return usageErr(err)
 	default:
@@ -162,7 +161,7 @@ func newLabBreakCmd() *cobra.Command {
 			if !ok {
 				return usageErr(fmt.Errorf("unknown scenario %q; known: %s", args[0], scenarioNames()))
 			}
-			if err := steps.ValidateTopic(topic); err != nil {
+			if err := kafkazk.ValidateTopic(topic); err != nil {
 				return usageErr(err)
 			}
 			l, err := openLab(dir)
@@ -199,5 +198,3 @@ func scenarioHelp() string {
 	}
 	return s
 }
-
-var _ = os.Stderr

@@ -34,8 +34,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error) error { return &exitError{exitUsage, err} }
 
-func asErr(err error, target **exitError) bool { return errors.As(err, target) }
-func failedErr(err error) error                { return &exitError{exitFailed, err} }
+func failedErr(err error) error { return &exitError{exitFailed, err} }
 
 var version = "dev"
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/journal"
 )
 
@@ -68,7 +69,7 @@ func newZnodesCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			return restoreErr(steps.RestoreZnodes(cmd.Context(), cl.zk, args[0], force, cmd.OutOrStdout()))
+			return restoreErr(cleanup.RestoreZnodes(cmd.Context(), cl.zk, args[0], force, cmd.OutOrStdout()))
 		},
 	}
 	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
@@ -90,8 +91,7 @@ func newSegmentsCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			r := &steps.Run{Target: cl.target, ZK: cl.zk, Kafka: cl.kafka, Remote: cl.fleet}
-			if err := steps.RestoreSegments(cmd.Context(), r, args[0], cmd.OutOrStdout()); err != nil {
+			if err := cleanup.RestoreSegments(cmd.Context(), cl.ports, args[0], cmd.OutOrStdout()); err != nil {
 				return restoreErr(err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "start the brokers only after the znodes are restored too")

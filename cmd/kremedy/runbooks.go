@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kremedy/kremedy/runbooks"
-	"github.com/kremedy/kremedy/steps"
 )
 
 func newRunbooksCmd() *cobra.Command {
@@ -16,7 +15,7 @@ func newRunbooksCmd() *cobra.Command {
 		Short: "List the built-in runbooks",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rbs, err := runbooks.Builtin(steps.KindNames())
+			rbs, err := runbooks.Builtin()
 			if err != nil {
 				return err
 			}
@@ -27,26 +26,4 @@ func newRunbooksCmd() *cobra.Command {
 			return w.Flush()
 		},
 	}
-}
-
-// buildSteps turns a runbook's step specs into engine steps.
-func buildSteps(rb *runbooks.Runbook) ([]steps.Step, error) {
-	var out []steps.Step
-	for _, s := range rb.Steps {
-		risk, err := steps.ParseRisk(s.Risk)
-		if err != nil {
-			return nil, err
-		}
-		conf, err := steps.ParseConfirm(s.Confirm)
-		if err != nil {
-			return nil, err
-		}
-		st, err := steps.NewStep(steps.Info{ID: s.ID, Kind: s.Kind, Title: s.Title, Why: s.Why, Risk: risk,
-			Confirm: conf, Rollback: s.Rollback, Timeout: s.Timeout})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, nil
 }

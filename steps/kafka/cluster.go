@@ -15,14 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
-var _ steps.Cluster = (*Client)(nil)
+var _ ports.Kafka = (*Client)(nil)
 
 // Groups lists consumer groups with members assigned partitions of topic,
 // or with offsets committed on it.
-func (c *Client) Groups(ctx context.Context, topic string) ([]steps.GroupUse, error) {
+func (c *Client) Groups(ctx context.Context, topic string) ([]ports.GroupUse, error) {
 	// A broker that is down fails its shard; the groups the others
 	// coordinate still count. Only when every broker fails is it an error.
 	listed, err := c.adm.ListGroups(ctx)
@@ -38,9 +38,9 @@ func (c *Client) Groups(ctx context.Context, topic string) ([]steps.GroupUse, er
 		return nil, fmt.Errorf("describe groups: %w", err)
 	}
 	fetched := c.adm.FetchManyOffsets(ctx, names...)
-	var out []steps.GroupUse
+	var out []ports.GroupUse
 	for _, name := range names {
-		g := steps.GroupUse{Group: name}
+		g := ports.GroupUse{Group: name}
 		if d, ok := described[name]; ok {
 			g.State = d.State
 			for _, m := range d.Members {
@@ -84,7 +84,7 @@ func partial(err error) bool {
 // Partition.activeProducerState), and in the states kremedy repairs brokers
 // disagree about who leads: asking them all does not depend on any broker's
 // metadata. See mergeProducers for how the answers count.
-func (c *Client) Producers(ctx context.Context, topic string, partitions []int32, brokers []int32) ([]steps.ProducerUse, error) {
+func (c *Client) Producers(ctx context.Context, topic string, partitions []int32, brokers []int32) ([]ports.ProducerUse, error) {
 	ids := slices.Clone(brokers)
 	if more, err := c.Brokers(ctx); err == nil {
 		ids = append(ids, more...)
@@ -131,10 +131,10 @@ type producerAnswer struct {
 // failed, or that returned another error than "I host no replica", may be
 // the leader a producer is writing to, so every partition it should have
 // answered for is an error ("no answer"), holding the caller's gate. A
-// partition every broker said it does not host wraps steps.ErrUnhosted
+// partition every broker said it does not host wraps ports.ErrUnhosted
 // (nobody can write to it). The producers found are returned either way.
-func mergeProducers(topic string, partitions []int32, answers []producerAnswer) ([]steps.ProducerUse, error) {
-	seen := map[[2]int64]steps.ProducerUse{}
+func mergeProducers(topic string, partitions []int32, answers []producerAnswer) ([]ports.ProducerUse, error) {
+	seen := map[[2]int64]ports.ProducerUse{}
 	ok := map[int32]int{}
 	unhosted := map[int32]int{}
 	why := map[int32][]string{}
@@ -161,7 +161,7 @@ func mergeProducers(topic string, partitions []int32, answers []producerAnswer) 
 				}
 				ok[p.Partition]++
 				for _, ap := range p.ActiveProducers {
-					u := steps.ProducerUse{Partition: p.Partition, ProducerID: ap.ProducerID,
+					u := ports.ProducerUse{Partition: p.Partition, ProducerID: ap.ProducerID,
 						LastTimestamp: time.UnixMilli(ap.LastTimestamp), TxnStart: ap.CurrentTxnStartOffset}
 					k := [2]int64{int64(p.Partition), ap.ProducerID}
 					if prev, ok := seen[k]; ok {
@@ -187,10 +187,10 @@ func mergeProducers(topic string, partitions []int32, answers []producerAnswer) 
 		case trusted < len(answers):
 			errs = append(errs, fmt.Errorf("%s-%d: no answer (%s)", topic, p, strings.Join(why[p], "; ")))
 		case ok[p] == 0:
-			errs = append(errs, fmt.Errorf("%s-%d: %w (%s)", topic, p, steps.ErrUnhosted, strings.Join(why[p], "; ")))
+			errs = append(errs, fmt.Errorf("%s-%d: %w (%s)", topic, p, ports.ErrUnhosted, strings.Join(why[p], "; ")))
 		}
 	}
-	out := make([]steps.ProducerUse, 0, len(seen))
+	out := make([]ports.ProducerUse, 0, len(seen))
 	for _, u := range seen {
 		out = append(out, u)
 	}
@@ -249,8 +249,8 @@ const CanaryKey = "kremedy-canary"
 // then removes it: DeleteRecords moves the partition's start past it, so
 // that the topic's consumers never read it. A compact-only topic refuses
 // DeleteRecords; there a tombstone for the canary's key follows it.
-func (c *Client) Canary(ctx context.Context, topic string, p int32, value string) (steps.CanaryResult, error) {
-	var res steps.CanaryResult
+func (c *Client) Canary(ctx context.Context, topic string, p int32, value string) (ports.CanaryResult, error) {
+	var res ports.CanaryResult
 	// Not idempotent: one record needs no producer ID, and an idempotent
 	// producer would wait for the brokers' transaction coordinator, which
 	// answers COORDINATOR_LOAD_IN_PROGRESS for a few seconds after a full

@@ -5,9 +5,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/kremedy/kremedy/steps"
 	"sort"
 	"time"
+
+	"github.com/kremedy/kremedy/steps/ports"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,9 +59,9 @@ func (c *Client) Admin() *kadm.Client { return c.adm }
 
 // View and the other view types are the engine's own (package steps).
 type (
-	View          = steps.BrokerView
-	TopicView     = steps.TopicView
-	PartitionView = steps.PartitionView
+	View          = ports.BrokerView
+	TopicView     = ports.TopicView
+	PartitionView = ports.PartitionView
 )
 
 // errName is Kafka's name for an error code ("" for none), e.g.

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // answer builds one broker's DescribeProducers answer: per partition an
@@ -53,7 +53,7 @@ func TestMergeProducers(t *testing.T) {
 		_, err := mergeProducers("orders", []int32{2}, []producerAnswer{
 			answer(1, map[int32]any{2: notHere}), answer(2, map[int32]any{2: kerr.UnknownTopicOrPartition}), answer(3, map[int32]any{2: notHere}),
 		})
-		if !errors.Is(err, steps.ErrUnhosted) {
+		if !errors.Is(err, ports.ErrUnhosted) {
 			t.Fatalf("want ErrUnhosted, got %v", err)
 		}
 	})
@@ -63,7 +63,7 @@ func TestMergeProducers(t *testing.T) {
 			{broker: 2, err: errors.New("i/o timeout")},
 			answer(3, map[int32]any{0: notHere}),
 		})
-		if err == nil || errors.Is(err, steps.ErrUnhosted) || !strings.Contains(err.Error(), "orders-0: no answer (broker 2: i/o timeout") {
+		if err == nil || errors.Is(err, ports.ErrUnhosted) || !strings.Contains(err.Error(), "orders-0: no answer (broker 2: i/o timeout") {
 			t.Fatalf("want a no-answer error naming broker 2, got %+v, %v", got, err)
 		}
 	})

@@ -6,7 +6,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // Sentinels. They are always wrapped in an error that names the host and,
@@ -20,7 +20,7 @@ var (
 	ErrUnreachable = errors.New("ssh host unreachable")
 	// ErrSessionLost means the connection dropped while a command was
 	// running. The command's outcome is unknown; it may still be running.
-	ErrSessionLost = fmt.Errorf("ssh connection lost mid-command (%w)", steps.ErrOutcomeUnknown)
+	ErrSessionLost = fmt.Errorf("ssh connection lost mid-command (%w)", ports.ErrOutcomeUnknown)
 )
 
 // UnknownHostKeyError: the host (or a jump host) is not in any known_hosts

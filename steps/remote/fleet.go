@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // Fleet runs commands on a cluster's broker (and client) hosts: the
-// steps.Remote port. It keeps one connection per host and drops it when the
+// ports.Hosts port. It keeps one connection per host and drops it when the
 // session is lost, so the next command dials again.
 type Fleet struct {
 	brokers map[int32]Target
@@ -28,7 +28,7 @@ type conn struct {
 	err   error
 }
 
-var _ steps.Remote = (*Fleet)(nil)
+var _ ports.Hosts = (*Fleet)(nil)
 
 // NewFleet builds a fleet from per-broker and per-client SSH targets.
 func NewFleet(brokers map[int32]Target, clients map[string]Target) *Fleet {
@@ -82,14 +82,14 @@ func (f *Fleet) drop(t Target) {
 	}
 }
 
-func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(steps.Line)) error {
+func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(ports.Line)) error {
 	c, err := f.client(ctx, t)
 	if err != nil {
 		return err
 	}
 	_, err = c.Run(ctx, cmd, func(l Line) {
 		if out != nil {
-			out(steps.Line{Stderr: l.Stream == Stderr, Text: l.Text})
+			out(ports.Line{Stderr: l.Stream == Stderr, Text: l.Text})
 		}
 	})
 	if errors.Is(err, ErrSessionLost) || errors.Is(err, ErrUnreachable) {
@@ -99,7 +99,7 @@ func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(steps.Li
 }
 
 // Run runs cmd on broker's host.
-func (f *Fleet) Run(ctx context.Context, broker int32, cmd string, out func(steps.Line)) error {
+func (f *Fleet) Run(ctx context.Context, broker int32, cmd string, out func(ports.Line)) error {
 	t, ok := f.brokers[broker]
 	if !ok {
 		return fmt.Errorf("broker %d has no SSH target in the inventory", broker)
@@ -113,7 +113,7 @@ func (f *Fleet) Check(ctx context.Context, broker int32) error {
 }
 
 // RunClient runs cmd on a client's host.
-func (f *Fleet) RunClient(ctx context.Context, c steps.Client, cmd string, out func(steps.Line)) error {
+func (f *Fleet) RunClient(ctx context.Context, c ports.Client, cmd string, out func(ports.Line)) error {
 	t, ok := f.clients[c.Name]
 	if !ok {
 		return fmt.Errorf("client %s has no SSH target in the inventory", c.Name)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/shell"
+
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -203,7 +205,7 @@ func TestRunConcurrentSessions(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			col := &collector{}
-			if _, err := c.Run(context.Background(), Command("echo", strconv.Itoa(i)), col.add); err != nil {
+			if _, err := c.Run(context.Background(), shell.Command("echo", strconv.Itoa(i)), col.add); err != nil {
 				t.Errorf("run %d: %v", i, err)
 				return
 			}
@@ -231,7 +233,7 @@ func TestQuoteThroughSSH(t *testing.T) {
 	// the bytes printf received exactly, trailing newlines included.
 	var script []string
 	for _, in := range hostile {
-		script = append(script, Command("printf", "%s", in)+" | od -An -v -tx1; echo --")
+		script = append(script, shell.Command("printf", "%s", in)+" | od -An -v -tx1; echo --")
 	}
 	cmd := strings.Join(script, "; ")
 	col := &collector{}
@@ -256,7 +258,7 @@ func TestQuoteThroughSSH(t *testing.T) {
 	}
 	for i, in := range hostile {
 		if got[i] != in {
-			t.Errorf("remote printf got %q, want %q (quoted as %s)", got[i], in, Quote(in))
+			t.Errorf("remote printf got %q, want %q (quoted as %s)", got[i], in, shell.Quote(in))
 		}
 	}
 }

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
-// CoordinatorConformance checks the steps.Coordinator contract the step
+// CoordinatorConformance checks the ports.ZooKeeper contract the step
 // kinds rely on. The fake ZK passes it, and so must the real adapter
 // against a real ZooKeeper. root is an existing, empty, chroot-relative
 // path the suite may use.
-func CoordinatorConformance(t *testing.T, c steps.Coordinator, root string) {
+func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p := root + "/t"

@@ -10,7 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // ExitErr is a command's non-zero exit, as the SSH adapter reports it.
@@ -33,7 +34,7 @@ type Hosts struct {
 	t      testing.TB
 	mu     sync.Mutex
 	zk     *ZK
-	target steps.Target
+	target ports.Target
 	// FS[broker][dir] lists the names in that directory.
 	FS map[int32]map[string]map[string]Entry
 	// Running says whether each broker's process runs.
@@ -50,7 +51,7 @@ type Hosts struct {
 
 // NewHosts fakes the target's hosts; each broker starts running and
 // registered.
-func NewHosts(t testing.TB, zk *ZK, target steps.Target) *Hosts {
+func NewHosts(t testing.TB, zk *ZK, target ports.Target) *Hosts {
 	h := &Hosts{t: t, zk: zk, target: target, FS: map[int32]map[string]map[string]Entry{},
 		Running: map[int32]bool{}, StopFails: map[int32]int{}, Unreachable: map[int32]error{}}
 	for _, b := range target.Hosts {
@@ -59,7 +60,7 @@ func NewHosts(t testing.TB, zk *ZK, target steps.Target) *Hosts {
 			h.FS[b.ID][d] = map[string]Entry{"meta.properties": {}}
 		}
 		h.Running[b.ID] = true
-		zk.Put(fmt.Sprintf("%s/%d", steps.BrokerIDsPath, b.ID), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
+		zk.Put(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, b.ID), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
 	}
 	return h
 }
@@ -99,7 +100,7 @@ func unquote(s string) string {
 }
 
 // shellWord decodes one POSIX shell word made of bare characters,
-// single-quoted runs and backslash escapes (what steps.ShQuote produces).
+// single-quoted runs and backslash escapes (what shell.Quote produces).
 func shellWord(w string) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(w); i++ {
@@ -126,8 +127,8 @@ func shellWord(w string) (string, bool) {
 	return b.String(), true
 }
 
-// Run implements steps.Remote.
-func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.Line)) error {
+// Run implements ports.Hosts.
+func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(ports.Line)) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.Commands = append(h.Commands, fmt.Sprintf("%d: %s", broker, cmd))
@@ -137,7 +138,7 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.
 	b, _ := h.target.Host(broker)
 	emit := func(s string) {
 		if out != nil {
-			out(steps.Line{Text: s})
+			out(ports.Line{Text: s})
 		}
 	}
 	switch {
@@ -149,28 +150,28 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.
 			return &ExitErr{code}
 		}
 		h.Running[broker] = false
-		h.zk.Remove(fmt.Sprintf("%s/%d", steps.BrokerIDsPath, broker))
+		h.zk.Remove(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, broker))
 		emit("stopped")
 		return nil
 	case cmd == b.Start:
 		h.Running[broker] = true
-		h.zk.Put(fmt.Sprintf("%s/%d", steps.BrokerIDsPath, broker), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
+		h.zk.Put(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, broker), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
 		emit("started")
 		if h.OnStart != nil {
 			h.OnStart(broker)
 		}
 		return nil
 	}
-	// Every script kremedy writes must run under /bin/sh (steps.Script),
+	// Every script kremedy writes must run under /bin/sh (shell.Script),
 	// never in the remote user's login shell.
 	wrapped, ok := strings.CutPrefix(cmd, "exec /bin/sh -c ")
 	if !ok {
-		h.t.Errorf("command on broker %d is neither the inventory's stop/start nor a steps.Script: %q", broker, cmd)
+		h.t.Errorf("command on broker %d is neither the inventory's stop/start nor a shell.Script: %q", broker, cmd)
 		return &ExitErr{127}
 	}
 	cmd, ok = shellWord(wrapped)
 	if !ok {
-		h.t.Errorf("steps.Script on broker %d is not one shell word: %q", broker, wrapped)
+		h.t.Errorf("shell.Script on broker %d is not one shell word: %q", broker, wrapped)
 		return &ExitErr{127}
 	}
 	if strings.HasPrefix(cmd, "kremedy_list() {") {
@@ -258,15 +259,15 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(steps.
 	return &ExitErr{127}
 }
 
-// Check implements steps.Remote.
+// Check implements ports.Hosts.
 func (h *Hosts) Check(ctx context.Context, broker int32) error {
 	return h.Run(ctx, broker, "true", nil)
 }
 
-// RunClient implements steps.Remote; the fake knows no clients.
-func (h *Hosts) RunClient(_ context.Context, c steps.Client, cmd string, _ func(steps.Line)) error {
+// RunClient implements ports.Hosts; the fake knows no clients.
+func (h *Hosts) RunClient(_ context.Context, c ports.Client, cmd string, _ func(ports.Line)) error {
 	h.t.Errorf("unexpected client command on %s: %q", c.Name, cmd)
 	return &ExitErr{127}
 }
 
-var _ steps.Remote = (*Hosts)(nil)
+var _ ports.Hosts = (*Hosts)(nil)

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // Kafka fakes the cluster side. By default every running broker answers
@@ -21,13 +22,13 @@ type Kafka struct {
 	zk    *ZK
 	hosts *Hosts
 	// Stale[broker][topic] is what that broker caches instead of the truth.
-	Stale map[int32]map[string]steps.TopicView
+	Stale map[int32]map[string]ports.TopicView
 	// StaleReads, when positive, makes Stale last only that many Metadata
 	// answers of each broker: a broker catching up, as after a leader move.
 	StaleReads int
 	answered   map[int32]int
-	GroupsOn   []steps.GroupUse
-	ProducerOn []steps.ProducerUse
+	GroupsOn   []ports.GroupUse
+	ProducerOn []ports.ProducerUse
 	// ProducersErr is what Producers returns beside ProducerOn: partitions
 	// it could not ask about.
 	ProducersErr error
@@ -40,7 +41,7 @@ type Kafka struct {
 
 // NewKafka fakes the cluster whose ZooKeeper and hosts are given.
 func NewKafka(t testing.TB, zk *ZK, hosts *Hosts) *Kafka {
-	return &Kafka{t: t, zk: zk, hosts: hosts, Stale: map[int32]map[string]steps.TopicView{}, AutoCreate: "false"}
+	return &Kafka{t: t, zk: zk, hosts: hosts, Stale: map[int32]map[string]ports.TopicView{}, AutoCreate: "false"}
 }
 
 func (k *Kafka) running(id int32) bool {
@@ -50,19 +51,19 @@ func (k *Kafka) running(id int32) bool {
 }
 
 // truth is topic t as ZooKeeper has it.
-func (k *Kafka) truth(ctx context.Context, t string) steps.TopicView {
-	b, _, err := k.zk.Get(ctx, steps.TopicPath(t))
+func (k *Kafka) truth(ctx context.Context, t string) ports.TopicView {
+	b, _, err := k.zk.Get(ctx, kafkazk.TopicPath(t))
 	if err != nil {
-		return steps.TopicView{Name: t, Err: "UNKNOWN_TOPIC_OR_PARTITION"}
+		return ports.TopicView{Name: t, Err: "UNKNOWN_TOPIC_OR_PARTITION"}
 	}
-	var z steps.TopicZNode
+	var z kafkazk.TopicZNode
 	_ = json.Unmarshal(b, &z)
-	tv := steps.TopicView{Name: t, ID: z.TopicID, Partitions: map[int32]steps.PartitionView{}}
+	tv := ports.TopicView{Name: t, ID: z.TopicID, Partitions: map[int32]ports.PartitionView{}}
 	as, _ := z.Assignment()
 	for p, reps := range as {
-		pv := steps.PartitionView{Partition: p, Leader: reps[0], Replicas: reps, ISR: reps}
-		if b, _, err := k.zk.Get(ctx, steps.PartitionStatePath(t, p)); err == nil {
-			var st steps.PartitionState
+		pv := ports.PartitionView{Partition: p, Leader: reps[0], Replicas: reps, ISR: reps}
+		if b, _, err := k.zk.Get(ctx, kafkazk.PartitionStatePath(t, p)); err == nil {
+			var st kafkazk.PartitionState
 			if json.Unmarshal(b, &st) == nil {
 				pv.Leader, pv.LeaderEpoch, pv.ISR = st.Leader, st.LeaderEpoch, st.ISR
 			}
@@ -72,21 +73,21 @@ func (k *Kafka) truth(ctx context.Context, t string) steps.TopicView {
 	return tv
 }
 
-func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (steps.BrokerView, error) {
+func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (ports.BrokerView, error) {
 	if !k.running(id) {
-		return steps.BrokerView{}, fmt.Errorf("broker %d: connection refused", id)
+		return ports.BrokerView{}, fmt.Errorf("broker %d: connection refused", id)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	v := steps.BrokerView{Broker: id, Topics: map[string]steps.TopicView{}}
+	v := ports.BrokerView{Broker: id, Topics: map[string]ports.TopicView{}}
 	v.Brokers, _ = registered(ctx, k.zk)
-	if b, _, err := k.zk.Get(ctx, steps.ControllerPath); err == nil {
-		var c steps.ControllerZNode
+	if b, _, err := k.zk.Get(ctx, kafkazk.ControllerPath); err == nil {
+		var c kafkazk.ControllerZNode
 		_ = json.Unmarshal(b, &c)
 		v.Controller = c.BrokerID
 	}
 	if len(topics) == 0 {
-		kids, _ := k.zk.Children(ctx, steps.TopicsPath)
+		kids, _ := k.zk.Children(ctx, kafkazk.TopicsPath)
 		topics = kids
 	}
 	if k.answered == nil {
@@ -108,7 +109,7 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (ste
 }
 
 func registered(ctx context.Context, zk *ZK) ([]int32, error) {
-	kids, err := zk.Children(ctx, steps.BrokerIDsPath)
+	kids, err := zk.Children(ctx, kafkazk.BrokerIDsPath)
 	var ids []int32
 	for _, c := range kids {
 		var id int32
@@ -118,13 +119,13 @@ func registered(ctx context.Context, zk *ZK) ([]int32, error) {
 	return ids, err
 }
 
-func (k *Kafka) Groups(context.Context, string) ([]steps.GroupUse, error) {
+func (k *Kafka) Groups(context.Context, string) ([]ports.GroupUse, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.GroupsOn, nil
 }
 
-func (k *Kafka) Producers(context.Context, string, []int32, []int32) ([]steps.ProducerUse, error) {
+func (k *Kafka) Producers(context.Context, string, []int32, []int32) ([]ports.ProducerUse, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.ProducerOn, k.ProducersErr
@@ -153,8 +154,8 @@ func (k *Kafka) CreateTopic(ctx context.Context, t string, assignment [][]int32,
 		}
 		parts[fmt.Sprint(p)] = reps
 	}
-	b, _ := json.Marshal(steps.TopicZNode{Version: 3, Partitions: parts, TopicID: id})
-	k.zk.Put(steps.TopicPath(t), string(b))
+	b, _ := json.Marshal(kafkazk.TopicZNode{Version: 3, Partitions: parts, TopicID: id})
+	k.zk.Put(kafkazk.TopicPath(t), string(b))
 	return id, nil
 }
 
@@ -162,11 +163,11 @@ func (k *Kafka) Offsets(context.Context, int32, string, int32) (int64, int64, er
 	return 0, 0, nil
 }
 
-func (k *Kafka) Canary(context.Context, string, int32, string) (steps.CanaryResult, error) {
+func (k *Kafka) Canary(context.Context, string, int32, string) (ports.CanaryResult, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.Canaries++
-	return steps.CanaryResult{}, nil
+	return ports.CanaryResult{}, nil
 }
 
 // OnlyCanaries: the fake's partitions are always empty (Offsets says 0, 0).
@@ -200,4 +201,4 @@ func (k *Kafka) Listening(_ context.Context, addr string) bool {
 	return false
 }
 
-var _ steps.Cluster = (*Kafka)(nil)
+var _ ports.Kafka = (*Kafka)(nil)

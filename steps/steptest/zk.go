@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // Errors the fake ZooKeeper returns (the adapter uses go-zookeeper's).
@@ -30,14 +31,14 @@ var (
 
 type znode struct {
 	data  []byte
-	acl   []steps.ACL
-	stat  steps.ZStat
+	acl   []kafkazk.ACL
+	stat  kafkazk.ZStat
 	kids  map[string]bool
 	ephem bool
 }
 
 // ZK is an in-memory ZooKeeper tree (chroot-relative) implementing
-// steps.Coordinator. Mutations are logged in Ops.
+// ports.ZooKeeper. Mutations are logged in Ops.
 type ZK struct {
 	t      testing.TB
 	mu     sync.Mutex
@@ -82,8 +83,8 @@ func (z *ZK) put(p string, data []byte) {
 		n.stat.Version++
 		return
 	}
-	z.nodes[p] = &znode{data: data, kids: map[string]bool{}, acl: []steps.ACL{{Perms: 31, Scheme: "world", ID: "anyone"}},
-		stat: steps.ZStat{Ctime: time.Unix(1_700_000_000, 0), Mtime: time.Unix(1_700_000_000, 0)}}
+	z.nodes[p] = &znode{data: data, kids: map[string]bool{}, acl: []kafkazk.ACL{{Perms: 31, Scheme: "world", ID: "anyone"}},
+		stat: kafkazk.ZStat{Ctime: time.Unix(1_700_000_000, 0), Mtime: time.Unix(1_700_000_000, 0)}}
 	z.nodes[parent].kids[path.Base(p)] = true
 	z.nodes[parent].stat.Cversion++
 }
@@ -141,19 +142,19 @@ func (z *ZK) Chroot() string              { return z.chroot }
 func (z *ZK) IsNoNode(err error) bool     { return errors.Is(err, ErrNoNode) }
 func (z *ZK) IsBadVersion(err error) bool { return errors.Is(err, ErrBadVersion) }
 
-func (z *ZK) Get(_ context.Context, p string) ([]byte, steps.ZStat, error) {
+func (z *ZK) Get(_ context.Context, p string) ([]byte, kafkazk.ZStat, error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	n, ok := z.nodes[p]
 	if !ok {
-		return nil, steps.ZStat{}, fmt.Errorf("get %s: %w", p, ErrNoNode)
+		return nil, kafkazk.ZStat{}, fmt.Errorf("get %s: %w", p, ErrNoNode)
 	}
 	st := n.stat
 	st.NumChildren = int32(len(n.kids))
 	return slices.Clone(n.data), st, nil
 }
 
-func (z *ZK) Exists(ctx context.Context, p string) (bool, steps.ZStat, error) {
+func (z *ZK) Exists(ctx context.Context, p string) (bool, kafkazk.ZStat, error) {
 	_, st, err := z.Get(ctx, p)
 	if errors.Is(err, ErrNoNode) {
 		return false, st, nil
@@ -176,7 +177,7 @@ func (z *ZK) Children(_ context.Context, p string) ([]string, error) {
 	return out, nil
 }
 
-func (z *ZK) GetACL(_ context.Context, p string) ([]steps.ACL, error) {
+func (z *ZK) GetACL(_ context.Context, p string) ([]kafkazk.ACL, error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	n, ok := z.nodes[p]
@@ -193,7 +194,7 @@ func (z *ZK) hook(op, p string) error {
 	return nil
 }
 
-func (z *ZK) Create(_ context.Context, p string, data []byte, acl []steps.ACL) error {
+func (z *ZK) Create(_ context.Context, p string, data []byte, acl []kafkazk.ACL) error {
 	if err := z.hook("create", p); err != nil {
 		return err
 	}
@@ -214,18 +215,18 @@ func (z *ZK) Create(_ context.Context, p string, data []byte, acl []steps.ACL) e
 	return nil
 }
 
-func (z *ZK) Set(_ context.Context, p string, data []byte, version int32) (steps.ZStat, error) {
+func (z *ZK) Set(_ context.Context, p string, data []byte, version int32) (kafkazk.ZStat, error) {
 	if err := z.hook("set", p); err != nil {
-		return steps.ZStat{}, err
+		return kafkazk.ZStat{}, err
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	n, ok := z.nodes[p]
 	if !ok {
-		return steps.ZStat{}, fmt.Errorf("set %s: %w", p, ErrNoNode)
+		return kafkazk.ZStat{}, fmt.Errorf("set %s: %w", p, ErrNoNode)
 	}
 	if version != -1 && version != n.stat.Version {
-		return steps.ZStat{}, fmt.Errorf("set %s: %w", p, ErrBadVersion)
+		return kafkazk.ZStat{}, fmt.Errorf("set %s: %w", p, ErrBadVersion)
 	}
 	n.data = data
 	n.stat.Version++
@@ -287,4 +288,4 @@ func (z *ZK) Deleted() []string {
 	return out
 }
 
-var _ steps.Coordinator = (*ZK)(nil)
+var _ ports.ZooKeeper = (*ZK)(nil)

@@ -7,3 +7,7 @@ func TestFakeZKConformance(t *testing.T) {
 	z.Put("/suite", "")
 	CoordinatorConformance(t, z, "/suite")
 }
+
+func TestFakeZKStateConformance(t *testing.T) {
+	StateConformance(t, NewZK(t, "/kafka"))
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kremedy/kremedy/steps"
 	"io"
 	"log"
 	"path"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/kremedy/kremedy/steps/kafkazk"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -33,24 +34,18 @@ var (
 // go-zookeeper calls take no context; this adapter bounds them.
 const DefaultOpTimeout = 15 * time.Second
 
-// Stat is the part of a znode's metadata kremedy uses.
-type Stat = steps.ZStat
-
-func statOf(s *zk.Stat) Stat {
+func statOf(s *zk.Stat) kafkazk.ZStat {
 	if s == nil {
-		return Stat{}
+		return kafkazk.ZStat{}
 	}
-	return Stat{
+	return kafkazk.ZStat{
 		Version: s.Version, Cversion: s.Cversion, Aversion: s.Aversion,
 		Ctime: time.UnixMilli(s.Ctime), Mtime: time.UnixMilli(s.Mtime),
 		EphemeralOwner: s.EphemeralOwner, NumChildren: s.NumChildren,
 	}
 }
 
-// ACL is one access-control entry of a znode.
-type ACL = steps.ACL
-
-func toZK(acl []ACL) []zk.ACL {
+func toZK(acl []kafkazk.ACL) []zk.ACL {
 	out := make([]zk.ACL, len(acl))
 	for i, a := range acl {
 		out[i] = zk.ACL{Perms: a.Perms, Scheme: a.Scheme, ID: a.ID}
@@ -63,8 +58,6 @@ func (c *Conn) IsNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
 
 // IsBadVersion reports a version-check failure.
 func (c *Conn) IsBadVersion(err error) bool { return errors.Is(err, zk.ErrBadVersion) }
-
-var _ steps.Coordinator = (*Conn)(nil)
 
 // Options tune a connection.
 type Options struct {
@@ -135,7 +128,7 @@ func sessionNotifier(notify *atomic.Pointer[func(string)], timeout time.Duration
 // Dial opens a session on the ensemble named by a Kafka-style connect string
 // and waits until a server grants it, or ctx ends.
 func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
-	servers, chroot, err := ParseConnect(connect)
+	servers, chroot, err := kafkazk.ParseConnect(connect)
 	if err != nil {
 		return nil, err
 	}
@@ -232,27 +225,27 @@ func bound[T any](ctx context.Context, f func() (T, error)) (T, error) {
 }
 
 // Get reads a znode's data and stat.
-func (c *Conn) Get(ctx context.Context, p string) ([]byte, Stat, error) {
+func (c *Conn) Get(ctx context.Context, p string) ([]byte, kafkazk.ZStat, error) {
 	type gv struct {
 		b []byte
 		s *zk.Stat
 	}
 	r, err := bound(ctx, func() (gv, error) { b, s, err := c.zc.Get(c.Full(p)); return gv{b, s}, err })
 	if err != nil {
-		return nil, Stat{}, fmt.Errorf("get %s: %w", c.Full(p), err)
+		return nil, kafkazk.ZStat{}, fmt.Errorf("get %s: %w", c.Full(p), err)
 	}
 	return r.b, statOf(r.s), nil
 }
 
 // Exists reports whether a znode exists.
-func (c *Conn) Exists(ctx context.Context, p string) (bool, Stat, error) {
+func (c *Conn) Exists(ctx context.Context, p string) (bool, kafkazk.ZStat, error) {
 	type ev struct {
 		ok bool
 		s  *zk.Stat
 	}
 	r, err := bound(ctx, func() (ev, error) { ok, s, err := c.zc.Exists(c.Full(p)); return ev{ok, s}, err })
 	if err != nil {
-		return false, Stat{}, fmt.Errorf("exists %s: %w", c.Full(p), err)
+		return false, kafkazk.ZStat{}, fmt.Errorf("exists %s: %w", c.Full(p), err)
 	}
 	return r.ok, statOf(r.s), nil
 }
@@ -267,21 +260,21 @@ func (c *Conn) Children(ctx context.Context, p string) ([]string, error) {
 	return kids, nil
 }
 
-// GetACL reads a znode's ACL.
-func (c *Conn) GetACL(ctx context.Context, p string) ([]ACL, error) {
+// GetACL reads a znode's kafkazk.ACL.
+func (c *Conn) GetACL(ctx context.Context, p string) ([]kafkazk.ACL, error) {
 	acl, err := bound(ctx, func() ([]zk.ACL, error) { a, _, err := c.zc.GetACL(c.Full(p)); return a, err })
 	if err != nil {
 		return nil, fmt.Errorf("getacl %s: %w", c.Full(p), err)
 	}
-	out := make([]ACL, len(acl))
+	out := make([]kafkazk.ACL, len(acl))
 	for i, a := range acl {
-		out[i] = ACL{Perms: a.Perms, Scheme: a.Scheme, ID: a.ID}
+		out[i] = kafkazk.ACL{Perms: a.Perms, Scheme: a.Scheme, ID: a.ID}
 	}
 	return out, nil
 }
 
-// Create makes a persistent znode with the given ACL (world-all when nil).
-func (c *Conn) Create(ctx context.Context, p string, data []byte, acl []ACL) error {
+// Create makes a persistent znode with the given kafkazk.ACL (world-all when nil).
+func (c *Conn) Create(ctx context.Context, p string, data []byte, acl []kafkazk.ACL) error {
 	zacl := zk.WorldACL(zk.PermAll)
 	if acl != nil {
 		zacl = toZK(acl)
@@ -294,10 +287,10 @@ func (c *Conn) Create(ctx context.Context, p string, data []byte, acl []ACL) err
 }
 
 // Set writes a znode's data if its version still matches (-1: any).
-func (c *Conn) Set(ctx context.Context, p string, data []byte, version int32) (Stat, error) {
+func (c *Conn) Set(ctx context.Context, p string, data []byte, version int32) (kafkazk.ZStat, error) {
 	s, err := bound(ctx, func() (*zk.Stat, error) { return c.zc.Set(c.Full(p), data, version) })
 	if err != nil {
-		return Stat{}, fmt.Errorf("set %s (version %d): %w", c.Full(p), version, err)
+		return kafkazk.ZStat{}, fmt.Errorf("set %s (version %d): %w", c.Full(p), version, err)
 	}
 	return statOf(s), nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -15,11 +16,11 @@ import (
 // cost (the pipelined scan plus comparing every broker's view with
 // ZooKeeper and with each other), not a real cluster's network.
 type viewsCluster struct {
-	steps.Cluster // nil: any call not listed here panics (strict)
-	view          steps.BrokerView
+	ports.Kafka // nil: any call not listed here panics (strict)
+	view        ports.BrokerView
 }
 
-func (c *viewsCluster) BrokerView(_ context.Context, id int32, _ ...string) (steps.BrokerView, error) {
+func (c *viewsCluster) BrokerView(_ context.Context, id int32, _ ...string) (ports.BrokerView, error) {
 	v := c.view
 	v.Broker = id
 	return v, nil
@@ -56,18 +57,18 @@ func BenchmarkDiagnoseCluster(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	view := steps.BrokerView{Controller: st.Controller, Brokers: st.Brokers, Topics: map[string]steps.TopicView{}}
+	view := ports.BrokerView{Controller: st.Controller, Brokers: st.Brokers, Topics: map[string]ports.TopicView{}}
 	for name, ts := range st.Topics {
-		tv := steps.TopicView{Name: name, ID: ts.Znode.TopicID, Partitions: map[int32]steps.PartitionView{}}
+		tv := ports.TopicView{Name: name, ID: ts.Znode.TopicID, Partitions: map[int32]ports.PartitionView{}}
 		as, _ := ts.Znode.Assignment()
 		for p, reps := range as {
 			s := ts.States[p]
-			tv.Partitions[p] = steps.PartitionView{Partition: p, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, Replicas: reps, ISR: s.ISR}
+			tv.Partitions[p] = ports.PartitionView{Partition: p, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch, Replicas: reps, ISR: s.ISR}
 		}
 		view.Topics[name] = tv
 	}
 	kc := &viewsCluster{view: view}
-	target := steps.Target{Name: "bench", ZKConnect: connect}
+	target := ports.Target{Name: "bench", ZKConnect: connect}
 	resetPeakRSS()
 	b.ResetTimer()
 	var d *steps.Diagnosis

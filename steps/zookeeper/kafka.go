@@ -4,65 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kremedy/kremedy/steps"
 	"sort"
 	"strconv"
+
+	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-// Kafka's ZooKeeper layout and znode shapes live in package steps; these
-// aliases keep this adapter's callers short.
-const (
-	BrokerIDsPath    = steps.BrokerIDsPath
-	TopicsPath       = steps.TopicsPath
-	DeleteTopicsPath = steps.DeleteTopicsPath
-	ConfigTopicsPath = steps.ConfigTopicsPath
-	ReassignPath     = steps.ReassignPath
-	ControllerPath   = steps.ControllerPath
-	ClusterIDPath    = steps.ClusterIDPath
-	MigrationPath    = steps.MigrationPath
-)
-
-type (
-	TopicZNode         = steps.TopicZNode
-	PartitionState     = steps.PartitionState
-	BrokerRegistration = steps.BrokerRegistration
-	ControllerZNode    = steps.ControllerZNode
-)
-
-// ErrCorrupt marks znode data that does not decode as Kafka wrote it.
-var ErrCorrupt = steps.ErrCorrupt
-
-// TopicPath is /brokers/topics/<t>.
-func TopicPath(t string) string { return steps.TopicPath(t) }
-
-// PartitionStatePath is /brokers/topics/<t>/partitions/<p>/state.
-func PartitionStatePath(t string, p int32) string { return steps.PartitionStatePath(t, p) }
-
-func decode(p string, b []byte, v any) error { return steps.DecodeZNode(p, b, v) }
+var decode = kafkazk.DecodeZNode
 
 // Topic reads /brokers/topics/<t>.
-func (c *Conn) Topic(ctx context.Context, t string) (TopicZNode, Stat, error) {
-	var z TopicZNode
-	b, st, err := c.Get(ctx, TopicPath(t))
+func (c *Conn) Topic(ctx context.Context, t string) (kafkazk.TopicZNode, kafkazk.ZStat, error) {
+	var z kafkazk.TopicZNode
+	b, st, err := c.Get(ctx, kafkazk.TopicPath(t))
 	if err != nil {
 		return z, st, err
 	}
-	return z, st, decode(c.Full(TopicPath(t)), b, &z)
+	return z, st, decode(c.Full(kafkazk.TopicPath(t)), b, &z)
 }
 
 // PartitionStateOf reads one partition's state znode.
-func (c *Conn) PartitionStateOf(ctx context.Context, t string, p int32) (PartitionState, Stat, error) {
-	var s PartitionState
-	b, st, err := c.Get(ctx, PartitionStatePath(t, p))
+func (c *Conn) PartitionStateOf(ctx context.Context, t string, p int32) (kafkazk.PartitionState, kafkazk.ZStat, error) {
+	var s kafkazk.PartitionState
+	b, st, err := c.Get(ctx, kafkazk.PartitionStatePath(t, p))
 	if err != nil {
 		return s, st, err
 	}
-	return s, st, decode(c.Full(PartitionStatePath(t, p)), b, &s)
+	return s, st, decode(c.Full(kafkazk.PartitionStatePath(t, p)), b, &s)
 }
 
 // BrokerIDs lists the registered broker ids, sorted.
 func (c *Conn) BrokerIDs(ctx context.Context) ([]int32, error) {
-	kids, err := c.Children(ctx, BrokerIDsPath)
+	kids, err := c.Children(ctx, kafkazk.BrokerIDsPath)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +46,7 @@ func parseIDs(kids []string) ([]int32, error) {
 	for _, k := range kids {
 		n, err := strconv.ParseInt(k, 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("%s/%s: %w: not a broker id", BrokerIDsPath, k, ErrCorrupt)
+			return nil, fmt.Errorf("%s/%s: %w: not a broker id", kafkazk.BrokerIDsPath, k, kafkazk.ErrCorrupt)
 		}
 		ids = append(ids, int32(n))
 	}
@@ -84,15 +56,15 @@ func parseIDs(kids []string) ([]int32, error) {
 
 // Controller returns the active controller's broker id, or -1 when none.
 func (c *Conn) Controller(ctx context.Context) (int32, error) {
-	b, _, err := c.Get(ctx, ControllerPath)
+	b, _, err := c.Get(ctx, kafkazk.ControllerPath)
 	if errors.Is(err, ErrNoNode) {
 		return -1, nil
 	}
 	if err != nil {
 		return -1, err
 	}
-	var z ControllerZNode
-	if err := decode(c.Full(ControllerPath), b, &z); err != nil {
+	var z kafkazk.ControllerZNode
+	if err := decode(c.Full(kafkazk.ControllerPath), b, &z); err != nil {
 		return -1, err
 	}
 	return z.BrokerID, nil
@@ -102,7 +74,7 @@ func (c *Conn) Controller(ctx context.Context) (int32, error) {
 // driven by a child watch on /brokers/ids.
 func (c *Conn) WaitBrokers(ctx context.Context, cond func([]int32) bool) ([]int32, error) {
 	var last []int32
-	_, err := c.WaitChildren(ctx, BrokerIDsPath, func(kids []string) bool {
+	_, err := c.WaitChildren(ctx, kafkazk.BrokerIDsPath, func(kids []string) bool {
 		ids, err := parseIDs(kids)
 		if err != nil {
 			return false

@@ -34,7 +34,7 @@ func (e *MultiError) Error() string {
 func (e *MultiError) Unwrap() error { return e.Err }
 
 // MultiSize estimates the bytes a node adds to a Multi request: its path,
-// data, a world ACL and the framing around them.
+// data, a world kafkazk.ACL and the framing around them.
 func MultiSize(n Node, chroot string) int { return len(chroot) + len(n.Path) + len(n.Data) + 48 }
 
 // CreateMulti creates nodes, in order, world-readable and writable, in one

@@ -14,53 +14,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 )
-
-// TopicState is everything ZooKeeper holds about one topic.
-type TopicState struct {
-	Name  string
-	Znode steps.TopicZNode // decoded /brokers/topics/<t>; zero when missing or not JSON
-	Stat  steps.ZStat      // of /brokers/topics/<t>
-	// States holds the decoded …/partitions/<p>/state of every partition
-	// the topic znode assigns; a missing or corrupt one is absent here and
-	// named in Errs.
-	States map[int32]steps.PartitionState
-	// Config is the "config" of /config/topics/<t>, nil if the znode is
-	// absent or corrupt, empty (not nil) if it holds no overrides.
-	Config        map[string]string
-	PendingDelete bool // /admin/delete_topics/<t> exists
-	// Errs lists per-znode problems (missing topic znode, corrupt JSON,
-	// missing state znode), sorted. They never abort a scan.
-	Errs []string
-}
-
-// Snapshot is the Kafka topic state of a chroot, read in one scan. The
-// reads are not one ZooKeeper transaction: a cluster that changes during the
-// scan may show a topic half-way through the change.
-type Snapshot struct {
-	Brokers    []int32 // registered broker ids, sorted
-	Controller int32   // active controller, -1 when none
-	// Topics holds every name under /brokers/topics, /config/topics or
-	// /admin/delete_topics (or only the names asked for). A name without a
-	// topic znode — a leftover config or delete marker, or a name asked for
-	// that does not exist — has a zero Znode and says so in Errs.
-	Topics map[string]*TopicState
-	Reads  int // znode reads issued
-	// Errs lists problems outside any topic (a corrupt /controller, a broker
-	// id that is not a number), sorted. They never abort a scan.
-	Errs []string
-}
-
-// Sorted returns the snapshot's topic names in order.
-func (s *Snapshot) Sorted() []string {
-	names := make([]string, 0, len(s.Topics))
-	for n := range s.Topics {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
 
 // ScanOptions tune a scan.
 type ScanOptions struct {
@@ -98,14 +53,14 @@ const (
 // Scan reads the Kafka topic state of the whole chroot, or only of the
 // named topics, with up to concurrency reads in flight (0: the default),
 // spread over DefaultScanSessions sessions. See ScanWith.
-func (c *Conn) Scan(ctx context.Context, concurrency int, topics ...string) (*Snapshot, error) {
+func (c *Conn) Scan(ctx context.Context, concurrency int, topics ...string) (*kafkazk.ClusterState, error) {
 	return c.ScanWith(ctx, ScanOptions{Concurrency: concurrency}, topics...)
 }
 
 // ScanSequential reads the same znodes as Scan and returns an equal
-// snapshot, one request at a time on this session. It is the baseline Scan
+// state, one request at a time on this session. It is the baseline Scan
 // is measured against.
-func (c *Conn) ScanSequential(ctx context.Context, topics ...string) (*Snapshot, error) {
+func (c *Conn) ScanSequential(ctx context.Context, topics ...string) (*kafkazk.ClusterState, error) {
 	return c.ScanWith(ctx, ScanOptions{Concurrency: 1, Sessions: 1}, topics...)
 }
 
@@ -123,8 +78,8 @@ func (c *Conn) ScanSequential(ctx context.Context, topics ...string) (*Snapshot,
 // Per-znode problems (missing, corrupt) are recorded in the snapshot and
 // never abort the scan; any other error (connection lost, no auth, ctx
 // ended, ZooKeeper silent for DefaultOpTimeout) does, and no snapshot is
-// returned. The reads are not one transaction (see Snapshot).
-func (c *Conn) ScanWith(ctx context.Context, o ScanOptions, topics ...string) (*Snapshot, error) {
+// returned. The reads are not one transaction (see kafkazk.ClusterState).
+func (c *Conn) ScanWith(ctx context.Context, o ScanOptions, topics ...string) (*kafkazk.ClusterState, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultScanConcurrency
 	}
@@ -151,7 +106,7 @@ const (
 
 type read struct {
 	kind readKind
-	ts   *TopicState
+	ts   *kafkazk.TopicState
 	part int32
 }
 
@@ -160,17 +115,17 @@ type scanner struct {
 	reads, completed atomic.Int64
 
 	mu                          sync.Mutex // guards everything below
-	snap                        *Snapshot
+	snap                        *kafkazk.ClusterState
 	topicList, configs, deletes []string
 }
 
-func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string) (*Snapshot, error) {
+func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string) (*kafkazk.ClusterState, error) {
 	for _, t := range only {
-		if err := steps.ValidateTopic(t); err != nil {
-			return nil, fmt.Errorf("scan %s: %w", c.Full(TopicsPath), err)
+		if err := kafkazk.ValidateTopic(t); err != nil {
+			return nil, fmt.Errorf("scan %s: %w", c.Full(kafkazk.TopicsPath), err)
 		}
 	}
-	s := &scanner{c: c, snap: &Snapshot{Controller: -1, Topics: map[string]*TopicState{}}}
+	s := &scanner{c: c, snap: &kafkazk.ClusterState{Controller: -1, Topics: map[string]*kafkazk.TopicState{}}}
 
 	// 1. The cluster: brokers, controller, and the three topic directories.
 	err := s.run(ctx, min(o.Concurrency, int(readDeleteList)+1), nil, func(yield func(read) bool) {
@@ -191,19 +146,19 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string) (*Snapsho
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
-	order := make([]*TopicState, len(names))
+	order := make([]*kafkazk.TopicState, len(names))
 	for i, n := range names {
-		ts := &TopicState{Name: n}
+		ts := kafkazk.NewTopicState(n)
 		order[i] = ts
 		s.snap.Topics[n] = ts
 		if len(only) == 0 {
-			if err := steps.ValidateTopic(n); err != nil {
-				ts.Errs = append(ts.Errs, err.Error())
+			if err := kafkazk.ValidateTopic(n); err != nil {
+				ts.Errs = append(ts.Errs, err)
 			}
 		}
 		_, ts.PendingDelete = slices.BinarySearch(s.deletes, n)
 		if _, ok := slices.BinarySearch(s.topicList, n); !ok {
-			ts.Errs = append(ts.Errs, fmt.Sprintf("%s: no topic znode", c.Full(TopicPath(n))))
+			ts.Errs = append(ts.Errs, fmt.Errorf("%s: %w: no topic znode", c.Full(kafkazk.TopicPath(n)), kafkazk.ErrMissing))
 		}
 	}
 
@@ -245,16 +200,16 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string) (*Snapsho
 	}
 
 	for _, ts := range order {
-		sort.Strings(ts.Errs)
+		kafkazk.SortErrs(ts.Errs)
 	}
-	sort.Strings(s.snap.Errs)
+	kafkazk.SortErrs(s.snap.Errs)
 	s.snap.Reads = int(s.reads.Load())
 	return s.snap, nil
 }
 
 // sortedPartitions lists the partitions a decoded topic znode assigns; a
 // topic whose assignment did not decode has none.
-func sortedPartitions(z steps.TopicZNode) []int32 {
+func sortedPartitions(z kafkazk.TopicZNode) []int32 {
 	ps := make([]int32, 0, len(z.Partitions))
 	for k := range z.Partitions {
 		n, err := strconv.ParseInt(k, 10, 32)
@@ -354,10 +309,10 @@ func (s *scanner) run(ctx context.Context, workers int, sessions []*scanSession,
 
 // get and children are the scan's reads, on session zc: unbounded,
 // because run bounds the scan as a whole.
-func (c *Conn) get(zc *zk.Conn, p string) ([]byte, Stat, error) {
+func (c *Conn) get(zc *zk.Conn, p string) ([]byte, kafkazk.ZStat, error) {
 	b, st, err := zc.Get(c.Full(p))
 	if err != nil {
-		return nil, Stat{}, fmt.Errorf("get %s: %w", c.Full(p), err)
+		return nil, kafkazk.ZStat{}, fmt.Errorf("get %s: %w", c.Full(p), err)
 	}
 	return b, statOf(st), nil
 }
@@ -378,8 +333,8 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 	s.reads.Add(1)
 	switch r.kind {
 	case readBrokers, readTopicList, readConfigList, readDeleteList:
-		p := map[readKind]string{readBrokers: BrokerIDsPath, readTopicList: TopicsPath,
-			readConfigList: ConfigTopicsPath, readDeleteList: DeleteTopicsPath}[r.kind]
+		p := map[readKind]string{readBrokers: kafkazk.BrokerIDsPath, readTopicList: kafkazk.TopicsPath,
+			readConfigList: kafkazk.ConfigTopicsPath, readDeleteList: kafkazk.DeleteTopicsPath}[r.kind]
 		kids, err := c.children(zc, p)
 		if errors.Is(err, ErrNoNode) {
 			err = nil
@@ -393,7 +348,7 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 		case readBrokers:
 			ids, err := parseIDs(kids)
 			if err != nil {
-				s.snap.Errs = append(s.snap.Errs, err.Error())
+				s.snap.Errs = append(s.snap.Errs, err)
 			}
 			s.snap.Brokers = ids
 		case readTopicList:
@@ -406,38 +361,38 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 		return nil
 
 	case readController:
-		b, _, err := c.get(zc, ControllerPath)
+		b, _, err := c.get(zc, kafkazk.ControllerPath)
 		if errors.Is(err, ErrNoNode) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var z ControllerZNode
-		err = decode(c.Full(ControllerPath), b, &z)
+		var z kafkazk.ControllerZNode
+		err = decode(c.Full(kafkazk.ControllerPath), b, &z)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {
-			s.snap.Errs = append(s.snap.Errs, err.Error())
+			s.snap.Errs = append(s.snap.Errs, err)
 		} else {
 			s.snap.Controller = z.BrokerID
 		}
 		return nil
 
 	case readTopic:
-		p := TopicPath(r.ts.Name)
+		p := kafkazk.TopicPath(r.ts.Name)
 		b, st, err := c.get(zc, p)
 		if errors.Is(err, ErrNoNode) {
-			s.note(r.ts, fmt.Sprintf("%s: deleted during the scan", c.Full(p)))
+			s.note(r.ts, fmt.Errorf("%s: %w: deleted during the scan", c.Full(p), kafkazk.ErrMissing))
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var z TopicZNode
+		var z kafkazk.TopicZNode
 		derr := decode(c.Full(p), b, &z)
 		if derr != nil {
-			z = TopicZNode{} // not JSON: nothing in it is trustworthy
+			z = kafkazk.TopicZNode{} // not JSON: nothing in it is trustworthy
 		} else if _, err := z.Assignment(); err != nil {
 			// Kept: it still names the topic ID. sortedPartitions
 			// yields nothing for it, so no state is read.
@@ -445,25 +400,25 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		r.ts.Stat, r.ts.Znode = st, z
+		r.ts.Exists, r.ts.Stat, r.ts.Znode = true, st, z
 		if derr != nil {
-			r.ts.Errs = append(r.ts.Errs, derr.Error())
+			r.ts.Errs = append(r.ts.Errs, derr)
 		}
 		return nil
 
 	case readConfig:
-		p := steps.ConfigTopicPath(r.ts.Name)
+		p := kafkazk.ConfigTopicPath(r.ts.Name)
 		b, _, err := c.get(zc, p)
 		if errors.Is(err, ErrNoNode) {
-			s.note(r.ts, fmt.Sprintf("%s: deleted during the scan", c.Full(p)))
+			s.note(r.ts, fmt.Errorf("%s: %w: deleted during the scan", c.Full(p), kafkazk.ErrMissing))
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var z steps.TopicConfigZNode
+		var z kafkazk.TopicConfigZNode
 		if err := decode(c.Full(p), b, &z); err != nil {
-			s.note(r.ts, err.Error())
+			s.note(r.ts, err)
 			return nil
 		}
 		if z.Config == nil {
@@ -475,33 +430,37 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 		return nil
 
 	case readState:
-		p := PartitionStatePath(r.ts.Name, r.part)
+		p := kafkazk.PartitionStatePath(r.ts.Name, r.part)
 		b, _, err := c.get(zc, p)
 		if errors.Is(err, ErrNoNode) {
-			s.note(r.ts, fmt.Sprintf("%s: partition %d has no state znode", c.Full(p), r.part))
+			s.note(r.ts, fmt.Errorf("%s: %w: partition %d has no state znode", c.Full(p), kafkazk.ErrMissing, r.part))
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var ps PartitionState
+		var ps kafkazk.PartitionState
 		if err := decode(c.Full(p), b, &ps); err != nil {
-			s.note(r.ts, err.Error())
+			s.note(r.ts, err)
 			return nil
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if r.ts.States == nil {
-			r.ts.States = make(map[int32]steps.PartitionState, len(r.ts.Znode.Partitions))
-		}
 		r.ts.States[r.part] = ps
 		return nil
 	}
 	return fmt.Errorf("scan: unknown read kind %d", r.kind)
 }
 
-func (s *scanner) note(ts *TopicState, msg string) {
+func (s *scanner) note(ts *kafkazk.TopicState, err error) {
 	s.mu.Lock()
-	ts.Errs = append(ts.Errs, msg)
+	ts.Errs = append(ts.Errs, err)
 	s.mu.Unlock()
+}
+
+var _ kafkazk.StateReader = (*Conn)(nil)
+
+// ReadState implements kafkazk.StateReader with a pipelined Scan.
+func (c *Conn) ReadState(ctx context.Context, topics ...string) (*kafkazk.ClusterState, error) {
+	return c.Scan(ctx, 0, topics...)
 }

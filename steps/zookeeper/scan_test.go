@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/lab"
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -114,7 +114,7 @@ func TestScan(t *testing.T) {
 
 	// Idempotent: a second run creates nothing; a topic whose znodes were
 	// removed by hand (its config left behind) is completed.
-	mustDo(t, c.DeleteRecursive(ctx, steps.TopicPath("seed-00020")))
+	mustDo(t, c.DeleteRecursive(ctx, kafkazk.TopicPath("seed-00020")))
 	out.Reset()
 	mustDo(t, lab.Seed(ctx, connect, topics, parts, &out))
 	if want := fmt.Sprintf(" %d znodes created in 1 transactions, %d topics already there, 1 other znodes already there", 2+2*parts, topics-1); !strings.Contains(out.String(), want) {
@@ -123,20 +123,20 @@ func TestScan(t *testing.T) {
 
 	// A cluster with problems.
 	mustDo(t, c.Create(ctx, "/brokers/ids/2", []byte(`{"version":5,"host":"h","port":9092,"endpoints":["PLAINTEXT://h:9092"]}`), nil))
-	mustDo(t, c.Create(ctx, steps.ControllerPath, []byte(`{"version":2,"brokerid":2,"timestamp":"1"}`), nil))
-	_, err := c.Set(ctx, steps.TopicPath("seed-00007"), []byte(`{"version":3,"partitions":`), -1)
+	mustDo(t, c.Create(ctx, kafkazk.ControllerPath, []byte(`{"version":2,"brokerid":2,"timestamp":"1"}`), nil))
+	_, err := c.Set(ctx, kafkazk.TopicPath("seed-00007"), []byte(`{"version":3,"partitions":`), -1)
 	mustDo(t, err)
-	_, err = c.Set(ctx, steps.TopicPath("seed-00008"), []byte(`{"version":3,"partitions":{"x":[1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"}`), -1)
+	_, err = c.Set(ctx, kafkazk.TopicPath("seed-00008"), []byte(`{"version":3,"partitions":{"x":[1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"}`), -1)
 	mustDo(t, err)
-	mustDo(t, c.Delete(ctx, steps.PartitionStatePath("seed-00011", 2), -1))
-	_, err = c.Set(ctx, steps.PartitionStatePath("seed-00012", 0), []byte(`nope`), -1)
+	mustDo(t, c.Delete(ctx, kafkazk.PartitionStatePath("seed-00011", 2), -1))
+	_, err = c.Set(ctx, kafkazk.PartitionStatePath("seed-00012", 0), []byte(`nope`), -1)
 	mustDo(t, err)
-	mustDo(t, c.Create(ctx, steps.DeleteTopicPath("seed-00013"), nil, nil))
-	_, err = c.Set(ctx, steps.ConfigTopicPath("seed-00014"), []byte(`{"version":1,"config":{"retention.ms":"86400000"}}`), -1)
+	mustDo(t, c.Create(ctx, kafkazk.DeleteTopicPath("seed-00013"), nil, nil))
+	_, err = c.Set(ctx, kafkazk.ConfigTopicPath("seed-00014"), []byte(`{"version":1,"config":{"retention.ms":"86400000"}}`), -1)
 	mustDo(t, err)
-	mustDo(t, c.Delete(ctx, steps.ConfigTopicPath("seed-00015"), -1))
-	mustDo(t, c.Create(ctx, steps.ConfigTopicPath("gone"), []byte(`{"version":1,"config":{}}`), nil))
-	mustDo(t, c.Create(ctx, steps.DeleteTopicPath("gone"), nil, nil))
+	mustDo(t, c.Delete(ctx, kafkazk.ConfigTopicPath("seed-00015"), -1))
+	mustDo(t, c.Create(ctx, kafkazk.ConfigTopicPath("gone"), []byte(`{"version":1,"config":{}}`), nil))
+	mustDo(t, c.Create(ctx, kafkazk.DeleteTopicPath("gone"), nil, nil))
 
 	// With brokers registered, Seed now refuses.
 	if err := lab.Seed(ctx, connect, 1, 1, &out); !errors.Is(err, lab.ErrNotTestChroot) {
@@ -202,7 +202,7 @@ func TestScan(t *testing.T) {
 			}
 		}
 	}
-	wantState := steps.PartitionState{ControllerEpoch: 1, Leader: 1, Version: 1, LeaderEpoch: 0, ISR: []int32{1, 2, 3}}
+	wantState := kafkazk.PartitionState{ControllerEpoch: 1, Leader: 1, Version: 1, LeaderEpoch: 0, ISR: []int32{1, 2, 3}}
 	for p := range int32(parts) {
 		if !reflect.DeepEqual(ok.States[p], wantState) {
 			t.Errorf("seed-00000 partition %d state %+v", p, ok.States[p])
@@ -213,22 +213,22 @@ func TestScan(t *testing.T) {
 		topic  string
 		errs   []string // substrings, one per expected Errs entry
 		states int
-		check  func(*zookeeper.TopicState) bool
+		check  func(*kafkazk.TopicState) bool
 	}{
 		{"seed-00007", []string{"seed-00007: znode data does not decode"}, 0,
-			func(ts *zookeeper.TopicState) bool { return ts.Znode.Version == 0 && ts.Config != nil }},
+			func(ts *kafkazk.TopicState) bool { return ts.Znode.Version == 0 && ts.Config != nil }},
 		{"seed-00008", []string{`partition key "x" is not a partition number`}, 0,
-			func(ts *zookeeper.TopicState) bool {
+			func(ts *kafkazk.TopicState) bool {
 				return ts.Znode.TopicID == "AAAAAAAAAAAAAAAAAAAAAA" && ts.Stat.Version == 1
 			}},
 		{"seed-00011", []string{"partitions/2/state: partition 2 has no state znode"}, 2, nil},
 		{"seed-00012", []string{"partitions/0/state: znode data does not decode"}, 2, nil},
-		{"seed-00013", nil, parts, func(ts *zookeeper.TopicState) bool { return ts.PendingDelete }},
-		{"seed-00014", nil, parts, func(ts *zookeeper.TopicState) bool { return ts.Config["retention.ms"] == "86400000" }},
-		{"seed-00015", nil, parts, func(ts *zookeeper.TopicState) bool { return ts.Config == nil }},
-		{"seed-00020", nil, parts, func(ts *zookeeper.TopicState) bool { return ts.Config != nil }},
+		{"seed-00013", nil, parts, func(ts *kafkazk.TopicState) bool { return ts.PendingDelete }},
+		{"seed-00014", nil, parts, func(ts *kafkazk.TopicState) bool { return ts.Config["retention.ms"] == "86400000" }},
+		{"seed-00015", nil, parts, func(ts *kafkazk.TopicState) bool { return ts.Config == nil }},
+		{"seed-00020", nil, parts, func(ts *kafkazk.TopicState) bool { return ts.Config != nil }},
 		{"gone", []string{"/small/kafka/brokers/topics/gone: no topic znode"}, 0,
-			func(ts *zookeeper.TopicState) bool { return ts.PendingDelete && ts.Config != nil }},
+			func(ts *kafkazk.TopicState) bool { return ts.PendingDelete && ts.Config != nil }},
 	} {
 		ts := want.Topics[tc.topic]
 		if ts == nil {
@@ -237,7 +237,7 @@ func TestScan(t *testing.T) {
 		}
 		bad := len(ts.Errs) != len(tc.errs) || len(ts.States) != tc.states || (tc.check != nil && !tc.check(ts))
 		for i := range min(len(ts.Errs), len(tc.errs)) {
-			bad = bad || !strings.Contains(ts.Errs[i], tc.errs[i])
+			bad = bad || !strings.Contains(ts.Errs[i].Error(), tc.errs[i])
 		}
 		if bad {
 			t.Errorf("%s: %+v", tc.topic, ts)
@@ -257,7 +257,7 @@ func TestScan(t *testing.T) {
 	if !reflect.DeepEqual(seq, some) {
 		t.Errorf("named scans differ:\n%s", diffSnapshots(seq, some))
 	}
-	if _, err := c.Scan(ctx, 4, "../../zookeeper"); !errors.Is(err, steps.ErrInvalidTopic) {
+	if _, err := c.Scan(ctx, 4, "../../zookeeper"); !errors.Is(err, kafkazk.ErrInvalidTopic) {
 		t.Errorf("Scan of an invalid name: %v", err)
 	}
 
@@ -276,9 +276,9 @@ func TestScan(t *testing.T) {
 	mustDo(t, syscall.Kill(zk.Pid, syscall.SIGSTOP))
 	cont := sync.OnceFunc(func() { _ = syscall.Kill(zk.Pid, syscall.SIGCONT) })
 	t.Cleanup(cont)
-	for name, scan := range map[string]func(context.Context) (*zookeeper.Snapshot, error){
-		"Scan":           func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.Scan(ctx, 8) },
-		"ScanSequential": func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanSequential(ctx) },
+	for name, scan := range map[string]func(context.Context) (*kafkazk.ClusterState, error){
+		"Scan":           func(ctx context.Context) (*kafkazk.ClusterState, error) { return c.Scan(ctx, 8) },
+		"ScanSequential": func(ctx context.Context) (*kafkazk.ClusterState, error) { return c.ScanSequential(ctx) },
 	} {
 		start := time.Now()
 		dctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -326,7 +326,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func diffSnapshots(a, b *zookeeper.Snapshot) string {
+func diffSnapshots(a, b *kafkazk.ClusterState) string {
 	var out []string
 	if a.Reads != b.Reads || a.Controller != b.Controller || !reflect.DeepEqual(a.Brokers, b.Brokers) || !reflect.DeepEqual(a.Errs, b.Errs) {
 		out = append(out, fmt.Sprintf("cluster: %d %d %v %v vs %d %d %v %v", a.Reads, a.Controller, a.Brokers, a.Errs, b.Reads, b.Controller, b.Brokers, b.Errs))
@@ -353,7 +353,7 @@ var benchZK struct {
 	err     error
 	stop    func()
 	pid     int
-	ref     *zookeeper.Snapshot // the sequential scan's result, to check the others against
+	ref     *kafkazk.ClusterState // the sequential scan's result, to check the others against
 	refMu   sync.Mutex
 }
 
@@ -398,7 +398,7 @@ func benchCluster(b *testing.B) string {
 func BenchmarkScan(b *testing.B) {
 	connect := benchCluster(b)
 	const wantReads = 5 + 2*benchTopics + benchTopics*benchParts
-	type scanFunc func(ctx context.Context) (*zookeeper.Snapshot, error)
+	type scanFunc func(ctx context.Context) (*kafkazk.ClusterState, error)
 	run := func(b *testing.B, scan scanFunc, compare bool) {
 		ctx := context.Background()
 		resetPeakRSS()
@@ -407,7 +407,7 @@ func BenchmarkScan(b *testing.B) {
 		b.ReportAllocs()
 		self0, zk0 := cpuTime(0), cpuTime(benchZK.pid)
 		b.ResetTimer()
-		var snap *zookeeper.Snapshot
+		var snap *kafkazk.ClusterState
 		reads := 0
 		for range b.N {
 			snap = nil
@@ -441,7 +441,7 @@ func BenchmarkScan(b *testing.B) {
 
 	c := dial(b, connect)
 	b.Run("sequential", func(b *testing.B) {
-		run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanSequential(ctx) }, false)
+		run(b, func(ctx context.Context) (*kafkazk.ClusterState, error) { return c.ScanSequential(ctx) }, false)
 	})
 	// concurrent-N is Scan(ctx, N): N reads in flight over the default
 	// DefaultScanSessions sessions. -sessions-K spreads them over K
@@ -453,7 +453,7 @@ func BenchmarkScan(b *testing.B) {
 			name += "-sessions-" + strconv.Itoa(o.Sessions)
 		}
 		b.Run(name, func(b *testing.B) {
-			run(b, func(ctx context.Context) (*zookeeper.Snapshot, error) { return c.ScanWith(ctx, o) }, true)
+			run(b, func(ctx context.Context) (*kafkazk.ClusterState, error) { return c.ScanWith(ctx, o) }, true)
 		})
 	}
 }

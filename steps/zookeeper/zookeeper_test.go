@@ -239,3 +239,14 @@ func BenchmarkWatchNotice(b *testing.B) {
 	b.ReportMetric(float64(appear.Microseconds())/float64(b.N)/1000, "ms-appear")
 	b.ReportMetric(float64(vanish.Microseconds())/float64(b.N)/1000, "ms-vanish")
 }
+
+// TestStateConformance holds the pipelined scan (ReadState) to the answers
+// the fake gives, on a real ZooKeeper through a chroot.
+func TestStateConformance(t *testing.T) {
+	addr := startZK(t)
+	root := dial(t, addr)
+	if err := root.Create(context.Background(), "/state", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	steptest.StateConformance(t, dial(t, addr+"/state"))
+}

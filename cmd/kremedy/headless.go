@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kremedy/kremedy/steps"
+)
+
+// headless walks a run without a terminal: every event printed, the
+// confirmations answered by --yes and --confirm, and how it ended said.
+func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) error {
+	ctx, w := cmd.Context(), cmd.OutOrStdout()
+	meta, rb := s.Meta(), s.Runbook()
+	s.Redact(cl.secrets...)
+	p := &printer{w: w, infos: map[string]steps.Info{}}
+	for _, info := range rb.Infos() {
+		p.infos[info.ID] = info
+		p.index = append(p.index, info.ID)
+	}
+	if fs, err := faultsFor(meta.Lab); err != nil {
+		return err
+	} else if fs != nil {
+		fs.log, fs.ctx = os.Stderr, ctx
+		s.AfterRecord(fs.after)
+		fmt.Fprintf(w, "KREMEDY_FAULT=%s: faults will be injected into this lab run\n", os.Getenv(faultEnv))
+	}
+	defer journalSession(cl, s)()
+	fmt.Fprintf(w, "run %s: %s on %s %q, cluster %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, rb.Confirm.Noun, rb.Confirm.Word, meta.Cluster, modeName(meta.Lab), s.Dir())
+	start := time.Now()
+	out := s.Run(ctx, cl.ports, headlessApprover{w: w, yes: f.yes, confirm: f.confirm}, p)
+	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v (%.1fs)\nreport: %s\n", out.Done, out.NoOp, out.Skipped, time.Since(start).Seconds(), s.ReportPath())
+	return exitFor(s.End(ctx, out, true))
+}
+
+// journalSession journals the run's ZooKeeper session and, as they happen,
+// what befalls it (lost, re-established, expired, replaced): a step that ran
+// across an expiry must say so. It returns the function that stops it.
+func journalSession(cl *cluster, s *steps.Session) func() {
+	s.Notef("zookeeper", "ZooKeeper: session %s", cl.zk.Session())
+	cl.zk.OnSession(func(msg string) { s.Notef("zookeeper", "%s", msg) })
+	return func() { cl.zk.OnSession(nil) }
+}
+
+// printer is the headless Reporter: one line per event.
+type printer struct {
+	mu    sync.Mutex
+	w     io.Writer
+	infos map[string]steps.Info
+	index []string
+}
+
+func (p *printer) Report(e steps.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ts := e.Time.Format("15:04:05")
+	switch e.Kind {
+	case steps.EvState:
+		switch e.State {
+		case steps.Planning:
+			fmt.Fprintf(p.w, "\n%s [%s] planning\n", ts, e.Step)
+		case steps.Done, steps.Skipped:
+			fmt.Fprintf(p.w, "%s [%s] %s %s\n", ts, e.Step, e.State, e.Text)
+		case steps.Failed:
+			fmt.Fprintf(p.w, "%s [%s] FAILED: %v\n", ts, e.Step, e.Err)
+		}
+	case steps.EvPlan:
+		printPlan(p.w, slices.Index(p.index, e.Step), p.infos[e.Step], e.Plan)
+	case steps.EvLog:
+		fmt.Fprintf(p.w, "%s [%s] %s\n", ts, e.Step, e.Text)
+	case steps.EvOutput:
+		fmt.Fprintf(p.w, "%s [%s]   %s | %s\n", ts, e.Step, e.Host, e.Text)
+	case steps.EvCheck:
+		mark := "ok  "
+		if !e.Check.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(p.w, "%s [%s] check %s %s (%s)\n", ts, e.Step, mark, e.Check.Name, e.Check.Detail)
+	}
+}
+
+// headlessApprover answers confirmations from --yes and --confirm: it
+// approves the plan it was shown (its digest) and nothing else.
+type headlessApprover struct {
+	w       io.Writer
+	yes     bool
+	confirm string
+}
+
+func (a headlessApprover) Approve(_ context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
+	by := "headless --yes"
+	if u, err := user.Current(); err == nil {
+		by += " (" + u.Username + ")"
+	}
+	if info.Confirm == steps.ConfirmTyped {
+		if a.confirm == "" {
+			fmt.Fprintf(a.w, "step %s is destructive: pass --confirm WORD to approve it\n", info.ID)
+		}
+		return steps.Approval{Decision: steps.Approve, Typed: a.confirm, By: by + " --confirm", Digest: p.Digest()}, nil
+	}
+	fmt.Fprintf(a.w, "approved %s (%s)\n", info.ID, by)
+	return steps.Approval{Decision: steps.Approve, By: by, Digest: p.Digest()}, nil
+}

@@ -1,0 +1,207 @@
+package brokers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// Registered lists the broker ids in /brokers/ids, sorted.
+func Registered(ctx context.Context, zk ports.ZooKeeper) ([]int32, error) {
+	kids, err := zk.Children(ctx, kafkazk.BrokerIDsPath)
+	if err != nil {
+		if zk.IsNoNode(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var ids []int32
+	for _, k := range kids {
+		var id int32
+		if _, err := fmt.Sscanf(k, "%d", &id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Controller returns the active controller id, -1 when none.
+func Controller(ctx context.Context, zk ports.ZooKeeper) (int32, error) {
+	b, _, err := zk.Get(ctx, kafkazk.ControllerPath)
+	if err != nil {
+		if zk.IsNoNode(err) {
+			return -1, nil
+		}
+		return -1, err
+	}
+	var z kafkazk.ControllerZNode
+	if err := kafkazk.DecodeZNode(zk.Chroot()+kafkazk.ControllerPath, b, &z); err != nil {
+		return -1, err
+	}
+	return z.BrokerID, nil
+}
+
+// Registration reads broker id's registration: its listener and the
+// ZooKeeper session that owns the ephemeral znode (a new broker process
+// registers with a new session). ok is false when it is not registered.
+func Registration(ctx context.Context, zk ports.ZooKeeper, id int32) (reg kafkazk.BrokerRegistration, session int64, ok bool, err error) {
+	b, st, err := zk.Get(ctx, fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, id))
+	if err != nil {
+		if zk.IsNoNode(err) {
+			return reg, 0, false, nil
+		}
+		return reg, 0, false, err
+	}
+	if err := kafkazk.DecodeZNode(zk.Chroot()+kafkazk.BrokerIDsPath, b, &reg); err != nil {
+		return reg, st.EphemeralOwner, true, err
+	}
+	return reg, st.EphemeralOwner, true, nil
+}
+
+// Addr is broker id's Kafka listener from its registration, else fallback
+// (what an earlier read or the inventory knows).
+func Addr(ctx context.Context, zk ports.ZooKeeper, id int32, fallback string) string {
+	reg, _, ok, err := Registration(ctx, zk, id)
+	if err != nil || !ok {
+		return fallback
+	}
+	return reg.Addr()
+}
+
+// HostIDs lists the inventory's broker ids, sorted.
+func HostIDs(t ports.Target) []int32 {
+	var ids []int32
+	for _, h := range t.Hosts {
+		ids = append(ids, h.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// RunOn runs a command on a broker's host, streaming and journaling its
+// output.
+func RunOn(ctx context.Context, env *steps.Env, broker int32, cmd string) error {
+	h, _ := env.Target.Host(broker)
+	host := fmt.Sprintf("broker %d (%s)", broker, h.Host)
+	return env.Hosts.Run(ctx, broker, cmd, func(l ports.Line) { env.Output(host, l) })
+}
+
+// ExitStatus extracts a remote command's exit status, if err carries one.
+func ExitStatus(err error) (int, bool) {
+	var es interface{ ExitStatus() int }
+	if errors.As(err, &es) {
+		return es.ExitStatus(), true
+	}
+	return 0, false
+}
+
+// WaitGone waits for broker id's registration to vanish (a watch, not a
+// poll) and its port addr to close, and logs how long after the stop
+// command the watch fired.
+func WaitGone(ctx context.Context, env *steps.Env, id int32, addr string, timeout time.Duration) error {
+	start := env.Now()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := env.ZK.WaitChildren(wctx, kafkazk.BrokerIDsPath, func(kids []string) bool { return !slices.Contains(kids, fmt.Sprint(id)) })
+	if err != nil {
+		return fmt.Errorf("broker %d's stop command succeeded but %s%s/%d is still present after %s: %w", id, env.ZK.Chroot(), kafkazk.BrokerIDsPath, id, timeout, err)
+	}
+	gone := env.Now().Sub(start)
+	if addr != "" {
+		for i := 0; env.Kafka.Listening(ctx, addr); i++ {
+			if i > 100 {
+				return fmt.Errorf("broker %d: %s still accepts connections 10s after its registration vanished; something still runs there", id, addr)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	env.Logf("broker %d stopped: registration gone %s after the command returned, port %s closed", id, gone.Round(time.Millisecond), OrDash(addr))
+	return nil
+}
+
+// WaitRegistered waits (a watch) until every broker of want is registered.
+func WaitRegistered(ctx context.Context, zk ports.ZooKeeper, want []int32, timeout time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := zk.WaitChildren(wctx, kafkazk.BrokerIDsPath, func(kids []string) bool {
+		for _, id := range want {
+			if !slices.Contains(kids, fmt.Sprint(id)) {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		reg, _ := Registered(ctx, zk)
+		return fmt.Errorf("%w: not every broker registered: %s of %s after %s", steps.ErrCheckFailed, I32s(reg), I32s(want), timeout)
+	}
+	return nil
+}
+
+// EachID runs f for every id (brokers, partitions) at once, at most 16 at
+// a time, and returns the answers in the order of ids.
+func EachID[T any](ids []int32, f func(id int32) T) []T {
+	out := make([]T, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = f(id)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// I32s formats ids as [1 2 3].
+func I32s(v []int32) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// Summarize lists at most six items, sorted, and says how many more.
+func Summarize(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	slices.Sort(s)
+	if len(s) > 6 {
+		return strings.Join(s[:6], ", ") + fmt.Sprintf(" and %d more", len(s)-6)
+	}
+	return strings.Join(s, ", ")
+}
+
+// OrDash is s, or "-" when it is empty.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// SameSet reports whether a and b hold the same ids.
+func SameSet(a, b []int32) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}

@@ -1,0 +1,60 @@
+package brokers
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/kremedy/kremedy/steps/kafkazk"
+)
+
+// StopRisks lists the partitions that stopping broker id now would take
+// offline or leave below min.insync.replicas (where acks=all producers
+// fail), the way Strimzi's KafkaRoller and Cruise Control decide whether a
+// broker can roll: for every partition ZooKeeper has, its in-sync replicas
+// without id must still be at least the topic's min.insync.replicas (its
+// /config/topics override, else defaultMinISR) and never none. Partitions
+// already offline or already below are listed too: stopping any broker of
+// a cluster in that state is not safe. Topics pending deletion are not
+// counted (their partitions go offline by design). The result is sorted.
+func StopRisks(st *kafkazk.ClusterState, id int32, defaultMinISR int) []string {
+	var out []string
+	for _, name := range st.Sorted() {
+		ts := st.Topics[name]
+		if !ts.HasZnode() || ts.PendingDelete {
+			continue
+		}
+		minISR := defaultMinISR
+		if v, ok := ts.Config["min.insync.replicas"]; ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				minISR = n
+			}
+		}
+		assign, err := ts.Znode.Assignment()
+		if err != nil {
+			continue
+		}
+		parts := make([]int32, 0, len(assign))
+		for p := range assign {
+			parts = append(parts, p)
+		}
+		slices.Sort(parts)
+		for _, p := range parts {
+			s, ok := ts.States[p]
+			key := fmt.Sprintf("%s-%d", name, p)
+			switch {
+			case !ok:
+				out = append(out, fmt.Sprintf("%s has no state znode: its leader and ISR are unknown", key))
+			case s.Leader < 0:
+				out = append(out, fmt.Sprintf("%s is already offline (no leader, isr %s)", key, I32s(s.ISR)))
+			case slices.Contains(s.ISR, id) && len(s.ISR) == 1:
+				out = append(out, fmt.Sprintf("%s would go offline: broker %d is its only in-sync replica", key, id))
+			case slices.Contains(s.ISR, id) && len(s.ISR)-1 < minISR:
+				out = append(out, fmt.Sprintf("%s would fall below min.insync.replicas=%d: isr %s without broker %d", key, minISR, I32s(s.ISR), id))
+			case !slices.Contains(s.ISR, id) && len(s.ISR) < minISR:
+				out = append(out, fmt.Sprintf("%s is already below min.insync.replicas=%d (isr %s)", key, minISR, I32s(s.ISR)))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/atomicfile"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// detach makes sure no producer or consumer is attached to the topic before
+// anything is deleted: with auto.create.topics.enable a client would
+// recreate it behind the operator's back. It saves consumer groups'
+// committed offsets, runs the inventory's client stop commands, then holds a
+// gate that re-checks until nothing is attached.
+type detach struct{ o detachOpts }
+
+type detachOpts struct {
+	Topic string `opt:"topic" type:"topic"`
+	// ProducerIdle: a producer that wrote within this long is attached.
+	ProducerIdle time.Duration `opt:"producer_idle"`
+	// Every is how often the gate re-checks.
+	Every time.Duration `opt:"recheck_every" default:"2s"`
+}
+
+// attached lists what still uses the topic. unasked names partitions no
+// broker answered for: when every broker said it hosts no replica, no
+// producer can write to them either and they do not block; when a broker did
+// not answer, they count as one active producer (the safer reading). Either
+// way it is said in the check, not hidden.
+func (k *detach) attached(ctx context.Context, env *steps.Env, f *Facts) (groups []ports.GroupUse, active []ports.ProducerUse, unasked string, err error) {
+	t := k.o.Topic
+	reg, err := brokers.Registered(ctx, env.ZK)
+	if err != nil {
+		return nil, nil, "", err
+	} else if len(reg) == 0 {
+		// Every broker is stopped (a resumed run past the stop step): no
+		// client can be attached to a cluster that does not run.
+		return nil, nil, "", nil
+	}
+	groups, err = env.Kafka.Groups(ctx, t)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("consumer groups on %s: %w", t, err)
+	}
+	var parts []int32
+	for p := range f.Partitions {
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return groups, nil, "", nil
+	}
+	prods, err := env.Kafka.Producers(ctx, t, parts, reg)
+	for _, pu := range prods {
+		if env.Now().Sub(pu.LastTimestamp) < k.o.ProducerIdle || pu.TxnStart >= 0 {
+			active = append(active, pu)
+		}
+	}
+	switch {
+	case err == nil:
+	case allUnhosted(err):
+		unasked = err.Error()
+		env.Logf("no broker hosts some partitions of %s, so no producer can write to them (%v); the other partitions and the consumer groups were checked", t, err)
+	default:
+		// A broker that did not answer may lead a partition a producer is
+		// writing to: that is not "no producer".
+		unasked = err.Error()
+		active = append(active, ports.ProducerUse{Partition: -1, ProducerID: -1, LastTimestamp: env.Now(), TxnStart: -1})
+		env.Logf("could not ask every broker about producers on %s (%v): counted as an active producer until they answer", t, err)
+	}
+	return groups, active, unasked, nil
+}
+
+func membersOn(groups []ports.GroupUse) []string {
+	var out []string
+	for _, g := range groups {
+		if len(g.Members) > 0 {
+			out = append(out, fmt.Sprintf("group %s: %d members", g.Group, len(g.Members)))
+		}
+	}
+	return out
+}
+
+// saveArgs are the saved offsets of a detach's save action.
+type saveArgs struct {
+	Groups []ports.GroupUse `json:"groups"`
+}
+
+func (k *detach) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	f, err := facts(env)
+	if err != nil {
+		return nil, err
+	}
+	if f.Clean {
+		return cleanNoOp(k.o.Topic, "detach from"), nil
+	}
+	groups, active, unasked, err := k.attached(ctx, env, f)
+	if err != nil {
+		return nil, err
+	}
+	t := k.o.Topic
+	p := &steps.Plan{Summary: fmt.Sprintf("detach every client from %q", t)}
+	withOffsets := 0
+	for _, g := range groups {
+		if len(g.Offsets) > 0 {
+			withOffsets++
+		}
+		p.Facts = append(p.Facts, fmt.Sprintf("group %s (%s): %d members on the topic, committed offsets on %d partitions", g.Group, g.State, len(g.Members), len(g.Offsets)))
+	}
+	for _, pu := range active {
+		if pu.ProducerID < 0 {
+			continue // the unanswered brokers, said below
+		}
+		p.Facts = append(p.Facts, fmt.Sprintf("producer %d wrote to partition %d at %s", pu.ProducerID, pu.Partition, pu.LastTimestamp.UTC().Format(time.RFC3339)))
+	}
+	if unasked != "" {
+		p.Facts = append(p.Facts, "producers not asked: "+unasked)
+	}
+	if withOffsets > 0 {
+		p.Actions = append(p.Actions, steps.Action{ID: "save-offsets", Op: steps.OpSave, Target: env.Artifact(artOffsets),
+			Detail: fmt.Sprintf("committed offsets of %d groups on %s", withOffsets, t), Args: saveArgs{Groups: groups}})
+	}
+	for i, c := range env.Target.Clients {
+		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("stop-client-%d", i), Op: steps.OpSSH, Target: c.Host,
+			Detail: fmt.Sprintf("%s (stop client %s)", c.Stop, c.Name), Args: c})
+	}
+	if m := membersOn(groups); len(m) > 0 || len(active) > 0 {
+		p.Actions = append(p.Actions, steps.Action{ID: "gate", Op: steps.OpWait, Target: t,
+			Detail: fmt.Sprintf("re-check every %s until no group has members on it and no producer is active", k.o.Every)})
+		p.Notes = append(p.Notes, fmt.Sprintf("still attached: %v, %d active producers — stop them (kremedy cannot stop clients it does not know)", m, len(active)))
+	}
+	if len(p.Actions) == 0 {
+		p.NoOp = true
+		p.Summary = fmt.Sprintf("no consumer group uses %q and no producer is active on it", t)
+	}
+	return p, nil
+}
+
+func (k *detach) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	f, err := facts(env)
+	if err != nil {
+		return err
+	}
+	for _, a := range p.Actions {
+		switch a.Op {
+		case steps.OpSave:
+			args, err := steps.ArgsOf[saveArgs](a)
+			if err != nil {
+				return err
+			}
+			if err := env.Do(a, func() error { return atomicfile.WriteJSON(env.Artifact(artOffsets), args.Groups) }); err != nil {
+				return err
+			}
+		case steps.OpSSH:
+			c, err := steps.ArgsOf[ports.Client](a)
+			if err != nil {
+				return err
+			}
+			if err := env.Do(a, func() error {
+				return env.Hosts.RunClient(ctx, c, c.Stop, func(l ports.Line) { env.Output(c.Name+" ("+c.Host+")", l) })
+			}); err != nil {
+				return fmt.Errorf("stop client %s: %w", c.Name, err)
+			}
+		case steps.OpWait:
+			if err := env.Do(a, func() error { return k.gate(ctx, env, f) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// gate re-checks until nothing is attached, or the step's deadline.
+func (k *detach) gate(ctx context.Context, env *steps.Env, f *Facts) error {
+	t := time.NewTicker(k.o.Every)
+	defer t.Stop()
+	for {
+		groups, active, _, err := k.attached(ctx, env, f)
+		if err != nil {
+			return err
+		}
+		m := membersOn(groups)
+		if len(m) == 0 && len(active) == 0 {
+			env.Logf("no client is attached to %q", k.o.Topic)
+			return nil
+		}
+		env.Logf("still attached to %q: %v, %d active producers; waiting", k.o.Topic, m, len(active))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: clients still attached to %q: %v, %d active producers. Nothing was deleted. Stop them and re-check", steps.ErrCheckFailed, k.o.Topic, m, len(active))
+		case <-t.C:
+		}
+	}
+}
+
+func (k *detach) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	f, err := facts(env)
+	if err != nil || f.Clean {
+		return nil, err
+	}
+	groups, active, unasked, err := k.attached(ctx, env, f)
+	if err != nil {
+		return nil, err
+	}
+	m := membersOn(groups)
+	return []steps.Check{
+		{Name: "no consumer group has members on the topic", OK: len(m) == 0, Detail: fmt.Sprint(m)},
+		{Name: "no producer is active on the topic", OK: len(active) == 0, Detail: producersDetail(active, unasked)},
+	}, nil
+}
+
+// allUnhosted reports whether every partition in a Producers error is one
+// no broker hosts.
+func allUnhosted(err error) bool {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		if !errors.Is(e, ports.ErrUnhosted) {
+			return false
+		}
+	}
+	return true
+}
+
+func producersDetail(active []ports.ProducerUse, unasked string) string {
+	d := fmt.Sprintf("%d active", len(active))
+	if unasked != "" {
+		d += "; not asked: " + unasked
+	}
+	return d
+}

@@ -1,0 +1,529 @@
+package cleanup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/segments"
+)
+
+// preflight looks before anything happens: it refuses clusters kremedy must
+// not touch, proves every host is reachable with a verified key, finds the
+// log dirs, and records the topic's state everywhere. It changes nothing.
+type preflight struct {
+	o      preflightOpts
+	checks []steps.Check
+}
+
+type preflightOpts struct {
+	Topic string `opt:"topic" type:"topic"`
+	// HealthGrace is start-brokers' grace, said in the note about other
+	// topics already unhealthy.
+	HealthGrace time.Duration `opt:"health_grace"`
+}
+
+func (k *preflight) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	p, checks, err := k.gather(ctx, env)
+	k.checks = checks
+	return p, err
+}
+
+func (k *preflight) Apply(context.Context, *steps.Env, *steps.Plan) error { return nil }
+
+func (k *preflight) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	if k.checks != nil {
+		c := k.checks
+		k.checks = nil
+		return c, nil
+	}
+	// Resume: facts are not trusted from the journal, they are re-read.
+	_, checks, err := k.gather(ctx, env)
+	return checks, err
+}
+
+// gathering is one preflight's reading of the cluster, phase by phase.
+type gathering struct {
+	env    *steps.Env
+	topic  string
+	grace  time.Duration
+	prior  *Facts // an earlier attempt's facts (resume), nil on a first run
+	f      Facts
+	p      *steps.Plan
+	checks []steps.Check
+	// what the topic looks like so far
+	zt         kafkazk.TopicZNode
+	ctime      time.Time
+	hasTopic   bool
+	consistent bool
+	ids        map[string]bool // topic ids seen anywhere
+}
+
+func (g *gathering) ok(name, detail string) {
+	g.checks = append(g.checks, steps.Check{Name: name, OK: true, Detail: detail})
+}
+
+func (g *gathering) fact(format string, a ...any) {
+	g.p.Facts = append(g.p.Facts, fmt.Sprintf(format, a...))
+}
+
+func (g *gathering) refuse(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", steps.ErrRefused, fmt.Sprintf(format, a...))
+}
+
+func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
+	g := &gathering{env: env, topic: k.o.Topic, grace: k.o.HealthGrace, ids: map[string]bool{}}
+	g.p = &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at %q on cluster %s", g.topic, env.Target.Name)}
+	var prior Facts
+	if ok, err := env.Load(factsKey, &prior); err != nil {
+		return g.p, nil, err
+	} else if ok {
+		g.prior = &prior
+	}
+	// The diagnosis reads the same cluster independently; it runs beside
+	// the phases below (~0.1-0.2 s of round trips on the lab), and is
+	// cancelled if preflight returns early.
+	dctx, cancelDiag := context.WithCancel(ctx)
+	type diagnosed struct {
+		d   *diagnose.Diagnosis
+		err error
+	}
+	diag := async(func() diagnosed {
+		d, err := diagnose.Run(dctx, env.Cluster, diagnose.Options{Topic: g.topic, Disk: true})
+		return diagnosed{d, err}
+	})
+	defer func() { cancelDiag(); diag.wait() }()
+
+	if err := g.refuseForeignCluster(ctx); err != nil {
+		return g.p, g.checks, err
+	}
+	if err := g.brokerFacts(ctx); err != nil {
+		return g.p, g.checks, err
+	}
+	// The disks are listed over SSH, and other topics' health is read,
+	// while the brokers are asked about the topic; an early return still
+	// waits for both.
+	listing := async(func() brokers.Listing { return brokers.List(ctx, env.Hosts, env.Target, g.f.LogDirs) })
+	defer listing.wait()
+	baseline := async(func() map[string]Unhealthy { return g.baseline(ctx) })
+	defer baseline.wait()
+	g.autoCreate(ctx)
+	if err := g.topicInZK(ctx); err != nil {
+		return g.p, g.checks, err
+	}
+	g.brokerViews(ctx)
+	g.f.UnhealthyBefore, g.f.Baseline = baseline.wait(), true
+	if u := g.f.UnhealthyBefore; len(u) > 0 {
+		g.p.Notes = append(g.p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it waits for them during health_grace (%s), then names them and does not fail on them while they are no worse (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", brokers.Summarize(slices.Collect(maps.Keys(u))), g.grace))
+	}
+	if err := g.disks(listing.wait()); err != nil {
+		return g.p, g.checks, err
+	}
+	g.oldRecords(ctx)
+	g.verdict()
+	d := diag.wait()
+	g.diagnosis(d.d, d.err)
+	if err := env.Save(factsKey, g.f); err != nil {
+		return g.p, g.checks, err
+	}
+	return g.p, g.checks, nil
+}
+
+// refuseForeignCluster refuses a chroot that is not a Kafka cluster's, a
+// cluster migrating to KRaft, and, on resume, another cluster than the one
+// the run started on.
+func (g *gathering) refuseForeignCluster(ctx context.Context) error {
+	zk := g.env.ZK
+	chroot := zk.Chroot()
+	if chroot == "" {
+		chroot = "(no chroot)"
+	}
+	for _, need := range []string{kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath} {
+		has, err := exists(ctx, g.env, need)
+		if err != nil {
+			return fmt.Errorf("ZooKeeper %s: %w", g.env.Target.ZKConnect, err)
+		}
+		if !has {
+			return g.refuse("ZooKeeper chroot %s has no %s: this is not the Kafka cluster's chroot (a wrong chroot silently starts a new, empty cluster). Check zookeeper.connect in the inventory against the brokers' server.properties; nothing was changed", chroot, need)
+		}
+	}
+	if has, err := exists(ctx, g.env, kafkazk.MigrationPath); err != nil {
+		return err
+	} else if has {
+		return g.refuse("%s%s exists: the cluster is migrating from ZooKeeper to KRaft; manual znode surgery now would corrupt the migration. Nothing was changed", zk.Chroot(), kafkazk.MigrationPath)
+	}
+	g.ok("ZooKeeper chroot is a Kafka cluster", fmt.Sprintf("%s has %s and %s, no %s", chroot, kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath, kafkazk.MigrationPath))
+	if b, _, err := zk.Get(ctx, kafkazk.ClusterIDPath); err == nil {
+		var cid struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(b, &cid) == nil {
+			g.f.ClusterID = cid.ID
+		}
+	}
+	// A resumed run must be on the cluster it started on: an inventory
+	// edited (or a DNS name moved) between attempts would otherwise carry
+	// the run's later, destructive steps to another cluster.
+	if g.prior != nil && g.prior.ClusterID != "" && g.f.ClusterID != g.prior.ClusterID {
+		return g.refuse("this run started on the cluster with id %s, but %s%s now says %q: the inventory points at another cluster. Nothing was changed; check the inventory (%s)", g.prior.ClusterID, zk.Chroot(), kafkazk.ClusterIDPath, g.f.ClusterID, g.env.Inventory())
+	}
+	return nil
+}
+
+// brokerFacts records the registered brokers, the controller, their
+// listeners and log dirs, and refuses a registered broker the inventory
+// does not know (kremedy could not stop it).
+func (g *gathering) brokerFacts(ctx context.Context) error {
+	env := g.env
+	reg, err := brokers.Registered(ctx, env.ZK)
+	if err != nil {
+		return err
+	}
+	ctrl, err := brokers.Controller(ctx, env.ZK)
+	if err != nil {
+		return err
+	}
+	g.f.Controller, g.f.Registered = ctrl, reg
+	g.f.LogDirs, g.f.AutoCreate, g.f.Addrs = map[int32][]string{}, map[int32]bool{}, map[int32]string{}
+	for _, id := range reg {
+		h, _ := env.Target.Host(id)
+		g.f.Addrs[id] = brokers.Addr(ctx, env.ZK, id, h.Addr)
+	}
+	if g.prior != nil {
+		for id, a := range g.prior.Addrs {
+			if _, ok := g.f.Addrs[id]; !ok && a != "" {
+				g.f.Addrs[id] = a
+			}
+		}
+	}
+	inv := brokers.HostIDs(env.Target)
+	for _, id := range reg {
+		if !slices.Contains(inv, id) {
+			return g.refuse("broker %d is registered in ZooKeeper but not in the inventory: kremedy could not stop it, and a full restart with one broker left running would keep its stale state. Add it to the inventory; nothing was changed", id)
+		}
+	}
+	g.fact("brokers registered %s of inventory %s; controller %d", brokers.I32s(reg), brokers.I32s(inv), ctrl)
+	for _, id := range inv {
+		if !slices.Contains(reg, id) {
+			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed)", id))
+		}
+	}
+	for _, h := range env.Target.Hosts {
+		dirs := h.LogDirs
+		if len(dirs) == 0 && !slices.Contains(reg, h.ID) && g.prior != nil {
+			dirs = g.prior.LogDirs[h.ID] // found while it ran, in an earlier attempt
+		}
+		if len(dirs) == 0 {
+			if !slices.Contains(reg, h.ID) {
+				return g.refuse("broker %d is down and the inventory lists no log_dirs for it, so kremedy cannot find its segments; add log_dirs to the inventory", h.ID)
+			}
+			if dirs, err = env.Kafka.LogDirs(ctx, h.ID); err != nil {
+				return fmt.Errorf("log dirs of broker %d: %w", h.ID, err)
+			}
+		}
+		g.f.LogDirs[h.ID] = dirs
+	}
+	g.consistent = len(reg) == len(inv)
+	return nil
+}
+
+// autoCreate asks every broker whether it creates topics on first use.
+func (g *gathering) autoCreate(ctx context.Context) {
+	type answer struct {
+		v   string
+		err error
+	}
+	reg := g.f.Registered
+	got := brokers.EachID(reg, func(id int32) answer {
+		v, err := g.env.Kafka.BrokerConfig(ctx, id, "auto.create.topics.enable")
+		return answer{v, err}
+	})
+	for i, id := range reg {
+		if err := got[i].err; err != nil {
+			g.p.Notes = append(g.p.Notes, fmt.Sprintf("could not read auto.create.topics.enable on broker %d: %v", id, err))
+			continue
+		}
+		g.f.AutoCreate[id] = got[i].v == "true"
+		if got[i].v == "true" {
+			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d has auto.create.topics.enable=true: any client still attached can silently recreate %q between steps; detach every client first", id, g.topic))
+		}
+	}
+}
+
+// topicInZK reads the topic's znodes: assignment, id, configs, deletion
+// marker.
+func (g *gathering) topicInZK(ctx context.Context) error {
+	zk, t := g.env.ZK, g.topic
+	if b, st, err := zk.Get(ctx, kafkazk.TopicPath(t)); err == nil {
+		if err := kafkazk.DecodeZNode(zk.Chroot()+kafkazk.TopicPath(t), b, &g.zt); err != nil {
+			return err
+		}
+		g.hasTopic, g.ctime = true, st.Ctime
+		g.f.TopicID = g.zt.TopicID
+		if g.f.Partitions, err = g.zt.Assignment(); err != nil {
+			return err
+		}
+		if g.zt.TopicID != "" {
+			g.ids[g.zt.TopicID] = true
+		}
+		g.fact("%s%s: %d partitions, topic_id %s, created %s", zk.Chroot(), kafkazk.TopicPath(t), len(g.zt.Partitions), brokers.OrDash(g.zt.TopicID), g.ctime.UTC().Format(time.RFC3339))
+	} else if !zk.IsNoNode(err) {
+		return err
+	} else {
+		g.fact("%s%s: absent", zk.Chroot(), kafkazk.TopicPath(t))
+	}
+	if b, _, err := zk.Get(ctx, kafkazk.ConfigTopicPath(t)); err == nil {
+		var cz kafkazk.TopicConfigZNode
+		if kafkazk.DecodeZNode("", b, &cz) == nil {
+			g.f.Configs = cz.Config
+		}
+		g.fact("%s%s: present %v", zk.Chroot(), kafkazk.ConfigTopicPath(t), g.f.Configs)
+	}
+	pending, err := exists(ctx, g.env, kafkazk.DeleteTopicPath(t))
+	if err != nil {
+		return err
+	}
+	if pending {
+		g.fact("%s%s: PRESENT — the topic is marked for deletion and the deletion has not completed", zk.Chroot(), kafkazk.DeleteTopicPath(t))
+		g.consistent = false
+	}
+	return nil
+}
+
+// brokerViews asks every registered broker, at once, what it serves of
+// the topic.
+func (g *gathering) brokerViews(ctx context.Context) {
+	t, reg := g.topic, g.f.Registered
+	type answer struct {
+		v   ports.BrokerView
+		err error
+	}
+	views := brokers.EachID(reg, func(id int32) answer {
+		v, err := g.env.Kafka.BrokerView(ctx, id, t)
+		return answer{v, err}
+	})
+	for i, id := range reg {
+		v, err := views[i].v, views[i].err
+		if err != nil {
+			g.fact("broker %d metadata: no answer (%v)", id, err)
+			g.consistent = false
+			continue
+		}
+		tv := v.Topics[t]
+		if !tv.Present() {
+			g.fact("broker %d metadata: %s", id, tv.Err)
+			g.consistent = g.consistent && !g.hasTopic
+			continue
+		}
+		urp := 0
+		for _, pv := range tv.Partitions {
+			if pv.UnderReplicated() || pv.Leader < 0 || pv.Err != "" {
+				urp++
+			}
+		}
+		g.fact("broker %d metadata: lists %q, %d partitions, topic ID %s, %d partitions under-replicated or leaderless", id, t, len(tv.Partitions), brokers.OrDash(tv.ID), urp)
+		if tv.ID != "" {
+			g.ids[tv.ID] = true
+		}
+		g.consistent = g.consistent && g.hasTopic && tv.ID == g.zt.TopicID && len(tv.Partitions) == len(g.zt.Partitions) && urp == 0
+	}
+}
+
+// disks reads the topic's partition directories on every broker's disk.
+func (g *gathering) disks(l brokers.Listing) error {
+	t, env := g.topic, g.env
+	for id, bad := range l.Unexpected {
+		env.Logf("broker %d: unexpected lines while listing log dirs: %v", id, bad)
+	}
+	if err := l.Err(env.Target); err != nil {
+		if !errors.Is(err, steps.ErrRefused) {
+			return fmt.Errorf("%w: %v. kremedy must reach every broker over SSH before it changes anything; nothing was changed", steps.ErrRefused, err)
+		}
+		return err
+	}
+	for _, h := range env.Target.Hosts {
+		for _, dir := range g.f.LogDirs[h.ID] {
+			entries := l.Entries[h.ID][dir]
+			for _, e := range entries {
+				if d, err := segments.ParseDir(e.Name); err == nil && d.Topic == t && e.TopicID != "" {
+					g.ids[e.TopicID] = true // exactly this topic's, never orders-v2's
+				}
+			}
+			matches, strays := segments.Select(entries, t, idList(g.ids))
+			for _, s := range strays {
+				g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d %s/%s: %s — Kafka refuses to start with it inside a log dir; kremedy reports it and does not move it", h.ID, dir, s.Name, s.Why))
+			}
+			for _, m := range matches {
+				id := idOf(entries, m.Dir.Name)
+				g.fact("broker %d %s/%s (%s, topic id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, brokers.OrDash(id))
+				assigned := slices.Contains(g.f.Partitions[m.Dir.Partition], h.ID)
+				if m.Dir.Kind != segments.Live || !g.hasTopic || !assigned || (g.zt.TopicID != "" && id != g.zt.TopicID) {
+					g.consistent = false
+				}
+			}
+		}
+	}
+	g.ok("every broker host reachable over SSH with a verified host key", fmt.Sprintf("%d hosts, log dirs listed", len(env.Target.Hosts)))
+	for id := range g.ids {
+		if id != g.zt.TopicID {
+			g.f.OldIDs = append(g.f.OldIDs, id)
+		}
+	}
+	slices.Sort(g.f.OldIDs)
+	return nil
+}
+
+// oldRecords looks for records older than a "new" topic: the adoption
+// field report 000 proved by file dates.
+func (g *gathering) oldRecords(ctx context.Context) {
+	if !g.hasTopic || !g.consistent {
+		return
+	}
+	for part := range g.f.Partitions {
+		ts, has, err := g.env.Kafka.FirstRecordTime(ctx, g.topic, part)
+		if err != nil {
+			g.fact("first record of %s-%d: %v", g.topic, part, err)
+			g.consistent = false
+			continue
+		}
+		if has && ts.Before(g.ctime.Add(-time.Second)) {
+			g.fact("%s-%d holds a record from %s, before the topic was created (%s): old segments were adopted", g.topic, part, ts.UTC().Format(time.RFC3339), g.ctime.UTC().Format(time.RFC3339))
+			g.consistent = false
+		}
+	}
+}
+
+// verdict says whether the cleanup applies.
+func (g *gathering) verdict() {
+	t := g.topic
+	// Once a run has found the topic inconsistent it is a cleanup run to
+	// its end: a resume after this run's own znode deletion, restart or
+	// recreation may well find everything consistent, and must still finish
+	// (verify proves the recreated topic, removes a leftover canary).
+	if g.consistent && g.prior != nil && !g.prior.Clean {
+		g.consistent = false
+		g.p.Notes = append(g.p.Notes, fmt.Sprintf("%q looks consistent now, but this run's first preflight found it inconsistent: the run continues to its end and verify proves the result", t))
+	}
+	g.f.Clean = g.consistent
+	switch {
+	case g.consistent && g.hasTopic:
+		g.p.Summary = fmt.Sprintf("%q is consistent: ZooKeeper, every broker's metadata and every disk agree, no old records — nothing to clean", t)
+	case g.consistent:
+		g.p.Summary = fmt.Sprintf("%q is absent from ZooKeeper, from every broker's metadata and from every disk — nothing to clean", t)
+	default:
+		g.p.Summary = fmt.Sprintf("%q is inconsistent across ZooKeeper, broker caches and disks: the cleanup applies", t)
+	}
+	g.ok("topic state recorded", g.p.Summary)
+}
+
+// diagnosis adds the findings `kremedy diagnose --topic` reports, so that
+// the first screen of a run shows them.
+func (g *gathering) diagnosis(d *diagnose.Diagnosis, err error) {
+	if err != nil {
+		g.p.Notes = append(g.p.Notes, fmt.Sprintf("diagnosis incomplete: %v", err))
+		return
+	}
+	for _, f := range d.Findings {
+		g.p.Facts = append(g.p.Facts, fmt.Sprintf("finding [%s] %s: %s", f.Severity, f.Kind, f.Summary))
+	}
+	if d.Healthy {
+		g.p.Facts = append(g.p.Facts, "diagnosis: no findings")
+	}
+}
+
+func idList(m map[string]bool) []string {
+	out := slices.Collect(maps.Keys(m))
+	slices.Sort(out)
+	return out
+}
+
+func idOf(entries []segments.Entry, name string) string {
+	for _, e := range entries {
+		if e.Name == name {
+			return e.TopicID
+		}
+	}
+	return ""
+}
+
+// baseline is what else is already unhealthy before anything is done: the
+// health gate after the restart must not blame the run for it, and the
+// operator must hear of it before the whole cluster is stopped. A resume
+// keeps the first attempt's list, never one read after the restart.
+func (g *gathering) baseline(ctx context.Context) map[string]Unhealthy {
+	switch {
+	case g.prior != nil && g.prior.Baseline:
+		return g.prior.UnhealthyBefore
+	case g.prior != nil:
+		return nil // an earlier attempt recorded none: count nothing as pre-existing
+	}
+	return unhealthyNow(ctx, g.env, g.topic, g.f.Registered)
+}
+
+// unhealthyNow lists other topics' partitions that every broker that
+// answers reports offline or under-replicated right now, for a reason the
+// restart will not remove: a replica out of sync on a broker that runs, or
+// on a broker that is not in the inventory (kremedy does not start it). A
+// partition short only of inventory brokers that are down now is not
+// listed: the restart starts them, and the gate must see it heal. Every
+// broker must agree, so that one broker's stale cache can neither add a
+// healthy partition nor make it look better than it is (the ISR kept is the
+// largest any broker reports; offline only if every broker says so).
+func unhealthyNow(ctx context.Context, env *steps.Env, topic string, reg []int32) map[string]Unhealthy {
+	inv := brokers.HostIDs(env.Target)
+	stays := func(id int32) bool { return slices.Contains(reg, id) || !slices.Contains(inv, id) }
+	seen := map[string]int{}
+	out := map[string]Unhealthy{}
+	views := 0
+	for _, v := range brokers.EachID(reg, func(id int32) *ports.BrokerView {
+		if v, err := env.Kafka.BrokerView(ctx, id); err == nil {
+			return &v
+		}
+		return nil
+	}) {
+		if v == nil {
+			continue
+		}
+		views++
+		for name, tv := range v.Topics {
+			if name == topic {
+				continue
+			}
+			for _, pv := range tv.Partitions {
+				off := pv.IsOffline()
+				if !off && !pv.UnderReplicated() {
+					continue
+				}
+				for _, rep := range pv.Replicas {
+					if !slices.Contains(pv.ISR, rep) && stays(rep) {
+						key := fmt.Sprintf("%s-%d", name, pv.Partition)
+						u, ok := out[key]
+						if !ok {
+							u.Offline = true
+						}
+						u.Offline = u.Offline && off
+						u.ISR = max(u.ISR, len(pv.ISR))
+						out[key] = u
+						seen[key]++
+						break
+					}
+				}
+			}
+		}
+	}
+	for key := range out {
+		if seen[key] < views {
+			delete(out, key)
+		}
+	}
+	return out
+}

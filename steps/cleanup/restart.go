@@ -1,0 +1,292 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// stopBrokers stops every broker over SSH with its own stop command, the
+// controller last, and waits for proof that each is gone: the command's exit
+// status, its /brokers/ids/<id> znode vanishing (a ZooKeeper watch, not
+// sleep-polling) and its Kafka port closing.
+type stopBrokers struct{ o stopOpts }
+
+type stopOpts struct {
+	Topic string `opt:"topic" type:"topic"`
+	// Gone bounds the wait for a stopped broker's registration to vanish.
+	Gone time.Duration `opt:"gone_timeout" default:"60s"`
+}
+
+// brokerArgs: the broker an action is about, and its listener.
+type brokerArgs struct {
+	Broker int32  `json:"broker"`
+	Addr   string `json:"addr,omitempty"`
+}
+
+func (k *stopBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	f, err := facts(env)
+	if err != nil {
+		return nil, err
+	}
+	t := k.o.Topic
+	if f.Clean {
+		return cleanNoOp(t, "stop brokers for"), nil
+	}
+	// A topic that reappeared after its znodes were deleted means a client
+	// (auto-create) is still attached: stop, do not wipe a live topic.
+	if !env.Preview() {
+		if ok, err := exists(ctx, env, kafkazk.TopicPath(t)); err != nil {
+			return nil, err
+		} else if ok && env.History().Done("delete-znodes") {
+			return nil, fmt.Errorf("%w: %s%s exists again after kremedy deleted it — a client recreated %q (auto.create.topics.enable?). Brokers were not stopped. Detach every client, then resume", steps.ErrRefused, env.ZK.Chroot(), kafkazk.TopicPath(t), t)
+		}
+	}
+	reg, err := brokers.Registered(ctx, env.ZK)
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err := brokers.Controller(ctx, env.ZK)
+	if err != nil {
+		return nil, err
+	}
+	var order, last []int32
+	addrs := map[int32]string{}
+	for _, id := range brokers.HostIDs(env.Target) {
+		h, _ := env.Target.Host(id)
+		addrs[id] = brokers.Addr(ctx, env.ZK, id, firstOf(f.Addrs[id], h.Addr))
+		switch {
+		case id == ctrl:
+			last = append(last, id)
+		case !slices.Contains(reg, id):
+			order = append([]int32{id}, order...) // unregistered first: stop is idempotent
+		default:
+			order = append(order, id)
+		}
+	}
+	order = append(order, last...)
+	p := &steps.Plan{Summary: fmt.Sprintf("stop all %d brokers over SSH, controller (%d) last", len(order), ctrl)}
+	running := 0
+	for _, id := range order {
+		h, _ := env.Target.Host(id)
+		up := slices.Contains(reg, id) || (addrs[id] != "" && env.Kafka.Listening(ctx, addrs[id]))
+		if up {
+			running++
+		}
+		state := "registered"
+		if !up {
+			state = "not registered (stop is run anyway: it is idempotent)"
+		}
+		args := brokerArgs{Broker: id, Addr: addrs[id]}
+		p.Actions = append(p.Actions,
+			steps.Action{ID: fmt.Sprintf("stop-%d", id), Op: steps.OpSSH, Broker: id, Target: fmt.Sprintf("broker %d on %s", id, h.Host), Detail: h.Stop + "   # " + state, Args: args},
+			steps.Action{ID: fmt.Sprintf("gone-%d", id), Op: steps.OpWait, Broker: id, Target: fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, id), Detail: "znode gone, port " + brokers.OrDash(addrs[id]) + " closed", Args: args})
+	}
+	if running == 0 {
+		p.NoOp = true
+		p.Summary = "every broker is already stopped (none registered, no port open)"
+	}
+	return p, nil
+}
+
+func firstOf(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// rest lists the brokers of the plan's actions after index i.
+func rest(p *steps.Plan, i int) []int32 {
+	var out []int32
+	for _, a := range p.Actions[i+1:] {
+		if !slices.Contains(out, a.Broker) {
+			out = append(out, a.Broker)
+		}
+	}
+	return out
+}
+
+func (k *stopBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	for i, a := range p.Actions {
+		b, err := steps.ArgsOf[brokerArgs](a)
+		if err != nil {
+			return err
+		}
+		switch a.Op {
+		case steps.OpSSH:
+			h, _ := env.Target.Host(b.Broker)
+			if err := env.Do(a, func() error { return brokers.RunOn(ctx, env, b.Broker, h.Stop) }); err != nil {
+				if code, ok := brokers.ExitStatus(err); ok {
+					return fmt.Errorf("broker %d's stop command exited %d: the broker is probably still running. It and the brokers after it (%v) were not stopped, and no segment was wiped: %w", b.Broker, code, rest(p, i), err)
+				}
+				return fmt.Errorf("stop broker %d: %w. Its state is unknown; the brokers after it (%v) were not stopped and no segment was wiped", b.Broker, err, rest(p, i))
+			}
+		case steps.OpWait:
+			if err := env.Do(a, func() error { return brokers.WaitGone(ctx, env, b.Broker, b.Addr, k.o.Gone) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (k *stopBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	f, err := facts(env)
+	if err != nil || f.Clean {
+		return nil, err
+	}
+	reg, err := brokers.Registered(ctx, env.ZK)
+	if err != nil {
+		return nil, err
+	}
+	var up []int32
+	for _, id := range brokers.HostIDs(env.Target) {
+		if slices.Contains(reg, id) {
+			up = append(up, id)
+		}
+	}
+	return []steps.Check{{Name: "no broker of the inventory is registered", OK: len(up) == 0, Detail: "registered: " + brokers.I32s(up)}}, nil
+}
+
+// startBrokers starts every broker and holds a health gate: all registered,
+// a controller, no offline or under-replicated partition anywhere, and every
+// broker's own metadata agreeing, for N consecutive checks.
+type startBrokers struct{ o startOpts }
+
+type startOpts struct {
+	Checks  int           `opt:"health_checks"`
+	Timeout time.Duration `opt:"health_timeout"`
+	// Grace: partitions of other topics already unhealthy before the run
+	// are counted during it, then named and excused while no worse.
+	Grace time.Duration `opt:"health_grace"`
+}
+
+func (k *startBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	reg, err := brokers.Registered(ctx, env.ZK)
+	if err != nil {
+		return nil, err
+	}
+	p := &steps.Plan{Summary: "start every stopped broker, then wait until the whole cluster is healthy and every broker's metadata agrees"}
+	for _, id := range brokers.HostIDs(env.Target) {
+		if slices.Contains(reg, id) && !env.Preview() {
+			continue
+		}
+		h, _ := env.Target.Host(id)
+		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("start-%d", id), Op: steps.OpSSH, Broker: id, Target: fmt.Sprintf("broker %d on %s", id, h.Host), Detail: h.Start, Args: brokerArgs{Broker: id}})
+	}
+	if len(p.Actions) == 0 {
+		p.NoOp = true
+		p.Summary = "every broker is registered; checking cluster health"
+	} else {
+		p.Actions = append(p.Actions, steps.Action{ID: "registered", Op: steps.OpWait, Target: "cluster", Detail: fmt.Sprintf("every broker registered (a ZooKeeper watch), at most %s", k.o.Timeout)})
+		p.Notes = append(p.Notes, fmt.Sprintf("then the health gate: all registered, a controller, no offline/under-replicated partitions, all brokers' metadata equal, %d checks in a row, at most %s", k.checks(), k.o.Timeout))
+	}
+	return p, nil
+}
+
+func (k *startBrokers) checks() int { return max(1, k.o.Checks) }
+
+func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	// Start commands run in parallel, as a full restart does; each is
+	// journaled on its own. A failure is reported after all have returned.
+	var wg sync.WaitGroup
+	errs := make([]error, len(p.Actions))
+	for i, a := range p.Actions {
+		if a.Op != steps.OpSSH {
+			continue
+		}
+		b, err := steps.ArgsOf[brokerArgs](a)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			h, _ := env.Target.Host(b.Broker)
+			if err := env.Do(a, func() error { return brokers.RunOn(ctx, env, b.Broker, h.Start) }); err != nil {
+				errs[i] = fmt.Errorf("broker %d did not start: %w (its log is on %s)", b.Broker, err, h.Host)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w. The other brokers were started and keep running; nothing after this step ran. Fix the cause and resume", err)
+	}
+	for _, a := range p.Actions {
+		if a.Op != steps.OpWait {
+			continue
+		}
+		start := env.Now()
+		want := brokers.HostIDs(env.Target)
+		if err := env.Do(a, func() error { return brokers.WaitRegistered(ctx, env.ZK, want, k.o.Timeout) }); err != nil {
+			return err
+		}
+		env.Logf("all brokers %s registered %s after the start commands", brokers.I32s(want), env.Now().Sub(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// Verify is the health gate.
+func (k *startBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	f, err := facts(env)
+	if err != nil {
+		return nil, err
+	}
+	n, deadline := k.checks(), env.Now().Add(k.o.Timeout)
+	if env.Rechecking() {
+		// Resume asks whether the cluster is healthy now; if not, the step
+		// runs again (starting what is stopped) and then waits. Waiting
+		// here would only delay that by the whole health timeout.
+		n, deadline = 1, env.Now()
+	}
+	// Partitions already unhealthy before the run are waited for like any
+	// other during the grace (they usually heal when they were only
+	// catching up), then no longer counted: a restart cannot repair them.
+	excuseFrom := env.Now().Add(k.o.Grace)
+	gate := brokers.Gate{Want: brokers.HostIDs(env.Target)}
+	streak := 0
+	var last []steps.Check
+	for {
+		gate.Excused = nil
+		if env.Rechecking() || !env.Now().Before(excuseFrom) {
+			gate.Excused = func(key string, p ports.PartitionView) bool {
+				b, ok := f.UnhealthyBefore[key]
+				return ok && len(p.ISR) >= b.ISR && (!p.IsOffline() || b.Offline)
+			}
+		}
+		last = gate.Check(ctx, env.Cluster)
+		if allOK(last) {
+			streak++
+			if streak >= n {
+				return last, nil
+			}
+		} else {
+			streak = 0
+		}
+		if env.Now().After(deadline) || ctx.Err() != nil {
+			return last, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func allOK(cs []steps.Check) bool {
+	for _, c := range cs {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,108 @@
+package cleanup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/kremedy/kremedy/internal/shell"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// RestoreZnodes recreates the znodes of a backup (data and ACLs), parents
+// first. It refuses to overwrite a node that exists unless force is set, in
+// which case it leaves that node as it is and says so. It writes what it
+// did to out.
+func RestoreZnodes(ctx context.Context, zk ports.ZooKeeper, backupPath string, force bool, out io.Writer) error {
+	b, err := os.ReadFile(backupPath)
+	if err != nil {
+		return err
+	}
+	var bk Backup
+	if err := json.Unmarshal(b, &bk); err != nil || bk.Format != 1 {
+		return fmt.Errorf("%s is not a kremedy znode backup (%v); nothing was restored", backupPath, err)
+	}
+	if bk.Chroot != zk.Chroot() {
+		return fmt.Errorf("%w: the backup was taken under chroot %q, this inventory uses %q; nothing was restored", steps.ErrRefused, bk.Chroot, zk.Chroot())
+	}
+	var exist []string
+	for _, n := range bk.Nodes {
+		if ok, _, err := zk.Exists(ctx, n.Path); err != nil {
+			return err
+		} else if ok {
+			exist = append(exist, zk.Chroot()+n.Path)
+		}
+	}
+	if len(exist) > 0 && !force {
+		return fmt.Errorf("%w: %d znodes of the backup exist already (%v); nothing was restored. Delete them first, or pass --force to restore only the missing ones", steps.ErrRefused, len(exist), exist)
+	}
+	created := 0
+	for _, n := range bk.Nodes {
+		if slices.Contains(exist, zk.Chroot()+n.Path) {
+			fmt.Fprintf(out, "kept    %s%s (exists)\n", zk.Chroot(), n.Path)
+			continue
+		}
+		acl := n.ACL
+		if len(acl) == 0 {
+			acl = nil
+		}
+		if err := zk.Create(ctx, n.Path, n.Data, acl); err != nil {
+			return fmt.Errorf("restore %s%s: %w (%d znodes were restored before it)", zk.Chroot(), n.Path, err, created)
+		}
+		created++
+		fmt.Fprintf(out, "created %s%s (%d bytes, %d ACL entries)\n", zk.Chroot(), n.Path, len(n.Data), len(acl))
+	}
+	fmt.Fprintf(out, "restored %d znodes of %q from %s (taken %s)\n", created, bk.Topic, backupPath, bk.Taken.Format("2006-01-02 15:04:05Z"))
+	if bk.Reassign != nil {
+		fmt.Fprintf(out, "note: /admin/reassign_partitions was edited by the run; its earlier content is in the backup's \"reassign\" field and was not restored (a legacy reassignment should not be replayed blindly)\n")
+	}
+	return nil
+}
+
+// RestoreSegments moves the directories of a quarantine manifest back into
+// their log dirs, only on brokers that are stopped (not registered, port
+// closed), and never over an existing directory.
+func RestoreSegments(ctx context.Context, c ports.Cluster, manifestPath string, out io.Writer) error {
+	b, err := os.ReadFile(manifestPath)
+	if err != nil {
+		return err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil || m.Format != 1 {
+		return fmt.Errorf("%s is not a kremedy quarantine manifest (%v); nothing was moved", manifestPath, err)
+	}
+	reg, err := brokers.Registered(ctx, c.ZK)
+	if err != nil {
+		return err
+	}
+	for _, mv := range m.Moves {
+		if mv.State == "moved" && slices.Contains(reg, mv.Broker) {
+			return fmt.Errorf("%w: broker %d is registered (running); stop it first — a broker must never see its log dirs change under it. Nothing was moved", steps.ErrRefused, mv.Broker)
+		}
+	}
+	moved := 0
+	for _, mv := range m.Moves {
+		if mv.State != "moved" {
+			fmt.Fprintf(out, "skipped %s on broker %d: the manifest says it was never moved (%s)\n", mv.From, mv.Broker, mv.State)
+			continue
+		}
+		script := fmt.Sprintf(`set -e
+src=%s; dst=%s
+if [ -e "$dst" ] && [ ! -e "$src" ]; then echo "already back: $dst"; exit 0; fi
+if [ -e "$dst" ]; then echo "refusing: $dst exists in the log dir" >&2; exit 3; fi
+mv -- "$src" "$dst"
+echo "moved back $src -> $dst"`, shell.Quote(mv.To), shell.Quote(mv.From))
+		h, _ := c.Target.Host(mv.Broker)
+		if err := c.Hosts.Run(ctx, mv.Broker, shell.Script(script), func(l ports.Line) { fmt.Fprintf(out, "broker %d (%s): %s\n", mv.Broker, h.Host, l.Text) }); err != nil {
+			return fmt.Errorf("move %s back on broker %d: %w (%d directories were moved back before it)", mv.To, mv.Broker, err, moved)
+		}
+		moved++
+	}
+	fmt.Fprintf(out, "moved %d directories of %q back; restore the znodes from %s with them (kremedy znodes restore), then start the brokers\n", moved, m.Topic, m.Backup)
+	return nil
+}

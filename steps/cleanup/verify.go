@@ -1,0 +1,521 @@
+package cleanup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/segments"
+)
+
+// verifyTopic proves the cleanup: the topic absent from ZooKeeper, from every
+// broker's own metadata (asked without auto-creation) and from every disk;
+// or, with recreate, recreated with one topic ID everywhere, ISR equal to
+// replicas, every partition starting empty at offset 0, and an acks=all
+// canary that round-trips.
+type verifyTopic struct{ o verifyOpts }
+
+type verifyOpts struct {
+	Topic             string `opt:"topic" type:"topic"`
+	Recreate          bool   `opt:"recreate"`
+	Partitions        int    `opt:"partitions"`         // 0: as it was
+	ReplicationFactor int    `opt:"replication_factor"` // 0: as it was
+	Configs           string `opt:"configs"`            // key=value[,key=value]
+	Canary            bool   `opt:"canary"`
+	DeleteOffsets     bool   `opt:"delete_offsets"`
+	// Served bounds the wait for every broker to serve a recreated topic.
+	Served time.Duration `opt:"served_timeout" default:"60s"`
+}
+
+// recreateSpec is how the topic is created again.
+type recreateSpec struct {
+	Partitions int32             `json:"partitions"`
+	RF         int16             `json:"replication_factor"`
+	Configs    map[string]string `json:"configs,omitempty"`
+	Source     string            `json:"source"`
+}
+
+// groupArgs: a consumer group whose stale offsets are deleted.
+type groupArgs struct {
+	Group string `json:"group"`
+}
+
+// createdKey is the fact verify saves when it has created the topic: a
+// resume recognises the topic as this run's by its id.
+const createdKey = "topic-cleanup/created"
+
+type created struct {
+	Topic string `json:"topic"`
+	ID    string `json:"id"`
+}
+
+// spec takes partitions, replication factor and configs from the options,
+// else from this run's znode backup, else from preflight.
+func (k *verifyTopic) spec(env *steps.Env, f *Facts) (*recreateSpec, error) {
+	t := k.o.Topic
+	s := &recreateSpec{Partitions: int32(k.o.Partitions), RF: int16(k.o.ReplicationFactor), Source: "parameters"}
+	var assign map[int32][]int32
+	configs := f.Configs
+	if b, err := os.ReadFile(env.Artifact(artBackup)); err == nil {
+		var bk Backup
+		if err := json.Unmarshal(b, &bk); err != nil {
+			return nil, fmt.Errorf("znode backup %s: %w", env.Artifact(artBackup), err)
+		}
+		for _, n := range bk.Nodes {
+			switch n.Path {
+			case kafkazk.TopicPath(t):
+				var z kafkazk.TopicZNode
+				if kafkazk.DecodeZNode(n.Path, n.Data, &z) == nil {
+					assign, _ = z.Assignment()
+				}
+			case kafkazk.ConfigTopicPath(t):
+				var c kafkazk.TopicConfigZNode
+				if kafkazk.DecodeZNode(n.Path, n.Data, &c) == nil {
+					configs = c.Config
+				}
+			}
+		}
+		s.Source = "znode backup " + env.Artifact(artBackup)
+	} else if len(f.Partitions) > 0 {
+		assign = f.Partitions
+		s.Source = "ZooKeeper at preflight"
+	}
+	if s.Partitions == 0 {
+		s.Partitions = int32(len(assign))
+	}
+	if s.RF == 0 {
+		for _, reps := range assign {
+			s.RF = int16(len(reps))
+			break
+		}
+	}
+	if s.Partitions <= 0 || s.RF <= 0 {
+		return nil, fmt.Errorf("%w: cannot tell how to recreate %q (no znode backup in this run); pass --set partitions=N --set replication_factor=R", steps.ErrRefused, t)
+	}
+	s.Configs = map[string]string{}
+	for k, v := range configs {
+		s.Configs[k] = v
+	}
+	if c := k.o.Configs; c != "" {
+		for _, kv := range strings.Split(c, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("%w: configs %q: expected key=value[,key=value]", steps.ErrRefused, c)
+			}
+			s.Configs[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return s, nil
+}
+
+func (k *verifyTopic) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	f, err := facts(env)
+	if err != nil {
+		return nil, err
+	}
+	t := k.o.Topic
+	p := &steps.Plan{Summary: fmt.Sprintf("prove %q is gone from ZooKeeper, every broker's metadata and every disk", t)}
+	present, err := exists(ctx, env, kafkazk.TopicPath(t))
+	if err != nil {
+		return nil, err
+	}
+	if present && !env.Preview() && !f.Clean {
+		if err := k.ownsTopic(ctx, env, f); err != nil {
+			return nil, err
+		}
+	}
+	if k.o.Recreate && !(f.Clean && present) {
+		spec, err := k.spec(env, f)
+		if err != nil {
+			return nil, err
+		}
+		keys := make([]string, 0, len(spec.Configs))
+		for k := range spec.Configs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var cfg []string
+		for _, k := range keys {
+			cfg = append(cfg, k+"="+spec.Configs[k])
+		}
+		p.Summary = fmt.Sprintf("recreate %q and prove it is new and healthy everywhere", t)
+		p.Actions = append(p.Actions,
+			steps.Action{ID: "create", Op: steps.OpKafka, Target: t, Args: *spec,
+				Detail: fmt.Sprintf("create with %d partitions, replication factor %d, configs [%s] (from %s)", spec.Partitions, spec.RF, strings.Join(cfg, " "), spec.Source)},
+			steps.Action{ID: "served", Op: steps.OpWait, Target: t, Args: *spec,
+				Detail: fmt.Sprintf("until every broker serves it with a leader for every partition (the controller's metadata reaching each broker; asked every 50 ms, at most %s)", k.o.Served)},
+			steps.Action{ID: "empty", Op: steps.OpCheck, Target: t, Args: *spec, Detail: "every partition's earliest and latest offset is 0 (no adopted segments)"})
+		if k.o.Canary {
+			p.Actions = append(p.Actions, steps.Action{ID: "canary", Op: steps.OpKafka, Target: t + "-0",
+				Detail: "acks=all canary record (key kremedy-canary) produced, read back, then removed with DeleteRecords so that consumers never see it (a tombstone on a compact-only topic)"})
+		} else {
+			p.Notes = append(p.Notes, "no canary write (canary=false): the topic's ability to take an acks=all write is not proven")
+		}
+	}
+	var groups []string
+	if b, err := os.ReadFile(env.Artifact(artOffsets)); err == nil {
+		var saved []ports.GroupUse
+		if json.Unmarshal(b, &saved) == nil {
+			for _, g := range saved {
+				if len(g.Offsets) > 0 {
+					groups = append(groups, g.Group)
+				}
+			}
+		}
+	}
+	if len(groups) > 0 {
+		if k.o.DeleteOffsets {
+			for _, g := range groups {
+				p.Actions = append(p.Actions, steps.Action{ID: "offsets-" + g, Op: steps.OpKafka, Target: "group " + g, Args: groupArgs{Group: g},
+					Detail: "delete its stale committed offsets on " + t})
+			}
+		} else {
+			p.Notes = append(p.Notes, fmt.Sprintf("groups %v still hold committed offsets on %q from before the cleanup; consumers would resume at stale positions. Delete them (rerun with --set delete_offsets=true, or kafka-consumer-groups --delete-offsets --group G --topic %s); they are saved in %s", groups, t, t, env.Artifact(artOffsets)))
+		}
+	}
+	if len(p.Actions) == 0 {
+		p.NoOp = true
+	}
+	return p, nil
+}
+
+func (k *verifyTopic) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	t := k.o.Topic
+	for _, a := range p.Actions {
+		var err error
+		switch {
+		case a.ID == "create":
+			err = k.create(ctx, env, a)
+		case a.ID == "served":
+			spec, aerr := steps.ArgsOf[recreateSpec](a)
+			if aerr != nil {
+				return aerr
+			}
+			err = env.Do(a, func() error { return k.waitServed(ctx, env, spec.Partitions) })
+		case a.ID == "empty":
+			spec, aerr := steps.ArgsOf[recreateSpec](a)
+			if aerr != nil {
+				return aerr
+			}
+			err = env.Do(a, func() error { return k.offsetsZero(ctx, env, spec.Partitions) })
+		case a.ID == "canary":
+			err = env.Do(a, func() error {
+				res, err := env.Kafka.Canary(ctx, t, 0, fmt.Sprintf("kremedy canary %s", env.RunID()))
+				if err == nil {
+					env.Logf("canary at %s-0 offset %d: acknowledged by every in-sync replica after %s, read back after %s more, then removed (%s)", t, res.Offset, res.Produce.Round(time.Millisecond), res.Read.Round(time.Millisecond), res.Removed)
+				}
+				return err
+			})
+		default:
+			g, aerr := steps.ArgsOf[groupArgs](a)
+			if aerr != nil {
+				return aerr
+			}
+			err = env.Do(a, func() error { return env.Kafka.DeleteGroupOffsets(ctx, g.Group, t) })
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// create creates the topic, unless an earlier attempt of this run did.
+func (k *verifyTopic) create(ctx context.Context, env *steps.Env, a steps.Action) error {
+	t := k.o.Topic
+	spec, err := steps.ArgsOf[recreateSpec](a)
+	if err != nil {
+		return err
+	}
+	present, err := exists(ctx, env, kafkazk.TopicPath(t))
+	if err != nil {
+		return err
+	}
+	return env.Do(a, func() error {
+		if present {
+			env.Logf("%q already exists (created by an earlier attempt of this run); checking it", t)
+			return nil
+		}
+		id, err := env.Kafka.CreateTopic(ctx, t, nil, spec.Partitions, spec.RF, spec.Configs)
+		if err != nil {
+			return err
+		}
+		env.Logf("created %q with topic id %s", t, id)
+		return env.Save(createdKey, created{Topic: t, ID: id})
+	})
+}
+
+// waitServed waits until every broker serves the topic with a leader for
+// every partition.
+func (k *verifyTopic) waitServed(ctx context.Context, env *steps.Env, parts int32) error {
+	t := k.o.Topic
+	wctx, cancel := context.WithTimeout(ctx, k.o.Served)
+	defer cancel()
+	var last string
+	for {
+		all := true
+		for _, id := range brokers.HostIDs(env.Target) {
+			v, err := env.Kafka.BrokerView(wctx, id, t)
+			tv := v.Topics[t]
+			if err != nil || !tv.Present() || int32(len(tv.Partitions)) != parts {
+				all, last = false, fmt.Sprintf("broker %d: %v %s", id, err, tv.Err)
+				break
+			}
+			for _, pv := range tv.Partitions {
+				if pv.Leader < 0 {
+					all, last = false, fmt.Sprintf("broker %d: %s-%d has no leader", id, t, pv.Partition)
+				}
+			}
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("%w: %q is not served by every broker after %s: %s", steps.ErrCheckFailed, t, k.o.Served, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// offsetsZero proves a new topic adopted nothing: earliest = latest = 0.
+func (k *verifyTopic) offsetsZero(ctx context.Context, env *steps.Env, parts int32) error {
+	t := k.o.Topic
+	var bad []string
+	offs := partitionOffsets(ctx, env, t, parts)
+	for p := int32(0); p < parts; p++ {
+		o := offs[p]
+		if o.err != nil {
+			return fmt.Errorf("offsets of %s-%d: %w", t, p, o.err)
+		}
+		e, l := o.earliest, o.latest
+		ok := e == 0 && l == 0
+		detail := fmt.Sprintf("earliest %d, latest %d on leader %d", e, l, o.leader)
+		if !ok && e < l {
+			// An earlier attempt of this run may have left its canary.
+			if only, err := env.Kafka.OnlyCanaries(ctx, t, p, e, l); err == nil && only {
+				ok, detail = true, detail+": only kremedy canaries of an interrupted attempt"
+			}
+		}
+		env.Check(steps.Check{Name: fmt.Sprintf("%s-%d starts empty at offset 0", t, p), OK: ok, Detail: detail})
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s-%d earliest %d latest %d", t, p, e, l))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: the recreated topic is not empty — old segments were adopted (or a client already wrote to it): %s", steps.ErrCheckFailed, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+type partOffsets struct {
+	leader           int32
+	earliest, latest int64
+	err              error
+}
+
+// partitionOffsets asks each partition's leader (as the first broker that
+// serves the topic names it) for its earliest and latest offset, 16
+// partitions at a time: a topic with hundreds of partitions is not asked
+// one round trip after another.
+func partitionOffsets(ctx context.Context, env *steps.Env, t string, parts int32) map[int32]partOffsets {
+	ids := brokers.HostIDs(env.Target)
+	leaders := map[int32]int32{}
+	for _, id := range ids {
+		if v, err := env.Kafka.BrokerView(ctx, id, t); err == nil && v.Topics[t].Present() {
+			for p, pv := range v.Topics[t].Partitions {
+				if pv.Leader >= 0 {
+					leaders[p] = pv.Leader
+				}
+			}
+			break
+		}
+	}
+	ps := make([]int32, parts)
+	for p := range ps {
+		ps[p] = int32(p)
+	}
+	got := brokers.EachID(ps, func(p int32) partOffsets {
+		leader, ok := leaders[p]
+		if !ok {
+			leader = ids[0]
+		}
+		e, l, err := env.Kafka.Offsets(ctx, leader, t, p)
+		return partOffsets{leader: leader, earliest: e, latest: l, err: err}
+	})
+	out := make(map[int32]partOffsets, parts)
+	for p, o := range got {
+		out[int32(p)] = o
+	}
+	return out
+}
+
+func (k *verifyTopic) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	f, err := facts(env)
+	if err != nil {
+		return nil, err
+	}
+	if !k.o.Recreate {
+		return k.verifyAbsent(ctx, env, f)
+	}
+	return k.verifyRecreated(ctx, env, f)
+}
+
+// verifyAbsent: the topic is gone from ZooKeeper, every broker and every
+// disk.
+func (k *verifyTopic) verifyAbsent(ctx context.Context, env *steps.Env, f *Facts) ([]steps.Check, error) {
+	t := k.o.Topic
+	var checks []steps.Check
+	for _, p := range []string{kafkazk.TopicPath(t), kafkazk.ConfigTopicPath(t), kafkazk.DeleteTopicPath(t)} {
+		ok, err := exists(ctx, env, p)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, steps.Check{Name: env.ZK.Chroot() + p + " absent", OK: !ok})
+	}
+	for _, id := range brokers.HostIDs(env.Target) {
+		v, err := env.Kafka.BrokerView(ctx, id, t)
+		name := fmt.Sprintf("broker %d does not know %q", id, t)
+		if err != nil {
+			checks = append(checks, steps.Check{Name: name, OK: false, Detail: err.Error()})
+			continue
+		}
+		tv := v.Topics[t]
+		checks = append(checks, steps.Check{Name: name, OK: !tv.Present(), Detail: brokers.OrDash(tv.Err)})
+	}
+	left, err := topicDirs(ctx, env, f, t)
+	if err != nil {
+		return nil, err
+	}
+	return append(checks, steps.Check{Name: fmt.Sprintf("no log dir holds a directory of %q", t), OK: len(left) == 0, Detail: brokers.Summarize(left)}), nil
+}
+
+// verifyRecreated: the topic is new, empty and served alike everywhere.
+func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Facts) ([]steps.Check, error) {
+	t := k.o.Topic
+	b, _, err := env.ZK.Get(ctx, kafkazk.TopicPath(t))
+	if err != nil {
+		return []steps.Check{{Name: fmt.Sprintf("%q exists in ZooKeeper", t), OK: false, Detail: err.Error()}}, nil
+	}
+	var z kafkazk.TopicZNode
+	if err := kafkazk.DecodeZNode(kafkazk.TopicPath(t), b, &z); err != nil {
+		return nil, err
+	}
+	assign, _ := z.Assignment()
+	checks := []steps.Check{{Name: fmt.Sprintf("%q exists in ZooKeeper", t), OK: true, Detail: fmt.Sprintf("%d partitions, topic_id %s", len(assign), brokers.OrDash(z.TopicID))}}
+	var idDiff, urp []string
+	for _, id := range brokers.HostIDs(env.Target) {
+		v, err := env.Kafka.BrokerView(ctx, id, t)
+		if err != nil {
+			idDiff = append(idDiff, fmt.Sprintf("broker %d: %v", id, err))
+			continue
+		}
+		tv := v.Topics[t]
+		if !tv.Present() || tv.ID != z.TopicID || len(tv.Partitions) != len(assign) {
+			idDiff = append(idDiff, fmt.Sprintf("broker %d: %s id %s, %d partitions", id, brokers.OrDash(tv.Err), brokers.OrDash(tv.ID), len(tv.Partitions)))
+		}
+		for _, pv := range tv.Partitions {
+			if !brokers.SameSet(pv.ISR, pv.Replicas) {
+				urp = append(urp, fmt.Sprintf("broker %d sees %s-%d isr %s replicas %s", id, t, pv.Partition, brokers.I32s(pv.ISR), brokers.I32s(pv.Replicas)))
+			}
+		}
+	}
+	checks = append(checks,
+		steps.Check{Name: "every broker serves it with the znode's topic ID", OK: len(idDiff) == 0, Detail: brokers.Summarize(idDiff)},
+		steps.Check{Name: "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: brokers.Summarize(urp)})
+	var earliest []string
+	offs := partitionOffsets(ctx, env, t, int32(len(assign)))
+	for part := range assign {
+		o := offs[part]
+		e, l, err := o.earliest, o.latest, o.err
+		// Empty: nothing adopted. Partition 0 starts past kremedy's canary
+		// once DeleteRecords removed it; on a compact-only topic it holds
+		// the canary and its tombstone.
+		ok := err == nil && e == l && (e == 0 || part == 0)
+		if err == nil && !ok && part == 0 && e < l {
+			ok, err = env.Kafka.OnlyCanaries(ctx, t, part, e, l)
+		}
+		if !ok {
+			earliest = append(earliest, fmt.Sprintf("%s-%d earliest %d latest %d %v", t, part, e, l, err))
+		}
+	}
+	l := brokers.List(ctx, env.Hosts, env.Target, f.LogDirs)
+	if err := l.Err(env.Target); err != nil {
+		return nil, err
+	}
+	var foreign []string
+	for _, h := range env.Target.Hosts {
+		for _, dir := range f.LogDirs[h.ID] {
+			entries := l.Entries[h.ID][dir]
+			ms, _ := segments.Select(entries, t, nil)
+			for _, m := range ms {
+				if id := idOf(entries, m.Dir.Name); m.Dir.Kind != segments.Live || (z.TopicID != "" && id != z.TopicID) {
+					foreign = append(foreign, fmt.Sprintf("broker %d %s/%s (%s, id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, brokers.OrDash(id)))
+				}
+			}
+		}
+	}
+	return append(checks,
+		steps.Check{Name: "every partition is empty (nothing adopted; the canary removed)", OK: len(earliest) == 0, Detail: brokers.Summarize(earliest)},
+		steps.Check{Name: "every directory of the topic on disk carries its current topic ID", OK: len(foreign) == 0, Detail: brokers.Summarize(foreign)}), nil
+}
+
+// ownsTopic: the topic exists although this run deleted it. That is fine
+// only when this run's verify step created it (an earlier attempt, then
+// interrupted). Anything else is someone else's topic — most often a client
+// still attached with auto-create on, right after the restart — and kremedy
+// neither adopts nor deletes it.
+func (k *verifyTopic) ownsTopic(ctx context.Context, env *steps.Env, f *Facts) error {
+	t := k.o.Topic
+	b, _, err := env.ZK.Get(ctx, kafkazk.TopicPath(t))
+	if err != nil {
+		if env.ZK.IsNoNode(err) {
+			return nil
+		}
+		return err
+	}
+	var z kafkazk.TopicZNode
+	if err := kafkazk.DecodeZNode(env.ZK.Chroot()+kafkazk.TopicPath(t), b, &z); err != nil {
+		return err
+	}
+	var mine created
+	if _, err := env.Load(createdKey, &mine); err != nil {
+		return err
+	}
+	if mine.Topic == t && mine.ID != "" && mine.ID == z.TopicID {
+		return nil
+	}
+	// An attempt that stopped while its create request was out (started,
+	// and not ended with a clean failure) may have created it: the create
+	// is idempotent on the topic's name, so it is taken as this run's.
+	if mine.ID == "" {
+		for _, a := range env.History().Actions(env.Step().ID) {
+			if a.Action.ID == "create" && (!a.Ended || a.Outcome != "" || a.OK) {
+				env.Logf("%q exists; an earlier attempt of this run was creating it when it stopped, so it is taken as this run's (topic id %s) and checked", t, brokers.OrDash(z.TopicID))
+				return nil
+			}
+		}
+	}
+	var auto []int32
+	for id, on := range f.AutoCreate {
+		if on {
+			auto = append(auto, id)
+		}
+	}
+	slices.Sort(auto)
+	why := "someone recreated it"
+	if len(auto) > 0 {
+		why = fmt.Sprintf("most likely a client still attached auto-created it (auto.create.topics.enable=true on brokers %v)", auto)
+	}
+	return fmt.Errorf("%w: %q exists again (topic id %s, %d partitions) although this run deleted it and did not create it: %s. kremedy neither adopts nor deletes a topic it did not make. Stop that client, delete the topic (kafka-topics --delete --topic %s; the brokers are up), then resume",
+		steps.ErrRefused, t, brokers.OrDash(z.TopicID), len(z.Partitions), why, t)
+}

@@ -1,0 +1,398 @@
+package cleanup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/atomicfile"
+	"github.com/kremedy/kremedy/internal/shell"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/segments"
+)
+
+// wipeSegments moves exactly the topic's partition directories — live,
+// -delete, -future and -stray forms, matched the way Kafka parses names —
+// out of every log dir of every broker into a quarantine directory beside
+// (never inside) the log dirs, recording each move in a manifest first.
+// It refuses on a broker that is still registered or listening.
+type wipeSegments struct{ o topicOpts }
+
+// Move is one quarantined directory.
+type Move struct {
+	Broker int32     `json:"broker"`
+	Host   string    `json:"host"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Kind   string    `json:"kind"`
+	State  string    `json:"state"` // planned, moved
+	At     time.Time `json:"at"`
+}
+
+// Manifest is the quarantine manifest of a run.
+type Manifest struct {
+	Format  int    `json:"format"`
+	Cluster string `json:"cluster"`
+	Topic   string `json:"topic"`
+	Backup  string `json:"znode_backup"`
+	Moves   []Move `json:"moves"`
+}
+
+// QuarantineDir is where a log dir's moved partition directories go on the
+// broker host: beside the log dir, never inside any log dir.
+func QuarantineDir(runID, logDir string) string {
+	return filepath.Join(filepath.Dir(logDir), "kremedy-quarantine", runID, filepath.Base(logDir))
+}
+
+func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	f, err := facts(env)
+	if err != nil {
+		return nil, err
+	}
+	t := k.o.Topic
+	if f.Clean {
+		return cleanNoOp(t, "wipe"), nil
+	}
+	if !env.Preview() {
+		if err := k.refuseLive(ctx, env, f); err != nil {
+			return nil, err
+		}
+	}
+	l := brokers.List(ctx, env.Hosts, env.Target, f.LogDirs)
+	if err := l.Err(env.Target); err != nil {
+		return nil, err
+	}
+	ids := slices.Clone(f.OldIDs)
+	if f.TopicID != "" {
+		ids = append(ids, f.TopicID)
+	}
+	p := &steps.Plan{Summary: fmt.Sprintf("move every partition directory of %q out of every log dir into quarantine", t)}
+	for _, h := range env.Target.Hosts {
+		dirs := f.LogDirs[h.ID]
+		for _, dir := range dirs {
+			q := QuarantineDir(env.RunID(), dir)
+			for _, other := range dirs {
+				if q == other || strings.HasPrefix(q, other+string(filepath.Separator)) {
+					return nil, fmt.Errorf("%w: quarantine %s would be inside log dir %s on broker %d", steps.ErrRefused, q, other, h.ID)
+				}
+			}
+			matches, strays := segments.Select(l.Entries[h.ID][dir], t, ids)
+			for _, s := range strays {
+				p.Notes = append(p.Notes, fmt.Sprintf("broker %d %s/%s: %s — not a partition directory; Kafka will refuse to start while it is there. kremedy does not move what it cannot parse: move it out of the log dir by hand", h.ID, dir, s.Name, s.Why))
+			}
+			for _, m := range matches {
+				mv := Move{Broker: h.ID, Host: h.Host, From: filepath.Join(dir, m.Dir.Name), To: filepath.Join(q, m.Dir.Name), Kind: m.Dir.Kind.String(), State: "planned"}
+				p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("move-%d", len(p.Actions)), Op: steps.OpMove, Broker: h.ID,
+					Target: fmt.Sprintf("broker %d: %s", h.ID, mv.From), Detail: "→ " + mv.To + " (" + m.Reason + ")", Args: mv})
+			}
+		}
+	}
+	if len(p.Actions) == 0 {
+		p.NoOp = true
+		p.Summary = fmt.Sprintf("no log dir holds a directory of %q", t)
+		return p, nil
+	}
+	p.Actions = append([]steps.Action{{ID: "manifest", Op: steps.OpSave, Target: env.Artifact(artManifest), Detail: "each move is recorded before and after it happens"}}, p.Actions...)
+	return p, nil
+}
+
+// refuseLive refuses while the topic's znodes exist or any broker may run:
+// registered in ZooKeeper, or something listening on its port.
+func (k *wipeSegments) refuseLive(ctx context.Context, env *steps.Env, f *Facts) error {
+	if err := requireZnodesGone(ctx, env, k.o.Topic); err != nil {
+		return err
+	}
+	reg, err := brokers.Registered(ctx, env.ZK)
+	if err != nil {
+		return err
+	}
+	for _, h := range env.Target.Hosts {
+		if slices.Contains(reg, h.ID) {
+			return fmt.Errorf("%w: broker %d is still registered in ZooKeeper: it may be running, and wiping under a running broker corrupts it. Nothing was moved", steps.ErrRefused, h.ID)
+		}
+		if addr := brokers.Addr(ctx, env.ZK, h.ID, firstOf(f.Addrs[h.ID], h.Addr)); addr != "" && env.Kafka.Listening(ctx, addr) {
+			return fmt.Errorf("%w: something still listens on broker %d's port %s. Nothing was moved", steps.ErrRefused, h.ID, addr)
+		}
+	}
+	return nil
+}
+
+func loadManifest(env *steps.Env, topic string) (*Manifest, error) {
+	m := &Manifest{Format: 1, Cluster: env.Target.Name, Topic: topic, Backup: env.Artifact(artBackup)}
+	b, err := os.ReadFile(env.Artifact(artManifest))
+	if os.IsNotExist(err) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, json.Unmarshal(b, m)
+}
+
+// moveFunc moves one directory into quarantine, idempotently: a directory
+// already in quarantine (an earlier, interrupted attempt) is success.
+const moveFunc = `kremedy_move() {
+  src=$1; dst=$2
+  if [ ! -e "$src" ] && [ -e "$dst" ]; then echo "in quarantine: $src -> $dst"; return 0; fi
+  if [ -e "$dst" ]; then echo "refusing: $dst already exists" >&2; return 3; fi
+  mkdir -p -- "$(dirname -- "$dst")" || return 1
+  # A quarantine on another filesystem would turn the move into a long,
+  # non-atomic copy: refuse instead.
+  if [ "$(stat -c %d -- "$(dirname -- "$src")")" != "$(stat -c %d -- "$(dirname -- "$dst")")" ]; then
+    echo "refusing: $(dirname -- "$dst") is on another filesystem than $src" >&2; return 4
+  fi
+  mv -- "$src" "$dst" || return 1
+  [ ! -e "$src" ] || return 1
+  echo "moved $src -> $dst"
+}
+`
+
+// lockFunc refuses when a process still holds a log dir's .lock, which a
+// running Kafka broker keeps open for its whole life: the last guard on the
+// host itself, after "not registered" and "port closed". It sees only the
+// processes the SSH user may inspect (root, or the broker's own user).
+const lockFunc = `kremedy_lockcheck() {
+  h=$(find /proc/[0-9]*/fd -lname "$1/.lock" 2>/dev/null | head -n 1)
+  if [ -n "$h" ]; then
+    pid=${h#/proc/}; pid=${pid%%/*}
+    echo "refusing: process $pid ($(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null | cut -c1-120)) holds $1/.lock: a broker still runs on this log dir. Nothing was moved on this host" >&2
+    return 5
+  fi
+}
+`
+
+// moveScript is one host's wipe: the lock check of every log dir involved,
+// then each move, stopping at the first failure.
+func moveScript(moves []Move) string {
+	var script strings.Builder
+	script.WriteString(moveFunc)
+	script.WriteString(lockFunc)
+	checked := map[string]bool{}
+	for _, mv := range moves {
+		if d := filepath.Dir(mv.From); !checked[d] {
+			checked[d] = true
+			fmt.Fprintf(&script, "kremedy_lockcheck %s || exit $?\n", shell.Quote(d))
+		}
+	}
+	for _, mv := range moves {
+		fmt.Fprintf(&script, "kremedy_move %s %s || exit $?\n", shell.Quote(mv.From), shell.Quote(mv.To))
+	}
+	return script.String()
+}
+
+// hostMoves are one broker's planned moves with their actions.
+type hostMoves struct {
+	broker  int32
+	moves   []Move
+	actions []steps.Action
+}
+
+func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	man, err := loadManifest(env, k.o.Topic)
+	if err != nil {
+		return fmt.Errorf("quarantine manifest %s: %w", env.Artifact(artManifest), err)
+	}
+	var hosts []*hostMoves
+	for _, a := range p.Actions {
+		if a.Op != steps.OpMove {
+			continue
+		}
+		mv, err := steps.ArgsOf[Move](a)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(hosts, func(h *hostMoves) bool { return h.broker == mv.Broker })
+		if i < 0 {
+			hosts = append(hosts, &hostMoves{broker: mv.Broker})
+			i = len(hosts) - 1
+		}
+		hosts[i].moves, hosts[i].actions = append(hosts[i].moves, mv), append(hosts[i].actions, a)
+	}
+	// Re-prove the topic's znodes are gone and every broker is down right
+	// before touching any disk.
+	if err := requireZnodesGone(ctx, env, k.o.Topic); err != nil {
+		return err
+	}
+	reg, err := brokers.Registered(ctx, env.ZK)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		if slices.Contains(reg, h.broker) {
+			return fmt.Errorf("%w: broker %d registered again before its segments were moved; nothing was moved", steps.ErrRefused, h.broker)
+		}
+	}
+	// Every move is in the manifest (as planned) before any command
+	// starts, and marked moved as soon as its host reports it.
+	var mu sync.Mutex // guards man and the manifest file
+	ends := map[string]func(error) error{}
+	idx := map[string]int{}
+	key := func(b int32, from string) string { return fmt.Sprintf("%d/%s", b, from) }
+	for _, h := range hosts {
+		for i, mv := range h.moves {
+			mv.At = env.Now().UTC()
+			n := slices.IndexFunc(man.Moves, func(m Move) bool { return m.Broker == mv.Broker && m.From == mv.From })
+			if n < 0 {
+				man.Moves = append(man.Moves, mv)
+				n = len(man.Moves) - 1
+			}
+			end, err := env.Begin(h.actions[i])
+			if err != nil {
+				return err
+			}
+			ends[key(h.broker, mv.From)], idx[key(h.broker, mv.From)] = end, n
+		}
+	}
+	if err := env.Do(p.Actions[0], func() error { return atomicfile.WriteJSON(env.Artifact(artManifest), man) }); err != nil {
+		return fmt.Errorf("write manifest %s before moving: %w; nothing was moved", env.Artifact(artManifest), err)
+	}
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for hi, h := range hosts {
+		wg.Go(func() {
+			host, _ := env.Target.Host(h.broker)
+			label := fmt.Sprintf("broker %d (%s)", h.broker, host.Host)
+			err := env.Hosts.Run(ctx, h.broker, shell.Script(moveScript(h.moves)), func(l ports.Line) {
+				env.Output(label, l)
+				for _, prefix := range []string{"moved ", "in quarantine: "} {
+					rest, ok := strings.CutPrefix(l.Text, prefix)
+					if !ok {
+						continue
+					}
+					from, _, _ := strings.Cut(rest, " -> ")
+					mu.Lock()
+					if end, ok := ends[key(h.broker, from)]; ok {
+						man.Moves[idx[key(h.broker, from)]].State = "moved"
+						delete(ends, key(h.broker, from))
+						_ = end(nil)
+						_ = atomicfile.WriteJSON(env.Artifact(artManifest), man)
+					}
+					mu.Unlock()
+				}
+			})
+			if err != nil {
+				errs[hi] = fmt.Errorf("moving directories on broker %d: %w", h.broker, err)
+			}
+		})
+	}
+	wg.Wait()
+	// A move whose command failed before it reported is journaled as not
+	// done; its outcome is settled by the manifest's reconciliation.
+	for k, end := range ends {
+		_ = end(fmt.Errorf("%s: not reported moved: %w", k, errors.Join(errs...)))
+	}
+	if err := atomicfile.WriteJSON(env.Artifact(artManifest), man); err != nil {
+		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w (what was moved is marked in %s)", err, env.Artifact(artManifest))
+	}
+	return nil
+}
+
+func (k *wipeSegments) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	f, err := facts(env)
+	if err != nil || f.Clean {
+		return nil, err
+	}
+	left, err := topicDirs(ctx, env, f, k.o.Topic)
+	if err != nil {
+		return nil, err
+	}
+	checks := []steps.Check{{Name: fmt.Sprintf("no log dir holds a directory of %q", k.o.Topic), OK: len(left) == 0, Detail: brokers.Summarize(left)}}
+	if c, err := reconcileManifest(ctx, env, k.o.Topic); err != nil {
+		return nil, err
+	} else if c != nil {
+		checks = append(checks, *c)
+	}
+	return checks, nil
+}
+
+const whereScript = `if [ -e %[2]s ] && [ ! -e %[1]s ]; then echo moved; elif [ -e %[1]s ]; then echo source; else echo missing; fi`
+
+// reconcileManifest settles entries a crash left as "planned": the move
+// either happened (the directory is in quarantine) or did not (it is still
+// in the log dir, and a later plan moves it). It asks the host, and records
+// the truth in the manifest.
+func reconcileManifest(ctx context.Context, env *steps.Env, topic string) (*steps.Check, error) {
+	man, err := loadManifest(env, topic)
+	if err != nil || len(man.Moves) == 0 {
+		return nil, err
+	}
+	var lost []string
+	changed := false
+	for i, mv := range man.Moves {
+		if mv.State == "moved" {
+			continue
+		}
+		var where string
+		err := env.Hosts.Run(ctx, mv.Broker, shell.Script(fmt.Sprintf(whereScript, shell.Quote(mv.From), shell.Quote(mv.To))), func(l ports.Line) {
+			if !l.Stderr {
+				where = strings.TrimSpace(l.Text)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("check quarantine of %s on broker %d: %w", mv.From, mv.Broker, err)
+		}
+		switch where {
+		case "moved":
+			man.Moves[i].State, changed = "moved", true
+			env.Logf("%s was moved before the interruption; manifest updated", mv.From)
+		default:
+			lost = append(lost, fmt.Sprintf("broker %d %s (%s)", mv.Broker, mv.From, where))
+		}
+	}
+	if changed {
+		if err := atomicfile.WriteJSON(env.Artifact(artManifest), man); err != nil {
+			return nil, err
+		}
+	}
+	return &steps.Check{Name: "every directory in the manifest is in quarantine", OK: len(lost) == 0, Detail: brokers.Summarize(lost)}, nil
+}
+
+// requireZnodesGone refuses to wipe a topic ZooKeeper still has: its
+// brokers would recreate empty logs for a live topic on restart.
+func requireZnodesGone(ctx context.Context, env *steps.Env, topic string) error {
+	for _, p := range []string{kafkazk.TopicPath(topic), kafkazk.ConfigTopicPath(topic)} {
+		ok, err := exists(ctx, env, p)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return fmt.Errorf("%w: %s%s exists (the znode step was skipped, or a client recreated the topic); wiping its segments now would empty a live topic. Nothing was moved", steps.ErrRefused, env.ZK.Chroot(), p)
+		}
+	}
+	return nil
+}
+
+// topicDirs lists the topic's directories on every broker's disk.
+func topicDirs(ctx context.Context, env *steps.Env, f *Facts, topic string) ([]string, error) {
+	ids := slices.Clone(f.OldIDs)
+	if f.TopicID != "" {
+		ids = append(ids, f.TopicID)
+	}
+	l := brokers.List(ctx, env.Hosts, env.Target, f.LogDirs)
+	if err := l.Err(env.Target); err != nil {
+		return nil, err
+	}
+	var left []string
+	for _, h := range env.Target.Hosts {
+		for _, dir := range f.LogDirs[h.ID] {
+			ms, _ := segments.Select(l.Entries[h.ID][dir], topic, ids)
+			for _, m := range ms {
+				left = append(left, fmt.Sprintf("broker %d %s/%s", h.ID, dir, m.Dir.Name))
+			}
+		}
+	}
+	return left, nil
+}

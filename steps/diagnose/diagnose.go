@@ -1,0 +1,720 @@
+package diagnose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/segments"
+)
+
+// Severity of a finding.
+type Severity string
+
+const (
+	Critical Severity = "critical"
+	Warning  Severity = "warning"
+)
+
+// Finding kinds; the JSON form of a diagnosis uses these names.
+const (
+	FindStuckDeletion     = "stuck-deletion"
+	FindStaleMetadata     = "stale-metadata"
+	FindDisagreement      = "metadata-disagreement"
+	FindOrphanedSegments  = "orphaned-segments"
+	FindForeignSegments   = "foreign-segments"
+	FindAdoptedSegments   = "adopted-segments"
+	FindStrayDirectory    = "stray-directory"
+	FindUnderReplicated   = "under-replicated"
+	FindOffline           = "offline-partitions"
+	FindUnderMinISR       = "under-min-isr"
+	FindLeaderNotInISR    = "leader-not-in-isr"
+	FindLeaderNotServing  = "leader-not-serving"
+	FindUnsafeAutoCreate  = "unsafe-auto-create"
+	FindDeleteDisabled    = "delete-disabled"
+	FindBrokerUnreachable = "broker-unreachable"
+	FindDiskUnlisted      = "disk-unlisted"
+	FindCorruptZnode      = "corrupt-znode"
+)
+
+// Finding is one problem, with its evidence and what repairs it.
+type Finding struct {
+	Kind       string   `json:"kind"`
+	Severity   Severity `json:"severity"`
+	Topic      string   `json:"topic,omitempty"`
+	Brokers    []int32  `json:"brokers,omitempty"`
+	Partitions []int32  `json:"partitions,omitempty"`
+	Summary    string   `json:"summary"`
+	Evidence   []string `json:"evidence"`
+	Fix        string   `json:"fix"`
+	DoNot      string   `json:"do_not,omitempty"`
+	Runbook    string   `json:"runbook,omitempty"`
+}
+
+// Diagnosis is what `kremedy diagnose` reports. Its JSON form is stable:
+// fields are only ever added.
+type Diagnosis struct {
+	Version    int       `json:"version"` // 1
+	Cluster    string    `json:"cluster"`
+	Topic      string    `json:"topic,omitempty"` // "" for the whole cluster
+	Healthy    bool      `json:"healthy"`
+	Brokers    []int32   `json:"brokers"` // registered in ZooKeeper
+	Controller int32     `json:"controller"`
+	Topics     int       `json:"topics_scanned"`
+	Disk       bool      `json:"disk_checked"` // log dirs listed over SSH
+	Findings   []Finding `json:"findings"`
+	Took       string    `json:"took"`
+}
+
+// Options narrow or widen a diagnosis.
+type Options struct {
+	Topic string // "" for the whole cluster
+	// Disk lists every broker's log dirs over SSH.
+	Disk bool
+}
+
+const cleanupFix = "run the topic-cleanup runbook: `kremedy run topic-cleanup --inventory INV --set topic=%s` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything and verifies)"
+
+// diagnosis is one diagnosis being made.
+type diagnosis struct {
+	c      ports.Cluster
+	o      Options
+	d      *Diagnosis
+	st     *kafkazk.ClusterState
+	views  map[int32]ports.BrokerView
+	topics []string // asked for: o.Topic, or nil for every topic
+	// the cluster's defaults, read once
+	deleteDisabled []int32
+	minISRDefault  int
+}
+
+func (g *diagnosis) add(f Finding) {
+	slices.Sort(f.Brokers)
+	f.Brokers = slices.Compact(f.Brokers)
+	slices.Sort(f.Partitions)
+	f.Partitions = slices.Compact(f.Partitions)
+	g.d.Findings = append(g.d.Findings, f)
+}
+
+// Run reads ZooKeeper, every broker's own metadata and, with Disk, every
+// broker's log dirs, and reports what disagrees. It never changes anything:
+// Metadata requests never auto-create topics.
+func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
+	start := time.Now()
+	g := &diagnosis{c: c, o: o, minISRDefault: 1}
+	if o.Topic != "" {
+		g.topics = []string{o.Topic}
+	}
+	var err error
+	if g.st, err = c.ZK.ReadState(ctx, g.topics...); err != nil {
+		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
+	}
+	// The disks are listed over SSH (~0.1 s on the lab, most of it the SSH
+	// handshakes) while the brokers are asked.
+	var disks *diskListing
+	var disksDone chan struct{}
+	if o.Disk && c.Hosts != nil {
+		disks, disksDone = &diskListing{}, make(chan struct{})
+		registered := g.st.Brokers // g.st is read again below while the disks are listed
+		go func() { defer close(disksDone); *disks = listDisks(ctx, c, registered) }()
+		defer func() { <-disksDone }() // an early return still waits for the SSH listings
+	}
+	g.d = &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic}
+	unreachable, err := g.readAgreeing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.d.Brokers, g.d.Controller = g.st.Brokers, g.st.Controller
+	g.clusterFindings(unreachable)
+	g.readDefaults(ctx)
+	names := g.topicNames()
+	for _, name := range names {
+		ts := g.st.Topics[name]
+		if ts == nil {
+			ts = kafkazk.NewTopicState(name)
+		}
+		g.topic(ctx, name, ts)
+	}
+	g.d.Topics = len(names)
+	if disks != nil {
+		<-disksDone
+		g.d.Disk = true
+		diagnoseDisks(g.add, c.Target, g.st, *disks, o.Topic)
+	}
+	sort.SliceStable(g.d.Findings, func(i, j int) bool {
+		a, b := g.d.Findings[i], g.d.Findings[j]
+		if a.Severity != b.Severity {
+			return rank(a.Severity) < rank(b.Severity)
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Kind < b.Kind
+	})
+	g.d.Healthy = len(g.d.Findings) == 0
+	g.d.Took = time.Since(start).Round(time.Millisecond).String()
+	return g.d, nil
+}
+
+// readAgreeing asks each registered broker for its own view, in parallel.
+// Brokers learn about each other, the controller and every leader or ISR
+// change a moment after ZooKeeper does, and ZooKeeper and the brokers cannot
+// be read at one instant: a disagreement (about the cluster or a topic) is
+// read again, ZooKeeper and brokers, up to 3 times 1 s apart, before it
+// counts. It returns the brokers that did not answer.
+func (g *diagnosis) readAgreeing(ctx context.Context) (map[int32]error, error) {
+	var unreachable map[int32]error
+	for attempt := 0; ; attempt++ {
+		g.views, unreachable = brokerViews(ctx, g.c.Kafka, g.st.Brokers, g.topics)
+		if !disagrees(g.st, g.views) || attempt == 2 || ctx.Err() != nil {
+			return unreachable, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		st, err := g.c.ZK.ReadState(ctx, g.topics...)
+		if err != nil {
+			return nil, fmt.Errorf("read ZooKeeper %s: %w", g.c.Target.ZKConnect, err)
+		}
+		g.st = st
+	}
+}
+
+// clusterFindings: brokers that do not answer, and brokers that disagree
+// with ZooKeeper about the controller or the live brokers.
+func (g *diagnosis) clusterFindings(unreachable map[int32]error) {
+	for _, id := range g.st.Brokers {
+		if err, ok := unreachable[id]; ok {
+			g.add(Finding{Kind: FindBrokerUnreachable, Severity: Critical, Brokers: []int32{id},
+				Summary: fmt.Sprintf("broker %d is registered in ZooKeeper but does not answer Metadata", id), Evidence: []string{err.Error()},
+				Fix: "check the broker's process and network; a broker that is registered but not serving is a zombie or overloaded"})
+		}
+	}
+	for _, id := range sortedIDs(g.views) {
+		v := g.views[id]
+		if !agreesOnCluster(v, g.st) {
+			g.add(Finding{Kind: FindDisagreement, Severity: Warning, Brokers: []int32{id},
+				Summary:  fmt.Sprintf("broker %d's metadata disagrees with ZooKeeper about the cluster", id),
+				Evidence: []string{fmt.Sprintf("broker %d: controller %d, live brokers %s; ZooKeeper: controller %d, registered %s", id, v.Controller, brokers.I32s(v.Brokers), g.st.Controller, brokers.I32s(g.st.Brokers))},
+				Fix:      "usually transient during a controller change; if it lasts, restart that broker so it reloads metadata"})
+		}
+	}
+}
+
+// readDefaults reads the brokers' delete.topic.enable and default
+// min.insync.replicas.
+func (g *diagnosis) readDefaults(ctx context.Context) {
+	for _, id := range sortedIDs(g.views) {
+		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "delete.topic.enable"); err == nil && v == "false" {
+			g.deleteDisabled = append(g.deleteDisabled, id)
+		}
+	}
+	if len(g.deleteDisabled) > 0 {
+		g.add(Finding{Kind: FindDeleteDisabled, Severity: Warning, Brokers: g.deleteDisabled,
+			Summary:  "topic deletion is disabled (delete.topic.enable=false)",
+			Evidence: []string{fmt.Sprintf("brokers %s report delete.topic.enable=false", brokers.I32s(g.deleteDisabled))},
+			Fix:      "enable delete.topic.enable on every broker (rolling restart) before deleting topics; the controller silently drops deletion requests while it is off",
+			DoNot:    "do not delete a topic's znodes by hand to work around it"})
+	}
+	for _, id := range sortedIDs(g.views) {
+		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "min.insync.replicas"); err == nil {
+			g.minISRDefault, _ = strconv.Atoi(v)
+			break
+		}
+	}
+}
+
+// topicNames: ZooKeeper's topics and any a broker still serves, or the
+// one asked for.
+func (g *diagnosis) topicNames() []string {
+	if g.o.Topic != "" {
+		return []string{g.o.Topic}
+	}
+	names := map[string]bool{}
+	for n := range g.st.Topics {
+		names[n] = true
+	}
+	for _, v := range g.views {
+		for n, tv := range v.Topics {
+			if tv.Present() {
+				names[n] = true
+			}
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	return sorted
+}
+
+// brokerViews asks every broker for its own metadata, at most 16 at a time.
+func brokerViews(ctx context.Context, kc ports.Kafka, ids []int32, topics []string) (map[int32]ports.BrokerView, map[int32]error) {
+	type answer struct {
+		v   ports.BrokerView
+		err error
+	}
+	got := brokers.EachID(ids, func(id int32) answer {
+		v, err := kc.BrokerView(ctx, id, topics...)
+		return answer{v, err}
+	})
+	views, errs := map[int32]ports.BrokerView{}, map[int32]error{}
+	for i, id := range ids {
+		if got[i].err != nil {
+			errs[id] = got[i].err
+		} else {
+			views[id] = got[i].v
+		}
+	}
+	return views, errs
+}
+
+func rank(s Severity) int {
+	switch s {
+	case Critical:
+		return 0
+	case Warning:
+		return 1
+	}
+	return 2
+}
+
+func sortedIDs(m map[int32]ports.BrokerView) []int32 {
+	var out []int32
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// topic diagnoses one topic, phase by phase.
+func (g *diagnosis) topic(ctx context.Context, name string, ts *kafkazk.TopicState) {
+	assign, _ := ts.Znode.Assignment()
+	for _, e := range ts.Errs {
+		if errors.Is(e, kafkazk.ErrCorrupt) {
+			g.add(Finding{Kind: FindCorruptZnode, Severity: Critical, Topic: name, Summary: fmt.Sprintf("a znode of %q does not decode as Kafka writes it", name),
+				Evidence: []string{e.Error()}, Fix: "restore the znode from a backup, or repair the topic with " + fmt.Sprintf(cleanupFix, name), Runbook: "topic-cleanup",
+				DoNot: "do not rewrite /brokers/topics/<t> without its topic_id: the controller would mint a new one (INCONSISTENT_TOPIC_ID)"})
+		}
+	}
+	if ts.PendingDelete {
+		g.stuckDeletion(name, ts, assign)
+	}
+	g.staleMetadata(name, ts)
+	if dis, disB, disP := topicDisagreement(name, ts, g.views); len(dis) > 0 {
+		g.add(Finding{Kind: FindDisagreement, Severity: Warning, Topic: name, Brokers: disB, Partitions: disP,
+			Summary:  fmt.Sprintf("brokers' metadata about %q differs from ZooKeeper", name),
+			Evidence: dis, Fix: "transient during leader changes; if it persists, the brokers missed updates: restart them, or " + fmt.Sprintf(cleanupFix, name),
+			Runbook: "topic-cleanup"})
+	}
+	if !ts.HasZnode() || ts.PendingDelete {
+		// A topic being deleted has offline, shrinking partitions by design:
+		// the stuck deletion above is the finding.
+		return
+	}
+	g.replication(name, ts, assign)
+	if g.o.Topic == "" {
+		return
+	}
+	// One topic only: these cost a request per partition.
+	g.leadersServing(ctx, name, ts, assign)
+	g.adoptedSegments(ctx, name, ts, assign)
+	g.unsafeAutoCreate(ctx, name)
+}
+
+// stuckDeletion: the topic is marked for deletion and the deletion has not
+// completed; say why.
+func (g *diagnosis) stuckDeletion(name string, ts *kafkazk.TopicState, assign map[int32][]int32) {
+	var missing []int32
+	for _, reps := range assign {
+		for _, r := range reps {
+			if !slices.Contains(g.st.Brokers, r) {
+				missing = append(missing, r)
+			}
+		}
+	}
+	ev := []string{fmt.Sprintf("%s exists", kafkazk.DeleteTopicPath(name))}
+	var why []string
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		missing = slices.Compact(missing)
+		why = append(why, fmt.Sprintf("replica brokers %s are not registered in %s", brokers.I32s(missing), kafkazk.BrokerIDsPath))
+	}
+	if len(ts.Znode.AddingReplicas)+len(ts.Znode.RemovingReplicas) > 0 {
+		why = append(why, "a reassignment is in progress (adding/removing replicas in the topic znode)")
+	}
+	if len(g.deleteDisabled) > 0 {
+		why = append(why, "deletion is disabled on some brokers")
+	}
+	if !ts.HasZnode() {
+		why = append(why, "the topic znode is already gone (a leftover marker the controller removes at its next failover)")
+	}
+	if len(why) == 0 {
+		why = append(why, "no blocking reason found: the deletion may still be in progress")
+	}
+	ev = append(ev, why...)
+	fix := "start the missing broker(s) " + brokers.I32s(missing) + " again: the controller resumes the deletion by itself when a replica's broker returns"
+	if len(missing) == 0 {
+		fix = "wait for the controller, or force a controller failover; if it does not complete, " + fmt.Sprintf(cleanupFix, name)
+	}
+	g.add(Finding{Kind: FindStuckDeletion, Severity: Critical, Topic: name, Brokers: missing,
+		Summary:  fmt.Sprintf("%q is marked for deletion but the deletion has not completed: %s", name, strings.Join(why, "; ")),
+		Evidence: ev, Fix: fix + ". If a broker id never returns, " + fmt.Sprintf(cleanupFix, name),
+		DoNot:   "do not delete the topic's znodes by hand while brokers run, and do not recreate it yet: brokers keep the old topic in their caches and on disk (the ghost topic)",
+		Runbook: "topic-cleanup"})
+}
+
+// staleMetadata: brokers serve a topic ZooKeeper no longer has, or do not
+// serve one it has.
+func (g *diagnosis) staleMetadata(name string, ts *kafkazk.TopicState) {
+	var lists, missing []int32
+	for _, id := range sortedIDs(g.views) {
+		if tv, ok := g.views[id].Topics[name]; ok && tv.Present() {
+			lists = append(lists, id)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	switch {
+	case !ts.Exists && len(lists) > 0:
+		g.add(Finding{Kind: FindStaleMetadata, Severity: Critical, Topic: name, Brokers: lists,
+			Summary:  fmt.Sprintf("brokers %s still serve %q, which ZooKeeper no longer has", brokers.I32s(lists), name),
+			Evidence: viewEvidence(g.views, name, lists, missing),
+			Fix:      fmt.Sprintf(cleanupFix, name) + "; only a restart of every broker clears their caches",
+			DoNot:    "do not restart one broker at a time: the restarted one forgets the topic while the others still serve it, and clients get UNKNOWN_TOPIC_OR_PARTITION",
+			Runbook:  "topic-cleanup"})
+	case ts.HasZnode() && !ts.PendingDelete && len(missing) > 0 && len(g.views) > 0:
+		g.add(Finding{Kind: FindStaleMetadata, Severity: Critical, Topic: name, Brokers: missing,
+			Summary:  fmt.Sprintf("ZooKeeper has %q but brokers %s do not serve it", name, brokers.I32s(missing)),
+			Evidence: viewEvidence(g.views, name, lists, missing),
+			Fix:      "restart the brokers that do not know the topic so they reload metadata; if the topic was recreated by hand, " + fmt.Sprintf(cleanupFix, name),
+			Runbook:  "topic-cleanup"})
+	}
+}
+
+// replication reads ZooKeeper's partition states: offline, under-replicated,
+// below min.insync.replicas, leader outside the ISR.
+func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[int32][]int32) {
+	minISR := g.minISRDefault
+	if v, ok := ts.Config["min.insync.replicas"]; ok {
+		minISR, _ = strconv.Atoi(v)
+	}
+	var urp, offline, underMin, notInISR []int32
+	var urpEv, offEv, minEv, nisEv []string
+	var urpB []int32
+	for p, reps := range assign {
+		zs, ok := ts.States[p]
+		if !ok {
+			continue
+		}
+		switch {
+		case zs.Leader < 0:
+			offline = append(offline, p)
+			offEv = append(offEv, fmt.Sprintf("%s-%d: no leader (replicas %s, isr %s)", name, p, brokers.I32s(reps), brokers.I32s(zs.ISR)))
+		case !slices.Contains(zs.ISR, zs.Leader):
+			notInISR = append(notInISR, p)
+			nisEv = append(nisEv, fmt.Sprintf("%s-%d: leader %d not in isr %s", name, p, zs.Leader, brokers.I32s(zs.ISR)))
+		}
+		if len(zs.ISR) < len(reps) {
+			urp = append(urp, p)
+			for _, r := range reps {
+				if !slices.Contains(zs.ISR, r) {
+					urpB = append(urpB, r)
+				}
+			}
+			urpEv = append(urpEv, fmt.Sprintf("%s-%d: replicas %s, isr %s", name, p, brokers.I32s(reps), brokers.I32s(zs.ISR)))
+		}
+		if zs.Leader >= 0 && len(zs.ISR) < minISR {
+			underMin = append(underMin, p)
+			minEv = append(minEv, fmt.Sprintf("%s-%d: isr %s < min.insync.replicas %d", name, p, brokers.I32s(zs.ISR), minISR))
+		}
+	}
+	if len(offline) > 0 {
+		sort.Strings(offEv)
+		g.add(Finding{Kind: FindOffline, Severity: Critical, Topic: name, Partitions: offline, Summary: fmt.Sprintf("%d partitions of %q have no leader", len(offline), name),
+			Evidence: offEv, Fix: "bring back the brokers that hold their replicas", DoNot: "do not enable unclean leader election unless you accept losing data"})
+	}
+	if len(urp) > 0 {
+		sort.Strings(urpEv)
+		slices.Sort(urpB)
+		urpB = slices.Compact(urpB)
+		g.add(Finding{Kind: FindUnderReplicated, Severity: Warning, Topic: name, Partitions: urp, Brokers: urpB,
+			Summary:  fmt.Sprintf("%d partitions of %q are under-replicated (brokers %s out of the ISR)", len(urp), name, brokers.I32s(urpB)),
+			Evidence: urpEv, Fix: "bring the lagging brokers back; if they run but never catch up, check their logs for INCONSISTENT_TOPIC_ID (stale segments) and " + fmt.Sprintf(cleanupFix, name)})
+	}
+	if len(underMin) > 0 {
+		sort.Strings(minEv)
+		g.add(Finding{Kind: FindUnderMinISR, Severity: Critical, Topic: name, Partitions: underMin,
+			Summary: fmt.Sprintf("%d partitions of %q are below min.insync.replicas: acks=all producers fail", len(underMin), name), Evidence: minEv,
+			Fix: "restore the missing replicas"})
+	}
+	if len(notInISR) > 0 {
+		sort.Strings(nisEv)
+		g.add(Finding{Kind: FindLeaderNotInISR, Severity: Warning, Topic: name, Partitions: notInISR,
+			Summary: fmt.Sprintf("%d partitions of %q have a leader outside their own ISR", len(notInISR), name), Evidence: nisEv,
+			Fix: "a controller inconsistency: force a controller failover, or restart the brokers involved"})
+	}
+}
+
+// leadersServing asks each partition's leader to serve it: a leader with an
+// inconsistent replica answers NOT_LEADER_OR_FOLLOWER while everything names
+// it leader.
+func (g *diagnosis) leadersServing(ctx context.Context, name string, ts *kafkazk.TopicState, assign map[int32][]int32) {
+	var notServing, nsB []int32
+	var nsEv []string
+	for p := range assign {
+		zs, ok := ts.States[p]
+		if !ok || zs.Leader < 0 || !slices.Contains(g.d.Brokers, zs.Leader) {
+			continue
+		}
+		if _, _, err := g.c.Kafka.Offsets(ctx, zs.Leader, name, p); err != nil {
+			notServing, nsB = append(notServing, p), append(nsB, zs.Leader)
+			nsEv = append(nsEv, fmt.Sprintf("%s-%d: ZooKeeper names broker %d leader; it answers %v", name, p, zs.Leader, err))
+		}
+	}
+	if len(notServing) > 0 {
+		sort.Strings(nsEv)
+		g.add(Finding{Kind: FindLeaderNotServing, Severity: Critical, Topic: name, Partitions: notServing, Brokers: nsB,
+			Summary:  fmt.Sprintf("leaders of %d partitions of %q refuse to serve them (NotLeaderOrFollower risk)", len(notServing), name),
+			Evidence: nsEv, Fix: "the leader holds a stale replica (look for INCONSISTENT_TOPIC_ID in its state-change.log); " + fmt.Sprintf(cleanupFix, name),
+			DoNot: "do not restart only that broker and recreate the topic again", Runbook: "topic-cleanup"})
+	}
+}
+
+// adoptedSegments: records older than the topic itself.
+func (g *diagnosis) adoptedSegments(ctx context.Context, name string, ts *kafkazk.TopicState, assign map[int32][]int32) {
+	var adopted []int32
+	var adEv []string
+	for p := range assign {
+		ts0, has, err := g.c.Kafka.FirstRecordTime(ctx, name, p)
+		if err == nil && has && ts0.Before(ts.Stat.Ctime.Add(-time.Second)) {
+			adopted = append(adopted, p)
+			adEv = append(adEv, fmt.Sprintf("%s-%d: first record written %s, topic created %s", name, p, ts0.UTC().Format(time.RFC3339), ts.Stat.Ctime.UTC().Format(time.RFC3339)))
+		}
+	}
+	if len(adopted) > 0 {
+		sort.Strings(adEv)
+		g.add(Finding{Kind: FindAdoptedSegments, Severity: Critical, Topic: name, Partitions: adopted,
+			Summary:  fmt.Sprintf("%q serves records older than the topic itself: a recreated topic adopted old segments", name),
+			Evidence: append(adEv, "record timestamps are the producers' (CreateTime): a topic filled by MirrorMaker or with old event times looks the same — check the segment files' dates on the brokers before acting"),
+			Fix:      fmt.Sprintf(cleanupFix, name) + " with recreate=true",
+			DoNot:    "do not let consumers read it: they would process the deleted topic's data", Runbook: "topic-cleanup"})
+	}
+}
+
+// unsafeAutoCreate: consumer groups attached while brokers create topics on
+// first use.
+func (g *diagnosis) unsafeAutoCreate(ctx context.Context, name string) {
+	groups, err := g.c.Kafka.Groups(ctx, name)
+	if err != nil {
+		return
+	}
+	var attached []string
+	for _, gr := range groups {
+		if len(gr.Members) > 0 {
+			attached = append(attached, gr.Group)
+		}
+	}
+	if len(attached) == 0 {
+		return
+	}
+	var auto []int32
+	for _, id := range g.d.Brokers {
+		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "auto.create.topics.enable"); err == nil && v == "true" {
+			auto = append(auto, id)
+		}
+	}
+	if len(auto) > 0 {
+		g.add(Finding{Kind: FindUnsafeAutoCreate, Severity: Warning, Topic: name, Brokers: auto,
+			Summary:  fmt.Sprintf("auto.create.topics.enable=true while groups %v consume %q", attached, name),
+			Evidence: []string{fmt.Sprintf("brokers %s have auto.create.topics.enable=true", brokers.I32s(auto))},
+			Fix:      "detach the clients before any cleanup (topic-cleanup's detach step waits for it)", DoNot: "do not delete the topic while clients are attached: they would recreate it with default settings"})
+	}
+}
+
+func viewEvidence(views map[int32]ports.BrokerView, name string, lists, missing []int32) []string {
+	var ev []string
+	for _, id := range lists {
+		tv := views[id].Topics[name]
+		ev = append(ev, fmt.Sprintf("broker %d lists %q (%d partitions, topic id %s)", id, name, len(tv.Partitions), brokers.OrDash(tv.ID)))
+	}
+	for _, id := range missing {
+		e := "UNKNOWN_TOPIC_OR_PARTITION"
+		if tv, ok := views[id].Topics[name]; ok && tv.Err != "" {
+			e = tv.Err
+		}
+		ev = append(ev, fmt.Sprintf("broker %d: %s", id, e))
+	}
+	return ev
+}
+
+// diskListing is every host's log dirs as listed over SSH.
+type diskListing struct {
+	dirs map[int32][]string
+	brokers.Listing
+}
+
+// listDisks finds each broker's log dirs (the inventory's, else the
+// broker's own answer) and lists them on every host at once. One host that
+// cannot be reached is recorded, not the end of the diagnosis: the other
+// hosts' disks are still worth reading at 3 a.m.
+func listDisks(ctx context.Context, c ports.Cluster, registered []int32) diskListing {
+	dirs := map[int32][]string{}
+	var ask []int32
+	for _, h := range c.Target.Hosts {
+		dirs[h.ID] = h.LogDirs
+		if len(h.LogDirs) == 0 && slices.Contains(registered, h.ID) {
+			ask = append(ask, h.ID)
+		}
+	}
+	for i, d := range brokers.EachID(ask, func(id int32) []string { d, _ := c.Kafka.LogDirs(ctx, id); return d }) {
+		dirs[ask[i]] = d
+	}
+	return diskListing{dirs: dirs, Listing: brokers.List(ctx, c.Hosts, c.Target, dirs)}
+}
+
+func diagnoseDisks(add func(Finding), t ports.Target, st *kafkazk.ClusterState, l diskListing, only string) {
+	all, errs := l.Entries, l.Errs
+	for _, h := range t.Hosts {
+		if err := errs[h.ID]; err != nil {
+			add(Finding{Kind: FindDiskUnlisted, Severity: Critical, Brokers: []int32{h.ID},
+				Summary:  fmt.Sprintf("broker %d's log dirs could not be listed over SSH: its disk was not examined", h.ID),
+				Evidence: []string{err.Error()},
+				Fix:      "fix SSH to the host (reachability, user, key, known_hosts) and diagnose again; a cleanup refuses to start until every host answers"})
+		}
+	}
+	type key struct{ kind, topic string }
+	groups := map[key]*Finding{}
+	for _, h := range t.Hosts {
+		for _, dir := range l.dirs[h.ID] {
+			for _, e := range all[h.ID][dir] {
+				if !e.IsDir || segments.IsLogDirFile(e.Name) {
+					continue
+				}
+				pd, err := segments.ParseDir(e.Name)
+				if err != nil {
+					if errors.Is(err, segments.ErrBlocksStartup) && (only == "" || strings.HasPrefix(e.Name, only)) {
+						add(Finding{Kind: FindStrayDirectory, Severity: Critical, Brokers: []int32{h.ID},
+							Summary:  fmt.Sprintf("broker %d's log dir holds %s, which Kafka cannot parse: the broker will refuse to start", h.ID, e.Name),
+							Evidence: []string{fmt.Sprintf("%s/%s: %v", dir, e.Name, err)},
+							Fix:      "move it out of every log dir (not just rename it inside one) before the broker restarts"})
+					}
+					continue
+				}
+				if only != "" && pd.Topic != only {
+					continue
+				}
+				ts := st.Topics[pd.Topic]
+				var k key
+				var ev string
+				switch {
+				case ts == nil || !ts.HasZnode():
+					if ts != nil && ts.PendingDelete || pd.Kind == segments.Delete {
+						// covered by stuck-deletion, or Kafka's own asynchronous
+						// delete (gone after file.delete.delay.ms)
+						continue
+					}
+					k, ev = key{FindOrphanedSegments, pd.Topic}, fmt.Sprintf("broker %d %s/%s (%s)", h.ID, dir, e.Name, pd.Kind)
+				case ts.Znode.TopicID != "" && e.TopicID != "" && e.TopicID != ts.Znode.TopicID && pd.Kind == segments.Live:
+					k, ev = key{FindForeignSegments, pd.Topic}, fmt.Sprintf("broker %d %s/%s: partition.metadata topic_id %s, znode topic_id %s", h.ID, dir, e.Name, e.TopicID, ts.Znode.TopicID)
+				default:
+					continue
+				}
+				f, ok := groups[k]
+				if !ok {
+					f = &Finding{Kind: k.kind, Topic: k.topic, Runbook: "topic-cleanup"}
+					groups[k] = f
+				}
+				f.Brokers = append(f.Brokers, h.ID)
+				f.Partitions = append(f.Partitions, pd.Partition)
+				f.Evidence = append(f.Evidence, ev)
+			}
+		}
+	}
+	for k, f := range groups {
+		sort.Strings(f.Evidence)
+		switch k.kind {
+		case FindOrphanedSegments:
+			f.Severity = Warning
+			f.Summary = fmt.Sprintf("partition directories of %q remain on disk but ZooKeeper has no such topic", k.topic)
+			f.Fix = fmt.Sprintf(cleanupFix, k.topic) + " — the segments are quarantined while every broker is stopped"
+			f.DoNot = "do not recreate the topic under this name first: the brokers would adopt these segments (or reject it with INCONSISTENT_TOPIC_ID)"
+		case FindForeignSegments:
+			f.Severity = Critical
+			f.Summary = fmt.Sprintf("directories of %q carry another topic ID than its znode (INCONSISTENT_TOPIC_ID): those brokers never serve or replicate it", k.topic)
+			f.Fix = fmt.Sprintf(cleanupFix, k.topic) + " with recreate=true"
+			f.DoNot = "do not delete the directories while the broker runs, and do not rewrite the znode's topic_id"
+		}
+		add(*f)
+	}
+}
+
+// disagrees reports whether any broker's view differs from ZooKeeper's
+// state: about the controller and live brokers, or about a topic's id,
+// partitions, leaders, epochs or ISR.
+func disagrees(st *kafkazk.ClusterState, views map[int32]ports.BrokerView) bool {
+	for _, v := range views {
+		if !agreesOnCluster(v, st) {
+			return true
+		}
+	}
+	for name, ts := range st.Topics {
+		if dis, _, _ := topicDisagreement(name, ts, views); len(dis) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// agreesOnCluster: the broker names ZooKeeper's controller and exactly the
+// registered brokers as live.
+func agreesOnCluster(v ports.BrokerView, st *kafkazk.ClusterState) bool {
+	return v.Controller == st.Controller && slices.Equal(v.Brokers, st.Brokers)
+}
+
+// topicDisagreement compares the views of the brokers that serve a topic
+// with its znodes; nothing to compare while it has no znode or fewer than
+// two brokers serve it (stale-metadata covers those).
+func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]ports.BrokerView) (dis []string, disB, disP []int32) {
+	var lists []int32
+	for _, id := range sortedIDs(views) {
+		if tv, ok := views[id].Topics[name]; ok && tv.Present() {
+			lists = append(lists, id)
+		}
+	}
+	if !ts.HasZnode() || len(lists) < 2 {
+		return nil, nil, nil
+	}
+	assign, _ := ts.Znode.Assignment()
+	for _, id := range lists {
+		tv := views[id].Topics[name]
+		if ts.Znode.TopicID != "" && tv.ID != "" && tv.ID != ts.Znode.TopicID {
+			dis = append(dis, fmt.Sprintf("broker %d: topic id %s, ZooKeeper %s", id, tv.ID, ts.Znode.TopicID))
+			disB = append(disB, id)
+		}
+		if len(tv.Partitions) != len(assign) {
+			dis = append(dis, fmt.Sprintf("broker %d: %d partitions, ZooKeeper %d", id, len(tv.Partitions), len(assign)))
+			disB = append(disB, id)
+		}
+		for p, pv := range tv.Partitions {
+			zs, ok := ts.States[p]
+			if ok && (pv.Leader != zs.Leader || pv.LeaderEpoch != zs.LeaderEpoch || !brokers.SameSet(pv.ISR, zs.ISR)) {
+				dis = append(dis, fmt.Sprintf("broker %d: %s-%d leader %d epoch %d isr %s; ZooKeeper leader %d epoch %d isr %s", id, name, p, pv.Leader, pv.LeaderEpoch, brokers.I32s(pv.ISR), zs.Leader, zs.LeaderEpoch, brokers.I32s(zs.ISR)))
+				disB, disP = append(disB, id), append(disP, p)
+			}
+		}
+	}
+	sort.Strings(dis)
+	return dis, disB, disP
+}

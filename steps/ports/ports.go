@@ -1,0 +1,210 @@
+package ports
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/kafkazk"
+)
+
+
+// ZooKeeper is the cluster's ZooKeeper, seen through its chroot. Paths are
+// chroot-relative ("/brokers/ids").
+type ZooKeeper interface {
+	// ReadState reads the topic state of the chroot at once (every topic,
+	// or the ones named): the adapter pipelines it, the fake reads one
+	// znode at a time, and steptest.StateConformance holds both to the
+	// same answers.
+	kafkazk.StateReader
+	Get(ctx context.Context, path string) ([]byte, kafkazk.ZStat, error)
+	Exists(ctx context.Context, path string) (bool, kafkazk.ZStat, error)
+	Children(ctx context.Context, path string) ([]string, error)
+	GetACL(ctx context.Context, path string) ([]kafkazk.ACL, error)
+	Create(ctx context.Context, path string, data []byte, acl []kafkazk.ACL) error
+	Set(ctx context.Context, path string, data []byte, version int32) (kafkazk.ZStat, error)
+	// Delete removes one node if its version matches; ErrNoNode and
+	// ErrBadVersion (the adapter's sentinels) come back wrapped.
+	Delete(ctx context.Context, path string, version int32) error
+	// WaitChildren blocks on a child watch until cond holds.
+	WaitChildren(ctx context.Context, path string, cond func([]string) bool) ([]string, error)
+	Chroot() string
+	// IsNoNode and IsBadVersion classify the adapter's errors.
+	IsNoNode(err error) bool
+	IsBadVersion(err error) bool
+}
+
+// PartitionView is one broker's cached view of one partition.
+type PartitionView struct {
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	Offline     []int32 `json:"offline,omitempty"`
+	Err         string  `json:"error,omitempty"` // Kafka error name, "" for none
+}
+
+// IsOffline: no leader, or a replica whose log dir is offline.
+func (p PartitionView) IsOffline() bool { return p.Leader < 0 || len(p.Offline) > 0 }
+
+// UnderReplicated: fewer in-sync replicas than replicas.
+func (p PartitionView) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+
+// TopicView is one broker's cached view of one topic.
+type TopicView struct {
+	Name       string                  `json:"name"`
+	ID         string                  `json:"id,omitempty"` // Kafka's base64url topic id
+	Err        string                  `json:"error,omitempty"`
+	Partitions map[int32]PartitionView `json:"partitions,omitempty"`
+}
+
+// Present reports whether the broker knows the topic.
+func (t TopicView) Present() bool { return t.Err == "" }
+
+// BrokerView is what one broker answers to a Metadata request.
+type BrokerView struct {
+	Broker     int32                `json:"broker"`
+	Controller int32                `json:"controller"`
+	Brokers    []int32              `json:"brokers"`
+	Topics     map[string]TopicView `json:"topics"`
+}
+
+// GroupUse is a consumer group that uses a topic.
+type GroupUse struct {
+	Group   string          `json:"group"`
+	State   string          `json:"state"`
+	Members []string        `json:"members,omitempty"` // members assigned partitions of the topic
+	Offsets map[int32]int64 `json:"offsets,omitempty"` // committed offsets on the topic
+}
+
+// ProducerUse is a producer with recent state on a partition of the topic.
+type ProducerUse struct {
+	Partition     int32     `json:"partition"`
+	ProducerID    int64     `json:"producer_id"`
+	LastTimestamp time.Time `json:"last_timestamp"`
+	TxnStart      int64     `json:"txn_start_offset"`
+}
+
+// Kafka is the cluster's Kafka side. Every Metadata request it sends has
+// AllowAutoTopicCreation=false.
+type Kafka interface {
+	// BrokerView asks exactly one broker.
+	BrokerView(ctx context.Context, broker int32, topics ...string) (BrokerView, error)
+	// Groups lists consumer groups with members on, or offsets committed
+	// for, the topic.
+	Groups(ctx context.Context, topic string) ([]GroupUse, error)
+	// Producers lists producers the partitions' replicas still track,
+	// asking the brokers given and every broker the metadata names. A
+	// partition it could not ask about is an error; one that wraps
+	// ErrUnhosted is a partition no broker hosts (nobody can write to it).
+	Producers(ctx context.Context, topic string, partitions []int32, brokers []int32) ([]ProducerUse, error)
+	// BrokerConfig reads one broker's effective config value.
+	BrokerConfig(ctx context.Context, broker int32, key string) (string, error)
+	CreateTopic(ctx context.Context, topic string, assignment [][]int32, partitions int32, rf int16, configs map[string]string) (string, error)
+	// Offsets returns the earliest and latest offset of a partition, asked
+	// of the given broker.
+	Offsets(ctx context.Context, broker int32, topic string, partition int32) (earliest, latest int64, err error)
+	// Canary produces one record with acks=all, reads it back, and removes
+	// it again so that the topic's consumers never see it.
+	Canary(ctx context.Context, topic string, partition int32, value string) (CanaryResult, error)
+	// OnlyCanaries reports whether every record in [from, to) of a
+	// partition is a kremedy canary (one left by an interrupted attempt,
+	// or a canary and its tombstone).
+	OnlyCanaries(ctx context.Context, topic string, partition int32, from, to int64) (bool, error)
+	DeleteGroupOffsets(ctx context.Context, group, topic string) error
+	// LogDirs asks one broker for its log directories (DescribeLogDirs).
+	LogDirs(ctx context.Context, broker int32) ([]string, error)
+	// FirstRecordTime returns the timestamp of a partition's first record
+	// (ok=false when the partition is empty).
+	FirstRecordTime(ctx context.Context, topic string, partition int32) (t time.Time, ok bool, err error)
+	// Listening reports whether something accepts TCP connections at addr.
+	Listening(ctx context.Context, addr string) bool
+}
+
+// Line is one line of remote output.
+type Line struct {
+	Stderr bool
+	Text   string
+}
+
+// Hosts runs commands on the broker hosts (and the inventory's client
+// hosts) over SSH, with verified host keys.
+type Hosts interface {
+	// Run runs cmd on broker's host; a non-zero exit is an error that
+	// satisfies interface{ ExitStatus() int }.
+	Run(ctx context.Context, broker int32, cmd string, out func(Line)) error
+	// Check proves the host is reachable with a verified host key.
+	Check(ctx context.Context, broker int32) error
+	// RunClient runs an inventory client's command on its host.
+	RunClient(ctx context.Context, client Client, cmd string, out func(Line)) error
+}
+
+// Host describes one broker host as the inventory does.
+type Host struct {
+	ID      int32    `json:"id"`
+	Host    string   `json:"host"`
+	Stop    string   `json:"stop"`
+	Start   string   `json:"start"`
+	LogDirs []string `json:"log_dirs,omitempty"`
+	// Addr is the Kafka listener (host:port) when known.
+	Addr string `json:"addr,omitempty"`
+}
+
+// Client is an optional producer/consumer stop command.
+type Client struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Stop string `json:"stop"`
+}
+
+// Target is the cluster a run acts on.
+type Target struct {
+	Name      string   `json:"name"`
+	Lab       bool     `json:"lab"`
+	ZKConnect string   `json:"zookeeper"`
+	Bootstrap []string `json:"bootstrap"`
+	Hosts     []Host   `json:"brokers"`
+	Clients   []Client `json:"clients,omitempty"`
+}
+
+// Host returns the inventory entry for broker id.
+func (t Target) Host(id int32) (Host, bool) {
+	for _, h := range t.Hosts {
+		if h.ID == id {
+			return h, true
+		}
+	}
+	return Host{}, false
+}
+
+// CanaryResult says where a canary record landed and how long each half of
+// its round trip took, so the journal shows where the verify step's time goes.
+type CanaryResult struct {
+	Offset  int64
+	Produce time.Duration // until the acks=all produce was acknowledged
+	Read    time.Duration // until the record was read back
+	// Removed says how the record was taken away again: "DeleteRecords"
+	// (the partition now starts after it) or, where the topic's cleanup
+	// policy forbids that (compact only), "tombstone".
+	Removed string
+}
+
+// Cluster is one cluster's ports: what a run, a diagnosis or a restore acts
+// on.
+type Cluster struct {
+	Target Target
+	ZK     ZooKeeper
+	Kafka  Kafka
+	Hosts  Hosts
+}
+
+// Errors the adapters wrap.
+var (
+	// ErrUnhosted: every broker answered that it hosts no replica of the
+	// partition (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
+	ErrUnhosted = errors.New("no broker hosts it")
+	// ErrOutcomeUnknown: the action was sent but its result never came
+	// back (a dropped SSH session).
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+)

@@ -1,0 +1,382 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/shell"
+	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// Files of a run directory.
+const (
+	JournalFile = "journal.jsonl"
+	ReportFile  = "report.md"
+)
+
+// Meta is the run-start record: enough to resume the run from its
+// directory.
+type Meta struct {
+	ID      string `json:"id"`
+	Runbook string `json:"runbook"`
+	// Params are the runbook's bound parameters, as text.
+	Params    map[string]string `json:"params"`
+	Inventory string            `json:"inventory"`
+	Cluster   string            `json:"cluster"`
+	Lab       bool              `json:"lab"`
+	DryRun    bool              `json:"dry_run,omitempty"`
+	Version   string            `json:"kremedy_version"`
+	Started   time.Time         `json:"started"`
+}
+
+// NewMeta is the metadata of a new run of rb on the inventory's cluster,
+// started now; its id names the time, the runbook and its confirmation word.
+func NewMeta(rb *Runbook, inventory, cluster string, lab bool, version string, now time.Time) Meta {
+	id := now.UTC().Format("20060102T150405Z") + "-" + rb.Name
+	if w := unsafeID.ReplaceAllString(rb.Confirm.Word, "_"); w != "" {
+		id += "-" + w
+	}
+	return Meta{ID: id, Runbook: rb.Name, Params: rb.Params, Inventory: inventory, Cluster: cluster, Lab: lab,
+		Version: version, Started: now.UTC()}
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Session is one run's whole life: its directory and journal, walking the
+// runbook (a new run and every resume alike continue from the journal),
+// the report, and how it ended. The headless runner, the TUI and the tests
+// all drive runs through it.
+type Session struct {
+	run  *run
+	j    *journal.Journal
+	mu   sync.Mutex
+	busy bool
+}
+
+// Create makes the run directory dir (0700) and its journal, and journals
+// the run-start record. A directory that already holds a run is refused
+// (ErrRunExists): resume it with Open.
+func Create(dir string, rb *Runbook, meta Meta) (*Session, error) {
+	path := filepath.Join(dir, JournalFile)
+	if recs, err := journal.Read(path); err == nil && len(recs) > 0 {
+		return nil, fmt.Errorf("%w: %s; continue it with `kremedy resume %s`, or choose another run directory", ErrRunExists, dir, shell.Quote(dir))
+	}
+	j, err := journal.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create run directory: %w; %w", err, ErrNothingDone)
+	}
+	s := &Session{j: j, run: &run{meta: meta, rb: rb, dir: dir, rec: &recorder{j: j}}}
+	if err := s.run.rec.append(journal.RunStart, "", meta); err != nil {
+		j.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open reopens the run in dir (locking its journal against a second
+// kremedy) and binds its runbook again with bind, from the run-start
+// record's metadata.
+func Open(dir string, bind func(Meta) (*Runbook, error)) (*Session, error) {
+	j, recs, err := journal.Open(filepath.Join(dir, JournalFile))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if len(recs) == 0 || recs[0].Type != journal.RunStart {
+		j.Close()
+		return nil, fmt.Errorf("%s: %w: the journal has no run-start record", dir, ErrNotARun)
+	}
+	meta, err := journal.Decode[Meta](recs[0])
+	if err != nil {
+		j.Close()
+		return nil, fmt.Errorf("%s: %w: %v", dir, ErrNotARun, err)
+	}
+	rb, err := bind(meta)
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	return &Session{j: j, run: &run{meta: meta, rb: rb, dir: dir, rec: &recorder{j: j, recs: recs}}}, nil
+}
+
+// Close releases the journal.
+func (s *Session) Close() error { return s.j.Close() }
+
+// Meta is the run-start record.
+func (s *Session) Meta() Meta { return s.run.meta }
+
+// Runbook is the bound runbook.
+func (s *Session) Runbook() *Runbook { return s.run.rb }
+
+// Dir is the run directory.
+func (s *Session) Dir() string { return s.run.dir }
+
+// ReportPath is where the report is written.
+func (s *Session) ReportPath() string { return filepath.Join(s.run.dir, ReportFile) }
+
+// JournalPath is the journal's path.
+func (s *Session) JournalPath() string { return s.j.Path() }
+
+// Redact keeps secrets (passwords) out of every later journal record.
+func (s *Session) Redact(secrets ...string) { s.j.Redact(secrets...) }
+
+// SetClock pins the run's clock (tests).
+func (s *Session) SetClock(now func() time.Time) { s.run.rec.now = now }
+
+// AfterRecord sets a hook called after each journal record is on disk
+// (fault injection on a lab: cmd/kremedy's KREMEDY_FAULT).
+func (s *Session) AfterRecord(f func(typ, step string)) { s.run.rec.after = f }
+
+// Finished reports whether the run ended with every step done.
+func (s *Session) Finished() bool {
+	recs := s.run.rec.records()
+	if len(recs) == 0 || recs[len(recs)-1].Type != journal.RunEnd {
+		return false
+	}
+	d, _ := journal.Decode[map[string]any](recs[len(recs)-1])
+	return d["ok"] == true
+}
+
+// Progress is what the journal says an unfinished run has done so far.
+type Progress struct {
+	Done, Skipped []string // in runbook order
+	Stopped       string   // the step the last attempt stopped at, if known
+	Records       int
+}
+
+// Progress reads the journal's account of the run so far.
+func (s *Session) Progress() Progress {
+	recs := s.run.rec.records()
+	p := Progress{Records: len(recs)}
+	done := History{recs}.Completed()
+	for _, st := range s.run.rb.Steps {
+		switch done[st.Info.ID] {
+		case "done":
+			p.Done = append(p.Done, st.Info.ID)
+		case "skipped":
+			p.Skipped = append(p.Skipped, st.Info.ID)
+		}
+	}
+	for _, rec := range recs {
+		if (rec.Type == journal.StepFailed || rec.Type == journal.Interrupted) && rec.Step != "" {
+			p.Stopped = rec.Step
+		}
+		if rec.Type == journal.Interrupted || rec.Type == journal.RunEnd {
+			if d, err := journal.Decode[struct{ Step string }](rec); err == nil && d.Step != "" {
+				p.Stopped = d.Step
+			}
+		}
+	}
+	return p
+}
+
+// Notef journals a run-level note from source (the ZooKeeper session's
+// fate, say) and reports it to the attempt now running, if any.
+func (s *Session) Notef(source, format string, a ...any) {
+	text := fmt.Sprintf(format, a...)
+	_ = s.run.rec.append(journal.Note, "", map[string]string{"text": text})
+	s.run.rec.emit(Event{Step: source, Kind: EvLog, Text: text})
+}
+
+// Artifacts lists the run's files that exist now: the journal, every
+// artifact of the runbook, then the report; paths absolute.
+func (s *Session) Artifacts() []Artifact {
+	all := []Artifact{{ID: "journal", What: "journal", Path: s.j.Path()}}
+	for _, a := range s.run.rb.Artifacts {
+		all = append(all, Artifact{ID: a.ID, What: a.What, Path: filepath.Join(s.run.dir, a.Path)})
+	}
+	all = append(all, Artifact{ID: "report", What: "report", Path: s.ReportPath()})
+	var out []Artifact
+	for _, a := range all {
+		if _, err := os.Stat(a.Path); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Next is what to do after a successful run, filled with this run's paths.
+func (s *Session) Next() []string { return s.run.renderAll(s.run.rb.Next) }
+
+// Run walks the runbook against c, continuing from the journal (a step an
+// earlier attempt finished is re-checked, not re-done), asks a for every
+// confirmation and reports every event to rep; then it rewrites the report.
+// A later call (the TUI's retry) continues from where this one stopped.
+// Calls never overlap.
+func (s *Session) Run(ctx context.Context, c ports.Cluster, a Approver, rep Reporter) Outcome {
+	s.mu.Lock()
+	if s.busy {
+		s.mu.Unlock()
+		err := errors.New("the run is already running in this process")
+		return Outcome{Err: err}
+	}
+	s.busy = true
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); s.busy = false; s.mu.Unlock() }()
+
+	s.run.rec.setReporter(rep)
+	defer s.run.rec.setReporter(nil)
+	if attempts := s.attempts(); attempts > 0 {
+		_ = s.run.rec.append(journal.Note, "", map[string]string{"text": fmt.Sprintf("attempt %d: continuing from the journal", attempts+1)})
+	}
+	e := &engine{run: s.run, cluster: c, approver: a}
+	out, err := e.walk(ctx)
+	out.Err = err
+	out.NotDone = s.notDone(out)
+	if rerr := s.writeReport(out); rerr != nil {
+		s.run.rec.emit(Event{Kind: EvLog, Text: fmt.Sprintf("warning: could not write %s: %v", s.ReportPath(), rerr)})
+	}
+	return out
+}
+
+// attempts counts the walks the journal holds (steps started at least once).
+func (s *Session) attempts() int {
+	n := 0
+	for _, rec := range s.run.rec.records() {
+		if rec.Type == journal.RunEnd || rec.Type == journal.Interrupted {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Session) notDone(out Outcome) []string {
+	seen := map[string]bool{}
+	for _, id := range append(append(out.Done, out.Skipped...), out.NoOp...) {
+		seen[id] = true
+	}
+	var not []string
+	for _, st := range s.run.rb.Steps {
+		if !seen[st.Info.ID] {
+			not = append(not, st.Info.ID)
+		}
+	}
+	return not
+}
+
+// ResumeCommand is the command that continues this run; headless adds the
+// flags a run without a terminal needs.
+func (s *Session) ResumeCommand(headless bool) string {
+	c := "kremedy resume " + shell.Quote(s.run.dir)
+	if headless {
+		c += " --headless --yes --confirm " + shell.Quote(s.run.rb.Confirm.Word)
+	}
+	return c
+}
+
+// Ending classifies how a run ended.
+type Ending int
+
+const (
+	Finished    Ending = iota // every step done, nothing to do, or skipped with a reason
+	Stopped                   // a failed check, a refusal, a confirmation that did not match
+	Interrupted               // Ctrl-C, or the operator said no: resumable, nothing broke
+)
+
+var endingNames = [...]string{"finished", "stopped", "interrupted"}
+
+func (e Ending) String() string {
+	if e < 0 || int(e) >= len(endingNames) {
+		return fmt.Sprintf("Ending(%d)", int(e))
+	}
+	return endingNames[e]
+}
+
+// Ending says how the run ended.
+func (o Outcome) Ending(ctx context.Context) Ending {
+	switch {
+	case o.Err == nil:
+		return Finished
+	case o.Interrupted != "" || ctx.Err() != nil || errors.Is(o.Err, context.Canceled) || errors.Is(o.Err, ErrAborted):
+		return Interrupted
+	default:
+		return Stopped
+	}
+}
+
+// EndError is how a run that did not finish ended, said for the shell it
+// leaves: what was not done, where the journal and report are, how to
+// resume. It wraps the run's error.
+type EndError struct {
+	Ending Ending
+	Text   string
+	Err    error
+}
+
+func (e *EndError) Error() string { return e.Text }
+func (e *EndError) Unwrap() error { return e.Err }
+
+// End is nil for a finished run, else an *EndError explaining the end;
+// headless resume commands carry the flags a run without a terminal needs.
+func (s *Session) End(ctx context.Context, o Outcome, headless bool) error {
+	resume := s.ResumeCommand(headless)
+	if o.NotDone == nil {
+		o.NotDone = s.notDone(o)
+	}
+	end := &EndError{Ending: o.Ending(ctx), Err: o.Err}
+	switch {
+	case end.Ending == Finished:
+		return nil
+	case end.Ending == Interrupted && !errors.Is(o.Err, ErrAborted):
+		end.Text = fmt.Sprintf("interrupted during step %s: %v.\n  not done: %v\n  the journal and report are in %s; the cluster is as the last completed action left it (see the report).\n  resume: %s",
+			o.Interrupted, o.Err, o.NotDone, s.run.dir, resume)
+	case end.Ending == Interrupted || errors.Is(o.Err, ErrNotApproved):
+		end.Text = fmt.Sprintf("%v\n  not done: %v\n  resume: %s", o.Err, o.NotDone, resume)
+	default:
+		end.Text = fmt.Sprintf("%v\n  not done: %v\n  after fixing the cause, resume: %s", o.Err, o.NotDone, resume)
+	}
+	return end
+}
+
+// render fills one of the runbook's templates with this run's values.
+func (r *run) render(tmpl string) (string, error) {
+	return Render(tmpl, r.rb.TemplateData(r.dir, r.meta.Inventory, r.meta.Cluster))
+}
+
+func (r *run) renderAll(tmpls []string) []string {
+	var out []string
+	for _, t := range tmpls {
+		s, err := r.render(t)
+		if err != nil {
+			s = fmt.Sprintf("%s (%v)", t, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// PreviewStep is one step of a preview: its plan, or why it cannot be
+// planned now.
+type PreviewStep struct {
+	Info Info
+	Plan *Plan
+	Err  error
+}
+
+// Preview plans every step of rb against c as the cluster is now, changing
+// nothing and writing nothing (`kremedy plan`). A step that cannot be
+// planned says why and the others are still planned; a refusal of the
+// first step stops the preview.
+func Preview(ctx context.Context, rb *Runbook, meta Meta, c ports.Cluster) []PreviewStep {
+	r := &run{meta: meta, rb: rb, dir: "<run dir>", rec: &recorder{}, preview: true}
+	e := &engine{run: r, cluster: c}
+	var out []PreviewStep
+	for i, s := range rb.Steps {
+		p, err := s.Kind.Plan(ctx, e.env(s, false))
+		if err == nil {
+			p.Step, p.Kind = s.Info.ID, s.Info.Kind
+			p.Rollback, _ = r.render(s.Info.Rollback)
+		}
+		out = append(out, PreviewStep{Info: s.Info, Plan: p, Err: err})
+		if err != nil && i == 0 && errors.Is(err, ErrRefused) {
+			break
+		}
+	}
+	return out
+}
