@@ -48,13 +48,9 @@ func (rb *Runbook) Bind(set map[string]string, cluster string) (*steps.Runbook, 
 	for _, a := range rb.Artifacts {
 		out.Artifacts = append(out.Artifacts, steps.Artifact{ID: a.ID, What: a.What, Path: a.Path})
 	}
-	data := out.TemplateData("", "", cluster)
-	word, err := steps.Render(rb.ConfirmWord, data)
+	word, err := rb.confirmWord(vals, map[string]string{"cluster": cluster})
 	if err != nil {
-		return nil, fmt.Errorf("%w: runbook %s: confirm.word: %w; nothing was run", ErrInvalidParam, rb.Name, err)
-	}
-	if word == "" {
-		return nil, fmt.Errorf("%w: runbook %s: the confirmation word (%s) is empty; nothing was run", ErrInvalidParam, rb.Name, rb.ConfirmWord)
+		return nil, err
 	}
 	out.Confirm = steps.Confirmation{Word: word, Noun: rb.ConfirmNoun}
 	kinds := rb.kinds
@@ -91,6 +87,32 @@ func (rb *Runbook) Bind(set map[string]string, cluster string) (*steps.Runbook, 
 			Risk: risk, Confirm: conf, Rollback: s.Rollback, Timeout: s.Timeout}})
 	}
 	return out, nil
+}
+
+// WordFor is the confirmation word the operator types for a run with
+// these parameters, when the parameters alone decide it; ok is false when it
+// also needs the inventory (the cluster's name).
+func (rb *Runbook) WordFor(vals Values) (word string, ok bool) {
+	w, err := rb.confirmWord(vals, nil)
+	return w, err == nil
+}
+
+func (rb *Runbook) confirmWord(vals Values, extra map[string]string) (string, error) {
+	data := map[string]string{}
+	for k, v := range vals {
+		data[k] = v
+	}
+	for k, v := range extra {
+		data[k] = v
+	}
+	word, err := steps.Render(rb.ConfirmWord, data)
+	if err != nil {
+		return "", fmt.Errorf("%w: runbook %s: confirm.word: %w; nothing was run", ErrInvalidParam, rb.Name, err)
+	}
+	if word == "" {
+		return "", fmt.Errorf("%w: runbook %s: the confirmation word (%s) is empty; nothing was run", ErrInvalidParam, rb.Name, rb.ConfirmWord)
+	}
+	return word, nil
 }
 
 // BindParams checks the values the operator set (ParseSet's result) against

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -59,6 +60,11 @@ func (p *parser) artifact(path string, at pos, n ast.Node, seen map[string]strin
 // each step's options against its kind and the parameters, the artifacts
 // each kind needs, and every template's names.
 func (p *parser) crossCheck(rb *Runbook) {
+	if p.Err() != nil {
+		// References are checked in a file with no other error: a broken
+		// parameter or step would only repeat itself here.
+		return
+	}
 	params := map[string]Param{}
 	for _, pr := range rb.Params {
 		params[pr.Name] = pr
@@ -80,8 +86,9 @@ func (p *parser) crossCheck(rb *Runbook) {
 		}
 		names[a.ID], declared[a.ID] = true, true
 	}
+	line := func(at pos) func(int) pos { return func(int) pos { return at } }
 	if rb.ConfirmWord != "" {
-		p.checkNames("confirm.word", p.At("confirm.word"), rb.ConfirmWord, names)
+		p.checkNames("confirm.word", line(p.At("confirm.word")), rb.ConfirmWord, names)
 	}
 	for i, n := range rb.Next {
 		path := fmt.Sprintf("next[%d]", i)
@@ -89,18 +96,19 @@ func (p *parser) crossCheck(rb *Runbook) {
 			p.Errorf(p.At(path), "%s is not a valid text/template: %v", path, err)
 			continue
 		}
-		p.checkNames(path, p.At(path), n, names)
+		p.checkNames(path, line(p.At(path)), n, names)
 	}
 	for i := range rb.Steps {
 		s := &rb.Steps[i]
-		if s.rollbackAt != nil {
-			p.checkNames(s.rollbackAt.path, strictyaml.NodePos(s.rollbackAt.n), s.Rollback, names)
+		if r := s.rollbackAt; r != nil {
+			last := strings.Count(strings.TrimSuffix(s.Rollback, "\n"), "\n") + 1
+			p.checkNames(r.path, func(l int) pos { return p.templateLine(r.n, strictyaml.NodePos(r.n), min(l, last)) }, s.Rollback, names)
 		}
 		spec, ok := p.kinds.Lookup(s.Kind)
 		if !ok {
 			continue // already reported
 		}
-		at := pos{Line: s.Line, Col: 1}
+		at := s.at
 		for _, need := range spec.Needs {
 			if !declared[need] {
 				p.Errorf(at, "step %s: kind %s writes or reads the artifact %q, which the runbook does not declare under artifacts", s.ID, s.Kind, need)
@@ -113,10 +121,12 @@ func (p *parser) crossCheck(rb *Runbook) {
 // options decodes a step's with: against its kind's options.
 func (p *parser) options(s *StepSpec, spec steps.KindSpec, params map[string]Param) {
 	s.With = map[string]string{}
+	given := map[string]bool{}
 	if s.with != nil {
 		fields := map[string]field{}
 		for _, o := range spec.Options {
 			fields[o.Name] = func(path string, at pos, n ast.Node) {
+				given[o.Name] = true
 				var v string
 				p.Str(&v, func(path string, at pos, v string) { p.optionValue(s, o, path, at, v, params) })(path, at, n)
 			}
@@ -128,8 +138,8 @@ func (p *parser) options(s *StepSpec, spec steps.KindSpec, params map[string]Par
 		}
 	}
 	for _, o := range spec.Options {
-		if _, ok := s.With[o.Name]; !ok && !o.HasDefault {
-			at := pos{Line: s.Line, Col: 1}
+		if !given[o.Name] && !o.HasDefault {
+			at := s.at
 			if s.with != nil {
 				at = s.with.at
 			}
@@ -165,8 +175,9 @@ func (p *parser) optionValue(s *StepSpec, o steps.Option, path string, at pos, v
 }
 
 // checkNames reports the names a template uses that the runbook has not:
-// it runs the template on every name it may use.
-func (p *parser) checkNames(path string, at pos, text string, names map[string]bool) {
+// it runs the template on every name it may use. at places a line of the
+// template in the file.
+func (p *parser) checkNames(path string, at func(line int) pos, text string, names map[string]bool) {
 	t, err := template.New("t").Option("missingkey=error").Parse(text)
 	if err != nil {
 		return // reported where it is parsed
@@ -176,15 +187,21 @@ func (p *parser) checkNames(path string, at pos, text string, names map[string]b
 		data[n] = "x"
 	}
 	if err := t.Execute(discard{}, data); err != nil {
-		msg := err.Error()
+		msg, l := err.Error(), 1
+		if m := execLineRe.FindStringSubmatch(msg); m != nil {
+			l, _ = strconv.Atoi(m[1])
+		}
 		if m := mapKeyRe.FindStringSubmatch(msg); m != nil {
 			msg = fmt.Sprintf("{{.%s}} is neither a parameter nor an artifact of the runbook (it may use %s)", m[1], strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 		}
-		p.Errorf(at, "%s: %s", path, msg)
+		p.Errorf(at(l), "%s: %s", path, msg)
 	}
 }
 
-var mapKeyRe = regexp.MustCompile(`map has no entry for key "([^"]*)"`)
+var (
+	mapKeyRe   = regexp.MustCompile(`map has no entry for key "([^"]*)"`)
+	execLineRe = regexp.MustCompile(`^template: t:(\d+):`)
+)
 
 type discard struct{}
 

@@ -68,7 +68,10 @@ func parse(file string, data []byte, kinds *steps.Registry, wantName string) (*R
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	rb.File = file
+	rb.File, rb.kinds = file, kinds
+	for i := range rb.Steps {
+		rb.Steps[i].with, rb.Steps[i].rollbackAt, rb.Steps[i].at = nil, nil, pos{} // checked
+	}
 	return rb, nil
 }
 
@@ -288,7 +291,7 @@ func (p *parser) step(path string, at pos, n ast.Node, ids map[string]string) (S
 		p.Errorf(at, "%s is empty; a step needs at least id, kind, title, why, risk and confirm", path)
 		return StepSpec{}, false
 	}
-	s := StepSpec{Line: at.Line}
+	s := StepSpec{Line: at.Line, at: at}
 	rollback := false // rollback decoded, even if empty
 	p.Object(path, n, map[string]field{
 		"id": p.Str(&s.ID, p.nonEmpty(hints["id"]), func(path string, at pos, v string) {

@@ -83,6 +83,7 @@ type StepSpec struct {
 	With map[string]string
 	Line int // where the step starts in File
 
+	at         pos       // where the step starts, until it is checked
 	with       *withNode // where with: is, until it is checked against the kind
 	rollbackAt *withNode // where the rollback note is, for its template check
 }

@@ -4,29 +4,48 @@ import (
 	"errors"
 	"io/fs"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kremedy/kremedy/internal/strictyaml"
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-// testKinds stands for the step kinds the engine knows.
-var testKinds = []string{
-	"preflight", "detach-clients", "delete-znodes", "stop-brokers",
-	"wipe-segments", "start-brokers", "verify-topic",
+// testKinds stands for the step kinds kremedy has: the same names, and
+// options only where a test says so.
+var testKinds = func() *steps.Registry {
+	r := steps.NewRegistry()
+	for _, k := range []string{"preflight", "detach-clients", "delete-znodes", "stop-brokers", "start-brokers"} {
+		steps.Register(r, k, nil, func(struct{}) steps.Kind { return nil })
+	}
+	steps.Register(r, "verify-topic", []string{"offsets"}, func(struct{}) steps.Kind { return nil })
+	steps.Register(r, "wipe-segments", nil, func(wipeOpts) steps.Kind { return nil })
+	return r
+}()
+
+// wipeOpts are the options of the test's wipe-segments kind.
+type wipeOpts struct {
+	Topic string        `opt:"topic" type:"topic"`
+	Wait  time.Duration `opt:"wait" default:"10s"`
+	IDs   []int32       `opt:"brokers" default:""`
 }
 
+func known(kind string) bool { _, ok := testKinds.Lookup(kind); return ok }
+
 // valid is a small valid runbook. Its line numbers matter to the table
-// below: 1 name, 2 summary, 5 mode, 7 params[0], 11 params[1], 14 steps,
-// 15 steps[0], 23 steps[1], 30 rollback, 31-32 its template.
+// below: 1 name, 2 summary, 5 mode, 6 confirm, 10 params[0], 14 params[1],
+// 17 steps, 18 steps[0], 26 steps[1], 33 with, 35 rollback, 36-37 its
+// template.
 const valid = `name: topic-cleanup
 summary: Remove a topic that will not die
 description: |
   A longer text.
 mode: zookeeper
+confirm:
+  word: "{{.topic}}"
+  noun: topic
 params:
   - name: topic
     type: topic
@@ -51,8 +70,10 @@ steps:
       The brokers are stopped.
     risk: destructive
     confirm: typed
+    with:
+      topic: $topic
     rollback: |
-      Move {{ .Quarantine }} back into {{ .LogDir }}.
+      Move {{ .run_dir }} back into {{ .report }}.
       Then start the brokers.
 `
 
@@ -74,18 +95,21 @@ func TestParseValid(t *testing.T) {
 		Summary:     "Remove a topic that will not die",
 		Description: "A longer text.\n",
 		Mode:        "zookeeper",
+		ConfirmWord: "{{.topic}}",
+		ConfirmNoun: "topic",
 		Params: []Param{
 			{Name: "topic", Type: "topic", Required: true, Description: "the topic to remove"},
 			{Name: "recreate", Type: "bool", Default: "false", HasDefault: true},
 		},
 		Steps: []StepSpec{
 			{ID: "preflight", Kind: "preflight", Title: "What kremedy sees before anything happens",
-				Why: "Nothing changes yet.\n", Risk: "read-only", Confirm: "none", Timeout: 10 * time.Minute, Line: 15},
+				Why: "Nothing changes yet.\n", Risk: "read-only", Confirm: "none", Timeout: 10 * time.Minute, Line: 18, With: map[string]string{}},
 			{ID: "wipe", Kind: "wipe-segments", Title: "Wipe the topic's segments", Why: "The brokers are stopped.\n",
-				Risk: "destructive", Confirm: "typed", Line: 23,
-				Rollback: "Move {{ .Quarantine }} back into {{ .LogDir }}.\nThen start the brokers.\n"},
+				Risk: "destructive", Confirm: "typed", Line: 26, With: map[string]string{"topic": "$topic"},
+				Rollback: "Move {{ .run_dir }} back into {{ .report }}.\nThen start the brokers.\n"},
 		},
-		File: "t.yaml",
+		File:  "t.yaml",
+		kinds: testKinds,
 	}
 	if !reflect.DeepEqual(rb, want) {
 		t.Errorf("Parse =\n%+v\nwant\n%+v", rb, want)
@@ -102,7 +126,9 @@ type parseCase struct {
 
 var parseCases = []parseCase{
 	{name: "valid", in: valid},
-	{name: "no params, no description, comments first", in: "# a comment\n" + edit(valid[strings.Index(valid, "description:"):strings.Index(valid, "steps:")], "mode: zookeeper\n")},
+	{name: "no params, no description, comments first", in: "# a comment\n" + strings.NewReplacer("{{.topic}}", "{{.cluster}}", "topic: $topic", "topic: orders",
+		valid[strings.Index(valid, "description:"):strings.Index(valid, "confirm:")], "mode: zookeeper\n",
+		valid[strings.Index(valid, "params:"):strings.Index(valid, "steps:")], "").Replace(valid)},
 	{name: "low risk with yes and a plain rollback", in: edit("risk: destructive\n    confirm: typed", "risk: low\n    confirm: yes")},
 	{name: "params with every type", in: edit("  - name: recreate\n", "  - name: count\n    type: int\n    default: 3\n"+
 		"  - name: wait\n    type: duration\n    default: 30s\n  - name: note\n    type: string\n  - name: other\n    type: topic\n    default: orders\n"+
@@ -110,34 +136,34 @@ var parseCases = []parseCase{
 
 	// Keys and types.
 	{name: "unknown top-level key", in: "nmae: x\n" + valid,
-		want: []string{`t.yaml:1:1: unknown key "nmae" at the top level; known keys there are description, mode, name, params, steps, summary`}},
+		want: []string{`t.yaml:1:1: unknown key "nmae" at the top level; known keys there are artifacts, confirm, description, mode, name, next, params, steps, summary`}},
 	{name: "misspelt step key: unknown, and the key it should be is missing", in: edit("    risk: read-only", "    riks: read-only"),
 		want: []string{
-			"t.yaml:15:5: steps[0].risk is required: one of read-only, low, destructive",
-			`t.yaml:20:5: unknown key "riks" in steps[0]; known keys there are confirm, id, kind, risk, rollback, timeout, title, why`,
+			"t.yaml:18:5: steps[0].risk is required: one of read-only, low, destructive",
+			`t.yaml:23:5: unknown key "riks" in steps[0]; known keys there are confirm, id, kind, risk, rollback, timeout, title, why, with`,
 		}},
 	{name: "upper-case key", in: edit("mode: zookeeper", "Mode: zookeeper"),
 		want: []string{"t.yaml:1:1: mode is required", `t.yaml:5:1: unknown key "Mode" at the top level`}},
 	{name: "timeout without unit", in: edit("timeout: 10m", "timeout: 10"),
-		want: []string{"t.yaml:22:14: steps[0].timeout needs a unit, such as 10s or 1m"}},
+		want: []string{"t.yaml:25:14: steps[0].timeout needs a unit, such as 10s or 1m"}},
 	{name: "negative timeout", in: edit("timeout: 10m", "timeout: -1m"),
-		want: []string{`t.yaml:22:14: steps[0].timeout is "-1m"; it must be a positive duration`}},
+		want: []string{`t.yaml:25:14: steps[0].timeout is "-1m"; it must be a positive duration`}},
 	{name: "required: yes is not a bool", in: edit("required: true", "required: yes"),
-		want: []string{"t.yaml:9:15: params[0].required must be true or false, not text"}},
+		want: []string{"t.yaml:12:15: params[0].required must be true or false, not text"}},
 	{name: "list where text belongs", in: edit("title: Wipe the topic's segments", "title: [a, b]"),
-		want: []string{"t.yaml:25:12: steps[1].title must be text, not a list"}},
+		want: []string{"t.yaml:28:12: steps[1].title must be text, not a list"}},
 	{name: "steps as a mapping", in: valid[:strings.Index(valid, "steps:")] + "steps:\n  id: x\n",
-		want: []string{"t.yaml:15:5: steps must be a list, not a mapping"}},
+		want: []string{"t.yaml:18:5: steps must be a list, not a mapping"}},
 	{name: "a step that is a number", in: valid + "  - 5\n",
-		want: []string{"t.yaml:33:5: steps[2] must be a mapping of keys to values, not a number"}},
+		want: []string{"t.yaml:38:5: steps[2] must be a mapping of keys to values, not a number"}},
 	{name: "an empty step", in: valid + "  -\n",
-		want: []string{"t.yaml:33:3: steps[2] is empty; a step needs at least id, kind, title, why, risk and confirm"}},
+		want: []string{"t.yaml:38:3: steps[2] is empty; a step needs at least id, kind, title, why, risk and confirm"}},
 	{name: "top level is a list", in: "- a\n- b\n",
 		want: []string{"t.yaml:1:1: the runbook must be a mapping of keys to values, not a list"}},
 
 	// Required keys: at the mapping that lacks them.
 	{name: "a null document", in: "~\n",
-		want: []string{"t.yaml:1:1: name is required", "t.yaml:1:1: summary is required", "t.yaml:1:1: mode is required", "t.yaml:1:1: steps is required"}},
+		want: []string{"t.yaml:1:1: name is required", "t.yaml:1:1: summary is required", "t.yaml:1:1: mode is required", "t.yaml:1:1: confirm is required", "t.yaml:1:1: steps is required"}},
 	{name: "missing summary", in: edit("summary: Remove a topic that will not die\n", ""),
 		want: []string{"t.yaml:1:1: summary is required: one line"}},
 	{name: "missing name after a comment", in: "# runbook\n" + edit("name: topic-cleanup\n", ""),
@@ -145,21 +171,21 @@ var parseCases = []parseCase{
 	{name: "missing steps", in: valid[:strings.Index(valid, "steps:")],
 		want: []string{"t.yaml:1:1: steps is required: a runbook needs at least one step"}},
 	{name: "empty steps", in: valid[:strings.Index(valid, "steps:")] + "steps: []\n",
-		want: []string{"t.yaml:14:1: steps is empty: a runbook needs at least one step"}},
+		want: []string{"t.yaml:17:1: steps is empty: a runbook needs at least one step"}},
 	{name: "step without kind", in: edit("    kind: preflight\n", ""),
-		want: []string{"t.yaml:15:5: steps[0].kind is required"}},
+		want: []string{"t.yaml:18:5: steps[0].kind is required"}},
 	{name: "step without why", in: edit("    why: |\n      Nothing changes yet.\n", ""),
-		want: []string{"t.yaml:15:5: steps[0].why is required: the training note"}},
+		want: []string{"t.yaml:18:5: steps[0].why is required: the training note"}},
 	{name: "empty why", in: edit("    why: |\n      Nothing changes yet.\n", "    why: \"  \"\n"),
-		want: []string{"t.yaml:18:10: steps[0].why is empty: the training note"}},
+		want: []string{"t.yaml:21:10: steps[0].why is empty: the training note"}},
 	{name: "null title", in: edit("title: What kremedy sees before anything happens", "title:"),
-		want: []string{"t.yaml:17:5: steps[0].title is empty"}},
+		want: []string{"t.yaml:20:5: steps[0].title is empty"}},
 	{name: "param without type", in: edit("    type: bool\n", ""),
-		want: []string{"t.yaml:11:5: params[1].type is required: one of string, topic, int, bool, duration"}},
+		want: []string{"t.yaml:14:5: params[1].type is required: one of string, topic, int, bool, duration, brokers"}},
 	{name: "mutating step without rollback", in: valid[:strings.Index(valid, "    rollback:")],
-		want: []string{"t.yaml:23:5: steps[1].rollback is required: a step that changes the cluster says how to undo it"}},
+		want: []string{"t.yaml:26:5: steps[1].rollback is required: a step that changes the cluster says how to undo it"}},
 	{name: "mutating step with an empty rollback", in: valid[:strings.Index(valid, "    rollback:")] + "    rollback: \"\"\n",
-		want: []string{"t.yaml:30:15: steps[1].rollback is empty"}},
+		want: []string{"t.yaml:35:15: steps[1].rollback is empty"}},
 
 	// Values.
 	{name: "bad name", in: edit("name: topic-cleanup", "name: Topic_Cleanup"),
@@ -171,67 +197,99 @@ var parseCases = []parseCase{
 	{name: "mode kraft", in: edit("mode: zookeeper", "mode: kraft"),
 		want: []string{`t.yaml:5:7: mode is "kraft"; it must be zookeeper; kremedy repairs ZooKeeper-mode clusters only`}},
 	{name: "bad param name", in: edit("name: topic\n", "name: Topic\n"),
-		want: []string{`t.yaml:7:11: params[0].name "Topic" may hold only lower-case letters and '_'`}},
+		want: []string{`t.yaml:10:11: params[0].name "Topic" may hold only lower-case letters and '_'`}},
 	{name: "duplicate param name", in: edit("name: recreate", "name: topic"),
-		want: []string{`t.yaml:11:11: params[1].name "topic" is also used by params[0]; parameter names are unique`}},
+		want: []string{`t.yaml:14:11: params[1].name "topic" is also used by params[0]; parameter names are unique`}},
 	{name: "bad param type", in: edit("type: bool", "type: boolean"),
-		want: []string{`t.yaml:12:11: params[1].type "boolean" is not one of string, topic, int, bool, duration`}},
+		want: []string{`t.yaml:15:11: params[1].type "boolean" is not one of string, topic, int, bool, duration, brokers`}},
 	{name: "default that is not of the type", in: edit("default: false", "default: maybe"),
-		want: []string{`t.yaml:13:14: params[1].default: "maybe" is not true or false`}},
+		want: []string{`t.yaml:16:14: params[1].default: "maybe" is not true or false`}},
 	{name: "default that is not a topic", in: edit("type: bool\n    default: false", "type: topic\n    default: a;b"),
-		want: []string{`t.yaml:13:14: params[1].default: invalid topic name "a;b"`}},
+		want: []string{`t.yaml:16:14: params[1].default: invalid topic name "a;b"`}},
 	{name: "required parameter with a default", in: edit("    required: true\n", "    required: true\n    default: orders\n"),
-		want: []string{"t.yaml:10:14: params[0].default: a required parameter has no default"}},
+		want: []string{"t.yaml:13:14: params[0].default: a required parameter has no default"}},
 	{name: "bad step id", in: edit("id: wipe", "id: Wipe!"),
-		want: []string{`t.yaml:23:9: steps[1].id "Wipe!" may hold only lower-case letters, digits and '-'`}},
+		want: []string{`t.yaml:26:9: steps[1].id "Wipe!" may hold only lower-case letters, digits and '-'`}},
 	{name: "duplicate step id", in: edit("id: wipe", "id: preflight"),
-		want: []string{`t.yaml:23:9: steps[1].id "preflight" is also used by steps[0]; step ids are unique`}},
+		want: []string{`t.yaml:26:9: steps[1].id "preflight" is also used by steps[0]; step ids are unique`}},
 	{name: "unknown kind lists the known ones", in: edit("kind: wipe-segments", "kind: wipe-everything"),
-		want: []string{`t.yaml:24:11: steps[1].kind "wipe-everything" is not a step kind kremedy knows; the step kinds kremedy knows are ` +
+		want: []string{`t.yaml:27:11: steps[1].kind "wipe-everything" is not a step kind kremedy knows; the step kinds kremedy knows are ` +
 			"delete-znodes, detach-clients, preflight, start-brokers, stop-brokers, verify-topic, wipe-segments"}},
 	{name: "bad risk", in: edit("risk: read-only", "risk: safe"),
-		want: []string{`t.yaml:20:11: steps[0].risk "safe" is not one of read-only, low, destructive`}},
+		want: []string{`t.yaml:23:11: steps[0].risk "safe" is not one of read-only, low, destructive`}},
 	{name: "bad confirm", in: edit("confirm: none", "confirm: enter"),
-		want: []string{`t.yaml:21:14: steps[0].confirm "enter" is not one of none, yes, typed`}},
+		want: []string{`t.yaml:24:14: steps[0].confirm "enter" is not one of none, yes, typed`}},
 	{name: "destructive step confirmed with yes", in: edit("confirm: typed", "confirm: yes"),
-		want: []string{"t.yaml:29:14: steps[1].confirm is yes, but the step is destructive: it needs confirm: typed"}},
+		want: []string{"t.yaml:32:14: steps[1].confirm is yes, but the step is destructive: it needs confirm: typed"}},
 	{name: "destructive step without confirmation", in: edit("confirm: typed", "confirm: none"),
-		want: []string{"t.yaml:29:14: steps[1].confirm is none, but the step is destructive"}},
+		want: []string{"t.yaml:32:14: steps[1].confirm is none, but the step is destructive"}},
 	{name: "read-only step that asks", in: edit("confirm: none", "confirm: yes"),
-		want: []string{"t.yaml:21:14: steps[0].confirm is yes, but the step is read-only"}},
-	{name: "template error on its first line", in: edit("{{ .LogDir }}", "{{ .LogDir }"),
-		want: []string{`t.yaml:31:7: steps[1].rollback is not a valid text/template: unexpected "}" in operand`}},
+		want: []string{"t.yaml:24:14: steps[0].confirm is yes, but the step is read-only"}},
+	{name: "template error on its first line", in: edit("{{ .report }}", "{{ .report }"),
+		want: []string{`t.yaml:36:7: steps[1].rollback is not a valid text/template: unexpected "}" in operand`}},
 	{name: "template error on its second line", in: edit("Then start the brokers.", "Then {{ if }} start."),
-		want: []string{"t.yaml:32:7: steps[1].rollback is not a valid text/template: missing value for if"}},
+		want: []string{"t.yaml:37:7: steps[1].rollback is not a valid text/template: missing value for if"}},
 	{name: "unclosed action names file lines", in: edit("Then start the brokers.", "Then {{ .x"),
-		want: []string{"t.yaml:32:7: steps[1].rollback is not a valid text/template: unclosed action started at line 32"}},
-	{name: "undefined template function", in: edit("{{ .LogDir }}", "{{ quote .LogDir }}"),
-		want: []string{`t.yaml:31:7: steps[1].rollback is not a valid text/template: function "quote" not defined`}},
+		want: []string{"t.yaml:37:7: steps[1].rollback is not a valid text/template: unclosed action started at line 37"}},
+	{name: "undefined template function", in: edit("{{ .report }}", "{{ quote .report }}"),
+		want: []string{`t.yaml:36:7: steps[1].rollback is not a valid text/template: function "quote" not defined`}},
 	{name: "template in a quoted scalar", in: valid[:strings.Index(valid, "    rollback:")] + "    rollback: \"x {{ end }}\"\n",
-		want: []string{"t.yaml:30:15: steps[1].rollback is not a valid text/template: unexpected {{end}}"}},
+		want: []string{"t.yaml:35:15: steps[1].rollback is not a valid text/template: unexpected {{end}}"}},
 	{name: "bidi override in a training note", in: edit("The brokers are stopped.", "The brokers are \u202estopped."),
-		want: []string{"t.yaml:26:10: steps[1].why contains an invisible formatting character (U+202E)"}},
+		want: []string{"t.yaml:29:10: steps[1].why contains an invisible formatting character (U+202E)"}},
+
+	// Options, artifacts, the confirmation and templates.
+	{name: "unknown option", in: edit("      topic: $topic\n", "      topic: $topic\n      tpoic: x\n"),
+		want: []string{`t.yaml:35:7: unknown key "tpoic" in steps[1].with; known keys there are brokers, topic, wait`}},
+	{name: "option literal of the wrong type", in: edit("      topic: $topic\n", "      topic: $topic\n      wait: 10\n"),
+		want: []string{`t.yaml:35:13: steps[1].with.wait: option wait (duration): "10" is not a duration`}},
+	{name: "option literal that is not a topic", in: edit("topic: $topic", "topic: a;b"),
+		want: []string{`t.yaml:34:14: steps[1].with.topic: option topic (topic): invalid topic name "a;b"`}},
+	{name: "option of an undeclared parameter", in: edit("topic: $topic", "topic: $topc"),
+		want: []string{"t.yaml:34:14: steps[1].with.topic refers to parameter topc, which the runbook does not declare; its parameters are recreate, topic"}},
+	{name: "option of a parameter of another type", in: edit("topic: $topic", "topic: $recreate"),
+		want: []string{"t.yaml:34:14: steps[1].with.topic: option topic is a topic, but parameter recreate is a bool"}},
+	{name: "required option missing", in: edit("    with:\n      topic: $topic\n", ""),
+		want: []string{"t.yaml:26:5: step wipe: kind wipe-segments needs option topic (topic) in with:"}},
+	{name: "with on a kind without options", in: edit("    timeout: 10m\n", "    timeout: 10m\n    with:\n      topic: x\n"),
+		want: []string{"t.yaml:26:5: steps[0].with: step kind preflight has no options"}},
+	{name: "kind needs an undeclared artifact", in: valid + "  - id: verify\n    kind: verify-topic\n    title: v\n    why: w\n    risk: low\n    confirm: \"yes\"\n    rollback: r\n",
+		want: []string{`t.yaml:38:5: step verify: kind verify-topic writes or reads the artifact "offsets", which the runbook does not declare under artifacts`}},
+	{name: "artifact outside the run directory", in: valid + "artifacts:\n  - id: backup\n    what: a backup\n    path: ../../etc/passwd\n",
+		want: []string{`t.yaml:41:11: artifacts[0].path "../../etc/passwd" must be a clean path inside the run directory`}},
+	{name: "artifact with an absolute path and a bad id", in: valid + "artifacts:\n  - id: Backup\n    what: a backup\n    path: /etc/passwd\n",
+		want: []string{`t.yaml:39:9: artifacts[0].id "Backup" may hold only lower-case letters and '_'`, `t.yaml:41:11: artifacts[0].path "/etc/passwd" must be a clean path`}},
+	{name: "two artifacts with one id", in: valid + "artifacts:\n  - {id: b, what: x, path: b.json}\n  - {id: b, what: y, path: c.json}\n",
+		want: []string{`t.yaml:40:10: artifacts[1].id "b" is also used by artifacts[0]; artifact ids are unique`}},
+	{name: "rollback names an unknown value", in: edit("Then start the brokers.", "Then start {{ .brokers }}."),
+		want: []string{"t.yaml:37:7: steps[1].rollback: {{.brokers}} is neither a parameter nor an artifact of the runbook (it may use cluster, inventory, recreate, report, run_dir, topic)"}},
+	{name: "next names an unknown value", in: valid + "next:\n  - \"reattach {{.topics}}\"\n",
+		want: []string{"t.yaml:39:5: next[0]: {{.topics}} is neither a parameter nor an artifact"}},
+	{name: "confirmation word of an unknown value", in: edit(`word: "{{.topic}}"`, `word: "{{.name}}"`),
+		want: []string{"t.yaml:7:9: confirm.word: {{.name}} is neither a parameter nor an artifact"}},
+	{name: "confirmation without its noun", in: edit("  noun: topic\n", ""),
+		want: []string{"t.yaml:7:3: confirm.noun is required"}},
 
 	// YAML the strict decoder refuses.
 	{name: "duplicate key", in: edit("    kind: preflight\n", "    kind: preflight\n    kind: verify-topic\n"),
-		want: []string{`t.yaml:17:5: mapping key "kind" already defined at [16:5]`}},
+		want: []string{`t.yaml:20:5: mapping key "kind" already defined at [19:5]`}},
 	{name: "anchor and alias", in: edit("    title: Wipe the topic's segments\n", "    title: &t Wipe\n") + "  - id: again\n    title: *t\n",
 		want: []string{
-			"t.yaml:25:12: steps[1].title: anchors (&) are not supported in a runbook",
-			"t.yaml:33:5: steps[2].kind is required",
-			"t.yaml:33:5: steps[2].why is required",
-			"t.yaml:33:5: steps[2].risk is required",
-			"t.yaml:33:5: steps[2].confirm is required",
-			"t.yaml:34:12: steps[2].title: aliases (*) are not supported in a runbook",
+			"t.yaml:28:12: steps[1].title: anchors (&) are not supported in a runbook",
+			"t.yaml:38:5: steps[2].kind is required",
+			"t.yaml:38:5: steps[2].why is required",
+			"t.yaml:38:5: steps[2].risk is required",
+			"t.yaml:38:5: steps[2].confirm is required",
+			"t.yaml:39:12: steps[2].title: aliases (*) are not supported in a runbook",
 		}},
 	{name: "tag", in: edit("mode: zookeeper", "mode: !!str zookeeper"),
 		want: []string{"t.yaml:5:7: mode: YAML tags (!) are not supported in a runbook"}},
 	{name: "tab indentation", in: edit("  - name: topic", "\t- name: topic"),
-		want: []string{`t.yaml:7:1: found character '\t' that cannot start any token; YAML indents with spaces, never tabs`}},
+		want: []string{`t.yaml:10:1: found character '\t' that cannot start any token; YAML indents with spaces, never tabs`}},
 	{name: "empty file", in: "",
-		want: []string{"t.yaml:1:1: the runbook is empty; it needs at least name, summary, mode and steps"}},
+		want: []string{"t.yaml:1:1: the runbook is empty; it needs at least name, summary, mode, confirm and steps"}},
 	{name: "two documents", in: valid + "---\nname: other\n",
-		want: []string{"t.yaml:34:5: a second YAML document; a runbook file holds one runbook"}},
+		want: []string{"t.yaml:39:5: a second YAML document; a runbook file holds one runbook"}},
 	{name: "invalid UTF-8", in: edit("name: topic-cleanup", "name: topic\xff"),
 		want: []string{"t.yaml:1:12: the file is not valid UTF-8 text"}},
 	{name: "too large", in: valid + strings.Repeat("# padding\n", MaxSize/10),
@@ -243,12 +301,12 @@ var parseCases = []parseCase{
 		edit("type: bool", "type: boolean") + "  - id: verify\n    kind: verify\n    title: [x]\n",
 		want: []string{
 			`t.yaml:1:1: unknown key "extra" at the top level`,
-			`t.yaml:13:11: params[1].type "boolean" is not one of`,
-			`t.yaml:34:5: steps[2].why is required`,
-			`t.yaml:34:5: steps[2].risk is required`,
-			`t.yaml:34:5: steps[2].confirm is required`,
-			`t.yaml:35:11: steps[2].kind "verify" is not a step kind kremedy knows`,
-			`t.yaml:36:12: steps[2].title must be text, not a list`,
+			`t.yaml:16:11: params[1].type "boolean" is not one of`,
+			`t.yaml:39:5: steps[2].why is required`,
+			`t.yaml:39:5: steps[2].risk is required`,
+			`t.yaml:39:5: steps[2].confirm is required`,
+			`t.yaml:40:11: steps[2].kind "verify" is not a step kind kremedy knows`,
+			`t.yaml:41:12: steps[2].title must be text, not a list`,
 		}},
 }
 
@@ -312,7 +370,7 @@ func TestParseBuiltinName(t *testing.T) {
 }
 
 func TestBuiltin(t *testing.T) {
-	rbs, err := Builtin(testKinds)
+	rbs, err := Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,28 +385,45 @@ func TestBuiltin(t *testing.T) {
 		if rb.File != "runbooks/"+rb.Name+".yaml" {
 			t.Errorf("%s: File = %q", rb.Name, rb.File)
 		}
-		for _, s := range rb.Steps {
-			if !slices.Contains(testKinds, s.Kind) {
-				t.Errorf("%s: step %s has unknown kind %q", rb.Name, s.ID, s.Kind)
+		// Every built-in binds with only its required parameters: every
+		// step's options are filled, every template renders.
+		set := map[string]string{}
+		for _, p := range rb.Params {
+			if p.Required {
+				set[p.Name] = map[string]string{"topic": "orders", "int": "1", "bool": "true", "duration": "1s", "brokers": "1", "string": "x"}[p.Type]
+			}
+		}
+		b, err := rb.Bind(set, "lab")
+		if err != nil {
+			t.Errorf("%s: Bind(%v): %v", rb.Name, set, err)
+			continue
+		}
+		if b.Confirm.Word == "" || b.Confirm.Noun == "" || len(b.Steps) != len(rb.Steps) {
+			t.Errorf("%s: bound to %+v", rb.Name, b)
+		}
+		for _, n := range b.Next {
+			if _, err := steps.Render(n, b.TemplateData("/run", "inv.yaml", "lab")); err != nil {
+				t.Errorf("%s: next %q: %v", rb.Name, n, err)
+			}
+		}
+		for _, s := range b.Steps {
+			if _, err := steps.Render(s.Info.Rollback, b.TemplateData("/run", "inv.yaml", "lab")); err != nil {
+				t.Errorf("%s: step %s: rollback: %v", rb.Name, s.Info.ID, err)
 			}
 		}
 	}
-
-	// The engine's own list, as cmd/kremedy passes it.
-	if _, err := Builtin(steps.KindNames()); err != nil {
-		t.Errorf("Builtin(steps.KindNames()): %v", err)
-	}
-	if _, err := Builtin(nil); err == nil || !strings.Contains(err.Error(), "kremedy knows no step kinds") {
-		t.Errorf("Builtin(no kinds) = %v, want an unknown kind error", err)
+	// A runbook may name only kinds the registry has.
+	if _, err := Parse("t.yaml", []byte(valid), steps.NewRegistry()); err == nil || !strings.Contains(err.Error(), "kremedy knows no step kinds") {
+		t.Errorf("Parse(no kinds) = %v, want an unknown kind error", err)
 	}
 }
 
 func TestGet(t *testing.T) {
-	rb, err := Get("topic-cleanup", testKinds)
+	rb, err := Get("topic-cleanup")
 	if err != nil || rb.Name != "topic-cleanup" {
 		t.Fatalf("Get(topic-cleanup) = %v, %v", rb, err)
 	}
-	_, err = Get("topic-cleanpu", testKinds)
+	_, err = Get("topic-cleanpu")
 	if !errors.Is(err, ErrUnknownRunbook) || !strings.Contains(err.Error(), "topic-cleanup") {
 		t.Fatalf("Get(typo) = %v, want ErrUnknownRunbook listing topic-cleanup", err)
 	}
@@ -370,7 +445,7 @@ func TestBind(t *testing.T) {
 		want Values
 		// wantErr holds a part of each expected message, in order.
 		wantErr []string
-		isTopic bool // the error also wraps steps.ErrInvalidTopic
+		isTopic bool // the error also wraps kafkazk.ErrInvalidTopic
 	}{
 		{name: "defaults", set: map[string]string{"topic": "orders"},
 			want: Values{"topic": "orders", "recreate": "false", "batch": "10", "wait": "30s"}},
@@ -404,7 +479,7 @@ func TestBind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := bindRunbook.Bind(tt.set)
+			got, err := bindRunbook.BindParams(tt.set)
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("Bind: %v", err)
@@ -420,8 +495,8 @@ func TestBind(t *testing.T) {
 			if !errors.Is(err, ErrInvalidParam) {
 				t.Errorf("error does not wrap ErrInvalidParam: %v", err)
 			}
-			if tt.isTopic != errors.Is(err, steps.ErrInvalidTopic) {
-				t.Errorf("errors.Is(err, steps.ErrInvalidTopic) = %v, want %v", !tt.isTopic, tt.isTopic)
+			if tt.isTopic != errors.Is(err, kafkazk.ErrInvalidTopic) {
+				t.Errorf("errors.Is(err, kafkazk.ErrInvalidTopic) = %v, want %v", !tt.isTopic, tt.isTopic)
 			}
 			lines := strings.Split(err.Error(), "\n")
 			if len(lines) != len(tt.wantErr) {
@@ -437,7 +512,7 @@ func TestBind(t *testing.T) {
 }
 
 func TestValues(t *testing.T) {
-	v, err := bindRunbook.Bind(map[string]string{"topic": "orders", "recreate": "true", "batch": "42", "wait": "2m"})
+	v, err := bindRunbook.BindParams(map[string]string{"topic": "orders", "recreate": "true", "batch": "42", "wait": "2m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +529,7 @@ func TestBindParsedDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := rb.Bind(map[string]string{"topic": "orders"})
+	v, err := rb.BindParams(map[string]string{"topic": "orders"})
 	if err != nil || v.Bool("recreate") || v.String("recreate") != "false" {
 		t.Fatalf("Bind = %v, %v; want recreate=false from the default", v, err)
 	}
@@ -515,7 +590,7 @@ func FuzzParse(f *testing.F) {
 		}
 		ids := map[string]bool{}
 		for _, s := range rb.Steps {
-			if !slices.Contains(testKinds, s.Kind) {
+			if !known(s.Kind) {
 				t.Fatalf("step %q has kind %q, which is not a known kind", s.ID, s.Kind)
 			}
 			if s.ID == "" || ids[s.ID] {

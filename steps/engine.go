@@ -122,7 +122,7 @@ func (e *engine) stop(out Outcome, step string, err error) (Outcome, error) {
 	}
 	// The run stops either way; a journal that cannot say so has already
 	// said why in err.
-	_ = e.run.rec.append(typ, "", map[string]any{"ok": false, "error": err.Error(), "step": step})
+	_ = e.run.rec.append(typ, step, map[string]any{"ok": false, "error": err.Error()})
 	return out, err
 }
 

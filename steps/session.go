@@ -167,11 +167,6 @@ func (s *Session) Progress() Progress {
 		if (rec.Type == journal.StepFailed || rec.Type == journal.Interrupted) && rec.Step != "" {
 			p.Stopped = rec.Step
 		}
-		if rec.Type == journal.Interrupted || rec.Type == journal.RunEnd {
-			if d, err := journal.Decode[struct{ Step string }](rec); err == nil && d.Step != "" {
-				p.Stopped = d.Step
-			}
-		}
 	}
 	return p
 }

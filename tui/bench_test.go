@@ -75,7 +75,7 @@ func BenchmarkUpdateOutput100k(b *testing.B) {
 func BenchmarkTUIFirstFrame(b *testing.B) {
 	var total time.Duration
 	for b.Loop() {
-		o := Options{Steps: []steps.Step{{Info: testInfos()[0]}}, Cluster: "lab", Topic: topic, RunDir: "/tmp/x",
+		o := Options{Steps: testInfos()[:1], Cluster: "lab", Confirm: testRunbook().Confirm, RunDir: "/tmp/x",
 			Start: func(ctx context.Context, _ steps.Approver, _ steps.Reporter) (steps.Outcome, error) {
 				<-ctx.Done()
 				return steps.Outcome{Err: ctx.Err()}, ctx.Err()

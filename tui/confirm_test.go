@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // The diagnosis comes first: the first confirmation waits until the
@@ -207,12 +208,12 @@ func TestTUIQuitMidStepCancelsAndKeepsJournal(t *testing.T) {
 			f := newFixture(t)
 			k := f.kinds["detach-clients"]
 			k.wantApply = true
-			k.apply = func(ctx context.Context, r *steps.Run, _ int) error {
-				if err := r.Do(steps.Action{Kind: "save", Target: "offsets.json"}, func() error { return nil }); err != nil {
+			k.apply = func(ctx context.Context, env *steps.Env, _ int) error {
+				if err := env.Do(steps.Action{ID: "offsets", Op: steps.OpSave, Target: "offsets.json"}, func() error { return nil }); err != nil {
 					return err
 				}
 				for i := range 3 {
-					r.Output("app-1", steps.Line{Text: fmt.Sprintf("stopping billing %d", i)})
+					env.Output("app-1", ports.Line{Text: fmt.Sprintf("stopping billing %d", i)})
 				}
 				<-ctx.Done() // the gate waits for clients, until cancelled
 				return ctx.Err()
@@ -336,7 +337,7 @@ func TestTUIRecheckAndRetry(t *testing.T) {
 			f := newFixture(t, "preflight", "detach-clients")
 			d := f.kinds["detach-clients"]
 			d.wantApply = true
-			d.apply = func(_ context.Context, _ *steps.Run, call int) error {
+			d.apply = func(_ context.Context, _ *steps.Env, call int) error {
 				if call == 1 {
 					return fmt.Errorf("%w: clients still attached to %q: [group billing: 2 members]", steps.ErrCheckFailed, topic)
 				}

@@ -30,17 +30,13 @@ type scene struct {
 	t    testing.TB
 	m    *Model
 	c    *clock
-	run  *steps.Run
+	data map[string]string // the rollback notes' values
 	plan map[string]steps.Plan
 }
 
 func newScene(t testing.TB, w, h int, noColor bool, resume *Resume) *scene {
 	c := &clock{t: base}
-	var ss []steps.Step
-	for _, info := range testInfos() {
-		ss = append(ss, steps.Step{Info: info})
-	}
-	o := Options{Steps: ss, Runbook: "topic-cleanup", Cluster: "prod-eu-1", Topic: topic, Mode: Live,
+	o := Options{Steps: testInfos(), Runbook: "topic-cleanup", Cluster: "prod-eu-1", Confirm: testRunbook().Confirm, Mode: Live, Next: goldenNext,
 		RunDir: goldenDir, ReportPath: goldenDir + "/report.md", Now: c.now, Resume: resume, By: "tui (golden)",
 		Start: func(context.Context, steps.Approver, steps.Reporter) (steps.Outcome, error) {
 			t.Fatal("a golden scene never starts the engine")
@@ -52,8 +48,15 @@ func newScene(t testing.TB, w, h int, noColor bool, resume *Resume) *scene {
 		m.engineRunning = true // as if Init had started it
 	}
 	s := &scene{t: t, m: m, c: c, plan: testPlans(),
-		run: &steps.Run{Dir: goldenDir, Meta: steps.Meta{ID: "20260314T092653Z-topic-cleanup-orders", Topic: topic, Inventory: "/etc/kremedy/prod-eu-1.yaml"}}}
+		data: testRunbook().TemplateData(goldenDir, "/etc/kremedy/prod-eu-1.yaml", "prod-eu-1")}
 	return s
+}
+
+// goldenNext is what the scenes' runbook says to do after a success.
+var goldenNext = []string{
+	"Reattach producers and consumers of orders: start the clients you stopped.",
+	"Delete consumer groups' stale committed offsets on orders (they were saved before the cleanup) so consumers do not resume at old positions.",
+	"Remove the quarantine directories once you no longer need them (their paths are in the quarantine manifest).",
 }
 
 // at moves the clock to base+d.
@@ -81,7 +84,7 @@ func (s *scene) planned(step string) *steps.Plan {
 	p.Step = step
 	for _, info := range testInfos() {
 		if info.ID == step {
-			r, err := s.run.RenderRollback(info.Rollback)
+			r, err := steps.Render(info.Rollback, s.data)
 			if err != nil {
 				s.t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // fakeKind is a strict fake step kind: Apply is an error unless the test
@@ -26,7 +27,7 @@ type fakeKind struct {
 	id        string
 	plan      steps.Plan
 	wantApply bool
-	apply     func(ctx context.Context, r *steps.Run, call int) error
+	apply     func(ctx context.Context, env *steps.Env, call int) error
 	checks    []steps.Check
 
 	mu      sync.Mutex
@@ -34,7 +35,7 @@ type fakeKind struct {
 	applied int
 }
 
-func (k *fakeKind) Plan(context.Context, *steps.Run) (*steps.Plan, error) {
+func (k *fakeKind) Plan(context.Context, *steps.Env) (*steps.Plan, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.planned++
@@ -42,7 +43,7 @@ func (k *fakeKind) Plan(context.Context, *steps.Run) (*steps.Plan, error) {
 	return &p, nil
 }
 
-func (k *fakeKind) Apply(ctx context.Context, r *steps.Run, _ *steps.Plan) error {
+func (k *fakeKind) Apply(ctx context.Context, env *steps.Env, _ *steps.Plan) error {
 	k.mu.Lock()
 	k.applied++
 	call := k.applied
@@ -53,12 +54,12 @@ func (k *fakeKind) Apply(ctx context.Context, r *steps.Run, _ *steps.Plan) error
 		return errors.New("unexpected apply")
 	}
 	if k.apply != nil {
-		return k.apply(ctx, r, call)
+		return k.apply(ctx, env, call)
 	}
 	return nil
 }
 
-func (k *fakeKind) Verify(context.Context, *steps.Run) ([]steps.Check, error) { return k.checks, nil }
+func (k *fakeKind) Verify(context.Context, *steps.Env) ([]steps.Check, error) { return k.checks, nil }
 
 func (k *fakeKind) counts() (planned, applied int) {
 	k.mu.Lock()
@@ -93,11 +94,11 @@ func (r *recorder) answers() []steps.Approval {
 	return append([]steps.Approval(nil), r.got...)
 }
 
-// fixture is the real engine, a real journal and strict fake kinds.
+// fixture is the real engine in a real run session, and strict fake kinds.
 type fixture struct {
 	t      *testing.T
 	dir    string
-	j      *journal.Journal
+	s      *steps.Session
 	kinds  map[string]*fakeKind
 	steps  []steps.Step
 	rec    *recorder
@@ -112,14 +113,22 @@ func testInfos() []steps.Info {
 			Why: "kremedy reads ZooKeeper, every broker's cache and every disk before anything changes."},
 		{ID: "detach-clients", Kind: "detach-clients", Title: "Detach producers and consumers", Risk: steps.Low, Confirm: steps.ConfirmYes,
 			Why:      "A client left attached recreates the topic between two steps of this cleanup.",
-			Rollback: "Nothing was deleted. Start again the clients you stopped. The groups' committed offsets are saved in {{.Offsets}}."},
+			Rollback: "Nothing was deleted. Start again the clients you stopped. The groups' committed offsets are saved in {{.offsets}}."},
 		{ID: "delete-znodes", Kind: "delete-znodes", Title: "Delete the topic's znodes (after a backup)", Risk: steps.Destructive, Confirm: steps.ConfirmTyped,
 			Why:      "Deletion is two-phase and stalls with a replica's broker down; kremedy deletes what the controller would have deleted.",
-			Rollback: "Recreate the znodes exactly as they were (data and ACLs):\n  kremedy znodes restore {{.Backup}} --inventory {{.Inventory}}"},
+			Rollback: "Recreate the znodes exactly as they were (data and ACLs):\n  kremedy znodes restore {{.backup}} --inventory {{.inventory}}"},
 	}
 }
 
 func v(n int32) *int32 { return &n }
+
+// testRunbook is how the tests' runbook describes itself: topic-cleanup's
+// confirmation word and artifacts.
+func testRunbook() *steps.Runbook {
+	return &steps.Runbook{Name: "topic-cleanup", Confirm: steps.Confirmation{Word: topic, Noun: "topic"}, Params: map[string]string{"topic": topic},
+		Artifacts: []steps.Artifact{{ID: "backup", What: "znode backup (data, ACLs, versions)", Path: "backup/znodes.json"},
+			{ID: "offsets", What: "consumer group offsets", Path: "offsets.json"}}}
+}
 
 func testPlans() map[string]steps.Plan {
 	return map[string]steps.Plan{
@@ -132,19 +141,19 @@ func testPlans() map[string]steps.Plan {
 		"detach-clients": {Summary: `detach every client from "orders"`,
 			Facts: []string{"group billing (Stable): 2 members on the topic, committed offsets on 3 partitions"},
 			Actions: []steps.Action{
-				{Kind: "save", Target: "offsets.json", Detail: "committed offsets of 1 groups on orders"},
-				{Kind: "ssh", Target: "app-1", Detail: "systemctl stop billing (stop client billing)"},
-				{Kind: "wait", Target: "orders", Detail: "re-check every 2s until no group has members on it"},
+				{ID: "offsets", Op: steps.OpSave, Target: "offsets.json", Detail: "committed offsets of 1 groups on orders"},
+				{ID: "stop-billing", Op: steps.OpSSH, Target: "app-1", Detail: "systemctl stop billing (stop client billing)"},
+				{ID: "gate", Op: steps.OpWait, Target: "orders", Detail: "re-check every 2s until no group has members on it"},
 			}},
 		"delete-znodes": {Summary: `delete 6 znodes of "orders", after backing them up`,
 			Actions: []steps.Action{
-				{Kind: "save", Target: "backup/znodes.json", Detail: "data, ACLs and versions of 6 znodes"},
-				{Kind: "zk-delete", Target: "/brokers/topics/orders/partitions/0/state", Version: v(1)},
-				{Kind: "zk-delete", Target: "/brokers/topics/orders/partitions/0", Version: v(0)},
-				{Kind: "zk-delete", Target: "/brokers/topics/orders/partitions", Version: v(0)},
-				{Kind: "zk-delete", Target: "/brokers/topics/orders", Version: v(3)},
-				{Kind: "zk-delete", Target: "/config/topics/orders", Version: v(1)},
-				{Kind: "zk-delete", Target: "/admin/delete_topics/orders", Version: v(0)},
+				{ID: "backup", Op: steps.OpSave, Target: "backup/znodes.json", Detail: "data, ACLs and versions of 6 znodes"},
+				{ID: "delete-1", Op: steps.OpZKDelete, Target: "/brokers/topics/orders/partitions/0/state", Version: v(1)},
+				{ID: "delete-2", Op: steps.OpZKDelete, Target: "/brokers/topics/orders/partitions/0", Version: v(0)},
+				{ID: "delete-3", Op: steps.OpZKDelete, Target: "/brokers/topics/orders/partitions", Version: v(0)},
+				{ID: "delete-4", Op: steps.OpZKDelete, Target: "/brokers/topics/orders", Version: v(3)},
+				{ID: "delete-5", Op: steps.OpZKDelete, Target: "/config/topics/orders", Version: v(1)},
+				{ID: "delete-6", Op: steps.OpZKDelete, Target: "/admin/delete_topics/orders", Version: v(0)},
 			}},
 	}
 }
@@ -166,15 +175,6 @@ func testChecks() map[string][]steps.Check {
 func newFixture(t *testing.T, ids ...string) *fixture {
 	t.Helper()
 	f := &fixture{t: t, dir: t.TempDir(), kinds: map[string]*fakeKind{}, rec: &recorder{}}
-	j, err := journal.Create(filepath.Join(f.dir, "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	f.j = j
-	if _, err := j.Append(journal.RunStart, "", steps.Meta{ID: "test-run", Topic: topic}); err != nil {
-		t.Fatal(err)
-	}
 	plans, checks := testPlans(), testChecks()
 	for _, info := range testInfos() {
 		if len(ids) > 0 && !contains(ids, info.ID) {
@@ -184,6 +184,14 @@ func newFixture(t *testing.T, ids ...string) *fixture {
 		f.kinds[info.ID] = k
 		f.steps = append(f.steps, steps.Step{Info: info, Kind: k})
 	}
+	rb := testRunbook()
+	rb.Steps = f.steps
+	s, err := steps.Create(f.dir, rb, steps.Meta{ID: "test-run", Runbook: rb.Name, Cluster: "lab", Lab: true, Inventory: "lab/inventory.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	f.s = s
 	t.Cleanup(func() {
 		for _, k := range f.kinds {
 			if _, applied := k.counts(); k.wantApply && applied == 0 {
@@ -210,25 +218,19 @@ func (f *fixture) start(ctx context.Context, a steps.Approver, rep steps.Reporte
 	f.rec.mu.Lock()
 	f.rec.inner = a
 	f.rec.mu.Unlock()
-	recs, err := journal.Read(f.j.Path())
-	if err != nil {
-		return steps.Outcome{}, err
-	}
-	r := &steps.Run{Meta: steps.Meta{ID: "test-run", Topic: topic, Cluster: "lab", Lab: true, Inventory: "lab/inventory.yaml"},
-		Dir: f.dir, Journal: f.j, Reporter: rep}
-	e := &steps.Engine{Steps: f.steps, Approver: f.rec}
-	return e.Run(ctx, r, steps.Completed(recs))
+	out := f.s.Run(ctx, ports.Cluster{}, f.rec, rep)
+	return out, out.Err
 }
 
 func (f *fixture) options() Options {
-	return Options{Steps: f.steps, Start: f.start, Runbook: "topic-cleanup", Cluster: "lab", Topic: topic, Mode: Lab,
+	return Options{Steps: f.s.Runbook().Infos(), Start: f.start, Runbook: "topic-cleanup", Cluster: "lab", Confirm: testRunbook().Confirm, Mode: Lab, Next: goldenNext,
 		RunDir: f.dir, ReportPath: filepath.Join(f.dir, "report.md"), By: "tui (test)"}
 }
 
 // records returns the journal's record types, in order, with their step.
 func (f *fixture) records() []string {
 	f.t.Helper()
-	recs, err := journal.Read(f.j.Path())
+	recs, err := journal.Read(f.s.JournalPath())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func (f *fixture) records() []string {
 
 func (f *fixture) recordData(typ, step string) map[string]any {
 	f.t.Helper()
-	recs, err := journal.Read(f.j.Path())
+	recs, err := journal.Read(f.s.JournalPath())
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -555,7 +555,7 @@ func (m *Model) back() tea.Cmd {
 	m.closeInput()
 	if m.ask != nil {
 		if m.ask.info.Confirm == steps.ConfirmTyped {
-			m.setFlash(false, fmt.Sprintf("Not confirmed. y types the %s name, n stops here, s skips.", m.o.Confirm.Noun))
+			m.setFlash(false, "Not confirmed. y types the %s name, n stops here, s skips.", m.o.Confirm.Noun)
 		} else {
 			m.setFlash(false, "Not confirmed. y applies, n stops here, s skips.")
 		}

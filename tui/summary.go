@@ -177,5 +177,8 @@ func (m *Model) next() []string {
 			"Read the report for the timeline and how to undo what was done.",
 		}
 	}
+	if len(m.o.Next) == 0 {
+		return []string{"Nothing more to do."}
+	}
 	return m.o.Next
 }

@@ -20,9 +20,11 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/lab"
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/cleanup"
+	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -104,7 +106,7 @@ func kremedy(t *testing.T, args ...string) result {
 	return r
 }
 
-func cleanup(t *testing.T, l *lab.Lab, topic, runDir string, extra ...string) result {
+func runCleanup(t *testing.T, l *lab.Lab, topic, runDir string, extra ...string) result {
 	t.Helper()
 	args := append([]string{"run", "topic-cleanup", "--inventory", l.InventoryPath(), "--set", "topic=" + topic,
 		"--run-dir", runDir, "--headless", "--yes", "--confirm", topic}, extra...)
@@ -201,7 +203,7 @@ func (c *clients) assertGone(t *testing.T, topic string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, p := range []string{steps.TopicPath(topic), steps.ConfigTopicPath(topic), steps.DeleteTopicPath(topic)} {
+	for _, p := range []string{kafkazk.TopicPath(topic), kafkazk.ConfigTopicPath(topic), kafkazk.DeleteTopicPath(topic)} {
 		if ok, _, _ := c.zk.Exists(ctx, p); ok {
 			t.Fatalf("%s still exists", p)
 		}
@@ -230,7 +232,7 @@ func assertQuarantined(t *testing.T, l *lab.Lab, runDir, topic string, atLeast i
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m steps.Manifest
+	var m cleanup.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -318,9 +320,9 @@ func killDuring(t *testing.T, l *lab.Lab, topic, runDir, step string, n int) {
 	}
 }
 
-// diagnose runs `kremedy diagnose --json` and returns the finding kinds
+// diagnoseJSON runs `kremedy diagnose --json` and returns the finding kinds
 // (kind:topic, sorted), the brokers each names, and the exit code.
-func diagnose(t *testing.T, l *lab.Lab, topic string) ([]string, map[string][]int32, int) {
+func diagnoseJSON(t *testing.T, l *lab.Lab, topic string) ([]string, map[string][]int32, int) {
 	t.Helper()
 	args := []string{"diagnose", "--inventory", l.InventoryPath(), "--json"}
 	if topic != "" {
@@ -328,7 +330,7 @@ func diagnose(t *testing.T, l *lab.Lab, topic string) ([]string, map[string][]in
 	}
 	r := kremedy(t, args...)
 	i := strings.Index(r.out, "{")
-	var d steps.Diagnosis
+	var d diagnose.Diagnosis
 	if i < 0 || json.NewDecoder(strings.NewReader(r.out[i:])).Decode(&d) != nil {
 		t.Fatalf("diagnose output is not JSON (exit %d):\n%s", r.code, r.out)
 	}
@@ -357,14 +359,14 @@ func TestCleanupLab(t *testing.T) {
 	c := connectLab(t, l)
 
 	t.Run("healthy lab: diagnose finds nothing", func(t *testing.T) {
-		if ks, _, code := diagnose(t, l, ""); code != 0 || len(ks) != 0 {
+		if ks, _, code := diagnoseJSON(t, l, ""); code != 0 || len(ks) != 0 {
 			t.Fatalf("healthy lab: exit %d findings %v", code, ks)
 		}
 	})
 
 	t.Run("ghost-topic repaired", func(t *testing.T) {
 		rep := breakIt(t, l, "ghost-topic", "orders")
-		ks, brokers, code := diagnose(t, l, "orders")
+		ks, brokers, code := diagnoseJSON(t, l, "orders")
 		if code != 1 || !slices.Equal(ks, []string{"foreign-segments", "leader-not-serving", "under-replicated"}) {
 			t.Fatalf("ghost-topic diagnosis: exit %d findings %v", code, ks)
 		}
@@ -374,7 +376,7 @@ func TestCleanupLab(t *testing.T) {
 			}
 		}
 		run := filepath.Join(t.TempDir(), "run")
-		cleanup(t, l, "orders", run, "--set", "recreate=true")
+		runCleanup(t, l, "orders", run, "--set", "recreate=true")
 		c.assertRecreated(t, "orders", rep.OldID, rep.NewID)
 		c.assertBystander(t, rep)
 		assertQuarantined(t, l, run, "orders", 9)
@@ -382,17 +384,17 @@ func TestCleanupLab(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !bytes.Contains(b, []byte("znodes restore")) {
 			t.Fatalf("report.md lacks the undo: %v", err)
 		}
-		if ks, _, code := diagnose(t, l, "orders"); code != 0 {
+		if ks, _, code := diagnoseJSON(t, l, "orders"); code != 0 {
 			t.Fatalf("after the cleanup: exit %d findings %v", code, ks)
 		}
 		again := filepath.Join(t.TempDir(), "again")
-		cleanup(t, l, "orders", again, "--set", "recreate=true")
+		runCleanup(t, l, "orders", again, "--set", "recreate=true")
 		assertNoActions(t, again)
 	})
 
 	t.Run("stale-metadata repaired", func(t *testing.T) {
 		rep := breakIt(t, l, "stale-metadata", "payments")
-		ks, brokers, code := diagnose(t, l, "payments")
+		ks, brokers, code := diagnoseJSON(t, l, "payments")
 		if code != 1 || !slices.Equal(ks, []string{"orphaned-segments", "stale-metadata"}) {
 			t.Fatalf("stale-metadata diagnosis: exit %d findings %v", code, ks)
 		}
@@ -400,8 +402,8 @@ func TestCleanupLab(t *testing.T) {
 			t.Fatalf("stale-metadata names %v; the restarted broker %d forgot the topic, the other two serve it", brokers["stale-metadata"], rep.Victim)
 		}
 		run := filepath.Join(t.TempDir(), "run")
-		cleanup(t, l, "payments", run)
-		if ks, _, code := diagnose(t, l, ""); code != 0 {
+		runCleanup(t, l, "payments", run)
+		if ks, _, code := diagnoseJSON(t, l, ""); code != 0 {
 			t.Fatalf("after the cleanups the whole cluster: exit %d findings %v", code, ks)
 		}
 		c.assertGone(t, "payments")
@@ -422,7 +424,7 @@ func TestCleanupLab(t *testing.T) {
 	t.Run("undo: segments restore and znodes restore bring the exact state back", func(t *testing.T) {
 		rep := breakIt(t, l, "ghost-topic", "undone")
 		run := filepath.Join(t.TempDir(), "run")
-		cleanup(t, l, "undone", run)
+		runCleanup(t, l, "undone", run)
 		for n := 1; n <= 3; n++ {
 			if r := kremedy(t, "lab", "broker", "stop", fmt.Sprint(n), "--dir", filepath.Dir(l.InventoryPath())); r.code != 0 {
 				t.Fatalf("stop broker %d: %s", n, r.out)
@@ -456,10 +458,10 @@ func TestCleanupLab(t *testing.T) {
 			}
 		}
 		// The ghost is back exactly as it was; clean it for good.
-		if ks, _, _ := diagnose(t, l, "undone"); !slices.Contains(ks, "foreign-segments") {
+		if ks, _, _ := diagnoseJSON(t, l, "undone"); !slices.Contains(ks, "foreign-segments") {
 			t.Fatalf("after the undo, diagnose finds %v; want the ghost's foreign segments back", ks)
 		}
-		cleanup(t, l, "undone", filepath.Join(t.TempDir(), "again"))
+		runCleanup(t, l, "undone", filepath.Join(t.TempDir(), "again"))
 	})
 
 	t.Run("SIGKILL inside stop-brokers, then resume", func(t *testing.T) {
@@ -473,7 +475,7 @@ func TestCleanupLab(t *testing.T) {
 	t.Run("SIGKILL inside wipe-segments, then resume", func(t *testing.T) {
 		rep := breakIt(t, l, "ghost-topic", "refunds")
 		run := filepath.Join(t.TempDir(), "run")
-		killDuring(t, l, "refunds", run, "wipe-segments", 3)
+		killDuring(t, l, "refunds", run, "wipe-segments", 4) // the manifest, then 3 moves
 		c.assertRecreated(t, "refunds", rep.OldID, rep.NewID)
 		c.assertBystander(t, rep)
 		assertQuarantined(t, l, run, "refunds", 9)
@@ -552,11 +554,11 @@ func TestCleanupLabIBP27(t *testing.T) {
 	l := startLab(t, cfg)
 	c := connectLab(t, l)
 	rep := breakIt(t, l, "reused-segments", "orders")
-	if ks, _, code := diagnose(t, l, "orders"); code != 1 || !slices.Equal(ks, []string{"adopted-segments"}) {
+	if ks, _, code := diagnoseJSON(t, l, "orders"); code != 1 || !slices.Equal(ks, []string{"adopted-segments"}) {
 		t.Fatalf("reused-segments diagnosis: exit %d findings %v", code, ks)
 	}
 	run := filepath.Join(t.TempDir(), "run")
-	r := cleanup(t, l, "orders", run, "--set", "recreate=true")
+	r := runCleanup(t, l, "orders", run, "--set", "recreate=true")
 	if !strings.Contains(r.out, "old segments were adopted") {
 		t.Fatalf("preflight did not name the adoption:\n%s", r.out)
 	}

@@ -22,9 +22,11 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/lab"
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -361,10 +363,10 @@ func TestFaultsLab(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		const other = "decommissioned"
-		if err := c.zk.Create(ctx, steps.ConfigTopicPath(other), []byte(`{"version":1,"config":{}}`), nil); err != nil {
+		if err := c.zk.Create(ctx, kafkazk.ConfigTopicPath(other), []byte(`{"version":1,"config":{}}`), nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.zk.Create(ctx, steps.TopicPath(other), []byte(`{"version":3,"partitions":{"0":[1,4]},"adding_replicas":{},"removing_replicas":{}}`), nil); err != nil {
+		if err := c.zk.Create(ctx, kafkazk.TopicPath(other), []byte(`{"version":3,"partitions":{"0":[1,4]},"adding_replicas":{},"removing_replicas":{}}`), nil); err != nil {
 			t.Fatal(err)
 		}
 		for {
@@ -391,7 +393,7 @@ func TestFaultsLab(t *testing.T) {
 		// is gone for good.
 		mustEnd(t, kremedy(t, cleanupArgs(l, other, filepath.Join(t.TempDir(), "other"))...), 0, "cleanup of "+other)
 		c.assertGone(t, other)
-		data, _, err := c.zk.Get(ctx, steps.ConfigTopicPath(s.topic))
+		data, _, err := c.zk.Get(ctx, kafkazk.ConfigTopicPath(s.topic))
 		if err != nil || !bytes.Contains(data, []byte(`"cleanup.policy":"compact"`)) {
 			t.Fatalf("recreated %s has configs %s (%v), want cleanup.policy=compact from the backup", s.topic, data, err)
 		}
@@ -428,7 +430,7 @@ func TestFaultsLab(t *testing.T) {
 		s := c.seed(t, "inside")
 		run := filepath.Join(t.TempDir(), "run")
 		points := []string{"plan:preflight", "plan:detach-clients", "action-start:delete-znodes:3", "action-start:stop-brokers:1",
-			"action-end:wipe-segments:4", "action-start:start-brokers:2", "action-start:verify:1", "action-start:verify:4"}
+			"action-end:wipe-segments:5", "action-start:start-brokers:2", "action-start:verify:1", "action-start:verify:4"}
 		for i, p := range points {
 			args := resumeArgs(run, s.topic)
 			if i == 0 {
@@ -469,7 +471,7 @@ func TestFaultsLab(t *testing.T) {
 			t.Fatalf("want the run killed, got exit %d\n%s", r.code, r.out)
 		}
 		b, err := os.ReadFile(filepath.Join(run, "backup", "znodes.json"))
-		if err != nil || !bytes.Contains(b, []byte(steps.TopicPath(s.topic)+"/partitions/2/state")) {
+		if err != nil || !bytes.Contains(b, []byte(kafkazk.TopicPath(s.topic)+"/partitions/2/state")) {
 			t.Fatalf("the backup written before the crash lacks the topic's subtree: %v", err)
 		}
 		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume after SIGKILL")
@@ -663,7 +665,7 @@ func TestFaultsLab(t *testing.T) {
 		f.waitPaused(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if _, err := c.zk.Set(ctx, steps.ConfigTopicPath(s.topic), []byte(`{"version":1,"config":{"retention.ms":"4321000"}}`), -1); err != nil {
+		if _, err := c.zk.Set(ctx, kafkazk.ConfigTopicPath(s.topic), []byte(`{"version":1,"config":{"retention.ms":"4321000"}}`), -1); err != nil {
 			t.Fatal(err)
 		}
 		f.resume(t)
@@ -675,13 +677,13 @@ func TestFaultsLab(t *testing.T) {
 		}
 		// The change made after the first plan is in the backup, and the
 		// recreated topic took its configs from it.
-		var bk steps.Backup
+		var bk cleanup.Backup
 		if b, err := os.ReadFile(filepath.Join(run, "backup", "znodes.json")); err != nil || json.Unmarshal(b, &bk) != nil {
 			t.Fatalf("znode backup: %v", err)
 		}
 		changed := false
 		for _, n := range bk.Nodes {
-			changed = changed || n.Path == steps.ConfigTopicPath(s.topic) && bytes.Contains(n.Data, []byte("4321000"))
+			changed = changed || n.Path == kafkazk.ConfigTopicPath(s.topic) && bytes.Contains(n.Data, []byte("4321000"))
 		}
 		if !changed {
 			t.Fatalf("the znode backup lacks the change made after the first plan: %+v", bk.Nodes)
@@ -695,7 +697,7 @@ func TestFaultsLab(t *testing.T) {
 				t.Fatal("a znode was deleted before the stale plan was noticed")
 			}
 		}
-		data, _, err := c.zk.Get(ctx, steps.ConfigTopicPath(s.topic))
+		data, _, err := c.zk.Get(ctx, kafkazk.ConfigTopicPath(s.topic))
 		if err != nil || !bytes.Contains(data, []byte("4321000")) {
 			t.Fatalf("recreated %s has configs %s (%v), want retention.ms from the backup", s.topic, data, err)
 		}
@@ -753,7 +755,7 @@ func TestFaultsLab(t *testing.T) {
 		cons.Close()
 		r := f.wait(t)
 		mustEnd(t, r, 0, "run after the clients left")
-		var saved []steps.GroupUse
+		var saved []ports.GroupUse
 		if b, err := os.ReadFile(filepath.Join(run, "offsets.json")); err != nil || json.Unmarshal(b, &saved) != nil || len(saved) == 0 || saved[0].Group != "billing" {
 			t.Fatalf("offsets.json does not hold group billing: %v %+v", err, saved)
 		}
@@ -797,7 +799,7 @@ func TestFaultsLab(t *testing.T) {
 			t.Fatal(err)
 		}
 		for ok := true; ok && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
-			ok, _, _ = c.zk.Exists(ctx, steps.TopicPath(s.topic))
+			ok, _, _ = c.zk.Exists(ctx, kafkazk.TopicPath(s.topic))
 		}
 		mustEnd(t, kremedy(t, resumeArgs(run, s.topic)...), 0, "resume once the intruder is gone")
 		noRedoAfterRestart(t, run)

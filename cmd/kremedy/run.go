@@ -37,22 +37,34 @@ func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
 	c.Flags().StringVar(&f.confirm, "confirm", "", "headless: the runbook's confirmation word (the topic, or the cluster's name), typed to approve destructive steps")
 }
 
-// bindRunbook resolves a runbook, binds --set values and builds its steps
-// for the inventory's cluster.
-func bindRunbook(name string, set []string, inv *inventory.Inventory) (*steps.Runbook, error) {
+// bindRunbook resolves a runbook and checks the --set values (hostile
+// topic names are refused before the inventory is even read), then loads
+// the inventory and builds the runbook's steps for its cluster.
+func bindRunbook(name string, set []string, invPath, confirm string) (*steps.Runbook, *inventory.Inventory, error) {
 	rb, err := runbooks.Get(name)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, nil, usageErr(err)
 	}
 	kv, err := runbooks.ParseSet(set)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, nil, usageErr(err)
+	}
+	vals, err := rb.BindParams(kv)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	if w, ok := rb.WordFor(vals); ok && confirm != "" && confirm != w {
+		return nil, nil, usageErr(fmt.Errorf("--confirm %q does not match the %s name %q; nothing was done", confirm, rb.ConfirmNoun, w))
+	}
+	inv, err := inventory.Load(invPath)
+	if err != nil {
+		return nil, nil, usageErr(err)
 	}
 	b, err := rb.Bind(kv, inv.Name)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, nil, usageErr(err)
 	}
-	return b, nil
+	return b, inv, nil
 }
 
 // rebind binds a run's runbook again from its run-start record (resume).
@@ -68,14 +80,6 @@ func rebind(m steps.Meta) (*steps.Runbook, error) {
 	return b, nil
 }
 
-func loadInventory(path string) (*inventory.Inventory, error) {
-	inv, err := inventory.Load(path)
-	if err != nil {
-		return nil, usageErr(err)
-	}
-	return inv, nil
-}
-
 func newPlanCmd() *cobra.Command {
 	var f runFlags
 	c := &cobra.Command{
@@ -83,11 +87,7 @@ func newPlanCmd() *cobra.Command {
 		Short: "Print the full concrete plan of a runbook against a cluster; changes nothing anywhere",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			inv, err := loadInventory(f.inventory)
-			if err != nil {
-				return err
-			}
-			rb, err := bindRunbook(args[0], f.set, inv)
+			rb, inv, err := bindRunbook(args[0], f.set, f.inventory, "")
 			if err != nil {
 				return err
 			}
@@ -152,11 +152,7 @@ func newRunCmd() *cobra.Command {
 			if err := checkHeadless(f); err != nil {
 				return err
 			}
-			inv, err := loadInventory(f.inventory)
-			if err != nil {
-				return err
-			}
-			rb, err := bindRunbook(args[0], f.set, inv)
+			rb, inv, err := bindRunbook(args[0], f.set, f.inventory, f.confirm)
 			if err != nil {
 				return err
 			}

@@ -53,28 +53,25 @@ func (s *tuiScreen) waitFor(t *testing.T, sub string) {
 }
 
 // tuiRun is a new run of the built-in runbook in a fresh run directory.
-func tuiRun(t *testing.T) (*runbooks.Runbook, steps.Meta, string, *journal.Journal, []steps.Step) {
+func tuiRun(t *testing.T) (*steps.Session, string) {
 	t.Helper()
-	rb, err := runbooks.Get("topic-cleanup", steps.KindNames())
+	rb, err := runbooks.Get("topic-cleanup")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := buildSteps(rb)
+	b, err := rb.Bind(map[string]string{"topic": "orders"}, "lab")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	j, err := journal.Create(filepath.Join(dir, "journal.jsonl"))
+	meta := steps.Meta{ID: "20260314T092653Z-topic-cleanup-orders", Runbook: rb.Name, Params: b.Params, Cluster: "lab", Lab: true,
+		Inventory: "lab/inventory.yaml", Started: time.Now().UTC()}
+	s, err := steps.Create(dir, b, meta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { j.Close() })
-	meta := steps.Meta{ID: "20260314T092653Z-topic-cleanup-orders", Runbook: rb.Name, Topic: "orders", Cluster: "lab", Lab: true,
-		Inventory: "lab/inventory.yaml", Started: time.Now().UTC()}
-	if _, err := j.Append(journal.RunStart, "", meta); err != nil {
-		t.Fatal(err)
-	}
-	return rb, meta, dir, j, ss
+	t.Cleanup(func() { s.Close() })
+	return s, dir
 }
 
 func tuiOpts(screen io.Writer, in io.Reader) []tea.ProgramOption {
@@ -83,12 +80,12 @@ func tuiOpts(screen io.Writer, in io.Reader) []tea.ProgramOption {
 
 // Without a terminal the TUI refuses before touching anything.
 func TestTUINeedsATerminal(t *testing.T) {
-	rb, meta, dir, j, ss := tuiRun(t)
+	s, _ := tuiRun(t)
 	var w bytes.Buffer
-	err := runTUI(context.Background(), &w, rb, meta, dir, j, nil, func(context.Context) (*cluster, error) {
+	err := runTUI(context.Background(), &w, s, func(context.Context) (*cluster, error) {
 		t.Fatal("dialled without a terminal")
 		return nil, nil
-	}, ss, false)
+	}, false)
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "--headless") {
 		t.Fatalf("err = %v", err)
@@ -98,17 +95,17 @@ func TestTUINeedsATerminal(t *testing.T) {
 // The first frame does not wait for the cluster: dialling happens behind
 // the spinner. A signal (main's context) stops it and runTUI explains.
 func TestTUIFirstFrameBeforeConnecting(t *testing.T) {
-	rb, meta, dir, j, ss := tuiRun(t)
+	s, dir := tuiRun(t)
 	screen := newTUIScreen()
 	ctx, cancel := context.WithCancel(context.Background())
 	var w bytes.Buffer
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
-		done <- runTUI(ctx, &w, rb, meta, dir, j, nil, func(ctx context.Context) (*cluster, error) {
+		done <- runTUI(ctx, &w, s, func(ctx context.Context) (*cluster, error) {
 			<-ctx.Done() // ZooKeeper never answers
 			return nil, ctx.Err()
-		}, ss, false, tuiOpts(screen, nil)...)
+		}, false, tuiOpts(screen, nil)...)
 	}()
 	select {
 	case <-screen.wrote:
@@ -133,7 +130,7 @@ func TestTUIFirstFrameBeforeConnecting(t *testing.T) {
 // A cluster that cannot be reached ends on the final screen, says nothing
 // was done, and keeps the run resumable.
 func TestTUIConnectFailure(t *testing.T) {
-	rb, meta, dir, j, ss := tuiRun(t)
+	s, dir := tuiRun(t)
 	in, keys := io.Pipe()
 	defer keys.Close()
 	screen := newTUIScreen()
@@ -142,10 +139,10 @@ func TestTUIConnectFailure(t *testing.T) {
 	var w bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runTUI(context.Background(), &w, rb, meta, dir, j, nil, func(context.Context) (*cluster, error) {
+		done <- runTUI(context.Background(), &w, s, func(context.Context) (*cluster, error) {
 			dials++
 			return nil, dialErr
-		}, ss, false, tuiOpts(screen, in)...)
+		}, false, tuiOpts(screen, in)...)
 	}()
 	screen.waitFor(t, "kremedy could not start")
 	io.WriteString(keys, "r") // retry: dials again
@@ -163,14 +160,20 @@ func TestTUIConnectFailure(t *testing.T) {
 	if !strings.Contains(err.Error(), "resume: kremedy resume "+dir) || !strings.Contains(w.String(), "report: "+filepath.Join(dir, "report.md")) {
 		t.Fatalf("err = %v\nprinted:\n%s", err, w.String())
 	}
-	if recs, err := journal.Read(j.Path()); err != nil || len(recs) == 0 || recs[0].Type != journal.RunStart {
+	if recs, err := journal.Read(s.JournalPath()); err != nil || len(recs) == 0 || recs[0].Type != journal.RunStart {
 		t.Fatalf("journal: %v %v", recs, err)
 	}
 }
 
 // An unfinished run is offered with what its journal says.
 func TestTUIResumeInfo(t *testing.T) {
-	_, meta, _, j, ss := tuiRun(t)
+	s, dir := tuiRun(t)
+	meta := s.Meta()
+	s.Close()
+	j, _, err := journal.Open(filepath.Join(dir, steps.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []struct{ typ, step string }{
 		{journal.StepStart, "preflight"}, {journal.StepDone, "preflight"},
 		{journal.StepStart, "detach-clients"}, {journal.StepSkipped, "detach-clients"},
@@ -180,9 +183,15 @@ func TestTUIResumeInfo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := resumeInfo(meta, ss, j, true)
-	if !got.Ask || got.ID != meta.ID || strings.Join(got.Done, ",") != "preflight" || strings.Join(got.Skipped, ",") != "detach-clients" ||
+	j.Close()
+	s, err = steps.Open(dir, rebind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := s.Progress()
+	if s.Meta().ID != meta.ID || strings.Join(got.Done, ",") != "preflight" || strings.Join(got.Skipped, ",") != "detach-clients" ||
 		got.Stopped != "delete-znodes" || got.Records != 8 {
-		t.Fatalf("resume info %+v", got)
+		t.Fatalf("progress %+v", got)
 	}
 }

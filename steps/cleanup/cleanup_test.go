@@ -13,63 +13,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kremedy/kremedy/steps/cleanup"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/steptest"
 )
 
-const oldID = "AAAAAAAAAAAAAAAAAAAAAA"
-const curID = "BBBBBBBBBBBBBBBBBBBBBB"
+const curID = steptest.CurID
 
 type fixture struct {
-	zk    *steptest.ZK
-	hosts *steptest.Hosts
-	kafka *steptest.Kafka
-	run   *steps.Run
-	steps []steps.Step
-	asked []string
+	zk      *steptest.ZK
+	hosts   *steptest.Hosts
+	kafka   *steptest.Kafka
+	cluster ports.Cluster
+	rb      *steps.Runbook
+	s       *steps.Session
+	dir     string
+	asked   []string
 }
 
-// newFixture is the ghost-topic state: "orders" recreated (current ID) while
-// broker 2 still holds directories with the old ID; "orders-v2" is a
-// healthy bystander that shares the prefix.
+// newFixture is the ghost-topic state (steptest.Ghost) and a run of the
+// real topic-cleanup runbook on it, bound to params.
 func newFixture(t *testing.T, params map[string]string) *fixture {
 	t.Helper()
-	target := steps.Target{Name: "test", ZKConnect: "zk:2181/kafka", Bootstrap: []string{"b1:9092"}}
-	for id := int32(1); id <= 3; id++ {
-		target.Hosts = append(target.Hosts, steps.Host{ID: id, Host: fmt.Sprintf("b%d", id),
-			Stop: fmt.Sprintf("systemctl stop kafka-%d", id), Start: fmt.Sprintf("systemctl start kafka-%d", id),
-			LogDirs: []string{"/data/k1", "/data/k2"}})
-	}
-	zk := steptest.NewZK(t, "/kafka")
-	zk.Put("/cluster/id", `{"version":"1","id":"x"}`).Put("/controller", `{"version":2,"brokerid":3}`).Put("/controller_epoch", "7")
-	for _, topic := range []string{"orders", "orders-v2"} {
-		id := curID
-		if topic == "orders-v2" {
-			id = "CCCCCCCCCCCCCCCCCCCCCC"
-		}
-		zk.Put(steps.TopicPath(topic), fmt.Sprintf(`{"version":3,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2]},"topic_id":"%s"}`, id))
-		for p := 0; p < 3; p++ {
-			zk.Put(steps.PartitionStatePath(topic, int32(p)), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
-		}
-		zk.Put(steps.ConfigTopicPath(topic), `{"version":1,"config":{"retention.ms":"3600000"}}`)
-	}
-	zk.Put(steps.DeleteTopicPath("orders"), "")
-	hosts := steptest.NewHosts(t, zk, target)
-	for id := int32(1); id <= 3; id++ {
-		for p := 0; p < 3; p++ {
-			tid := curID
-			if id == 2 {
-				tid = oldID
-			}
-			hosts.AddDir(id, "/data/k1", fmt.Sprintf("orders-%d", p), tid)
-			hosts.AddDir(id, "/data/k2", fmt.Sprintf("orders-v2-%d", p), "CCCCCCCCCCCCCCCCCCCCCC")
-		}
-	}
-	hosts.AddDir(1, "/data/k2", "orders-1.0123456789abcdef0123456789abcdef-delete", oldID)
-	kafka := steptest.NewKafka(t, zk, hosts)
-	rb, err := runbooks.Get("topic-cleanup", steps.KindNames())
+	g := steptest.Ghost(t)
+	zk, hosts, kafka, target := g.ZK, g.Hosts, g.Kafka, g.Ports.Target
+	rb, err := runbooks.Get("topic-cleanup")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,48 +50,57 @@ func newFixture(t *testing.T, params map[string]string) *fixture {
 	for k, v := range params {
 		set[k] = v
 	}
-	vals, err := rb.Bind(set)
+	bound, err := rb.Bind(set, target.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	j, err := journal.Create(filepath.Join(dir, "journal.jsonl"))
+	s, err := steps.Create(dir, bound, steps.Meta{ID: "run1", Runbook: rb.Name, Params: bound.Params, Inventory: "inv.yaml", Cluster: target.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { j.Close() })
-	f := &fixture{zk: zk, hosts: hosts, kafka: kafka}
-	f.run = &steps.Run{Meta: steps.Meta{ID: "run1", Runbook: rb.Name, Topic: "orders", Params: steps.Params(vals), Inventory: "inv.yaml"},
-		Dir: dir, Target: target, ZK: zk, Kafka: kafka, Remote: hosts, Journal: j}
-	for _, s := range rb.Steps {
-		risk, _ := steps.ParseRisk(s.Risk)
-		conf, _ := steps.ParseConfirm(s.Confirm)
-		st, err := steps.NewStep(steps.Info{ID: s.ID, Kind: s.Kind, Title: s.Title, Risk: risk, Confirm: conf, Rollback: s.Rollback})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.steps = append(f.steps, st)
-	}
-	return f
+	t.Cleanup(func() { s.Close() })
+	return &fixture{zk: zk, hosts: hosts, kafka: kafka, rb: bound, s: s, dir: dir, cluster: g.Ports}
 }
 
-// approver types the topic for destructive steps unless told otherwise.
+// artifact is the path of one of the run's artifacts.
+func (f *fixture) artifact(id string) string {
+	for _, a := range f.rb.Artifacts {
+		if a.ID == id {
+			return filepath.Join(f.dir, a.Path)
+		}
+	}
+	panic("no artifact " + id)
+}
+
+func (f *fixture) journal() string { return filepath.Join(f.dir, steps.JournalFile) }
+
+// approver answers with the digest of the plan it was shown.
 type approver func(info steps.Info, p *steps.Plan) steps.Approval
 
 func (a approver) Approve(_ context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
-	return a(info, p), nil
+	ap := a(info, p)
+	ap.Digest = p.Digest()
+	return ap, nil
 }
 
-func (f *fixture) engine(typed string) *steps.Engine {
-	return &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, p *steps.Plan) steps.Approval {
+// typing approves every step, typing typed for destructive ones.
+func (f *fixture) typing(typed string) steps.Approver {
+	return approver(func(info steps.Info, p *steps.Plan) steps.Approval {
 		f.asked = append(f.asked, info.ID)
 		return steps.Approval{Decision: steps.Approve, Typed: typed, By: "test"}
-	})}
+	})
+}
+
+// run walks the run (continuing from its journal) and returns how it ended.
+func (f *fixture) run(ctx context.Context, a steps.Approver) (steps.Outcome, error) {
+	out := f.s.Run(ctx, f.cluster, a, nil)
+	return out, out.Err
 }
 
 func TestCleanupRepairsGhostTopic(t *testing.T) {
 	f := newFixture(t, map[string]string{"recreate": "true"})
-	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
+	out, err := f.run(context.Background(), f.typing("orders"))
 	if err != nil {
 		t.Fatalf("run: %v (%+v)\n%s", err, out, strings.Join(f.hosts.Commands, "\n"))
 	}
@@ -131,14 +113,14 @@ func TestCleanupRepairsGhostTopic(t *testing.T) {
 	if !slices.Equal(del, want) {
 		t.Fatalf("deleted\n%v\nwant\n%v", del, want)
 	}
-	for _, p := range []string{"/cluster/id", "/controller_epoch", steps.TopicPath("orders-v2"), steps.ConfigTopicPath("orders-v2")} {
+	for _, p := range []string{"/cluster/id", "/controller_epoch", kafkazk.TopicPath("orders-v2"), kafkazk.ConfigTopicPath("orders-v2")} {
 		if !f.zk.Has(p) {
 			t.Fatalf("%s was touched", p)
 		}
 	}
 	// The backup holds every deleted node, parents first, before any delete.
-	var bk steps.Backup
-	b, err := os.ReadFile(f.run.BackupPath())
+	var bk cleanup.Backup
+	b, err := os.ReadFile(f.artifact("backup"))
 	if err != nil || json.Unmarshal(b, &bk) != nil {
 		t.Fatalf("backup: %v", err)
 	}
@@ -185,7 +167,7 @@ func TestCleanupRepairsGhostTopic(t *testing.T) {
 func TestTypedConfirmationMustMatch(t *testing.T) {
 	for _, typed := range []string{"", "order", "orders-v2", "ORDERS", " orders"} {
 		f := newFixture(t, nil)
-		_, err := f.engine(typed).Run(context.Background(), f.run, nil)
+		_, err := f.run(context.Background(), f.typing(typed))
 		if !errors.Is(err, steps.ErrNotApproved) {
 			t.Fatalf("typed %q: %v", typed, err)
 		}
@@ -197,13 +179,13 @@ func TestTypedConfirmationMustMatch(t *testing.T) {
 
 func TestSkipNeedsAReason(t *testing.T) {
 	f := newFixture(t, nil)
-	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+	a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
 		return steps.Approval{Decision: steps.Skip}
-	})}
-	if _, err := e.Run(context.Background(), f.run, nil); !errors.Is(err, steps.ErrNotApproved) {
+	})
+	if _, err := f.run(context.Background(), a); !errors.Is(err, steps.ErrNotApproved) {
 		t.Fatalf("skip without reason: %v", err)
 	}
-	recs, _ := journal.Read(f.run.Journal.Path())
+	recs, _ := journal.Read(f.journal())
 	for _, r := range recs {
 		if r.Type == journal.StepSkipped {
 			t.Fatal("a skip without a reason was journaled as a skip")
@@ -215,26 +197,26 @@ func TestStalePlanIsPlannedAgainNeverBlindlyDeleted(t *testing.T) {
 	f := newFixture(t, nil)
 	bumped := false
 	f.zk.Hook = func(op, p string) error {
-		if op == "delete" && p == steps.ConfigTopicPath("orders") && !bumped {
+		if op == "delete" && p == kafkazk.ConfigTopicPath("orders") && !bumped {
 			bumped = true
 			f.zk.Bump(p) // someone changed the topic's config after the plan
 		}
 		return nil
 	}
 	var plans int
-	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+	a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
 		if info.ID == "delete-znodes" {
 			plans++
 		}
 		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
-	})}
-	if _, err := e.Run(context.Background(), f.run, nil); err != nil {
+	})
+	if _, err := f.run(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	if plans != 2 {
 		t.Fatalf("delete-znodes confirmed %d times; a stale plan must be planned and confirmed again", plans)
 	}
-	if f.zk.Has(steps.ConfigTopicPath("orders")) {
+	if f.zk.Has(kafkazk.ConfigTopicPath("orders")) {
 		t.Fatal("config znode left behind")
 	}
 }
@@ -245,32 +227,32 @@ func TestStalePlanIsPlannedAgainNeverBlindlyDeleted(t *testing.T) {
 func TestStalePlanFoundByTheBackupDeletesNothing(t *testing.T) {
 	f := newFixture(t, nil)
 	var plans int
-	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+	a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
 		if info.ID == "delete-znodes" {
 			plans++
 			switch plans {
 			case 1:
-				f.zk.Bump(steps.ConfigTopicPath("orders")) // changed while the operator read the plan
+				f.zk.Bump(kafkazk.ConfigTopicPath("orders")) // changed while the operator read the plan
 			case 2:
-				if !f.zk.Has(steps.PartitionStatePath("orders", 2)) || len(f.zk.Deleted()) != 0 {
+				if !f.zk.Has(kafkazk.PartitionStatePath("orders", 2)) || len(f.zk.Deleted()) != 0 {
 					t.Errorf("the stale attempt deleted %v before noticing", f.zk.Deleted())
 				}
 			}
 		}
 		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
-	})}
-	if _, err := e.Run(context.Background(), f.run, nil); err != nil {
+	})
+	if _, err := f.run(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	if plans != 2 || f.zk.Has(steps.TopicPath("orders")) {
-		t.Fatalf("planned %d times; topic znode left: %v", plans, f.zk.Has(steps.TopicPath("orders")))
+	if plans != 2 || f.zk.Has(kafkazk.TopicPath("orders")) {
+		t.Fatalf("planned %d times; topic znode left: %v", plans, f.zk.Has(kafkazk.TopicPath("orders")))
 	}
 }
 
 func TestBrokerThatWillNotStopBlocksTheWipe(t *testing.T) {
 	f := newFixture(t, nil)
 	f.hosts.StopFails[2] = 1
-	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
+	out, err := f.run(context.Background(), f.typing("orders"))
 	if err == nil || out.Failed != "stop-brokers" || !strings.Contains(err.Error(), "no segment was wiped") {
 		t.Fatalf("err %v outcome %+v", err, out)
 	}
@@ -295,7 +277,7 @@ func TestPreflightRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, nil)
 			tc.mod(f)
-			_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+			_, err := f.run(context.Background(), f.typing("orders"))
 			if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want refusal with %q", err, tc.want)
 			}
@@ -309,26 +291,22 @@ func TestPreflightRefusals(t *testing.T) {
 func TestResumeRechecksCompletedSteps(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+	a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
 		if info.ID == "stop-brokers" {
 			cancel() // Ctrl-C at the confirmation of the stop step
 		}
 		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
-	})}
-	out, err := e.Run(ctx, f.run, nil)
+	})
+	out, err := f.run(ctx, a)
 	if err == nil || out.Interrupted == "" {
 		t.Fatalf("want an interrupted run, got %v %+v", err, out)
 	}
-	recs, err := journal.Read(f.run.Journal.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := steps.Completed(recs)
-	if done["delete-znodes"] != "done" {
-		t.Fatalf("completed %v", done)
+	if p := f.s.Progress(); !slices.Contains(p.Done, "delete-znodes") {
+		t.Fatalf("completed %v", p.Done)
 	}
 	opsBefore := len(f.zk.Ops)
-	out, err = f.engine("orders").Run(context.Background(), f.run, done)
+	f.asked = nil
+	out, err = f.run(context.Background(), f.typing("orders"))
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
@@ -345,36 +323,36 @@ func TestResumeRechecksCompletedSteps(t *testing.T) {
 func TestHealthyTopicIsNeverTouched(t *testing.T) {
 	f := newFixture(t, map[string]string{"recreate": "true"})
 	// A consistent cluster: no marker, no stale directory.
-	f.zk.Remove(steps.DeleteTopicPath("orders"))
+	f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
 	f.hosts.FS[1]["/data/k2"] = map[string]steptest.Entry{"orders-v2-0": {IsDir: true, TopicID: "CCCCCCCCCCCCCCCCCCCCCC"}}
 	for p := 0; p < 3; p++ {
 		f.hosts.AddDir(2, "/data/k1", fmt.Sprintf("orders-%d", p), curID)
 	}
-	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
+	out, err := f.run(context.Background(), f.typing("orders"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.zk.Ops) != 0 || len(f.asked) != 0 || len(out.NoOp) != len(f.steps) {
+	if len(f.zk.Ops) != 0 || len(f.asked) != 0 || len(out.NoOp) != len(f.rb.Steps) {
 		t.Fatalf("a healthy topic was acted on: ops %v asked %v outcome %+v", f.zk.Ops, f.asked, out)
 	}
 }
 
 func TestRestoreRoundTrip(t *testing.T) {
 	f := newFixture(t, nil)
-	before, _, _ := f.zk.Get(context.Background(), steps.TopicPath("orders"))
-	if _, err := f.engine("orders").Run(context.Background(), f.run, nil); err != nil {
+	before, _, _ := f.zk.Get(context.Background(), kafkazk.TopicPath("orders"))
+	if _, err := f.run(context.Background(), f.typing("orders")); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
 	// Segments go back only while the brokers are stopped.
-	if err := steps.RestoreSegments(context.Background(), f.run, f.run.ManifestPath(), &out); !errors.Is(err, steps.ErrRefused) {
+	if err := cleanup.RestoreSegments(context.Background(), f.cluster, f.artifact("manifest"), &out); !errors.Is(err, steps.ErrRefused) {
 		t.Fatalf("restore onto running brokers: %v", err)
 	}
 	for id := int32(1); id <= 3; id++ {
 		f.hosts.Running[id] = false
 		f.zk.Remove(fmt.Sprintf("/brokers/ids/%d", id))
 	}
-	if err := steps.RestoreSegments(context.Background(), f.run, f.run.ManifestPath(), &out); err != nil {
+	if err := cleanup.RestoreSegments(context.Background(), f.cluster, f.artifact("manifest"), &out); err != nil {
 		t.Fatalf("restore segments: %v\n%s", err, out.String())
 	}
 	for id := int32(1); id <= 3; id++ {
@@ -383,22 +361,22 @@ func TestRestoreRoundTrip(t *testing.T) {
 			t.Fatalf("broker %d /data/k1 after restore: %v", id, names)
 		}
 	}
-	if err := steps.RestoreZnodes(context.Background(), f.zk, f.run.BackupPath(), false, &out); err != nil {
+	if err := cleanup.RestoreZnodes(context.Background(), f.zk, f.artifact("backup"), false, &out); err != nil {
 		t.Fatalf("restore znodes: %v\n%s", err, out.String())
 	}
-	after, _, err := f.zk.Get(context.Background(), steps.TopicPath("orders"))
+	after, _, err := f.zk.Get(context.Background(), kafkazk.TopicPath("orders"))
 	if err != nil || string(after) != string(before) {
 		t.Fatalf("restored topic znode %q (%v), want %q", after, err, before)
 	}
-	for _, p := range []string{steps.PartitionStatePath("orders", 2), steps.ConfigTopicPath("orders"), steps.DeleteTopicPath("orders")} {
+	for _, p := range []string{kafkazk.PartitionStatePath("orders", 2), kafkazk.ConfigTopicPath("orders"), kafkazk.DeleteTopicPath("orders")} {
 		if !f.zk.Has(p) {
 			t.Fatalf("%s not restored", p)
 		}
 	}
-	if err := steps.RestoreZnodes(context.Background(), f.zk, f.run.BackupPath(), false, &out); !errors.Is(err, steps.ErrRefused) {
+	if err := cleanup.RestoreZnodes(context.Background(), f.zk, f.artifact("backup"), false, &out); !errors.Is(err, steps.ErrRefused) {
 		t.Fatalf("a second restore must refuse to overwrite: %v", err)
 	}
-	if err := steps.RestoreZnodes(context.Background(), f.zk, f.run.BackupPath(), true, &out); err != nil {
+	if err := cleanup.RestoreZnodes(context.Background(), f.zk, f.artifact("backup"), true, &out); err != nil {
 		t.Fatalf("--force with everything present: %v", err)
 	}
 }
@@ -409,18 +387,14 @@ func TestRestoreRoundTrip(t *testing.T) {
 func TestRunDirIsPrivateAndHoldsNoSecret(t *testing.T) {
 	const secret = "s3cret-Pa55phrase"
 	f := newFixture(t, map[string]string{"recreate": "true"})
-	f.run.Journal.Redact(secret)
-	f.run.Logf("client properties loaded (sasl.jaas.config password=%s)", secret)
-	out, err := f.engine("orders").Run(context.Background(), f.run, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := steps.WriteReport(f.run, out); err != nil {
+	f.s.Redact(secret)
+	f.s.Notef("test", "client properties loaded (sasl.jaas.config password=%s)", secret)
+	if _, err := f.run(context.Background(), f.typing("orders")); err != nil {
 		t.Fatal(err)
 	}
 	var files []string
-	err = filepath.WalkDir(f.run.Dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || p == f.run.Dir {
+	err := filepath.WalkDir(f.dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == f.dir {
 			return err
 		}
 		fi, err := d.Info()
@@ -462,57 +436,18 @@ func TestRunDirIsPrivateAndHoldsNoSecret(t *testing.T) {
 // instead of checking or recreating someone else's topic.
 func TestTopicRecreatedBehindTheRunIsNotAdopted(t *testing.T) {
 	f := newFixture(t, map[string]string{"recreate": "true"})
-	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+	a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
 		if info.ID == "start-brokers" {
-			f.zk.Put(steps.TopicPath("orders"), `{"version":3,"partitions":{"0":[1,2,3]},"topic_id":"ZZZZZZZZZZZZZZZZZZZZZZ"}`)
+			f.zk.Put(kafkazk.TopicPath("orders"), `{"version":3,"partitions":{"0":[1,2,3]},"topic_id":"ZZZZZZZZZZZZZZZZZZZZZZ"}`)
 		}
 		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
-	})}
-	out, err := e.Run(context.Background(), f.run, nil)
+	})
+	out, err := f.run(context.Background(), a)
 	if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "exists again") || out.Failed != "verify" {
 		t.Fatalf("want verify refused, got %v (%+v)", err, out)
 	}
 	if len(f.kafka.Created) != 0 || f.kafka.Canaries != 0 {
 		t.Fatalf("verify acted on a topic it did not make: created %v canaries %d", f.kafka.Created, f.kafka.Canaries)
-	}
-}
-
-// undoneKind is a step whose postcondition a later step undoes on purpose
-// (stop-brokers, then start-brokers): its Verify fails once the later step
-// has run.
-type undoneKind struct{ applied *int }
-
-func (k undoneKind) Plan(context.Context, *steps.Run) (*steps.Plan, error) {
-	return &steps.Plan{Summary: "act", Actions: []steps.Action{{Kind: "test", Target: "x"}}}, nil
-}
-func (k undoneKind) Apply(context.Context, *steps.Run, *steps.Plan) error { *k.applied++; return nil }
-func (k undoneKind) Verify(context.Context, *steps.Run) ([]steps.Check, error) {
-	return []steps.Check{{Name: "postcondition", OK: *k.applied > 0}}, nil // holds only once re-done here
-}
-
-// TestResumeDoesNotRedoAStepALaterStepUndid: on resume, a destructive step
-// followed by a completed step is trusted from the journal, not re-checked
-// and re-done (a second stop of a restarted cluster, a znode deletion of
-// the topic verify just made); the last completed step is still re-checked.
-func TestResumeDoesNotRedoAStepALaterStepUndid(t *testing.T) {
-	var a, b, c int
-	mk := func(id string, risk steps.Risk, n *int) steps.Step {
-		return steps.Step{Info: steps.Info{ID: id, Kind: id, Title: id, Risk: risk, Confirm: steps.ConfirmNone}, Kind: undoneKind{n}}
-	}
-	ss := []steps.Step{mk("stop", steps.Destructive, &a), mk("start", steps.Low, &b), mk("last", steps.Destructive, &c)}
-	e := &steps.Engine{Steps: ss, Approver: approver(func(steps.Info, *steps.Plan) steps.Approval {
-		return steps.Approval{Decision: steps.Approve, By: "test"}
-	})}
-	r := &steps.Run{Meta: steps.Meta{ID: "r", Topic: "orders"}, Dir: t.TempDir()}
-	completed := map[string]string{"stop": "done", "start": "done", "last": "done"}
-	if _, err := e.Run(context.Background(), r, completed); err != nil {
-		t.Fatal(err)
-	}
-	if a != 0 {
-		t.Errorf("stop (undone on purpose by the completed start) was re-done %d times", a)
-	}
-	if b != 1 || c != 1 {
-		t.Errorf("start re-done %d, last re-done %d times; want each once: their failing checks are re-checked, then re-done", b, c)
 	}
 }
 
@@ -522,24 +457,18 @@ func TestResumeDoesNotRedoAStepALaterStepUndid(t *testing.T) {
 func TestResumeRefusesAnotherCluster(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &steps.Engine{Steps: f.steps, Approver: approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+	a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
 		if info.ID == "stop-brokers" {
 			cancel()
 		}
 		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
-	})}
-	if _, err := e.Run(ctx, f.run, nil); err == nil {
+	})
+	if _, err := f.run(ctx, a); err == nil {
 		t.Fatal("first attempt was not interrupted")
-	}
-	recs, err := journal.Read(f.run.Journal.Path())
-	if err != nil {
-		t.Fatal(err)
 	}
 	f.zk.Put("/cluster/id", `{"version":"1","id":"another-cluster"}`)
 	opsBefore := len(f.zk.Ops)
-	r2 := *f.run
-	r2.Prior = nil
-	_, err = f.engine("orders").Run(context.Background(), &r2, steps.Completed(recs))
+	_, err := f.run(context.Background(), f.typing("orders"))
 	if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "another cluster") {
 		t.Fatalf("resume on another cluster: %v, want a refusal", err)
 	}
@@ -557,14 +486,14 @@ func TestResumeRefusesAnotherCluster(t *testing.T) {
 func TestProducersNotAskedAreSaid(t *testing.T) {
 	t.Run("no broker hosts it", func(t *testing.T) {
 		f := newFixture(t, nil)
-		f.kafka.ProducersErr = fmt.Errorf("orders-2: %w (broker 1: NOT_LEADER_OR_FOLLOWER; broker 2: NOT_LEADER_OR_FOLLOWER; broker 3: NOT_LEADER_OR_FOLLOWER)", steps.ErrUnhosted)
+		f.kafka.ProducersErr = fmt.Errorf("orders-2: %w (broker 1: NOT_LEADER_OR_FOLLOWER; broker 2: NOT_LEADER_OR_FOLLOWER; broker 3: NOT_LEADER_OR_FOLLOWER)", ports.ErrUnhosted)
 		// A gate that wrongly held would wait for the step's timeout: fail fast instead.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := f.engine("orders").Run(ctx, f.run, nil); err != nil {
+		if _, err := f.run(ctx, f.typing("orders")); err != nil {
 			t.Fatalf("run: %v", err)
 		}
-		b, _ := os.ReadFile(f.run.Journal.Path())
+		b, _ := os.ReadFile(f.journal())
 		if !bytes.Contains(b, []byte(`not asked: orders-2: no broker hosts it`)) {
 			t.Fatalf("the producer check does not say which partitions were not asked:\n%s", b)
 		}
@@ -574,14 +503,14 @@ func TestProducersNotAskedAreSaid(t *testing.T) {
 		f.kafka.ProducersErr = errors.New("orders-2: no answer (broker 2: i/o timeout)")
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		_, err := f.engine("orders").Run(ctx, f.run, nil)
+		_, err := f.run(ctx, f.typing("orders"))
 		if err == nil || !strings.Contains(err.Error(), "clients still attached") {
 			t.Fatalf("the gate should hold while a broker does not answer: %v", err)
 		}
 		if d := f.zk.Deleted(); len(d) != 0 {
 			t.Fatalf("deleted %v while a producer may be writing", d)
 		}
-		b, _ := os.ReadFile(f.run.Journal.Path())
+		b, _ := os.ReadFile(f.journal())
 		if !bytes.Contains(b, []byte("counted as an active producer until they answer")) {
 			t.Fatalf("the journal does not say why the gate holds:\n%s", b)
 		}
@@ -596,11 +525,11 @@ func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
 	const urp = `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}` // replicas [2,3,1]
 	t.Run("already so: said up front, not counted after the grace", func(t *testing.T) {
 		f := newFixture(t, map[string]string{"health_grace": "1s"})
-		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
-		if _, err := f.engine("orders").Run(context.Background(), f.run, nil); err != nil {
+		f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), urp)
+		if _, err := f.run(context.Background(), f.typing("orders")); err != nil {
 			t.Fatalf("run: %v", err)
 		}
-		b, _ := os.ReadFile(f.run.Journal.Path())
+		b, _ := os.ReadFile(f.journal())
 		for _, want := range []string{"already offline or under-replicated, before anything is done: orders-v2-1", "no longer counted after the grace, already so before the run and no worse now: orders-v2-1"} {
 			if !bytes.Contains(b, []byte(want)) {
 				t.Fatalf("journal lacks %q:\n%s", want, b)
@@ -611,28 +540,28 @@ func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
 		f := newFixture(t, map[string]string{"health_timeout": "1s"})
 		f.hosts.Running[3] = false
 		f.zk.Remove("/brokers/ids/3")
-		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp) // replica 3 out of the ISR: broker 3 is down
-		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+		f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), urp) // replica 3 out of the ISR: broker 3 is down
+		_, err := f.run(context.Background(), f.typing("orders"))
 		if !errors.Is(err, steps.ErrCheckFailed) || !strings.Contains(err.Error(), "no under-replicated partition (orders-v2-1") {
 			t.Fatalf("a partition the restart should heal and did not must fail the gate: %v", err)
 		}
 	})
 	t.Run("counted during the grace: it may be only catching up", func(t *testing.T) {
 		f := newFixture(t, map[string]string{"health_grace": "1h", "health_timeout": "1s"})
-		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
-		if _, err := f.engine("orders").Run(context.Background(), f.run, nil); !errors.Is(err, steps.ErrCheckFailed) {
+		f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), urp)
+		if _, err := f.run(context.Background(), f.typing("orders")); !errors.Is(err, steps.ErrCheckFailed) {
 			t.Fatalf("within the grace a pre-existing partition still counts: %v", err)
 		}
 	})
 	t.Run("worse after the restart: the gate fails", func(t *testing.T) {
 		f := newFixture(t, map[string]string{"health_grace": "0s", "health_timeout": "1s"})
-		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
+		f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), urp)
 		f.hosts.OnStart = func(b int32) {
 			if b == 3 { // under-replicated before, leaderless after
-				f.zk.Put(steps.PartitionStatePath("orders-v2", 1), `{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":1,"isr":[1]}`)
+				f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), `{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":1,"isr":[1]}`)
 			}
 		}
-		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+		_, err := f.run(context.Background(), f.typing("orders"))
 		if !errors.Is(err, steps.ErrCheckFailed) || !strings.Contains(err.Error(), "no offline partition (orders-v2-1") {
 			t.Fatalf("a partition worse than before the run must fail the gate: %v", err)
 		}
@@ -641,10 +570,10 @@ func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
 		f := newFixture(t, map[string]string{"health_timeout": "1s"})
 		f.hosts.OnStart = func(b int32) {
 			if b == 3 {
-				f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
+				f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), urp)
 			}
 		}
-		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+		_, err := f.run(context.Background(), f.typing("orders"))
 		if !errors.Is(err, steps.ErrCheckFailed) || !strings.Contains(err.Error(), "no under-replicated partition (orders-v2-1") {
 			t.Fatalf("a partition under-replicated after the restart must fail the gate: %v", err)
 		}
@@ -657,15 +586,26 @@ func TestUnhealthyBeforeTheRunIsNotBlamedOnIt(t *testing.T) {
 func TestResumeKeepsTheFirstBaseline(t *testing.T) {
 	const urp = `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}`
 	for _, tc := range []struct {
-		before map[string]steps.Unhealthy
+		before bool // orders-v2-1 already under-replicated at the first attempt's preflight
 		fails  bool
-	}{{nil, true}, {map[string]steps.Unhealthy{"orders-v2-1": {ISR: 2}}, false}} {
+	}{{false, true}, {true, false}} {
 		f := newFixture(t, map[string]string{"health_timeout": "2s", "health_grace": "0s"})
-		f.zk.Put(steps.PartitionStatePath("orders-v2", 1), urp)
-		f.run.Prior = &steps.Facts{Baseline: true, UnhealthyBefore: tc.before}
-		_, err := f.engine("orders").Run(context.Background(), f.run, nil)
+		if tc.before {
+			f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), urp)
+		}
+		// The first attempt stops at its first confirmation, right after
+		// its preflight recorded the baseline.
+		ctx, cancel := context.WithCancel(context.Background())
+		if _, err := f.run(ctx, approver(func(steps.Info, *steps.Plan) steps.Approval {
+			cancel()
+			return steps.Approval{Decision: steps.Abort, By: "test"}
+		})); err == nil {
+			t.Fatal("the first attempt was not stopped")
+		}
+		f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), urp)
+		_, err := f.run(context.Background(), f.typing("orders"))
 		if failed := errors.Is(err, steps.ErrCheckFailed); failed != tc.fails {
-			t.Fatalf("first attempt saw %v unhealthy: gate failed=%v (%v), want %v", tc.before, failed, err, tc.fails)
+			t.Fatalf("first attempt saw orders-v2-1 unhealthy=%v: gate failed=%v (%v), want %v", tc.before, failed, err, tc.fails)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
@@ -71,10 +71,10 @@ func BenchmarkDiagnoseCluster(b *testing.B) {
 	target := ports.Target{Name: "bench", ZKConnect: connect}
 	resetPeakRSS()
 	b.ResetTimer()
-	var d *steps.Diagnosis
+	var d *diagnose.Diagnosis
 	for i := 0; i < b.N; i++ {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		d, err = steps.Diagnose(ctx, target, zc, kc, nil, steps.DiagnoseOptions{})
+		d, err = diagnose.Run(ctx, ports.Cluster{Target: target, ZK: zc, Kafka: kc}, diagnose.Options{})
 		cancel()
 		if err != nil {
 			b.Fatal(err)

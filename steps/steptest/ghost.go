@@ -1,0 +1,64 @@
+package steptest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// Topic ids of the ghost-topic state.
+const (
+	OldID = "AAAAAAAAAAAAAAAAAAAAAA" // the deleted "orders", still on broker 2's disk
+	CurID = "BBBBBBBBBBBBBBBBBBBBBB" // the recreated "orders"
+	V2ID  = "CCCCCCCCCCCCCCCCCCCCCC" // the bystander "orders-v2"
+)
+
+// Cluster is a fake cluster: the fakes and the ports they make.
+type Cluster struct {
+	ZK    *ZK
+	Hosts *Hosts
+	Kafka *Kafka
+	Ports ports.Cluster
+}
+
+// Ghost is the ghost-topic state the unit tests of topic-cleanup and of
+// diagnose start from: three brokers (controller 3), each with log dirs
+// /data/k1 and /data/k2 under chroot /kafka; "orders" recreated (CurID) and
+// still pending deletion, while broker 2 holds its directories with the
+// old id and broker 1 a -delete form; "orders-v2", a healthy bystander that
+// shares the prefix.
+func Ghost(t testing.TB) *Cluster {
+	t.Helper()
+	target := ports.Target{Name: "test", ZKConnect: "zk:2181/kafka", Bootstrap: []string{"b1:9092"}}
+	for id := int32(1); id <= 3; id++ {
+		target.Hosts = append(target.Hosts, ports.Host{ID: id, Host: fmt.Sprintf("b%d", id),
+			Stop: fmt.Sprintf("systemctl stop kafka-%d", id), Start: fmt.Sprintf("systemctl start kafka-%d", id),
+			LogDirs: []string{"/data/k1", "/data/k2"}})
+	}
+	zk := NewZK(t, "/kafka")
+	zk.Put("/cluster/id", `{"version":"1","id":"x"}`).Put("/controller", `{"version":2,"brokerid":3}`).Put("/controller_epoch", "7")
+	for topic, id := range map[string]string{"orders": CurID, "orders-v2": V2ID} {
+		zk.Put(kafkazk.TopicPath(topic), fmt.Sprintf(`{"version":3,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2]},"topic_id":"%s"}`, id))
+		for p := 0; p < 3; p++ {
+			zk.Put(kafkazk.PartitionStatePath(topic, int32(p)), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
+		}
+		zk.Put(kafkazk.ConfigTopicPath(topic), `{"version":1,"config":{"retention.ms":"3600000"}}`)
+	}
+	zk.Put(kafkazk.DeleteTopicPath("orders"), "")
+	hosts := NewHosts(t, zk, target)
+	for id := int32(1); id <= 3; id++ {
+		for p := 0; p < 3; p++ {
+			tid := CurID
+			if id == 2 {
+				tid = OldID
+			}
+			hosts.AddDir(id, "/data/k1", fmt.Sprintf("orders-%d", p), tid)
+			hosts.AddDir(id, "/data/k2", fmt.Sprintf("orders-v2-%d", p), V2ID)
+		}
+	}
+	hosts.AddDir(1, "/data/k2", "orders-1.0123456789abcdef0123456789abcdef-delete", OldID)
+	kafka := NewKafka(t, zk, hosts)
+	return &Cluster{ZK: zk, Hosts: hosts, Kafka: kafka, Ports: ports.Cluster{Target: target, ZK: zk, Kafka: kafka, Hosts: hosts}}
+}

@@ -1,0 +1,38 @@
+package steptest
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// LocalShell is a ports.Hosts whose every host is this machine: it runs
+// commands the way sshd does, `Shell -c CMD`, so that the scripts kremedy
+// writes meet a real shell (dash, bash) in a unit test.
+type LocalShell struct{ Shell string }
+
+func (s LocalShell) Run(ctx context.Context, _ int32, cmd string, out func(ports.Line)) error {
+	c := exec.CommandContext(ctx, s.Shell, "-c", cmd)
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		out(ports.Line{Text: sc.Text()})
+	}
+	return c.Wait()
+}
+
+func (LocalShell) Check(context.Context, int32) error { return nil }
+
+func (LocalShell) RunClient(context.Context, ports.Client, string, func(ports.Line)) error {
+	return nil
+}
