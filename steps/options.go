@@ -50,7 +50,9 @@ func ParseValueType(s string) (ValueType, error) {
 
 // Accepts reports whether a value of type from may fill an option of type
 // t: the same type, or a topic where any string will do.
-func (t ValueType) Accepts(from ValueType) bool { return t == from || t == TypeString && from == TypeTopic }
+func (t ValueType) Accepts(from ValueType) bool {
+	return t == from || t == TypeString && from == TypeTopic
+}
 
 // Check checks a value, as written, against the type.
 func (t ValueType) Check(v string) error {

@@ -8,7 +8,6 @@ import (
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-
 // ZooKeeper is the cluster's ZooKeeper, seen through its chroot. Paths are
 // chroot-relative ("/brokers/ids").
 type ZooKeeper interface {
