@@ -57,13 +57,6 @@ func (c *Client) Kgo() *kgo.Client { return c.cl }
 // Admin exposes kadm for calls this adapter does not wrap.
 func (c *Client) Admin() *kadm.Client { return c.adm }
 
-// View and the other view types are the engine's own (package steps).
-type (
-	View          = ports.BrokerView
-	TopicView     = ports.TopicView
-	PartitionView = ports.PartitionView
-)
-
 // errName is Kafka's name for an error code ("" for none), e.g.
 // "UNKNOWN_TOPIC_OR_PARTITION".
 func errName(code int16) string {
@@ -82,7 +75,7 @@ func errName(code int16) string {
 // (connection errors are retried against the same broker, never another)
 // about the topics (all topics when none are named). The request never
 // auto-creates a topic and bypasses the client's metadata cache.
-func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (View, error) {
+func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (ports.BrokerView, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.AllowAutoTopicCreation = false
 	if len(topics) > 0 {
@@ -95,10 +88,10 @@ func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (Vi
 	}
 	resp, err := c.cl.Broker(int(id)).RetriableRequest(ctx, req)
 	if err != nil {
-		return View{Broker: id}, fmt.Errorf("metadata from broker %d: %w", id, err)
+		return ports.BrokerView{Broker: id}, fmt.Errorf("metadata from broker %d: %w", id, err)
 	}
 	mr := resp.(*kmsg.MetadataResponse)
-	v := View{Broker: id, Controller: mr.ControllerID, Topics: map[string]TopicView{}}
+	v := ports.BrokerView{Broker: id, Controller: mr.ControllerID, Topics: map[string]ports.TopicView{}}
 	for _, b := range mr.Brokers {
 		v.Brokers = append(v.Brokers, b.NodeID)
 	}
@@ -107,12 +100,12 @@ func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (Vi
 		if t.Topic == nil {
 			continue
 		}
-		tv := TopicView{Name: *t.Topic, Err: errName(t.ErrorCode), Partitions: map[int32]PartitionView{}}
+		tv := ports.TopicView{Name: *t.Topic, Err: errName(t.ErrorCode), Partitions: map[int32]ports.PartitionView{}}
 		if t.TopicID != ([16]byte{}) {
 			tv.ID = TopicIDString(t.TopicID)
 		}
 		for _, p := range t.Partitions {
-			tv.Partitions[p.Partition] = PartitionView{
+			tv.Partitions[p.Partition] = ports.PartitionView{
 				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, ISR: p.ISR, Offline: p.OfflineReplicas,
 				Err: errName(p.ErrorCode),

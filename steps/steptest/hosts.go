@@ -47,6 +47,15 @@ type Hosts struct {
 	// as that broker finds it).
 	OnStart  func(broker int32)
 	Commands []string
+	// session numbers the brokers' ZooKeeper sessions: every start
+	// registers under a new one, as a new broker process does.
+	session int64
+}
+
+// register registers broker b under a new session.
+func (h *Hosts) register(b ports.Host) {
+	h.session++
+	h.zk.PutEphemeral(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, b.ID), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host), 0x1000+h.session)
 }
 
 // NewHosts fakes the target's hosts; each broker starts running and
@@ -60,7 +69,7 @@ func NewHosts(t testing.TB, zk *ZK, target ports.Target) *Hosts {
 			h.FS[b.ID][d] = map[string]Entry{"meta.properties": {}}
 		}
 		h.Running[b.ID] = true
-		zk.Put(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, b.ID), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
+		h.register(b)
 	}
 	return h
 }
@@ -155,7 +164,7 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(ports.
 		return nil
 	case cmd == b.Start:
 		h.Running[broker] = true
-		h.zk.Put(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, broker), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host))
+		h.register(b)
 		emit("started")
 		if h.OnStart != nil {
 			h.OnStart(broker)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,10 +34,14 @@ type Kafka struct {
 	// it could not ask about.
 	ProducersErr error
 	AutoCreate   string
-	Created      []string
-	Canaries     int
-	Deleted      []string // group offsets deleted
-	nextID       int
+	// Configs are every broker's other config values (min.insync.replicas,
+	// delete.topic.enable); a key in neither is an error, as an unknown
+	// config is.
+	Configs  map[string]string
+	Created  []string
+	Canaries int
+	Deleted  []string // group offsets deleted
+	nextID   int
 }
 
 // NewKafka fakes the cluster whose ZooKeeper and hosts are given.
@@ -86,15 +91,20 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (por
 		_ = json.Unmarshal(b, &c)
 		v.Controller = c.BrokerID
 	}
-	if len(topics) == 0 {
-		kids, _ := k.zk.Children(ctx, kafkazk.TopicsPath)
-		topics = kids
-	}
 	if k.answered == nil {
 		k.answered = map[int32]int{}
 	}
 	k.answered[id]++
 	stale := k.StaleReads <= 0 || k.answered[id] <= k.StaleReads
+	if len(topics) == 0 {
+		kids, _ := k.zk.Children(ctx, kafkazk.TopicsPath)
+		topics = kids
+		for t, tv := range k.Stale[id] {
+			if stale && tv.Present() && !slices.Contains(topics, t) {
+				topics = append(topics, t) // a topic only this broker's cache still has
+			}
+		}
+	}
 	for _, t := range topics {
 		tv := k.truth(ctx, t)
 		if s, ok := k.Stale[id][t]; ok && stale {
@@ -134,6 +144,11 @@ func (k *Kafka) Producers(context.Context, string, []int32, []int32) ([]ports.Pr
 func (k *Kafka) BrokerConfig(_ context.Context, _ int32, key string) (string, error) {
 	if key == "auto.create.topics.enable" {
 		return k.AutoCreate, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if v, ok := k.Configs[key]; ok {
+		return v, nil
 	}
 	return "", fmt.Errorf("unknown config %s", key)
 }

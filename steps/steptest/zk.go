@@ -89,6 +89,16 @@ func (z *ZK) put(p string, data []byte) {
 	z.nodes[parent].stat.Cversion++
 }
 
+// PutEphemeral creates or replaces p as an ephemeral node of session owner
+// (a broker's registration), for test setup and the fake hosts.
+func (z *ZK) PutEphemeral(p, data string, owner int64) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.put(p, []byte(data))
+	z.nodes[p].stat.EphemeralOwner = owner
+	z.notify()
+}
+
 // Bump changes p's data version (someone else wrote it).
 func (z *ZK) Bump(p string) {
 	z.mu.Lock()

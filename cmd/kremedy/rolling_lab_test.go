@@ -1,0 +1,244 @@
+package main
+
+// Lab tests of the rolling-restart runbook: the real binary, headless,
+// against a real ZooKeeper-mode Kafka 3.9 lab, with real clients watching.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+func runRoll(t *testing.T, l *lab.Lab, runDir string, extra ...string) result {
+	t.Helper()
+	inv := l.Inventory()
+	return kremedy(t, append([]string{"run", "rolling-restart", "--inventory", l.InventoryPath(), "--run-dir", runDir,
+		"--headless", "--yes", "--confirm", inv.Name}, extra...)...)
+}
+
+func brokerPIDs(l *lab.Lab) map[int]int {
+	out := map[int]int{}
+	for n := 1; n <= l.State.Config.Brokers; n++ {
+		out[n] = l.BrokerPID(n)
+	}
+	return out
+}
+
+// stops counts, from a run's journal, the stop commands of each broker that
+// ended well.
+func stops(t *testing.T, runDir string) map[int32]int {
+	t.Helper()
+	recs, err := journal.Read(filepath.Join(runDir, steps.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int{}
+	for _, r := range recs {
+		if r.Type != journal.ActionEnd {
+			continue
+		}
+		e, err := journal.Decode[struct {
+			Action steps.Action `json:"action"`
+			OK     bool         `json:"ok"`
+		}](r)
+		if err == nil && e.OK && strings.HasPrefix(e.Action.ID, "stop-") {
+			out[e.Action.Broker]++
+		}
+	}
+	return out
+}
+
+// produceDuring writes to topic from an idempotent acks=all producer with
+// retries (franz-go's defaults), one record at a time, until stop is
+// closed; it returns how many sends were acknowledged and how many failed.
+func produceDuring(t *testing.T, l *lab.Lab, topic string, stop <-chan struct{}) func() (ok, failed int64, errs []string) {
+	t.Helper()
+	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked, lost atomic.Int64
+	var mu sync.Mutex
+	var errs []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			rec := &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte(fmt.Sprintf("m%06d", i))}
+			if err := pr.Kgo().ProduceSync(ctx, rec).FirstErr(); err != nil {
+				lost.Add(1)
+				mu.Lock()
+				errs = append(errs, err.Error())
+				mu.Unlock()
+			} else {
+				acked.Add(1)
+			}
+			cancel()
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return func() (int64, int64, []string) {
+		wg.Wait()
+		pr.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		return acked.Load(), lost.Load(), errs
+	}
+}
+
+// TestRollingRestartLab rolls a real cluster under an acks=all producer,
+// refuses to roll one with a broker down, and clears stale broker caches.
+func TestRollingRestartLab(t *testing.T) {
+	needLab(t)
+	cfg := lab.DefaultConfig()
+	cfg.Net = 14
+	l := startLab(t, cfg)
+	c := connectLab(t, l)
+
+	t.Run("under an acks=all producer: zero failed sends, every broker restarted once", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := c.kc.CreateTopic(ctx, "ledger", nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+			t.Fatal(err)
+		}
+		before := brokerPIDs(l)
+		stop := make(chan struct{})
+		done := produceDuring(t, l, "ledger", stop)
+		time.Sleep(2 * time.Second) // writing before the first stop
+		run := filepath.Join(t.TempDir(), "run")
+		r := runRoll(t, l, run)
+		time.Sleep(2 * time.Second) // and after the last start
+		close(stop)
+		acked, failed, errs := done()
+		t.Logf("rolling restart took %s; %d sends acknowledged, %d failed", r.took.Round(time.Millisecond), acked, failed)
+		if r.code != 0 {
+			t.Fatalf("rolling-restart: exit %d\n%s", r.code, r.out)
+		}
+		if failed != 0 || acked == 0 {
+			t.Fatalf("%d sends failed (%d acknowledged): %v", failed, acked, errs[:min(len(errs), 5)])
+		}
+		after := brokerPIDs(l)
+		for n, pid := range before {
+			if after[n] == pid || after[n] == 0 {
+				t.Errorf("broker %d: pid %d before, %d after: not a new process", n, pid, after[n])
+			}
+		}
+		if got := stops(t, run); len(got) != 3 || got[1] != 1 || got[2] != 1 || got[3] != 1 {
+			t.Errorf("stops per broker %v, want each broker once", got)
+		}
+		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !strings.Contains(string(b), "runbook: `rolling-restart`, cluster: `kremedy-lab`") || !strings.Contains(string(b), "outcome: **finished**") {
+			t.Fatalf("report: %v\n%s", err, b)
+		}
+		// Nothing acknowledged was lost.
+		var read int
+		for p := int32(0); p < 3; p++ {
+			msgs, err := kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), "ledger", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read += len(msgs)
+		}
+		if int64(read) != acked {
+			t.Fatalf("read %d records back, %d were acknowledged", read, acked)
+		}
+	})
+
+	t.Run("a broker already down: refused before any broker stops", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := l.BrokerCommand(ctx, 2, "stop", func(string) {}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := l.BrokerCommand(ctx, 2, "start", func(string) {}); err != nil {
+				t.Fatal(err)
+			}
+			waitHealthy(t, l)
+		}()
+		before := brokerPIDs(l)
+		run := filepath.Join(t.TempDir(), "run")
+		r := runRoll(t, l, run)
+		if r.code != 1 || !strings.Contains(r.out, "No broker was stopped") || !strings.Contains(r.out, "broker 2 is down") {
+			t.Fatalf("want exit 1 refusing before any stop, got %d:\n%s", r.code, r.out)
+		}
+		if !strings.Contains(r.out, "would fall below min.insync.replicas=2") {
+			t.Errorf("the refusal does not name the partitions at risk:\n%s", r.out)
+		}
+		if after := brokerPIDs(l); after[1] != before[1] || after[3] != before[3] {
+			t.Fatalf("a broker was restarted: pids %v -> %v", before, after)
+		}
+		if got := stops(t, run); len(got) != 0 {
+			t.Fatalf("stop commands ran: %v", got)
+		}
+	})
+
+	t.Run("stale-metadata: after the roll every broker's metadata agrees", func(t *testing.T) {
+		breakIt(t, l, "stale-metadata", "stale")
+		ks, _, _ := diagnoseJSON(t, l, "stale")
+		if !slices.Contains(ks, "stale-metadata") {
+			t.Fatalf("stale-metadata scenario not observed: %v", ks)
+		}
+		run := filepath.Join(t.TempDir(), "run")
+		if r := runRoll(t, l, run); r.code != 0 {
+			t.Fatalf("rolling-restart: exit %d\n%s", r.code, r.out)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var first *ports.BrokerView
+		for id := int32(1); id <= 3; id++ {
+			v, err := c.kc.BrokerView(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := v.Topics["stale"]; ok {
+				t.Errorf("broker %d still serves the topic ZooKeeper lost", id)
+			}
+			if first == nil {
+				first = &v
+			} else if d := brokers.ViewDiff(*first, v); d != "" {
+				t.Errorf("brokers disagree after the roll: %s", d)
+			}
+		}
+		ks, _, _ = diagnoseJSON(t, l, "")
+		for _, k := range ks {
+			if k == "stale-metadata" || k == "metadata-disagreement" {
+				t.Errorf("after the roll diagnose still finds %s (findings %v)", k, ks)
+			}
+		}
+	})
+}
+
+// waitHealthy waits until diagnose finds the lab healthy again (every
+// broker registered, every partition with its full ISR, the brokers'
+// metadata agreeing).
+func waitHealthy(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	var last result
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(time.Second) {
+		if last = kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--no-disk"); last.code == 0 {
+			return
+		}
+	}
+	t.Fatalf("the lab did not become healthy again within 2 minutes:\n%s", last.out)
+}

@@ -1,0 +1,151 @@
+package restart
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+)
+
+// preflight looks at the whole cluster before anything happens: it refuses
+// a chroot that is not a Kafka cluster's, a cluster migrating to KRaft, a
+// registered broker the inventory does not know (kremedy could not restart
+// it) and, on resume, another cluster than the one the run started on; it
+// proves every broker host reachable over SSH with a verified host key and
+// says how healthy the cluster is now. It changes nothing.
+type preflight struct {
+	o      preflightOpts
+	checks []steps.Check
+}
+
+type preflightOpts struct{}
+
+func (k *preflight) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	p, checks, err := k.look(ctx, env)
+	k.checks = checks
+	return p, err
+}
+
+func (k *preflight) Apply(context.Context, *steps.Env, *steps.Plan) error { return nil }
+
+func (k *preflight) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	if k.checks != nil {
+		c := k.checks
+		k.checks = nil
+		return c, nil
+	}
+	_, checks, err := k.look(ctx, env) // resume: read again, never trusted
+	return checks, err
+}
+
+func (k *preflight) look(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
+	zk := env.ZK
+	p := &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at cluster %s", env.Target.Name)}
+	var checks []steps.Check
+	refuse := func(format string, a ...any) (*steps.Plan, []steps.Check, error) {
+		return p, checks, fmt.Errorf("%w: %s", steps.ErrRefused, fmt.Sprintf(format, a...))
+	}
+	var prior *Facts
+	var pf Facts
+	if ok, err := env.Load(factsKey, &pf); err != nil {
+		return p, nil, err
+	} else if ok {
+		prior = &pf
+	}
+	chroot := zk.Chroot()
+	if chroot == "" {
+		chroot = "(no chroot)"
+	}
+	for _, need := range []string{kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath} {
+		if ok, _, err := zk.Exists(ctx, need); err != nil {
+			return p, checks, fmt.Errorf("ZooKeeper %s: %w", env.Target.ZKConnect, err)
+		} else if !ok {
+			return refuse("ZooKeeper chroot %s has no %s: this is not the Kafka cluster's chroot. Check zookeeper.connect in the inventory against the brokers' server.properties; nothing was changed", chroot, need)
+		}
+	}
+	if ok, _, err := zk.Exists(ctx, kafkazk.MigrationPath); err != nil {
+		return p, checks, err
+	} else if ok {
+		return refuse("%s%s exists: the cluster is migrating from ZooKeeper to KRaft, whose brokers are rolled by the migration's own phases. Nothing was changed", zk.Chroot(), kafkazk.MigrationPath)
+	}
+	checks = append(checks, steps.Check{Name: "ZooKeeper chroot is a Kafka cluster", OK: true, Detail: fmt.Sprintf("%s has %s and %s, no %s", chroot, kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath, kafkazk.MigrationPath)})
+	f := Facts{Sessions: map[int32]int64{}}
+	if b, _, err := zk.Get(ctx, kafkazk.ClusterIDPath); err == nil {
+		var cid struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(b, &cid) == nil {
+			f.ClusterID = cid.ID
+		}
+	}
+	if prior != nil && prior.ClusterID != "" && f.ClusterID != prior.ClusterID {
+		return refuse("this run started on the cluster with id %s, but %s%s now says %q: the inventory points at another cluster. Nothing was changed; check the inventory (%s)", prior.ClusterID, zk.Chroot(), kafkazk.ClusterIDPath, f.ClusterID, env.Inventory())
+	}
+	reg, err := brokers.Registered(ctx, zk)
+	if err != nil {
+		return p, checks, err
+	}
+	ctrl, err := brokers.Controller(ctx, zk)
+	if err != nil {
+		return p, checks, err
+	}
+	f.Registered, f.Controller = reg, ctrl
+	inv := brokers.HostIDs(env.Target)
+	for _, id := range reg {
+		if !slices.Contains(inv, id) {
+			return refuse("broker %d is registered in ZooKeeper but not in the inventory: kremedy could not restart it, and it would keep its stale metadata. Add it to the inventory; nothing was changed", id)
+		}
+		_, session, _, err := brokers.Registration(ctx, zk, id)
+		if err != nil {
+			return p, checks, err
+		}
+		f.Sessions[id] = session
+	}
+	if prior != nil {
+		f.Sessions = prior.Sessions // the first attempt's: what "restarted" is measured against
+	}
+	p.Facts = append(p.Facts, fmt.Sprintf("brokers registered %s of inventory %s; controller %d", brokers.I32s(reg), brokers.I32s(inv), ctrl))
+	for _, id := range inv {
+		if !slices.Contains(reg, id) {
+			p.Notes = append(p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed): a rolling restart starts from a cluster with every broker up", id))
+		}
+	}
+	var unreachable []string
+	for i, err := range brokers.EachID(inv, func(id int32) error { return env.Hosts.Check(ctx, id) }) {
+		if err != nil {
+			unreachable = append(unreachable, fmt.Sprintf("broker %d: %v", inv[i], err))
+		}
+	}
+	if len(unreachable) > 0 {
+		return refuse("kremedy must reach every broker host over SSH before it stops one: %s. Nothing was changed", strings.Join(unreachable, "; "))
+	}
+	checks = append(checks, steps.Check{Name: "every broker host reachable over SSH with a verified host key", OK: true, Detail: fmt.Sprintf("%d hosts", len(inv))})
+	health := brokers.Gate{Want: inv, Rolling: true, Pending: inv}.Check(ctx, env.Cluster)
+	healthy := true
+	for _, c := range health {
+		p.Facts = append(p.Facts, fmt.Sprintf("now: %s: %s", c.Name, okWord(c.OK, c.Detail)))
+		healthy = healthy && c.OK
+	}
+	if healthy {
+		p.Summary = fmt.Sprintf("cluster %s is healthy: every broker registered, a controller, no offline or under-replicated partition", env.Target.Name)
+	} else {
+		p.Summary = fmt.Sprintf("cluster %s is not healthy now: the roll refuses any broker whose stop would leave a partition offline or below min.insync.replicas, and waits for health between brokers", env.Target.Name)
+	}
+	checks = append(checks, steps.Check{Name: "cluster state recorded", OK: true, Detail: p.Summary})
+	if err := env.Save(factsKey, f); err != nil {
+		return p, checks, err
+	}
+	return p, checks, nil
+}
+
+func okWord(ok bool, detail string) string {
+	if ok {
+		return "yes (" + detail + ")"
+	}
+	return "NO (" + detail + ")"
+}

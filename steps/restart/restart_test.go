@@ -1,0 +1,229 @@
+package restart_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kremedy/kremedy/runbooks"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/steptest"
+)
+
+// fixture is a healthy three-broker fake cluster (the ghost state without
+// its pending deletion; min.insync.replicas=2, replication factor 3) and a
+// run of the real rolling-restart runbook on it.
+type fixture struct {
+	*steptest.Cluster
+	s *steps.Session
+}
+
+func newFixture(t *testing.T, params map[string]string) *fixture {
+	t.Helper()
+	g := steptest.Ghost(t)
+	g.ZK.Remove(kafkazk.DeleteTopicPath("orders"))
+	g.Kafka.Configs = map[string]string{"min.insync.replicas": "2"}
+	rb, err := runbooks.Get("rolling-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]string{"health_checks": "1", "health_timeout": "2s"}
+	for k, v := range params {
+		set[k] = v
+	}
+	bound, err := rb.Bind(set, g.Ports.Target.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := steps.Create(t.TempDir(), bound, steps.Meta{ID: "roll1", Runbook: rb.Name, Params: bound.Params, Cluster: g.Ports.Target.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &fixture{Cluster: g, s: s}
+}
+
+// typing approves every plan, typing the cluster's name.
+var typing = approver(func(_ steps.Info, p *steps.Plan) steps.Approval {
+	return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}
+})
+
+type approver func(steps.Info, *steps.Plan) steps.Approval
+
+func (a approver) Approve(_ context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
+	return a(info, p), nil
+}
+
+func (f *fixture) run(ctx context.Context) steps.Outcome { return f.s.Run(ctx, f.Ports, typing, nil) }
+
+// restarts lists the stop and start commands in the order they ran.
+func (f *fixture) restarts() []string {
+	var out []string
+	for _, c := range f.Hosts.Commands {
+		if strings.Contains(c, "systemctl stop") || strings.Contains(c, "systemctl start") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestRollRestartsEachBrokerOnceControllerLast(t *testing.T) {
+	f := newFixture(t, nil)
+	if out := f.run(context.Background()); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	want := []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2", "2: systemctl start kafka-2",
+		"3: systemctl stop kafka-3", "3: systemctl start kafka-3"} // broker 3 is the controller
+	if got := f.restarts(); !slices.Equal(got, want) {
+		t.Fatalf("restarts %v, want %v", got, want)
+	}
+}
+
+func TestRollOnlyTheBrokersAsked(t *testing.T) {
+	f := newFixture(t, map[string]string{"brokers": "3,1"})
+	if out := f.run(context.Background()); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	want := []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "3: systemctl stop kafka-3", "3: systemctl start kafka-3"}
+	if got := f.restarts(); !slices.Equal(got, want) {
+		t.Fatalf("restarts %v, want %v", got, want)
+	}
+}
+
+// TestRollRefusesBeforeStoppingAnything: a broker already down, or a
+// partition whose ISR stopping a broker would take below
+// min.insync.replicas, stops the run before any broker is stopped.
+func TestRollRefusesBeforeStoppingAnything(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup func(f *fixture)
+		want  []string
+	}{
+		"a broker already down": {func(f *fixture) {
+			f.Hosts.Running[2] = false
+			f.ZK.Remove("/brokers/ids/2")
+			for p := 0; p < 3; p++ { // the controller shrank the ISR
+				f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", int32(p)), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":1,"isr":[1,3]}`)
+			}
+		}, []string{"broker 2 is down (not registered) and this run did not stop it", "stopping broker 1 now is not safe: orders-v2-0 would fall below min.insync.replicas=2: isr [1 3] without broker 1"}},
+		"an ISR already at min.insync.replicas": {func(f *fixture) {
+			f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 1), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
+		}, []string{"stopping broker 1 now is not safe: orders-v2-1 would fall below min.insync.replicas=2: isr [1 2] without broker 1",
+			"stopping broker 2 now is not safe: orders-v2-1 would fall below"}},
+		"a topic's own min.insync.replicas": {func(f *fixture) {
+			f.Kafka.Configs["min.insync.replicas"] = "1"
+			f.ZK.Put(kafkazk.ConfigTopicPath("orders-v2"), `{"version":1,"config":{"min.insync.replicas":"3"}}`)
+		}, []string{"orders-v2-0 would fall below min.insync.replicas=3"}},
+		"a partition with a single replica": {func(f *fixture) {
+			f.ZK.Put(kafkazk.TopicPath("single"), `{"version":3,"partitions":{"0":[2]},"topic_id":"DDDDDDDDDDDDDDDDDDDDDD"}`)
+			f.ZK.Put(kafkazk.PartitionStatePath("single", 0), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":0,"isr":[2]}`)
+		}, []string{"stopping broker 2 now is not safe: single-0 would go offline: broker 2 is its only in-sync replica"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			tc.setup(f)
+			out := f.run(context.Background())
+			if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" || !strings.Contains(out.Err.Error(), "No broker was stopped") {
+				t.Fatalf("want roll refused, got %v (%+v)", out.Err, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.Err.Error(), w) {
+					t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+				}
+			}
+			if r := f.restarts(); len(r) != 0 {
+				t.Fatalf("brokers were touched: %v", r)
+			}
+		})
+	}
+}
+
+// TestRollResumesWithoutRestartingTwice: a run interrupted after a
+// broker's restart, or between a broker's stop and its start, resumes with
+// the next broker, or starts the stopped one; no broker is stopped twice.
+func TestRollResumesWithoutRestartingTwice(t *testing.T) {
+	for name, tc := range map[string]struct {
+		after string // the action whose end interrupts the first attempt
+		first []string
+	}{
+		"after broker 1's gate": {"gate-1", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1"}},
+		"between broker 2's stop and start": {"gone-2", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2"}},
+		"after broker 2's start, before its gate": {"back-2", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2", "2: systemctl start kafka-2"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			f.s.AfterRecord(func(typ, step string) {
+				if typ != "action-end" || step != "roll" {
+					return
+				}
+				for _, a := range history(f) {
+					if a == tc.after {
+						cancel()
+					}
+				}
+			})
+			out := f.run(ctx)
+			if out.Interrupted != "roll" {
+				t.Fatalf("first attempt: %+v %v", out, out.Err)
+			}
+			if got := f.restarts(); !slices.Equal(got, tc.first) {
+				t.Fatalf("first attempt restarted %v, want %v", got, tc.first)
+			}
+			f.s.AfterRecord(nil)
+			if out := f.run(context.Background()); out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			got := f.restarts()
+			for _, b := range []int{1, 2, 3} {
+				for _, what := range []string{"stop", "start"} {
+					if n := strings.Count(strings.Join(got, "\n"), fmt.Sprintf("%d: systemctl %s kafka-%d", b, what, b)); n != 1 {
+						t.Errorf("broker %d: %s ran %d times: %v", b, what, n, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// history lists the ids of the roll's actions that ended, from the journal.
+func history(f *fixture) []string {
+	recs, err := readJournal(f)
+	if err != nil {
+		return nil
+	}
+	return recs
+}
+
+// TestRollGateNamesStaleTopics: a topic ZooKeeper no longer has, still in
+// a broker's cache, is named while that broker waits for its restart and
+// fails the gate once it has restarted and still serves it.
+func TestRollGateNamesStaleTopics(t *testing.T) {
+	ghost := map[string]ports.TopicView{"gone": {Name: "gone", ID: "X", Partitions: map[int32]ports.PartitionView{0: {Leader: 2, Replicas: []int32{2}, ISR: []int32{2}}}}}
+	t.Run("cleared by each restart", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.Kafka.Stale[2], f.Kafka.Stale[3] = ghost, ghost
+		f.Hosts.OnStart = func(b int32) { delete(f.Kafka.Stale, b) } // a restarted broker forgets it
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		if j := journalText(t, f); !strings.Contains(j, "not compared: broker 2 still serves gone (its restart clears it)") {
+			t.Fatalf("the gate after broker 1 did not name the stale topic on broker 2:\n%s", j)
+		}
+	})
+	t.Run("still served after a restart", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.Kafka.Stale[1] = ghost // never cleared
+		out := f.run(context.Background())
+		if !errors.Is(out.Err, steps.ErrCheckFailed) || !strings.Contains(out.Err.Error(), "broker 1 serves gone, which ZooKeeper does not have") {
+			t.Fatalf("want the gate after broker 1 to fail, got %v", out.Err)
+		}
+		if got := f.restarts(); len(got) != 2 {
+			t.Fatalf("the roll went on after a failed gate: %v", got)
+		}
+	})
+}

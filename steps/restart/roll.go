@@ -1,0 +1,417 @@
+package restart
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+)
+
+// roll restarts brokers one at a time, the controller last: for each, a
+// safety check (stopping it leaves every partition online and at or above
+// min.insync.replicas), its own stop command over SSH, its registration
+// gone and port closed, its start command, its registration back under a
+// new ZooKeeper session, and the health gate before the next broker.
+type roll struct{ o rollOpts }
+
+type rollOpts struct {
+	// Brokers to restart; empty: every broker of the inventory.
+	Brokers []int32 `opt:"brokers"`
+	// StopTimeout bounds a broker's stop command and the wait for its
+	// registration to vanish; StartTimeout its start command and the wait
+	// for its new registration.
+	StopTimeout  time.Duration `opt:"stop_timeout"`
+	StartTimeout time.Duration `opt:"start_timeout"`
+	// The health gate after each broker: Checks healthy rounds in a row,
+	// one a second, within Timeout.
+	HealthChecks  int           `opt:"health_checks"`
+	HealthTimeout time.Duration `opt:"health_timeout"`
+}
+
+// unit says what is left of one broker's restart.
+type unit int
+
+const (
+	unitDone      unit = iota // restarted and gated (an earlier attempt)
+	unitGate                  // a new process already: only the gate is left
+	unitStart                 // this run stopped it: start, then the gate
+	unitFull                  // still the process the roll began with
+	unitUntouched             // down, and not by this run: refused
+)
+
+// brokerArgs name the broker an action is about.
+type brokerArgs struct {
+	Broker  int32  `json:"broker"`
+	Addr    string `json:"addr,omitempty"`
+	Session int64  `json:"session,omitempty"` // its registration's session when the roll began
+}
+
+func (k *roll) facts(env *steps.Env) (*Facts, error) {
+	var f Facts
+	ok, err := env.Load(factsKey, &f)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: no cluster-preflight facts in this run: the rolling-restart step needs its preflight step first", steps.ErrRefused)
+	}
+	return &f, nil
+}
+
+// order is the brokers to restart, ascending, the controller last.
+func (k *roll) order(env *steps.Env, ctrl int32) ([]int32, error) {
+	inv := brokers.HostIDs(env.Target)
+	ids := inv
+	if len(k.o.Brokers) > 0 {
+		ids = nil
+		for _, id := range k.o.Brokers {
+			if !slices.Contains(inv, id) {
+				return nil, fmt.Errorf("%w: broker %d is not in the inventory (its brokers are %s); nothing was changed", steps.ErrRefused, id, brokers.I32s(inv))
+			}
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+	}
+	if i := slices.Index(ids, ctrl); i >= 0 {
+		ids = append(append(slices.Clone(ids[:i]), ids[i+1:]...), ctrl)
+	}
+	return ids, nil
+}
+
+// state reads what is left of each broker's restart, from the cluster and
+// the run's history.
+func (k *roll) state(ctx context.Context, env *steps.Env, f *Facts, ids []int32) (map[int32]unit, error) {
+	hist := env.History().Actions(env.Step().ID)
+	did := func(id string) (started, ok bool) {
+		for _, a := range hist {
+			if a.Action.ID == id {
+				started, ok = true, ok || a.Ended && a.OK
+			}
+		}
+		return
+	}
+	out := map[int32]unit{}
+	for _, id := range ids {
+		_, session, registered, err := brokers.Registration(ctx, env.ZK, id)
+		if err != nil {
+			return nil, err
+		}
+		stopped, _ := did(fmt.Sprintf("stop-%d", id))
+		_, gated := did(fmt.Sprintf("gate-%d", id))
+		switch {
+		case gated && registered && session != f.Sessions[id]:
+			out[id] = unitDone
+		case registered && session != f.Sessions[id]:
+			out[id] = unitGate
+		case registered:
+			out[id] = unitFull
+		case stopped:
+			out[id] = unitStart
+		default:
+			out[id] = unitUntouched
+		}
+	}
+	return out, nil
+}
+
+// stopRisks reads ZooKeeper's view of every partition and the brokers'
+// default min.insync.replicas once, and returns what stopping a broker now
+// would break (brokers.StopRisks).
+func stopRisks(ctx context.Context, env *steps.Env) (func(id int32) []string, error) {
+	st, err := env.ZK.ReadState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read ZooKeeper %s: %w", env.Target.ZKConnect, err)
+	}
+	def := 1
+	for _, b := range st.Brokers {
+		if v, err := env.Kafka.BrokerConfig(ctx, b, "min.insync.replicas"); err == nil {
+			if n, err := strconv.Atoi(v); err == nil {
+				def = n
+				break
+			}
+		}
+	}
+	return func(id int32) []string { return brokers.StopRisks(st, id, def) }, nil
+}
+
+func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	f, err := k.facts(env)
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err := brokers.Controller(ctx, env.ZK)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := k.order(env, ctrl)
+	if err != nil {
+		return nil, err
+	}
+	left, err := k.state(ctx, env, f, ids)
+	if err != nil {
+		return nil, err
+	}
+	risks, err := stopRisks(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	p := &steps.Plan{Summary: fmt.Sprintf("restart brokers %s one at a time, the controller (%d) last: each stopped with its own command, started again, and the cluster healthy before the next", brokers.I32s(ids), ctrl)}
+	var refusals []string
+	for _, id := range ids {
+		switch left[id] {
+		case unitUntouched:
+			refusals = append(refusals, fmt.Sprintf("broker %d is down (not registered) and this run did not stop it: start it first (its start command, or `kremedy lab broker start %d` on a lab); a rolling restart begins with every broker up", id, id))
+		case unitFull:
+			if rs := risks(id); len(rs) > 0 {
+				refusals = append(refusals, fmt.Sprintf("stopping broker %d now is not safe: %s", id, brokers.Summarize(rs)))
+			}
+		}
+	}
+	if len(refusals) > 0 {
+		return nil, fmt.Errorf("%w: %s. No broker was stopped", steps.ErrRefused, strings.Join(refusals, "; "))
+	}
+	pending := 0
+	for _, id := range ids {
+		h, _ := env.Target.Host(id)
+		addr := brokers.Addr(ctx, env.ZK, id, h.Addr)
+		args := brokerArgs{Broker: id, Addr: addr, Session: f.Sessions[id]}
+		a := func(op steps.Op, name, target, detail string) steps.Action {
+			return steps.Action{ID: fmt.Sprintf("%s-%d", name, id), Op: op, Broker: id, Target: target, Detail: detail, Args: args}
+		}
+		zn := fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, id)
+		gate := a(steps.OpWait, "gate", "cluster", fmt.Sprintf("health gate: every broker registered, a controller, no offline or under-replicated partition, the brokers' metadata agreeing; %d checks in a row, at most %s", max(1, k.o.HealthChecks), k.o.HealthTimeout))
+		switch left[id] {
+		case unitDone:
+			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: restarted and gated in an earlier attempt of this run; not restarted again", id))
+			continue
+		case unitGate:
+			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: already a new process (registered under another ZooKeeper session than when the roll began); only its health gate is left", id))
+			p.Actions = append(p.Actions, gate)
+		case unitStart:
+			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: stopped by an earlier attempt of this run; it is started, not stopped again", id))
+			p.Actions = append(p.Actions,
+				a(steps.OpSSH, "start", fmt.Sprintf("broker %d on %s", id, h.Host), h.Start),
+				a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.o.StartTimeout)),
+				gate)
+		case unitFull:
+			p.Actions = append(p.Actions,
+				a(steps.OpCheck, "safe", fmt.Sprintf("broker %d", id), "stopping it leaves every partition online and at or above min.insync.replicas (read again right before the stop)"),
+				a(steps.OpSSH, "stop", fmt.Sprintf("broker %d on %s", id, h.Host), h.Stop),
+				a(steps.OpWait, "gone", zn, fmt.Sprintf("znode gone, port %s closed, at most %s", brokers.OrDash(addr), k.o.StopTimeout)),
+				a(steps.OpSSH, "start", fmt.Sprintf("broker %d on %s", id, h.Host), h.Start),
+				a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.o.StartTimeout)),
+				gate)
+		}
+		pending++
+	}
+	if pending == 0 {
+		p.NoOp = true
+		p.Summary = fmt.Sprintf("every broker of %s was restarted by this run already", brokers.I32s(ids))
+		return p, nil
+	}
+	p.Notes = append(p.Notes, "controlled shutdown moves each broker's leaderships away before it stops; clients retry NOT_LEADER_OR_FOLLOWER and reconnect, and producers with acks=all and retries lose nothing while every partition keeps min.insync.replicas")
+	return p, nil
+}
+
+func (k *roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	f, err := k.facts(env)
+	if err != nil {
+		return err
+	}
+	var done []int32
+	for _, a := range p.Actions {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("stopped before %s: %w; %s", a.ID, err, notYet(p, a.Broker, done))
+		}
+		b, err := steps.ArgsOf[brokerArgs](a)
+		if err != nil {
+			return err
+		}
+		id := b.Broker
+		h, _ := env.Target.Host(id)
+		not := func() string { return notYet(p, id, done) }
+		switch {
+		case strings.HasPrefix(a.ID, "safe-"):
+			err = env.Do(a, func() error {
+				risks, err := stopRisks(ctx, env)
+				if err != nil {
+					return err
+				}
+				if rs := risks(id); len(rs) > 0 {
+					return fmt.Errorf("%w: stopping broker %d now is not safe: %s. It was not stopped; %s", steps.ErrRefused, id, brokers.Summarize(rs), not())
+				}
+				return nil
+			})
+		case strings.HasPrefix(a.ID, "stop-"):
+			err = env.Do(a, func() error {
+				cctx, cancel := context.WithTimeout(ctx, k.o.StopTimeout)
+				defer cancel()
+				return brokers.RunOn(cctx, env, id, h.Stop)
+			})
+			if code, ok := brokers.ExitStatus(err); ok {
+				err = fmt.Errorf("broker %d's stop command exited %d: it is probably still running. %s: %w", id, code, not(), err)
+			} else if err != nil {
+				err = fmt.Errorf("stop broker %d: %w. Its state is unknown; %s", id, err, not())
+			}
+		case strings.HasPrefix(a.ID, "gone-"):
+			err = env.Do(a, func() error { return brokers.WaitGone(ctx, env, id, b.Addr, k.o.StopTimeout) })
+		case strings.HasPrefix(a.ID, "start-"):
+			err = env.Do(a, func() error {
+				cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
+				defer cancel()
+				return brokers.RunOn(cctx, env, id, h.Start)
+			})
+			if err != nil {
+				err = fmt.Errorf("broker %d did not start: %w (its log is on %s). It is down: fix the cause and resume, which starts it and goes on; %s", id, err, h.Host, not())
+			}
+		case strings.HasPrefix(a.ID, "back-"):
+			err = env.Do(a, func() error { return waitBack(ctx, env, id, f.Sessions[id], k.o.StartTimeout) })
+		case strings.HasPrefix(a.ID, "gate-"):
+			done = append(done, id)
+			err = env.Do(a, func() error { return k.gate(ctx, env, f) })
+			if err != nil {
+				err = fmt.Errorf("%w; broker %d was restarted, %s", err, id, notYet(p, id, done))
+			}
+		default:
+			err = fmt.Errorf("rolling-restart: unknown action %s", a.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notYet says which brokers of the plan have not been restarted yet.
+func notYet(p *steps.Plan, current int32, done []int32) string {
+	var rest []int32
+	for _, a := range p.Actions {
+		if a.Broker != current && !slices.Contains(done, a.Broker) && !slices.Contains(rest, a.Broker) {
+			rest = append(rest, a.Broker)
+		}
+	}
+	if len(rest) == 0 {
+		return "no other broker is left"
+	}
+	return fmt.Sprintf("brokers %s were not touched", brokers.I32s(rest))
+}
+
+// waitBack waits for broker id to register again under a new session.
+func waitBack(ctx context.Context, env *steps.Env, id int32, old int64, timeout time.Duration) error {
+	start := env.Now()
+	if err := brokers.WaitRegistered(ctx, env.ZK, []int32{id}, timeout); err != nil {
+		return fmt.Errorf("broker %d did not register again within %s after its start command: %w", id, timeout, err)
+	}
+	_, session, ok, err := brokers.Registration(ctx, env.ZK, id)
+	switch {
+	case err != nil:
+		return err
+	case !ok || session == old:
+		return fmt.Errorf("%w: broker %d is registered under the ZooKeeper session it had before its stop (%#x): it was not restarted", steps.ErrCheckFailed, id, old)
+	}
+	env.Logf("broker %d registered again %s after its start command (session %#x)", id, env.Now().Sub(start).Round(time.Millisecond), session)
+	return nil
+}
+
+// gate holds the health gate after a broker's restart: the brokers that
+// are new processes must serve no topic ZooKeeper lacks; the others, still
+// the processes the roll began with, may (only their restart clears it).
+func (k *roll) gate(ctx context.Context, env *steps.Env, f *Facts) error {
+	inv := brokers.HostIDs(env.Target)
+	var pending []int32
+	for _, id := range inv {
+		if _, session, ok, err := brokers.Registration(ctx, env.ZK, id); err == nil && ok && session == f.Sessions[id] {
+			pending = append(pending, id)
+		}
+	}
+	g := brokers.Gate{Want: inv, Rolling: true, Pending: pending}
+	checks, err := holdGate(ctx, env, g, max(1, k.o.HealthChecks), k.o.HealthTimeout)
+	for _, c := range checks {
+		env.Check(c)
+	}
+	return err
+}
+
+// holdGate runs the gate's checks once a second until n rounds in a row
+// pass, or timeout.
+func holdGate(ctx context.Context, env *steps.Env, g brokers.Gate, n int, timeout time.Duration) ([]steps.Check, error) {
+	deadline := env.Now().Add(timeout)
+	streak := 0
+	var last []steps.Check
+	for {
+		last = g.Check(ctx, env.Cluster)
+		if allOK(last) {
+			if streak++; streak >= n {
+				return last, nil
+			}
+		} else {
+			streak = 0
+		}
+		if env.Now().After(deadline) || ctx.Err() != nil {
+			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, failed(last))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Verify: every broker of the roll is a new process, and the whole cluster
+// is healthy with every broker's metadata agreeing about every topic.
+func (k *roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	f, err := k.facts(env)
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err := brokers.Controller(ctx, env.ZK)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := k.order(env, ctrl)
+	if err != nil {
+		return nil, err
+	}
+	var same []string
+	for _, id := range ids {
+		_, session, ok, err := brokers.Registration(ctx, env.ZK, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || session == f.Sessions[id] {
+			same = append(same, fmt.Sprintf("broker %d", id))
+		}
+	}
+	restarted := steps.Check{Name: "every broker of the roll is a new process (a new ZooKeeper session)", OK: len(same) == 0, Detail: "not restarted: " + brokers.Summarize(same)}
+	n, timeout := max(1, k.o.HealthChecks), k.o.HealthTimeout
+	if env.Rechecking() {
+		n, timeout = 1, 0
+	}
+	checks, _ := holdGate(ctx, env, brokers.Gate{Want: brokers.HostIDs(env.Target)}, n, timeout)
+	return append([]steps.Check{restarted}, checks...), nil
+}
+
+func allOK(cs []steps.Check) bool {
+	for _, c := range cs {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}
+
+func failed(cs []steps.Check) string {
+	var out []string
+	for _, c := range cs {
+		if !c.OK {
+			out = append(out, c.Name+" ("+c.Detail+")")
+		}
+	}
+	return strings.Join(out, "; ")
+}
