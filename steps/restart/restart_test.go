@@ -150,8 +150,8 @@ func TestRollResumesWithoutRestartingTwice(t *testing.T) {
 		after string // the action whose end interrupts the first attempt
 		first []string
 	}{
-		"after broker 1's gate": {"gate-1", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1"}},
-		"between broker 2's stop and start": {"gone-2", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2"}},
+		"after broker 1's gate":                   {"gate-1", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1"}},
+		"between broker 2's stop and start":       {"gone-2", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2"}},
 		"after broker 2's start, before its gate": {"back-2", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2", "2: systemctl start kafka-2"}},
 	} {
 		t.Run(name, func(t *testing.T) {
