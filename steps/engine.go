@@ -137,14 +137,6 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 	if err := env.record(journal.StepStart, map[string]any{"title": s.Info.Title, "kind": s.Info.Kind, "risk": s.Info.Risk.String()}); err != nil {
 		return 0, err
 	}
-	// The step's timeout bounds its work (Apply and Verify), never the time
-	// the operator takes to read the plan and confirm it.
-	bounded := func() (context.Context, context.CancelFunc) {
-		if s.Info.Timeout > 0 {
-			return context.WithTimeout(ctx, s.Info.Timeout)
-		}
-		return context.WithCancel(ctx)
-	}
 	fail := func(err error) (stepResult, error) {
 		err = fmt.Errorf("step %s: %w", s.Info.ID, err)
 		env.emit(Event{Kind: EvState, State: Failed, Err: err})
@@ -171,16 +163,7 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 		}
 		env.emit(Event{Kind: EvPlan, Plan: plan})
 		if plan.NoOp {
-			wctx, cancel := bounded()
-			checks, err := s.Kind.Verify(wctx, env)
-			cancel()
-			if err == nil && !allOK(checks) {
-				err = fmt.Errorf("%w: %s", ErrCheckFailed, failedNames(checks))
-			}
-			for _, c := range checks {
-				env.Check(c)
-			}
-			if err != nil {
+			if err := e.verify(ctx, env, s); err != nil {
 				return fail(err)
 			}
 			if err := env.record(journal.StepDone, map[string]any{"took_ms": env.Now().Sub(start).Milliseconds(), "noop": true}); err != nil {
@@ -191,40 +174,23 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 		}
 		if s.Info.Confirm != ConfirmNone {
 			res, err := e.confirm(ctx, env, s, plan, digest)
-			if err != nil || res == resSkipped {
-				if err != nil {
-					return fail(err)
-				}
+			if err != nil {
+				return fail(err)
+			}
+			if res == resSkipped {
 				return res, nil
 			}
-		}
-		// Apply exactly what was shown: a plan changed after its approval
-		// (by anything in this process) is refused, not applied.
-		if s.Info.Confirm != ConfirmNone && plan.Digest() != digest {
-			return fail(fmt.Errorf("%w: the plan changed after it was approved (digest %.12s, approved %.12s); nothing of it was done", ErrNotApproved, plan.Digest(), digest))
+			// Apply exactly what was shown: a plan changed after its
+			// approval (by anything in this process) is refused.
+			if plan.Digest() != digest {
+				return fail(fmt.Errorf("%w: the plan changed after it was approved (digest %.12s, approved %.12s); nothing of it was done", ErrNotApproved, plan.Digest(), digest))
+			}
 		}
 		env.emit(Event{Kind: EvState, State: Running})
-		wctx, cancel := bounded()
-		err = s.Kind.Apply(wctx, env, plan)
+		err = e.apply(ctx, env, s, plan)
 		if errors.Is(err, ErrStalePlan) && attempt < maxReplans && ctx.Err() == nil {
-			cancel()
 			env.Logf("stale plan: %v — planning again from the cluster as it is now", err)
 			continue
-		}
-		if err != nil {
-			cancel()
-			if wctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-				err = fmt.Errorf("%w (the step's %s timeout passed; what was done is in the journal)", err, s.Info.Timeout)
-			}
-			return fail(err)
-		}
-		checks, err := s.Kind.Verify(wctx, env)
-		cancel()
-		for _, c := range checks {
-			env.Check(c)
-		}
-		if err == nil && !allOK(checks) {
-			err = fmt.Errorf("%w: %s", ErrCheckFailed, failedNames(checks))
 		}
 		if err != nil {
 			return fail(err)
@@ -235,6 +201,49 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 		env.emit(Event{Kind: EvState, State: Done, Text: fmt.Sprintf("done in %s", env.Now().Sub(start).Round(time.Millisecond))})
 		return resApplied, nil
 	}
+}
+
+// bounded is the context of a step's work: its timeout bounds Apply and
+// Verify, never the time the operator takes to read the plan and confirm.
+func bounded(ctx context.Context, s Step) (context.Context, context.CancelFunc) {
+	if s.Info.Timeout > 0 {
+		return context.WithTimeout(ctx, s.Info.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// apply runs the kind's Apply on plan, then its Verify, within the step's
+// timeout.
+func (e *engine) apply(ctx context.Context, env *Env, s Step, plan *Plan) error {
+	wctx, cancel := bounded(ctx, s)
+	defer cancel()
+	if err := s.Kind.Apply(wctx, env, plan); err != nil {
+		if wctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			err = fmt.Errorf("%w (the step's %s timeout passed; what was done is in the journal)", err, s.Info.Timeout)
+		}
+		return err
+	}
+	return e.checked(wctx, env, s)
+}
+
+// verify checks a no-op step's postconditions within its timeout.
+func (e *engine) verify(ctx context.Context, env *Env, s Step) error {
+	wctx, cancel := bounded(ctx, s)
+	defer cancel()
+	return e.checked(wctx, env, s)
+}
+
+// checked runs the kind's Verify and reports its checks; a failed check is
+// ErrCheckFailed.
+func (e *engine) checked(ctx context.Context, env *Env, s Step) error {
+	checks, err := s.Kind.Verify(ctx, env)
+	for _, c := range checks {
+		env.Check(c)
+	}
+	if err == nil && !allOK(checks) {
+		err = fmt.Errorf("%w: %s", ErrCheckFailed, failedNames(checks))
+	}
+	return err
 }
 
 // confirm asks the Approver and journals its answer; resApplied means go on.

@@ -197,11 +197,8 @@ type hostMoves struct {
 	actions []steps.Action
 }
 
-func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
-	man, err := loadManifest(env, k.o.Topic)
-	if err != nil {
-		return fmt.Errorf("quarantine manifest %s: %w", env.Artifact(artManifest), err)
-	}
+// byHost groups a plan's moves by broker, in plan order.
+func byHost(p *steps.Plan) ([]*hostMoves, error) {
 	var hosts []*hostMoves
 	for _, a := range p.Actions {
 		if a.Op != steps.OpMove {
@@ -209,7 +206,7 @@ func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 		}
 		mv, err := steps.ArgsOf[Move](a)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		i := slices.IndexFunc(hosts, func(h *hostMoves) bool { return h.broker == mv.Broker })
 		if i < 0 {
@@ -217,6 +214,30 @@ func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 			i = len(hosts) - 1
 		}
 		hosts[i].moves, hosts[i].actions = append(hosts[i].moves, mv), append(hosts[i].actions, a)
+	}
+	return hosts, nil
+}
+
+// quarantine is one wipe in progress: the manifest, and each move's
+// journal record waiting for its host to report it.
+type quarantine struct {
+	env  *steps.Env
+	mu   sync.Mutex // guards man, ends and the manifest file
+	man  *Manifest
+	ends map[string]func(error) error // broker/from -> its action's end
+	idx  map[string]int               // broker/from -> its index in man.Moves
+}
+
+func moveKey(b int32, from string) string { return fmt.Sprintf("%d/%s", b, from) }
+
+func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	man, err := loadManifest(env, k.o.Topic)
+	if err != nil {
+		return fmt.Errorf("quarantine manifest %s: %w", env.Artifact(artManifest), err)
+	}
+	hosts, err := byHost(p)
+	if err != nil {
+		return err
 	}
 	// Re-prove the topic's znodes are gone and every broker is down right
 	// before touching any disk.
@@ -232,70 +253,90 @@ func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 			return fmt.Errorf("%w: broker %d registered again before its segments were moved; nothing was moved", steps.ErrRefused, h.broker)
 		}
 	}
-	// Every move is in the manifest (as planned) before any command
-	// starts, and marked moved as soon as its host reports it.
-	var mu sync.Mutex // guards man and the manifest file
-	ends := map[string]func(error) error{}
-	idx := map[string]int{}
-	key := func(b int32, from string) string { return fmt.Sprintf("%d/%s", b, from) }
+	q := &quarantine{env: env, man: man, ends: map[string]func(error) error{}, idx: map[string]int{}}
+	if err := q.plan(hosts, p.Actions[0]); err != nil {
+		return err
+	}
+	// One SSH command per broker moves that broker's directories, brokers
+	// in parallel; each move is marked moved as soon as its host reports it.
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() { errs[i] = q.move(ctx, h) })
+	}
+	wg.Wait()
+	return q.finish(errors.Join(errs...))
+}
+
+// plan records every move in the manifest, as planned, and journals its
+// start, before any command runs.
+func (q *quarantine) plan(hosts []*hostMoves, save steps.Action) error {
+	env := q.env
 	for _, h := range hosts {
 		for i, mv := range h.moves {
 			mv.At = env.Now().UTC()
-			n := slices.IndexFunc(man.Moves, func(m Move) bool { return m.Broker == mv.Broker && m.From == mv.From })
+			n := slices.IndexFunc(q.man.Moves, func(m Move) bool { return m.Broker == mv.Broker && m.From == mv.From })
 			if n < 0 {
-				man.Moves = append(man.Moves, mv)
-				n = len(man.Moves) - 1
+				q.man.Moves = append(q.man.Moves, mv)
+				n = len(q.man.Moves) - 1
 			}
 			end, err := env.Begin(h.actions[i])
 			if err != nil {
 				return err
 			}
-			ends[key(h.broker, mv.From)], idx[key(h.broker, mv.From)] = end, n
+			q.ends[moveKey(h.broker, mv.From)], q.idx[moveKey(h.broker, mv.From)] = end, n
 		}
 	}
-	if err := env.Do(p.Actions[0], func() error { return atomicfile.WriteJSON(env.Artifact(artManifest), man) }); err != nil {
+	if err := env.Do(save, func() error { return atomicfile.WriteJSON(env.Artifact(artManifest), q.man) }); err != nil {
 		return fmt.Errorf("write manifest %s before moving: %w; nothing was moved", env.Artifact(artManifest), err)
 	}
-	errs := make([]error, len(hosts))
-	var wg sync.WaitGroup
-	for hi, h := range hosts {
-		wg.Go(func() {
-			host, _ := env.Target.Host(h.broker)
-			label := fmt.Sprintf("broker %d (%s)", h.broker, host.Host)
-			err := env.Hosts.Run(ctx, h.broker, shell.Script(moveScript(h.moves)), func(l ports.Line) {
-				env.Output(label, l)
-				for _, prefix := range []string{"moved ", "in quarantine: "} {
-					rest, ok := strings.CutPrefix(l.Text, prefix)
-					if !ok {
-						continue
-					}
-					from, _, _ := strings.Cut(rest, " -> ")
-					mu.Lock()
-					if end, ok := ends[key(h.broker, from)]; ok {
-						man.Moves[idx[key(h.broker, from)]].State = "moved"
-						delete(ends, key(h.broker, from))
-						_ = end(nil)
-						_ = atomicfile.WriteJSON(env.Artifact(artManifest), man)
-					}
-					mu.Unlock()
-				}
-			})
-			if err != nil {
-				errs[hi] = fmt.Errorf("moving directories on broker %d: %w", h.broker, err)
+	return nil
+}
+
+// move runs one host's moves and records each as its host reports it.
+func (q *quarantine) move(ctx context.Context, h *hostMoves) error {
+	env := q.env
+	host, _ := env.Target.Host(h.broker)
+	label := fmt.Sprintf("broker %d (%s)", h.broker, host.Host)
+	err := env.Hosts.Run(ctx, h.broker, shell.Script(moveScript(h.moves)), func(l ports.Line) {
+		env.Output(label, l)
+		for _, prefix := range []string{"moved ", "in quarantine: "} {
+			rest, ok := strings.CutPrefix(l.Text, prefix)
+			if !ok {
+				continue
 			}
-		})
+			from, _, _ := strings.Cut(rest, " -> ")
+			q.mu.Lock()
+			if end, ok := q.ends[moveKey(h.broker, from)]; ok {
+				q.man.Moves[q.idx[moveKey(h.broker, from)]].State = "moved"
+				delete(q.ends, moveKey(h.broker, from))
+				_ = end(nil)
+				_ = atomicfile.WriteJSON(env.Artifact(artManifest), q.man)
+			}
+			q.mu.Unlock()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("moving directories on broker %d: %w", h.broker, err)
 	}
-	wg.Wait()
-	// A move whose command failed before it reported is journaled as not
-	// done; its outcome is settled by the manifest's reconciliation.
-	for k, end := range ends {
-		_ = end(fmt.Errorf("%s: not reported moved: %w", k, errors.Join(errs...)))
+	return nil
+}
+
+// finish journals the moves no host reported (their outcome is settled by
+// the manifest's reconciliation) and writes the manifest once more.
+func (q *quarantine) finish(err error) error {
+	why := err
+	if why == nil {
+		why = errors.New("its host did not report it")
 	}
-	if err := atomicfile.WriteJSON(env.Artifact(artManifest), man); err != nil {
-		return err
+	for key, end := range q.ends {
+		_ = end(fmt.Errorf("%s: not reported moved: %w", key, why))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w (what was moved is marked in %s)", err, env.Artifact(artManifest))
+	if werr := atomicfile.WriteJSON(q.env.Artifact(artManifest), q.man); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return fmt.Errorf("%w (what was moved is marked in %s)", err, q.env.Artifact(artManifest))
 	}
 	return nil
 }

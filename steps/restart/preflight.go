@@ -43,104 +43,142 @@ func (k *preflight) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, 
 	return checks, err
 }
 
+// looking is one preflight's reading of the cluster.
+type looking struct {
+	env    *steps.Env
+	p      *steps.Plan
+	checks []steps.Check
+	prior  *Facts
+	f      Facts
+}
+
+func (g *looking) refuse(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", steps.ErrRefused, fmt.Sprintf(format, a...))
+}
+
 func (k *preflight) look(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
-	zk := env.ZK
-	p := &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at cluster %s", env.Target.Name)}
-	var checks []steps.Check
-	refuse := func(format string, a ...any) (*steps.Plan, []steps.Check, error) {
-		return p, checks, fmt.Errorf("%w: %s", steps.ErrRefused, fmt.Sprintf(format, a...))
-	}
-	var prior *Facts
+	g := &looking{env: env, p: &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at cluster %s", env.Target.Name)},
+		f: Facts{Sessions: map[int32]int64{}}}
 	var pf Facts
 	if ok, err := env.Load(factsKey, &pf); err != nil {
-		return p, nil, err
+		return g.p, nil, err
 	} else if ok {
-		prior = &pf
+		g.prior = &pf
 	}
+	for _, phase := range []func(context.Context) error{g.chroot, g.brokers, g.reachable, g.health} {
+		if err := phase(ctx); err != nil {
+			return g.p, g.checks, err
+		}
+	}
+	if err := env.Save(factsKey, g.f); err != nil {
+		return g.p, g.checks, err
+	}
+	return g.p, g.checks, nil
+}
+
+// chroot refuses a chroot that is not a Kafka cluster's, a migration to
+// KRaft under way, and another cluster than the one the run started on.
+func (g *looking) chroot(ctx context.Context) error {
+	zk := g.env.ZK
 	chroot := zk.Chroot()
 	if chroot == "" {
 		chroot = "(no chroot)"
 	}
 	for _, need := range []string{kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath} {
 		if ok, _, err := zk.Exists(ctx, need); err != nil {
-			return p, checks, fmt.Errorf("ZooKeeper %s: %w", env.Target.ZKConnect, err)
+			return fmt.Errorf("ZooKeeper %s: %w", g.env.Target.ZKConnect, err)
 		} else if !ok {
-			return refuse("ZooKeeper chroot %s has no %s: this is not the Kafka cluster's chroot. Check zookeeper.connect in the inventory against the brokers' server.properties; nothing was changed", chroot, need)
+			return g.refuse("ZooKeeper chroot %s has no %s: this is not the Kafka cluster's chroot. Check zookeeper.connect in the inventory against the brokers' server.properties; nothing was changed", chroot, need)
 		}
 	}
 	if ok, _, err := zk.Exists(ctx, kafkazk.MigrationPath); err != nil {
-		return p, checks, err
+		return err
 	} else if ok {
-		return refuse("%s%s exists: the cluster is migrating from ZooKeeper to KRaft, whose brokers are rolled by the migration's own phases. Nothing was changed", zk.Chroot(), kafkazk.MigrationPath)
+		return g.refuse("%s%s exists: the cluster is migrating from ZooKeeper to KRaft, whose brokers are rolled by the migration's own phases. Nothing was changed", zk.Chroot(), kafkazk.MigrationPath)
 	}
-	checks = append(checks, steps.Check{Name: "ZooKeeper chroot is a Kafka cluster", OK: true, Detail: fmt.Sprintf("%s has %s and %s, no %s", chroot, kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath, kafkazk.MigrationPath)})
-	f := Facts{Sessions: map[int32]int64{}}
+	g.checks = append(g.checks, steps.Check{Name: "ZooKeeper chroot is a Kafka cluster", OK: true, Detail: fmt.Sprintf("%s has %s and %s, no %s", chroot, kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath, kafkazk.MigrationPath)})
 	if b, _, err := zk.Get(ctx, kafkazk.ClusterIDPath); err == nil {
 		var cid struct {
 			ID string `json:"id"`
 		}
 		if json.Unmarshal(b, &cid) == nil {
-			f.ClusterID = cid.ID
+			g.f.ClusterID = cid.ID
 		}
 	}
-	if prior != nil && prior.ClusterID != "" && f.ClusterID != prior.ClusterID {
-		return refuse("this run started on the cluster with id %s, but %s%s now says %q: the inventory points at another cluster. Nothing was changed; check the inventory (%s)", prior.ClusterID, zk.Chroot(), kafkazk.ClusterIDPath, f.ClusterID, env.Inventory())
+	if g.prior != nil && g.prior.ClusterID != "" && g.f.ClusterID != g.prior.ClusterID {
+		return g.refuse("this run started on the cluster with id %s, but %s%s now says %q: the inventory points at another cluster. Nothing was changed; check the inventory (%s)", g.prior.ClusterID, zk.Chroot(), kafkazk.ClusterIDPath, g.f.ClusterID, g.env.Inventory())
 	}
+	return nil
+}
+
+// brokers records the registrations and their sessions, and refuses a
+// registered broker the inventory does not know.
+func (g *looking) brokers(ctx context.Context) error {
+	zk := g.env.ZK
 	reg, err := brokers.Registered(ctx, zk)
 	if err != nil {
-		return p, checks, err
+		return err
 	}
 	ctrl, err := brokers.Controller(ctx, zk)
 	if err != nil {
-		return p, checks, err
+		return err
 	}
-	f.Registered, f.Controller = reg, ctrl
-	inv := brokers.HostIDs(env.Target)
+	g.f.Registered, g.f.Controller = reg, ctrl
+	inv := brokers.HostIDs(g.env.Target)
 	for _, id := range reg {
 		if !slices.Contains(inv, id) {
-			return refuse("broker %d is registered in ZooKeeper but not in the inventory: kremedy could not restart it, and it would keep its stale metadata. Add it to the inventory; nothing was changed", id)
+			return g.refuse("broker %d is registered in ZooKeeper but not in the inventory: kremedy could not restart it, and it would keep its stale metadata. Add it to the inventory; nothing was changed", id)
 		}
 		_, session, _, err := brokers.Registration(ctx, zk, id)
 		if err != nil {
-			return p, checks, err
+			return err
 		}
-		f.Sessions[id] = session
+		g.f.Sessions[id] = session
 	}
-	if prior != nil {
-		f.Sessions = prior.Sessions // the first attempt's: what "restarted" is measured against
+	if g.prior != nil {
+		g.f.Sessions = g.prior.Sessions // the first attempt's: what "restarted" is measured against
 	}
-	p.Facts = append(p.Facts, fmt.Sprintf("brokers registered %s of inventory %s; controller %d", brokers.I32s(reg), brokers.I32s(inv), ctrl))
+	g.p.Facts = append(g.p.Facts, fmt.Sprintf("brokers registered %s of inventory %s; controller %d", brokers.I32s(reg), brokers.I32s(inv), ctrl))
 	for _, id := range inv {
 		if !slices.Contains(reg, id) {
-			p.Notes = append(p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed): a rolling restart starts from a cluster with every broker up", id))
+			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed): a rolling restart starts from a cluster with every broker up", id))
 		}
 	}
+	return nil
+}
+
+// reachable proves every broker host answers over SSH with a verified key.
+func (g *looking) reachable(ctx context.Context) error {
+	inv := brokers.HostIDs(g.env.Target)
 	var unreachable []string
-	for i, err := range brokers.EachID(inv, func(id int32) error { return env.Hosts.Check(ctx, id) }) {
+	for i, err := range brokers.EachID(inv, func(id int32) error { return g.env.Hosts.Check(ctx, id) }) {
 		if err != nil {
 			unreachable = append(unreachable, fmt.Sprintf("broker %d: %v", inv[i], err))
 		}
 	}
 	if len(unreachable) > 0 {
-		return refuse("kremedy must reach every broker host over SSH before it stops one: %s. Nothing was changed", strings.Join(unreachable, "; "))
+		return g.refuse("kremedy must reach every broker host over SSH before it stops one: %s. Nothing was changed", strings.Join(unreachable, "; "))
 	}
-	checks = append(checks, steps.Check{Name: "every broker host reachable over SSH with a verified host key", OK: true, Detail: fmt.Sprintf("%d hosts", len(inv))})
-	health := brokers.Gate{Want: inv, Rolling: true, Pending: inv}.Check(ctx, env.Cluster)
+	g.checks = append(g.checks, steps.Check{Name: "every broker host reachable over SSH with a verified host key", OK: true, Detail: fmt.Sprintf("%d hosts", len(inv))})
+	return nil
+}
+
+// health says how healthy the cluster is now.
+func (g *looking) health(ctx context.Context) error {
+	inv := brokers.HostIDs(g.env.Target)
 	healthy := true
-	for _, c := range health {
-		p.Facts = append(p.Facts, fmt.Sprintf("now: %s: %s", c.Name, okWord(c.OK, c.Detail)))
+	for _, c := range (brokers.Gate{Want: inv, Rolling: true, Pending: inv}).Check(ctx, g.env.Cluster) {
+		g.p.Facts = append(g.p.Facts, fmt.Sprintf("now: %s: %s", c.Name, okWord(c.OK, c.Detail)))
 		healthy = healthy && c.OK
 	}
+	name := g.env.Target.Name
 	if healthy {
-		p.Summary = fmt.Sprintf("cluster %s is healthy: every broker registered, a controller, no offline or under-replicated partition", env.Target.Name)
+		g.p.Summary = fmt.Sprintf("cluster %s is healthy: every broker registered, a controller, no offline or under-replicated partition", name)
 	} else {
-		p.Summary = fmt.Sprintf("cluster %s is not healthy now: the roll refuses any broker whose stop would leave a partition offline or below min.insync.replicas, and waits for health between brokers", env.Target.Name)
+		g.p.Summary = fmt.Sprintf("cluster %s is not healthy now: the roll refuses any broker whose stop would leave a partition offline or below min.insync.replicas, and waits for health between brokers", name)
 	}
-	checks = append(checks, steps.Check{Name: "cluster state recorded", OK: true, Detail: p.Summary})
-	if err := env.Save(factsKey, f); err != nil {
-		return p, checks, err
-	}
-	return p, checks, nil
+	g.checks = append(g.checks, steps.Check{Name: "cluster state recorded", OK: true, Detail: g.p.Summary})
+	return nil
 }
 
 func okWord(ok bool, detail string) string {

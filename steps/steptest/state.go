@@ -29,7 +29,6 @@ func readState(ctx context.Context, zk ports.ZooKeeper, only []string) (*kafkazk
 		}
 	}
 	st := &kafkazk.ClusterState{Controller: -1, Topics: map[string]*kafkazk.TopicState{}}
-	full := func(p string) string { return zk.Chroot() + p }
 	list := func(p string) ([]string, error) {
 		kids, err := zk.Children(ctx, p)
 		st.Reads++
@@ -38,33 +37,12 @@ func readState(ctx context.Context, zk ports.ZooKeeper, only []string) (*kafkazk
 		}
 		return kids, nil
 	}
-	ids, err := list(kafkazk.BrokerIDsPath)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range ids {
-		n, err := strconv.ParseInt(k, 10, 32)
-		if err != nil {
-			st.Errs = append(st.Errs, fmt.Errorf("%s/%s: %w: not a broker id", kafkazk.BrokerIDsPath, k, kafkazk.ErrCorrupt))
-			st.Brokers = nil
-			break
-		}
-		st.Brokers = append(st.Brokers, int32(n))
-	}
-	slices.Sort(st.Brokers)
-	st.Reads++
-	if b, _, err := zk.Get(ctx, kafkazk.ControllerPath); err == nil {
-		var c kafkazk.ControllerZNode
-		if err := kafkazk.DecodeZNode(full(kafkazk.ControllerPath), b, &c); err != nil {
-			st.Errs = append(st.Errs, err)
-		} else {
-			st.Controller = c.BrokerID
-		}
-	} else if !zk.IsNoNode(err) {
+	if err := readCluster(ctx, zk, st, list); err != nil {
 		return nil, err
 	}
 	var lists [3][]string
 	for i, p := range []string{kafkazk.TopicsPath, kafkazk.ConfigTopicsPath, kafkazk.DeleteTopicsPath} {
+		var err error
 		if lists[i], err = list(p); err != nil {
 			return nil, err
 		}
@@ -86,7 +64,7 @@ func readState(ctx context.Context, zk ports.ZooKeeper, only []string) (*kafkazk
 		}
 		ts.PendingDelete = slices.Contains(deletes, n)
 		if !slices.Contains(topicList, n) {
-			ts.Errs = append(ts.Errs, fmt.Errorf("%s: %w: no topic znode", full(kafkazk.TopicPath(n)), kafkazk.ErrMissing))
+			ts.Errs = append(ts.Errs, fmt.Errorf("%s: %w: no topic znode", zk.Chroot()+kafkazk.TopicPath(n), kafkazk.ErrMissing))
 			continue
 		}
 		if err := readTopic(ctx, zk, st, ts); err != nil {
@@ -104,6 +82,38 @@ func readState(ctx context.Context, zk ports.ZooKeeper, only []string) (*kafkazk
 	}
 	kafkazk.SortErrs(st.Errs)
 	return st, nil
+}
+
+// readCluster reads the registered brokers and the controller.
+func readCluster(ctx context.Context, zk ports.ZooKeeper, st *kafkazk.ClusterState, list func(string) ([]string, error)) error {
+	ids, err := list(kafkazk.BrokerIDsPath)
+	if err != nil {
+		return err
+	}
+	for _, k := range ids {
+		n, err := strconv.ParseInt(k, 10, 32)
+		if err != nil {
+			st.Errs = append(st.Errs, fmt.Errorf("%s/%s: %w: not a broker id", kafkazk.BrokerIDsPath, k, kafkazk.ErrCorrupt))
+			st.Brokers = nil
+			break
+		}
+		st.Brokers = append(st.Brokers, int32(n))
+	}
+	slices.Sort(st.Brokers)
+	st.Reads++
+	b, _, err := zk.Get(ctx, kafkazk.ControllerPath)
+	switch {
+	case err == nil:
+		var c kafkazk.ControllerZNode
+		if err := kafkazk.DecodeZNode(zk.Chroot()+kafkazk.ControllerPath, b, &c); err != nil {
+			st.Errs = append(st.Errs, err)
+		} else {
+			st.Controller = c.BrokerID
+		}
+	case !zk.IsNoNode(err):
+		return err
+	}
+	return nil
 }
 
 func readTopic(ctx context.Context, zk ports.ZooKeeper, st *kafkazk.ClusterState, ts *kafkazk.TopicState) error {
@@ -188,48 +198,7 @@ func StateConformance(t *testing.T, zk StateZK) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	put := func(p, data string) {
-		t.Helper()
-		var b []byte
-		if data != "" {
-			b = []byte(data)
-		}
-		if err := zk.Create(ctx, p, b, nil); err != nil {
-			t.Fatalf("create %s: %v", p, err)
-		}
-	}
-	for _, p := range []string{"/brokers", "/brokers/ids", "/brokers/topics", "/config", "/config/topics", "/admin", "/admin/delete_topics"} {
-		put(p, "")
-	}
-	put("/brokers/ids/2", `{"version":5,"host":"b2","port":9092}`)
-	put("/brokers/ids/1", `{"version":5,"host":"b1","port":9092}`)
-	put("/controller", `{"version":2,"brokerid":2,"timestamp":"1"}`)
-	topic := func(name, data string, states map[int32]string) {
-		put(kafkazk.TopicPath(name), data)
-		if states == nil {
-			return
-		}
-		put(kafkazk.TopicPath(name)+"/partitions", "")
-		for p, s := range states {
-			put(fmt.Sprintf("%s/partitions/%d", kafkazk.TopicPath(name), p), "")
-			if s != "" {
-				put(kafkazk.PartitionStatePath(name, p), s)
-			}
-		}
-	}
-	const state = `{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":4,"isr":[1,2]}`
-	topic("ok", `{"version":3,"partitions":{"0":[1,2],"1":[2,1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"}`, map[int32]string{0: state, 1: state})
-	put(kafkazk.ConfigTopicPath("ok"), `{"version":1,"config":{"retention.ms":"1000"}}`)
-	topic("corrupt", `{"version":3,"partitions":`, nil)
-	topic("badkey", `{"version":3,"partitions":{"x":[1]},"topic_id":"BBBBBBBBBBBBBBBBBBBBBB"}`, nil)
-	topic("nostate", `{"version":3,"partitions":{"0":[1],"1":[2]}}`, map[int32]string{0: state, 1: ""})
-	topic("badstate", `{"version":3,"partitions":{"0":[1]}}`, map[int32]string{0: "nope"})
-	topic("pending", `{"version":3,"partitions":{"0":[1]}}`, map[int32]string{0: state})
-	put(kafkazk.DeleteTopicPath("pending"), "")
-	put(kafkazk.ConfigTopicPath("orphan"), `{"version":1,"config":{}}`)
-	put(kafkazk.DeleteTopicPath("orphan"), "")
-	put(kafkazk.ConfigTopicPath("badcfg"), `{`)
-
+	seedStates(t, ctx, zk)
 	st, err := zk.ReadState(ctx)
 	if err != nil {
 		t.Fatalf("ReadState: %v", err)
@@ -310,4 +279,52 @@ func StateConformance(t *testing.T, zk StateZK) {
 	if _, err := zk.ReadState(ctx, "../../etc"); !errors.Is(err, kafkazk.ErrInvalidTopic) {
 		t.Errorf("ReadState of a hostile name: %v, want ErrInvalidTopic", err)
 	}
+}
+
+// seedStates writes, under zk's chroot, every shape of topic state
+// StateConformance reads back.
+func seedStates(t *testing.T, ctx context.Context, zk StateZK) {
+	t.Helper()
+	put := func(p, data string) {
+		t.Helper()
+		var b []byte
+		if data != "" {
+			b = []byte(data)
+		}
+		if err := zk.Create(ctx, p, b, nil); err != nil {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+	for _, p := range []string{"/brokers", "/brokers/ids", "/brokers/topics", "/config", "/config/topics", "/admin", "/admin/delete_topics"} {
+		put(p, "")
+	}
+	put("/brokers/ids/2", `{"version":5,"host":"b2","port":9092}`)
+	put("/brokers/ids/1", `{"version":5,"host":"b1","port":9092}`)
+	put("/controller", `{"version":2,"brokerid":2,"timestamp":"1"}`)
+	topic := func(name, data string, states map[int32]string) {
+		put(kafkazk.TopicPath(name), data)
+		if states == nil {
+			return
+		}
+		put(kafkazk.TopicPath(name)+"/partitions", "")
+		for p, s := range states {
+			put(fmt.Sprintf("%s/partitions/%d", kafkazk.TopicPath(name), p), "")
+			if s != "" {
+				put(kafkazk.PartitionStatePath(name, p), s)
+			}
+		}
+	}
+	const state = `{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":4,"isr":[1,2]}`
+	topic("ok", `{"version":3,"partitions":{"0":[1,2],"1":[2,1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"}`, map[int32]string{0: state, 1: state})
+	put(kafkazk.ConfigTopicPath("ok"), `{"version":1,"config":{"retention.ms":"1000"}}`)
+	topic("corrupt", `{"version":3,"partitions":`, nil)
+	topic("badkey", `{"version":3,"partitions":{"x":[1]},"topic_id":"BBBBBBBBBBBBBBBBBBBBBB"}`, nil)
+	topic("nostate", `{"version":3,"partitions":{"0":[1],"1":[2]}}`, map[int32]string{0: state, 1: ""})
+	topic("badstate", `{"version":3,"partitions":{"0":[1]}}`, map[int32]string{0: "nope"})
+	topic("pending", `{"version":3,"partitions":{"0":[1]}}`, map[int32]string{0: state})
+	put(kafkazk.DeleteTopicPath("pending"), "")
+	put(kafkazk.ConfigTopicPath("orphan"), `{"version":1,"config":{}}`)
+	put(kafkazk.DeleteTopicPath("orphan"), "")
+	put(kafkazk.ConfigTopicPath("badcfg"), `{`)
+
 }
