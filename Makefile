@@ -35,8 +35,8 @@ FUZZTIME ?= 30000x
 FUZZ_TARGETS := \
 	./runbooks:FuzzParse \
 	./inventory:FuzzParse \
-	./steps:FuzzDecodeZNodes \
-	./steps:FuzzValidateTopic \
+	./steps/kafkazk:FuzzDecodeZNodes \
+	./steps/kafkazk:FuzzValidateTopic \
 	./steps/journal:FuzzRead \
 	./steps/segments:FuzzParseDir \
 	./steps/segments:FuzzParsePartitionMetadata \

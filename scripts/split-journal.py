@@ -22,7 +22,7 @@ for path in sys.argv[1:]:
     for r in recs:
         if r["type"] == "step-done":
             steps[r["step"]] = r["data"]["took_ms"] / 1000
-        if r["type"] == "action-end" and r.get("step") == "verify" and r["data"]["action"]["kind"] in ("kafka", "wait"):
+        if r["type"] == "action-end" and r.get("step") == "verify" and r["data"]["action"]["op"] in ("kafka", "wait"):
             kafka += r["data"]["took_ms"] / 1000
     brokers = steps.get("stop-brokers", 0) + steps.get("start-brokers", 0)
     other = total - brokers
