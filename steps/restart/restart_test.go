@@ -156,6 +156,7 @@ func TestRollResumesWithoutRestartingTwice(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, nil)
+			shrinkOnStop(f)
 			ctx, cancel := context.WithCancel(context.Background())
 			f.s.AfterRecord(func(typ, step string) {
 				if typ != "action-end" || step != "roll" {
@@ -188,6 +189,24 @@ func TestRollResumesWithoutRestartingTwice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shrinkOnStop makes the fake controller do what the real one does when
+// a broker stops: take it out of every ISR (and back in once it runs).
+func shrinkOnStop(f *fixture) {
+	isr := func() {
+		var up []string
+		for _, b := range []int32{1, 2, 3} {
+			if f.Hosts.Running[b] {
+				up = append(up, fmt.Sprint(b))
+			}
+		}
+		for p := 0; p < 3; p++ {
+			f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", int32(p)), fmt.Sprintf(`{"controller_epoch":7,"leader":%s,"version":1,"leader_epoch":1,"isr":[%s]}`, up[0], strings.Join(up, ",")))
+		}
+	}
+	f.Hosts.OnStop = func(int32) { isr() }
+	f.Hosts.OnStart = func(int32) { isr() }
 }
 
 // history lists the ids of the roll's actions that ended, from the journal.
@@ -226,4 +245,24 @@ func TestRollGateNamesStaleTopics(t *testing.T) {
 			t.Fatalf("the roll went on after a failed gate: %v", got)
 		}
 	})
+}
+
+// TestRollRefusesABrokerDownAgain: a broker this run restarted that is
+// down again is not started (or restarted) a second time: the resume
+// refuses and says why.
+func TestRollRefusesABrokerDownAgain(t *testing.T) {
+	f := newFixture(t, nil)
+	if out := f.run(context.Background()); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	f.Hosts.Running[1] = false
+	f.ZK.Remove("/brokers/ids/1")
+	n := len(f.restarts())
+	out := f.run(context.Background())
+	if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "broker 1 was restarted by this run and is down again") {
+		t.Fatalf("want a refusal naming broker 1, got %v", out.Err)
+	}
+	if got := f.restarts(); len(got) != n {
+		t.Fatalf("commands ran: %v", got[n:])
+	}
 }

@@ -43,6 +43,7 @@ const (
 	unitStart                 // this run stopped it: start, then the gate
 	unitFull                  // still the process the roll began with
 	unitUntouched             // down, and not by this run: refused
+	unitDownAgain             // restarted by this run, down again: refused
 )
 
 // brokerArgs name the broker an action is about.
@@ -105,8 +106,10 @@ func (k *roll) state(ctx context.Context, env *steps.Env, f *Facts, ids []int32)
 		stopped, _ := did(fmt.Sprintf("stop-%d", id))
 		_, gated := did(fmt.Sprintf("gate-%d", id))
 		switch {
-		case gated && registered && session != f.Sessions[id]:
+		case gated && registered:
 			out[id] = unitDone
+		case gated:
+			out[id] = unitDownAgain
 		case registered && session != f.Sessions[id]:
 			out[id] = unitGate
 		case registered:
@@ -162,12 +165,21 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		return nil, err
 	}
 	p := &steps.Plan{Summary: fmt.Sprintf("restart brokers %s one at a time, the controller (%d) last: each stopped with its own command, started again, and the cluster healthy before the next", brokers.I32s(ids), ctrl)}
+	// A broker this run stopped and has not started yet (a resume) makes
+	// the others' ISRs short until it is back: their stops are then
+	// checked right before each (the safe-N action), not here.
+	restoring := slices.ContainsFunc(ids, func(id int32) bool { return left[id] == unitStart || left[id] == unitGate })
 	var refusals []string
 	for _, id := range ids {
 		switch left[id] {
 		case unitUntouched:
 			refusals = append(refusals, fmt.Sprintf("broker %d is down (not registered) and this run did not stop it: start it first (its start command, or `kremedy lab broker start %d` on a lab); a rolling restart begins with every broker up", id, id))
+		case unitDownAgain:
+			refusals = append(refusals, fmt.Sprintf("broker %d was restarted by this run and is down again: read its server log, start it, then resume (it is not restarted again)", id))
 		case unitFull:
+			if restoring {
+				continue
+			}
 			if rs := risks(id); len(rs) > 0 {
 				refusals = append(refusals, fmt.Sprintf("stopping broker %d now is not safe: %s", id, brokers.Summarize(rs)))
 			}

@@ -45,7 +45,10 @@ type Hosts struct {
 	Unreachable map[int32]error
 	// OnStart, if set, runs after a broker's start command (the cluster
 	// as that broker finds it).
-	OnStart  func(broker int32)
+	OnStart func(broker int32)
+	// OnStop, if set, runs after a broker's stop command (the controller
+	// shrinking the ISRs it was in, say).
+	OnStop   func(broker int32)
 	Commands []string
 	// session numbers the brokers' ZooKeeper sessions: every start
 	// registers under a new one, as a new broker process does.
@@ -161,6 +164,9 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(ports.
 		h.Running[broker] = false
 		h.zk.Remove(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, broker))
 		emit("stopped")
+		if h.OnStop != nil {
+			h.OnStop(broker)
+		}
 		return nil
 	case cmd == b.Start:
 		h.Running[broker] = true
