@@ -24,7 +24,7 @@ func (s *Session) writeReport(out Outcome) error {
 		mode = "LAB"
 	}
 	fmt.Fprintf(&b, "# kremedy run %s\n\n", m.ID)
-	fmt.Fprintf(&b, "- runbook: `%s`, %s: `%s`, cluster: %s (%s)\n", m.Runbook, rb.Confirm.Noun, rb.Confirm.Word, m.Cluster, mode)
+	fmt.Fprintf(&b, "- runbook: `%s` on %s (%s)\n", m.Runbook, rb.Confirm.Subject(m.Cluster), mode)
 	fmt.Fprintf(&b, "- inventory: `%s`\n- run directory: `%s`\n", m.Inventory, dir)
 	switch {
 	case out.Err == nil:

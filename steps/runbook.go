@@ -2,6 +2,7 @@ package steps
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,16 @@ type Runbook struct {
 type Confirmation struct {
 	Word string // what the operator types
 	Noun string // what it is: "topic", "cluster"
+}
+
+// Subject says what a run acts on, for a header or a report line: the
+// cluster, and the confirmation word when it is not the cluster's name
+// (`topic "orders" on cluster lab`, or `cluster lab`).
+func (c Confirmation) Subject(cluster string) string {
+	if c.Noun == "cluster" && c.Word == cluster || c.Word == "" {
+		return "cluster " + cluster
+	}
+	return fmt.Sprintf("%s %q on cluster %s", c.Noun, c.Word, cluster)
 }
 
 // Artifact is a file a run writes: a backup, a manifest, saved state.

@@ -75,7 +75,7 @@ func Create(dir string, rb *Runbook, meta Meta) (*Session, error) {
 	s := &Session{j: j, run: &run{meta: meta, rb: rb, dir: dir, rec: &recorder{j: j}}}
 	if err := s.run.rec.append(journal.RunStart, "", meta); err != nil {
 		j.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w; %w", err, ErrNothingDone)
 	}
 	return s, nil
 }
@@ -217,8 +217,8 @@ func (s *Session) Run(ctx context.Context, c ports.Cluster, a Approver, rep Repo
 
 	s.run.rec.setReporter(rep)
 	defer s.run.rec.setReporter(nil)
-	if attempts := s.attempts(); attempts > 0 {
-		_ = s.run.rec.append(journal.Note, "", map[string]string{"text": fmt.Sprintf("attempt %d: continuing from the journal", attempts+1)})
+	if s.Resumed() {
+		_ = s.run.rec.append(journal.Note, "", map[string]string{"text": fmt.Sprintf("continuing from the journal (%d records): finished steps are re-checked, not re-done", len(s.run.rec.records()))})
 	}
 	e := &engine{run: s.run, cluster: c, approver: a}
 	out, err := e.walk(ctx)
@@ -230,15 +230,15 @@ func (s *Session) Run(ctx context.Context, c ports.Cluster, a Approver, rep Repo
 	return out
 }
 
-// attempts counts the walks the journal holds (steps started at least once).
-func (s *Session) attempts() int {
-	n := 0
+// Resumed reports whether an earlier attempt of the run started a step
+// (it may have been killed without a word in the journal).
+func (s *Session) Resumed() bool {
 	for _, rec := range s.run.rec.records() {
-		if rec.Type == journal.RunEnd || rec.Type == journal.Interrupted {
-			n++
+		if rec.Type == journal.StepStart {
+			return true
 		}
 	}
-	return n
+	return false
 }
 
 func (s *Session) notDone(out Outcome) []string {

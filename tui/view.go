@@ -196,7 +196,10 @@ func (m *Model) titleRule(title string, w int, active bool) string {
 func (m *Model) headerLines(w int) []string {
 	st := m.st
 	badge := st.Badge[m.o.Mode].Render(" " + strings.ToUpper(m.o.Mode.String()) + " ")
-	left := badge + " " + st.Header.Render(m.o.Cluster) + st.HeaderFaint.Render(" · "+m.o.Confirm.Noun+" ") + st.Header.Render(m.o.Confirm.Word)
+	left := badge + " " + st.Header.Render(m.o.Cluster)
+	if c := m.o.Confirm; !(c.Noun == "cluster" && c.Word == m.o.Cluster) {
+		left += st.HeaderFaint.Render(" · "+c.Noun+" ") + st.Header.Render(c.Word)
+	}
 	if m.o.Runbook != "" {
 		left += st.HeaderFaint.Render(" · " + m.o.Runbook)
 	}

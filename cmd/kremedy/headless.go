@@ -34,7 +34,7 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) err
 		fmt.Fprintf(w, "KREMEDY_FAULT=%s: faults will be injected into this lab run\n", os.Getenv(faultEnv))
 	}
 	defer journalSession(cl, s)()
-	fmt.Fprintf(w, "run %s: %s on %s %q, cluster %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, rb.Confirm.Noun, rb.Confirm.Word, meta.Cluster, modeName(meta.Lab), s.Dir())
+	fmt.Fprintf(w, "run %s: %s on %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, rb.Confirm.Subject(meta.Cluster), modeName(meta.Lab), s.Dir())
 	start := time.Now()
 	out := s.Run(ctx, cl.ports, headlessApprover{w: w, yes: f.yes, confirm: f.confirm}, p)
 	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v (%.1fs)\nreport: %s\n", out.Done, out.NoOp, out.Skipped, time.Since(start).Seconds(), s.ReportPath())

@@ -147,7 +147,7 @@ func TestRollingRestartLab(t *testing.T) {
 		if got := stops(t, run); len(got) != 3 || got[1] != 1 || got[2] != 1 || got[3] != 1 {
 			t.Errorf("stops per broker %v, want each broker once", got)
 		}
-		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !strings.Contains(string(b), "runbook: `rolling-restart`, cluster: `kremedy-lab`") || !strings.Contains(string(b), "outcome: **finished**") {
+		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !strings.Contains(string(b), "- runbook: `rolling-restart` on cluster kremedy-lab (LAB)\n") || !strings.Contains(string(b), "outcome: **finished**") {
 			t.Fatalf("report: %v\n%s", err, b)
 		}
 		// Nothing acknowledged was lost.

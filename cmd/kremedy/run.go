@@ -97,7 +97,7 @@ func newPlanCmd() *cobra.Command {
 			}
 			defer cl.Close()
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "plan of %s for %s %q on %s (%s) — nothing is changed\n", rb.Name, rb.Confirm.Noun, rb.Confirm.Word, inv.Name, modeName(inv.Lab))
+			fmt.Fprintf(w, "plan of %s on %s (%s) — nothing is changed\n", rb.Name, rb.Confirm.Subject(inv.Name), modeName(inv.Lab))
 			meta := steps.NewMeta(rb, inv.Path, inv.Name, inv.Lab, version, time.Now())
 			for i, p := range steps.Preview(cmd.Context(), rb, meta, cl.ports) {
 				if p.Err != nil {

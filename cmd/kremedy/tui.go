@@ -71,7 +71,7 @@ func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bo
 		by += " (" + u.Username + ")"
 	}
 	var resume *tui.Resume
-	if p := s.Progress(); offer || len(p.Done)+len(p.Skipped) > 0 || p.Stopped != "" {
+	if p := s.Progress(); offer || s.Resumed() {
 		resume = &tui.Resume{Ask: offer, ID: meta.ID, Started: meta.Started, Done: p.Done, Skipped: p.Skipped, Stopped: p.Stopped, Records: p.Records}
 	}
 	// start is called by the UI once, then again (never concurrently) for
@@ -124,7 +124,7 @@ func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bo
 		fmt.Fprintf(w, "run %s in %s was left as it was; nothing was done.\n  resume: %s\n", meta.ID, s.Dir(), s.ResumeCommand(false))
 		return &exitError{exitInterrupted, err}
 	}
-	fmt.Fprintf(w, "run %s: %s %q, cluster %s (%s), run directory %s\n", meta.ID, rb.Confirm.Noun, rb.Confirm.Word, meta.Cluster,
+	fmt.Fprintf(w, "run %s: %s on %s (%s), run directory %s\n", meta.ID, rb.Name, rb.Confirm.Subject(meta.Cluster),
 		tui.ModeOf(meta.Lab, meta.DryRun), s.Dir())
 	fmt.Fprintf(w, "done: %v; nothing to do: %v; skipped: %v\nreport: %s\n", out.Done, out.NoOp, out.Skipped, s.ReportPath())
 	out.Err = err

@@ -21,7 +21,11 @@ func StopRisks(st *kafkazk.ClusterState, id int32, defaultMinISR int) []string {
 	var out []string
 	for _, name := range st.Sorted() {
 		ts := st.Topics[name]
-		if !ts.HasZnode() || ts.PendingDelete {
+		if ts.PendingDelete || !ts.Exists {
+			continue
+		}
+		if !ts.HasZnode() {
+			out = append(out, fmt.Sprintf("%s: its topic znode does not decode, so its partitions' in-sync replicas are unknown", name))
 			continue
 		}
 		minISR := defaultMinISR
@@ -32,6 +36,7 @@ func StopRisks(st *kafkazk.ClusterState, id int32, defaultMinISR int) []string {
 		}
 		assign, err := ts.Znode.Assignment()
 		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v, so its partitions' in-sync replicas are unknown", name, err))
 			continue
 		}
 		parts := make([]int32, 0, len(assign))
@@ -56,5 +61,31 @@ func StopRisks(st *kafkazk.ClusterState, id int32, defaultMinISR int) []string {
 			}
 		}
 	}
+	return out
+}
+
+// Short lists the partitions ZooKeeper says are offline or under-replicated
+// (fewer in-sync replicas than replicas), sorted; topics pending deletion
+// are not counted. A rolling restart starts only from a cluster with none.
+func Short(st *kafkazk.ClusterState) []string {
+	var out []string
+	for _, name := range st.Sorted() {
+		ts := st.Topics[name]
+		if !ts.HasZnode() || ts.PendingDelete {
+			continue
+		}
+		assign, _ := ts.Znode.Assignment()
+		for p, reps := range assign {
+			s, ok := ts.States[p]
+			switch {
+			case !ok:
+			case s.Leader < 0:
+				out = append(out, fmt.Sprintf("%s-%d offline (isr %s)", name, p, I32s(s.ISR)))
+			case len(s.ISR) < len(reps):
+				out = append(out, fmt.Sprintf("%s-%d under-replicated (replicas %s, isr %s)", name, p, I32s(reps), I32s(s.ISR)))
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }

@@ -128,14 +128,16 @@ func (k *detach) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 			Detail: fmt.Sprintf("%s (stop client %s)", c.Stop, c.Name), Args: c})
 	}
 	if m := membersOn(groups); len(m) > 0 || len(active) > 0 {
-		p.Actions = append(p.Actions, steps.Action{ID: "gate", Op: steps.OpWait, Target: t,
-			Detail: fmt.Sprintf("re-check every %s until no group has members on it and no producer is active", k.o.Every)})
 		p.Notes = append(p.Notes, fmt.Sprintf("still attached: %v, %d active producers — stop them (kremedy cannot stop clients it does not know)", m, len(active)))
-	}
-	if len(p.Actions) == 0 {
+	} else if len(p.Actions) == 0 {
 		p.NoOp = true
 		p.Summary = fmt.Sprintf("no consumer group uses %q and no producer is active on it", t)
+		return p, nil
 	}
+	// Whatever else the step does, it ends by waiting until nothing is
+	// attached: a client may attach while the operator reads the plan.
+	p.Actions = append(p.Actions, steps.Action{ID: "gate", Op: steps.OpWait, Target: t,
+		Detail: fmt.Sprintf("re-check every %s until no group has members on it and no producer is active", k.o.Every)})
 	return p, nil
 }
 

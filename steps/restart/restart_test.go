@@ -266,3 +266,86 @@ func TestRollRefusesABrokerDownAgain(t *testing.T) {
 		t.Fatalf("commands ran: %v", got[n:])
 	}
 }
+
+// TestRollRestartsABrokerWhoseSessionChanged: a broker re-registers under a
+// new ZooKeeper session after a session expiry without restarting; only
+// this run's own start counts, so it is still restarted.
+func TestRollRestartsABrokerWhoseSessionChanged(t *testing.T) {
+	f := newFixture(t, nil)
+	f.s.AfterRecord(func(typ, step string) {
+		if typ == "step-done" && step == "preflight" {
+			f.ZK.PutEphemeral("/brokers/ids/2", `{"version":5,"host":"b2","port":9092,"endpoints":["PLAINTEXT://b2:9092"]}`, 0xbeef)
+		}
+	})
+	if out := f.run(context.Background()); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if got := strings.Join(f.restarts(), "\n"); !strings.Contains(got, "2: systemctl stop kafka-2") || !strings.Contains(got, "2: systemctl start kafka-2") {
+		t.Fatalf("broker 2 was not restarted:\n%s", got)
+	}
+}
+
+// TestRollResumeStartsItsStoppedBrokerFirst: the controller moved between
+// two attempts; the broker the first attempt stopped is started before any
+// other stops, whatever the new order.
+func TestRollResumeStartsItsStoppedBrokerFirst(t *testing.T) {
+	f := newFixture(t, nil)
+	f.Kafka.Configs["min.insync.replicas"] = "1"
+	f.ZK.Put("/controller", `{"version":2,"brokerid":1}`) // order 2, 3, 1
+	shrinkOnStop(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.s.AfterRecord(func(typ, step string) {
+		if typ == "action-end" && slices.Contains(history(f), "gone-3") {
+			cancel()
+		}
+	})
+	if out := f.run(ctx); out.Interrupted != "roll" {
+		t.Fatalf("first attempt: %+v", out)
+	}
+	f.s.AfterRecord(nil)
+	f.ZK.Put("/controller", `{"version":2,"brokerid":2}`) // order 1, 3, 2 now
+	if out := f.run(context.Background()); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	want := []string{"2: systemctl stop kafka-2", "2: systemctl start kafka-2", "3: systemctl stop kafka-3", // first attempt
+		"3: systemctl start kafka-3", "1: systemctl stop kafka-1", "1: systemctl start kafka-1"}
+	if got := f.restarts(); !slices.Equal(got, want) {
+		t.Fatalf("restarts %v, want %v", got, want)
+	}
+}
+
+// TestRollRefusesAClusterThatIsNotWhole: a broker outside the roll that is
+// down, a partition already short, or a min.insync.replicas no broker
+// reports, stops the run before any broker is stopped.
+func TestRollRefusesAClusterThatIsNotWhole(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup func(f *fixture)
+		want  string
+	}{
+		"a broker outside the roll is down": {func(f *fixture) {
+			f.Kafka.Configs["min.insync.replicas"] = "1"
+			f.Hosts.Running[2] = false
+			f.ZK.Remove("/brokers/ids/2")
+		}, "the cluster is not whole: brokers [2] are not registered"},
+		"a partition already under-replicated": {func(f *fixture) {
+			f.Kafka.Configs["min.insync.replicas"] = "1"
+			f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 1), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
+		}, "partitions already short: orders-v2-1 under-replicated (replicas [2 3 1], isr [1 2])"},
+		"min.insync.replicas unreadable": {func(f *fixture) { delete(f.Kafka.Configs, "min.insync.replicas") },
+			"no broker reported its min.insync.replicas"},
+		"a topic znode that does not decode": {func(f *fixture) { f.ZK.Put(kafkazk.TopicPath("bad"), "{not json") },
+			"bad: its topic znode does not decode"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{"brokers": "1"})
+			tc.setup(f)
+			out := f.run(context.Background())
+			if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), tc.want) {
+				t.Fatalf("want a refusal with %q, got %v", tc.want, out.Err)
+			}
+			if r := f.restarts(); len(r) != 0 {
+				t.Fatalf("brokers were touched: %v", r)
+			}
+		})
+	}
+}

@@ -104,13 +104,17 @@ func (k *roll) state(ctx context.Context, env *steps.Env, f *Facts, ids []int32)
 			return nil, err
 		}
 		stopped, _ := did(fmt.Sprintf("stop-%d", id))
+		started, _ := did(fmt.Sprintf("start-%d", id))
 		_, gated := did(fmt.Sprintf("gate-%d", id))
 		switch {
 		case gated && registered:
 			out[id] = unitDone
 		case gated:
 			out[id] = unitDownAgain
-		case registered && session != f.Sessions[id]:
+		// Only this run's own start makes a new process count: a broker
+		// re-registers under a new session after a session expiry too,
+		// without restarting.
+		case registered && started && session != f.Sessions[id]:
 			out[id] = unitGate
 		case registered:
 			out[id] = unitFull
@@ -123,25 +127,76 @@ func (k *roll) state(ctx context.Context, env *steps.Env, f *Facts, ids []int32)
 	return out, nil
 }
 
-// stopRisks reads ZooKeeper's view of every partition and the brokers'
-// default min.insync.replicas once, and returns what stopping a broker now
-// would break (brokers.StopRisks).
-func stopRisks(ctx context.Context, env *steps.Env) (func(id int32) []string, error) {
+// restarted reports whether broker id was started by this run and runs
+// now as a new process (its registration's session is not the one the
+// roll began with).
+func restarted(ctx context.Context, env *steps.Env, f *Facts, id int32) (bool, error) {
+	started := false
+	for _, a := range env.History().Actions(env.Step().ID) {
+		if a.Action.ID == fmt.Sprintf("start-%d", id) && a.Ended && a.OK {
+			started = true
+		}
+	}
+	_, session, registered, err := brokers.Registration(ctx, env.ZK, id)
+	return started && registered && session != f.Sessions[id], err
+}
+
+// safety is what a broker's stop must not break, read at one moment: the
+// cluster must be whole (every inventory broker registered, no partition
+// offline or under-replicated), and stopping the broker must leave every
+// partition online and at or above min.insync.replicas.
+type safety struct {
+	st     *kafkazk.ClusterState
+	down   []int32 // inventory brokers not registered
+	short  []string
+	minISR int
+}
+
+// readSafety reads ZooKeeper's view of every partition and the brokers'
+// default min.insync.replicas. A default no broker reports is an error: the
+// check does not guess.
+func readSafety(ctx context.Context, env *steps.Env) (*safety, error) {
 	st, err := env.ZK.ReadState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read ZooKeeper %s: %w", env.Target.ZKConnect, err)
 	}
-	def := 1
+	s := &safety{st: st, short: brokers.Short(st), minISR: -1}
+	for _, id := range brokers.HostIDs(env.Target) {
+		if !slices.Contains(st.Brokers, id) {
+			s.down = append(s.down, id)
+		}
+	}
+	var errs []string
 	for _, b := range st.Brokers {
-		if v, err := env.Kafka.BrokerConfig(ctx, b, "min.insync.replicas"); err == nil {
+		v, err := env.Kafka.BrokerConfig(ctx, b, "min.insync.replicas")
+		if err == nil {
 			if n, err := strconv.Atoi(v); err == nil {
-				def = n
+				s.minISR = n
 				break
 			}
 		}
+		errs = append(errs, fmt.Sprintf("broker %d: %v %q", b, err, v))
 	}
-	return func(id int32) []string { return brokers.StopRisks(st, id, def) }, nil
+	if s.minISR < 0 {
+		return nil, fmt.Errorf("%w: no broker reported its min.insync.replicas (%s), so kremedy cannot tell which stop is safe. No broker was stopped", steps.ErrRefused, strings.Join(errs, "; "))
+	}
+	return s, nil
 }
+
+// whole says why the cluster is not whole, "" when it is.
+func (s *safety) whole() string {
+	var why []string
+	if len(s.down) > 0 {
+		why = append(why, fmt.Sprintf("brokers %s are not registered", brokers.I32s(s.down)))
+	}
+	if len(s.short) > 0 {
+		why = append(why, "partitions already short: "+brokers.Summarize(slices.Clone(s.short)))
+	}
+	return strings.Join(why, "; ")
+}
+
+// risks says what stopping broker id would break.
+func (s *safety) risks(id int32) []string { return brokers.StopRisks(s.st, id, s.minISR) }
 
 func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	f, err := k.facts(env)
@@ -160,15 +215,26 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	risks, err := stopRisks(ctx, env)
+	safe, err := readSafety(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	p := &steps.Plan{Summary: fmt.Sprintf("restart brokers %s one at a time, the controller (%d) last: each stopped with its own command, started again, and the cluster healthy before the next", brokers.I32s(ids), ctrl)}
-	// A broker this run stopped and has not started yet (a resume) makes
-	// the others' ISRs short until it is back: their stops are then
-	// checked right before each (the safe-N action), not here.
+	// A broker this run stopped or started and has not gated yet (a
+	// resume) goes first, whatever the order is now (the controller may
+	// have moved); until it is back the others' ISRs are short, so their
+	// stops are checked right before each (the safe-N action), not here.
+	slices.SortStableFunc(ids, func(a, b int32) int {
+		first := func(id int32) bool { return left[id] == unitStart || left[id] == unitGate }
+		switch {
+		case first(a) && !first(b):
+			return -1
+		case first(b) && !first(a):
+			return 1
+		}
+		return 0
+	})
 	restoring := slices.ContainsFunc(ids, func(id int32) bool { return left[id] == unitStart || left[id] == unitGate })
+	p := &steps.Plan{Summary: fmt.Sprintf("restart brokers %s one at a time, in this order (the controller, %d, last): each stopped with its own command, started again, and the cluster healthy before the next", brokers.I32s(ids), ctrl)}
 	var refusals []string
 	for _, id := range ids {
 		switch left[id] {
@@ -176,11 +242,17 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 			refusals = append(refusals, fmt.Sprintf("broker %d is down (not registered) and this run did not stop it: start it first (its start command, or `kremedy lab broker start %d` on a lab); a rolling restart begins with every broker up", id, id))
 		case unitDownAgain:
 			refusals = append(refusals, fmt.Sprintf("broker %d was restarted by this run and is down again: read its server log, start it, then resume (it is not restarted again)", id))
-		case unitFull:
-			if restoring {
+		}
+	}
+	if !restoring {
+		if why := safe.whole(); why != "" {
+			refusals = append(refusals, "the cluster is not whole: "+why+"; a rolling restart starts from a cluster with every broker up and every partition fully in sync")
+		}
+		for _, id := range ids {
+			if left[id] != unitFull {
 				continue
 			}
-			if rs := risks(id); len(rs) > 0 {
+			if rs := safe.risks(id); len(rs) > 0 {
 				refusals = append(refusals, fmt.Sprintf("stopping broker %d now is not safe: %s", id, brokers.Summarize(rs)))
 			}
 		}
@@ -203,7 +275,7 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: restarted and gated in an earlier attempt of this run; not restarted again", id))
 			continue
 		case unitGate:
-			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: already a new process (registered under another ZooKeeper session than when the roll began); only its health gate is left", id))
+			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: started by an earlier attempt of this run and a new process now; only its health gate is left", id))
 			p.Actions = append(p.Actions, gate)
 		case unitStart:
 			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: stopped by an earlier attempt of this run; it is started, not stopped again", id))
@@ -213,7 +285,7 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 				gate)
 		case unitFull:
 			p.Actions = append(p.Actions,
-				a(steps.OpCheck, "safe", fmt.Sprintf("broker %d", id), "stopping it leaves every partition online and at or above min.insync.replicas (read again right before the stop)"),
+				a(steps.OpCheck, "safe", fmt.Sprintf("broker %d", id), "read right before the stop: every broker registered, no partition short, and stopping it leaves every partition online and at or above min.insync.replicas"),
 				a(steps.OpSSH, "stop", fmt.Sprintf("broker %d on %s", id, h.Host), h.Stop),
 				a(steps.OpWait, "gone", zn, fmt.Sprintf("znode gone, port %s closed, at most %s", brokers.OrDash(addr), k.o.StopTimeout)),
 				a(steps.OpSSH, "start", fmt.Sprintf("broker %d on %s", id, h.Host), h.Start),
@@ -251,11 +323,14 @@ func (k *roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 		switch {
 		case strings.HasPrefix(a.ID, "safe-"):
 			err = env.Do(a, func() error {
-				risks, err := stopRisks(ctx, env)
+				safe, err := readSafety(ctx, env)
 				if err != nil {
 					return err
 				}
-				if rs := risks(id); len(rs) > 0 {
+				if why := safe.whole(); why != "" {
+					return fmt.Errorf("%w: broker %d was not stopped: the cluster is not whole (%s); %s", steps.ErrRefused, id, why, not())
+				}
+				if rs := safe.risks(id); len(rs) > 0 {
 					return fmt.Errorf("%w: stopping broker %d now is not safe: %s. It was not stopped; %s", steps.ErrRefused, id, brokers.Summarize(rs), not())
 				}
 				return nil
@@ -392,21 +467,21 @@ func (k *roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 	}
 	var same []string
 	for _, id := range ids {
-		_, session, ok, err := brokers.Registration(ctx, env.ZK, id)
+		ok, err := restarted(ctx, env, f, id)
 		if err != nil {
 			return nil, err
 		}
-		if !ok || session == f.Sessions[id] {
+		if !ok {
 			same = append(same, fmt.Sprintf("broker %d", id))
 		}
 	}
-	restarted := steps.Check{Name: "every broker of the roll is a new process (a new ZooKeeper session)", OK: len(same) == 0, Detail: "not restarted: " + brokers.Summarize(same)}
+	restartedAll := steps.Check{Name: "every broker of the roll was started by this run and runs as a new process (a new ZooKeeper session)", OK: len(same) == 0, Detail: "not restarted: " + brokers.Summarize(same)}
 	n, timeout := max(1, k.o.HealthChecks), k.o.HealthTimeout
 	if env.Rechecking() {
 		n, timeout = 1, 0
 	}
 	checks, _ := holdGate(ctx, env, brokers.Gate{Want: brokers.HostIDs(env.Target)}, n, timeout)
-	return append([]steps.Check{restarted}, checks...), nil
+	return append([]steps.Check{restartedAll}, checks...), nil
 }
 
 func allOK(cs []steps.Check) bool {
