@@ -221,13 +221,13 @@ func TestScan(t *testing.T) {
 			func(ts *kafkazk.TopicState) bool {
 				return ts.Znode.TopicID == "AAAAAAAAAAAAAAAAAAAAAA" && ts.Stat.Version == 1
 			}},
-		{"seed-00011", []string{"partitions/2/state: partition 2 has no state znode"}, 2, nil},
+		{"seed-00011", []string{"partitions/2/state: znode missing: partition 2 has no state znode"}, 2, nil},
 		{"seed-00012", []string{"partitions/0/state: znode data does not decode"}, 2, nil},
 		{"seed-00013", nil, parts, func(ts *kafkazk.TopicState) bool { return ts.PendingDelete }},
 		{"seed-00014", nil, parts, func(ts *kafkazk.TopicState) bool { return ts.Config["retention.ms"] == "86400000" }},
 		{"seed-00015", nil, parts, func(ts *kafkazk.TopicState) bool { return ts.Config == nil }},
 		{"seed-00020", nil, parts, func(ts *kafkazk.TopicState) bool { return ts.Config != nil }},
-		{"gone", []string{"/small/kafka/brokers/topics/gone: no topic znode"}, 0,
+		{"gone", []string{"/small/kafka/brokers/topics/gone: znode missing: no topic znode"}, 0,
 			func(ts *kafkazk.TopicState) bool { return ts.PendingDelete && ts.Config != nil }},
 	} {
 		ts := want.Topics[tc.topic]
