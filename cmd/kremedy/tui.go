@@ -36,6 +36,9 @@ func connected(cl *cluster) dial {
 // the cluster is dialled behind it.
 func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inventory string) error {
 	ctx, w := cmd.Context(), cmd.OutOrStdout()
+	if !isTerminal(os.Stdin) || !isTerminal(w) {
+		return usageErr(fmt.Errorf("the terminal UI needs a terminal on stdin and stdout: add --headless --yes (and --confirm %s for destructive steps); nothing was done, no run directory was created", rb.Confirm.Word))
+	}
 	if s, err := steps.Open(dir, rebind); err == nil {
 		defer s.Close()
 		if s.Finished() {
