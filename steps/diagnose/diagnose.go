@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -94,6 +95,11 @@ type diagnosis struct {
 	// the cluster's defaults, read once
 	deleteDisabled []int32
 	minISRDefault  int
+	ibp            string // inter.broker.protocol.version, "" when no broker said
+	// how long the disagreements lasted: the first read that showed one,
+	// and how many reads did
+	since time.Time
+	reads int
 }
 
 func (g *diagnosis) add(f Finding) {
@@ -173,8 +179,15 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 func (g *diagnosis) readAgreeing(ctx context.Context) (map[int32]error, error) {
 	var unreachable map[int32]error
 	for attempt := 0; ; attempt++ {
+		at := time.Now()
 		g.views, unreachable = brokerViews(ctx, g.c.Kafka, g.st.Brokers, g.topics)
-		if !disagrees(g.st, g.views) || attempt == 2 || ctx.Err() != nil {
+		if !disagrees(g.st, g.views) {
+			return unreachable, nil
+		}
+		if g.since.IsZero() {
+			g.since = at
+		}
+		if g.reads++; attempt == 2 || ctx.Err() != nil {
 			return unreachable, nil
 		}
 		select {
@@ -231,6 +244,12 @@ func (g *diagnosis) readDefaults(ctx context.Context) {
 			break
 		}
 	}
+	for _, id := range sortedIDs(g.views) {
+		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "inter.broker.protocol.version"); err == nil && v != "" {
+			g.ibp = v
+			break
+		}
+	}
 }
 
 // topicNames: ZooKeeper's topics and any a broker still serves, or the
@@ -256,6 +275,14 @@ func (g *diagnosis) topicNames() []string {
 	}
 	sort.Strings(sorted)
 	return sorted
+}
+
+// lasted says how long the disagreements lasted across the re-reads.
+func (g *diagnosis) lasted() string {
+	if g.reads <= 1 {
+		return "seen in one read of ZooKeeper and the brokers"
+	}
+	return fmt.Sprintf("lasted at least %s: seen in %d reads of ZooKeeper and the brokers, 1 s apart", time.Since(g.since).Round(100*time.Millisecond), g.reads)
 }
 
 // brokerViews asks every broker for its own metadata, at most 16 at a time.
@@ -315,14 +342,16 @@ func (g *diagnosis) topic(ctx context.Context, name string, ts *kafkazk.TopicSta
 	if dis, disB, disP := topicDisagreement(name, ts, g.views); len(dis) > 0 {
 		g.add(Finding{Kind: FindDisagreement, Severity: Warning, Topic: name, Brokers: disB, Partitions: disP,
 			Summary:  fmt.Sprintf("brokers' metadata about %q differs from ZooKeeper", name),
-			Evidence: dis, Fix: "transient during leader changes; if it persists, the brokers missed updates: restart them, or " + fmt.Sprintf(cleanupFix, name),
-			Runbook: "topic-cleanup"})
+			Evidence: append(dis, g.lasted()),
+			Fix:      "if it lasts, the brokers missed the controller's updates: a restart of the brokers named, one at a time (kremedy's rolling-restart runbook), makes them reload it; if the topic's znodes were rewritten by hand, look at the other findings first",
+			DoNot:    "do not rewrite the znodes to match the brokers", Runbook: "rolling-restart"})
 	}
 	if !ts.HasZnode() || ts.PendingDelete {
 		// A topic being deleted has offline, shrinking partitions by design:
 		// the stuck deletion above is the finding.
 		return
 	}
+	g.zkFindings(name, ts, assign)
 	g.replication(name, ts, assign)
 	if g.o.Topic == "" {
 		return
@@ -673,6 +702,9 @@ func disagrees(st *kafkazk.ClusterState, views map[int32]ports.BrokerView) bool 
 		if dis, _, _ := topicDisagreement(name, ts, views); len(dis) > 0 {
 			return true
 		}
+		if toBrokers, toZK := partitionsUnknown(name, ts, views); len(toBrokers)+len(toZK) > 0 {
+			return true
+		}
 	}
 	return false
 }
@@ -683,38 +715,102 @@ func agreesOnCluster(v ports.BrokerView, st *kafkazk.ClusterState) bool {
 	return v.Controller == st.Controller && slices.Equal(v.Brokers, st.Brokers)
 }
 
-// topicDisagreement compares the views of the brokers that serve a topic
-// with its znodes; nothing to compare while it has no znode or fewer than
-// two brokers serve it (stale-metadata covers those).
+// topicDisagreement compares, partition by partition, what ZooKeeper
+// says of a topic — its id, each partition's replicas, and the state
+// znode's leader, leader epoch and ISR — with what each broker that serves
+// the topic says, not only brokers with each other. Each difference is one
+// line naming the field, ZooKeeper's value, and each value the brokers hold
+// with the brokers that hold it. A partition some brokers know and others
+// do not is a difference; one no broker knows, or only brokers know, is
+// partitionsUnknown's. Nothing to compare while the topic has no znode or
+// is being deleted (stale-metadata and stuck-deletion cover those).
 func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]ports.BrokerView) (dis []string, disB, disP []int32) {
-	var lists []int32
-	for _, id := range sortedIDs(views) {
-		if tv, ok := views[id].Topics[name]; ok && tv.Present() {
-			lists = append(lists, id)
-		}
-	}
-	if !ts.HasZnode() || len(lists) < 2 {
+	if !ts.HasZnode() || ts.PendingDelete {
 		return nil, nil, nil
 	}
-	assign, _ := ts.Znode.Assignment()
-	for _, id := range lists {
+	assign, err := ts.Znode.Assignment()
+	if err != nil {
+		return nil, nil, nil
+	}
+	serving := servingBrokers(name, views)
+	type key struct {
+		part  int32 // -1: the topic
+		field string
+	}
+	zk := map[key]string{}
+	held := map[key]map[string][]int32{}
+	note := func(k key, zkVal, brokerVal string, id int32) {
+		if held[k] == nil {
+			held[k] = map[string][]int32{}
+		}
+		zk[k] = zkVal
+		held[k][brokerVal] = append(held[k][brokerVal], id)
+		disB = append(disB, id)
+		if k.part >= 0 {
+			disP = append(disP, k.part)
+		}
+	}
+	knownBy := map[int32]int{}
+	for _, id := range serving {
+		for p := range views[id].Topics[name].Partitions {
+			knownBy[p]++
+		}
+	}
+	for _, id := range serving {
 		tv := views[id].Topics[name]
 		if ts.Znode.TopicID != "" && tv.ID != "" && tv.ID != ts.Znode.TopicID {
-			dis = append(dis, fmt.Sprintf("broker %d: topic id %s, ZooKeeper %s", id, tv.ID, ts.Znode.TopicID))
-			disB = append(disB, id)
+			note(key{-1, "topic id"}, ts.Znode.TopicID, tv.ID, id)
 		}
-		if len(tv.Partitions) != len(assign) {
-			dis = append(dis, fmt.Sprintf("broker %d: %d partitions, ZooKeeper %d", id, len(tv.Partitions), len(assign)))
-			disB = append(disB, id)
-		}
-		for p, pv := range tv.Partitions {
+		for p, reps := range assign {
+			pv, ok := tv.Partitions[p]
+			if !ok {
+				if knownBy[p] > 0 {
+					note(key{p, "partition"}, "assigns it", "do not know it", id)
+				}
+				continue
+			}
+			if !slices.Equal(pv.Replicas, reps) {
+				note(key{p, "replicas"}, brokers.I32s(reps), brokers.I32s(pv.Replicas), id)
+			}
 			zs, ok := ts.States[p]
-			if ok && (pv.Leader != zs.Leader || pv.LeaderEpoch != zs.LeaderEpoch || !brokers.SameSet(pv.ISR, zs.ISR)) {
-				dis = append(dis, fmt.Sprintf("broker %d: %s-%d leader %d epoch %d isr %s; ZooKeeper leader %d epoch %d isr %s", id, name, p, pv.Leader, pv.LeaderEpoch, brokers.I32s(pv.ISR), zs.Leader, zs.LeaderEpoch, brokers.I32s(zs.ISR)))
-				disB, disP = append(disB, id), append(disP, p)
+			if !ok {
+				continue
+			}
+			if pv.Leader != zs.Leader {
+				note(key{p, "leader"}, fmt.Sprint(zs.Leader), fmt.Sprint(pv.Leader), id)
+			}
+			if pv.LeaderEpoch != zs.LeaderEpoch {
+				note(key{p, "leader epoch"}, fmt.Sprint(zs.LeaderEpoch), fmt.Sprint(pv.LeaderEpoch), id)
+			}
+			if !brokers.SameSet(pv.ISR, zs.ISR) {
+				note(key{p, "isr"}, brokers.I32s(zs.ISR), brokers.I32s(pv.ISR), id)
 			}
 		}
 	}
+	for k, vals := range held {
+		what := name
+		if k.part >= 0 {
+			what = fmt.Sprintf("%s-%d", name, k.part)
+		}
+		var parts []string
+		for _, v := range slices.Sorted(maps.Keys(vals)) {
+			ids := vals[v]
+			slices.Sort(ids)
+			parts = append(parts, fmt.Sprintf("brokers %s %s", brokers.I32s(ids), v))
+		}
+		dis = append(dis, fmt.Sprintf("%s %s: ZooKeeper %s; %s", what, k.field, zk[k], strings.Join(parts, "; ")))
+	}
 	sort.Strings(dis)
 	return dis, disB, disP
+}
+
+// servingBrokers lists the brokers whose view has the topic, sorted.
+func servingBrokers(name string, views map[int32]ports.BrokerView) []int32 {
+	var out []int32
+	for _, id := range sortedIDs(views) {
+		if tv, ok := views[id].Topics[name]; ok && tv.Present() {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/kremedy/kremedy/steps/diagnose"
@@ -25,6 +26,21 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	g := steptest.Ghost(t)
 	return &fixture{Cluster: g, zk: g.ZK, hosts: g.Hosts, kafka: g.Kafka}
+}
+
+// cachedBy freezes what brokers ids serve of orders-v2 now, as brokers do
+// that receive no update after a hand edit of ZooKeeper.
+func (f *fixture) cachedBy(ids ...int32) {
+	for _, id := range ids {
+		v, err := f.kafka.BrokerView(context.Background(), id, "orders-v2")
+		if err != nil {
+			panic(err)
+		}
+		if f.kafka.Stale[id] == nil {
+			f.kafka.Stale[id] = map[string]ports.TopicView{}
+		}
+		f.kafka.Stale[id]["orders-v2"] = v.Topics["orders-v2"]
+	}
 }
 
 func kinds(d *diagnose.Diagnosis) []string {
@@ -60,6 +76,40 @@ func TestDiagnoseDetectors(t *testing.T) {
 			f.kafka.Stale[2] = map[string]ports.TopicView{"gone": {Name: "gone", ID: "X", Partitions: map[int32]ports.PartitionView{0: {Leader: 2, Replicas: []int32{2}, ISR: []int32{2}}}}}
 			f.hosts.AddDir(2, "/data/k1", "gone-0", "X")
 		}, []string{"orphaned-segments:gone", "stale-metadata:gone"}},
+		{"ghost assignment: ZooKeeper names a broker nobody has, the brokers serve the old replicas", "orders-v2", func(f *fixture) {
+			f.cachedBy(1, 2, 3) // the brokers keep the assignment they were sent
+			f.zk.Put(kafkazk.TopicPath("orders-v2"), `{"version":3,"partitions":{"0":[1,4],"1":[2,3,1],"2":[3,1,2]},"topic_id":"`+steptest.V2ID+`"}`)
+		}, []string{"metadata-disagreement:orders-v2", "state-not-in-assignment:orders-v2", "unregistered-replica:orders-v2"}},
+		{"an inventory broker that is down holds replicas", "orders-v2", func(f *fixture) {
+			f.hosts.Running[3] = false
+			f.zk.Remove("/brokers/ids/3")
+		}, []string{"unregistered-replica:orders-v2"}},
+		{"a partition without its state znode", "orders-v2", func(f *fixture) {
+			f.zk.Remove(kafkazk.PartitionStatePath("orders-v2", 2))
+		}, []string{"missing-partition-state:orders-v2"}},
+		{"a topic znode without topic_id on IBP 3.9", "orders-v2", func(f *fixture) {
+			f.kafka.Configs = map[string]string{"inter.broker.protocol.version": "3.9-IV0"}
+			f.cachedBy(1, 2, 3)
+			f.zk.Put(kafkazk.TopicPath("orders-v2"), `{"version":3,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2]}}`)
+		}, []string{"missing-topic-id:orders-v2"}},
+		{"no topic_id on IBP 2.7 is how it should be", "orders-v2", func(f *fixture) {
+			f.kafka.Configs = map[string]string{"inter.broker.protocol.version": "2.7-IV2"}
+			f.zk.Put(kafkazk.TopicPath("orders-v2"), `{"version":2,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2]}}`)
+		}, nil},
+		{"a partition in ZooKeeper that no broker serves", "orders-v2", func(f *fixture) {
+			f.cachedBy(1, 2, 3)
+			f.zk.Put(kafkazk.TopicPath("orders-v2"), `{"version":3,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2],"3":[1,2,3]},"topic_id":"`+steptest.V2ID+`"}`)
+			f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 3), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
+		}, []string{"partitions-unknown-to-brokers:orders-v2"}},
+		{"a partition one broker serves that ZooKeeper does not assign", "orders-v2", func(f *fixture) {
+			f.cachedBy(2)
+			tv := f.kafka.Stale[2]["orders-v2"]
+			tv.Partitions[3] = ports.PartitionView{Partition: 3, Leader: 2, Replicas: []int32{2}, ISR: []int32{2}}
+		}, []string{"partitions-unknown-to-zookeeper:orders-v2"}},
+		{"a partition only some brokers know", "orders-v2", func(f *fixture) {
+			f.cachedBy(3)
+			delete(f.kafka.Stale[3]["orders-v2"].Partitions, 2)
+		}, []string{"metadata-disagreement:orders-v2"}},
 		{"stray directory blocks start-up", "orders-v2", func(f *fixture) { f.hosts.AddDir(1, "/data/k2", "orders-v2-0.bak", "") }, []string{"stray-directory:"}},
 		{"one host unreachable over SSH: the others' disks are still read", "orders-v2", func(f *fixture) {
 			f.hosts.Unreachable[3] = errors.New("ssh: connection refused")
@@ -111,8 +161,8 @@ func TestDiagnoseNamesTheBroker(t *testing.T) {
 func lagging(f *fixture) {
 	f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[1,2,3]}`)
 	tv := ports.TopicView{Name: "orders-v2", ID: "CCCCCCCCCCCCCCCCCCCCCC", Partitions: map[int32]ports.PartitionView{}}
-	for p := int32(0); p < 3; p++ {
-		tv.Partitions[p] = ports.PartitionView{Partition: p, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}
+	for p, reps := range [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}} { // the assignment
+		tv.Partitions[int32(p)] = ports.PartitionView{Partition: int32(p), Leader: 1, Replicas: reps, ISR: []int32{1, 2, 3}}
 	}
 	f.kafka.Stale[3] = map[string]ports.TopicView{"orders-v2": tv}
 }
@@ -153,8 +203,55 @@ func TestDiagnoseRereadsADisagreement(t *testing.T) {
 			t.Fatalf("findings %v", got)
 		}
 		fd := d.Findings[0]
-		if !slices.Equal(fd.Brokers, []int32{3}) || !slices.Equal(fd.Partitions, []int32{1}) || len(fd.Evidence) != 1 {
-			t.Fatalf("finding should name broker 3, partition 1: %+v", fd)
+		if !slices.Equal(fd.Brokers, []int32{3}) || !slices.Equal(fd.Partitions, []int32{1}) || len(fd.Evidence) != 3 ||
+			fd.Evidence[0] != "orders-v2-1 leader epoch: ZooKeeper 1; brokers [3] 0" || fd.Evidence[1] != "orders-v2-1 leader: ZooKeeper 2; brokers [3] 1" ||
+			!strings.HasPrefix(fd.Evidence[2], "lasted at least 2") {
+			t.Fatalf("finding should name broker 3, partition 1, ZooKeeper's and the broker's values, and how long: %+v", fd)
 		}
 	})
+}
+
+// TestDiagnoseNamesZooKeepersView: each ZooKeeper-against-broker finding
+// names both values, the brokers holding each, the partitions, and whether
+// a missing broker is down or gone.
+func TestDiagnoseNamesZooKeepersView(t *testing.T) {
+	f := newFixture(t)
+	f.cachedBy(1, 2, 3)
+	f.zk.Put(kafkazk.TopicPath("orders-v2"), `{"version":3,"partitions":{"0":[1,4],"1":[2,3,1],"2":[3,1,2]},"topic_id":"`+steptest.V2ID+`"}`)
+	f.hosts.Running[3] = false
+	f.zk.Remove("/brokers/ids/3")
+	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]diagnose.Finding{}
+	for _, fd := range d.Findings {
+		got[fd.Kind] = append(got[fd.Kind], fd)
+	}
+	dis := got[diagnose.FindDisagreement]
+	if len(dis) != 1 || !slices.Contains(dis[0].Evidence, "orders-v2-0 replicas: ZooKeeper [1 4]; brokers [1 2] [1 2 3]") || !slices.Equal(dis[0].Partitions, []int32{0}) {
+		t.Errorf("disagreement: %+v", dis)
+	}
+	un := got[diagnose.FindUnregisteredReplica]
+	if len(un) != 2 {
+		t.Fatalf("unregistered replicas: %+v", un)
+	}
+	for _, fd := range un {
+		switch {
+		case slices.Equal(fd.Brokers, []int32{3}):
+			if fd.Severity != diagnose.Warning || !strings.Contains(fd.Summary, "in the inventory, but it is down") || !slices.Equal(fd.Partitions, []int32{1, 2}) {
+				t.Errorf("broker 3 (down): %+v", fd)
+			}
+		case slices.Equal(fd.Brokers, []int32{4}):
+			if fd.Severity != diagnose.Critical || !strings.Contains(fd.Summary, "neither registered nor in the inventory") || !slices.Equal(fd.Partitions, []int32{0}) ||
+				!strings.Contains(fd.Fix, "kafka-reassign-partitions") || !strings.Contains(fd.Fix, "--broker-list 1,2") || fd.DoNot == "" {
+				t.Errorf("broker 4 (gone): %+v", fd)
+			}
+		default:
+			t.Errorf("unexpected: %+v", fd)
+		}
+	}
+	if st := got[diagnose.FindStateNotInAssignment]; len(st) != 1 || !slices.Equal(st[0].Partitions, []int32{0}) || !slices.Equal(st[0].Brokers, []int32{2, 3}) {
+		t.Errorf("state outside the assignment: %+v", st)
+	}
 }

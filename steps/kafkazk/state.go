@@ -23,6 +23,9 @@ type TopicState struct {
 	// the topic znode assigns; a missing or corrupt one is absent here and
 	// named in Errs. Never nil.
 	States map[int32]PartitionState
+	// MissingStates are the assigned partitions that have no state znode
+	// (sorted); also in Errs.
+	MissingStates []int32
 	// Config is the "config" of /config/topics/<t>: nil if the znode is
 	// absent or corrupt, empty (not nil) if it holds no overrides.
 	Config        map[string]string

@@ -79,6 +79,7 @@ func readState(ctx context.Context, zk ports.ZooKeeper, only []string) (*kafkazk
 			}
 		}
 		kafkazk.SortErrs(ts.Errs)
+		slices.Sort(ts.MissingStates)
 	}
 	kafkazk.SortErrs(st.Errs)
 	return st, nil
@@ -144,6 +145,7 @@ func readTopic(ctx context.Context, zk ports.ZooKeeper, st *kafkazk.ClusterState
 		b, _, err := zk.Get(ctx, sp)
 		if zk.IsNoNode(err) {
 			ts.Errs = append(ts.Errs, fmt.Errorf("%s: %w: partition %d has no state znode", zk.Chroot()+sp, kafkazk.ErrMissing, part))
+			ts.MissingStates = append(ts.MissingStates, part)
 			continue
 		}
 		if err != nil {
@@ -255,6 +257,9 @@ func StateConformance(t *testing.T, zk StateZK) {
 			t.Errorf("%s: exists %v znode %v states %d config %s pending %v corrupt %d missing %d id %q; want %+v (errs %v)",
 				tc.name, ts.Exists, ts.HasZnode(), len(ts.States), cfg, ts.PendingDelete, c, m, ts.Znode.TopicID, tc, ts.Errs)
 		}
+	}
+	if m := st.Topics["nostate"].MissingStates; !slices.Equal(m, []int32{1}) {
+		t.Errorf("nostate: missing states %v, want [1]", m)
 	}
 	if s := st.Topics["ok"].States[0]; s.Leader != 1 || s.LeaderEpoch != 4 || !slices.Equal(s.ISR, []int32{1, 2}) {
 		t.Errorf("ok-0 state %+v", s)

@@ -201,6 +201,7 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string) (*kafkazk
 
 	for _, ts := range order {
 		kafkazk.SortErrs(ts.Errs)
+		slices.Sort(ts.MissingStates)
 	}
 	kafkazk.SortErrs(s.snap.Errs)
 	s.snap.Reads = int(s.reads.Load())
@@ -433,6 +434,9 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 		p := kafkazk.PartitionStatePath(r.ts.Name, r.part)
 		b, _, err := c.get(zc, p)
 		if errors.Is(err, ErrNoNode) {
+			s.mu.Lock()
+			r.ts.MissingStates = append(r.ts.MissingStates, r.part)
+			s.mu.Unlock()
 			s.note(r.ts, fmt.Errorf("%s: %w: partition %d has no state znode", c.Full(p), kafkazk.ErrMissing, r.part))
 			return nil
 		}
