@@ -38,7 +38,7 @@ type Scenario struct {
 }
 
 // ScenarioOrder lists the scenarios in the order the report tells them.
-var ScenarioOrder = []string{"stuck-delete", "ghost-topic", "reused-segments", "stale-metadata"}
+var ScenarioOrder = []string{"stuck-delete", "ghost-topic", "reused-segments", "stale-metadata", "partition-increase", "ghost-assignment"}
 
 // Scenarios by name.
 var Scenarios = map[string]Scenario{
@@ -50,6 +50,10 @@ var Scenarios = map[string]Scenario{
 		Summary: "(--ibp 2.7 lab) the same sequence without topic IDs: the recreated T silently adopts the old segments and consumers read old messages"},
 	"stale-metadata": {Name: "stale-metadata", Run: runStaleMetadata,
 		Summary: "T's znodes deleted by hand while brokers run: brokers still list T; after one broker restarts, brokers disagree about T"},
+	"partition-increase": {Name: "partition-increase", Run: runPartitionIncrease,
+		Summary: "T (2 partitions) raised to 3 by hand in ZooKeeper over a leftover state znode: ZooKeeper lists partition 2, no broker serves it (report 000, problem 4)"},
+	"ghost-assignment": {Name: "ghost-assignment", Run: runGhostAssignment,
+		Summary: "T's assignment rewritten by hand to name a broker that does not exist: ZooKeeper and every broker disagree about T's replicas"},
 }
 
 // Observation is one symptom a scenario checked with a real client.

@@ -340,11 +340,16 @@ func (g *diagnosis) topic(ctx context.Context, name string, ts *kafkazk.TopicSta
 	}
 	g.staleMetadata(name, ts)
 	if dis, disB, disP := topicDisagreement(name, ts, g.views); len(dis) > 0 {
-		g.add(Finding{Kind: FindDisagreement, Severity: Warning, Topic: name, Brokers: disB, Partitions: disP,
+		f := Finding{Kind: FindDisagreement, Severity: Warning, Topic: name, Brokers: disB, Partitions: disP,
 			Summary:  fmt.Sprintf("brokers' metadata about %q differs from ZooKeeper", name),
 			Evidence: append(dis, g.lasted()),
 			Fix:      "if it lasts, the brokers missed the controller's updates: a restart of the brokers named, one at a time (kremedy's rolling-restart runbook), makes them reload it; if the topic's znodes were rewritten by hand, look at the other findings first",
-			DoNot:    "do not rewrite the znodes to match the brokers", Runbook: "rolling-restart"})
+			DoNot:    "do not rewrite the znodes to match the brokers", Runbook: "rolling-restart"}
+		if slices.ContainsFunc(dis, func(l string) bool { return strings.Contains(l, " replicas: ZooKeeper ") }) {
+			f.Fix = "ZooKeeper's assignment differs from the one the controller sent the brokers: it was rewritten without a reassignment. Restoring the assignment the brokers serve, or moving the partitions with a reviewed reassignment (kafka-reassign-partitions), repairs it; a broker restart does not (the controller keeps its own copy until it fails over, then acts on ZooKeeper's)"
+			f.DoNot, f.Runbook = "do not restart the controller or delete /controller before the assignment is right: the next controller acts on ZooKeeper's assignment", ""
+		}
+		g.add(f)
 	}
 	if !ts.HasZnode() || ts.PendingDelete {
 		// A topic being deleted has offline, shrinking partitions by design:
@@ -356,8 +361,10 @@ func (g *diagnosis) topic(ctx context.Context, name string, ts *kafkazk.TopicSta
 	if g.o.Topic == "" {
 		return
 	}
-	// One topic only: these cost a request per partition.
-	g.leadersServing(ctx, name, ts, assign)
+	// One topic only: these cost a request per partition. A partition no
+	// broker knows is not asked: partitions-unknown-to-brokers says why.
+	unknown, _ := partitionsUnknown(name, ts, g.views)
+	g.leadersServing(ctx, name, ts, assign, unknown)
 	g.adoptedSegments(ctx, name, ts, assign)
 	g.unsafeAutoCreate(ctx, name)
 }
@@ -499,12 +506,12 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 // leadersServing asks each partition's leader to serve it: a leader with an
 // inconsistent replica answers NOT_LEADER_OR_FOLLOWER while everything names
 // it leader.
-func (g *diagnosis) leadersServing(ctx context.Context, name string, ts *kafkazk.TopicState, assign map[int32][]int32) {
+func (g *diagnosis) leadersServing(ctx context.Context, name string, ts *kafkazk.TopicState, assign map[int32][]int32, skip []int32) {
 	var notServing, nsB []int32
 	var nsEv []string
 	for p := range assign {
 		zs, ok := ts.States[p]
-		if !ok || zs.Leader < 0 || !slices.Contains(g.d.Brokers, zs.Leader) {
+		if !ok || zs.Leader < 0 || !slices.Contains(g.d.Brokers, zs.Leader) || slices.Contains(skip, p) {
 			continue
 		}
 		if _, _, err := g.c.Kafka.Offsets(ctx, zs.Leader, name, p); err != nil {
