@@ -1,0 +1,190 @@
+package main
+
+// Lab tests of diagnose's comparison of ZooKeeper with every broker: each
+// finding made by hand on a real cluster (znodes written the way zkCli or an
+// old admin tool writes them, brokers really stopped), checked through the
+// real binary's JSON.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+)
+
+// diagnosis runs `kremedy diagnose --json` (disks included) and decodes it.
+func diagnosis(t *testing.T, l *lab.Lab, topic string) (*diagnose.Diagnosis, int) {
+	t.Helper()
+	args := []string{"diagnose", "--inventory", l.InventoryPath(), "--json"}
+	if topic != "" {
+		args = append(args, "--topic", topic)
+	}
+	r := kremedy(t, args...)
+	i := strings.Index(r.out, "{")
+	var d diagnose.Diagnosis
+	if i < 0 || json.NewDecoder(strings.NewReader(r.out[i:])).Decode(&d) != nil {
+		t.Fatalf("diagnose output is not JSON (exit %d):\n%s", r.code, r.out)
+	}
+	for _, f := range d.Findings {
+		t.Logf("  %s %q brokers %v partitions %v: %s", f.Kind, f.Topic, f.Brokers, f.Partitions, strings.Join(f.Evidence, "; "))
+	}
+	return &d, r.code
+}
+
+// only checks that d has exactly the finding kinds want, and returns them
+// by kind.
+func only(t *testing.T, d *diagnose.Diagnosis, want ...string) map[string]diagnose.Finding {
+	t.Helper()
+	got := map[string]diagnose.Finding{}
+	var kinds []string
+	for _, f := range d.Findings {
+		got[f.Kind] = f
+		kinds = append(kinds, f.Kind)
+	}
+	slices.Sort(kinds)
+	slices.Sort(want)
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("findings %v, want %v", kinds, want)
+	}
+	return got
+}
+
+func names(t *testing.T, f diagnose.Finding, brokers, partitions []int32) {
+	t.Helper()
+	if !slices.Equal(f.Brokers, brokers) || !slices.Equal(f.Partitions, partitions) {
+		t.Errorf("%s names brokers %v partitions %v, want brokers %v partitions %v", f.Kind, f.Brokers, f.Partitions, brokers, partitions)
+	}
+}
+
+// rewrite rewrites topic's znode the way a hand edit does, keeping every
+// field change does not touch.
+func rewrite(t *testing.T, c *clients, topic string, change func(map[string]json.RawMessage)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, st, err := c.zk.Get(ctx, kafkazk.TopicPath(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	change(raw)
+	data, _ := json.Marshal(raw)
+	if _, err := c.zk.Set(ctx, kafkazk.TopicPath(topic), data, st.Version); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDiagnoseZooKeeperLab makes each disagreement between ZooKeeper and
+// the brokers by hand on a real cluster and checks that diagnose names it,
+// with the right brokers and partitions.
+func TestDiagnoseZooKeeperLab(t *testing.T) {
+	needLab(t)
+	cfg := lab.DefaultConfig()
+	cfg.Net = 15
+	l := startLab(t, cfg)
+	c := connectLab(t, l)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for _, topic := range []string{"calm", "nostate", "noid", "shrunk"} {
+		if _, err := c.kc.CreateTopic(ctx, topic, nil, 3, 3, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * time.Second) // every broker has the new topics
+
+	t.Run("healthy lab: no findings", func(t *testing.T) {
+		if d, code := diagnosis(t, l, ""); code != 0 || len(d.Findings) != 0 {
+			t.Fatalf("healthy lab: exit %d, %d findings", code, len(d.Findings))
+		}
+	})
+
+	t.Run("partition-increase: a partition no broker serves, until a rolling restart", func(t *testing.T) {
+		breakIt(t, l, "partition-increase", "grow")
+		d, _ := diagnosis(t, l, "grow")
+		names(t, only(t, d, diagnose.FindUnknownToBrokers)[diagnose.FindUnknownToBrokers], nil, []int32{2})
+		if r := kremedy(t, "run", "rolling-restart", "--inventory", l.InventoryPath(), "--headless", "--yes", "--confirm", l.Inventory().Name); r.code != 0 {
+			t.Fatalf("rolling-restart: exit %d\n%s", r.code, r.out)
+		}
+		if d, code := diagnosis(t, l, "grow"); code != 0 {
+			t.Fatalf("after the rolling restart: exit %d, findings %d", code, len(d.Findings))
+		}
+	})
+
+	t.Run("a partition without its state znode", func(t *testing.T) {
+		if err := c.zk.Delete(ctx, kafkazk.PartitionStatePath("nostate", 1), -1); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := diagnosis(t, l, "nostate")
+		names(t, only(t, d, diagnose.FindMissingPartitionState)[diagnose.FindMissingPartitionState], nil, []int32{1})
+	})
+
+	t.Run("a topic znode rewritten without its topic_id", func(t *testing.T) {
+		rewrite(t, c, "noid", func(raw map[string]json.RawMessage) { delete(raw, "topic_id") })
+		d, _ := diagnosis(t, l, "noid")
+		f := only(t, d, diagnose.FindMissingTopicID)[diagnose.FindMissingTopicID]
+		if len(f.Evidence) != 4 || !strings.Contains(f.Evidence[0], "3.9") || !strings.Contains(f.Evidence[1], "broker 1 serves it with topic id") {
+			t.Errorf("evidence: %v", f.Evidence)
+		}
+	})
+
+	t.Run("a partition the brokers serve and ZooKeeper no longer assigns", func(t *testing.T) {
+		rewrite(t, c, "shrunk", func(raw map[string]json.RawMessage) {
+			var parts map[string][]int32
+			_ = json.Unmarshal(raw["partitions"], &parts)
+			delete(parts, "2")
+			raw["partitions"], _ = json.Marshal(parts)
+		})
+		d, _ := diagnosis(t, l, "shrunk")
+		names(t, only(t, d, diagnose.FindUnknownToZooKeeper)[diagnose.FindUnknownToZooKeeper], []int32{1, 2, 3}, []int32{2})
+	})
+
+	t.Run("ghost-assignment: a replica on a broker that does not exist", func(t *testing.T) {
+		rep := breakIt(t, l, "ghost-assignment", "doomed")
+		d, _ := diagnosis(t, l, "doomed")
+		got := only(t, d, diagnose.FindUnregisteredReplica, diagnose.FindDisagreement, diagnose.FindStateNotInAssignment)
+		names(t, got[diagnose.FindUnregisteredReplica], []int32{rep.Victim}, []int32{0})
+		if f := got[diagnose.FindUnregisteredReplica]; f.Severity != diagnose.Critical || !strings.Contains(f.Summary, "neither registered nor in the inventory") || !strings.Contains(f.Fix, "kafka-reassign-partitions") {
+			t.Errorf("unregistered replica: %+v", f)
+		}
+		names(t, got[diagnose.FindDisagreement], []int32{1, 2, 3}, []int32{0})
+		if f := got[diagnose.FindDisagreement]; !slices.Contains(f.Evidence, fmt.Sprintf("doomed-0 replicas: ZooKeeper [1 %d]; brokers [1 2 3] [1 2]", rep.Victim)) {
+			t.Errorf("disagreement evidence: %v", f.Evidence)
+		}
+		names(t, got[diagnose.FindStateNotInAssignment], []int32{2}, []int32{0})
+	})
+
+	t.Run("an inventory broker that is down holds replicas", func(t *testing.T) {
+		if err := l.BrokerCommand(ctx, 3, "stop", func(string) {}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := l.BrokerCommand(ctx, 3, "start", func(string) {}); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		d, _ := diagnosis(t, l, "calm")
+		var found bool
+		for _, f := range d.Findings {
+			if f.Kind == diagnose.FindUnregisteredReplica {
+				found = true
+				names(t, f, []int32{3}, []int32{0, 1, 2})
+				if f.Severity != diagnose.Warning || !strings.Contains(f.Summary, "in the inventory, but it is down") {
+					t.Errorf("down broker: %+v", f)
+				}
+			}
+		}
+		if !found {
+			t.Fatal("no unregistered-replica finding for the stopped broker")
+		}
+	})
+}
