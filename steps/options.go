@@ -108,15 +108,17 @@ func parseBrokers(v string) ([]int32, error) {
 }
 
 // Option is one option of a step kind, from its options struct: a field
-// tagged `opt:"name"`, with an optional `default:"..."` and, for a string,
+// tagged `opt:"name"` (in the struct or a struct it embeds), with an optional `default:"..."` and, for a string,
 // `type:"topic"`. An option without a default must be given in the
-// runbook's `with:`.
+// runbook's `with:`. An options struct with a Validate() error method is
+// checked once every option is set (values that only make sense together,
+// a string that must be one of a few words).
 type Option struct {
 	Name       string
 	Type       ValueType
 	Default    string
 	HasDefault bool
-	field      int
+	field      []int // index path: options may sit in an embedded struct
 }
 
 // KindSpec is a registered step kind: its name, its options and the
@@ -158,7 +160,7 @@ func (k KindSpec) New(values map[string]string) (Kind, error) {
 			errs = append(errs, fmt.Errorf("step kind %s: option %s: %w", k.Name, o.Name, err))
 			continue
 		}
-		f := opts.Field(o.field)
+		f := opts.FieldByIndex(o.field)
 		if x == nil {
 			continue // an empty broker list
 		}
@@ -171,6 +173,11 @@ func (k KindSpec) New(values map[string]string) (Kind, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	if v, ok := opts.Interface().(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Errorf("step kind %s: %w", k.Name, err)
+		}
 	}
 	return k.build(opts), nil
 }
@@ -211,13 +218,15 @@ func Register[O any](r *Registry, name string, needs []string, newKind func(O) K
 		panic(fmt.Sprintf("steps: options of step kind %s are %s, not a struct", name, typ))
 	}
 	spec := KindSpec{Name: name, Needs: needs, typ: typ, build: func(v reflect.Value) Kind { return newKind(v.Interface().(O)) }}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
+	for _, f := range reflect.VisibleFields(typ) {
 		on, ok := f.Tag.Lookup("opt")
 		if !ok {
 			continue
 		}
-		o := Option{Name: on, field: i}
+		if _, dup := spec.Option(on); dup {
+			panic(fmt.Sprintf("steps: option %s of step kind %s declared twice", on, name))
+		}
+		o := Option{Name: on, field: f.Index}
 		switch {
 		case f.Type.Kind() == reflect.String && f.Tag.Get("type") == "topic":
 			o.Type = TypeTopic

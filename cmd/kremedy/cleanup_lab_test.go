@@ -300,6 +300,27 @@ func assertNoActions(t *testing.T, runDir string) {
 	}
 }
 
+// everyBroker stops or starts every lab broker with `kremedy lab broker`.
+func everyBroker(t *testing.T, l *lab.Lab, verb string) {
+	t.Helper()
+	for n := 1; n <= l.State.Config.Brokers; n++ {
+		if r := kremedy(t, "lab", "broker", verb, fmt.Sprint(n), "--dir", filepath.Dir(l.InventoryPath())); r.code != 0 {
+			t.Fatalf("%s broker %d: %s", verb, n, r.out)
+		}
+	}
+}
+
+// restoreRun undoes a cleanup run: segments restore, then znodes restore
+// (the brokers stopped).
+func restoreRun(t *testing.T, run string) {
+	t.Helper()
+	for _, args := range [][]string{{"segments", "restore", filepath.Join(run, "quarantine-manifest.json")}, {"znodes", "restore", filepath.Join(run, "backup", "znodes.json")}} {
+		if r := kremedy(t, args...); r.code != 0 {
+			t.Fatalf("kremedy %v: exit %d\n%s", args, r.code, r.out)
+		}
+	}
+}
+
 // killDuring starts a headless run and SIGKILLs it (KREMEDY_FAULT) right
 // after the journal records n completed actions of step, then resumes it
 // to the end.
@@ -425,24 +446,12 @@ func TestCleanupLab(t *testing.T) {
 		rep := breakIt(t, l, "ghost-topic", "undone")
 		run := filepath.Join(t.TempDir(), "run")
 		runCleanup(t, l, "undone", run)
-		for n := 1; n <= 3; n++ {
-			if r := kremedy(t, "lab", "broker", "stop", fmt.Sprint(n), "--dir", filepath.Dir(l.InventoryPath())); r.code != 0 {
-				t.Fatalf("stop broker %d: %s", n, r.out)
-			}
-		}
-		for _, args := range [][]string{{"segments", "restore", filepath.Join(run, "quarantine-manifest.json")}, {"znodes", "restore", filepath.Join(run, "backup", "znodes.json")}} {
-			if r := kremedy(t, args...); r.code != 0 {
-				t.Fatalf("kremedy %v: exit %d\n%s", args, r.code, r.out)
-			}
-		}
+		everyBroker(t, l, "stop")
+		restoreRun(t, run)
 		if r := kremedy(t, "znodes", "restore", filepath.Join(run, "backup", "znodes.json")); r.code != 1 || !strings.Contains(r.out, "exist already") {
 			t.Fatalf("a second znodes restore must refuse to overwrite: exit %d\n%s", r.code, r.out)
 		}
-		for n := 1; n <= 3; n++ {
-			if r := kremedy(t, "lab", "broker", "start", fmt.Sprint(n), "--dir", filepath.Dir(l.InventoryPath())); r.code != 0 {
-				t.Fatalf("start broker %d: %s", n, r.out)
-			}
-		}
+		everyBroker(t, l, "start")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		z, _, err := c.zk.Topic(ctx, "undone")

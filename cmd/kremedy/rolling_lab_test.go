@@ -11,18 +11,16 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kremedy/kremedy/lab"
-	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
-	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/steptest"
 )
 
 func runRoll(t *testing.T, l *lab.Lab, runDir string, extra ...string) result {
@@ -44,38 +42,39 @@ func brokerPIDs(l *lab.Lab) map[int]int {
 // ended well.
 func stops(t *testing.T, runDir string) map[int32]int {
 	t.Helper()
-	recs, err := journal.Read(filepath.Join(runDir, steps.JournalFile))
+	acts, err := steptest.Ended(runDir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[int32]int{}
-	for _, r := range recs {
-		if r.Type != journal.ActionEnd {
-			continue
-		}
-		e, err := journal.Decode[struct {
-			Action steps.Action `json:"action"`
-			OK     bool         `json:"ok"`
-		}](r)
-		if err == nil && e.OK && strings.HasPrefix(e.Action.ID, "stop-") {
-			out[e.Action.Broker]++
+	for _, a := range acts {
+		if strings.HasPrefix(a.ID, "stop-") {
+			out[a.Broker]++
 		}
 	}
 	return out
 }
 
+// sent is what a producer saw: sends acknowledged and failed, the first
+// errors, and the longest a single send took.
+type sent struct {
+	acked, failed int64
+	errs          []string
+	longest       time.Duration
+}
+
 // produceDuring writes to topic from an idempotent acks=all producer with
 // retries (franz-go's defaults), one record at a time, until stop is
-// closed; it returns how many sends were acknowledged and how many failed.
-func produceDuring(t *testing.T, l *lab.Lab, topic string, stop <-chan struct{}) func() (ok, failed int64, errs []string) {
+// closed; the function it returns waits for the last send and says what
+// the producer saw.
+func produceDuring(t *testing.T, l *lab.Lab, topic string, stop <-chan struct{}) func() sent {
 	t.Helper()
 	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var acked, lost atomic.Int64
 	var mu sync.Mutex
-	var errs []string
+	var s sent
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := 0; ; i++ {
@@ -86,24 +85,30 @@ func produceDuring(t *testing.T, l *lab.Lab, topic string, stop <-chan struct{})
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			rec := &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte(fmt.Sprintf("m%06d", i))}
-			if err := pr.Kgo().ProduceSync(ctx, rec).FirstErr(); err != nil {
-				lost.Add(1)
-				mu.Lock()
-				errs = append(errs, err.Error())
-				mu.Unlock()
-			} else {
-				acked.Add(1)
-			}
+			start := time.Now()
+			err := pr.Kgo().ProduceSync(ctx, rec).FirstErr()
+			took := time.Since(start)
 			cancel()
+			mu.Lock()
+			s.longest = max(s.longest, took)
+			if err != nil {
+				s.failed++
+				if len(s.errs) < 5 {
+					s.errs = append(s.errs, err.Error())
+				}
+			} else {
+				s.acked++
+			}
+			mu.Unlock()
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
-	return func() (int64, int64, []string) {
+	return func() sent {
 		wg.Wait()
 		pr.Close()
 		mu.Lock()
 		defer mu.Unlock()
-		return acked.Load(), lost.Load(), errs
+		return s
 	}
 }
 
@@ -119,24 +124,19 @@ func TestRollingRestartLab(t *testing.T) {
 	t.Run("under an acks=all producer: zero failed sends, every broker restarted once", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := c.kc.CreateTopic(ctx, "ledger", nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		if _, err := c.kc.CreateTopic(ctx, ledger, nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 			t.Fatal(err)
 		}
 		before := brokerPIDs(l)
-		stop := make(chan struct{})
-		done := produceDuring(t, l, "ledger", stop)
-		time.Sleep(2 * time.Second) // writing before the first stop
 		run := filepath.Join(t.TempDir(), "run")
-		r := runRoll(t, l, run)
-		time.Sleep(2 * time.Second) // and after the last start
-		close(stop)
-		acked, failed, errs := done()
-		t.Logf("rolling restart took %s; %d sends acknowledged, %d failed", r.took.Round(time.Millisecond), acked, failed)
+		var r result
+		got := writing(t, l, func() { r = runRoll(t, l, run) })
+		t.Logf("rolling restart took %s; %d sends acknowledged, %d failed, longest send %s", r.took.Round(time.Millisecond), got.acked, got.failed, got.longest.Round(time.Millisecond))
 		if r.code != 0 {
 			t.Fatalf("rolling-restart: exit %d\n%s", r.code, r.out)
 		}
-		if failed != 0 || acked == 0 {
-			t.Fatalf("%d sends failed (%d acknowledged): %v", failed, acked, errs[:min(len(errs), 5)])
+		if got.failed != 0 || got.acked == 0 {
+			t.Fatalf("%d sends failed (%d acknowledged): %v", got.failed, got.acked, got.errs)
 		}
 		after := brokerPIDs(l)
 		for n, pid := range before {
@@ -149,18 +149,6 @@ func TestRollingRestartLab(t *testing.T) {
 		}
 		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !strings.Contains(string(b), "- runbook: `rolling-restart` on cluster kremedy-lab (LAB)\n") || !strings.Contains(string(b), "outcome: **finished**") {
 			t.Fatalf("report: %v\n%s", err, b)
-		}
-		// Nothing acknowledged was lost.
-		var read int
-		for p := int32(0); p < 3; p++ {
-			msgs, err := kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), "ledger", p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			read += len(msgs)
-		}
-		if int64(read) != acked {
-			t.Fatalf("read %d records back, %d were acknowledged", read, acked)
 		}
 	})
 

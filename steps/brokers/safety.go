@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
@@ -87,5 +88,64 @@ func Short(st *kafkazk.ClusterState) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// Loss is what one broker's stop costs one topic: the partitions that
+// lose an in-sync replica, those it leads (controlled shutdown moves their
+// leadership first), and the fewest in-sync replicas any of them keeps
+// against the topic's min.insync.replicas.
+type Loss struct {
+	Topic      string
+	Partitions []int32
+	Led        int
+	Keeps      int // the smallest ISR left without the broker
+	MinISR     int
+}
+
+func (l Loss) String() string {
+	ps := make([]string, len(l.Partitions))
+	for i, p := range l.Partitions {
+		ps[i] = strconv.Itoa(int(p))
+	}
+	list := strings.Join(ps, ",")
+	if len(ps) > 8 {
+		list = strings.Join(ps[:8], ",") + fmt.Sprintf(",… (%d)", len(ps))
+	}
+	return fmt.Sprintf("%s [%s] leads %d, keeps isr ≥ %d (min.insync.replicas %d)", l.Topic, list, l.Led, l.Keeps, l.MinISR)
+}
+
+// Losses lists, by topic, the partitions (of topics not pending deletion)
+// whose ISR holds broker id: what its stop costs the cluster.
+func Losses(st *kafkazk.ClusterState, id int32, defaultMinISR int) []Loss {
+	var out []Loss
+	for _, name := range st.Sorted() {
+		ts := st.Topics[name]
+		if !ts.HasZnode() || ts.PendingDelete {
+			continue
+		}
+		l := Loss{Topic: name, Keeps: -1, MinISR: defaultMinISR}
+		if v, ok := ts.Config["min.insync.replicas"]; ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				l.MinISR = n
+			}
+		}
+		for p, s := range ts.States {
+			if !slices.Contains(s.ISR, id) {
+				continue
+			}
+			l.Partitions = append(l.Partitions, p)
+			if s.Leader == id {
+				l.Led++
+			}
+			if k := len(s.ISR) - 1; l.Keeps < 0 || k < l.Keeps {
+				l.Keeps = k
+			}
+		}
+		if len(l.Partitions) > 0 {
+			slices.Sort(l.Partitions)
+			out = append(out, l)
+		}
+	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/restart"
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
@@ -27,6 +28,7 @@ type preflight struct {
 
 type preflightOpts struct {
 	Topic string `opt:"topic" type:"topic"`
+	modeOpts
 	// HealthGrace is start-brokers' grace, said in the note about other
 	// topics already unhealthy.
 	HealthGrace time.Duration `opt:"health_grace"`
@@ -56,6 +58,7 @@ type gathering struct {
 	env    *steps.Env
 	topic  string
 	grace  time.Duration
+	mode   string
 	prior  *Facts // an earlier attempt's facts (resume), nil on a first run
 	f      Facts
 	p      *steps.Plan
@@ -81,7 +84,7 @@ func (g *gathering) refuse(format string, a ...any) error {
 }
 
 func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
-	g := &gathering{env: env, topic: k.o.Topic, grace: k.o.HealthGrace, ids: map[string]bool{}}
+	g := &gathering{env: env, topic: k.o.Topic, grace: k.o.HealthGrace, mode: k.o.Mode, ids: map[string]bool{}}
 	g.p = &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at %q on cluster %s", g.topic, env.Target.Name)}
 	var prior Facts
 	if ok, err := env.Load(factsKey, &prior); err != nil {
@@ -130,12 +133,35 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	}
 	g.oldRecords(ctx)
 	g.verdict()
+	if err := g.rollable(ctx); err != nil {
+		return g.p, g.checks, err
+	}
 	d := diag.wait()
 	g.diagnosis(d.d, d.err)
 	if err := env.Save(factsKey, g.f); err != nil {
 		return g.p, g.checks, err
 	}
 	return g.p, g.checks, nil
+}
+
+// rollable refuses rolling mode, before anything is changed, on a cluster
+// where restarting one broker at a time would take another topic's
+// partitions offline or below min.insync.replicas: found later, it would
+// stop the run with the znodes already deleted. Only a run's first
+// preflight asks (a resume may find the roll half done, a broker stopped).
+func (g *gathering) rollable(ctx context.Context) error {
+	if g.mode != modeRolling || g.f.Clean || g.prior != nil {
+		return nil
+	}
+	why, err := restart.Rollable(ctx, g.env, g.topic)
+	if err != nil {
+		return fmt.Errorf("rolling mode: %w", err)
+	}
+	if why != "" {
+		return g.refuse("rolling mode cannot keep the other topics available on this cluster now: %s. Nothing was changed. Fix that first, or run in full mode (the default: every broker stopped at once, report 000's procedure)", why)
+	}
+	g.ok("rolling mode: every broker can stop in turn", "no other partition would go offline or below min.insync.replicas")
+	return nil
 }
 
 // refuseForeignCluster refuses a chroot that is not a Kafka cluster's, a

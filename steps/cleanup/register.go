@@ -21,8 +21,9 @@ func Register(r *steps.Registry) {
 	steps.Register(r, "preflight", nil, func(o preflightOpts) steps.Kind { return &preflight{o: o} })
 	steps.Register(r, "detach-clients", []string{artOffsets}, func(o detachOpts) steps.Kind { return &detach{o: o} })
 	steps.Register(r, "delete-znodes", []string{artBackup}, func(o topicOpts) steps.Kind { return &deleteZnodes{o: o} })
+	steps.Register(r, "rolling-wipe", []string{artManifest, artBackup}, func(o rollingOpts) steps.Kind { return newRollingWipe(o) })
 	steps.Register(r, "stop-brokers", nil, func(o stopOpts) steps.Kind { return &stopBrokers{o: o} })
-	steps.Register(r, "wipe-segments", []string{artManifest, artBackup}, func(o topicOpts) steps.Kind { return &wipeSegments{o: o} })
+	steps.Register(r, "wipe-segments", []string{artManifest, artBackup}, func(o wipeOpts) steps.Kind { return &wipeSegments{o: o} })
 	steps.Register(r, "start-brokers", nil, func(o startOpts) steps.Kind { return &startBrokers{o: o} })
 	steps.Register(r, "verify-topic", []string{artBackup, artOffsets}, func(o verifyOpts) steps.Kind { return &verifyTopic{o: o} })
 }

@@ -22,6 +22,7 @@ type stopBrokers struct{ o stopOpts }
 
 type stopOpts struct {
 	Topic string `opt:"topic" type:"topic"`
+	modeOpts
 	// Gone bounds the wait for a stopped broker's registration to vanish.
 	Gone time.Duration `opt:"gone_timeout" default:"60s"`
 }
@@ -40,6 +41,9 @@ func (k *stopBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	t := k.o.Topic
 	if f.Clean {
 		return cleanNoOp(t, "stop brokers for"), nil
+	}
+	if k.o.Mode == modeRolling {
+		return &steps.Plan{NoOp: true, Summary: "rolling mode: the brokers were restarted one at a time by the rolling step; none is stopped here"}, nil
 	}
 	// A topic that reappeared after its znodes were deleted means a client
 	// (auto-create) is still attached: stop, do not wipe a live topic.
@@ -143,7 +147,7 @@ func (k *stopBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) 
 
 func (k *stopBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
 	f, err := facts(env)
-	if err != nil || f.Clean {
+	if err != nil || f.Clean || k.o.Mode == modeRolling {
 		return nil, err
 	}
 	reg, err := brokers.Registered(ctx, env.ZK)
@@ -165,6 +169,7 @@ func (k *stopBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 type startBrokers struct{ o startOpts }
 
 type startOpts struct {
+	modeOpts
 	Checks  int           `opt:"health_checks"`
 	Timeout time.Duration `opt:"health_timeout"`
 	// Grace: partitions of other topics already unhealthy before the run
@@ -178,8 +183,11 @@ func (k *startBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 		return nil, err
 	}
 	p := &steps.Plan{Summary: "start every stopped broker, then wait until the whole cluster is healthy and every broker's metadata agrees"}
+	// In rolling mode the brokers were started one by one; a preview lists
+	// no start (a real run still starts a broker it finds down).
+	preview := env.Preview() && k.o.Mode != modeRolling
 	for _, id := range brokers.HostIDs(env.Target) {
-		if slices.Contains(reg, id) && !env.Preview() {
+		if slices.Contains(reg, id) && !preview {
 			continue
 		}
 		h, _ := env.Target.Host(id)

@@ -26,7 +26,12 @@ import (
 // out of every log dir of every broker into a quarantine directory beside
 // (never inside) the log dirs, recording each move in a manifest first.
 // It refuses on a broker that is still registered or listening.
-type wipeSegments struct{ o topicOpts }
+type wipeSegments struct{ o wipeOpts }
+
+type wipeOpts struct {
+	Topic string `opt:"topic" type:"topic"`
+	modeOpts
+}
 
 // Move is one quarantined directory.
 type Move struct {
@@ -63,6 +68,9 @@ func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 	if f.Clean {
 		return cleanNoOp(t, "wipe"), nil
 	}
+	if k.o.Mode == modeRolling {
+		return &steps.Plan{NoOp: true, Summary: fmt.Sprintf("rolling mode: %q's directories were moved into quarantine broker by broker during the rolling step; its check below proves none is left", t)}, nil
+	}
 	if !env.Preview() {
 		if err := k.refuseLive(ctx, env, f); err != nil {
 			return nil, err
@@ -79,13 +87,11 @@ func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 	p := &steps.Plan{Summary: fmt.Sprintf("move every partition directory of %q out of every log dir into quarantine", t)}
 	for _, h := range env.Target.Hosts {
 		dirs := f.LogDirs[h.ID]
+		if err := quarantineOutside(env, h.ID, dirs); err != nil {
+			return nil, err
+		}
 		for _, dir := range dirs {
 			q := QuarantineDir(env.RunID(), dir)
-			for _, other := range dirs {
-				if q == other || strings.HasPrefix(q, other+string(filepath.Separator)) {
-					return nil, fmt.Errorf("%w: quarantine %s would be inside log dir %s on broker %d", steps.ErrRefused, q, other, h.ID)
-				}
-			}
 			matches, strays := segments.Select(l.Entries[h.ID][dir], t, ids)
 			for _, s := range strays {
 				p.Notes = append(p.Notes, fmt.Sprintf("broker %d %s/%s: %s — not a partition directory; Kafka will refuse to start while it is there. kremedy does not move what it cannot parse: move it out of the log dir by hand", h.ID, dir, s.Name, s.Why))
@@ -104,6 +110,20 @@ func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 	}
 	p.Actions = append([]steps.Action{{ID: "manifest", Op: steps.OpSave, Target: env.Artifact(artManifest), Detail: "each move is recorded before and after it happens"}}, p.Actions...)
 	return p, nil
+}
+
+// quarantineOutside refuses a quarantine that would sit inside one of
+// broker id's log dirs: Kafka would try to load it as a partition.
+func quarantineOutside(env *steps.Env, id int32, dirs []string) error {
+	for _, dir := range dirs {
+		q := QuarantineDir(env.RunID(), dir)
+		for _, other := range dirs {
+			if q == other || strings.HasPrefix(q, other+string(filepath.Separator)) {
+				return fmt.Errorf("%w: quarantine %s would be inside log dir %s on broker %d", steps.ErrRefused, q, other, id)
+			}
+		}
+	}
+	return nil
 }
 
 // refuseLive refuses while the topic's znodes exist or any broker may run:

@@ -57,8 +57,7 @@ func (g *looking) refuse(format string, a ...any) error {
 }
 
 func (k *preflight) look(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
-	g := &looking{env: env, p: &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at cluster %s", env.Target.Name)},
-		f: Facts{Sessions: map[int32]int64{}}}
+	g := &looking{env: env, p: &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at cluster %s", env.Target.Name)}}
 	var pf Facts
 	if ok, err := env.Load(factsKey, &pf); err != nil {
 		return g.p, nil, err
@@ -129,14 +128,6 @@ func (g *looking) brokers(ctx context.Context) error {
 		if !slices.Contains(inv, id) {
 			return g.refuse("broker %d is registered in ZooKeeper but not in the inventory: kremedy could not restart it, and it would keep its stale metadata. Add it to the inventory; nothing was changed", id)
 		}
-		_, session, _, err := brokers.Registration(ctx, zk, id)
-		if err != nil {
-			return err
-		}
-		g.f.Sessions[id] = session
-	}
-	if g.prior != nil {
-		g.f.Sessions = g.prior.Sessions // the first attempt's: what "restarted" is measured against
 	}
 	g.p.Facts = append(g.p.Facts, fmt.Sprintf("brokers registered %s of inventory %s; controller %d", brokers.I32s(reg), brokers.I32s(inv), ctrl))
 	for _, id := range inv {

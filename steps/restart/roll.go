@@ -13,13 +13,57 @@ import (
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-// roll restarts brokers one at a time, the controller last: for each, a
-// safety check (stopping it leaves every partition online and at or above
-// min.insync.replicas), its own stop command over SSH, its registration
-// gone and port closed, its start command, its registration back under a
-// new ZooKeeper session, and the health gate before the next broker.
-type roll struct{ o rollOpts }
+// roll is the rolling-restart kind: a Roll of the brokers its options
+// name.
+type roll struct{ Roll }
 
+func newRoll(o rollOpts) *roll {
+	return &roll{Roll{Key: "restart/sessions", Brokers: o.Brokers, StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout,
+		HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout}}
+}
+
+// Roll restarts brokers one at a time, the controller last: for each, a
+// safety check (the cluster whole, and stopping it leaves every partition
+// online and at or above min.insync.replicas), its own stop command over
+// SSH, its registration gone and port closed, what While does on its host
+// while it is stopped, its start command, its registration back under a new
+// ZooKeeper session, and the health gate before the next broker. A kind
+// embeds it to restart brokers; its Plan, Apply and Verify are the kind's.
+type Roll struct {
+	// Key names the run fact holding the brokers' ZooKeeper sessions when
+	// the roll first planned: a broker this run started is a new process
+	// when its session differs.
+	Key string
+	// Brokers to restart; empty: every broker of the inventory.
+	Brokers []int32
+	// StopTimeout bounds a broker's stop command and the wait for its
+	// registration to vanish; StartTimeout its start command and the wait
+	// for its new registration.
+	StopTimeout, StartTimeout time.Duration
+	// The health gate after each broker: HealthChecks healthy rounds in a
+	// row, one a second, within HealthTimeout.
+	HealthChecks  int
+	HealthTimeout time.Duration
+	// While, when set, is work done on each broker's host while it is
+	// stopped (moving a topic's directories out of its log dirs).
+	While While
+}
+
+// While is work a Roll does on a broker's host while the broker is
+// stopped. Its actions' IDs start with "while-<broker>-".
+type While interface {
+	// Plan lists the actions for broker id, read now (the broker may run).
+	Plan(ctx context.Context, env *steps.Env, id int32) ([]steps.Action, error)
+	// Apply performs them; the broker is stopped (its registration gone,
+	// its port closed). A plan no longer true is steps.ErrStalePlan: the
+	// roll is planned and confirmed again, that broker still stopped.
+	Apply(ctx context.Context, env *steps.Env, id int32, acts []steps.Action) error
+}
+
+// WhileID is the ID of a While action of broker id.
+func WhileID(id int32, name string) string { return fmt.Sprintf("while-%d-%s", id, name) }
+
+// rollOpts are the rolling-restart kind's options.
 type rollOpts struct {
 	// Brokers to restart; empty: every broker of the inventory.
 	Brokers []int32 `opt:"brokers"`
@@ -53,25 +97,34 @@ type brokerArgs struct {
 	Session int64  `json:"session,omitempty"` // its registration's session when the roll began
 }
 
-func (k *roll) facts(env *steps.Env) (*Facts, error) {
-	var f Facts
-	ok, err := env.Load(factsKey, &f)
-	if err != nil {
-		return nil, err
+// sessions are the brokers' ZooKeeper sessions when the roll first
+// planned, saved in the run's history then: every later plan, apply and
+// resume measures "a new process" against them.
+func (k *Roll) sessions(ctx context.Context, env *steps.Env) (map[int32]int64, error) {
+	var s map[int32]int64
+	if ok, err := env.Load(k.Key, &s); err != nil || ok {
+		return s, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: no cluster-preflight facts in this run: the rolling-restart step needs its preflight step first", steps.ErrRefused)
+	s = map[int32]int64{}
+	for _, id := range brokers.HostIDs(env.Target) {
+		_, session, ok, err := brokers.Registration(ctx, env.ZK, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			s[id] = session
+		}
 	}
-	return &f, nil
+	return s, env.Save(k.Key, s)
 }
 
 // order is the brokers to restart, ascending, the controller last.
-func (k *roll) order(env *steps.Env, ctrl int32) ([]int32, error) {
+func (k *Roll) order(env *steps.Env, ctrl int32) ([]int32, error) {
 	inv := brokers.HostIDs(env.Target)
 	ids := inv
-	if len(k.o.Brokers) > 0 {
+	if len(k.Brokers) > 0 {
 		ids = nil
-		for _, id := range k.o.Brokers {
+		for _, id := range k.Brokers {
 			if !slices.Contains(inv, id) {
 				return nil, fmt.Errorf("%w: broker %d is not in the inventory (its brokers are %s); nothing was changed", steps.ErrRefused, id, brokers.I32s(inv))
 			}
@@ -87,7 +140,7 @@ func (k *roll) order(env *steps.Env, ctrl int32) ([]int32, error) {
 
 // state reads what is left of each broker's restart, from the cluster and
 // the run's history.
-func (k *roll) state(ctx context.Context, env *steps.Env, f *Facts, ids []int32) (map[int32]unit, error) {
+func (k *Roll) state(ctx context.Context, env *steps.Env, sessions map[int32]int64, ids []int32) (map[int32]unit, error) {
 	hist := env.History().Actions(env.Step().ID)
 	did := func(id string) (started, ok bool) {
 		for _, a := range hist {
@@ -114,7 +167,7 @@ func (k *roll) state(ctx context.Context, env *steps.Env, f *Facts, ids []int32)
 		// Only this run's own start makes a new process count: a broker
 		// re-registers under a new session after a session expiry too,
 		// without restarting.
-		case registered && started && session != f.Sessions[id]:
+		case registered && started && session != sessions[id]:
 			out[id] = unitGate
 		case registered:
 			out[id] = unitFull
@@ -130,7 +183,7 @@ func (k *roll) state(ctx context.Context, env *steps.Env, f *Facts, ids []int32)
 // restarted reports whether broker id was started by this run and runs
 // now as a new process (its registration's session is not the one the
 // roll began with).
-func restarted(ctx context.Context, env *steps.Env, f *Facts, id int32) (bool, error) {
+func restarted(ctx context.Context, env *steps.Env, sessions map[int32]int64, id int32) (bool, error) {
 	started := false
 	for _, a := range env.History().Actions(env.Step().ID) {
 		if a.Action.ID == fmt.Sprintf("start-%d", id) && a.Ended && a.OK {
@@ -138,7 +191,7 @@ func restarted(ctx context.Context, env *steps.Env, f *Facts, id int32) (bool, e
 		}
 	}
 	_, session, registered, err := brokers.Registration(ctx, env.ZK, id)
-	return started && registered && session != f.Sessions[id], err
+	return started && registered && session != sessions[id], err
 }
 
 // safety is what a broker's stop must not break, read at one moment: the
@@ -195,11 +248,55 @@ func (s *safety) whole() string {
 	return strings.Join(why, "; ")
 }
 
+// loses says, for the plan, what broker id's restart costs the other
+// partitions: by topic, which lose an in-sync replica while it is down,
+// how many it leads, and the fewest in-sync replicas they keep — never
+// below min.insync.replicas (Plan refuses otherwise).
+func (s *safety) loses(id int32) string {
+	ls := brokers.Losses(s.st, id, s.minISR)
+	if len(ls) == 0 {
+		return fmt.Sprintf("broker %d: no partition loses an in-sync replica while it restarts", id)
+	}
+	n, led := 0, 0
+	var each []string
+	for _, l := range ls {
+		n, led = n+len(l.Partitions), led+l.Led
+		each = append(each, l.String())
+	}
+	if len(each) > 12 {
+		each = append(each[:12], fmt.Sprintf("and %d more topics", len(each)-12))
+	}
+	return fmt.Sprintf("broker %d: %d partitions lose an in-sync replica while it restarts (it leads %d: controlled shutdown moves those first), none below its min.insync.replicas: %s", id, n, led, strings.Join(each, "; "))
+}
+
+// Rollable says why a roll of every inventory broker could not begin now,
+// "" when it could, leaving out topic skip (about to be deleted: its own
+// partitions do not count). A runbook with a rolling mode asks it before it
+// changes anything, so that the mode is refused up front, not half-way.
+func Rollable(ctx context.Context, env *steps.Env, skip string) (string, error) {
+	s, err := readSafety(ctx, env)
+	if err != nil {
+		return "", err
+	}
+	delete(s.st.Topics, skip)
+	s.short = brokers.Short(s.st)
+	var why []string
+	if w := s.whole(); w != "" {
+		why = append(why, "the cluster is not whole: "+w)
+	}
+	for _, id := range brokers.HostIDs(env.Target) {
+		if rs := s.risks(id); len(rs) > 0 {
+			why = append(why, fmt.Sprintf("stopping broker %d would not be safe: %s", id, brokers.Summarize(rs)))
+		}
+	}
+	return strings.Join(why, "; "), nil
+}
+
 // risks says what stopping broker id would break.
 func (s *safety) risks(id int32) []string { return brokers.StopRisks(s.st, id, s.minISR) }
 
-func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
-	f, err := k.facts(env)
+func (k *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	sessions, err := k.sessions(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +308,7 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	left, err := k.state(ctx, env, f, ids)
+	left, err := k.state(ctx, env, sessions, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -264,12 +361,18 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	for _, id := range ids {
 		h, _ := env.Target.Host(id)
 		addr := brokers.Addr(ctx, env.ZK, id, h.Addr)
-		args := brokerArgs{Broker: id, Addr: addr, Session: f.Sessions[id]}
+		args := brokerArgs{Broker: id, Addr: addr, Session: sessions[id]}
 		a := func(op steps.Op, name, target, detail string) steps.Action {
 			return steps.Action{ID: fmt.Sprintf("%s-%d", name, id), Op: op, Broker: id, Target: target, Detail: detail, Args: args}
 		}
 		zn := fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, id)
-		gate := a(steps.OpWait, "gate", "cluster", fmt.Sprintf("health gate: every broker registered, a controller, no offline or under-replicated partition, the brokers' metadata agreeing; %d checks in a row, at most %s", max(1, k.o.HealthChecks), k.o.HealthTimeout))
+		gate := a(steps.OpWait, "gate", "cluster", fmt.Sprintf("health gate: every broker registered, a controller, no offline or under-replicated partition, the brokers' metadata agreeing; %d checks in a row, at most %s", max(1, k.HealthChecks), k.HealthTimeout))
+		var while []steps.Action
+		if k.While != nil && (left[id] == unitFull || left[id] == unitStart) {
+			if while, err = k.While.Plan(ctx, env, id); err != nil {
+				return nil, err
+			}
+		}
 		switch left[id] {
 		case unitDone:
 			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: restarted and gated in an earlier attempt of this run; not restarted again", id))
@@ -279,17 +382,21 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 			p.Actions = append(p.Actions, gate)
 		case unitStart:
 			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: stopped by an earlier attempt of this run; it is started, not stopped again", id))
+			p.Actions = append(p.Actions, while...)
 			p.Actions = append(p.Actions,
 				a(steps.OpSSH, "start", fmt.Sprintf("broker %d on %s", id, h.Host), h.Start),
-				a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.o.StartTimeout)),
+				a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.StartTimeout)),
 				gate)
 		case unitFull:
+			p.Facts = append(p.Facts, safe.loses(id))
 			p.Actions = append(p.Actions,
 				a(steps.OpCheck, "safe", fmt.Sprintf("broker %d", id), "read right before the stop: every broker registered, no partition short, and stopping it leaves every partition online and at or above min.insync.replicas"),
 				a(steps.OpSSH, "stop", fmt.Sprintf("broker %d on %s", id, h.Host), h.Stop),
-				a(steps.OpWait, "gone", zn, fmt.Sprintf("znode gone, port %s closed, at most %s", brokers.OrDash(addr), k.o.StopTimeout)),
+				a(steps.OpWait, "gone", zn, fmt.Sprintf("znode gone, port %s closed, at most %s", brokers.OrDash(addr), k.StopTimeout)))
+			p.Actions = append(p.Actions, while...)
+			p.Actions = append(p.Actions,
 				a(steps.OpSSH, "start", fmt.Sprintf("broker %d on %s", id, h.Host), h.Start),
-				a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.o.StartTimeout)),
+				a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.StartTimeout)),
 				gate)
 		}
 		pending++
@@ -303,23 +410,38 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	return p, nil
 }
 
-func (k *roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
-	f, err := k.facts(env)
+func (k *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	sessions, err := k.sessions(ctx, env)
 	if err != nil {
 		return err
 	}
 	var done []int32
-	for _, a := range p.Actions {
+	for i := 0; i < len(p.Actions); i++ {
+		a := p.Actions[i]
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("stopped before %s: %w; %s", a.ID, err, notYet(p, a.Broker, done))
+		}
+		id := a.Broker
+		not := func() string { return notYet(p, id, done) }
+		if strings.HasPrefix(a.ID, fmt.Sprintf("while-%d-", id)) {
+			j := i
+			for j < len(p.Actions) && p.Actions[j].Broker == id && strings.HasPrefix(p.Actions[j].ID, fmt.Sprintf("while-%d-", id)) {
+				j++
+			}
+			if k.While == nil {
+				return fmt.Errorf("rolling restart: action %s, but nothing to do while a broker is stopped", a.ID)
+			}
+			if err := k.While.Apply(ctx, env, id, p.Actions[i:j]); err != nil {
+				return fmt.Errorf("%w; broker %d is stopped, %s", err, id, not())
+			}
+			i = j - 1
+			continue
 		}
 		b, err := steps.ArgsOf[brokerArgs](a)
 		if err != nil {
 			return err
 		}
-		id := b.Broker
 		h, _ := env.Target.Host(id)
-		not := func() string { return notYet(p, id, done) }
 		switch {
 		case strings.HasPrefix(a.ID, "safe-"):
 			err = env.Do(a, func() error {
@@ -337,7 +459,7 @@ func (k *roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 			})
 		case strings.HasPrefix(a.ID, "stop-"):
 			err = env.Do(a, func() error {
-				cctx, cancel := context.WithTimeout(ctx, k.o.StopTimeout)
+				cctx, cancel := context.WithTimeout(ctx, k.StopTimeout)
 				defer cancel()
 				return brokers.RunOn(cctx, env, id, h.Stop)
 			})
@@ -347,10 +469,10 @@ func (k *roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 				err = fmt.Errorf("stop broker %d: %w. Its state is unknown; %s", id, err, not())
 			}
 		case strings.HasPrefix(a.ID, "gone-"):
-			err = env.Do(a, func() error { return brokers.WaitGone(ctx, env, id, b.Addr, k.o.StopTimeout) })
+			err = env.Do(a, func() error { return brokers.WaitGone(ctx, env, id, b.Addr, k.StopTimeout) })
 		case strings.HasPrefix(a.ID, "start-"):
 			err = env.Do(a, func() error {
-				cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
+				cctx, cancel := context.WithTimeout(ctx, k.StartTimeout)
 				defer cancel()
 				return brokers.RunOn(cctx, env, id, h.Start)
 			})
@@ -358,15 +480,15 @@ func (k *roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 				err = fmt.Errorf("broker %d did not start: %w (its log is on %s). It is down: fix the cause and resume, which starts it and goes on; %s", id, err, h.Host, not())
 			}
 		case strings.HasPrefix(a.ID, "back-"):
-			err = env.Do(a, func() error { return waitBack(ctx, env, id, f.Sessions[id], k.o.StartTimeout) })
+			err = env.Do(a, func() error { return waitBack(ctx, env, id, sessions[id], k.StartTimeout) })
 		case strings.HasPrefix(a.ID, "gate-"):
 			done = append(done, id)
-			err = env.Do(a, func() error { return k.gate(ctx, env, f) })
+			err = env.Do(a, func() error { return k.gate(ctx, env, sessions) })
 			if err != nil {
 				err = fmt.Errorf("%w; broker %d was restarted, %s", err, id, notYet(p, id, done))
 			}
 		default:
-			err = fmt.Errorf("rolling-restart: unknown action %s", a.ID)
+			err = fmt.Errorf("rolling restart: unknown action %s", a.ID)
 		}
 		if err != nil {
 			return err
@@ -409,16 +531,16 @@ func waitBack(ctx context.Context, env *steps.Env, id int32, old int64, timeout 
 // gate holds the health gate after a broker's restart: the brokers that
 // are new processes must serve no topic ZooKeeper lacks; the others, still
 // the processes the roll began with, may (only their restart clears it).
-func (k *roll) gate(ctx context.Context, env *steps.Env, f *Facts) error {
+func (k *Roll) gate(ctx context.Context, env *steps.Env, sessions map[int32]int64) error {
 	inv := brokers.HostIDs(env.Target)
 	var pending []int32
 	for _, id := range inv {
-		if _, session, ok, err := brokers.Registration(ctx, env.ZK, id); err == nil && ok && session == f.Sessions[id] {
+		if _, session, ok, err := brokers.Registration(ctx, env.ZK, id); err == nil && ok && session == sessions[id] {
 			pending = append(pending, id)
 		}
 	}
 	g := brokers.Gate{Want: inv, Rolling: true, Pending: pending}
-	checks, err := holdGate(ctx, env, g, max(1, k.o.HealthChecks), k.o.HealthTimeout)
+	checks, err := holdGate(ctx, env, g, max(1, k.HealthChecks), k.HealthTimeout)
 	for _, c := range checks {
 		env.Check(c)
 	}
@@ -452,8 +574,8 @@ func holdGate(ctx context.Context, env *steps.Env, g brokers.Gate, n int, timeou
 
 // Verify: every broker of the roll is a new process, and the whole cluster
 // is healthy with every broker's metadata agreeing about every topic.
-func (k *roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
-	f, err := k.facts(env)
+func (k *Roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	sessions, err := k.sessions(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +589,7 @@ func (k *roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 	}
 	var same []string
 	for _, id := range ids {
-		ok, err := restarted(ctx, env, f, id)
+		ok, err := restarted(ctx, env, sessions, id)
 		if err != nil {
 			return nil, err
 		}
@@ -476,7 +598,7 @@ func (k *roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 		}
 	}
 	restartedAll := steps.Check{Name: "every broker of the roll was started by this run and runs as a new process (a new ZooKeeper session)", OK: len(same) == 0, Detail: "not restarted: " + brokers.Summarize(same)}
-	n, timeout := max(1, k.o.HealthChecks), k.o.HealthTimeout
+	n, timeout := max(1, k.HealthChecks), k.HealthTimeout
 	if env.Rechecking() {
 		n, timeout = 1, 0
 	}

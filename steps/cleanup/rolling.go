@@ -1,0 +1,227 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/restart"
+	"github.com/kremedy/kremedy/steps/segments"
+)
+
+// The cleanup's modes: full stops every broker at once (field report 000's
+// procedure, the default); rolling restarts them one at a time, moving the
+// topic's directories out of each broker's log dirs while it is stopped.
+const (
+	modeFull    = "full"
+	modeRolling = "rolling"
+)
+
+// modeOpts is the mode option the brokers' steps share.
+type modeOpts struct {
+	Mode string `opt:"mode" default:"full"`
+}
+
+func (o modeOpts) Validate() error {
+	if o.Mode != modeFull && o.Mode != modeRolling {
+		return fmt.Errorf("mode %q: it is %s (every broker stopped at once) or %s (one at a time)", o.Mode, modeFull, modeRolling)
+	}
+	return nil
+}
+
+// rollingWipe is the cleanup's rolling mode: every broker restarted one at
+// a time, the controller last, the topic's directories moved out of its log
+// dirs while it is stopped, and the health gate between brokers; the other
+// topics keep a leader and min.insync.replicas throughout (each stop is
+// refused otherwise). Why it is sound — with the topic's znodes deleted
+// and its clients detached — is in runbooks/topic-cleanup.yaml's why-note
+// and docs/rolling-cleanup.md. In full mode it does nothing.
+type rollingWipe struct {
+	o    rollingOpts
+	roll restart.Roll
+}
+
+type rollingOpts struct {
+	Topic string `opt:"topic" type:"topic"`
+	modeOpts
+	StopTimeout   time.Duration `opt:"stop_timeout" default:"5m"`
+	StartTimeout  time.Duration `opt:"start_timeout" default:"5m"`
+	HealthChecks  int           `opt:"health_checks"`
+	HealthTimeout time.Duration `opt:"health_timeout"`
+}
+
+func newRollingWipe(o rollingOpts) *rollingWipe {
+	k := &rollingWipe{o: o}
+	k.roll = restart.Roll{Key: "topic-cleanup/sessions", StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout,
+		HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout, While: quarantineWhile{topic: o.Topic}}
+	return k
+}
+
+func (k *rollingWipe) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	f, err := facts(env)
+	if err != nil {
+		return nil, err
+	}
+	t := k.o.Topic
+	switch {
+	case f.Clean:
+		return cleanNoOp(t, "restart brokers for"), nil
+	case k.o.Mode != modeRolling:
+		return &steps.Plan{NoOp: true, Summary: "full mode (the default, report 000's procedure): the next steps stop every broker at once, wipe and start them; this step restarts brokers one at a time only with --set mode=rolling"}, nil
+	}
+	if !env.Preview() {
+		if ok, err := exists(ctx, env, kafkazk.TopicPath(t)); err != nil {
+			return nil, err
+		} else if ok && env.History().Done("delete-znodes") {
+			return nil, fmt.Errorf("%w: %s%s exists again after kremedy deleted it — a client recreated %q (auto.create.topics.enable?). No broker was stopped. Detach every client, then resume", steps.ErrRefused, env.ZK.Chroot(), kafkazk.TopicPath(t), t)
+		}
+		if err := requireZnodesGone(ctx, env, t); err != nil {
+			return nil, err
+		}
+	}
+	p, err := k.roll.Plan(ctx, env)
+	if errors.Is(err, steps.ErrRefused) {
+		return nil, fmt.Errorf("%w. The topic's znodes are deleted (restorable from %s); rolling mode cannot keep those partitions available: fix that and resume, or start a new topic-cleanup run in full mode (the default: every broker stopped at once, report 000's procedure), which finds the znodes already gone", err, env.Artifact(artBackup))
+	}
+	if err != nil || p.NoOp {
+		return p, err
+	}
+	p.Summary = fmt.Sprintf("restart the brokers one at a time (the controller last), moving every directory of %q out of each broker's log dirs while it is stopped; the other topics stay available", t)
+	return p, nil
+}
+
+func (k *rollingWipe) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	return k.roll.Apply(ctx, env, p)
+}
+
+func (k *rollingWipe) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	f, err := facts(env)
+	if err != nil || f.Clean || k.o.Mode != modeRolling {
+		return nil, err
+	}
+	checks, err := k.roll.Verify(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	left, err := topicDirs(ctx, env, f, k.o.Topic)
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, steps.Check{Name: fmt.Sprintf("no log dir holds a directory of %q", k.o.Topic), OK: len(left) == 0, Detail: brokers.Summarize(left)})
+	if c, err := reconcileManifest(ctx, env, k.o.Topic); err != nil {
+		return nil, err
+	} else if c != nil {
+		checks = append(checks, *c)
+	}
+	return checks, nil
+}
+
+// quarantineWhile moves the topic's directories out of a stopped broker's
+// log dirs: the rolling mode's wipe, one broker at a time.
+type quarantineWhile struct{ topic string }
+
+// matches lists broker id's log dirs for the topic's directories (each
+// with why it matched).
+func (q quarantineWhile) matches(ctx context.Context, env *steps.Env, f *Facts, id int32) ([]Move, []string, error) {
+	if err := quarantineOutside(env, id, f.LogDirs[id]); err != nil {
+		return nil, nil, err
+	}
+	h, _ := env.Target.Host(id)
+	l := brokers.List(ctx, env.Hosts, ports.Target{Hosts: []ports.Host{h}}, map[int32][]string{id: f.LogDirs[id]})
+	if err := l.Err(ports.Target{Hosts: []ports.Host{h}}); err != nil {
+		return nil, nil, err
+	}
+	ids := slices.Clone(f.OldIDs)
+	if f.TopicID != "" {
+		ids = append(ids, f.TopicID)
+	}
+	var out []Move
+	var why []string
+	for _, dir := range f.LogDirs[id] {
+		ms, _ := segments.Select(l.Entries[id][dir], q.topic, ids)
+		for _, m := range ms {
+			out = append(out, Move{Broker: id, Host: h.Host, From: filepath.Join(dir, m.Dir.Name),
+				To: filepath.Join(QuarantineDir(env.RunID(), dir), m.Dir.Name), Kind: m.Dir.Kind.String(), State: "planned"})
+			why = append(why, m.Reason)
+		}
+	}
+	return out, why, nil
+}
+
+func (q quarantineWhile) Plan(ctx context.Context, env *steps.Env, id int32) ([]steps.Action, error) {
+	f, err := facts(env)
+	if err != nil {
+		return nil, err
+	}
+	moves, why, err := q.matches(ctx, env, f, id)
+	if err != nil || len(moves) == 0 {
+		return nil, err
+	}
+	acts := []steps.Action{{ID: restart.WhileID(id, "manifest"), Op: steps.OpSave, Broker: id, Target: env.Artifact(artManifest),
+		Detail: fmt.Sprintf("broker %d's moves recorded before and after they happen", id)}}
+	for i, mv := range moves {
+		acts = append(acts, steps.Action{ID: restart.WhileID(id, fmt.Sprintf("move-%d", i)), Op: steps.OpMove, Broker: id,
+			Target: fmt.Sprintf("broker %d: %s", id, mv.From), Detail: "→ " + mv.To + " (" + why[i] + ")", Args: mv})
+	}
+	return acts, nil
+}
+
+func (q quarantineWhile) Apply(ctx context.Context, env *steps.Env, id int32, acts []steps.Action) error {
+	f, err := facts(env)
+	if err != nil {
+		return err
+	}
+	if err := requireZnodesGone(ctx, env, q.topic); err != nil {
+		return err
+	}
+	if reg, err := brokers.Registered(ctx, env.ZK); err != nil {
+		return err
+	} else if slices.Contains(reg, id) {
+		return fmt.Errorf("%w: broker %d registered again before its directories were moved; nothing was moved", steps.ErrRefused, id)
+	}
+	// Move exactly what was confirmed: a directory that appeared or went
+	// since the plan makes it stale (planned and confirmed again).
+	now, _, err := q.matches(ctx, env, f, id)
+	if err != nil {
+		return err
+	}
+	var planned []string
+	for _, a := range acts {
+		if mv, err := steps.ArgsOf[Move](a); err == nil {
+			planned = append(planned, mv.From)
+		}
+	}
+	var found []string
+	for _, mv := range now {
+		found = append(found, mv.From)
+	}
+	slices.Sort(planned)
+	slices.Sort(found)
+	if !slices.Equal(planned, found) {
+		return fmt.Errorf("%w: broker %d's log dirs hold %v of %q now, the plan moved %v; nothing was moved on it", steps.ErrStalePlan, id, found, q.topic, planned)
+	}
+	man, err := loadManifest(env, q.topic)
+	if err != nil {
+		return fmt.Errorf("quarantine manifest %s: %w", env.Artifact(artManifest), err)
+	}
+	hosts, err := byHost(&steps.Plan{Actions: acts})
+	if err != nil {
+		return err
+	}
+	qu := &quarantine{env: env, man: man, ends: map[string]func(error) error{}, idx: map[string]int{}}
+	if err := qu.plan(hosts, acts[0]); err != nil {
+		return err
+	}
+	var errs []error
+	for _, h := range hosts {
+		errs = append(errs, qu.move(ctx, h))
+	}
+	return qu.finish(errors.Join(errs...))
+}
