@@ -386,6 +386,11 @@ func (l *Lab) waitRegistered(ctx context.Context, zc *zookeeper.Conn) error {
 	if err == nil {
 		err = zc.WaitExists(ctx, kafkazk.ControllerPath, true)
 	}
+	// A broker registers in ZooKeeper before its socket server accepts
+	// connections: a client dialing in between is refused.
+	for n := 1; err == nil && n <= c.Brokers; n++ {
+		err = waitFor(ctx, 20*time.Millisecond, func() bool { return listening(c.BrokerHost(n), KafkaPort) })
+	}
 	if err != nil {
 		var why []string
 		for n := 1; n <= c.Brokers; n++ {

@@ -42,18 +42,27 @@ func writing(t *testing.T, l *lab.Lab, fn func()) sent {
 	return s
 }
 
-// countRecords counts the records of a 3-partition topic.
+// countRecords counts the records of a 3-partition topic. A topic created
+// a moment ago may not be in every broker's metadata yet: it asks again
+// until ctx ends.
 func countRecords(ctx context.Context, t *testing.T, l *lab.Lab, topic string) int {
 	t.Helper()
-	n := 0
-	for p := int32(0); p < 3; p++ {
-		msgs, err := kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), topic, p)
-		if err != nil {
-			t.Fatal(err)
+	for {
+		n, err := 0, error(nil)
+		for p := int32(0); p < 3 && err == nil; p++ {
+			var msgs []string
+			msgs, err = kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), topic, p)
+			n += len(msgs)
 		}
-		n += len(msgs)
+		if err == nil {
+			return n
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("count the records of %s: %v", topic, err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return n
 }
 
 // TestRollingCleanupLab repairs ghost-topic and stale-metadata with
