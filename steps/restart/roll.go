@@ -330,75 +330,21 @@ func (k *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		}
 		return 0
 	})
-	restoring := slices.ContainsFunc(ids, func(id int32) bool { return left[id] == unitStart || left[id] == unitGate })
 	p := &steps.Plan{Summary: fmt.Sprintf("restart brokers %s one at a time, in this order (the controller, %d, last): each stopped with its own command, started again, and the cluster healthy before the next", brokers.I32s(ids), ctrl)}
-	var refusals []string
-	for _, id := range ids {
-		switch left[id] {
-		case unitUntouched:
-			refusals = append(refusals, fmt.Sprintf("broker %d is down (not registered) and this run did not stop it: start it first (its start command, or `kremedy lab broker start %d` on a lab); a rolling restart begins with every broker up", id, id))
-		case unitDownAgain:
-			refusals = append(refusals, fmt.Sprintf("broker %d was restarted by this run and is down again: read its server log, start it, then resume (it is not restarted again)", id))
-		}
-	}
-	if !restoring {
-		if why := safe.whole(); why != "" {
-			refusals = append(refusals, "the cluster is not whole: "+why+"; a rolling restart starts from a cluster with every broker up and every partition fully in sync")
-		}
-		for _, id := range ids {
-			if left[id] != unitFull {
-				continue
-			}
-			if rs := safe.risks(id); len(rs) > 0 {
-				refusals = append(refusals, fmt.Sprintf("stopping broker %d now is not safe: %s", id, brokers.Summarize(rs)))
-			}
-		}
-	}
-	if len(refusals) > 0 {
+	if refusals := refusals(ids, left, safe); len(refusals) > 0 {
 		return nil, fmt.Errorf("%w: %s. No broker was stopped", steps.ErrRefused, strings.Join(refusals, "; "))
 	}
 	pending := 0
 	for _, id := range ids {
-		h, _ := env.Target.Host(id)
-		addr := brokers.Addr(ctx, env.ZK, id, h.Addr)
-		args := brokerArgs{Broker: id, Addr: addr, Session: sessions[id]}
-		a := func(op steps.Op, name, target, detail string) steps.Action {
-			return steps.Action{ID: fmt.Sprintf("%s-%d", name, id), Op: op, Broker: id, Target: target, Detail: detail, Args: args}
-		}
-		zn := fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, id)
-		gate := a(steps.OpWait, "gate", "cluster", fmt.Sprintf("health gate: every broker registered, a controller, no offline or under-replicated partition, the brokers' metadata agreeing; %d checks in a row, at most %s", max(1, k.HealthChecks), k.HealthTimeout))
-		var while []steps.Action
-		if k.While != nil && (left[id] == unitFull || left[id] == unitStart) {
-			if while, err = k.While.Plan(ctx, env, id); err != nil {
-				return nil, err
-			}
-		}
-		switch left[id] {
-		case unitDone:
+		if left[id] == unitDone {
 			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: restarted and gated in an earlier attempt of this run; not restarted again", id))
 			continue
-		case unitGate:
-			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: started by an earlier attempt of this run and a new process now; only its health gate is left", id))
-			p.Actions = append(p.Actions, gate)
-		case unitStart:
-			p.Facts = append(p.Facts, fmt.Sprintf("broker %d: stopped by an earlier attempt of this run; it is started, not stopped again", id))
-			p.Actions = append(p.Actions, while...)
-			p.Actions = append(p.Actions,
-				a(steps.OpSSH, "start", fmt.Sprintf("broker %d on %s", id, h.Host), h.Start),
-				a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.StartTimeout)),
-				gate)
-		case unitFull:
-			p.Facts = append(p.Facts, safe.loses(id))
-			p.Actions = append(p.Actions,
-				a(steps.OpCheck, "safe", fmt.Sprintf("broker %d", id), "read right before the stop: every broker registered, no partition short, and stopping it leaves every partition online and at or above min.insync.replicas"),
-				a(steps.OpSSH, "stop", fmt.Sprintf("broker %d on %s", id, h.Host), h.Stop),
-				a(steps.OpWait, "gone", zn, fmt.Sprintf("znode gone, port %s closed, at most %s", brokers.OrDash(addr), k.StopTimeout)))
-			p.Actions = append(p.Actions, while...)
-			p.Actions = append(p.Actions,
-				a(steps.OpSSH, "start", fmt.Sprintf("broker %d on %s", id, h.Host), h.Start),
-				a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.StartTimeout)),
-				gate)
 		}
+		fact, acts, err := k.brokerActions(ctx, env, id, left[id], sessions[id], safe)
+		if err != nil {
+			return nil, err
+		}
+		p.Facts, p.Actions = append(p.Facts, fact), append(p.Actions, acts...)
 		pending++
 	}
 	if pending == 0 {
@@ -408,6 +354,78 @@ func (k *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	}
 	p.Notes = append(p.Notes, "controlled shutdown moves each broker's leaderships away before it stops; clients retry NOT_LEADER_OR_FOLLOWER and reconnect, and producers with acks=all and retries lose nothing while every partition keeps min.insync.replicas")
 	return p, nil
+}
+
+// refusals says why the roll cannot go on: a broker down that this run did
+// not stop, or stopped and restarted already; and, unless a broker this run
+// stopped is still to come back (its absence shortens the ISRs, and the
+// others' stops are then checked right before each), a cluster that is not
+// whole or a stop that is not safe.
+func refusals(ids []int32, left map[int32]unit, safe *safety) []string {
+	var out []string
+	restoring := false
+	for _, id := range ids {
+		switch left[id] {
+		case unitUntouched:
+			out = append(out, fmt.Sprintf("broker %d is down (not registered) and this run did not stop it: start it first (its start command, or `kremedy lab broker start %d` on a lab); a rolling restart begins with every broker up", id, id))
+		case unitDownAgain:
+			out = append(out, fmt.Sprintf("broker %d was restarted by this run and is down again: read its server log, start it, then resume (it is not restarted again)", id))
+		case unitStart, unitGate:
+			restoring = true
+		}
+	}
+	if restoring {
+		return out
+	}
+	if why := safe.whole(); why != "" {
+		out = append(out, "the cluster is not whole: "+why+"; a rolling restart starts from a cluster with every broker up and every partition fully in sync")
+	}
+	for _, id := range ids {
+		if left[id] != unitFull {
+			continue
+		}
+		if rs := safe.risks(id); len(rs) > 0 {
+			out = append(out, fmt.Sprintf("stopping broker %d now is not safe: %s", id, brokers.Summarize(rs)))
+		}
+	}
+	return out
+}
+
+// brokerActions plans what is left of broker id's restart, with the fact
+// the plan says about it.
+func (k *Roll) brokerActions(ctx context.Context, env *steps.Env, id int32, left unit, session int64, safe *safety) (string, []steps.Action, error) {
+	h, _ := env.Target.Host(id)
+	addr := brokers.Addr(ctx, env.ZK, id, h.Addr)
+	args := brokerArgs{Broker: id, Addr: addr, Session: session}
+	a := func(op steps.Op, name, target, detail string) steps.Action {
+		return steps.Action{ID: fmt.Sprintf("%s-%d", name, id), Op: op, Broker: id, Target: target, Detail: detail, Args: args}
+	}
+	zn := fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, id)
+	gate := a(steps.OpWait, "gate", "cluster", fmt.Sprintf("health gate: every broker registered, a controller, no offline or under-replicated partition, the brokers' metadata agreeing; %d checks in a row, at most %s", max(1, k.HealthChecks), k.HealthTimeout))
+	if left == unitGate {
+		return fmt.Sprintf("broker %d: started by an earlier attempt of this run and a new process now; only its health gate is left", id), []steps.Action{gate}, nil
+	}
+	var acts []steps.Action
+	fact := fmt.Sprintf("broker %d: stopped by an earlier attempt of this run; it is started, not stopped again", id)
+	if left == unitFull {
+		fact = safe.loses(id)
+		acts = append(acts,
+			a(steps.OpCheck, "safe", fmt.Sprintf("broker %d", id), "read right before the stop: every broker registered, no partition short, and stopping it leaves every partition online and at or above min.insync.replicas"),
+			a(steps.OpSSH, "stop", fmt.Sprintf("broker %d on %s", id, h.Host), h.Stop),
+			a(steps.OpWait, "gone", zn, fmt.Sprintf("znode gone, port %s closed, at most %s", brokers.OrDash(addr), k.StopTimeout)))
+	}
+	if k.While != nil {
+		while, err := k.While.Plan(ctx, env, id)
+		if err != nil {
+			return "", nil, err
+		}
+		acts = append(acts, while...)
+	}
+	acts = append(acts,
+		a(steps.OpSSH, "start", fmt.Sprintf("broker %d on %s", id, h.Host), h.Start),
+		a(steps.OpWait, "back", zn, fmt.Sprintf("registered again under a new session, at most %s", k.StartTimeout)),
+		gate)
+	return fact, acts, nil
 }
 
 func (k *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
@@ -424,17 +442,11 @@ func (k *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 		id := a.Broker
 		not := func() string { return notYet(p, id, done) }
 		if strings.HasPrefix(a.ID, fmt.Sprintf("while-%d-", id)) {
-			j := i
-			for j < len(p.Actions) && p.Actions[j].Broker == id && strings.HasPrefix(p.Actions[j].ID, fmt.Sprintf("while-%d-", id)) {
-				j++
-			}
-			if k.While == nil {
-				return fmt.Errorf("rolling restart: action %s, but nothing to do while a broker is stopped", a.ID)
-			}
-			if err := k.While.Apply(ctx, env, id, p.Actions[i:j]); err != nil {
+			n, err := k.while(ctx, env, p.Actions[i:])
+			if err != nil {
 				return fmt.Errorf("%w; broker %d is stopped, %s", err, id, not())
 			}
-			i = j - 1
+			i += n - 1
 			continue
 		}
 		b, err := steps.ArgsOf[brokerArgs](a)
@@ -444,19 +456,7 @@ func (k *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 		h, _ := env.Target.Host(id)
 		switch {
 		case strings.HasPrefix(a.ID, "safe-"):
-			err = env.Do(a, func() error {
-				safe, err := readSafety(ctx, env)
-				if err != nil {
-					return err
-				}
-				if why := safe.whole(); why != "" {
-					return fmt.Errorf("%w: broker %d was not stopped: the cluster is not whole (%s); %s", steps.ErrRefused, id, why, not())
-				}
-				if rs := safe.risks(id); len(rs) > 0 {
-					return fmt.Errorf("%w: stopping broker %d now is not safe: %s. It was not stopped; %s", steps.ErrRefused, id, brokers.Summarize(rs), not())
-				}
-				return nil
-			})
+			err = env.Do(a, func() error { return safeNow(ctx, env, id, not) })
 		case strings.HasPrefix(a.ID, "stop-"):
 			err = env.Do(a, func() error {
 				cctx, cancel := context.WithTimeout(ctx, k.StopTimeout)
@@ -493,6 +493,36 @@ func (k *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// while applies the While actions at the head of acts (one broker's, in a
+// row) and says how many there were.
+func (k *Roll) while(ctx context.Context, env *steps.Env, acts []steps.Action) (int, error) {
+	id := acts[0].Broker
+	n := 0
+	for n < len(acts) && acts[n].Broker == id && strings.HasPrefix(acts[n].ID, fmt.Sprintf("while-%d-", id)) {
+		n++
+	}
+	if k.While == nil {
+		return n, fmt.Errorf("rolling restart: action %s, but nothing to do while a broker is stopped", acts[0].ID)
+	}
+	return n, k.While.Apply(ctx, env, id, acts[:n])
+}
+
+// safeNow refuses broker id's stop unless the cluster is whole and the
+// stop leaves every partition online and at min.insync.replicas, read now.
+func safeNow(ctx context.Context, env *steps.Env, id int32, not func() string) error {
+	safe, err := readSafety(ctx, env)
+	if err != nil {
+		return err
+	}
+	if why := safe.whole(); why != "" {
+		return fmt.Errorf("%w: broker %d was not stopped: the cluster is not whole (%s); %s", steps.ErrRefused, id, why, not())
+	}
+	if rs := safe.risks(id); len(rs) > 0 {
+		return fmt.Errorf("%w: stopping broker %d now is not safe: %s. It was not stopped; %s", steps.ErrRefused, id, brokers.Summarize(rs), not())
 	}
 	return nil
 }
