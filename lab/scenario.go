@@ -206,6 +206,16 @@ func (e *env) requireAllUp() ([]int32, error) {
 	return ids, nil
 }
 
+// ready is every scenario's precondition: every lab broker up, and the
+// scenario's topic not in the lab yet. It returns the brokers' ids.
+func (e *env) ready() ([]int32, error) {
+	ids, err := e.requireAllUp()
+	if err != nil {
+		return nil, err
+	}
+	return ids, e.topicAbsent(e.t)
+}
+
 func (e *env) topicAbsent(t string) error {
 	for _, p := range []string{kafkazk.TopicPath(t), kafkazk.DeleteTopicsPath + "/" + t} {
 		if ok, _, err := e.zk.Exists(e.ctx, p); err != nil {
@@ -388,11 +398,8 @@ func runStuckDelete(ctx context.Context, l *Lab, t string, out io.Writer) (*Repo
 }
 
 func (e *env) stuckDelete() error {
-	ids, err := e.requireAllUp()
+	ids, err := e.ready()
 	if err != nil {
-		return err
-	}
-	if err := e.topicAbsent(e.t); err != nil {
 		return err
 	}
 	if err := e.ensureBystander(ids); err != nil {
@@ -684,11 +691,8 @@ func runStaleMetadata(ctx context.Context, l *Lab, t string, out io.Writer) (*Re
 		return nil, err
 	}
 	defer e.close()
-	ids, err := e.requireAllUp()
+	ids, err := e.ready()
 	if err != nil {
-		return e.rep, err
-	}
-	if err := e.topicAbsent(t); err != nil {
 		return e.rep, err
 	}
 	if err := e.ensureBystander(ids); err != nil {

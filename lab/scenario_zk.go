@@ -25,11 +25,8 @@ func runGhostAssignment(ctx context.Context, l *Lab, t string, out io.Writer) (*
 		return nil, err
 	}
 	defer e.close()
-	ids, err := e.requireAllUp()
+	ids, err := e.ready()
 	if err != nil {
-		return e.rep, err
-	}
-	if err := e.topicAbsent(t); err != nil {
 		return e.rep, err
 	}
 	e.rep.Assign = [][]int32{{ids[0], ids[1]}}
@@ -84,11 +81,8 @@ func runPartitionIncrease(ctx context.Context, l *Lab, t string, out io.Writer) 
 		return nil, err
 	}
 	defer e.close()
-	ids, err := e.requireAllUp()
+	ids, err := e.ready()
 	if err != nil {
-		return e.rep, err
-	}
-	if err := e.topicAbsent(t); err != nil {
 		return e.rep, err
 	}
 	full := assignment(ids)

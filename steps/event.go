@@ -27,15 +27,6 @@ func (s State) String() string {
 	return stateNames[s]
 }
 
-// States lists every state, in order.
-func States() []State {
-	out := make([]State, len(stateNames))
-	for i := range out {
-		out[i] = State(i)
-	}
-	return out
-}
-
 // EventKind says what an Event carries.
 type EventKind int
 

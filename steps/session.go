@@ -126,9 +126,6 @@ func (s *Session) JournalPath() string { return s.j.Path() }
 // Redact keeps secrets (passwords) out of every later journal record.
 func (s *Session) Redact(secrets ...string) { s.j.Redact(secrets...) }
 
-// SetClock pins the run's clock (tests).
-func (s *Session) SetClock(now func() time.Time) { s.run.rec.now = now }
-
 // AfterRecord sets a hook called after each journal record is on disk
 // (fault injection on a lab: cmd/kremedy's KREMEDY_FAULT).
 func (s *Session) AfterRecord(f func(typ, step string)) { s.run.rec.after = f }

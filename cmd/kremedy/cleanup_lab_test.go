@@ -21,7 +21,6 @@ import (
 
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/cleanup"
-	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -345,27 +344,16 @@ func killDuring(t *testing.T, l *lab.Lab, topic, runDir, step string, n int) {
 // (kind:topic, sorted), the brokers each names, and the exit code.
 func diagnoseJSON(t *testing.T, l *lab.Lab, topic string) ([]string, map[string][]int32, int) {
 	t.Helper()
-	args := []string{"diagnose", "--inventory", l.InventoryPath(), "--json"}
-	if topic != "" {
-		args = append(args, "--topic", topic)
-	}
-	r := kremedy(t, args...)
-	i := strings.Index(r.out, "{")
-	var d diagnose.Diagnosis
-	if i < 0 || json.NewDecoder(strings.NewReader(r.out[i:])).Decode(&d) != nil {
-		t.Fatalf("diagnose output is not JSON (exit %d):\n%s", r.code, r.out)
-	}
+	d, code := diagnosis(t, l, topic) // logs each finding's evidence
 	var ks []string
 	brokers := map[string][]int32{}
 	for _, f := range d.Findings {
 		ks = append(ks, f.Kind)
 		brokers[f.Kind] = f.Brokers
-		// The evidence, so that a failure says what was seen, not only its name.
-		t.Logf("  %s %q brokers %v: %s", f.Kind, f.Topic, f.Brokers, strings.Join(f.Evidence, "; "))
 	}
 	slices.Sort(ks)
-	t.Logf("diagnose %s: exit %d, findings %v (%s)", topic, r.code, ks, d.Took)
-	return ks, brokers, r.code
+	t.Logf("diagnose %s: exit %d, findings %v (%s)", topic, code, ks, d.Took)
+	return ks, brokers, code
 }
 
 // TestCleanupLab repairs ghost-topic and stale-metadata with one headless

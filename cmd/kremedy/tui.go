@@ -26,11 +26,6 @@ func dialer(inventory string) dial {
 	return func(ctx context.Context) (*cluster, error) { return connect(ctx, inventory) }
 }
 
-// connected is a dial for a cluster that is already open.
-func connected(cl *cluster) dial {
-	return func(context.Context) (*cluster, error) { return cl, nil }
-}
-
 // runTUINew is `kremedy run` without --headless: the run directory is
 // created (or the unfinished run it holds offered) before the first frame;
 // the cluster is dialled behind it.

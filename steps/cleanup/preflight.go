@@ -2,7 +2,6 @@ package cleanup
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -168,41 +167,16 @@ func (g *gathering) rollable(ctx context.Context) error {
 // cluster migrating to KRaft, and, on resume, another cluster than the one
 // the run started on.
 func (g *gathering) refuseForeignCluster(ctx context.Context) error {
-	zk := g.env.ZK
-	chroot := zk.Chroot()
-	if chroot == "" {
-		chroot = "(no chroot)"
+	var prior string
+	if g.prior != nil {
+		prior = g.prior.ClusterID
 	}
-	for _, need := range []string{kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath} {
-		has, err := exists(ctx, g.env, need)
-		if err != nil {
-			return fmt.Errorf("ZooKeeper %s: %w", g.env.Target.ZKConnect, err)
-		}
-		if !has {
-			return g.refuse("ZooKeeper chroot %s has no %s: this is not the Kafka cluster's chroot (a wrong chroot silently starts a new, empty cluster). Check zookeeper.connect in the inventory against the brokers' server.properties; nothing was changed", chroot, need)
-		}
+	id, check, err := brokers.CheckCluster(ctx, g.env, prior, "manual znode surgery now would corrupt the migration")
+	g.f.ClusterID = id
+	if check.OK { // passed, even when the resume is refused after it
+		g.checks = append(g.checks, check)
 	}
-	if has, err := exists(ctx, g.env, kafkazk.MigrationPath); err != nil {
-		return err
-	} else if has {
-		return g.refuse("%s%s exists: the cluster is migrating from ZooKeeper to KRaft; manual znode surgery now would corrupt the migration. Nothing was changed", zk.Chroot(), kafkazk.MigrationPath)
-	}
-	g.ok("ZooKeeper chroot is a Kafka cluster", fmt.Sprintf("%s has %s and %s, no %s", chroot, kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath, kafkazk.MigrationPath))
-	if b, _, err := zk.Get(ctx, kafkazk.ClusterIDPath); err == nil {
-		var cid struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(b, &cid) == nil {
-			g.f.ClusterID = cid.ID
-		}
-	}
-	// A resumed run must be on the cluster it started on: an inventory
-	// edited (or a DNS name moved) between attempts would otherwise carry
-	// the run's later, destructive steps to another cluster.
-	if g.prior != nil && g.prior.ClusterID != "" && g.f.ClusterID != g.prior.ClusterID {
-		return g.refuse("this run started on the cluster with id %s, but %s%s now says %q: the inventory points at another cluster. Nothing was changed; check the inventory (%s)", g.prior.ClusterID, zk.Chroot(), kafkazk.ClusterIDPath, g.f.ClusterID, g.env.Inventory())
-	}
-	return nil
+	return err
 }
 
 // brokerFacts records the registered brokers, the controller, their

@@ -45,13 +45,9 @@ func (k *stopBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	if k.o.Mode == modeRolling {
 		return &steps.Plan{NoOp: true, Summary: "rolling mode: the brokers were restarted one at a time by the rolling step; none is stopped here"}, nil
 	}
-	// A topic that reappeared after its znodes were deleted means a client
-	// (auto-create) is still attached: stop, do not wipe a live topic.
 	if !env.Preview() {
-		if ok, err := exists(ctx, env, kafkazk.TopicPath(t)); err != nil {
+		if err := refuseRecreated(ctx, env, t, "Brokers were not stopped"); err != nil {
 			return nil, err
-		} else if ok && env.History().Done("delete-znodes") {
-			return nil, fmt.Errorf("%w: %s%s exists again after kremedy deleted it — a client recreated %q (auto.create.topics.enable?). Brokers were not stopped. Detach every client, then resume", steps.ErrRefused, env.ZK.Chroot(), kafkazk.TopicPath(t), t)
 		}
 	}
 	reg, err := brokers.Registered(ctx, env.ZK)
@@ -175,6 +171,18 @@ type startOpts struct {
 	// Grace: partitions of other topics already unhealthy before the run
 	// are counted during it, then named and excused while no worse.
 	Grace time.Duration `opt:"health_grace"`
+}
+
+// refuseRecreated refuses when the topic reappeared after this run deleted
+// its znodes: a client (auto-create) is still attached, and wiping now
+// would empty a live topic. notDone says what was not done.
+func refuseRecreated(ctx context.Context, env *steps.Env, t, notDone string) error {
+	if ok, err := exists(ctx, env, kafkazk.TopicPath(t)); err != nil {
+		return err
+	} else if ok && env.History().Done("delete-znodes") {
+		return fmt.Errorf("%w: %s%s exists again after kremedy deleted it — a client recreated %q (auto.create.topics.enable?). %s. Detach every client, then resume", steps.ErrRefused, env.ZK.Chroot(), kafkazk.TopicPath(t), t, notDone)
+	}
+	return nil
 }
 
 func (k *startBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
-	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/restart"
 	"github.com/kremedy/kremedy/steps/segments"
@@ -77,10 +76,8 @@ func (k *rollingWipe) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return &steps.Plan{NoOp: true, Summary: "full mode (the default, report 000's procedure): the next steps stop every broker at once, wipe and start them; this step restarts brokers one at a time only with --set mode=rolling"}, nil
 	}
 	if !env.Preview() {
-		if ok, err := exists(ctx, env, kafkazk.TopicPath(t)); err != nil {
+		if err := refuseRecreated(ctx, env, t, "No broker was stopped"); err != nil {
 			return nil, err
-		} else if ok && env.History().Done("delete-znodes") {
-			return nil, fmt.Errorf("%w: %s%s exists again after kremedy deleted it — a client recreated %q (auto.create.topics.enable?). No broker was stopped. Detach every client, then resume", steps.ErrRefused, env.ZK.Chroot(), kafkazk.TopicPath(t), t)
 		}
 		if err := requireZnodesGone(ctx, env, t); err != nil {
 			return nil, err

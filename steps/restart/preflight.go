@@ -2,14 +2,12 @@ package restart
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
-	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
 // preflight looks at the whole cluster before anything happens: it refuses
@@ -78,36 +76,16 @@ func (k *preflight) look(ctx context.Context, env *steps.Env) (*steps.Plan, []st
 // chroot refuses a chroot that is not a Kafka cluster's, a migration to
 // KRaft under way, and another cluster than the one the run started on.
 func (g *looking) chroot(ctx context.Context) error {
-	zk := g.env.ZK
-	chroot := zk.Chroot()
-	if chroot == "" {
-		chroot = "(no chroot)"
+	var prior string
+	if g.prior != nil {
+		prior = g.prior.ClusterID
 	}
-	for _, need := range []string{kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath} {
-		if ok, _, err := zk.Exists(ctx, need); err != nil {
-			return fmt.Errorf("ZooKeeper %s: %w", g.env.Target.ZKConnect, err)
-		} else if !ok {
-			return g.refuse("ZooKeeper chroot %s has no %s: this is not the Kafka cluster's chroot. Check zookeeper.connect in the inventory against the brokers' server.properties; nothing was changed", chroot, need)
-		}
+	id, check, err := brokers.CheckCluster(ctx, g.env, prior, "its brokers are rolled by the migration's own phases")
+	g.f.ClusterID = id
+	if check.OK { // passed, even when the resume is refused after it
+		g.checks = append(g.checks, check)
 	}
-	if ok, _, err := zk.Exists(ctx, kafkazk.MigrationPath); err != nil {
-		return err
-	} else if ok {
-		return g.refuse("%s%s exists: the cluster is migrating from ZooKeeper to KRaft, whose brokers are rolled by the migration's own phases. Nothing was changed", zk.Chroot(), kafkazk.MigrationPath)
-	}
-	g.checks = append(g.checks, steps.Check{Name: "ZooKeeper chroot is a Kafka cluster", OK: true, Detail: fmt.Sprintf("%s has %s and %s, no %s", chroot, kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath, kafkazk.MigrationPath)})
-	if b, _, err := zk.Get(ctx, kafkazk.ClusterIDPath); err == nil {
-		var cid struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(b, &cid) == nil {
-			g.f.ClusterID = cid.ID
-		}
-	}
-	if g.prior != nil && g.prior.ClusterID != "" && g.f.ClusterID != g.prior.ClusterID {
-		return g.refuse("this run started on the cluster with id %s, but %s%s now says %q: the inventory points at another cluster. Nothing was changed; check the inventory (%s)", g.prior.ClusterID, zk.Chroot(), kafkazk.ClusterIDPath, g.f.ClusterID, g.env.Inventory())
-	}
-	return nil
+	return err
 }
 
 // brokers records the registrations and their sessions, and refuses a

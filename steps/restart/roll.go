@@ -295,16 +295,23 @@ func Rollable(ctx context.Context, env *steps.Env, skip string) (string, error) 
 // risks says what stopping broker id would break.
 func (s *safety) risks(id int32) []string { return brokers.StopRisks(s.st, id, s.minISR) }
 
-func (k *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+// roster is what Plan and Verify start from: the sessions the roll began
+// with, the controller now, and the brokers to restart in order.
+func (k *Roll) roster(ctx context.Context, env *steps.Env) (map[int32]int64, int32, []int32, error) {
 	sessions, err := k.sessions(ctx, env)
 	if err != nil {
-		return nil, err
+		return nil, 0, nil, err
 	}
 	ctrl, err := brokers.Controller(ctx, env.ZK)
 	if err != nil {
-		return nil, err
+		return nil, 0, nil, err
 	}
 	ids, err := k.order(env, ctrl)
+	return sessions, ctrl, ids, err
+}
+
+func (k *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	sessions, ctrl, ids, err := k.roster(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -605,15 +612,7 @@ func holdGate(ctx context.Context, env *steps.Env, g brokers.Gate, n int, timeou
 // Verify: every broker of the roll is a new process, and the whole cluster
 // is healthy with every broker's metadata agreeing about every topic.
 func (k *Roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
-	sessions, err := k.sessions(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	ctrl, err := brokers.Controller(ctx, env.ZK)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := k.order(env, ctrl)
+	sessions, _, ids, err := k.roster(ctx, env)
 	if err != nil {
 		return nil, err
 	}
