@@ -10,57 +10,127 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"text/template"
+
+	"github.com/kremedy/kremedy/internal/kafkaver"
 )
 
 //go:embed pom.xml
-var pom []byte
+var pomTemplate string
 
-// KafkaVersion is the Kafka release `kremedy lab install` fetches.
-var KafkaVersion = func() string {
-	m := regexp.MustCompile(`<kafka.version>([^<]+)</kafka.version>`).FindSubmatch(pom)
-	return string(m[1])
-}()
+// Artifact is one Maven coordinate.
+type Artifact struct{ Group, Name, Version string }
 
-// DefaultKafkaHome is where `kremedy lab install` puts the jars.
-func DefaultKafkaHome() string { return filepath.Join(CacheDir(), "kafka-"+KafkaVersion) }
+// Release is a Kafka release the lab installs and runs. Kafka's POM carries
+// no logging backend; Logging is the one the release's tarball ships
+// (gradle/dependencies.gradle at its tag).
+type Release struct {
+	Version string
+	Logging []Artifact
+	// Tested says the test suite runs this release's lab (make test or make
+	// test-versions); other 2.4–3.9 releases are accepted, untested.
+	Tested bool
+}
 
-// ResolveKafkaHome picks --kafka-home, then $KAFKA_HOME, then the install
-// cache, and checks it holds a ZooKeeper-mode (3.x) Kafka.
-func ResolveKafkaHome(flag string) (home, version string, err error) {
+func log4j12(slf4j string) []Artifact {
+	return []Artifact{{"log4j", "log4j", "1.2.17"}, {"org.slf4j", "slf4j-log4j12", slf4j}}
+}
+
+var reload4j = []Artifact{{"ch.qos.reload4j", "reload4j", "1.2.25"}, {"org.slf4j", "slf4j-reload4j", "1.7.36"}}
+
+// Releases are the releases kremedy's lab is tested with, oldest first.
+var Releases = []Release{
+	{"2.4.1", log4j12("1.7.28"), true},
+	{"2.7.2", log4j12("1.7.30"), true},
+	{"2.8.2", log4j12("1.7.30"), true},
+	{"3.4.1", reload4j, true},
+	{"3.9.2", reload4j, true},
+}
+
+// KafkaVersion is the release `kremedy lab install` and `lab up` use when
+// no version is named.
+const KafkaVersion = "3.9.2"
+
+// ReleaseOf returns the release to install for version v: a tested one, or
+// any other ZooKeeper-mode release (2.4.0–3.9.x) with the logging backend
+// of its line.
+func ReleaseOf(v string) (Release, error) {
+	for _, r := range Releases {
+		if r.Version == v {
+			return r, nil
+		}
+	}
+	ver, err := kafkaver.Parse(v)
+	if err != nil || ver.Patch < 0 {
+		return Release{}, fmt.Errorf("--kafka-version %q: expected a Kafka release such as %s", v, KafkaVersion)
+	}
+	if err := ver.Runnable(); err != nil {
+		return Release{}, err
+	}
+	r := Release{Version: v, Logging: reload4j}
+	if !ver.AtLeast(3, 1) {
+		r.Logging = log4j12("1.7.30")
+	}
+	return r, nil
+}
+
+// DefaultKafkaHome is where `kremedy lab install` puts release v's jars.
+func DefaultKafkaHome(v string) string { return filepath.Join(CacheDir(), "kafka-"+v) }
+
+// ResolveKafkaHome picks --kafka-home, then --kafka-version's install,
+// then $KAFKA_HOME, then the default release's install, and checks it holds
+// a ZooKeeper-mode Kafka (of the version asked for, when one was).
+func ResolveKafkaHome(flag, version string) (home, found string, err error) {
 	home = flag
 	src := "--kafka-home"
+	if home == "" && version != "" {
+		home, src = DefaultKafkaHome(version), "--kafka-version "+version
+	}
 	if home == "" {
 		home, src = os.Getenv("KAFKA_HOME"), "KAFKA_HOME"
 	}
 	if home == "" {
-		home, src = DefaultKafkaHome(), "the kremedy cache"
+		home, src = DefaultKafkaHome(KafkaVersion), "the kremedy cache"
 	}
-	version, err = CheckKafkaHome(home)
+	found, err = CheckKafkaHome(home)
 	if err != nil {
-		return "", "", fmt.Errorf("Kafka home from %s: %w", src, err)
+		hint := ""
+		if src != "--kafka-home" && src != "KAFKA_HOME" {
+			v := version
+			if v == "" {
+				v = KafkaVersion
+			}
+			hint = fmt.Sprintf(" (install it with `kremedy lab install --kafka-version %s`)", v)
+		}
+		return "", "", fmt.Errorf("Kafka home from %s: %w%s", src, err, hint)
+	}
+	if version != "" && found != version {
+		return "", "", fmt.Errorf("%w: --kafka-version %s, but %s (from %s) holds Kafka %s. Nothing was started", ErrMissingPart, version, home, src, found)
 	}
 	abs, _ := filepath.Abs(home)
-	return abs, version, nil
+	return abs, found, nil
 }
 
-var kafkaJar = regexp.MustCompile(`^kafka_2\.1[23]-(\d+)\.(\d+)\.(\d+)\.jar$`)
+var kafkaJar = regexp.MustCompile(`^kafka_2\.1[23]-(\d+\.\d+\.\d+)\.jar$`)
 
-// CheckKafkaHome verifies HOME/libs holds the broker jar, ZooKeeper and a
-// logging backend, and returns the Kafka version.
+// CheckKafkaHome verifies HOME/libs holds the broker jar of a ZooKeeper-mode
+// release this machine can run, ZooKeeper and a logging backend, and returns
+// the Kafka version.
 func CheckKafkaHome(home string) (string, error) {
 	libs := filepath.Join(home, "libs")
 	ents, err := os.ReadDir(libs)
 	if err != nil {
-		return "", fmt.Errorf("%w: no Kafka jars at %s (%v). Run `kremedy lab install` (or `make lab-install`), or pass --kafka-home with an Apache Kafka 3.9.x distribution", ErrMissingPart, libs, err)
+		return "", fmt.Errorf("%w: no Kafka jars at %s (%v). Run `kremedy lab install` (or `make lab-install`), or pass --kafka-home with an Apache Kafka 2.4–3.9 distribution", ErrMissingPart, libs, err)
 	}
 	var version string
 	var zk, log4j bool
 	for _, e := range ents {
 		n := e.Name()
 		if m := kafkaJar.FindStringSubmatch(n); m != nil {
-			version = m[1] + "." + m[2] + "." + m[3]
-			if m[1] != "3" {
-				return "", fmt.Errorf("%w: %s holds Kafka %s; the lab needs ZooKeeper mode, which ended with 3.9. Use an Apache Kafka 3.9.x distribution or `kremedy lab install`", ErrMissingPart, libs, version)
+			version = m[1]
+			v, _ := kafkaver.Parse(version)
+			if err := v.Runnable(); err != nil {
+				return "", fmt.Errorf("%w: %s holds %v", ErrMissingPart, libs, err)
 			}
 		}
 		zk = zk || strings.HasPrefix(n, "zookeeper-3")
@@ -68,44 +138,52 @@ func CheckKafkaHome(home string) (string, error) {
 	}
 	switch {
 	case version == "":
-		return "", fmt.Errorf("%w: %s has no kafka_2.13-3.x.jar. Run `kremedy lab install`, or pass --kafka-home with an Apache Kafka 3.9.x distribution", ErrMissingPart, libs)
+		return "", fmt.Errorf("%w: %s has no kafka_2.13 (or 2.12) jar. Run `kremedy lab install`, or pass --kafka-home with an Apache Kafka 2.4–3.9 distribution", ErrMissingPart, libs)
 	case !zk:
 		return "", fmt.Errorf("%w: %s has no zookeeper jar", ErrMissingPart, libs)
 	case !log4j:
-		return "", fmt.Errorf("%w: %s has no log4j backend (reload4j); Kafka would run without logs. Run `kremedy lab install`", ErrMissingPart, libs)
+		return "", fmt.Errorf("%w: %s has no log4j backend (log4j 1.2 or reload4j); Kafka would run without logs. Run `kremedy lab install --kafka-version %s`", ErrMissingPart, libs, version)
 	}
 	return version, nil
 }
 
-// Install fetches Kafka and its runtime classpath from Maven Central into
-// home/libs with Maven, using the pom embedded in kremedy (lab/pom.xml).
-func Install(ctx context.Context, home string, out io.Writer) error {
+// Install fetches release r of Kafka and its runtime classpath from Maven
+// Central into home/libs with Maven, from the pom template embedded in
+// kremedy (lab/pom.xml).
+func Install(ctx context.Context, r Release, home string, out io.Writer) error {
 	if v, err := CheckKafkaHome(home); err == nil {
+		if v != r.Version {
+			return fmt.Errorf("%w: %s already holds Kafka %s, not %s; nothing was changed. Choose another --kafka-home", ErrMissingPart, home, v, r.Version)
+		}
 		fmt.Fprintf(out, "Kafka %s is already installed at %s\n", v, home)
 		return nil
 	}
 	mvn, err := exec.LookPath("mvn")
 	if err != nil {
-		return fmt.Errorf("%w: Maven (mvn) is not on PATH; install it (Debian: apt-get install maven) or pass --kafka-home with an Apache Kafka 3.9.x distribution", ErrMissingPart)
+		return fmt.Errorf("%w: Maven (mvn) is not on PATH; install it (Debian: apt-get install maven) or pass --kafka-home with an Apache Kafka 2.4–3.9 distribution", ErrMissingPart)
 	}
 	tmp, err := os.MkdirTemp("", "kremedy-pom-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "pom.xml"), pom, 0o600); err != nil {
+	var pom strings.Builder
+	if err := template.Must(template.New("pom").Parse(pomTemplate)).Execute(&pom, r); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "pom.xml"), []byte(pom.String()), 0o600); err != nil {
 		return err
 	}
 	libs := filepath.Join(home, "libs")
 	if err := os.MkdirAll(libs, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "fetching Kafka %s and its runtime classpath from Maven Central into %s\n", KafkaVersion, libs)
+	fmt.Fprintf(out, "fetching Kafka %s and its runtime classpath from Maven Central into %s\n", r.Version, libs)
 	cmd := exec.CommandContext(ctx, mvn, "-q", "-B", "-f", filepath.Join(tmp, "pom.xml"),
 		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+libs)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("maven could not fetch Kafka %s: %w (nothing else was changed; %s may hold a partial download, rerun to resume)", KafkaVersion, err, libs)
+		return fmt.Errorf("maven could not fetch Kafka %s: %w (nothing else was changed; %s may hold a partial download, rerun to resume)", r.Version, err, libs)
 	}
 	v, err := CheckKafkaHome(home)
 	if err != nil {
@@ -125,7 +203,7 @@ func FindJava() (string, error) {
 	}
 	p, err := exec.LookPath("java")
 	if err != nil {
-		return "", fmt.Errorf("%w: java is not on PATH and JAVA_HOME is unset; Kafka 3.9 needs Java 11 or 17 (Debian: apt-get install openjdk-17-jre-headless)", ErrMissingPart)
+		return "", fmt.Errorf("%w: java is not on PATH and JAVA_HOME is unset; Kafka needs Java 11 or 17 (Debian: apt-get install openjdk-17-jre-headless)", ErrMissingPart)
 	}
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		p = r

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/internal/atomicfile"
+	"github.com/kremedy/kremedy/internal/kafkaver"
 )
 
 // FormatVersion is the layout version of a lab directory. A directory made
@@ -44,6 +45,9 @@ type Config struct {
 	// IBP is inter.broker.protocol.version; "" leaves Kafka's default.
 	IBP       string `json:"ibp,omitempty"`
 	KafkaHome string `json:"kafka_home"`
+	// KafkaVersion is the release asked for with --kafka-version ("": the
+	// Kafka home's, by default KafkaVersion's install).
+	KafkaVersion string `json:"kafka_version_wanted,omitempty"`
 	// Net is the second octet of every lab address: brokers live on
 	// 127.<Net>.1.N, ZooKeeper nodes on 127.<Net>.2.N. 0 by default, so a
 	// second lab (e.g. the test suite's) can run beside an engineer's.
@@ -70,31 +74,44 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--chroot %q: use a clean absolute path such as /kafka, or \"\" for none", c.Chroot)
 	}
 	if c.IBP != "" {
-		if _, err := ibpAtLeast(c.IBP, 0, 0); err != nil {
+		if _, err := kafkaver.Parse(c.IBP); err != nil {
+			return fmt.Errorf("--ibp: %w", err)
+		}
+	}
+	if c.KafkaVersion != "" {
+		v, err := kafkaver.Parse(c.KafkaVersion)
+		if err != nil || v.Patch < 0 {
+			return fmt.Errorf("--kafka-version %q: expected a Kafka release such as %s", c.KafkaVersion, KafkaVersion)
+		}
+		if err := v.Runnable(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// TopicIDs reports whether the brokers use topic IDs (IBP >= 2.8).
-func (c Config) TopicIDs() bool {
-	if c.IBP == "" {
-		return true
-	}
-	ok, _ := ibpAtLeast(c.IBP, 2, 8)
-	return ok
+// software and ibp are the lab's release and IBP as kafkaver versions.
+func (s State) software() kafkaver.Version {
+	v, _ := kafkaver.Parse(s.Kafka)
+	return v
 }
 
-func ibpAtLeast(v string, major, minor int) (bool, error) {
-	var a, b int
-	var rest string
-	n, _ := fmt.Sscanf(v, "%d.%d%s", &a, &b, &rest)
-	if n < 2 || a < 0 || b < 0 {
-		return false, fmt.Errorf("--ibp %q: expected a Kafka version such as 2.7 or 3.9", v)
+func (s State) ibp() kafkaver.Version {
+	if s.Config.IBP == "" {
+		return kafkaver.Version{}
 	}
-	return a > major || a == major && b >= minor, nil
+	v, _ := kafkaver.Parse(s.Config.IBP)
+	return v
 }
+
+// TopicIDs reports whether the brokers use topic IDs (software and IBP at
+// least 2.8).
+func (s State) TopicIDs() bool { return kafkaver.TopicIDs(s.software(), s.ibp()) }
+
+// RefusesStaleLog reports whether a restarted broker refuses a directory
+// of another topic ID (INCONSISTENT_TOPIC_ID: 3.0+ with topic IDs); on the
+// other labs the recreated topic silently adopts it.
+func (s State) RefusesStaleLog() bool { return kafkaver.RefusesStaleLog(s.software(), s.ibp()) }
 
 // BrokerHost is broker n's loopback address.
 func (c Config) BrokerHost(n int) string { return fmt.Sprintf("127.%d.1.%d", c.Net, n) }

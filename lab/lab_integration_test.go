@@ -53,7 +53,7 @@ func requireParts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lab test: needs real ZooKeeper/Kafka/sshd; runs without -short")
 	}
-	if _, _, err := lab.ResolveKafkaHome(""); err != nil {
+	if _, _, err := lab.ResolveKafkaHome("", ""); err != nil {
 		t.Fatalf("lab parts missing: %v (run `make lab-install`)", err)
 	}
 	if _, err := lab.FindJava(); err != nil {

@@ -40,12 +40,36 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestTopicIDs(t *testing.T) {
-	for ibp, want := range map[string]bool{"": true, "2.7": false, "2.7-IV2": false, "2.8": true, "3.9": true, "0.10.2": false} {
-		c := DefaultConfig()
-		c.IBP = ibp
-		if got := c.TopicIDs(); got != want {
-			t.Errorf("IBP %q: TopicIDs() = %v, want %v", ibp, got, want)
+func TestVersionBehaviour(t *testing.T) {
+	for _, c := range []struct {
+		kafka, ibp   string
+		ids, refuses bool
+	}{
+		{"3.9.2", "", true, true}, {"3.9.2", "2.7", false, false}, {"3.9.2", "2.7-IV2", false, false},
+		{"3.9.2", "2.8", true, true}, {"3.9.2", "0.10.2", false, false},
+		{"2.8.2", "", true, false}, {"2.7.2", "", false, false}, {"2.4.1", "", false, false}, {"3.4.1", "", true, true},
+	} {
+		s := State{Kafka: c.kafka, Config: DefaultConfig()}
+		s.Config.IBP = c.ibp
+		if got := s.TopicIDs(); got != c.ids {
+			t.Errorf("Kafka %s IBP %q: TopicIDs() = %v, want %v", c.kafka, c.ibp, got, c.ids)
+		}
+		if got := s.RefusesStaleLog(); got != c.refuses {
+			t.Errorf("Kafka %s IBP %q: RefusesStaleLog() = %v, want %v", c.kafka, c.ibp, got, c.refuses)
+		}
+	}
+}
+
+func TestReleaseOf(t *testing.T) {
+	for v, want := range map[string]string{"2.7.2": "log4j", "2.8.2": "log4j", "3.4.1": "reload4j", "3.9.2": "reload4j", "3.0.2": "log4j", "3.6.2": "reload4j", "2.5.1": "log4j"} {
+		r, err := ReleaseOf(v)
+		if err != nil || r.Logging[0].Name != want {
+			t.Errorf("ReleaseOf(%s) = %+v, %v; want %s", v, r, err, want)
+		}
+	}
+	for _, v := range []string{"2.3.1", "4.0.0", "3.9", "x"} {
+		if _, err := ReleaseOf(v); err == nil {
+			t.Errorf("ReleaseOf(%s) accepted", v)
 		}
 	}
 }

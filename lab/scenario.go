@@ -482,15 +482,12 @@ func orNone(s string) string {
 // ---- ghost-topic / reused-segments ---------------------------------------
 
 func runGhostTopic(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
-	if !l.State.Config.TopicIDs() {
-		return nil, fmt.Errorf("%w: ghost-topic shows INCONSISTENT_TOPIC_ID, which needs topic IDs (IBP >= 2.8); this lab runs --ibp %s, where the same sequence is `kremedy lab break reused-segments`", ErrWrongLab, l.State.Config.IBP)
-	}
 	return runRecreate(ctx, l, "ghost-topic", t, out)
 }
 
 func runReusedSegments(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
-	if l.State.Config.TopicIDs() {
-		return nil, fmt.Errorf("%w: reused-segments needs a lab without topic IDs (pre-2.8 behaviour): start one with `kremedy lab up --dir OTHER --ibp 2.7`; on this lab the same sequence is `kremedy lab break ghost-topic`", ErrWrongLab)
+	if l.State.RefusesStaleLog() {
+		return nil, fmt.Errorf("%w: reused-segments needs a lab whose brokers adopt a stale directory (Kafka before 3.0, or IBP < 2.8): start one with `kremedy lab up --dir OTHER --ibp 2.7` or `--kafka-version 2.8.2`; on this lab (%s) the same sequence is `kremedy lab break ghost-topic`", ErrWrongLab, l.State.behaviour())
 	}
 	return runRecreate(ctx, l, "reused-segments", t, out)
 }
@@ -559,7 +556,7 @@ func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*R
 			followed = append(followed, int32(p))
 		}
 	}
-	if name == "ghost-topic" {
+	if l.State.RefusesStaleLog() {
 		e.ghostSymptoms(v, led, followed)
 		e.rep.Next = fmt.Sprintf("run kremedy's topic-cleanup runbook on %s: detach clients, delete %q's znodes, stop every broker, wipe %q's segments, restart, verify", e.l.InventoryPath(), t, t)
 	} else {

@@ -91,14 +91,7 @@ func (l *Lab) Status(ctx context.Context) Status {
 // Print writes the status as a table an operator can read.
 func (l *Lab) Print(w io.Writer, st Status) {
 	c := l.State.Config
-	ibp := "default (topic IDs)"
-	if c.IBP != "" {
-		ibp = c.IBP
-		if !c.TopicIDs() {
-			ibp += " (no topic IDs)"
-		}
-	}
-	fmt.Fprintf(w, "lab %s\n  Kafka %s, inter.broker.protocol.version %s, zookeeper.connect %s\n", l.Dir, l.State.Kafka, ibp, c.ZKConnect())
+	fmt.Fprintf(w, "lab %s\n  zookeeper.connect %s%s\n", l.Dir, c.ZKConnect(), ibpNote(l.State))
 	for _, p := range st.Parts {
 		pid := "-"
 		if p.PID > 0 {

@@ -20,6 +20,8 @@ import (
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
+
+	"github.com/kremedy/kremedy/internal/kafkaver"
 )
 
 // UpTimeout bounds `lab up` from the first start to a registered cluster.
@@ -49,7 +51,7 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		if l, err = create(abs, want); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "new lab in %s: %d ZooKeeper nodes, %d brokers, Kafka %s%s\n", abs, l.State.Config.ZooKeepers, l.State.Config.Brokers, l.State.Kafka, ibpNote(l.State.Config))
+		fmt.Fprintf(out, "new lab in %s: %d ZooKeeper nodes, %d brokers%s\n", abs, l.State.Config.ZooKeepers, l.State.Config.Brokers, ibpNote(l.State))
 	default:
 		return nil, err
 	}
@@ -148,14 +150,25 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	return l, nil
 }
 
-func ibpNote(c Config) string {
-	if c.IBP == "" {
-		return ""
+// behaviour names what the lab's release and IBP do with a recreated
+// topic's stale directories (the version's symptoms of the incident).
+func (s State) behaviour() string {
+	switch {
+	case s.RefusesStaleLog():
+		return "topic IDs; a stale directory is refused (INCONSISTENT_TOPIC_ID)"
+	case s.TopicIDs():
+		return "topic IDs, but a restarted broker adopts a stale directory (2.8)"
+	default:
+		return "no topic IDs; a stale directory is adopted silently"
 	}
-	if c.TopicIDs() {
-		return ", inter.broker.protocol.version=" + c.IBP
+}
+
+func ibpNote(s State) string {
+	ibp := "default"
+	if s.Config.IBP != "" {
+		ibp = s.Config.IBP
 	}
-	return ", inter.broker.protocol.version=" + c.IBP + " (no topic IDs: pre-2.8 behaviour)"
+	return fmt.Sprintf(", Kafka %s, inter.broker.protocol.version=%s (%s)", s.Kafka, ibp, s.behaviour())
 }
 
 func create(dir string, c Config) (*Lab, error) {
@@ -165,11 +178,17 @@ func create(dir string, c Config) (*Lab, error) {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("%s exists, is not empty and holds no kremedy lab (no lab.json); nothing was started. Choose a new or empty --dir", dir)
 	}
-	home, version, err := ResolveKafkaHome(c.KafkaHome)
+	home, version, err := ResolveKafkaHome(c.KafkaHome, c.KafkaVersion)
 	if err != nil {
 		return nil, err
 	}
 	c.KafkaHome = home
+	if c.IBP != "" {
+		sw, ibp := kafkaver.MustParse(version), kafkaver.MustParse(c.IBP)
+		if ibp.Major > sw.Major || ibp.Major == sw.Major && ibp.Minor > sw.Minor {
+			return nil, fmt.Errorf("--ibp %s: Kafka %s does not know inter.broker.protocol.version %s (it must not be newer than the release); nothing was started", c.IBP, version, c.IBP)
+		}
+	}
 	java, err := FindJava()
 	if err != nil {
 		return nil, err
@@ -203,6 +222,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("log-dirs-per-broker", want.LogDirsPerBroker, have.LogDirsPerBroker)
 	check("ibp", want.IBP, have.IBP)
 	check("net", want.Net, have.Net)
+	check("kafka-version", want.KafkaVersion, l.State.Kafka)
 	if explicit != nil && explicit("kafka-home") {
 		if abs, _ := filepath.Abs(want.KafkaHome); abs != have.KafkaHome {
 			diffs = append(diffs, fmt.Sprintf("--kafka-home %s (the lab has %s)", abs, have.KafkaHome))

@@ -49,7 +49,7 @@ func needLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lab test: runs without -short")
 	}
-	if _, _, err := lab.ResolveKafkaHome(""); err != nil {
+	if _, _, err := lab.ResolveKafkaHome("", ""); err != nil {
 		t.Fatalf("lab parts missing: %v (run `make lab-install`)", err)
 	}
 	if _, err := lab.FindSSHD(); err != nil {
@@ -245,7 +245,7 @@ func assertQuarantined(t *testing.T, l *lab.Lab, runDir, topic string, atLeast i
 		if base := filepath.Base(mv.To); !strings.HasPrefix(base, topic+"-") || strings.HasPrefix(base, topic+"-v2") {
 			t.Fatalf("quarantined %s: not a directory of %s", mv.To, topic)
 		}
-		if _, err := os.Stat(filepath.Join(mv.To, "partition.metadata")); err != nil && l.State.Config.TopicIDs() {
+		if _, err := os.Stat(filepath.Join(mv.To, "partition.metadata")); err != nil && l.State.TopicIDs() {
 			t.Fatalf("quarantined %s: %v", mv.To, err)
 		}
 		for n := 1; n <= l.State.Config.Brokers; n++ {

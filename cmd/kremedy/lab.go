@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,15 +42,40 @@ func labErr(err error) error {
 
 func newLabInstallCmd() *cobra.Command {
 	var home string
+	var versions []string
+	var tested []string
+	for _, r := range lab.Releases {
+		tested = append(tested, r.Version)
+	}
 	c := &cobra.Command{
 		Use:   "install",
-		Short: "Fetch Kafka " + lab.KafkaVersion + " and its classpath from Maven Central into the kremedy cache",
-		Args:  cobra.NoArgs,
+		Short: "Fetch Kafka releases and their classpath from Maven Central into the kremedy cache (one directory per release)",
+		Long: "Fetch Kafka releases and their classpath from Maven Central into the kremedy cache, one Kafka home per release,\n" +
+			"each with the logging backend its tarball ships and its own ZooKeeper. Tested releases: " + strings.Join(tested, ", ") +
+			".\nAny other ZooKeeper-mode release from 2.4.0 to 3.9.x is accepted, untested.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return labErr(lab.Install(cmd.Context(), home, cmd.OutOrStdout()))
+			if home != "" && len(versions) > 1 {
+				return usageErr(fmt.Errorf("--kafka-home names one directory; install one --kafka-version into it"))
+			}
+			for _, v := range versions {
+				r, err := lab.ReleaseOf(v)
+				if err != nil {
+					return usageErr(err)
+				}
+				h := home
+				if h == "" {
+					h = lab.DefaultKafkaHome(v)
+				}
+				if err := lab.Install(cmd.Context(), r, h, cmd.OutOrStdout()); err != nil {
+					return labErr(err)
+				}
+			}
+			return nil
 		},
 	}
-	c.Flags().StringVar(&home, "kafka-home", lab.DefaultKafkaHome(), "where to install (a Kafka home: libs/ is filled)")
+	c.Flags().StringSliceVar(&versions, "kafka-version", []string{lab.KafkaVersion}, "releases to install (comma-separated or repeated), e.g. 2.7.2,2.8.2,3.9.2")
+	c.Flags().StringVar(&home, "kafka-home", "", "install into this Kafka home instead (libs/ is filled; default: the cache's kafka-VERSION)")
 	return c
 }
 
@@ -72,7 +98,8 @@ func newLabUpCmd() *cobra.Command {
 	f.StringVar(&cfg.Chroot, "chroot", cfg.Chroot, "ZooKeeper chroot of the Kafka cluster")
 	f.IntVar(&cfg.LogDirsPerBroker, "log-dirs-per-broker", cfg.LogDirsPerBroker, "log.dirs entries per broker (JBOD)")
 	f.StringVar(&cfg.IBP, "ibp", "", "inter.broker.protocol.version (2.7: no topic IDs, the pre-2.8 behaviour)")
-	f.StringVar(&cfg.KafkaHome, "kafka-home", "", "Apache Kafka 3.9.x home (default $KAFKA_HOME, then the `lab install` cache)")
+	f.StringVar(&cfg.KafkaVersion, "kafka-version", "", "Kafka release to run, installed with `lab install --kafka-version` (default: --kafka-home, $KAFKA_HOME, then "+lab.KafkaVersion+")")
+	f.StringVar(&cfg.KafkaHome, "kafka-home", "", "an Apache Kafka 2.4–3.9 home (default $KAFKA_HOME, then the `lab install` cache)")
 	f.IntVar(&cfg.Net, "net", 0, "second octet of the lab's loopback addresses (127.NET.1.N), to run a second lab beside the first")
 	return c
 }

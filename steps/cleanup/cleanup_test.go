@@ -609,3 +609,49 @@ func TestResumeKeepsTheFirstBaseline(t *testing.T) {
 		}
 	}
 }
+
+// TestProducersWatchedWithoutDescribeProducers: on brokers without
+// DescribeProducers (Kafka < 2.8) the detach gate watches the partitions'
+// log end offsets: while one moves it holds and names the partition; once
+// none moved for producer_idle it lets the run go on.
+func TestProducersWatchedWithoutDescribeProducers(t *testing.T) {
+	old := ports.BrokerRelease{Guess: "v2.7", IBP: "2.7-IV2"}
+	t.Run("a producer that keeps writing holds the gate", func(t *testing.T) {
+		f := newFixture(t, map[string]string{"producer_idle": "1s"})
+		f.kafka.Release = old
+		n := int64(0)
+		f.kafka.EndsFn = func() map[int32]int64 { n++; return map[int32]int64{0: 10, 1: n, 2: 7} }
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+		defer cancel()
+		_, err := f.run(ctx, f.typing("orders"))
+		if err == nil || !strings.Contains(err.Error(), "clients still attached") {
+			t.Fatalf("the gate should hold while an end offset moves: %v", err)
+		}
+		if d := f.zk.Deleted(); len(d) != 0 {
+			t.Fatalf("deleted %v while a producer was writing", d)
+		}
+		b, _ := os.ReadFile(f.journal())
+		for _, want := range []string{"1 active producers (no DescribeProducers (Kafka \\u003c 2.8): log end offsets moved on partitions [1]", "method: producers: no DescribeProducers"} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("journal lacks %q:\n%s", want, b)
+			}
+		}
+	})
+	t.Run("the run goes on once the producer stops", func(t *testing.T) {
+		f := newFixture(t, map[string]string{"producer_idle": "1s"})
+		f.kafka.Release = old
+		n := int64(0)
+		f.kafka.EndsFn = func() map[int32]int64 { n = min(n+1, 3); return map[int32]int64{0: 10, 1: n, 2: 7} }
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := f.run(ctx, f.typing("orders")); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		b, _ := os.ReadFile(f.journal())
+		for _, want := range []string{"log end offsets moved on partitions [1]", "(no DescribeProducers (Kafka \\u003c 2.8): log end offsets unchanged for"} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("journal lacks %q:\n%s", want, b)
+			}
+		}
+	})
+}

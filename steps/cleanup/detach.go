@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kremedy/kremedy/internal/atomicfile"
@@ -17,7 +18,85 @@ import (
 // recreate it behind the operator's back. It saves consumer groups'
 // committed offsets, runs the inventory's client stop commands, then holds a
 // gate that re-checks until nothing is attached.
-type detach struct{ o detachOpts }
+type detach struct {
+	o detachOpts
+	// ends watches log end offsets where DescribeProducers does not exist.
+	ends *endWatch
+}
+
+// endWatch judges producers on brokers without DescribeProducers (Kafka
+// before 2.8): every partition's log end offset, read at each re-check. A
+// partition whose offset moved has a producer; the topic counts as idle
+// once no offset moved for producer_idle. Until then it is not idle: "not
+// seen writing yet" is not "nobody writes".
+type endWatch struct {
+	last  map[int32]int64
+	since time.Time // when an offset last moved, or the first read
+	// pending: nothing moved at the last read, but not for producer_idle yet.
+	pending bool
+}
+
+// read reads the offsets again and returns the partitions that moved since
+// the last read, and how long none has moved.
+func (w *endWatch) read(ctx context.Context, env *steps.Env, topic string) (moved []int32, quiet time.Duration, err error) {
+	ends, err := env.Kafka.EndOffsets(ctx, topic)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := env.Now()
+	if w.last == nil {
+		w.last, w.since = ends, now
+		return nil, 0, nil
+	}
+	for p, o := range ends {
+		if old, ok := w.last[p]; !ok || old != o {
+			moved = append(moved, p)
+		}
+	}
+	for p := range w.last {
+		if _, ok := ends[p]; !ok {
+			moved = append(moved, p) // its leader went away: not known idle
+		}
+	}
+	slices.Sort(moved)
+	moved = slices.Compact(moved)
+	w.last = ends
+	if len(moved) > 0 {
+		w.since = now
+	}
+	return moved, now.Sub(w.since), nil
+}
+
+// watchEnds is the producers check without DescribeProducers: it returns
+// an active "producer" per partition whose end offset moved (ProducerID
+// -1: unknown) or, while the offsets have not been still for producer_idle,
+// one for the topic (Partition -1), and says which in note.
+func (k *detach) watchEnds(ctx context.Context, env *steps.Env) (active []ports.ProducerUse, note string, err error) {
+	if k.ends == nil {
+		k.ends = &endWatch{}
+	}
+	moved, quiet, err := k.ends.read(ctx, env, k.o.Topic)
+	if err != nil {
+		// An offset kremedy could not read may be one a producer moves.
+		return []ports.ProducerUse{{Partition: -1, ProducerID: -1, TxnStart: -1, LastTimestamp: env.Now()}},
+			fmt.Sprintf("log end offsets not read (%v): counted as an active producer", err), nil
+	}
+	now := env.Now()
+	k.ends.pending = len(moved) == 0 && quiet < k.o.ProducerIdle
+	for _, p := range moved {
+		active = append(active, ports.ProducerUse{Partition: p, ProducerID: -1, TxnStart: -1, LastTimestamp: now})
+	}
+	switch {
+	case len(moved) > 0:
+		note = fmt.Sprintf("log end offsets moved on partitions %s: something writes to %q", brokers.I32s(moved), k.o.Topic)
+	case quiet < k.o.ProducerIdle:
+		active = append(active, ports.ProducerUse{Partition: -1, ProducerID: -1, TxnStart: -1, LastTimestamp: now})
+		note = fmt.Sprintf("log end offsets unchanged for %s of producer_idle %s", quiet.Round(time.Second), k.o.ProducerIdle)
+	default:
+		note = fmt.Sprintf("log end offsets unchanged for %s (producer_idle %s)", quiet.Round(time.Second), k.o.ProducerIdle)
+	}
+	return active, "no DescribeProducers (Kafka < 2.8): " + note, nil
+}
 
 type detachOpts struct {
 	Topic string `opt:"topic" type:"topic"`
@@ -52,6 +131,10 @@ func (k *detach) attached(ctx context.Context, env *steps.Env, f *Facts) (groups
 	}
 	if len(parts) == 0 {
 		return groups, nil, "", nil
+	}
+	if !f.Releases.DescribeProducers() {
+		active, unasked, err = k.watchEnds(ctx, env)
+		return groups, active, unasked, err
 	}
 	prods, err := env.Kafka.Producers(ctx, t, parts, reg)
 	for _, pu := range prods {
@@ -180,16 +263,16 @@ func (k *detach) gate(ctx context.Context, env *steps.Env, f *Facts) error {
 	t := time.NewTicker(k.o.Every)
 	defer t.Stop()
 	for {
-		groups, active, _, err := k.attached(ctx, env, f)
+		groups, active, note, err := k.attached(ctx, env, f)
 		if err != nil {
 			return err
 		}
 		m := membersOn(groups)
 		if len(m) == 0 && len(active) == 0 {
-			env.Logf("no client is attached to %q", k.o.Topic)
+			env.Logf("no client is attached to %q%s", k.o.Topic, suffix(note))
 			return nil
 		}
-		env.Logf("still attached to %q: %v, %d active producers; waiting", k.o.Topic, m, len(active))
+		env.Logf("still attached to %q: %v, %d active producers%s; waiting", k.o.Topic, m, len(active), suffix(note))
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: clients still attached to %q: %v, %d active producers. Nothing was deleted. Stop them and re-check", steps.ErrCheckFailed, k.o.Topic, m, len(active))
@@ -204,6 +287,17 @@ func (k *detach) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, err
 		return nil, err
 	}
 	groups, active, unasked, err := k.attached(ctx, env, f)
+	// Without DescribeProducers, "idle" takes producer_idle of still end
+	// offsets to see (a resume starts a new watch): wait for it, or for a
+	// movement, re-checking as the gate does.
+	for err == nil && k.ends != nil && k.ends.pending {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(k.o.Every):
+		}
+		groups, active, unasked, err = k.attached(ctx, env, f)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +306,13 @@ func (k *detach) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, err
 		{Name: "no consumer group has members on the topic", OK: len(m) == 0, Detail: fmt.Sprint(m)},
 		{Name: "no producer is active on the topic", OK: len(active) == 0, Detail: producersDetail(active, unasked)},
 	}, nil
+}
+
+func suffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return " (" + note + ")"
 }
 
 // allUnhosted reports whether every partition in a Producers error is one

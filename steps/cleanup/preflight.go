@@ -111,6 +111,7 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	if err := g.brokerFacts(ctx); err != nil {
 		return g.p, g.checks, err
 	}
+	g.releases(ctx)
 	// The disks are listed over SSH, and other topics' health is read,
 	// while the brokers are asked about the topic; an early return still
 	// waits for both.
@@ -234,6 +235,22 @@ func (g *gathering) brokerFacts(ctx context.Context) error {
 	}
 	g.consistent = len(reg) == len(inv)
 	return nil
+}
+
+// releases is the capability probe: what each registered broker runs, and
+// so which method each version-dependent step uses. A resume with every
+// broker stopped keeps the first attempt's answer.
+func (g *gathering) releases(ctx context.Context) {
+	r := brokers.Probe(ctx, g.env.Kafka, g.f.Registered)
+	if len(g.f.Registered) == 0 && g.prior != nil {
+		r = g.prior.Releases
+	}
+	g.f.Releases = r
+	g.fact("releases: %s", r)
+	for _, m := range r.Methods() {
+		g.fact("method: %s", m)
+	}
+	g.env.Logf("releases: %s", r)
 }
 
 // autoCreate asks every broker whether it creates topics on first use.

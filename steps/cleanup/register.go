@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
 )
 
 // Artifacts the kinds write in the run directory; the runbook declares
@@ -52,6 +53,8 @@ type Facts struct {
 	Configs    map[string]string `json:"configs,omitempty"`
 	AutoCreate map[int32]bool    `json:"auto_create,omitempty"`
 	Clean      bool              `json:"clean"` // the topic is already consistent everywhere
+	// Releases is the capability probe's answer: what each broker runs.
+	Releases brokers.Releases `json:"releases,omitempty"`
 	// UnhealthyBefore are other topics' partitions ("topic-p") that were
 	// already offline or under-replicated, in every broker's view, when the
 	// run's first preflight looked (Baseline says it looked). After the

@@ -8,12 +8,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -454,4 +456,69 @@ func (c *Client) Listening(ctx context.Context, addr string) bool {
 	}
 	conn.Close()
 	return true
+}
+
+// Releases asks each broker, one by one and in parallel, for its API
+// versions and its inter.broker.protocol.version.
+func (c *Client) Releases(ctx context.Context, ids []int32) []ports.BrokerRelease {
+	out := make([]ports.BrokerRelease, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = c.release(ctx, id)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *Client) release(ctx context.Context, id int32) ports.BrokerRelease {
+	r := ports.BrokerRelease{Broker: id}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "kremedy", "1"
+	resp, err := req.RequestWith(rctx, c.cl.Broker(int(id)))
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		r.Err = fmt.Sprintf("ApiVersions: %v", err)
+		return r
+	}
+	maxOf := map[int16]int16{}
+	for _, k := range resp.ApiKeys {
+		maxOf[k.ApiKey] = k.MaxVersion
+	}
+	_, r.DescribeProducers = maxOf[kmsg.DescribeProducers.Int16()]
+	r.MetadataIDs = maxOf[kmsg.Metadata.Int16()] >= 10
+	r.Release30 = maxOf[kmsg.ListOffsets.Int16()] >= 7
+	r.Guess = kversion.FromApiVersionsResponse(resp).VersionGuess()
+	ibp, err := c.BrokerConfig(rctx, id, "inter.broker.protocol.version")
+	if err != nil {
+		r.Err = err.Error()
+	}
+	r.IBP = ibp
+	return r
+}
+
+// EndOffsets returns every partition's log end offset, each asked of its
+// leader (kadm routes ListOffsets by the metadata).
+func (c *Client) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	lo, err := c.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	var errs []error
+	lo.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("%s-%d: %w", topic, o.Partition, o.Err))
+			return
+		}
+		out[o.Partition] = o.Offset
+	})
+	return out, errors.Join(errs...)
 }

@@ -85,6 +85,25 @@ type ProducerUse struct {
 	TxnStart      int64     `json:"txn_start_offset"`
 }
 
+// BrokerRelease is what one broker tells about its release: the APIs it
+// answers (ApiVersions) and its inter.broker.protocol.version
+// (DescribeConfigs). kremedy picks, per capability, a method every broker
+// supports, and says which.
+type BrokerRelease struct {
+	Broker int32 `json:"broker"`
+	// Guess is franz-go's reading of the API table ("v2.8", "between v2.7
+	// and v2.8").
+	Guess string `json:"release_guess"`
+	IBP   string `json:"ibp,omitempty"` // "" when it could not be read
+	// DescribeProducers: the broker answers it (Kafka 2.8+, KIP-664).
+	DescribeProducers bool `json:"describe_producers"`
+	// MetadataIDs: Metadata v10+ carries topic IDs (software 2.8+).
+	MetadataIDs bool `json:"metadata_topic_ids"`
+	// Release30: ListOffsets v7 (KIP-734), the mark of software 3.0+.
+	Release30 bool   `json:"release_3_0"`
+	Err       string `json:"error,omitempty"`
+}
+
 // Kafka is the cluster's Kafka side. Every Metadata request it sends has
 // AllowAutoTopicCreation=false.
 type Kafka interface {
@@ -117,6 +136,12 @@ type Kafka interface {
 	// FirstRecordTime returns the timestamp of a partition's first record
 	// (ok=false when the partition is empty).
 	FirstRecordTime(ctx context.Context, topic string, partition int32) (t time.Time, ok bool, err error)
+	// Releases asks each broker for its API versions and IBP; a broker that
+	// did not answer has Err set.
+	Releases(ctx context.Context, brokers []int32) []BrokerRelease
+	// EndOffsets returns every partition's log end offset, from its leader
+	// (a partition without one is absent).
+	EndOffsets(ctx context.Context, topic string) (map[int32]int64, error)
 	// Listening reports whether something accepts TCP connections at addr.
 	Listening(ctx context.Context, addr string) bool
 }

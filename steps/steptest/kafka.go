@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -42,6 +43,13 @@ type Kafka struct {
 	Canaries int
 	Deleted  []string // group offsets deleted
 	nextID   int
+	// Release is what every running broker says about its release; the
+	// zero value is a 3.9 broker with every API.
+	Release ports.BrokerRelease
+	// Ends are partitions' log end offsets; EndsFn, when set, is asked
+	// instead (a producer writing between two reads).
+	Ends   map[int32]int64
+	EndsFn func() map[int32]int64
 }
 
 // NewKafka fakes the cluster whose ZooKeeper and hosts are given.
@@ -217,3 +225,31 @@ func (k *Kafka) Listening(_ context.Context, addr string) bool {
 }
 
 var _ ports.Kafka = (*Kafka)(nil)
+
+// Releases answers for every running broker with k.Release (a 3.9 broker
+// with every API when it is the zero value).
+func (k *Kafka) Releases(_ context.Context, ids []int32) []ports.BrokerRelease {
+	var out []ports.BrokerRelease
+	for _, id := range ids {
+		r := k.Release
+		if r == (ports.BrokerRelease{}) {
+			r = ports.BrokerRelease{Guess: "v3.9", IBP: "3.9-IV0", DescribeProducers: true, MetadataIDs: true, Release30: true}
+		}
+		r.Broker = id
+		if !k.running(id) {
+			r = ports.BrokerRelease{Broker: id, Err: "ApiVersions: connection refused"}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// EndOffsets returns Ends (or EndsFn's answer).
+func (k *Kafka) EndOffsets(context.Context, string) (map[int32]int64, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.EndsFn != nil {
+		return k.EndsFn(), nil
+	}
+	return maps.Clone(k.Ends), nil
+}

@@ -65,7 +65,7 @@ type zkProcess struct {
 // open port (a connection to a port nobody listens on can connect to
 // itself).
 func startZKProcess(dir, heap string) (*zkProcess, error) {
-	home, _, err := lab.ResolveKafkaHome("")
+	home, _, err := lab.ResolveKafkaHome("", "")
 	if err != nil {
 		return nil, fmt.Errorf("%v (run `make lab-install`)", err)
 	}
