@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
@@ -68,6 +69,9 @@ type Observation struct {
 type Report struct {
 	Scenario string
 	Topic    string
+	// Release is the lab's Kafka, IBP and what they do with a stale
+	// directory: the symptoms observed are this version's.
+	Release  string
 	Did      []string
 	Observed []Observation
 	Took     time.Duration
@@ -86,6 +90,9 @@ type Report struct {
 // Print writes the report for an operator.
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\n== %s on topic %q (%.1fs)\n", r.Scenario, r.Topic, r.Took.Seconds())
+	if r.Release != "" {
+		fmt.Fprintf(w, "On %s: the symptoms below are this version's.\n", r.Release)
+	}
 	fmt.Fprintln(w, "What was done:")
 	for i, d := range r.Did {
 		fmt.Fprintf(w, "  %2d. %s\n", i+1, d)
@@ -133,7 +140,7 @@ func newEnv(ctx context.Context, l *Lab, name, topic string, out io.Writer) (*en
 	}
 	fmt.Fprintf(out, "breaking the lab: %s on topic %q\n", name, topic)
 	return &env{ctx: ctx, l: l, t: topic, out: out, zk: zc, kc: kc, start: time.Now(),
-		rep: &Report{Scenario: name, Topic: topic, Bystander: topic + "-v2", Messages: map[int32]int{}, Leaders: map[int32]int32{}}}, nil
+		rep: &Report{Scenario: name, Topic: topic, Release: strings.TrimPrefix(ibpNote(l.State), ", "), Bystander: topic + "-v2", Messages: map[int32]int{}, Leaders: map[int32]int32{}}}, nil
 }
 
 func (e *env) close() {
@@ -627,7 +634,6 @@ func (e *env) ghostSymptoms(v int32, led, followed []int32) {
 func (e *env) reuseSymptoms(v int32, led []int32) {
 	t := e.t
 	z, zst, _ := e.zk.Topic(e.ctx, t)
-	_ = z
 	for _, p := range led {
 		e.observe(fmt.Sprintf("a consumer of the NEW %q reads the OLD messages from %s-%d (led by broker %d)", t, t, p, v), 30*time.Second, false, func() (bool, string) {
 			rctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
@@ -668,6 +674,24 @@ func (e *env) reuseSymptoms(v int32, led []int32) {
 					filepath.Join(d, "00000000000000000000.log"), fi.ModTime().Format(time.RFC3339Nano), e.zk.Chroot(), kafkazk.TopicPath(t), zst.Ctime.Format(time.RFC3339Nano))
 			}
 			return false, "no directory"
+		})
+	}
+	if e.l.State.TopicIDs() {
+		// 2.8: topic IDs exist, but the restarted broker attached its old
+		// log to the new partition without comparing them.
+		e.observe(fmt.Sprintf("broker %d's adopted directories still name the OLD topic ID in partition.metadata, ZooKeeper the new one (Kafka 2.8 does not compare them after a restart)", v), 10*time.Second, false, func() (bool, string) {
+			var ev []string
+			ok := len(led) > 0
+			for _, d := range e.partitionDirs(v, t) {
+				if !slices.ContainsFunc(led, func(p int32) bool { return strings.HasSuffix(d, fmt.Sprintf("/%s-%d", t, p)) }) {
+					continue
+				}
+				id := diskTopicID(d)
+				ev = append(ev, fmt.Sprintf("%s/partition.metadata topic_id=%s", d, brokers.OrDash(id)))
+				ok = ok && id != "" && id == e.rep.OldID && id != z.TopicID
+			}
+			ev = append(ev, fmt.Sprintf("%s%s topic_id=%s", e.zk.Chroot(), kafkazk.TopicPath(t), z.TopicID))
+			return ok, strings.Join(ev, "\n")
 		})
 	}
 	e.observe(fmt.Sprintf("broker %d's log shows the leader-epoch truncation that marks adoption", v), 5*time.Second, true, func() (bool, string) {

@@ -34,6 +34,12 @@ func (s *Session) writeReport(out Outcome) error {
 	default:
 		fmt.Fprintf(&b, "- outcome: **stopped at `%s`**: %v — after fixing the cause, `%s`\n", out.Failed, out.Err, s.ResumeCommand(false))
 	}
+	if step, facts := firstFacts(recs); len(facts) > 0 {
+		fmt.Fprintf(&b, "\n## The cluster as `%s` found it\n\n", step)
+		for _, f := range facts {
+			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(f, "\n", " "))
+		}
+	}
 	timeline, changed, rollbacks := reportTimeline(recs)
 	b.WriteString("\n## Timeline\n\n| time (UTC) | step | event |\n|---|---|---|\n")
 	b.WriteString(timeline)
@@ -70,6 +76,22 @@ func (s *Session) writeReport(out Outcome) error {
 		fmt.Fprintf(&b, "- `%s` continues from the journal: completed steps are re-checked, not re-done.\n", s.ResumeCommand(false))
 	}
 	return atomicfile.WriteFile(s.ReportPath(), []byte(b.String()))
+}
+
+// firstFacts are the facts of the run's first plan (its preflight's reading
+// of the cluster, releases and methods included).
+func firstFacts(recs []journal.Record) (string, []string) {
+	for _, r := range recs {
+		if r.Type != "plan" {
+			continue
+		}
+		var p Plan
+		if json.Unmarshal(r.Data, &p) != nil {
+			return "", nil
+		}
+		return r.Step, p.Facts
+	}
+	return "", nil
 }
 
 // reportTimeline is the report's timeline table rows, the changes made and

@@ -70,6 +70,12 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis) {
 	}
 	fmt.Fprintf(w, "diagnosis of %s on %s: brokers %v, controller %d, %d topics, disks checked: %v (%s)\n",
 		scope, d.Cluster, d.Brokers, d.Controller, d.Topics, d.Disk, d.Took)
+	if len(d.Releases) > 0 {
+		fmt.Fprintf(w, "releases: %s\n", d.Releases)
+		for _, m := range d.Methods {
+			fmt.Fprintf(w, "  method: %s\n", m)
+		}
+	}
 	if d.Healthy {
 		fmt.Fprintln(w, "no findings: ZooKeeper, every broker's metadata and every disk agree")
 		return

@@ -73,6 +73,10 @@ type Diagnosis struct {
 	Disk       bool      `json:"disk_checked"` // log dirs listed over SSH
 	Findings   []Finding `json:"findings"`
 	Took       string    `json:"took"`
+	// Releases is what each registered broker runs (ApiVersions, IBP);
+	// Methods what kremedy judges differently because of it.
+	Releases brokers.Releases `json:"releases,omitempty"`
+	Methods  []string         `json:"methods,omitempty"`
 }
 
 // Options narrow or widen a diagnosis.
@@ -139,6 +143,8 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		return nil, err
 	}
 	g.d.Brokers, g.d.Controller = g.st.Brokers, g.st.Controller
+	g.d.Releases = brokers.Probe(ctx, c.Kafka, g.st.Brokers)
+	g.d.Methods = g.d.Releases.Methods()
 	g.clusterFindings(unreachable)
 	g.readDefaults(ctx)
 	names := g.topicNames()
@@ -153,7 +159,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	if disks != nil {
 		<-disksDone
 		g.d.Disk = true
-		diagnoseDisks(g.add, c.Target, g.st, *disks, o.Topic)
+		diagnoseDisks(g.add, c.Target, g.st, *disks, o.Topic, g.d.Releases.RefusesStaleLog())
 	}
 	sort.SliceStable(g.d.Findings, func(i, j int) bool {
 		a, b := g.d.Findings[i], g.d.Findings[j]
@@ -620,7 +626,7 @@ func listDisks(ctx context.Context, c ports.Cluster, registered []int32) diskLis
 	return diskListing{dirs: dirs, Listing: brokers.List(ctx, c.Hosts, c.Target, dirs)}
 }
 
-func diagnoseDisks(add func(Finding), t ports.Target, st *kafkazk.ClusterState, l diskListing, only string) {
+func diagnoseDisks(add func(Finding), t ports.Target, st *kafkazk.ClusterState, l diskListing, only string, refuses bool) {
 	all, errs := l.Entries, l.Errs
 	for _, h := range t.Hosts {
 		if err := errs[h.ID]; err != nil {
@@ -689,6 +695,11 @@ func diagnoseDisks(add func(Finding), t ports.Target, st *kafkazk.ClusterState, 
 		case FindForeignSegments:
 			f.Severity = Critical
 			f.Summary = fmt.Sprintf("directories of %q carry another topic ID than its znode (INCONSISTENT_TOPIC_ID): those brokers never serve or replicate it", k.topic)
+			if !refuses {
+				// Kafka 2.8 compares IDs only with a log already attached
+				// to the partition: after a restart it adopts the directory.
+				f.Summary = fmt.Sprintf("directories of %q carry another topic ID than its znode: on this release (topic IDs without the 3.0 check) the broker adopted them and serves the old segments as the new topic's", k.topic)
+			}
 			f.Fix = fmt.Sprintf(cleanupFix, k.topic) + " with recreate=true"
 			f.DoNot = "do not delete the directories while the broker runs, and do not rewrite the znode's topic_id"
 		}
