@@ -44,6 +44,7 @@ const (
 	FindBrokerUnreachable = "broker-unreachable"
 	FindDiskUnlisted      = "disk-unlisted"
 	FindCorruptZnode      = "corrupt-znode"
+	FindBrokerDown        = "broker-down"
 )
 
 // Finding is one problem, with its evidence and what repairs it.
@@ -156,6 +157,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		g.topic(ctx, name, ts)
 	}
 	g.d.Topics = len(names)
+	g.brokersDown(names)
 	if disks != nil {
 		<-disksDone
 		g.d.Disk = true
@@ -229,7 +231,43 @@ func (g *diagnosis) clusterFindings(unreachable map[int32]error) {
 	}
 }
 
-// readDefaults reads the brokers' delete.topic.enable and default
+// brokersDown is one finding per inventory broker that is not registered:
+// the cause of the under-replicated partitions and unregistered replicas
+// the topics show, said once, with what it affects.
+func (g *diagnosis) brokersDown(names []string) {
+	for _, h := range g.c.Target.Hosts {
+		if slices.Contains(g.st.Brokers, h.ID) {
+			continue
+		}
+		var hit []string
+		topics := map[string]bool{}
+		for _, name := range names {
+			ts := g.st.Topics[name]
+			if ts == nil {
+				continue
+			}
+			assign, _ := ts.Znode.Assignment()
+			for p, reps := range assign {
+				if slices.Contains(reps, h.ID) {
+					hit = append(hit, fmt.Sprintf("%s-%d", name, p))
+					topics[name] = true
+				}
+			}
+		}
+		slices.Sort(hit)
+		ev := []string{fmt.Sprintf("broker %d (%s in the inventory) is not registered under /brokers/ids; registered: %s", h.ID, h.Addr, brokers.I32s(g.st.Brokers))}
+		if len(hit) > 0 {
+			ev = append(ev, fmt.Sprintf("replica of %d partitions of %d topics: %s", len(hit), len(topics), brokers.Summarize(hit)))
+		}
+		g.add(Finding{Kind: FindBrokerDown, Severity: Critical, Brokers: []int32{h.ID}, Partitions: nil,
+			Summary:  fmt.Sprintf("broker %d is down: it is in the inventory but not registered in ZooKeeper (%d partitions of %d topics lost a replica)", h.ID, len(hit), len(topics)),
+			Evidence: ev,
+			Fix:      fmt.Sprintf("start broker %d again (its start command; its server.log says why it stopped). Its partitions catch up by themselves once it is back: the under-replicated partitions it explains need no other repair", h.ID),
+			DoNot:    "do not run topic-cleanup or reassign partitions because a broker is down"})
+	}
+}
+
+// readDefaults reads the brokers'  delete.topic.enable and default
 // min.insync.replicas.
 func (g *diagnosis) readDefaults(ctx context.Context) {
 	for _, id := range sortedIDs(g.views) {
@@ -475,7 +513,7 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 					urpB = append(urpB, r)
 				}
 			}
-			urpEv = append(urpEv, fmt.Sprintf("%s-%d: replicas %s, isr %s", name, p, brokers.I32s(reps), brokers.I32s(zs.ISR)))
+			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s", name, p, zs.Leader, brokers.I32s(reps), brokers.I32s(zs.ISR)))
 		}
 		if zs.Leader >= 0 && len(zs.ISR) < minISR {
 			underMin = append(underMin, p)
@@ -491,9 +529,16 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 		sort.Strings(urpEv)
 		slices.Sort(urpB)
 		urpB = slices.Compact(urpB)
-		g.add(Finding{Kind: FindUnderReplicated, Severity: Warning, Topic: name, Partitions: urp, Brokers: urpB,
+		f := Finding{Kind: FindUnderReplicated, Severity: Warning, Topic: name, Partitions: urp, Brokers: urpB,
 			Summary:  fmt.Sprintf("%d partitions of %q are under-replicated (brokers %s out of the ISR)", len(urp), name, brokers.I32s(urpB)),
-			Evidence: urpEv, Fix: "bring the lagging brokers back; if they run but never catch up, check their logs for INCONSISTENT_TOPIC_ID (stale segments) and " + fmt.Sprintf(cleanupFix, name)})
+			Evidence: urpEv, Fix: "bring the lagging brokers back; if they run but never catch up, check their logs for INCONSISTENT_TOPIC_ID (stale segments) and " + fmt.Sprintf(cleanupFix, name)}
+		if !slices.ContainsFunc(urpB, func(b int32) bool { return slices.Contains(g.st.Brokers, b) }) {
+			// Every broker out of the ISR is simply down: that is the cause
+			// (broker-down), and no cleanup is needed.
+			f.Fix = fmt.Sprintf("caused by broker %s being down (see broker-down): start it; these partitions catch up by themselves, no cleanup is needed", brokers.I32s(urpB))
+			f.DoNot = "do not run topic-cleanup for partitions whose only missing replicas are on a stopped broker"
+		}
+		g.add(f)
 	}
 	if len(underMin) > 0 {
 		sort.Strings(minEv)

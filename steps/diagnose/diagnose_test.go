@@ -63,7 +63,7 @@ func TestDiagnoseDetectors(t *testing.T) {
 		{"stuck deletion names the missing broker", "orders", func(f *fixture) {
 			f.hosts.Running[3] = false
 			f.zk.Remove("/brokers/ids/3")
-		}, []string{"foreign-segments:orders", "stuck-deletion:orders"}},
+		}, []string{"broker-down:", "foreign-segments:orders", "stuck-deletion:orders"}},
 		{"corrupt topic znode", "bad", func(f *fixture) { f.zk.Put(kafkazk.TopicPath("bad"), "{not json") }, []string{"corrupt-znode:bad"}},
 		{"partition with no leader", "orders-v2", func(f *fixture) {
 			f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), `{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":3,"isr":[2]}`)
@@ -83,7 +83,7 @@ func TestDiagnoseDetectors(t *testing.T) {
 		{"an inventory broker that is down holds replicas", "orders-v2", func(f *fixture) {
 			f.hosts.Running[3] = false
 			f.zk.Remove("/brokers/ids/3")
-		}, []string{"unregistered-replica:orders-v2"}},
+		}, []string{"broker-down:", "unregistered-replica:orders-v2"}},
 		{"a partition without its state znode", "orders-v2", func(f *fixture) {
 			f.zk.Remove(kafkazk.PartitionStatePath("orders-v2", 2))
 		}, []string{"missing-partition-state:orders-v2"}},
@@ -253,5 +253,43 @@ func TestDiagnoseNamesZooKeepersView(t *testing.T) {
 	}
 	if st := got[diagnose.FindStateNotInAssignment]; len(st) != 1 || !slices.Equal(st[0].Partitions, []int32{0}) || !slices.Equal(st[0].Brokers, []int32{2, 3}) {
 		t.Errorf("state outside the assignment: %+v", st)
+	}
+}
+
+// TestBrokerDownIsTheCause: a broker that is simply down is one finding
+// naming what it affects, and the under-replicated partitions it explains
+// are not sent to a destructive runbook.
+func TestBrokerDownIsTheCause(t *testing.T) {
+	f := newFixture(t)
+	f.hosts.Running[3] = false
+	f.zk.Remove("/brokers/ids/3")
+	for p, st := range []string{
+		`{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":4,"isr":[1,2]}`,
+		`{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":4,"isr":[2,1]}`,
+		`{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":4,"isr":[1,2]}`,
+	} {
+		f.zk.Put(kafkazk.PartitionStatePath("orders-v2", int32(p)), st)
+	}
+	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down, urp *diagnose.Finding
+	for i, fd := range d.Findings {
+		switch fd.Kind {
+		case "broker-down":
+			down = &d.Findings[i]
+		case "under-replicated":
+			urp = &d.Findings[i]
+		}
+	}
+	if down == nil || !slices.Equal(down.Brokers, []int32{3}) || !strings.Contains(down.Summary, "broker 3 is down") || !strings.Contains(strings.Join(down.Evidence, "\n"), "replica of 3 partitions of 1 topics") {
+		t.Fatalf("broker-down finding: %+v", down)
+	}
+	if urp == nil || urp.Runbook != "" || strings.Contains(urp.Fix, "topic-cleanup") || !strings.Contains(urp.Fix, "broker [3] being down") {
+		t.Fatalf("under-replicated finding should name the down broker as its cause and suggest no cleanup: %+v", urp)
+	}
+	if !strings.Contains(strings.Join(urp.Evidence, "\n"), "orders-v2-1: leader 2, replicas [2 3 1], isr [2 1]") {
+		t.Fatalf("the evidence should name the new leaders: %v", urp.Evidence)
 	}
 }
