@@ -39,7 +39,7 @@ type Scenario struct {
 }
 
 // ScenarioOrder lists the scenarios in the order the report tells them.
-var ScenarioOrder = []string{"stuck-delete", "ghost-topic", "reused-segments", "stale-metadata", "partition-increase", "ghost-assignment"}
+var ScenarioOrder = []string{"stuck-delete", "ghost-topic", "reused-segments", "stale-metadata", "partition-increase", "ghost-assignment", "broker-crash"}
 
 // Scenarios by name.
 var Scenarios = map[string]Scenario{
@@ -53,6 +53,8 @@ var Scenarios = map[string]Scenario{
 		Summary: "T's znodes deleted by hand while brokers run: brokers still list T; after one broker restarts, brokers disagree about T"},
 	"partition-increase": {Name: "partition-increase", Run: runPartitionIncrease,
 		Summary: "T (2 partitions) raised to 3 by hand in ZooKeeper over a leftover state znode: ZooKeeper lists partition 2, no broker serves it (report 000, problem 4)"},
+	"broker-crash": {Name: "broker-crash", Run: runBrokerCrash,
+		Summary: "(report 001) T with 10 partitions replicated on every broker (up to 4), then broker 1 killed with SIGKILL: new leaders, broker 1 out of every ISR, messages still flow; the cause is one broker down, nothing to clean up"},
 	"ghost-assignment": {Name: "ghost-assignment", Run: runGhostAssignment,
 		Summary: "T's assignment rewritten by hand to name a broker that does not exist: ZooKeeper and every broker disagree about T's replicas"},
 }

@@ -255,7 +255,7 @@ func (g *diagnosis) brokersDown(names []string) {
 			}
 		}
 		slices.Sort(hit)
-		ev := []string{fmt.Sprintf("broker %d (%s in the inventory) is not registered under /brokers/ids; registered: %s", h.ID, h.Addr, brokers.I32s(g.st.Brokers))}
+		ev := []string{fmt.Sprintf("broker %d (host %s in the inventory) is not registered under /brokers/ids; registered: %s", h.ID, h.Host, brokers.I32s(g.st.Brokers))}
 		if len(hit) > 0 {
 			ev = append(ev, fmt.Sprintf("replica of %d partitions of %d topics: %s", len(hit), len(topics), brokers.Summarize(hit)))
 		}
