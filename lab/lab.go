@@ -108,6 +108,11 @@ func (s State) ibp() kafkaver.Version {
 // least 2.8).
 func (s State) TopicIDs() bool { return kafkaver.TopicIDs(s.software(), s.ibp()) }
 
+// StuckRecreate reports whether a topic recreated after a hand deletion
+// of its znodes mid-deletion gets no leaders (Kafka < 2.7: the controller
+// still has it queued for deletion).
+func (s State) StuckRecreate() bool { return kafkaver.KeepsDeletionQueued(s.software()) }
+
 // RefusesStaleLog reports whether a restarted broker refuses a directory
 // of another topic ID (INCONSISTENT_TOPIC_ID: 3.0+ with topic IDs); on the
 // other labs the recreated topic silently adopts it.

@@ -386,10 +386,17 @@ func grepFile(path, needle string) string {
 	return ""
 }
 
-func (e *env) controllerLogLine(needle string) string {
+func (e *env) controllerLogLine(needle string) string { return e.brokerLogLine("controller.log", needle) }
+
+// controllerStateChange is the first state-change.log line with needle.
+func (e *env) controllerStateChange(needle string) string {
+	return e.brokerLogLine("state-change.log", needle)
+}
+
+func (e *env) brokerLogLine(file, needle string) string {
 	for n := 1; n <= e.l.State.Config.Brokers; n++ {
-		if s := grepFile(filepath.Join(e.l.BrokerDir(n), "logs", "controller.log"), needle); s != "" {
-			return fmt.Sprintf("broker %d controller.log: %s", n, s)
+		if s := grepFile(filepath.Join(e.l.BrokerDir(n), "logs", file), needle); s != "" {
+			return fmt.Sprintf("broker %d %s: %s", n, file, s)
 		}
 	}
 	return ""
@@ -540,15 +547,30 @@ func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*R
 		return e.rep, err
 	}
 	// The create must reach a controller whose cache no longer has t.
+	// An attempt whose answer was an error (a timeout waiting for the
+	// metadata to propagate, on 2.4) may still have written the znode: a
+	// later TOPIC_ALREADY_EXISTS is then our own create, taken once the
+	// znode holds our assignment.
 	var newID string
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	var createErr error
+	tried := false
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	err = waitFor(cctx, 500*time.Millisecond, func() bool {
-		newID, err = e.kc.CreateTopic(cctx, t, e.rep.Assign, 0, 0, nil)
-		return err == nil
+		actx, acancel := context.WithTimeout(cctx, 10*time.Second)
+		newID, createErr = e.kc.CreateTopic(actx, t, e.rep.Assign, 0, 0, nil)
+		acancel()
+		if errors.Is(createErr, kerr.TopicAlreadyExists) && tried {
+			z, _, zerr := e.zk.Topic(cctx, t)
+			if as, aerr := z.Assignment(); zerr == nil && aerr == nil && len(as) == len(e.rep.Assign) {
+				newID, createErr = z.TopicID, nil
+			}
+		}
+		tried = true
+		return createErr == nil
 	})
 	cancel()
 	if err != nil {
-		return e.rep, fmt.Errorf("recreate %q: %w", t, err)
+		return e.rep, fmt.Errorf("recreate %q: %w (last answer: %v)", t, err, createErr)
 	}
 	e.rep.NewID = newID
 	e.did("recreated %q under the same name and assignment %v (new topic ID %s); creation consulted ZooKeeper only, never broker %d's disk", t, e.rep.Assign, orNone(newID), v)
@@ -565,7 +587,10 @@ func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*R
 			followed = append(followed, int32(p))
 		}
 	}
-	if l.State.RefusesStaleLog() {
+	if l.State.StuckRecreate() {
+		e.stuckSymptoms(led)
+		e.rep.Next = fmt.Sprintf("run kremedy's topic-cleanup runbook on %s: the full restart gives the controller a fresh state, and the wipe removes the old segments broker %d brought back", e.l.InventoryPath(), v)
+	} else if l.State.RefusesStaleLog() {
 		e.ghostSymptoms(v, led, followed)
 		e.rep.Next = fmt.Sprintf("run kremedy's topic-cleanup runbook on %s: detach clients, delete %q's znodes, stop every broker, wipe %q's segments, restart, verify", e.l.InventoryPath(), t, t)
 	} else {
@@ -629,6 +654,32 @@ func (e *env) ghostSymptoms(v int32, led, followed []int32) {
 	}
 	e.observe(fmt.Sprintf("broker %d's state-change.log names the topic ID mismatch", v), 5*time.Second, true, func() (bool, string) {
 		s := grepFile(filepath.Join(e.l.BrokerDir(int(v)), "logs", "state-change.log"), "Topic ID in memory")
+		return s != "", s
+	})
+}
+
+// stuckSymptoms: before 2.7 the controller still queues the topic for
+// deletion, so the recreated topic's replicas never become NewReplica and
+// no broker serves it.
+func (e *env) stuckSymptoms(led []int32) {
+	t := e.t
+	ids, _ := e.zk.BrokerIDs(e.ctx)
+	e.observe(fmt.Sprintf("ZooKeeper has the recreated %q, yet no broker serves it (UNKNOWN_TOPIC_OR_PARTITION): the controller still queues the old topic for deletion (Kafka < 2.7)", t), 20*time.Second, false, func() (bool, string) {
+		ok, ev := e.viewsOf(ids, func(_ int32, present bool) bool { return !present })
+		exists, _, err := e.zk.Exists(e.ctx, kafkazk.TopicPath(t))
+		return ok && exists && err == nil, fmt.Sprintf("%s%s exists=%v; %s", e.zk.Chroot(), kafkazk.TopicPath(t), exists, ev)
+	})
+	e.observe(fmt.Sprintf("producing to %s-0 fails", t), 0, false, func() (bool, string) {
+		pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 6*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer pr.Close()
+		perr := pr.Produce(e.ctx, t, 0, "new message")
+		return perr != nil, fmt.Sprintf("acks=all produce: %v", perr)
+	})
+	e.observe("the controller's state-change.log refuses the new replicas", 5*time.Second, true, func() (bool, string) {
+		s := e.controllerStateChange("to NewReplica failed")
 		return s != "", s
 	})
 }

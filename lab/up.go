@@ -154,6 +154,8 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 // topic's stale directories (the version's symptoms of the incident).
 func (s State) behaviour() string {
 	switch {
+	case s.StuckRecreate():
+		return "no topic IDs; a topic recreated after its znodes were deleted by hand gets no leaders (the controller still queues it for deletion, < 2.7)"
 	case s.RefusesStaleLog():
 		return "topic IDs; a stale directory is refused (INCONSISTENT_TOPIC_ID)"
 	case s.TopicIDs():

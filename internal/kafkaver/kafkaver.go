@@ -105,3 +105,11 @@ func TopicIDs(sw, ibp Version) bool {
 func RefusesStaleLog(sw, ibp Version) bool {
 	return TopicIDs(sw, ibp) && sw.AtLeast(3, 0)
 }
+
+// KeepsDeletionQueued reports whether a controller of software sw keeps a
+// topic in its deletion queue after its znodes were deleted by hand
+// (ControllerContext.removeTopic only drops it from the queue since 2.7,
+// commit 7867c24a40a): a topic recreated under that name then gets no
+// leaders (its replicas cannot become NewReplica) until the controller
+// moves.
+func KeepsDeletionQueued(sw Version) bool { return sw.Before(2, 7) }

@@ -58,3 +58,11 @@ func TestBehaviour(t *testing.T) {
 		}
 	}
 }
+
+func TestKeepsDeletionQueued(t *testing.T) {
+	for v, want := range map[string]bool{"2.4.1": true, "2.6.3": true, "2.7.2": false, "3.9.2": false} {
+		if got := KeepsDeletionQueued(MustParse(v)); got != want {
+			t.Errorf("KeepsDeletionQueued(%s) = %v", v, got)
+		}
+	}
+}

@@ -38,15 +38,17 @@ type endWatch struct {
 
 // read reads the offsets again and returns the partitions that moved since
 // the last read, and how long none has moved.
-func (w *endWatch) read(ctx context.Context, env *steps.Env, topic string) (moved []int32, quiet time.Duration, err error) {
+func (w *endWatch) read(ctx context.Context, env *steps.Env, topic string) (moved []int32, quiet time.Duration, unserved string, err error) {
 	ends, err := env.Kafka.EndOffsets(ctx, topic)
-	if err != nil {
-		return nil, 0, err
+	if err != nil && !allUnhosted(err) {
+		return nil, 0, "", err
+	} else if err != nil {
+		unserved = err.Error()
 	}
 	now := env.Now()
 	if w.last == nil {
 		w.last, w.since = ends, now
-		return nil, 0, nil
+		return nil, 0, unserved, nil
 	}
 	for p, o := range ends {
 		if old, ok := w.last[p]; !ok || old != o {
@@ -64,7 +66,7 @@ func (w *endWatch) read(ctx context.Context, env *steps.Env, topic string) (move
 	if len(moved) > 0 {
 		w.since = now
 	}
-	return moved, now.Sub(w.since), nil
+	return moved, now.Sub(w.since), unserved, nil
 }
 
 // watchEnds is the producers check without DescribeProducers: it returns
@@ -75,11 +77,14 @@ func (k *detach) watchEnds(ctx context.Context, env *steps.Env) (active []ports.
 	if k.ends == nil {
 		k.ends = &endWatch{}
 	}
-	moved, quiet, err := k.ends.read(ctx, env, k.o.Topic)
+	moved, quiet, unserved, err := k.ends.read(ctx, env, k.o.Topic)
 	if err != nil {
 		// An offset kremedy could not read may be one a producer moves.
 		return []ports.ProducerUse{{Partition: -1, ProducerID: -1, TxnStart: -1, LastTimestamp: env.Now()}},
 			fmt.Sprintf("log end offsets not read (%v): counted as an active producer", err), nil
+	}
+	if unserved != "" {
+		env.Logf("no broker serves some partitions of %s, so no producer can write to them (%s)", k.o.Topic, unserved)
 	}
 	now := env.Now()
 	k.ends.pending = len(moved) == 0 && quiet < k.o.ProducerIdle

@@ -511,14 +511,26 @@ func (c *Client) EndOffsets(ctx context.Context, topic string) (map[int32]int64,
 	if err != nil {
 		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
 	}
+	if len(lo) == 0 || len(lo[topic]) == 0 {
+		// The brokers' metadata has no such topic: none serves it.
+		return nil, fmt.Errorf("%s: %w (no broker's metadata has it)", topic, ports.ErrUnhosted)
+	}
 	out := map[int32]int64{}
 	var errs []error
 	lo.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			errs = append(errs, fmt.Errorf("%s-%d: %w", topic, o.Partition, o.Err))
-			return
+		name := fmt.Sprintf("%s-%d", topic, o.Partition)
+		if o.Partition < 0 {
+			name = topic + " (every partition)"
 		}
-		out[o.Partition] = o.Offset
+		switch {
+		case errors.Is(o.Err, kerr.UnknownTopicOrPartition), errors.Is(o.Err, kerr.NotLeaderForPartition):
+			// No broker serves it: nobody can write to it either.
+			errs = append(errs, fmt.Errorf("%s: %w (%v)", name, ports.ErrUnhosted, o.Err))
+		case o.Err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", name, o.Err))
+		default:
+			out[o.Partition] = o.Offset
+		}
 	})
 	return out, errors.Join(errs...)
 }
