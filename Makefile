@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/kremedy
 DEMODIR ?= $(or $(KREMEDY_CACHE),$(HOME)/.cache/kremedy)/demo-lab
 
-.PHONY: build deps lab-install demo test test-short bench fuzz vet clean
+.PHONY: build deps lab-install demo test test-versions test-short bench fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kremedy
@@ -12,8 +12,10 @@ build:
 deps:
 	./lab/install-deps.sh
 
+# Kafka 3.9.2 (the default), and the older releases the version matrix runs.
+LAB_VERSIONS ?= 3.9.2,2.4.1,2.7.2,2.8.2
 lab-install: deps build
-	$(BIN) lab install
+	$(BIN) lab install --kafka-version $(LAB_VERSIONS)
 
 # A fresh lab, broken like the incident (ghost-topic), then the TUI on the
 # cleanup runbook against it.
@@ -28,6 +30,14 @@ test: lab-install
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
+
+# The version matrix on every release the lab is tested with (make test runs
+# 2.4.1, 2.7.2 and 2.8.2 beside 3.9.2's own lab tests; this adds 3.4.1 and
+# runs all five releases' labs one after another).
+ALL_VERSIONS := 2.4.1,2.7.2,2.8.2,3.4.1,3.9.2
+test-versions: deps build
+	$(BIN) lab install --kafka-version $(ALL_VERSIONS)
+	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) $(GO) test -count=1 -timeout 40m -run '^TestVersionsLab$$' -v ./cmd/kremedy
 
 # A short, bounded run of every fuzz target (their seed corpora also run in
 # every `go test`). FUZZTIME=5m make fuzz for a longer hunt; the default is a number of inputs, not a duration, so that a loaded machine runs the same work (and Go's fuzzer does not trip over its own deadline).

@@ -33,6 +33,9 @@ type Inventory struct {
 
 	// Path is the file the inventory was loaded from, set by Load.
 	Path string `yaml:"-"`
+	// Note is written as comment lines under the header (what wrote the
+	// file, e.g. the lab's Kafka release); it is not read back.
+	Note string `yaml:"-"`
 }
 
 // ZooKeeper says how to reach the ensemble the brokers use.

@@ -21,6 +21,11 @@ const header = `# kremedy inventory: one Kafka cluster in ZooKeeper mode.
 func (inv *Inventory) Marshal() ([]byte, error) {
 	e := &emitter{}
 	e.b.WriteString(header)
+	for _, l := range strings.Split(strings.TrimSpace(inv.Note), "\n") {
+		if l != "" {
+			e.b.WriteString("# " + l + "\n")
+		}
+	}
 	e.str(0, "name", inv.Name)
 	if inv.Lab {
 		e.line(0, "lab: true")

@@ -1,12 +1,15 @@
 // Package lab runs kremedy's local rehearsal cluster and breaks it the way
 // the incident did. Every part is real: a ZooKeeper ensemble (QuorumPeerMain)
-// on 127.<net>.2.N:2181, Kafka 3.9 brokers in ZooKeeper mode on
+// on 127.<net>.2.N:2181, Kafka brokers (3.9.2 by default; any release from
+// 2.4 to 3.9, installed from Maven Central, each with its own ZooKeeper and
+// logging backend) in ZooKeeper mode on
 // 127.<net>.1.N:9092, and beside each broker an OpenSSH sshd on :2222 with
 // lab-made host keys, so that brokers are stopped and started over SSH with
 // unit-like kafka-stop/kafka-start commands, as on a real fleet. A lab lives
 // in one directory (lab.json, inventory.yaml, known_hosts, the user key, and
 // per-part configs, data and logs); Up is idempotent, Down leaves no process
 // behind. Scenarios (stuck-delete, ghost-topic, reused-segments,
-// stale-metadata) reproduce the report's states and prove each symptom with
-// real clients before they claim it.
+// stale-metadata, partition-increase, ghost-assignment, broker-crash)
+// reproduce the reports' states and prove each symptom with real clients
+// before they claim it — the symptoms of the lab's release.
 package lab

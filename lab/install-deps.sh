@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what the lab needs on a fresh Debian machine, and only what is
 # missing: OpenSSH's sshd (each lab broker host runs a real one) and Maven
-# (to fetch Kafka 3.9.x from Maven Central). Java 17 and Go are expected.
+# (to fetch Kafka releases from Maven Central). Java 17 and Go are expected.
 set -eu
 need=""
 [ -x /usr/sbin/sshd ] || need="$need openssh-server"

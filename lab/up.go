@@ -273,6 +273,7 @@ func (l *Lab) Inventory() *inventory.Inventory {
 	inv := &inventory.Inventory{
 		Name:      "kremedy-lab",
 		Lab:       true,
+		Note:      "written by `kremedy lab up`" + ibpNote(l.State),
 		ZooKeeper: inventory.ZooKeeper{Connect: c.ZKConnect()},
 		Kafka:     inventory.Kafka{Bootstrap: c.Bootstrap()},
 		SSH: inventory.SSH{

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/kafkaver"
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+)
+
+// labVersions are the Kafka releases TestVersionsLab runs: $KREMEDY_LAB_VERSIONS
+// (comma-separated; `make test-versions` runs every tested release), else
+// the three whose behaviour differs from 3.9's (3.9.2 itself is
+// TestCleanupLab's): 2.4.1 (the recreated topic gets no leaders), 2.7.2 (no
+// topic IDs, no DescribeProducers: silent adoption), 2.8.2 (topic IDs, yet
+// adoption after a restart, late partition.metadata).
+func labVersions() []string {
+	if v := os.Getenv("KREMEDY_LAB_VERSIONS"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"2.4.1", "2.7.2", "2.8.2"}
+}
+
+// TestVersionsLab runs, on a real lab of each release, the incident's
+// ghost-topic scenario with that release's symptoms, the diagnosis (with the
+// capability probe), and one headless topic-cleanup that repairs it, checked
+// with real clients. On a release without DescribeProducers a producer that
+// keeps writing holds the detach gate and the run goes on once it stops. On
+// 2.8.2 with 4 brokers, field report 001's crash is diagnosed as one broker
+// down. The releases run one after another (one lab at a time), beside the
+// other lab tests.
+func TestVersionsLab(t *testing.T) {
+	needLab(t)
+	for _, v := range labVersions() {
+		if _, _, err := lab.ResolveKafkaHome("", v); err != nil {
+			t.Fatalf("Kafka %s is not installed: %v (run `kremedy lab install --kafka-version %s`, or `make lab-install`)", v, err, v)
+		}
+	}
+	t.Parallel()
+	for i, v := range labVersions() {
+		t.Run("kafka-"+v, func(t *testing.T) { versionLab(t, v, 21+i) })
+	}
+}
+
+func versionLab(t *testing.T, v string, net int) {
+	sw := kafkaver.MustParse(v)
+	cfg := lab.DefaultConfig()
+	cfg.Net, cfg.ZooKeepers, cfg.KafkaVersion = net, 1, v
+	if v == "2.8.2" {
+		cfg.Brokers = 4 // field report 001's cluster
+	}
+	l := startLab(t, cfg)
+	if l.State.Kafka != v {
+		t.Fatalf("lab runs Kafka %s, want %s", l.State.Kafka, v)
+	}
+	c := connectLab(t, l)
+	rep := breakIt(t, l, "ghost-topic", "orders")
+	t.Logf("ghost-topic on %s: %d symptoms seen", v, len(rep.Observed))
+
+	d, code := diagnosis(t, l, "orders")
+	if code != 1 {
+		t.Fatalf("diagnose after ghost-topic: exit %d", code)
+	}
+	want := "v" + strings.Join(strings.Split(v, ".")[:2], ".")
+	for _, r := range d.Releases {
+		if r.Guess != want {
+			t.Fatalf("capability probe: broker %d guessed %q, want %q (%+v)", r.Broker, r.Guess, want, d.Releases)
+		}
+		if r.DescribeProducers != sw.AtLeast(2, 8) || r.MetadataIDs != sw.AtLeast(2, 8) {
+			t.Fatalf("capability probe of %s: %+v", v, r)
+		}
+	}
+	kinds := map[string]bool{}
+	for _, f := range d.Findings {
+		kinds[f.Kind] = true
+	}
+	switch {
+	case l.State.StuckRecreate():
+		if !kinds[diagnose.FindStaleMetadata] {
+			t.Fatalf("%s: the recreated topic no broker serves is not found: %v", v, kinds)
+		}
+	case l.State.RefusesStaleLog():
+		if !kinds[diagnose.FindForeignSegments] {
+			t.Fatalf("%s: no foreign-segments: %v", v, kinds)
+		}
+	default:
+		if !kinds[diagnose.FindAdoptedSegments] {
+			t.Fatalf("%s: the adopted segments are not found: %v", v, kinds)
+		}
+		if l.State.TopicIDs() && !kinds[diagnose.FindForeignSegments] {
+			t.Fatalf("%s: the adopted directory's old topic ID is not found: %v", v, kinds)
+		}
+	}
+
+	run := filepath.Join(t.TempDir(), "run")
+	if !sw.AtLeast(2, 8) && !l.State.StuckRecreate() {
+		cleanupWhileWriting(t, l, "orders", run)
+	} else {
+		runCleanup(t, l, "orders", run, "--set", "recreate=true", "--set", "producer_idle=3s")
+	}
+	c.assertRecreated(t, "orders", rep.OldID, rep.NewID)
+	c.assertBystander(t, rep)
+	assertQuarantined(t, l, run, "orders", 3)
+	report, err := os.ReadFile(filepath.Join(run, "report.md"))
+	if err != nil || !bytes.Contains(report, []byte("- releases: broker ")) || !bytes.Contains(report, []byte("Kafka "+want)) {
+		t.Fatalf("report.md lacks the releases (%v)", err)
+	}
+	if d, code := diagnosis(t, l, "orders"); code != 0 {
+		t.Fatalf("after the cleanup on %s: exit %d, %d findings", v, code, len(d.Findings))
+	}
+
+	if cfg.Brokers == 4 {
+		crashed(t, l)
+	}
+}
+
+// cleanupWhileWriting runs a headless topic-cleanup while a producer keeps
+// writing to the topic: the detach gate (end offsets watched, no
+// DescribeProducers) must hold, with nothing deleted, until the producer
+// stops; then the run completes.
+func cleanupWhileWriting(t *testing.T, l *lab.Lab, topic, run string) {
+	t.Helper()
+	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var acked atomic.Int64
+	wg.Go(func() {
+		defer pr.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if pr.Produce(ctx, topic, 0, "still writing") == nil {
+				acked.Add(1)
+			}
+			cancel()
+		}
+	})
+	stopped := false
+	stopWriting := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	defer stopWriting()
+
+	var out bytes.Buffer
+	cmd := exec.Command(bin, append(cleanupArgs(l, topic, run), "--set", "recreate=true")...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	journal := filepath.Join(run, "journal.jsonl")
+	holding := 0
+	for holding < 3 && time.Since(start) < 2*time.Minute {
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended while a producer was writing (%v):\n%s", err, out.String())
+		case <-time.After(time.Second):
+		}
+		b, _ := os.ReadFile(journal)
+		holding = bytes.Count(b, []byte("log end offsets moved on partitions [0]"))
+	}
+	if holding < 3 {
+		t.Fatalf("the detach gate never said the producer was writing:\n%s", out.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ok, _, err := connectLab(t, l).zk.Exists(ctx, kafkazk.TopicPath(topic)); err != nil || !ok {
+		t.Fatalf("the topic's znode was deleted while a producer was writing (exists=%v, %v)", ok, err)
+	}
+	stopWriting()
+	t.Logf("the gate held %d re-checks while a producer wrote (%d records acknowledged); producer stopped after %.1fs", holding, acked.Load(), time.Since(start).Seconds())
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("cleanup after the producer stopped: %v\n%s", err, out.String())
+		}
+	case <-time.After(5 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("cleanup did not finish after the producer stopped:\n%s", out.String())
+	}
+	if acked.Load() == 0 {
+		t.Fatal("the producer never wrote: the gate was not tested")
+	}
+}
+
+// crashed is field report 001: broker 1 killed with SIGKILL under a topic
+// of 10 partitions replicated on 4 brokers. diagnose must name broker 1 as
+// the cause, show the new leaders and broker 1 out of every ISR, and send
+// no partition to a destructive runbook.
+func crashed(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	rep := breakIt(t, l, "broker-crash", "test")
+	d, code := diagnosis(t, l, "")
+	if code != 1 {
+		t.Fatalf("diagnose after the crash: exit %d", code)
+	}
+	var down, urp *diagnose.Finding
+	for i, f := range d.Findings {
+		if f.Runbook == "topic-cleanup" {
+			t.Errorf("finding %s suggests topic-cleanup for a broker that is simply down: %+v", f.Kind, f)
+		}
+		switch {
+		case f.Kind == diagnose.FindBrokerDown:
+			down = &d.Findings[i]
+		case f.Kind == diagnose.FindUnderReplicated && f.Topic == "test":
+			urp = &d.Findings[i]
+		}
+	}
+	if down == nil || !slices.Equal(down.Brokers, []int32{rep.Victim}) {
+		t.Fatalf("no broker-down finding naming broker %d: %+v", rep.Victim, d.Findings)
+	}
+	if urp == nil || !slices.Equal(urp.Brokers, []int32{rep.Victim}) || len(urp.Partitions) != lab.CrashPartitions ||
+		!strings.Contains(urp.Fix, "being down") || strings.Contains(urp.Fix, "topic-cleanup") {
+		t.Fatalf("under-replicated finding of test: %+v", urp)
+	}
+	for _, ev := range urp.Evidence {
+		if strings.Contains(ev, "leader 1,") || !strings.Contains(ev, "isr [") || strings.Contains(strings.SplitN(ev, "isr ", 2)[1], "1") {
+			t.Fatalf("evidence should show a new leader and broker 1 out of the ISR: %q", ev)
+		}
+	}
+	if r := kremedy(t, "lab", "up", "--dir", filepath.Dir(l.InventoryPath())); r.code != 0 {
+		t.Fatalf("lab up after the crash: %s", r.out)
+	}
+}
