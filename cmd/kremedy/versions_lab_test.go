@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/internal/kafkaver"
+	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafka"
@@ -120,9 +122,36 @@ func versionLab(t *testing.T, v string, net int) {
 	if d, code := diagnosis(t, l, "orders"); code != 0 {
 		t.Fatalf("after the cleanup on %s: exit %d, %d findings", v, code, len(d.Findings))
 	}
+	logDirsAsked(t, l)
 
 	if cfg.Brokers == 4 {
 		crashed(t, l)
+	}
+}
+
+// logDirsAsked diagnoses through an inventory without log_dirs: the log
+// dirs come from each broker's DescribeLogDirs (v1 on 2.4, v4 on 3.9), then
+// are listed over SSH.
+func logDirsAsked(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	inv, err := inventory.Load(l.InventoryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range inv.Brokers {
+		inv.Brokers[i].LogDirs = nil
+	}
+	p := filepath.Join(t.TempDir(), "no-log-dirs.yaml")
+	if err := inventory.Write(p, inv); err != nil {
+		t.Fatal(err)
+	}
+	r := kremedy(t, "diagnose", "--inventory", p, "--json")
+	var d diagnose.Diagnosis
+	if i := strings.Index(r.out, "{"); i < 0 || json.Unmarshal([]byte(r.out[i:]), &d) != nil {
+		t.Fatalf("diagnose output is not JSON (exit %d):\n%s", r.code, r.out)
+	}
+	if r.code != 0 || !d.Disk {
+		t.Fatalf("diagnose with log dirs from DescribeLogDirs: exit %d, disks checked %v:\n%s", r.code, d.Disk, r.out)
 	}
 }
 

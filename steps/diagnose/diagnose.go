@@ -531,7 +531,7 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 		urpB = slices.Compact(urpB)
 		f := Finding{Kind: FindUnderReplicated, Severity: Warning, Topic: name, Partitions: urp, Brokers: urpB,
 			Summary:  fmt.Sprintf("%d partitions of %q are under-replicated (brokers %s out of the ISR)", len(urp), name, brokers.I32s(urpB)),
-			Evidence: urpEv, Fix: "bring the lagging brokers back; if they run but never catch up, check their logs for INCONSISTENT_TOPIC_ID (stale segments) and " + fmt.Sprintf(cleanupFix, name)}
+			Evidence: urpEv, Fix: "bring the lagging brokers back; if they run but never catch up, " + g.staleHint() + " and " + fmt.Sprintf(cleanupFix, name)}
 		if !slices.ContainsFunc(urpB, func(b int32) bool { return slices.Contains(g.st.Brokers, b) }) {
 			// Every broker out of the ISR is simply down: that is the cause
 			// (broker-down), and no cleanup is needed.
@@ -554,6 +554,16 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 	}
 }
 
+// staleHint says where a stale replica shows, on this cluster's release:
+// INCONSISTENT_TOPIC_ID exists only with topic IDs (2.8+, IBP 2.8+) and
+// refuses a stale log only from 3.0.
+func (g *diagnosis) staleHint() string {
+	if g.d.Releases.RefusesStaleLog() {
+		return "look for INCONSISTENT_TOPIC_ID in their state-change.log (stale segments)"
+	}
+	return "look in their state-change.log for refused state changes (this release has no INCONSISTENT_TOPIC_ID check on a stale log: stale segments are adopted silently, see adopted-segments)"
+}
+
 // leadersServing asks each partition's leader to serve it: a leader with an
 // inconsistent replica answers NOT_LEADER_OR_FOLLOWER while everything names
 // it leader.
@@ -574,7 +584,7 @@ func (g *diagnosis) leadersServing(ctx context.Context, name string, ts *kafkazk
 		sort.Strings(nsEv)
 		g.add(Finding{Kind: FindLeaderNotServing, Severity: Critical, Topic: name, Partitions: notServing, Brokers: nsB,
 			Summary:  fmt.Sprintf("leaders of %d partitions of %q refuse to serve them (NotLeaderOrFollower risk)", len(notServing), name),
-			Evidence: nsEv, Fix: "the leader holds a stale replica (look for INCONSISTENT_TOPIC_ID in its state-change.log); " + fmt.Sprintf(cleanupFix, name),
+			Evidence: nsEv, Fix: "the leader holds a stale replica or a state the controller never completed (" + g.staleHint() + "); " + fmt.Sprintf(cleanupFix, name),
 			DoNot: "do not restart only that broker and recreate the topic again", Runbook: "topic-cleanup"})
 	}
 }
