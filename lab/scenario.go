@@ -386,7 +386,9 @@ func grepFile(path, needle string) string {
 	return ""
 }
 
-func (e *env) controllerLogLine(needle string) string { return e.brokerLogLine("controller.log", needle) }
+func (e *env) controllerLogLine(needle string) string {
+	return e.brokerLogLine("controller.log", needle)
+}
 
 // controllerStateChange is the first state-change.log line with needle.
 func (e *env) controllerStateChange(needle string) string {
