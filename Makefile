@@ -19,7 +19,8 @@ lab-install: deps build
 
 # A fresh lab, broken like the incident (ghost-topic), then the TUI on the
 # cleanup runbook against it.
-demo: lab-install
+demo: deps build
+	$(BIN) lab install
 	-$(BIN) lab down --dir $(DEMODIR) --purge
 	$(BIN) lab up --dir $(DEMODIR)
 	$(BIN) lab break ghost-topic --dir $(DEMODIR) --topic orders
