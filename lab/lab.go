@@ -34,6 +34,7 @@ var (
 	ErrPortTaken     = errors.New("address already in use")
 	ErrMissingPart   = errors.New("a part the lab needs is missing")
 	ErrNotHealthy    = errors.New("lab did not become healthy")
+	ErrBadConfig     = errors.New("nothing was started")
 )
 
 // Config is what `kremedy lab up` was asked for.

@@ -175,7 +175,7 @@ func ibpNote(s State) string {
 
 func create(dir string, c Config) (*Lab, error) {
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w; %w", err, ErrBadConfig)
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("%s exists, is not empty and holds no kremedy lab (no lab.json); nothing was started. Choose a new or empty --dir", dir)
@@ -188,7 +188,7 @@ func create(dir string, c Config) (*Lab, error) {
 	if c.IBP != "" {
 		sw, ibp := kafkaver.MustParse(version), kafkaver.MustParse(c.IBP)
 		if ibp.Major > sw.Major || ibp.Major == sw.Major && ibp.Minor > sw.Minor {
-			return nil, fmt.Errorf("--ibp %s: Kafka %s does not know inter.broker.protocol.version %s (it must not be newer than the release); nothing was started", c.IBP, version, c.IBP)
+			return nil, fmt.Errorf("--ibp %s: Kafka %s does not know inter.broker.protocol.version %s (it must not be newer than the release); %w", c.IBP, version, c.IBP, ErrBadConfig)
 		}
 	}
 	java, err := FindJava()

@@ -58,3 +58,63 @@ func TestRestoreCommandsRefuseBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageErrorsExitTwo: every usage error, on every command, exits 2 with
+// a message that says what was wrong; one cause, one code.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nosuch"}, `unknown command "nosuch" for "kremedy"`},
+		{[]string{"znodes", "restor", "x"}, `unknown command "restor" for "kremedy znodes"`},
+		{[]string{"segments", "restre", "x"}, `unknown command "restre" for "kremedy segments"`},
+		{[]string{"lab", "brak", "x"}, `unknown command "brak" for "kremedy lab"`},
+		{[]string{"lab", "dwn", "--dir", dir}, `unknown command "dwn" for "kremedy lab"`},
+		{[]string{"lab"}, `"kremedy lab" needs a command: break, broker, down, install, status, up`},
+		{[]string{"znodes"}, `"kremedy znodes" needs a command: restore`},
+		{[]string{"lab", "up", "--brokers", "0", "--dir", filepath.Join(dir, "lab")}, "--brokers 0: the lab runs 1 to 9 brokers; nothing was started"},
+		{[]string{"lab", "up", "--kafka-version", "4.0.0", "--dir", filepath.Join(dir, "lab")}, "no ZooKeeper mode"},
+		{[]string{"lab", "install", "--kafka-version", "2.3.1"}, "cannot resolve addresses on Java 14"},
+		{[]string{"lab", "down", "--nope"}, "unknown flag: --nope"},
+		{[]string{"run", "topic-cleanup"}, `required flag(s) "inventory" not set`},
+		{[]string{"plan", "topic-cleanup"}, `required flag(s) "inventory" not set`},
+		{[]string{"diagnose"}, `required flag(s) "inventory" not set`},
+		{[]string{"diagnose", "extra", "--inventory", "x"}, `unknown command "extra"`},
+		{[]string{"resume"}, "accepts 1 arg(s)"},
+		{[]string{"runbooks", "x"}, `unknown command "x"`},
+	} {
+		r := kremedy(t, tc.args...)
+		if r.code != 2 || !strings.Contains(r.out, tc.want) {
+			t.Errorf("kremedy %s: exit %d, want 2 with %q\n%s", strings.Join(tc.args, " "), r.code, tc.want, r.out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "lab")); !os.IsNotExist(err) {
+		t.Errorf("a refused lab up created its directory: %v", err)
+	}
+}
+
+// TestUnreachableZooKeeperExitsTwoFast: a ZooKeeper that refuses
+// connections is said as soon as every server refused ("connection refused",
+// naming them; the 15 s connect deadline would say "context deadline
+// exceeded"), with the same exit code from every command.
+func TestUnreachableZooKeeperExitsTwoFast(t *testing.T) {
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "inventory.yaml")
+	os.WriteFile(inv, []byte("name: x\nzookeeper:\n  connect: 127.0.0.1:1,127.0.0.1:2/kafka\nkafka:\n  bootstrap: [127.0.0.1:3]\nssh:\n  known_hosts: /dev/null\nbrokers:\n  - id: 1\n    host: 127.0.0.1\n    stop: s\n    start: s\n"), 0o600)
+	for _, args := range [][]string{
+		{"diagnose", "--inventory", inv},
+		{"plan", "topic-cleanup", "--inventory", inv, "--set", "topic=orders"},
+		{"run", "topic-cleanup", "--inventory", inv, "--set", "topic=orders", "--headless", "--yes", "--run-dir", filepath.Join(dir, "run")},
+		{"run", "rolling-restart", "--inventory", inv, "--headless", "--yes", "--run-dir", filepath.Join(dir, "run2")},
+	} {
+		r := kremedy(t, args...)
+		if r.code != 2 || !strings.Contains(r.out, "connection refused by every server (127.0.0.1:1, 127.0.0.1:2)") {
+			t.Errorf("kremedy %s: exit %d after %s, want 2 with connection refused\n%s", strings.Join(args, " "), r.code, r.took, r.out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
+		t.Errorf("an unreachable cluster left a run directory: %v", err)
+	}
+}

@@ -107,7 +107,9 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	zctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if c.zk, err = zookeeper.Dial(zctx, inv.ZooKeeper.Connect, opts); err != nil {
-		return nil, failedErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
+		// Not reached: nothing was attempted. Exit 2 from every command
+		// (diagnose, plan, run, resume, restore) alike.
+		return nil, usageErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
 	}
 	if c.kafka, err = kafka.New(inv.Kafka.Bootstrap, kopts...); err != nil {
 		c.Close()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -28,10 +27,6 @@ func newDiagnoseCmd() *cobra.Command {
 			}
 			cl, err := connect(cmd.Context(), inv)
 			if err != nil {
-				var ee *exitError
-				if errors.As(err, &ee) && ee.code == exitFailed {
-					return &exitError{exitUsage, ee.err}
-				}
 				return err
 			}
 			defer cl.Close()

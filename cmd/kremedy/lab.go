@@ -15,10 +15,10 @@ import (
 func newLabCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
-		Short: "A local rehearsal cluster (real ZooKeeper, Kafka 3.9 and OpenSSH on loopback) that breaks like the incident",
+		Short: "A local rehearsal cluster (real ZooKeeper, Kafka 2.4–3.9 and OpenSSH on loopback) that breaks like the incident",
 	}
 	cmd.AddCommand(newLabInstallCmd(), newLabUpCmd(), newLabStatusCmd(), newLabDownCmd(), newLabBrokerCmd(), newLabBreakCmd())
-	return cmd
+	return group(cmd)
 }
 
 func addDirFlag(c *cobra.Command, dir *string) {
@@ -33,7 +33,7 @@ func labErr(err error) error {
 		return nil
 	case errors.Is(err, lab.ErrMissingPart), errors.Is(err, lab.ErrPortTaken), errors.Is(err, lab.ErrConfigChanged),
 		errors.Is(err, lab.ErrOtherVersion), errors.Is(err, lab.ErrNoLab), errors.Is(err, kafkazk.ErrInvalidTopic),
-		errors.Is(err, lab.ErrWrongLab):
+		errors.Is(err, lab.ErrWrongLab), errors.Is(err, lab.ErrBadConfig):
 		return usageErr(err)
 	default:
 		return failedErr(err)

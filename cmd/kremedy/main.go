@@ -79,10 +79,42 @@ func report(err error, ctx context.Context) int {
 }
 
 func isCobraUsage(err error) bool {
-	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires ", "invalid argument", "unknown shorthand"} {
+	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires ", "invalid argument", "unknown shorthand", "required flag"} {
 		if strings.Contains(err.Error(), p) {
 			return true
 		}
 	}
 	return false
+}
+
+// group makes c a command that only holds subcommands: an unknown
+// subcommand (or none) is a usage error, exit 2, naming the commands it
+// has. Its flags are not parsed, so "lab dwn --dir D" reports the
+// misspelled command, not "unknown flag --dir".
+func group(c *cobra.Command) *cobra.Command {
+	c.FParseErrWhitelist.UnknownFlags = true
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		hint := ""
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = fmt.Sprintf(" (did you mean %q?)", s[0])
+		}
+		return usageErr(fmt.Errorf("unknown command %q for %q%s; its commands: %s", args[0], cmd.CommandPath(), hint, subcommands(cmd)))
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		return usageErr(fmt.Errorf("%q needs a command: %s (see `%s --help`)", cmd.CommandPath(), subcommands(cmd), cmd.CommandPath()))
+	}
+	return c
+}
+
+func subcommands(c *cobra.Command) string {
+	var names []string
+	for _, s := range c.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	return strings.Join(names, ", ")
 }

@@ -76,7 +76,7 @@ func newZnodesCmd() *cobra.Command {
 	restore.Flags().BoolVar(&force, "force", false, "restore only the missing znodes when some exist (existing ones are never overwritten)")
 	c := &cobra.Command{Use: "znodes", Short: "ZooKeeper backups of a run"}
 	c.AddCommand(restore)
-	return c
+	return group(c)
 }
 
 func newSegmentsCmd() *cobra.Command {
@@ -101,5 +101,5 @@ func newSegmentsCmd() *cobra.Command {
 	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
 	c := &cobra.Command{Use: "segments", Short: "Quarantined partition directories of a run"}
 	c.AddCommand(restore)
-	return c
+	return group(c)
 }

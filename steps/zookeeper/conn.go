@@ -136,8 +136,9 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 		o.SessionTimeout = 10 * time.Second
 	}
 	notify := &atomic.Pointer[func(string)]{}
+	refused := newRefusals(len(servers))
 	zc, events, err := zk.Connect(servers, o.SessionTimeout,
-		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false), zk.WithDialer(dialBuffered),
+		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false), zk.WithDialer(refused.dial),
 		zk.WithEventCallback(sessionNotifier(notify, o.SessionTimeout)))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", strings.Join(servers, ","), err)
@@ -163,6 +164,11 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 			if ev.State == zk.StateAuthFailed {
 				zc.Close()
 				return nil, fmt.Errorf("zookeeper %s: authentication failed", strings.Join(servers, ","))
+			}
+		case <-refused.changed:
+			if who := refused.all(); who != "" {
+				zc.Close()
+				return nil, fmt.Errorf("zookeeper %s: %w: connection refused by every server (%s): is ZooKeeper running there, and is zookeeper.connect right?", strings.Join(servers, ","), ErrNoSession, who)
 			}
 		case <-ctx.Done():
 			zc.Close()

@@ -2,7 +2,12 @@ package zookeeper
 
 import (
 	"bufio"
+	"errors"
 	"net"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -30,4 +35,56 @@ func dialBuffered(network, address string, timeout time.Duration) (net.Conn, err
 		return nil, err
 	}
 	return &bufferedConn{Conn: nc, r: bufio.NewReaderSize(nc, readBufferSize)}, nil
+}
+
+// refusals records, per server, whether its last connection attempt was
+// refused; go-zookeeper retries forever, so Dial watches this to say
+// "connection refused" as soon as every server has refused, instead of
+// waiting out its deadline in silence.
+type refusals struct {
+	mu       sync.Mutex
+	servers  int
+	refused  map[string]bool // address -> its last attempt was refused
+	attempts map[string]int
+	changed  chan struct{}
+}
+
+func newRefusals(servers int) *refusals {
+	return &refusals{servers: servers, refused: map[string]bool{}, attempts: map[string]int{}, changed: make(chan struct{}, 1)}
+}
+
+// dial wraps dialBuffered, recording refusals.
+func (r *refusals) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	nc, err := dialBuffered(network, address, timeout)
+	r.mu.Lock()
+	r.attempts[address]++
+	r.refused[address] = err != nil && errors.Is(err, syscall.ECONNREFUSED)
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+	return nc, err
+}
+
+// all returns, once go-zookeeper has gone round every address (a host name
+// may resolve to several) and each one's last attempt was refused, the
+// addresses ("" otherwise).
+func (r *refusals) all() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	round := false
+	var out []string
+	for a, refused := range r.refused {
+		if !refused {
+			return ""
+		}
+		round = round || r.attempts[a] > 1
+		out = append(out, a)
+	}
+	if !round || len(out) < r.servers {
+		return ""
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
