@@ -13,6 +13,9 @@ import (
 // Outcome says how a walk of a runbook ended: what was and was not done.
 type Outcome struct {
 	Done, Skipped, NoOp []string
+	// NotNeeded are the steps after one whose plan ended the run (the
+	// runbook had nothing to do).
+	NotNeeded []string
 	// NotDone are the steps neither done nor skipped, in runbook order.
 	NotDone     []string
 	Failed      string // the step that failed, refused or was not approved
@@ -37,6 +40,7 @@ const (
 	resApplied stepResult = iota
 	resNoOp
 	resSkipped
+	resEndsRun // a no-op whose plan says the runbook has nothing to do
 )
 
 func (e *engine) env(s Step, rechecking bool) *Env {
@@ -100,11 +104,22 @@ func (e *engine) walk(ctx context.Context) (Outcome, error) {
 		switch res {
 		case resSkipped:
 			out.Skipped = append(out.Skipped, s.Info.ID)
-		case resNoOp:
+		case resNoOp, resEndsRun:
 			out.NoOp = append(out.NoOp, s.Info.ID)
 			out.Done = append(out.Done, s.Info.ID)
 		default:
 			out.Done = append(out.Done, s.Info.ID)
+		}
+		if res == resEndsRun {
+			for _, rest := range steps[i+1:] {
+				out.NotNeeded = append(out.NotNeeded, rest.Info.ID)
+				e.env(rest, false).emit(Event{Kind: EvState, State: Skipped, Text: "not needed: " + s.Info.ID + " found nothing to do"})
+			}
+			if err := e.run.rec.append(journal.Note, s.Info.ID, map[string]string{"text": fmt.Sprintf("%s found nothing for the runbook to do: the run ends here; not needed: %v", s.Info.ID, out.NotNeeded)}); err != nil {
+				out.Err = err
+				return out, err
+			}
+			break
 		}
 	}
 	if err := e.run.rec.append(journal.RunEnd, "", map[string]any{"ok": true}); err != nil {
@@ -170,6 +185,9 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 				return fail(err)
 			}
 			env.emit(Event{Kind: EvState, State: Done, Text: "nothing to do"})
+			if plan.EndsRun {
+				return resEndsRun, nil
+			}
 			return resNoOp, nil
 		}
 		if s.Info.Confirm != ConfirmNone {

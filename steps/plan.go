@@ -93,14 +93,18 @@ func ArgsOf[T any](a Action) (T, error) {
 // now. Apply acts on exactly this plan: the approval carries its Digest and
 // the engine refuses to apply a plan whose digest differs.
 type Plan struct {
-	Step     string   `json:"step"`
-	Kind     string   `json:"kind,omitempty"`
-	Summary  string   `json:"summary"`
-	Actions  []Action `json:"actions"`
-	Notes    []string `json:"notes,omitempty"`
-	Facts    []string `json:"facts,omitempty"` // what the step saw (preflight, diagnosis)
-	NoOp     bool     `json:"noop,omitempty"`  // nothing to do: already in the wanted state
-	Rollback string   `json:"rollback,omitempty"`
+	Step    string   `json:"step"`
+	Kind    string   `json:"kind,omitempty"`
+	Summary string   `json:"summary"`
+	Actions []Action `json:"actions"`
+	Notes   []string `json:"notes,omitempty"`
+	Facts   []string `json:"facts,omitempty"` // what the step saw (preflight, diagnosis)
+	NoOp    bool     `json:"noop,omitempty"`  // nothing to do: already in the wanted state
+	// EndsRun, on a no-op plan, says the whole runbook has nothing to do
+	// (e.g. the topic is already consistent): the run finishes after this
+	// step and the steps after it are not needed.
+	EndsRun  bool   `json:"ends_run,omitempty"`
+	Rollback string `json:"rollback,omitempty"`
 }
 
 // Digest identifies what the plan will do: its step, summary and every
@@ -109,9 +113,9 @@ type Plan struct {
 func (p *Plan) Digest() string {
 	b, err := json.Marshal(struct {
 		Step, Kind, Summary string
-		NoOp                bool
+		NoOp, EndsRun       bool
 		Actions             []Action
-	}{p.Step, p.Kind, p.Summary, p.NoOp, p.Actions})
+	}{p.Step, p.Kind, p.Summary, p.NoOp, p.EndsRun, p.Actions})
 	if err != nil {
 		// Arguments that do not encode cannot be shown, so cannot be
 		// approved: a digest nothing matches.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -240,7 +241,7 @@ func (s *Session) Resumed() bool {
 
 func (s *Session) notDone(out Outcome) []string {
 	seen := map[string]bool{}
-	for _, id := range append(append(out.Done, out.Skipped...), out.NoOp...) {
+	for _, id := range slices.Concat(out.Done, out.Skipped, out.NoOp, out.NotNeeded) {
 		seen[id] = true
 	}
 	var not []string

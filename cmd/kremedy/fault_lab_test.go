@@ -106,6 +106,17 @@ func (c *clients) seedWith(t *testing.T, topic string, configs map[string]string
 		}
 	}
 	labBroker(t, c.l, "stop", 3)
+	// The topic's own inconsistency (a broker being down is none): a
+	// leftover directory of a partition the topic does not have, as a
+	// partition count changed by hand leaves (report 000), on the stopped
+	// broker's disk.
+	left := filepath.Join(c.l.LogDirs(3)[0], topic+"-3")
+	if err := os.MkdirAll(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "partition.metadata"), []byte("version: 0\ntopic_id: "+s.id+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 

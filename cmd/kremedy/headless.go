@@ -37,7 +37,11 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) err
 	fmt.Fprintf(w, "run %s: %s on %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, rb.Confirm.Subject(meta.Cluster), modeName(meta.Lab), s.Dir())
 	start := time.Now()
 	out := s.Run(ctx, cl.ports, headlessApprover{w: w, yes: f.yes, confirm: f.confirm}, p)
-	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v (%.1fs)\nreport: %s\n", out.Done, out.NoOp, out.Skipped, time.Since(start).Seconds(), s.ReportPath())
+	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v", out.Done, out.NoOp, out.Skipped)
+	if len(out.NotNeeded) > 0 {
+		fmt.Fprintf(w, "; not needed: %v", out.NotNeeded)
+	}
+	fmt.Fprintf(w, " (%.1fs)\nreport: %s\n", time.Since(start).Seconds(), s.ReportPath())
 	return exitFor(s.End(ctx, out, true))
 }
 

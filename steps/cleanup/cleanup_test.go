@@ -332,9 +332,51 @@ func TestHealthyTopicIsNeverTouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.zk.Ops) != 0 || len(f.asked) != 0 || len(out.NoOp) != len(f.rb.Steps) {
+	// The run ends after preflight: nothing to clean up, and the rest of
+	// the runbook is not needed (not run as no-ops only to fail at verify).
+	if len(f.zk.Ops) != 0 || len(f.asked) != 0 || !slices.Equal(out.Done, []string{"preflight"}) || len(out.NotNeeded) != len(f.rb.Steps)-1 || len(out.NotDone) != 0 {
 		t.Fatalf("a healthy topic was acted on: ops %v asked %v outcome %+v", f.zk.Ops, f.asked, out)
 	}
+	b, _ := os.ReadFile(f.journal())
+	if !bytes.Contains(b, []byte("nothing to clean up")) || !bytes.Contains(b, []byte(`"type":"run-end","data":{"ok":true}`)) {
+		t.Fatalf("the journal does not say the run ended with nothing to clean up:\n%s", b)
+	}
+}
+
+// TestBrokerDownIsNoReasonToCleanUp: a consistent topic with one broker
+// down (its replicas out of the ISR) is still consistent: nothing is
+// planned. A topic that exists nowhere (a typo) is refused, exit 1, with the
+// nearest existing names.
+func TestBrokerDownIsNoReasonToCleanUp(t *testing.T) {
+	t.Run("a healthy topic, one broker down", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+		f.hosts.FS[1]["/data/k2"] = map[string]steptest.Entry{"orders-v2-0": {IsDir: true, TopicID: "CCCCCCCCCCCCCCCCCCCCCC"}}
+		for p := 0; p < 3; p++ {
+			f.hosts.AddDir(2, "/data/k1", fmt.Sprintf("orders-%d", p), curID)
+		}
+		f.hosts.Running[3] = false
+		f.zk.Remove("/brokers/ids/3")
+		for p := 0; p < 3; p++ {
+			f.zk.Put(kafkazk.PartitionStatePath("orders", int32(p)), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":2,"isr":[1,2]}`)
+		}
+		out, err := f.run(context.Background(), f.typing("orders"))
+		if err != nil || len(f.zk.Ops) != 0 || len(f.asked) != 0 || len(out.NotNeeded) != len(f.rb.Steps)-1 {
+			t.Fatalf("a broker being down made a healthy topic a cleanup: err %v ops %v asked %v outcome %+v", err, f.zk.Ops, f.asked, out)
+		}
+	})
+	t.Run("a topic that exists nowhere", func(t *testing.T) {
+		f := newFixture(t, map[string]string{"topic": "ordrs"})
+		f.hosts.Running[3] = false
+		f.zk.Remove("/brokers/ids/3")
+		_, err := f.run(context.Background(), f.typing("ordrs"))
+		if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "no topic of that name exists on this cluster") || !strings.Contains(err.Error(), `Closest existing names: "orders"`) {
+			t.Fatalf("a topic found nowhere: %v", err)
+		}
+		if len(f.zk.Ops) != 0 || len(f.asked) != 0 {
+			t.Fatalf("touched: ops %v asked %v", f.zk.Ops, f.asked)
+		}
+	})
 }
 
 func TestRestoreRoundTrip(t *testing.T) {

@@ -1,11 +1,14 @@
 package cleanup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
@@ -132,7 +135,9 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 		return g.p, g.checks, err
 	}
 	g.oldRecords(ctx)
-	g.verdict()
+	if err := g.verdict(ctx); err != nil {
+		return g.p, g.checks, err
+	}
 	if err := g.rollable(ctx); err != nil {
 		return g.p, g.checks, err
 	}
@@ -215,7 +220,7 @@ func (g *gathering) brokerFacts(ctx context.Context) error {
 	g.fact("brokers registered %s of inventory %s; controller %d", brokers.I32s(reg), brokers.I32s(inv), ctrl)
 	for _, id := range inv {
 		if !slices.Contains(reg, id) {
-			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed)", id))
+			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed): its metadata cannot be asked, its disk is read over SSH; a broker that is down is not by itself a reason to clean up a topic", id))
 		}
 	}
 	for _, h := range env.Target.Hosts {
@@ -233,7 +238,11 @@ func (g *gathering) brokerFacts(ctx context.Context) error {
 		}
 		g.f.LogDirs[h.ID] = dirs
 	}
-	g.consistent = len(reg) == len(inv)
+	// A broker being down is not an inconsistency of the topic: whether the
+	// cleanup applies is decided from evidence about the topic only (its
+	// znodes, the running brokers' views of it, every disk, the down
+	// brokers' included).
+	g.consistent = true
 	return nil
 }
 
@@ -343,7 +352,7 @@ func (g *gathering) brokerViews(ctx context.Context) {
 		}
 		urp := 0
 		for _, pv := range tv.Partitions {
-			if pv.UnderReplicated() || pv.Leader < 0 || pv.Err != "" {
+			if g.missingLive(pv) || pv.Err != "" {
 				urp++
 			}
 		}
@@ -353,6 +362,19 @@ func (g *gathering) brokerViews(ctx context.Context) {
 		}
 		g.consistent = g.consistent && g.hasTopic && tv.ID == g.zt.TopicID && len(tv.Partitions) == len(g.zt.Partitions) && urp == 0
 	}
+}
+
+// missingLive reports whether a partition lacks a replica of a running
+// broker in its ISR, or has no leader though a replica's broker runs: a
+// replica missing only because its broker is down is that broker's
+// problem, not the topic's.
+func (g *gathering) missingLive(pv ports.PartitionView) bool {
+	for _, r := range pv.Replicas {
+		if slices.Contains(g.f.Registered, r) && (pv.Leader < 0 || !slices.Contains(pv.ISR, r)) {
+			return true
+		}
+	}
+	return false
 }
 
 // disks reads the topic's partition directories on every broker's disk.
@@ -419,8 +441,10 @@ func (g *gathering) oldRecords(ctx context.Context) {
 	}
 }
 
-// verdict says whether the cleanup applies.
-func (g *gathering) verdict() {
+// verdict says whether the cleanup applies. On a run's first preflight, a
+// consistent topic ends the run (nothing to clean up), and a topic found
+// nowhere is refused as a likely typo, before anything is touched.
+func (g *gathering) verdict(ctx context.Context) error {
 	t := g.topic
 	// Once a run has found the topic inconsistent it is a cleanup run to
 	// its end: a resume after this run's own znode deletion, restart or
@@ -433,13 +457,68 @@ func (g *gathering) verdict() {
 	g.f.Clean = g.consistent
 	switch {
 	case g.consistent && g.hasTopic:
-		g.p.Summary = fmt.Sprintf("%q is consistent: ZooKeeper, every broker's metadata and every disk agree, no old records — nothing to clean", t)
+		g.p.Summary = fmt.Sprintf("%q is consistent on ZooKeeper, every running broker and every disk, and holds no old records — nothing to clean up", t)
+		g.p.EndsRun = g.prior == nil
 	case g.consistent:
+		if g.prior == nil {
+			return g.refuse("no topic of that name exists on this cluster: %q has no znode, is not pending deletion, no running broker serves it and no disk holds a directory of it. Nothing was touched.%s", t, g.closest(ctx))
+		}
 		g.p.Summary = fmt.Sprintf("%q is absent from ZooKeeper, from every broker's metadata and from every disk — nothing to clean", t)
 	default:
 		g.p.Summary = fmt.Sprintf("%q is inconsistent across ZooKeeper, broker caches and disks: the cleanup applies", t)
 	}
 	g.ok("topic state recorded", g.p.Summary)
+	return nil
+}
+
+// closest names the cluster's topics whose names are nearest the one asked
+// for (a typo's likely intent), as a hint.
+func (g *gathering) closest(ctx context.Context) string {
+	names, err := g.env.ZK.Children(ctx, kafkazk.TopicsPath)
+	if err != nil || len(names) == 0 {
+		return ""
+	}
+	type near struct {
+		name string
+		d    int
+	}
+	var ns []near
+	for _, n := range names {
+		d := editDistance(strings.ToLower(g.topic), strings.ToLower(n))
+		if d <= max(2, len(g.topic)/3) || strings.Contains(n, g.topic) || strings.Contains(g.topic, n) {
+			ns = append(ns, near{n, d})
+		}
+	}
+	slices.SortFunc(ns, func(a, b near) int { return cmp.Or(a.d-b.d, strings.Compare(a.name, b.name)) })
+	var out []string
+	for _, n := range ns[:min(3, len(ns))] {
+		out = append(out, strconv.Quote(n.name))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " Closest existing names: " + strings.Join(out, ", ") + "."
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // diagnosis adds the findings `kremedy diagnose --topic` reports, so that
