@@ -6,7 +6,7 @@ DEMODIR ?= $(or $(KREMEDY_CACHE),$(HOME)/.cache/kremedy)/demo-lab
 .PHONY: build deps lab-install demo test test-versions test-short bench fuzz vet clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/kremedy
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/kremedy
 
 # OpenSSH server, Maven, tmux from apt when missing; then Kafka jars from Maven Central.
 deps:

@@ -25,7 +25,7 @@ func (s *Session) writeReport(out Outcome) error {
 	}
 	fmt.Fprintf(&b, "# kremedy run %s\n\n", m.ID)
 	fmt.Fprintf(&b, "- runbook: `%s` on %s (%s)\n", m.Runbook, rb.Confirm.Subject(m.Cluster), mode)
-	fmt.Fprintf(&b, "- inventory: `%s`\n- run directory: `%s`\n", m.Inventory, dir)
+	fmt.Fprintf(&b, "- inventory: `%s`\n- run directory: `%s`\n- kremedy: %s\n", m.Inventory, dir, m.Version)
 	switch {
 	case out.Err == nil:
 		fmt.Fprintf(&b, "- outcome: **finished**\n")

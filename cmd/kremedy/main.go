@@ -36,8 +36,6 @@ func usageErr(err error) error { return &exitError{exitUsage, err} }
 
 func failedErr(err error) error { return &exitError{exitFailed, err} }
 
-var version = "dev"
-
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kremedy",
@@ -47,7 +45,7 @@ func newRoot() *cobra.Command {
 		Version:       version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newPlanCmd(), newRunCmd(), newResumeCmd(), newZnodesCmd(), newSegmentsCmd())
+	root.AddCommand(newVersionCmd(), newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newPlanCmd(), newRunCmd(), newResumeCmd(), newZnodesCmd(), newSegmentsCmd())
 	return root
 }
 
