@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/journal"
@@ -87,6 +88,34 @@ func (e *Env) Logf(format string, a ...any) {
 	s := fmt.Sprintf(format, a...)
 	e.emit(Event{Kind: EvLog, Text: s})
 	_ = e.record(journal.Note, map[string]string{"text": s})
+}
+
+// Progress says what a running step is waiting for now (which brokers,
+// which partitions), for the operator watching: a progress line in the TUI,
+// a line every few seconds headless. It is not journaled (the checks that
+// end the wait are).
+func (e *Env) Progress(format string, a ...any) {
+	e.emit(Event{Kind: EvProgress, Text: fmt.Sprintf(format, a...)})
+}
+
+// ProgressEvery reports text() as progress every period until the
+// returned stop is called: for waits that block on a watch.
+func (e *Env) ProgressEvery(period time.Duration, text func() string) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				e.Progress("%s", text())
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // Output reports and journals one line of a host's output.

@@ -36,9 +36,10 @@ const (
 	EvOutput                  // a line of remote output
 	EvCheck                   // a check result
 	EvPlan                    // a plan is ready
+	EvProgress                // what a running step waits for now (not journaled)
 )
 
-var eventKindNames = [...]string{"state", "log", "output", "check", "plan"}
+var eventKindNames = [...]string{"state", "log", "output", "check", "plan", "progress"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventKindNames) {

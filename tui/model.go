@@ -56,6 +56,7 @@ type stepView struct {
 	applied        bool   // applied a plan in this session
 	earlier        bool   // done or skipped in an earlier attempt
 	lastAction     string
+	progress       string // what the running step waits for now
 	out            *ring
 }
 
@@ -308,7 +309,7 @@ func (m *Model) apply(e steps.Event) {
 				sv.applied = true
 			}
 		}
-		sv.state = e.State
+		sv.state, sv.progress = e.State, ""
 		if m.follow && m.diagnosisSeen && m.sel != i {
 			m.selectStep(i)
 		}
@@ -318,6 +319,8 @@ func (m *Model) apply(e steps.Event) {
 		if e.Check != nil {
 			sv.checks = append(sv.checks, *e.Check)
 		}
+	case steps.EvProgress:
+		sv.progress = sanitize(e.Text)
 	case steps.EvLog:
 		text := sanitize(e.Text)
 		if strings.HasPrefix(text, "→ ") {

@@ -653,6 +653,9 @@ func (m *Model) activity(sv *stepView) string {
 	case steps.Planning:
 		return m.spin.View() + fmt.Sprintf(" Planning %s: reading the cluster (read-only)…", sv.info.ID)
 	case steps.Running:
+		if sv.progress != "" {
+			return m.spin.View() + fmt.Sprintf(" Running %s · %s · %s — q stops it cleanly.", sv.info.ID, m.duration(sv), sv.progress)
+		}
 		return m.spin.View() + fmt.Sprintf(" Running %s · %s — q stops it cleanly (resumable).", sv.info.ID, m.duration(sv))
 	case steps.Confirming:
 		return m.spin.View() + fmt.Sprintf(" Preparing the confirmation of %s…", sv.info.ID)

@@ -111,7 +111,11 @@ func WaitGone(ctx context.Context, env *steps.Env, id int32, addr string, timeou
 	start := env.Now()
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	stop := env.ProgressEvery(5*time.Second, func() string {
+		return fmt.Sprintf("waiting for broker %d to leave %s%s (its controlled shutdown moves leadership away first): %s of %s", id, env.ZK.Chroot(), kafkazk.BrokerIDsPath, env.Now().Sub(start).Round(time.Second), timeout)
+	})
 	_, err := env.ZK.WaitChildren(wctx, kafkazk.BrokerIDsPath, func(kids []string) bool { return !slices.Contains(kids, fmt.Sprint(id)) })
+	stop()
 	if err != nil {
 		return fmt.Errorf("broker %d's stop command succeeded but %s%s/%d is still present after %s: %w", id, env.ZK.Chroot(), kafkazk.BrokerIDsPath, id, timeout, err)
 	}

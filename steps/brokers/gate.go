@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -147,4 +149,21 @@ func ViewDiff(a, b ports.BrokerView) string {
 	}
 	slices.Sort(d)
 	return fmt.Sprintf("broker %d vs %d: %s", a.Broker, b.Broker, Summarize(d))
+}
+
+// GateProgress says, while the health gate waits, what it waits for: the
+// checks that fail now with their details, or the passing rounds still
+// needed.
+func GateProgress(last []steps.Check, streak, need int, waited, timeout time.Duration) string {
+	var bad []string
+	for _, c := range last {
+		if !c.OK {
+			bad = append(bad, fmt.Sprintf("%s (%s)", c.Name, c.Detail))
+		}
+	}
+	head := fmt.Sprintf("health gate, %s of %s: ", waited.Round(time.Second), timeout)
+	if len(bad) == 0 {
+		return head + fmt.Sprintf("healthy, %d of %d checks in a row", streak, need)
+	}
+	return head + "waiting for: " + strings.Join(bad, "; ")
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -702,4 +703,31 @@ func TestProducersWatchedWithoutDescribeProducers(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHealthGateSaysWhatItWaitsFor: while the health gate waits, the run
+// reports (every few seconds) which checks still fail and why.
+func TestHealthGateSaysWhatItWaitsFor(t *testing.T) {
+	f := newFixture(t, map[string]string{"health_timeout": "7s"})
+	f.kafka.Stale[1] = map[string]ports.TopicView{"orders-v2": {Name: "orders-v2", ID: steptest.V2ID, Partitions: map[int32]ports.PartitionView{0: {Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}}}
+	var mu sync.Mutex
+	var progress []string
+	out := f.s.Run(context.Background(), f.cluster, f.typing("orders"), steps.ReporterFunc(func(e steps.Event) {
+		if e.Kind == steps.EvProgress {
+			mu.Lock()
+			progress = append(progress, e.Step+": "+e.Text)
+			mu.Unlock()
+		}
+	}))
+	if out.Failed != "start-brokers" {
+		t.Fatalf("the gate should fail on a broker whose metadata never agrees: %+v", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range progress {
+		if strings.HasPrefix(p, "start-brokers: health gate, ") && strings.Contains(p, "waiting for: every broker's metadata agrees (") && strings.Contains(p, "broker 1") {
+			return
+		}
+	}
+	t.Fatalf("no progress line named what the gate waits for: %q", progress)
 }

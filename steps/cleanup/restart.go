@@ -243,7 +243,13 @@ func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 		}
 		start := env.Now()
 		want := brokers.HostIDs(env.Target)
-		if err := env.Do(a, func() error { return brokers.WaitRegistered(ctx, env.ZK, want, k.o.Timeout) }); err != nil {
+		stop := env.ProgressEvery(5*time.Second, func() string {
+			reg, _ := brokers.Registered(ctx, env.ZK)
+			return fmt.Sprintf("waiting for brokers to register: %s of %s registered, %s of %s", brokers.I32s(reg), brokers.I32s(want), env.Now().Sub(start).Round(time.Second), k.o.Timeout)
+		})
+		err := env.Do(a, func() error { return brokers.WaitRegistered(ctx, env.ZK, want, k.o.Timeout) })
+		stop()
+		if err != nil {
 			return err
 		}
 		env.Logf("all brokers %s registered %s after the start commands", brokers.I32s(want), env.Now().Sub(start).Round(time.Millisecond))
@@ -269,7 +275,7 @@ func (k *startBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 	// catching up), then no longer counted: a restart cannot repair them.
 	excuseFrom := env.Now().Add(k.o.Grace)
 	gate := brokers.Gate{Want: brokers.HostIDs(env.Target)}
-	streak := 0
+	streak, round := 0, 0
 	var last []steps.Check
 	for {
 		gate.Excused = nil
@@ -287,6 +293,9 @@ func (k *startBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 			}
 		} else {
 			streak = 0
+		}
+		if round++; round%5 == 0 {
+			env.Progress("%s", brokers.GateProgress(last, streak, n, env.Now().Sub(deadline.Add(-k.o.Timeout)), k.o.Timeout))
 		}
 		if env.Now().After(deadline) || ctx.Err() != nil {
 			return last, nil

@@ -551,7 +551,13 @@ func notYet(p *steps.Plan, current int32, done []int32) string {
 // waitBack waits for broker id to register again under a new session.
 func waitBack(ctx context.Context, env *steps.Env, id int32, old int64, timeout time.Duration) error {
 	start := env.Now()
-	if err := brokers.WaitRegistered(ctx, env.ZK, []int32{id}, timeout); err != nil {
+	regStart := env.Now()
+	stop := env.ProgressEvery(5*time.Second, func() string {
+		return fmt.Sprintf("waiting for broker %d to register: %s of %s", id, env.Now().Sub(regStart).Round(time.Second), timeout)
+	})
+	err := brokers.WaitRegistered(ctx, env.ZK, []int32{id}, timeout)
+	stop()
+	if err != nil {
 		return fmt.Errorf("broker %d did not register again within %s after its start command: %w", id, timeout, err)
 	}
 	_, session, ok, err := brokers.Registration(ctx, env.ZK, id)
@@ -587,10 +593,11 @@ func (k *Roll) gate(ctx context.Context, env *steps.Env, sessions map[int32]int6
 // holdGate runs the gate's checks once a second until n rounds in a row
 // pass, or timeout.
 func holdGate(ctx context.Context, env *steps.Env, g brokers.Gate, n int, timeout time.Duration) ([]steps.Check, error) {
-	deadline := env.Now().Add(timeout)
+	start := env.Now()
+	deadline := start.Add(timeout)
 	streak := 0
 	var last []steps.Check
-	for {
+	for round := 1; ; round++ {
 		last = g.Check(ctx, env.Cluster)
 		if allOK(last) {
 			if streak++; streak >= n {
@@ -598,6 +605,9 @@ func holdGate(ctx context.Context, env *steps.Env, g brokers.Gate, n int, timeou
 			}
 		} else {
 			streak = 0
+		}
+		if round%5 == 0 {
+			env.Progress("%s", brokers.GateProgress(last, streak, n, env.Now().Sub(start), timeout))
 		}
 		if env.Now().After(deadline) || ctx.Err() != nil {
 			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, failed(last))
