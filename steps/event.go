@@ -31,12 +31,12 @@ func (s State) String() string {
 type EventKind int
 
 const (
-	EvState  EventKind = iota // a step changed state
-	EvLog                     // a line from kremedy itself
-	EvOutput                  // a line of remote output
-	EvCheck                   // a check result
-	EvPlan                    // a plan is ready
-	EvProgress                // what a running step waits for now (not journaled)
+	EvState    EventKind = iota // a step changed state
+	EvLog                       // a line from kremedy itself
+	EvOutput                    // a line of remote output
+	EvCheck                     // a check result
+	EvPlan                      // a plan is ready
+	EvProgress                  // what a running step waits for now (not journaled)
 )
 
 var eventKindNames = [...]string{"state", "log", "output", "check", "plan", "progress"}
