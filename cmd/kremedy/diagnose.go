@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,13 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
 func newDiagnoseCmd() *cobra.Command {
 	var inv, topic string
-	var asJSON, noDisk bool
+	var asJSON, noDisk, details bool
 	c := &cobra.Command{
 		Use:   "diagnose",
 		Short: "Read-only: find stuck deletions, ghost topics, stale broker caches, foreign or orphaned segments (exit 0 healthy, 1 findings, 2 error)",
@@ -42,7 +44,7 @@ func newDiagnoseCmd() *cobra.Command {
 					return err
 				}
 			} else {
-				printDiagnosis(w, d)
+				printDiagnosis(w, d, details)
 			}
 			if !d.Healthy {
 				return &exitError{exitFailed, fmt.Errorf("%d findings", len(d.Findings))}
@@ -54,11 +56,22 @@ func newDiagnoseCmd() *cobra.Command {
 	c.Flags().StringVar(&topic, "topic", "", "diagnose one topic (deeper checks: leaders asked to serve, old records)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the diagnosis as JSON (stable: fields are only added)")
 	c.Flags().BoolVar(&noDisk, "no-disk", false, "do not list log dirs over SSH")
+	c.Flags().BoolVar(&details, "details", false, "print every evidence line and every finding a cause explains (the text output is bounded otherwise)")
 	_ = c.MarkFlagRequired("inventory")
 	return c
 }
 
-func printDiagnosis(w io.Writer, d *diagnose.Diagnosis) {
+// maxCauses and maxEvidence bound the text output (--details lifts them):
+// the summary fits one screen, each cause shows a sample of its evidence.
+const (
+	maxCauses   = 10
+	maxEvidence = 6
+)
+
+// printDiagnosis leads with the causes (one line each: what, how bad, what
+// to do, which runbook), then their details; the findings a cause explains
+// are folded under it as counts, printed in full with details.
+func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 	scope := "the whole cluster"
 	if d.Topic != "" {
 		scope = fmt.Sprintf("topic %q", d.Topic)
@@ -75,24 +88,124 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis) {
 		fmt.Fprintln(w, "no findings: ZooKeeper, every broker's metadata and every disk agree")
 		return
 	}
-	for i, f := range d.Findings {
-		fmt.Fprintf(w, "\n%d. [%s] %s", i+1, strings.ToUpper(string(f.Severity)), f.Kind)
-		if f.Topic != "" {
-			fmt.Fprintf(w, "  topic %s", f.Topic)
-		}
-		if len(f.Brokers) > 0 {
-			fmt.Fprintf(w, "  brokers %v", f.Brokers)
-		}
-		if len(f.Partitions) > 0 {
-			fmt.Fprintf(w, "  partitions %v", f.Partitions)
-		}
-		fmt.Fprintf(w, "\n   %s\n", f.Summary)
-		for _, e := range f.Evidence {
-			fmt.Fprintf(w, "   · %s\n", e)
-		}
-		fmt.Fprintf(w, "   fix: %s\n", f.Fix)
-		if f.DoNot != "" {
-			fmt.Fprintf(w, "   do NOT: %s\n", f.DoNot)
+	causes := d.Causes()
+	critical := 0
+	for _, c := range causes {
+		if c.Severity == diagnose.Critical {
+			critical++
 		}
 	}
+	fmt.Fprintf(w, "\nSUMMARY: %s (%d critical), explaining %s\n", plural(len(causes), "cause"), critical, plural(len(d.Findings)-len(causes), "more finding"))
+	for i, c := range causes {
+		if i == maxCauses && !details {
+			fmt.Fprintf(w, "  … and %d more causes below\n", len(causes)-maxCauses)
+			break
+		}
+		fmt.Fprintf(w, "%3d. [%s] %s\n", i+1, strings.ToUpper(string(c.Severity)), c.Summary)
+		todo := firstSentence(c.Fix)
+		if c.Runbook != "" {
+			todo = "runbook " + c.Runbook + ": " + todo
+		}
+		fmt.Fprintf(w, "     → %s\n", todo)
+		if ex := d.Explained(c.ID); len(ex) > 0 {
+			fmt.Fprintf(w, "     explains %s\n", kindCounts(ex))
+		}
+	}
+	fmt.Fprintf(w, "\nDETAILS")
+	if !details {
+		fmt.Fprintf(w, " (evidence sampled; --details prints every line and every folded finding)")
+	}
+	fmt.Fprintln(w)
+	for i, c := range causes {
+		printFinding(w, fmt.Sprint(i+1), c, details)
+		if ex := d.Explained(c.ID); len(ex) > 0 {
+			if !details {
+				byKind := map[string][]string{}
+				var kinds []string
+				for _, f := range ex {
+					if byKind[f.Kind] == nil {
+						kinds = append(kinds, f.Kind)
+					}
+					byKind[f.Kind] = append(byKind[f.Kind], cmp.Or(f.Topic, strings.TrimPrefix(f.ID, f.Kind+"/")))
+				}
+				for _, k := range kinds {
+					fmt.Fprintf(w, "   explains %s on %s: %s\n", k, plural(len(byKind[k]), "topic"), sample(byKind[k], maxEvidence))
+				}
+				continue
+			}
+			for j, f := range ex {
+				printFinding(w, fmt.Sprintf("%d.%d", i+1, j+1), f, true)
+			}
+		}
+	}
+}
+
+func printFinding(w io.Writer, n string, f diagnose.Finding, details bool) {
+	fmt.Fprintf(w, "\n%s. [%s] %s", n, strings.ToUpper(string(f.Severity)), f.Kind)
+	if f.Topic != "" {
+		fmt.Fprintf(w, "  topic %s", f.Topic)
+	}
+	if len(f.Brokers) > 0 {
+		fmt.Fprintf(w, "  brokers %v", f.Brokers)
+	}
+	if len(f.Partitions) > 0 {
+		fmt.Fprintf(w, "  partitions %s", brokers.Summarize(strings.Fields(strings.Trim(fmt.Sprint(f.Partitions), "[]"))))
+	}
+	if f.Cause != "" {
+		fmt.Fprintf(w, "  (an effect of %s)", f.Cause)
+	}
+	fmt.Fprintf(w, "\n   %s\n", f.Summary)
+	ev := f.Evidence
+	if !details && len(ev) > maxEvidence {
+		ev = ev[:maxEvidence]
+	}
+	for _, e := range ev {
+		fmt.Fprintf(w, "   · %s\n", e)
+	}
+	if len(ev) < len(f.Evidence) {
+		fmt.Fprintf(w, "   · … %d more lines (--details)\n", len(f.Evidence)-len(ev))
+	}
+	fmt.Fprintf(w, "   fix: %s\n", f.Fix)
+	if f.DoNot != "" {
+		fmt.Fprintf(w, "   do NOT: %s\n", f.DoNot)
+	}
+}
+
+// kindCounts is "under-replicated ×300, unregistered-replica ×300".
+func kindCounts(fs []diagnose.Finding) string {
+	n := map[string]int{}
+	var order []string
+	for _, f := range fs {
+		if n[f.Kind] == 0 {
+			order = append(order, f.Kind)
+		}
+		n[f.Kind]++
+	}
+	var out []string
+	for _, k := range order {
+		out = append(out, fmt.Sprintf("%s ×%d", k, n[k]))
+	}
+	return strings.Join(out, ", ")
+}
+
+func sample(s []string, n int) string {
+	if len(s) <= n {
+		return strings.Join(s, ", ")
+	}
+	return strings.Join(s[:n], ", ") + fmt.Sprintf(" and %d more", len(s)-n)
+}
+
+// firstSentence is a fix's first sentence, for the one-line summary.
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i > 0 {
+		s = s[:i]
+	}
+	return strings.TrimSuffix(s, ".")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -49,6 +49,9 @@ const (
 
 // Finding is one problem, with its evidence and what repairs it.
 type Finding struct {
+	// ID names the finding within the diagnosis ("broker-down/1",
+	// "under-replicated/orders").
+	ID         string   `json:"id"`
 	Kind       string   `json:"kind"`
 	Severity   Severity `json:"severity"`
 	Topic      string   `json:"topic,omitempty"`
@@ -59,6 +62,9 @@ type Finding struct {
 	Fix        string   `json:"fix"`
 	DoNot      string   `json:"do_not,omitempty"`
 	Runbook    string   `json:"runbook,omitempty"`
+	// Cause is the ID of the finding that explains this one (a broker that
+	// is down, the topic's ghost); "" for a root cause.
+	Cause string `json:"cause,omitempty"`
 }
 
 // Diagnosis is what `kremedy diagnose` reports. Its JSON form is stable:
@@ -173,6 +179,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		}
 		return a.Kind < b.Kind
 	})
+	g.d.Findings = linkCauses(g.d.Findings)
 	g.d.Healthy = len(g.d.Findings) == 0
 	g.d.Took = time.Since(start).Round(time.Millisecond).String()
 	return g.d, nil
@@ -492,7 +499,7 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 	}
 	var urp, offline, underMin, notInISR []int32
 	var urpEv, offEv, minEv, nisEv []string
-	var urpB []int32
+	var urpB, offB, minB []int32
 	for p, reps := range assign {
 		zs, ok := ts.States[p]
 		if !ok {
@@ -501,6 +508,11 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 		switch {
 		case zs.Leader < 0:
 			offline = append(offline, p)
+			for _, r := range reps {
+				if !slices.Contains(g.st.Brokers, r) {
+					offB = append(offB, r) // the replicas' brokers that are down
+				}
+			}
 			offEv = append(offEv, fmt.Sprintf("%s-%d: no leader (replicas %s, isr %s)", name, p, brokers.I32s(reps), brokers.I32s(zs.ISR)))
 		case !slices.Contains(zs.ISR, zs.Leader):
 			notInISR = append(notInISR, p)
@@ -517,12 +529,17 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 		}
 		if zs.Leader >= 0 && len(zs.ISR) < minISR {
 			underMin = append(underMin, p)
+			for _, r := range reps {
+				if !slices.Contains(zs.ISR, r) {
+					minB = append(minB, r)
+				}
+			}
 			minEv = append(minEv, fmt.Sprintf("%s-%d: isr %s < min.insync.replicas %d", name, p, brokers.I32s(zs.ISR), minISR))
 		}
 	}
 	if len(offline) > 0 {
 		sort.Strings(offEv)
-		g.add(Finding{Kind: FindOffline, Severity: Critical, Topic: name, Partitions: offline, Summary: fmt.Sprintf("%d partitions of %q have no leader", len(offline), name),
+		g.add(Finding{Kind: FindOffline, Severity: Critical, Topic: name, Partitions: offline, Brokers: offB, Summary: fmt.Sprintf("%d partitions of %q have no leader", len(offline), name),
 			Evidence: offEv, Fix: "bring back the brokers that hold their replicas", DoNot: "do not enable unclean leader election unless you accept losing data"})
 	}
 	if len(urp) > 0 {
@@ -542,7 +559,7 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 	}
 	if len(underMin) > 0 {
 		sort.Strings(minEv)
-		g.add(Finding{Kind: FindUnderMinISR, Severity: Critical, Topic: name, Partitions: underMin,
+		g.add(Finding{Kind: FindUnderMinISR, Severity: Critical, Topic: name, Partitions: underMin, Brokers: minB,
 			Summary: fmt.Sprintf("%d partitions of %q are below min.insync.replicas: acks=all producers fail", len(underMin), name), Evidence: minEv,
 			Fix: "restore the missing replicas"})
 	}

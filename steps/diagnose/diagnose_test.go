@@ -293,3 +293,29 @@ func TestBrokerDownIsTheCause(t *testing.T) {
 		t.Fatalf("the evidence should name the new leaders: %v", urp.Evidence)
 	}
 }
+
+// TestCausesAreLinked: a ghost topic's findings are folded under its root
+// (the stuck deletion), each finding has an ID, and roots come first.
+func TestCausesAreLinked(t *testing.T) {
+	f := newFixture(t)
+	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders", Disk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	causes := d.Causes()
+	if len(causes) != 1 || causes[0].ID != "stuck-deletion/orders" {
+		t.Fatalf("causes %+v: want the stuck deletion alone", causes)
+	}
+	ex := d.Explained("stuck-deletion/orders")
+	if len(ex) != len(d.Findings)-1 || len(ex) < 1 {
+		t.Fatalf("explained %d of %d findings", len(ex), len(d.Findings))
+	}
+	if d.Findings[0].Cause != "" {
+		t.Fatalf("a root must come first: %+v", d.Findings[0])
+	}
+	for _, f := range ex {
+		if f.ID == "" || f.Topic != "orders" {
+			t.Fatalf("folded finding %+v", f)
+		}
+	}
+}

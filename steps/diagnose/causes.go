@@ -1,0 +1,111 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kremedy/kremedy/steps/brokers"
+)
+
+// topicRoots are, in order of precedence, the findings that are the cause
+// of a topic's other findings: the ghost itself (a deletion that never
+// finished, another topic's segments, a cache of a topic ZooKeeper lost…).
+var topicRoots = []string{
+	FindStuckDeletion, FindForeignSegments, FindAdoptedSegments, FindStaleMetadata,
+	FindUnknownToZooKeeper, FindUnknownToBrokers, FindMissingPartitionState,
+	FindOrphanedSegments, FindMissingTopicID, FindCorruptZnode,
+}
+
+// downExplains are the kinds a broker that is simply down explains when
+// every broker they name is down.
+var downExplains = []string{FindUnderReplicated, FindUnregisteredReplica, FindUnderMinISR, FindOffline}
+
+// linkCauses gives every finding an ID and links each one a root cause
+// explains to that cause (Cause = the cause's ID): a broker that is down
+// explains the under-replicated, under-min-ISR, offline partitions and
+// unregistered replicas whose missing brokers are all down; a ghost
+// topic's root (stuck deletion, foreign or adopted segments, stale
+// metadata…) explains that topic's other findings. Causes come first.
+func linkCauses(fs []Finding) []Finding {
+	seen := map[string]int{}
+	for i := range fs {
+		id := fs[i].Kind + "/"
+		if fs[i].Topic != "" {
+			id += fs[i].Topic
+		} else {
+			id += strings.Trim(strings.ReplaceAll(brokers.I32s(fs[i].Brokers), " ", ","), "[]")
+		}
+		if seen[id]++; seen[id] > 1 {
+			id += fmt.Sprintf("#%d", seen[id])
+		}
+		fs[i].ID = id
+	}
+	down := map[int32]string{}
+	for _, f := range fs {
+		if f.Kind == FindBrokerDown {
+			for _, b := range f.Brokers {
+				down[b] = f.ID
+			}
+		}
+	}
+	for i, f := range fs {
+		if !slices.Contains(downExplains, f.Kind) || len(f.Brokers) == 0 {
+			continue
+		}
+		all := true
+		for _, b := range f.Brokers {
+			_, d := down[b]
+			all = all && d
+		}
+		if all {
+			fs[i].Cause = down[f.Brokers[0]]
+		}
+	}
+	roots := map[string]string{} // topic -> its root finding's ID
+	for _, kind := range topicRoots {
+		for _, f := range fs {
+			if f.Kind == kind && f.Topic != "" && f.Cause == "" && roots[f.Topic] == "" {
+				roots[f.Topic] = f.ID
+			}
+		}
+	}
+	for i, f := range fs {
+		if r := roots[f.Topic]; r != "" && f.Cause == "" && f.ID != r {
+			fs[i].Cause = r
+		}
+	}
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return boolRank(a.Cause != "") - boolRank(b.Cause != "")
+	})
+	return fs
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Causes are the findings no other finding explains, in order.
+func (d *Diagnosis) Causes() []Finding {
+	var out []Finding
+	for _, f := range d.Findings {
+		if f.Cause == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Explained are the findings cause explains.
+func (d *Diagnosis) Explained(cause string) []Finding {
+	var out []Finding
+	for _, f := range d.Findings {
+		if f.Cause == cause {
+			out = append(out, f)
+		}
+	}
+	return out
+}
