@@ -17,6 +17,9 @@ const (
 
 var riskNames = [...]string{"read-only", "low", "destructive"}
 
+// MarshalText writes the risk's name ("read-only", "low", "destructive").
+func (r Risk) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
 func (r Risk) String() string {
 	if r < 0 || int(r) >= len(riskNames) {
 		return fmt.Sprintf("Risk(%d)", int(r))
@@ -47,6 +50,9 @@ const (
 )
 
 var confirmNames = [...]string{"none", "yes", "typed"}
+
+// MarshalText writes the confirmation's name ("none", "yes", "typed").
+func (c Confirm) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 func (c Confirm) String() string {
 	if c < 0 || int(c) >= len(confirmNames) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,5 +117,31 @@ func TestUnreachableZooKeeperExitsTwoFast(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
 		t.Errorf("an unreachable cluster left a run directory: %v", err)
+	}
+}
+
+// TestRunbooksShow: a runbook's parameters with types and defaults, its
+// steps with risk and confirmation, as text and as JSON.
+func TestRunbooksShow(t *testing.T) {
+	r := kremedy(t, "runbooks", "show", "topic-cleanup")
+	for _, want := range []string{"parameters (--set name=value):", "producer_idle", "duration", "default 30s", "topic               topic     (required)", "[delete-znodes: destructive, confirm typed", "quarantine-manifest.json"} {
+		if r.code != 0 || !strings.Contains(r.out, want) {
+			t.Errorf("runbooks show lacks %q (exit %d):\n%s", want, r.code, r.out)
+		}
+	}
+	j := kremedy(t, "runbooks", "show", "rolling-restart", "--json")
+	var rb struct {
+		Name   string
+		Params []struct{ Name, Type, Default string }
+		Steps  []struct{ ID, Risk, Confirm string }
+	}
+	if j.code != 0 || json.Unmarshal([]byte(j.out), &rb) != nil || rb.Name != "rolling-restart" || len(rb.Steps) == 0 || len(rb.Params) == 0 {
+		t.Fatalf("runbooks show --json: exit %d\n%s", j.code, j.out)
+	}
+	if r := kremedy(t, "runbooks", "show", "nope"); r.code != 2 || !strings.Contains(r.out, "unknown runbook") {
+		t.Errorf("runbooks show nope: exit %d\n%s", r.code, r.out)
+	}
+	if r := kremedy(t, "__complete", "run", "topic-cleanup", "--set", ""); r.code != 0 || !strings.Contains(r.out, "producer_idle=") {
+		t.Errorf("completion of --set: exit %d\n%s", r.code, r.out)
 	}
 }

@@ -54,6 +54,7 @@ func newDiagnoseCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&inv, "inventory", "", "inventory file describing the cluster (required)")
 	c.Flags().StringVar(&topic, "topic", "", "diagnose one topic (deeper checks: leaders asked to serve, old records)")
+	_ = c.RegisterFlagCompletionFunc("topic", topicFlag)
 	c.Flags().BoolVar(&asJSON, "json", false, "print the diagnosis as JSON (stable: fields are only added)")
 	c.Flags().BoolVar(&noDisk, "no-disk", false, "do not list log dirs over SSH")
 	c.Flags().BoolVar(&details, "details", false, "print every evidence line and every finding a cause explains (the text output is bounded otherwise)")

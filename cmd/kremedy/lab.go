@@ -179,10 +179,11 @@ func newLabBrokerCmd() *cobra.Command {
 func newLabBreakCmd() *cobra.Command {
 	var dir, topic string
 	c := &cobra.Command{
-		Use:   "break SCENARIO",
-		Short: "Break the lab like the incident: " + scenarioNames(),
-		Long:  "Break the lab like the incident report. Scenarios:\n" + scenarioHelp(),
-		Args:  cobra.ExactArgs(1),
+		Use:               "break SCENARIO",
+		Short:             "Break the lab like the incident: " + scenarioNames(),
+		Long:              "Break the lab like the incident report. Scenarios:\n" + scenarioHelp(),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, ok := lab.Scenarios[args[0]]
 			if !ok {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
 		c.Flags().StringVar(&f.inventory, "inventory", "", "inventory file describing the cluster (required)")
 		c.Flags().StringArrayVar(&f.set, "set", nil, "runbook parameter name=value (repeatable), e.g. --set topic=orders")
 		_ = c.MarkFlagRequired("inventory")
+		_ = c.RegisterFlagCompletionFunc("set", setValues)
 	}
 	c.Flags().StringVar(&f.runDir, "run-dir", "", "run directory (default: a new one under ~/.local/state/kremedy/runs)")
 	c.Flags().BoolVar(&f.headless, "headless", false, "run without a terminal UI, printing every event")
@@ -82,10 +84,12 @@ func rebind(m steps.Meta) (*steps.Runbook, error) {
 
 func newPlanCmd() *cobra.Command {
 	var f runFlags
+	var asJSON bool
 	c := &cobra.Command{
-		Use:   "plan RUNBOOK",
-		Short: "Print the full concrete plan of a runbook against a cluster; changes nothing anywhere",
-		Args:  cobra.ExactArgs(1),
+		Use:               "plan RUNBOOK",
+		Short:             "Print the full concrete plan of a runbook against a cluster; changes nothing anywhere",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: runbookNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rb, inv, err := bindRunbook(args[0], f.set, f.inventory, "")
 			if err != nil {
@@ -97,9 +101,13 @@ func newPlanCmd() *cobra.Command {
 			}
 			defer cl.Close()
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "plan of %s on %s (%s) — nothing is changed\n", rb.Name, rb.Confirm.Subject(inv.Name), modeName(inv.Lab))
 			meta := steps.NewMeta(rb, inv.Path, inv.Name, inv.Lab, version, time.Now())
-			for i, p := range steps.Preview(cmd.Context(), rb, meta, cl.ports) {
+			previews := steps.Preview(cmd.Context(), rb, meta, cl.ports)
+			if asJSON {
+				return printPlanJSON(w, rb, inv.Name, inv.Lab, previews)
+			}
+			fmt.Fprintf(w, "plan of %s on %s (%s) — nothing is changed\n", rb.Name, rb.Confirm.Subject(inv.Name), modeName(inv.Lab))
+			for i, p := range previews {
 				if p.Err != nil {
 					fmt.Fprintf(w, "\n%d. %s [%s]\n   cannot plan now: %v\n", i, p.Info.Title, p.Info.ID, p.Err)
 					if errors.Is(p.Err, steps.ErrRefused) && i == 0 {
@@ -114,7 +122,48 @@ func newPlanCmd() *cobra.Command {
 	}
 	addRunFlags(c, &f, true)
 	c.Flags().Lookup("run-dir").Hidden = true
+	c.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON: every step's info and plan (its actions with their typed arguments and digest), or why it cannot be planned now")
 	return c
+}
+
+// printPlanJSON prints what `plan` shows, for automation; a refused
+// preflight exits 1 as in the text form.
+func printPlanJSON(w io.Writer, rb *steps.Runbook, cluster string, isLab bool, previews []steps.PreviewStep) error {
+	type step struct {
+		Info   steps.Info  `json:"info"`
+		Plan   *steps.Plan `json:"plan,omitempty"`
+		Digest string      `json:"digest,omitempty"`
+		Error  string      `json:"error,omitempty"`
+	}
+	out := struct {
+		Runbook string            `json:"runbook"`
+		Cluster string            `json:"cluster"`
+		Lab     bool              `json:"lab"`
+		Params  map[string]string `json:"params"`
+		Steps   []step            `json:"steps"`
+	}{rb.Name, cluster, isLab, rb.Params, nil}
+	var refused error
+	for i, p := range previews {
+		s := step{Info: p.Info, Plan: p.Plan}
+		if p.Err != nil {
+			s.Plan, s.Error = nil, p.Err.Error()
+			if errors.Is(p.Err, steps.ErrRefused) && i == 0 {
+				refused = p.Err
+			}
+		} else {
+			s.Digest = p.Plan.Digest()
+		}
+		out.Steps = append(out.Steps, s)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	if refused != nil {
+		return failedErr(refused)
+	}
+	return nil
 }
 
 func modeName(lab bool) string {
@@ -145,9 +194,10 @@ func printPlan(w io.Writer, i int, info steps.Info, p *steps.Plan) {
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	c := &cobra.Command{
-		Use:   "run RUNBOOK",
-		Short: "Run a runbook step by step (headless with --headless --yes --confirm WORD)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "run RUNBOOK",
+		Short:             "Run a runbook step by step (headless with --headless --yes --confirm WORD)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: runbookNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkHeadless(f); err != nil {
 				return err

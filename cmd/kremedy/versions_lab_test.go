@@ -106,6 +106,7 @@ func versionLab(t *testing.T, v string, net int) {
 		}
 	}
 
+	planJSON(t, l, "orders")
 	run := filepath.Join(t.TempDir(), "run")
 	if !sw.AtLeast(2, 8) && !l.State.StuckRecreate() {
 		cleanupWhileWriting(t, l, "orders", run)
@@ -126,6 +127,34 @@ func versionLab(t *testing.T, v string, net int) {
 
 	if cfg.Brokers == 4 {
 		crashed(t, l)
+	}
+}
+
+// planJSON checks `plan --json` on the broken lab: every step planned, the
+// preflight finding the topic inconsistent, the destructive steps' actions
+// with their digests; nothing changed.
+func planJSON(t *testing.T, l *lab.Lab, topic string) {
+	t.Helper()
+	r := kremedy(t, "plan", "topic-cleanup", "--inventory", l.InventoryPath(), "--set", "topic="+topic, "--json")
+	var p struct {
+		Runbook string
+		Steps   []struct {
+			Info   struct{ ID, Risk string }
+			Plan   *struct{ Summary string }
+			Digest string
+			Error  string
+		}
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.out), &p) != nil || p.Runbook != "topic-cleanup" || len(p.Steps) < 7 {
+		t.Fatalf("plan --json: exit %d\n%s", r.code, r.out)
+	}
+	if s := p.Steps[0]; s.Info.ID != "preflight" || s.Plan == nil || !strings.Contains(s.Plan.Summary, "inconsistent") {
+		t.Fatalf("plan --json preflight: %+v", s)
+	}
+	for _, s := range p.Steps {
+		if s.Info.Risk == "destructive" && s.Error == "" && s.Digest == "" {
+			t.Fatalf("plan --json: destructive step %s without a digest", s.Info.ID)
+		}
 	}
 }
 
