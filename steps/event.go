@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -59,6 +60,29 @@ type Event struct {
 	Check *Check
 	Plan  *Plan
 	Err   error
+}
+
+// MarshalJSON is the event as `--output jsonl` prints it: kind and state by
+// name, the error as text, empty fields left out.
+func (e Event) MarshalJSON() ([]byte, error) {
+	v := struct {
+		Time  time.Time `json:"time"`
+		Step  string    `json:"step,omitempty"`
+		Kind  string    `json:"kind"`
+		State string    `json:"state,omitempty"`
+		Host  string    `json:"host,omitempty"`
+		Text  string    `json:"text,omitempty"`
+		Check *Check    `json:"check,omitempty"`
+		Plan  *Plan     `json:"plan,omitempty"`
+		Err   string    `json:"error,omitempty"`
+	}{Time: e.Time.UTC(), Step: e.Step, Kind: e.Kind.String(), Host: e.Host, Text: e.Text, Check: e.Check, Plan: e.Plan}
+	if e.Kind == EvState {
+		v.State = e.State.String()
+	}
+	if e.Err != nil {
+		v.Err = e.Err.Error()
+	}
+	return json.Marshal(v)
 }
 
 // Reporter receives events; the TUI, the headless printer and tests are

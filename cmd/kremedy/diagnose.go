@@ -17,11 +17,19 @@ import (
 func newDiagnoseCmd() *cobra.Command {
 	var inv, topic string
 	var asJSON, noDisk, details bool
+	var output string
 	c := &cobra.Command{
 		Use:   "diagnose",
 		Short: "Read-only: find stuck deletions, ghost topics, stale broker caches, foreign or orphaned segments (exit 0 healthy, 1 findings, 2 error)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "text", "jsonl":
+			case "json":
+				asJSON = true
+			default:
+				return usageErr(fmt.Errorf("--output %q: use text, json or jsonl", output))
+			}
 			if topic != "" {
 				if err := kafkazk.ValidateTopic(topic); err != nil {
 					return usageErr(err)
@@ -37,7 +45,26 @@ func newDiagnoseCmd() *cobra.Command {
 				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
 			}
 			w := cmd.OutOrStdout()
-			if asJSON {
+			if output == "jsonl" {
+				// One finding per line, then the diagnosis without them.
+				enc := json.NewEncoder(w)
+				for _, f := range d.Findings {
+					if err := enc.Encode(struct {
+						Type string `json:"type"`
+						diagnose.Finding
+					}{"finding", f}); err != nil {
+						return err
+					}
+				}
+				head := *d
+				head.Findings = nil
+				if err := enc.Encode(struct {
+					Type string `json:"type"`
+					*diagnose.Diagnosis
+				}{"diagnosis", &head}); err != nil {
+					return err
+				}
+			} else if asJSON {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(d); err != nil {
@@ -57,6 +84,7 @@ func newDiagnoseCmd() *cobra.Command {
 	_ = c.RegisterFlagCompletionFunc("topic", topicFlag)
 	c.Flags().BoolVar(&asJSON, "json", false, "print the diagnosis as JSON (stable: fields are only added)")
 	c.Flags().BoolVar(&noDisk, "no-disk", false, "do not list log dirs over SSH")
+	c.Flags().StringVar(&output, "output", "text", "text, json (as --json) or jsonl (one JSON object per line: each finding, type finding, then the diagnosis, type diagnosis; for automation)")
 	c.Flags().BoolVar(&details, "details", false, "print every evidence line and every finding a cause explains (the text output is bounded otherwise)")
 	_ = c.MarkFlagRequired("inventory")
 	return c

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +28,14 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) err
 		p.infos[info.ID] = info
 		p.index = append(p.index, info.ID)
 	}
+	var rep steps.Reporter = p
+	var jl *jsonLines
+	if f.output == "jsonl" {
+		// stdout carries only JSON lines; what a person reads goes to stderr.
+		jl = &jsonLines{enc: json.NewEncoder(w)}
+		rep, w = jl, cmd.ErrOrStderr()
+		jl.line(map[string]any{"kind": "run-start", "run": meta.ID, "runbook": rb.Name, "cluster": meta.Cluster, "lab": meta.Lab, "dir": s.Dir(), "kremedy": version, "time": time.Now().UTC()})
+	}
 	if fs, err := faultsFor(meta.Lab); err != nil {
 		return err
 	} else if fs != nil {
@@ -36,13 +46,50 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) err
 	defer journalSession(cl, s)()
 	fmt.Fprintf(w, "run %s: %s on %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, rb.Confirm.Subject(meta.Cluster), modeName(meta.Lab), s.Dir())
 	start := time.Now()
-	out := s.Run(ctx, cl.ports, headlessApprover{w: w, yes: f.yes, confirm: f.confirm}, p)
+	out := s.Run(ctx, cl.ports, headlessApprover{w: w, yes: f.yes, confirm: f.confirm}, rep)
 	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v", out.Done, out.NoOp, out.Skipped)
 	if len(out.NotNeeded) > 0 {
 		fmt.Fprintf(w, "; not needed: %v", out.NotNeeded)
 	}
 	fmt.Fprintf(w, " (%.1fs)\nreport: %s\n", time.Since(start).Seconds(), s.ReportPath())
-	return exitFor(s.End(ctx, out, true))
+	end := exitFor(s.End(ctx, out, true))
+	if jl != nil {
+		e := map[string]any{"kind": "run-end", "ending": out.Ending(ctx).String(), "done": out.Done, "no_op": out.NoOp, "skipped": out.Skipped,
+			"not_needed": out.NotNeeded, "not_done": out.NotDone, "report": s.ReportPath(), "exit": exitCode(end), "time": time.Now().UTC()}
+		if end != nil {
+			e["error"] = end.Error()
+			e["resume"] = s.ResumeCommand(true)
+		}
+		jl.line(e)
+	}
+	return end
+}
+
+// jsonLines is the `--output jsonl` Reporter: one JSON object per line.
+type jsonLines struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (j *jsonLines) Report(e steps.Event) { j.line(e) }
+
+func (j *jsonLines) line(v any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_ = j.enc.Encode(v)
+}
+
+// exitCode is the code main exits with for err.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		return exitFailed
+	}
 }
 
 // journalSession journals the run's ZooKeeper session and, as they happen,

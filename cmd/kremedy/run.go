@@ -24,6 +24,7 @@ type runFlags struct {
 	headless  bool
 	yes       bool
 	confirm   string
+	output    string
 }
 
 func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
@@ -37,6 +38,7 @@ func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
 	c.Flags().BoolVar(&f.headless, "headless", false, "run without a terminal UI, printing every event")
 	c.Flags().BoolVar(&f.yes, "yes", false, "headless: approve every step that asks y/N")
 	c.Flags().StringVar(&f.confirm, "confirm", "", "headless: the runbook's confirmation word (the topic, or the cluster's name), typed to approve destructive steps")
+	c.Flags().StringVar(&f.output, "output", "text", "headless: text, or jsonl (one JSON event per line on stdout, for automation; the rest on stderr)")
 }
 
 // bindRunbook resolves a runbook and checks the --set values (hostile
@@ -122,6 +124,7 @@ func newPlanCmd() *cobra.Command {
 	}
 	addRunFlags(c, &f, true)
 	c.Flags().Lookup("run-dir").Hidden = true
+	c.Flags().Lookup("output").Hidden = true
 	c.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON: every step's info and plan (its actions with their typed arguments and digest), or why it cannot be planned now")
 	return c
 }
@@ -271,7 +274,7 @@ func newResumeCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "resuming run %s from %s (%d journal records)\n", meta.ID, s.Dir(), s.Progress().Records)
+			fmt.Fprintf(cmd.ErrOrStderr(), "resuming run %s from %s (%d journal records)\n", meta.ID, s.Dir(), s.Progress().Records)
 			return headless(cmd, s, cl, f)
 		},
 	}
@@ -296,6 +299,12 @@ func sessionErr(err error) error {
 }
 
 func checkHeadless(f runFlags) error {
+	switch {
+	case f.output != "text" && f.output != "jsonl":
+		return usageErr(fmt.Errorf("--output %q: use text or jsonl", f.output))
+	case f.output == "jsonl" && !f.headless:
+		return usageErr(errors.New("--output jsonl is for --headless runs"))
+	}
 	if !f.headless {
 		if f.yes || f.confirm != "" {
 			return usageErr(errors.New("--yes and --confirm are for --headless; in the terminal UI you confirm each step yourself"))

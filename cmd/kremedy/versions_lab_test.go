@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,11 +109,12 @@ func versionLab(t *testing.T, v string, net int) {
 	}
 
 	planJSON(t, l, "orders")
+	diagnoseJSONL(t, l, "orders")
 	run := filepath.Join(t.TempDir(), "run")
 	if !sw.AtLeast(2, 8) && !l.State.StuckRecreate() {
 		cleanupWhileWriting(t, l, "orders", run)
 	} else {
-		runCleanup(t, l, "orders", run, "--set", "recreate=true", "--set", "producer_idle=3s")
+		cleanupJSONL(t, l, "orders", run)
 	}
 	c.assertRecreated(t, "orders", rep.OldID, rep.NewID)
 	c.assertBystander(t, rep)
@@ -127,6 +130,74 @@ func versionLab(t *testing.T, v string, net int) {
 
 	if cfg.Brokers == 4 {
 		crashed(t, l)
+	}
+}
+
+// stdoutOf runs kremedy and returns its stdout alone, and its exit code.
+func stdoutOf(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		t.Logf("stderr of %v:\n%s", args[:2], errb.String())
+	}
+	return out.String(), 0
+}
+
+// jsonLinesOf parses every line of out as one JSON object.
+func jsonLinesOf(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON line: %q (%v)", l, err)
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// cleanupJSONL runs the headless cleanup with --output jsonl: stdout is
+// only JSON lines, from run-start to run-end, with every step's events.
+func cleanupJSONL(t *testing.T, l *lab.Lab, topic, run string) {
+	t.Helper()
+	out, code := stdoutOf(t, append(cleanupArgs(l, topic, run), "--set", "recreate=true", "--output", "jsonl")...)
+	lines := jsonLinesOf(t, out)
+	first, last := lines[0], lines[len(lines)-1]
+	if code != 0 || first["kind"] != "run-start" || last["kind"] != "run-end" || last["ending"] != "finished" || last["exit"] != float64(0) {
+		t.Fatalf("cleanup --output jsonl: exit %d, first %v, last %v", code, first, last)
+	}
+	kinds := map[string]int{}
+	for _, m := range lines {
+		kinds[fmt.Sprint(m["kind"])]++
+	}
+	if kinds["plan"] < 7 || kinds["check"] == 0 || kinds["state"] == 0 {
+		t.Fatalf("cleanup --output jsonl: events by kind %v", kinds)
+	}
+}
+
+// diagnoseJSONL: one finding per line, then the diagnosis.
+func diagnoseJSONL(t *testing.T, l *lab.Lab, topic string) {
+	t.Helper()
+	out, code := stdoutOf(t, "diagnose", "--inventory", l.InventoryPath(), "--topic", topic, "--output", "jsonl")
+	lines := jsonLinesOf(t, out)
+	last := lines[len(lines)-1]
+	if code != 1 || last["type"] != "diagnosis" || len(lines) < 2 {
+		t.Fatalf("diagnose --output jsonl: exit %d, %d lines, last %v", code, len(lines), last)
+	}
+	for _, m := range lines[:len(lines)-1] {
+		if m["type"] != "finding" || m["kind"] == nil || m["id"] == nil {
+			t.Fatalf("diagnose --output jsonl: finding line %v", m)
+		}
 	}
 }
 
