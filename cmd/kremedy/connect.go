@@ -89,7 +89,7 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	}
 	clients := map[string]remote.Target{}
 	for _, cl := range inv.Clients {
-		c.ports.Target.Clients = append(c.ports.Target.Clients, ports.Client{Name: cl.Name, Host: cl.Host, Stop: cl.Stop})
+		c.ports.Target.Clients = append(c.ports.Target.Clients, ports.Client{Name: cl.Name, Host: cl.Host, Stop: cl.Stop, Start: cl.Start})
 		if clients[cl.Name], err = sshTarget(inv.SSHFor(inventory.Broker{}), cl.Host); err != nil {
 			return nil, usageErr(fmt.Errorf("%s: client %s: %w", path, cl.Name, err))
 		}

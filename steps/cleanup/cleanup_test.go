@@ -731,3 +731,30 @@ func TestHealthGateSaysWhatItWaitsFor(t *testing.T) {
 	}
 	t.Fatalf("no progress line named what the gate waits for: %q", progress)
 }
+
+// TestClientsAreStartedAgain: the clients the detach step stopped are
+// started again after verify (with recreate), and stay stopped without it.
+func TestClientsAreStartedAgain(t *testing.T) {
+	for _, recreate := range []string{"true", "false"} {
+		t.Run("recreate="+recreate, func(t *testing.T) {
+			f := newFixture(t, map[string]string{"recreate": recreate})
+			c := ports.Client{Name: "orders-consumer", Host: "app1", Stop: "systemctl stop orders-consumer", Start: "systemctl start orders-consumer"}
+			f.hosts.AddClient(c)
+			f.cluster.Target.Clients = append(f.cluster.Target.Clients, c)
+			out, err := f.run(context.Background(), f.typing("orders"))
+			if err != nil {
+				t.Fatalf("run: %v (%+v)", err, out)
+			}
+			want := []string{"orders-consumer: systemctl stop orders-consumer"}
+			if recreate == "true" {
+				want = append(want, "orders-consumer: systemctl start orders-consumer")
+			}
+			if !slices.Equal(f.hosts.ClientRuns, want) {
+				t.Fatalf("client commands %q, want %q", f.hosts.ClientRuns, want)
+			}
+			if !slices.Contains(out.Done, "reattach-clients") {
+				t.Fatalf("reattach-clients not done: %+v", out)
+			}
+		})
+	}
+}

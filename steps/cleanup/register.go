@@ -27,6 +27,7 @@ func Register(r *steps.Registry) {
 	steps.Register(r, "wipe-segments", []string{artManifest, artBackup}, func(o wipeOpts) steps.Kind { return &wipeSegments{o: o} })
 	steps.Register(r, "start-brokers", nil, func(o startOpts) steps.Kind { return &startBrokers{o: o} })
 	steps.Register(r, "verify-topic", []string{artBackup, artOffsets}, func(o verifyOpts) steps.Kind { return &verifyTopic{o: o} })
+	steps.Register(r, "reattach-clients", nil, func(o reattachOpts) steps.Kind { return &reattach{o: o} })
 }
 
 // topicOpts: the topic every topic-cleanup kind works on.

@@ -175,11 +175,13 @@ type Host struct {
 	Addr string `json:"addr,omitempty"`
 }
 
-// Client is an optional producer/consumer stop command.
+// Client is a producer or consumer the inventory knows how to stop and
+// start again.
 type Client struct {
-	Name string `json:"name"`
-	Host string `json:"host"`
-	Stop string `json:"stop"`
+	Name  string `json:"name"`
+	Host  string `json:"host"`
+	Stop  string `json:"stop"`
+	Start string `json:"start,omitempty"`
 }
 
 // Target is the cluster a run acts on.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,6 +51,8 @@ type Hosts struct {
 	// shrinking the ISRs it was in, say).
 	OnStop   func(broker int32)
 	Commands []string
+	// ClientRuns are the client commands run ("name: cmd").
+	ClientRuns []string
 	// session numbers the brokers' ZooKeeper sessions: every start
 	// registers under a new one, as a new broker process does.
 	session int64
@@ -279,10 +282,26 @@ func (h *Hosts) Check(ctx context.Context, broker int32) error {
 	return h.Run(ctx, broker, "true", nil)
 }
 
-// RunClient implements ports.Hosts; the fake knows no clients.
+// AddClient makes the fake know an inventory client (add it to the
+// cluster's Target.Clients too).
+func (h *Hosts) AddClient(c ports.Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.target.Clients = append(h.target.Clients, c)
+}
+
+// RunClient implements ports.Hosts: it records the command in ClientRuns
+// ("name: cmd") when the inventory (the target) has that client, and fails
+// the test otherwise.
 func (h *Hosts) RunClient(_ context.Context, c ports.Client, cmd string, _ func(ports.Line)) error {
-	h.t.Errorf("unexpected client command on %s: %q", c.Name, cmd)
-	return &ExitErr{127}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.ContainsFunc(h.target.Clients, func(k ports.Client) bool { return k.Name == c.Name }) {
+		h.t.Errorf("unexpected client command on %s: %q", c.Name, cmd)
+		return &ExitErr{127}
+	}
+	h.ClientRuns = append(h.ClientRuns, c.Name+": "+cmd)
+	return nil
 }
 
 var _ ports.Hosts = (*Hosts)(nil)
