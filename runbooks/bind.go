@@ -84,7 +84,7 @@ func (rb *Runbook) Bind(set map[string]string, cluster string) (*steps.Runbook, 
 			return nil, fmt.Errorf("%w: runbook %s: step %s: %w; nothing was run", ErrInvalidParam, rb.Name, s.ID, err)
 		}
 		out.Steps = append(out.Steps, steps.Step{Kind: kind, Info: steps.Info{ID: s.ID, Kind: s.Kind, Title: s.Title, Why: s.Why,
-			Risk: risk, Confirm: conf, Rollback: s.Rollback, Timeout: s.Timeout}})
+			Risk: risk, Confirm: conf, Rollback: s.Rollback, Timeout: s.Timeout, Window: s.Window}})
 	}
 	return out, nil
 }

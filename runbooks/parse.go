@@ -179,6 +179,8 @@ var hints = map[string]string{
 	"why":         "the training note: why this step is done, and what it changes",
 	"risk":        "one of " + strings.Join(risks, ", "),
 	"confirm":     "one of " + strings.Join(confirms, ", ") + "; a destructive step needs typed",
+	"window": "a name shared by consecutive steps that are planned and confirmed together before the first of them runs, " +
+		"then run back to back (an outage window: stop, wipe, start)",
 	"rollback": "a step that changes the cluster says how to undo it (a text/template); " +
 		"only read-only steps may leave it out",
 }
@@ -240,6 +242,7 @@ func (p *parser) runbook(root ast.Node) *Runbook {
 					rb.Steps = append(rb.Steps, s)
 				}
 			})
+			p.windows(path, rb.Steps)
 		},
 	})
 	if isMapping(root) || strictyaml.IsNull(root) { // a lone "~" is an empty mapping
@@ -248,6 +251,30 @@ func (p *parser) runbook(root ast.Node) *Runbook {
 	}
 	p.crossCheck(rb)
 	return rb
+}
+
+// windows refuses a window whose steps are not consecutive, and a window of
+// one step (nothing to confirm together).
+func (p *parser) windows(path string, ss []StepSpec) {
+	closed := map[string]bool{}
+	count := map[string]int{}
+	for i, s := range ss {
+		if s.Window == "" {
+			continue
+		}
+		count[s.Window]++
+		if closed[s.Window] {
+			p.Errorf(s.windowAt, "%s[%d].window %q: the window's steps must be consecutive; step %s is separated from the others", path, i, s.Window, s.ID)
+		}
+		if i+1 == len(ss) || ss[i+1].Window != s.Window {
+			closed[s.Window] = true
+		}
+	}
+	for i, s := range ss {
+		if s.Window != "" && count[s.Window] == 1 {
+			p.Errorf(s.windowAt, "%s[%d].window %q holds only step %s: a window groups two or more consecutive steps", path, i, s.Window, s.ID)
+		}
+	}
 }
 
 func (p *parser) param(path string, at pos, n ast.Node, seen map[string]string) (Param, bool) {
@@ -323,6 +350,12 @@ func (p *parser) step(path string, at pos, n ast.Node, ids map[string]string) (S
 			})(path, at, n)
 		},
 		"timeout": p.Duration(&s.Timeout),
+		"window": p.Str(&s.Window, p.nonEmpty(hints["window"]), func(path string, at pos, v string) {
+			if v != "" && !nameRe.MatchString(v) {
+				p.Errorf(at, "%s %q may hold only lower-case letters, digits and '-'", path, v)
+			}
+			s.windowAt = at
+		}),
 	})
 	if !isMapping(n) {
 		return StepSpec{}, false

@@ -78,12 +78,16 @@ type StepSpec struct {
 	Confirm  string        // none, yes or typed; destructive steps need typed
 	Rollback string        // a text/template; empty only for read-only steps
 	Timeout  time.Duration // 0: no bound on the step's work
+	// Window groups consecutive steps planned and confirmed together
+	// before the first runs, then run back to back ("" for none).
+	Window string
 	// With sets the kind's options: option name → a value as written, or
 	// "$param" for the value of a runbook parameter.
 	With map[string]string
 	Line int // where the step starts in File
 
 	at         pos       // where the step starts, until it is checked
+	windowAt   pos       // where window: is
 	with       *withNode // where with: is, until it is checked against the kind
 	rollbackAt *withNode // where the rollback note is, for its template check
 }

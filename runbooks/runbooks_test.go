@@ -140,8 +140,10 @@ var parseCases = []parseCase{
 	{name: "misspelt step key: unknown, and the key it should be is missing", in: edit("    risk: read-only", "    riks: read-only"),
 		want: []string{
 			"t.yaml:18:5: steps[0].risk is required: one of read-only, low, destructive",
-			`t.yaml:23:5: unknown key "riks" in steps[0]; known keys there are confirm, id, kind, risk, rollback, timeout, title, why, with`,
+			`t.yaml:23:5: unknown key "riks" in steps[0]; known keys there are confirm, id, kind, risk, rollback, timeout, title, why, window, with`,
 		}},
+	{name: "a window of one step", in: edit("timeout: 10m", "timeout: 10m\n    window: outage"),
+		want: []string{`t.yaml:26:13: steps[0].window "outage" holds only step preflight: a window groups two or more consecutive steps`}},
 	{name: "upper-case key", in: edit("mode: zookeeper", "Mode: zookeeper"),
 		want: []string{"t.yaml:1:1: mode is required", `t.yaml:5:1: unknown key "Mode" at the top level`}},
 	{name: "timeout without unit", in: edit("timeout: 10m", "timeout: 10"),

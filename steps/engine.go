@@ -32,6 +32,17 @@ type engine struct {
 	approver Approver
 	// maxReplans bounds re-planning after ErrStalePlan.
 	maxReplans int
+	// ahead holds, per step, the decision given before its window opened
+	// (its plan's digest and who approved, or a skip); aheadDone the
+	// windows whose steps were confirmed ahead in this walk.
+	ahead     map[string]aheadApproval
+	aheadDone map[string]bool
+}
+
+// aheadApproval is a decision given for a step before its window opened.
+type aheadApproval struct {
+	ap     Approval
+	digest string
 }
 
 type stepResult int
@@ -141,10 +152,12 @@ func (e *engine) stop(out Outcome, step string, err error) (Outcome, error) {
 	return out, err
 }
 
-// planRecord is a plan as the journal keeps it: with its digest.
+// planRecord is a plan as the journal keeps it: with its digest, and
+// whether it was made ahead (to confirm a window before it opens).
 type planRecord struct {
 	*Plan
 	Digest string `json:"digest"`
+	Ahead  bool   `json:"ahead,omitempty"`
 }
 
 func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error) {
@@ -173,7 +186,7 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 			return fail(fmt.Errorf("rollback note: %w", err))
 		}
 		digest := plan.Digest()
-		if err := env.record(journal.Plan, planRecord{plan, digest}); err != nil {
+		if err := env.record(journal.Plan, planRecord{Plan: plan, Digest: digest}); err != nil {
 			return fail(err)
 		}
 		env.emit(Event{Kind: EvPlan, Plan: plan})
@@ -191,12 +204,17 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 			return resNoOp, nil
 		}
 		if s.Info.Confirm != ConfirmNone {
-			res, err := e.confirm(ctx, env, s, plan, digest)
+			res, err := e.confirmOrAhead(ctx, env, s, plan, digest)
 			if err != nil {
 				return fail(err)
 			}
 			if res == resSkipped {
 				return res, nil
+			}
+			// The rest of the window is planned and confirmed now, before
+			// this step (the first to change the cluster) runs.
+			if err := e.confirmWindow(ctx, s); err != nil {
+				return fail(err)
 			}
 			// Apply exactly what was shown: a plan changed after its
 			// approval (by anything in this process) is refused.
@@ -264,6 +282,100 @@ func (e *engine) checked(ctx context.Context, env *Env, s Step) error {
 	return err
 }
 
+// confirmOrAhead confirms a step: with the decision given before its window
+// opened when its plan is still the one confirmed then, else by asking.
+func (e *engine) confirmOrAhead(ctx context.Context, env *Env, s Step, plan *Plan, digest string) (stepResult, error) {
+	a, ok := e.ahead[s.Info.ID]
+	if !ok {
+		return e.confirm(ctx, env, s, plan, digest)
+	}
+	delete(e.ahead, s.Info.ID)
+	if a.ap.Decision == Skip {
+		return e.answer(env, s, a.ap, digest)
+	}
+	if a.digest != digest {
+		env.Logf("the plan of %s changed since it was confirmed before the window opened (digest %.12s, now %.12s): the window stops here and asks again", s.Info.ID, a.digest, digest)
+		return e.confirm(ctx, env, s, plan, digest)
+	}
+	ap := a.ap
+	ap.By += " (confirmed before the window opened)"
+	env.Logf("%s: the plan confirmed before the window opened is unchanged (digest %.12s): it runs now without asking", s.Info.ID, digest)
+	return e.answer(env, s, ap, digest)
+}
+
+// confirmWindow plans and confirms, ahead, the steps after s in s's window
+// that have not run yet, once per window and walk. A step's plan made
+// ahead is made as if the steps before it had run (Env.Preview); when the
+// step is reached it is planned again, and runs without asking only if its
+// plan is unchanged. An abort here stops the run before anything of the
+// window was done.
+func (e *engine) confirmWindow(ctx context.Context, s Step) error {
+	w := s.Info.Window
+	if w == "" || e.aheadDone[w] {
+		return nil
+	}
+	if e.ahead == nil {
+		e.ahead, e.aheadDone = map[string]aheadApproval{}, map[string]bool{}
+	}
+	e.aheadDone[w] = true
+	completed := History{e.run.rec.records()}.Completed()
+	after := false
+	for _, o := range e.run.rb.Steps {
+		if o.Info.ID == s.Info.ID {
+			after = true
+			continue
+		}
+		if !after || o.Info.Window != w || completed[o.Info.ID] != "" || o.Info.Confirm == ConfirmNone {
+			continue
+		}
+		env := e.env(o, false)
+		env.ahead = true
+		env.emit(Event{Kind: EvState, State: Planning, Text: "planned ahead: confirmed before " + s.Info.ID + " runs"})
+		plan, err := o.Kind.Plan(ctx, env)
+		if err != nil {
+			return fmt.Errorf("planning %s ahead (the window %q is confirmed as a whole before it opens; nothing of it was done): %w", o.Info.ID, w, err)
+		}
+		plan.Step, plan.Kind = o.Info.ID, o.Info.Kind
+		if plan.Rollback, err = e.run.render(o.Info.Rollback); err != nil {
+			return err
+		}
+		digest := plan.Digest()
+		if err := env.record(journal.Plan, planRecord{plan, digest, true}); err != nil {
+			return err
+		}
+		env.emit(Event{Kind: EvPlan, Plan: plan})
+		if plan.NoOp {
+			env.emit(Event{Kind: EvState, State: Pending, Text: "nothing to do, as planned ahead"})
+			continue
+		}
+		env.emit(Event{Kind: EvState, State: Confirming, Plan: plan})
+		if e.approver == nil {
+			return fmt.Errorf("%w: no approver for a step that needs confirmation", ErrNotApproved)
+		}
+		ap, err := e.approver.Approve(ctx, o.Info, plan)
+		if err != nil {
+			return err
+		}
+		if err := e.checkAnswer(env, o, ap, digest); err != nil {
+			return err
+		}
+		rec := map[string]any{"decision": ap.Decision.String(), "by": ap.By, "digest": ap.Digest, "ahead": true}
+		if ap.Reason != "" {
+			rec["reason"] = ap.Reason
+		}
+		if err := env.record(journal.Note, map[string]any{"text": fmt.Sprintf("confirmed ahead, before %s runs: %s", s.Info.ID, ap.Decision), "approval": rec}); err != nil {
+			return err
+		}
+		if ap.Decision == Abort {
+			_ = env.record(journal.Approval, rec)
+			return ErrAborted
+		}
+		e.ahead[o.Info.ID] = aheadApproval{ap: ap, digest: digest}
+		env.emit(Event{Kind: EvState, State: Pending, Text: "confirmed; runs right after " + s.Info.ID})
+	}
+	return nil
+}
+
 // confirm asks the Approver and journals its answer; resApplied means go on.
 func (e *engine) confirm(ctx context.Context, env *Env, s Step, plan *Plan, digest string) (stepResult, error) {
 	env.emit(Event{Kind: EvState, State: Confirming, Plan: plan})
@@ -274,6 +386,39 @@ func (e *engine) confirm(ctx context.Context, env *Env, s Step, plan *Plan, dige
 	if err != nil {
 		return 0, err
 	}
+	return e.answer(env, s, ap, digest)
+}
+
+// checkAnswer refuses an approval that does not match: a destructive step's
+// word not typed exactly, another plan's digest, a skip without reason.
+func (e *engine) checkAnswer(env *Env, s Step, ap Approval, digest string) error {
+	switch ap.Decision {
+	case Abort:
+		return nil
+	case Skip:
+		if ap.Reason == "" {
+			return fmt.Errorf("%w: skipping a step needs a reason", ErrNotApproved)
+		}
+		return nil
+	}
+	word := e.run.rb.Confirm
+	if s.Info.Confirm == ConfirmTyped && (word.Word == "" || ap.Typed != word.Word) {
+		_ = env.record(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By})
+		return fmt.Errorf("%w: step %s is destructive and needs the %s name %q typed exactly; nothing was done", ErrNotApproved, s.Info.ID, word.Noun, word.Word)
+	}
+	if ap.Digest != digest {
+		_ = env.record(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By, "digest": ap.Digest})
+		return fmt.Errorf("%w: the approval is for another plan than this one (digest %.12s, approved %.12s); nothing was done", ErrNotApproved, digest, ap.Digest)
+	}
+	return nil
+}
+
+// answer journals an operator's decision about a step's plan and says what
+// follows from it.
+func (e *engine) answer(env *Env, s Step, ap Approval, digest string) (stepResult, error) {
+	if err := e.checkAnswer(env, s, ap, digest); err != nil {
+		return 0, err
+	}
 	rec := map[string]any{"decision": ap.Decision.String(), "by": ap.By, "digest": ap.Digest}
 	switch ap.Decision {
 	case Abort:
@@ -282,9 +427,6 @@ func (e *engine) confirm(ctx context.Context, env *Env, s Step, plan *Plan, dige
 		}
 		return 0, ErrAborted
 	case Skip:
-		if ap.Reason == "" {
-			return 0, fmt.Errorf("%w: skipping a step needs a reason", ErrNotApproved)
-		}
 		rec["reason"] = ap.Reason
 		if err := env.record(journal.Approval, rec); err != nil {
 			return 0, err
@@ -294,15 +436,6 @@ func (e *engine) confirm(ctx context.Context, env *Env, s Step, plan *Plan, dige
 		}
 		env.emit(Event{Kind: EvState, State: Skipped, Text: ap.Reason})
 		return resSkipped, nil
-	}
-	word := e.run.rb.Confirm
-	if s.Info.Confirm == ConfirmTyped && (word.Word == "" || ap.Typed != word.Word) {
-		_ = env.record(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By})
-		return 0, fmt.Errorf("%w: step %s is destructive and needs the %s name %q typed exactly; nothing was done", ErrNotApproved, s.Info.ID, word.Noun, word.Word)
-	}
-	if ap.Digest != digest {
-		_ = env.record(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By, "digest": ap.Digest})
-		return 0, fmt.Errorf("%w: the approval is for another plan than this one (digest %.12s, approved %.12s); nothing was done", ErrNotApproved, digest, ap.Digest)
 	}
 	if err := env.record(journal.Approval, rec); err != nil {
 		return 0, err

@@ -32,6 +32,9 @@ type Env struct {
 	run        *run
 	info       Info
 	rechecking bool
+	// ahead: the step is planned before the steps ahead of it in its
+	// window have run (see Preview).
+	ahead bool
 }
 
 // Step is the step being run.
@@ -59,10 +62,12 @@ func (e *Env) Artifact(id string) string {
 	panic(fmt.Sprintf("steps: runbook %s declares no artifact %q (the loader should have refused it)", e.run.rb.Name, id))
 }
 
-// Preview: the engine asks for plans only (`kremedy plan`), against the
-// cluster as it is now, without the refusals that depend on earlier steps
-// having run. Nothing is applied and nothing is journaled.
-func (e *Env) Preview() bool { return e.run.preview }
+// Preview: the plan is made ahead of the steps before it — for `kremedy
+// plan`, or to confirm a window's steps before the first of them runs —
+// against the cluster as it is now, without the refusals that depend on
+// earlier steps having run. Such a plan is never applied as it is: before
+// it runs, the step is planned again and its digest compared.
+func (e *Env) Preview() bool { return e.run.preview || e.ahead }
 
 // Rechecking: Verify is asked whether a step an earlier attempt finished
 // still holds now (resume), not to wait for it to hold.

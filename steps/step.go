@@ -84,6 +84,10 @@ type Info struct {
 	Confirm  Confirm       `json:"confirm"`
 	Rollback string        `json:"-"` // a text/template, filled with the run's paths and parameters
 	Timeout  time.Duration `json:"timeout"`
+	// Window names the group of consecutive steps this one belongs to:
+	// planned and confirmed together before the first runs, then run back
+	// to back ("" for none).
+	Window string `json:"window,omitempty"`
 }
 
 // Check is one pre- or postcondition result.

@@ -479,13 +479,11 @@ func TestRunDirIsPrivateAndHoldsNoSecret(t *testing.T) {
 // instead of checking or recreating someone else's topic.
 func TestTopicRecreatedBehindTheRunIsNotAdopted(t *testing.T) {
 	f := newFixture(t, map[string]string{"recreate": "true"})
-	a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
-		if info.ID == "start-brokers" {
-			f.zk.Put(kafkazk.TopicPath("orders"), `{"version":3,"partitions":{"0":[1,2,3]},"topic_id":"ZZZZZZZZZZZZZZZZZZZZZZ"}`)
-		}
-		return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
-	})
-	out, err := f.run(context.Background(), a)
+	// A client recreates it as soon as a broker is back.
+	f.hosts.OnStart = func(b int32) {
+		f.zk.Put(kafkazk.TopicPath("orders"), `{"version":3,"partitions":{"0":[1,2,3]},"topic_id":"ZZZZZZZZZZZZZZZZZZZZZZ"}`)
+	}
+	out, err := f.run(context.Background(), f.typing("orders"))
 	if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "exists again") || out.Failed != "verify" {
 		t.Fatalf("want verify refused, got %v (%+v)", err, out)
 	}
@@ -757,4 +755,75 @@ func TestClientsAreStartedAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOutageWindowIsConfirmedBeforeTheFirstStop: stop, wipe and start are
+// planned and confirmed before any broker stops, then run back to back;
+// a wipe whose plan changed after the stop (a directory appeared) is asked
+// again instead of wiping what was not confirmed.
+func TestOutageWindowIsConfirmedBeforeTheFirstStop(t *testing.T) {
+	stops := func(f *fixture) int {
+		n := 0
+		for _, c := range f.hosts.Commands {
+			if strings.Contains(c, "systemctl stop") {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("unchanged plans run without asking again", func(t *testing.T) {
+		f := newFixture(t, nil)
+		asked := map[string]int{} // step -> stop commands run when it was asked
+		a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+			asked[info.ID] = stops(f)
+			f.asked = append(f.asked, info.ID)
+			return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
+		})
+		if _, err := f.run(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"stop-brokers", "wipe-segments", "start-brokers"} {
+			if n, ok := asked[id]; !ok || n != 0 {
+				t.Fatalf("%s asked after %d stop commands (asked: %v)", id, n, f.asked)
+			}
+		}
+		if c := strings.Count(strings.Join(f.asked, ","), "wipe-segments"); c != 1 {
+			t.Fatalf("wipe-segments asked %d times: %v", c, f.asked)
+		}
+		b, _ := os.ReadFile(f.journal())
+		if !bytes.Contains(b, []byte("confirmed before the window opened")) || !bytes.Contains(b, []byte(`"ahead":true`)) {
+			t.Fatalf("the journal does not show the ahead confirmations:\n%s", b)
+		}
+	})
+	t.Run("a plan that changed after the stop is asked again", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.hosts.OnStop = func(b int32) {
+			if b == 3 { // a directory appears while the brokers stop (the hook runs under the fake's lock)
+				f.hosts.FS[1]["/data/k2"]["orders-2.0123456789abcdef0123456789abcdef-delete"] = steptest.Entry{IsDir: true, TopicID: steptest.OldID}
+			}
+		}
+		if _, err := f.run(context.Background(), f.typing("orders")); err != nil {
+			t.Fatal(err)
+		}
+		if c := strings.Count(strings.Join(f.asked, ","), "wipe-segments"); c != 2 {
+			t.Fatalf("wipe-segments asked %d times, want 2 (ahead, then again): %v", c, f.asked)
+		}
+		b, _ := os.ReadFile(f.journal())
+		if !bytes.Contains(b, []byte("changed since it was confirmed before the window opened")) {
+			t.Fatalf("the journal does not say why it asked again:\n%s", b)
+		}
+	})
+	t.Run("an abort ahead stops nothing", func(t *testing.T) {
+		f := newFixture(t, nil)
+		a := approver(func(info steps.Info, _ *steps.Plan) steps.Approval {
+			if info.ID == "wipe-segments" {
+				return steps.Approval{Decision: steps.Abort, By: "test"}
+			}
+			return steps.Approval{Decision: steps.Approve, Typed: "orders", By: "test"}
+		})
+		_, err := f.run(context.Background(), a)
+		if !errors.Is(err, steps.ErrAborted) || stops(f) != 0 {
+			t.Fatalf("abort of the wipe ahead: %v, %d stop commands", err, stops(f))
+		}
+	})
 }
