@@ -103,6 +103,13 @@ func (e *Env) Progress(format string, a ...any) {
 	e.emit(Event{Kind: EvProgress, Text: fmt.Sprintf(format, a...)})
 }
 
+// BrokersDown says how many of the cluster's brokers are stopped now (the
+// TUI's header, the report's outage window); it is journaled.
+func (e *Env) BrokersDown(down, total int) {
+	e.emit(Event{Kind: EvBrokers, Down: down, Total: total, Text: fmt.Sprintf("%d of %d brokers down", down, total)})
+	_ = e.record(journal.Note, map[string]any{"text": fmt.Sprintf("%d of %d brokers down", down, total), "brokers_down": down, "brokers": total})
+}
+
 // ProgressEvery reports text() as progress every period until the
 // returned stop is called: for waits that block on a watch.
 func (e *Env) ProgressEvery(period time.Duration, text func() string) (stop func()) {

@@ -38,9 +38,10 @@ const (
 	EvCheck                     // a check result
 	EvPlan                      // a plan is ready
 	EvProgress                  // what a running step waits for now (not journaled)
+	EvBrokers                   // how many of the cluster's brokers are stopped now
 )
 
-var eventKindNames = [...]string{"state", "log", "output", "check", "plan", "progress"}
+var eventKindNames = [...]string{"state", "log", "output", "check", "plan", "progress", "brokers"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventKindNames) {
@@ -60,6 +61,8 @@ type Event struct {
 	Check *Check
 	Plan  *Plan
 	Err   error
+	// Down of Total brokers are stopped (EvBrokers).
+	Down, Total int
 }
 
 // MarshalJSON is the event as `--output jsonl` prints it: kind and state by
@@ -75,7 +78,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Check *Check    `json:"check,omitempty"`
 		Plan  *Plan     `json:"plan,omitempty"`
 		Err   string    `json:"error,omitempty"`
+		Down  *int      `json:"brokers_down,omitempty"`
+		Total int       `json:"brokers,omitempty"`
 	}{Time: e.Time.UTC(), Step: e.Step, Kind: e.Kind.String(), Host: e.Host, Text: e.Text, Check: e.Check, Plan: e.Plan}
+	if e.Kind == EvBrokers {
+		v.Down, v.Total = &e.Down, e.Total
+	}
 	if e.Kind == EvState {
 		v.State = e.State.String()
 	}

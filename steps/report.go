@@ -40,6 +40,7 @@ func (s *Session) writeReport(out Outcome) error {
 			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(f, "\n", " "))
 		}
 	}
+	b.WriteString(reportTimes(recs))
 	timeline, changed, rollbacks := reportTimeline(recs)
 	b.WriteString("\n## Timeline\n\n| time (UTC) | step | event |\n|---|---|---|\n")
 	b.WriteString(timeline)

@@ -369,3 +369,29 @@ func TestTUIRecheckedStepKeepsItsTime(t *testing.T) {
 		t.Fatalf("duration %q, want 1.2s", d)
 	}
 }
+
+// TestHeaderSaysBrokersAreDown: whenever brokers are stopped the header
+// says how many, for how long, even on an 80-column screen.
+func TestHeaderSaysBrokersAreDown(t *testing.T) {
+	s := newScene(t, 80, 24, true, nil)
+	s.send(s.state("delete-znodes", steps.Running, ""))
+	if strings.Contains(s.screen(), "DOWN") {
+		t.Fatal("brokers down before any stopped")
+	}
+	s.send(s.ev("stop-brokers", steps.EvBrokers, func(e *steps.Event) { e.Down, e.Total = 1, 3 }))
+	s.at(5 * time.Second)
+	if !strings.Contains(s.screen(), "1 of 3 brokers down 00:05") {
+		t.Fatalf("one broker down:\n%s", s.screen())
+	}
+	s.send(s.ev("stop-brokers", steps.EvBrokers, func(e *steps.Event) { e.Down, e.Total = 3, 3 }))
+	s.at(47 * time.Second)
+	if !strings.Contains(s.screen(), "ALL BROKERS DOWN 00:47") {
+		t.Fatalf("all down:\n%s", s.screen())
+	}
+	s.send(s.ev("start-brokers", steps.EvBrokers, func(e *steps.Event) { e.Down, e.Total = 0, 3 }))
+	if strings.Contains(s.screen(), "DOWN") || strings.Contains(s.screen(), "brokers down") {
+		t.Fatalf("brokers back, the header still says down:\n%s", s.screen())
+	}
+}
+
+func (s *scene) screen() string { return ansi.Strip(s.m.View().Content) }

@@ -77,6 +77,9 @@ type Model struct {
 	parent context.Context
 	now    func() time.Time
 	began  time.Time
+	// down of total brokers are stopped now, since downSince (EvBrokers).
+	down, total int
+	downSince   time.Time
 
 	w, h int
 
@@ -268,6 +271,13 @@ func (m *Model) onEngine(msg engineMsg) tea.Cmd {
 
 // apply folds one engine event into the step views.
 func (m *Model) apply(e steps.Event) {
+	if e.Kind == steps.EvBrokers { // the cluster's, whatever the step
+		if e.Down > 0 && m.down == 0 {
+			m.downSince = e.Time
+		}
+		m.down, m.total = e.Down, e.Total
+		return
+	}
 	i, ok := m.index[e.Step]
 	if !ok {
 		// Run-level lines (a ZooKeeper session lost or expired) go with the
@@ -321,6 +331,7 @@ func (m *Model) apply(e steps.Event) {
 		}
 	case steps.EvProgress:
 		sv.progress = sanitize(e.Text)
+
 	case steps.EvLog:
 		text := sanitize(e.Text)
 		if strings.HasPrefix(text, "→ ") {

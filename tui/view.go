@@ -208,6 +208,15 @@ func (m *Model) headerLines(w int) []string {
 		left += strings.Repeat(" ", gap) + right
 	}
 	dir := st.HeaderFaint.Render("run dir ")
+	if m.down > 0 {
+		// The outage leads the second line, where nothing can push it out.
+		what := fmt.Sprintf("%d of %d brokers down", m.down, m.total)
+		if m.down == m.total {
+			what = "ALL BROKERS DOWN"
+		}
+		d := max(m.now().Sub(m.downSince), 0).Truncate(time.Second)
+		dir = st.Danger.Render(fmt.Sprintf(" %s %02d:%02d ", what, int(d.Minutes()), int(d.Seconds())%60)) + " " + dir
+	}
 	tail := ""
 	if m.o.Resume != nil {
 		tail = st.HeaderFaint.Render(" · resumed run")

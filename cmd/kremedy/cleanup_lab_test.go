@@ -113,8 +113,23 @@ func runCleanup(t *testing.T, l *lab.Lab, topic, runDir string, extra ...string)
 	if r.code != 0 {
 		t.Fatalf("cleanup of %s: exit %d\n%s", topic, r.code, r.out)
 	}
-	t.Logf("FIGURE headless topic-cleanup of %s took %.1fs", topic, r.took.Seconds())
+	t.Logf("FIGURE headless topic-cleanup of %s took %.1fs; outage window: %s", topic, r.took.Seconds(), outageOf(t, runDir))
 	return r
+}
+
+// outageOf is the outage window a run's report states ("" when none).
+func outageOf(t *testing.T, runDir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "## Outage window\n\n")
+	if !ok {
+		return ""
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	return line
 }
 
 type clients struct {
@@ -428,6 +443,11 @@ func TestCleanupLab(t *testing.T) {
 		run := filepath.Join(t.TempDir(), "run")
 		final := tuiInTmux(t, l, "refills", run)
 		t.Logf("final screen:\n%s", final)
+		if o := outageOf(t, run); !strings.Contains(o, "all 3 brokers down from") {
+			t.Fatalf("the report states no outage window: %q", o)
+		} else {
+			t.Logf("FIGURE TUI outage window: %s", o)
+		}
 		c.assertRecreated(t, "refills", rep.OldID, rep.NewID)
 		c.assertBystander(t, rep)
 		assertQuarantined(t, l, run, "refills", 9)

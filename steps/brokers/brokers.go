@@ -133,7 +133,25 @@ func WaitGone(ctx context.Context, env *steps.Env, id int32, addr string, timeou
 		}
 	}
 	env.Logf("broker %d stopped: registration gone %s after the command returned, port %s closed", id, gone.Round(time.Millisecond), OrDash(addr))
+	ReportDown(ctx, env)
 	return nil
+}
+
+// ReportDown says how many of the inventory's brokers are not registered
+// now (Env.BrokersDown): the outage the operator watches.
+func ReportDown(ctx context.Context, env *steps.Env) {
+	reg, err := Registered(ctx, env.ZK)
+	if err != nil {
+		return
+	}
+	inv := HostIDs(env.Target)
+	down := 0
+	for _, id := range inv {
+		if !slices.Contains(reg, id) {
+			down++
+		}
+	}
+	env.BrokersDown(down, len(inv))
 }
 
 // WaitRegistered waits (a watch) until every broker of want is registered.

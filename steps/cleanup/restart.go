@@ -249,6 +249,7 @@ func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 		})
 		err := env.Do(a, func() error { return brokers.WaitRegistered(ctx, env.ZK, want, k.o.Timeout) })
 		stop()
+		brokers.ReportDown(ctx, env)
 		if err != nil {
 			return err
 		}

@@ -557,6 +557,7 @@ func waitBack(ctx context.Context, env *steps.Env, id int32, old int64, timeout 
 	})
 	err := brokers.WaitRegistered(ctx, env.ZK, []int32{id}, timeout)
 	stop()
+	brokers.ReportDown(ctx, env)
 	if err != nil {
 		return fmt.Errorf("broker %d did not register again within %s after its start command: %w", id, timeout, err)
 	}

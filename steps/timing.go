@@ -1,0 +1,166 @@
+package steps
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/journal"
+)
+
+// stepTime is how a step's time split: waiting for the operator (from a
+// plan shown to the answer, ahead ones included) and working (the rest of
+// the time between its start and its end).
+type stepTime struct {
+	ID               string
+	Waiting, Working time.Duration
+	Ended            bool
+}
+
+// outage is the window in which brokers were down, from the journal's
+// "brokers down" notes: from the first note with a broker down to the end
+// of the step that brought the count back to 0 (its health gate included).
+type outage struct {
+	Start, End time.Time
+	Open       bool // still down when the journal ends
+	MaxDown    int
+	Total      int
+	Waiting    time.Duration // operator time inside the window
+}
+
+// timings reads the journal's step times and the outage window.
+func timings(recs []journal.Record) ([]stepTime, *outage) {
+	var order []string
+	byID := map[string]*stepTime{}
+	get := func(id string) *stepTime {
+		if byID[id] == nil {
+			byID[id] = &stepTime{ID: id}
+			order = append(order, id)
+		}
+		return byID[id]
+	}
+	start := map[string]time.Time{}
+	shown := map[string]time.Time{} // step -> when its plan awaited an answer
+	var out *outage
+	backTo0 := ""
+	var waits [][2]time.Time
+	for _, r := range recs {
+		switch r.Type {
+		case journal.StepStart:
+			start[r.Step] = r.Time
+			get(r.Step)
+		case journal.Plan:
+			shown[r.Step] = r.Time
+		case journal.Approval:
+			if t, ok := shown[r.Step]; ok {
+				get(r.Step).Waiting += r.Time.Sub(t)
+				waits = append(waits, [2]time.Time{t, r.Time})
+				delete(shown, r.Step)
+			}
+		case journal.Note:
+			d, _ := journal.Decode[map[string]any](r)
+			if _, ok := d["approval"]; ok { // an answer given ahead
+				if t, ok := shown[r.Step]; ok {
+					get(r.Step).Waiting += r.Time.Sub(t)
+					waits = append(waits, [2]time.Time{t, r.Time})
+					delete(shown, r.Step)
+				}
+			}
+			down, ok := d["brokers_down"].(float64)
+			if !ok {
+				continue
+			}
+			total, _ := d["brokers"].(float64)
+			switch {
+			case down > 0 && out == nil:
+				out = &outage{Start: r.Time, Open: true, Total: int(total)}
+			case down > 0:
+				backTo0 = "" // down again before that step ended
+			case out != nil && out.Open:
+				backTo0 = r.Step
+			}
+			if out != nil && out.Open {
+				out.MaxDown = max(out.MaxDown, int(down))
+			}
+		case journal.StepDone, journal.StepFailed, journal.StepSkipped:
+			st := get(r.Step)
+			if t, ok := start[r.Step]; ok {
+				// Working: the step's time less every wait for the operator
+				// inside it (an answer given ahead for a later step too).
+				st.Working, st.Ended = r.Time.Sub(t)-overlap(waits, t, r.Time), true
+			}
+			if out != nil && out.Open && backTo0 == r.Step && r.Type == journal.StepDone {
+				out.End, out.Open = r.Time, false
+			}
+		}
+	}
+	var steps []stepTime
+	for _, id := range order {
+		steps = append(steps, *byID[id])
+	}
+	if out != nil {
+		end := out.End
+		if out.Open && len(recs) > 0 {
+			end = recs[len(recs)-1].Time
+		}
+		out.Waiting = overlap(waits, out.Start, end)
+	}
+	return steps, out
+}
+
+// overlap is how much of the waits falls inside [from, to].
+func overlap(waits [][2]time.Time, from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, w := range waits {
+		a, b := maxTime(w[0], from), minTime(w[1], to)
+		if b.After(a) {
+			d += b.Sub(a)
+		}
+	}
+	return d
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// reportTimes is the report's outage line and its table of step times.
+func reportTimes(recs []journal.Record) string {
+	steps, out := timings(recs)
+	var b strings.Builder
+	if out != nil {
+		who := fmt.Sprintf("up to %d of %d brokers down", out.MaxDown, out.Total)
+		if out.MaxDown == out.Total {
+			who = fmt.Sprintf("all %d brokers down", out.Total)
+		}
+		if out.Open {
+			fmt.Fprintf(&b, "\n## Outage window\n\n%s from %s UTC, **still open** when the run stopped; %s of it waiting for the operator.\n",
+				who, out.Start.UTC().Format("15:04:05"), out.Waiting.Round(time.Second))
+		} else {
+			fmt.Fprintf(&b, "\n## Outage window\n\n%s from %s to %s UTC (the health gate passed): **%s**, of which %s waiting for the operator.\n",
+				who, out.Start.UTC().Format("15:04:05"), out.End.UTC().Format("15:04:05"), out.End.Sub(out.Start).Round(100*time.Millisecond), out.Waiting.Round(100*time.Millisecond))
+		}
+	}
+	if len(steps) == 0 {
+		return b.String()
+	}
+	b.WriteString("\n## Time per step\n\n| step | working | waiting for the operator |\n|---|---|---|\n")
+	for _, s := range steps {
+		work := "-"
+		if s.Ended {
+			work = s.Working.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.ID, work, s.Waiting.Round(time.Millisecond))
+	}
+	return b.String()
+}
