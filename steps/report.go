@@ -40,6 +40,12 @@ func (s *Session) writeReport(out Outcome) error {
 			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(f, "\n", " "))
 		}
 	}
+	for _, sec := range reportSections(recs) {
+		fmt.Fprintf(&b, "\n## %s\n\n", sec.title)
+		for _, l := range sec.lines {
+			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(l, "\n", " "))
+		}
+	}
 	b.WriteString(reportTimes(recs))
 	timeline, changed, rollbacks := reportTimeline(recs)
 	b.WriteString("\n## Timeline\n\n| time (UTC) | step | event |\n|---|---|---|\n")
@@ -77,6 +83,41 @@ func (s *Session) writeReport(out Outcome) error {
 		fmt.Fprintf(&b, "- `%s` continues from the journal: completed steps are re-checked, not re-done.\n", s.ResumeCommand(false))
 	}
 	return atomicfile.WriteFile(s.ReportPath(), []byte(b.String()))
+}
+
+// ReportKey prefixes a run fact (Env.Save, a []string) that the report
+// prints as a section titled by the rest of the key (the latest value).
+const ReportKey = "report/"
+
+type reportSection struct {
+	title string
+	lines []string
+}
+
+func reportSections(recs []journal.Record) []reportSection {
+	var out []reportSection
+	seen := map[string]int{}
+	for _, r := range recs {
+		if r.Type != Fact {
+			continue
+		}
+		f, err := journal.Decode[factRecord](r)
+		if err != nil || !strings.HasPrefix(f.Key, ReportKey) {
+			continue
+		}
+		var lines []string
+		if json.Unmarshal(f.Value, &lines) != nil {
+			continue
+		}
+		title := strings.TrimPrefix(f.Key, ReportKey)
+		if i, ok := seen[title]; ok {
+			out[i].lines = lines
+			continue
+		}
+		seen[title] = len(out)
+		out = append(out, reportSection{title, lines})
+	}
+	return out
 }
 
 // firstFacts are the facts of the run's first plan (its preflight's reading

@@ -695,7 +695,7 @@ func TestProducersWatchedWithoutDescribeProducers(t *testing.T) {
 			}
 		}
 		rep, _ := os.ReadFile(filepath.Join(f.dir, "report.md"))
-		for _, want := range []string{"- kremedy: ", "## The cluster as `preflight` found it", "- releases: broker [1 2 3]: Kafka v2.7, inter.broker.protocol.version 2.7-IV2", "- method: producers: no DescribeProducers"} {
+		for _, want := range []string{"- kremedy: ", "## Findings after the run (diagnose, read-only)", "## Outage window", "## Time per step", "## The cluster as `preflight` found it", "- releases: broker [1 2 3]: Kafka v2.7, inter.broker.protocol.version 2.7-IV2", "- method: producers: no DescribeProducers"} {
 			if !bytes.Contains(rep, []byte(want)) {
 				t.Errorf("report lacks %q:\n%s", want, rep)
 			}

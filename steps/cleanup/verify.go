@@ -12,6 +12,7 @@ import (
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/segments"
@@ -380,10 +381,34 @@ func (k *verifyTopic) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 	if err != nil {
 		return nil, err
 	}
+	var checks []steps.Check
 	if !k.o.Recreate {
-		return k.verifyAbsent(ctx, env, f)
+		checks, err = k.verifyAbsent(ctx, env, f)
+	} else {
+		checks, err = k.verifyRecreated(ctx, env, f)
 	}
-	return k.verifyRecreated(ctx, env, f)
+	if err == nil && !env.Rechecking() {
+		k.findingsAfter(ctx, env)
+	}
+	return checks, err
+}
+
+// findingsAfter diagnoses the topic once more, for the report: what the
+// cleanup left (nothing, on a good run), beside what preflight found.
+func (k *verifyTopic) findingsAfter(ctx context.Context, env *steps.Env) {
+	d, err := diagnose.Run(ctx, env.Cluster, diagnose.Options{Topic: k.o.Topic, Disk: true})
+	lines := []string{}
+	switch {
+	case err != nil:
+		lines = append(lines, fmt.Sprintf("the diagnosis after the cleanup failed: %v", err))
+	case d.Healthy:
+		lines = append(lines, fmt.Sprintf("diagnose --topic %s: no findings", k.o.Topic))
+	default:
+		for _, fd := range d.Findings {
+			lines = append(lines, fmt.Sprintf("finding [%s] %s: %s", fd.Severity, fd.Kind, fd.Summary))
+		}
+	}
+	_ = env.Save(steps.ReportKey+"Findings after the run (diagnose, read-only)", lines)
 }
 
 // verifyAbsent: the topic is gone from ZooKeeper, every broker and every
