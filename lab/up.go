@@ -385,7 +385,7 @@ func (l *Lab) checkPorts() error {
 
 func (l *Lab) waitQuorum(ctx context.Context) (*zookeeper.Conn, error) {
 	c := l.State.Config
-	zc, err := zookeeper.Dial(ctx, c.ZKConnect(), zookeeper.Options{SessionTimeout: 6 * time.Second})
+	zc, err := zookeeper.Dial(ctx, c.ZKConnect(), zookeeper.Options{SessionTimeout: 6 * time.Second, Starting: true})
 	if err != nil {
 		var tails []string
 		for n := 1; n <= c.ZooKeepers; n++ {

@@ -708,7 +708,9 @@ func TestFaultsLab(t *testing.T) {
 				t.Fatal("a znode was deleted before the stale plan was noticed")
 			}
 		}
-		data, _, err := c.zk.Get(ctx, kafkazk.ConfigTopicPath(s.topic))
+		gctx, gcancel := context.WithTimeout(context.Background(), 20*time.Second) // the run outlasts ctx
+		defer gcancel()
+		data, _, err := c.zk.Get(gctx, kafkazk.ConfigTopicPath(s.topic))
 		if err != nil || !bytes.Contains(data, []byte("4321000")) {
 			t.Fatalf("recreated %s has configs %s (%v), want retention.ms from the backup", s.topic, data, err)
 		}

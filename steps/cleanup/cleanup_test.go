@@ -366,6 +366,21 @@ func TestBrokerDownIsNoReasonToCleanUp(t *testing.T) {
 			t.Fatalf("a broker being down made a healthy topic a cleanup: err %v ops %v asked %v outcome %+v", err, f.zk.Ops, f.asked, out)
 		}
 	})
+	t.Run("an assignment to a broker gone for good is the topic's own", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+		f.hosts.FS[1]["/data/k2"] = map[string]steptest.Entry{"orders-v2-0": {IsDir: true, TopicID: "CCCCCCCCCCCCCCCCCCCCCC"}}
+		for p := 0; p < 3; p++ {
+			f.hosts.AddDir(2, "/data/k1", fmt.Sprintf("orders-%d", p), curID)
+		}
+		// Broker 4 is in no inventory and not registered (decommissioned).
+		f.zk.Put(kafkazk.TopicPath("orders"), `{"version":3,"partitions":{"0":[1,4],"1":[2,3,1],"2":[3,1,2]},"topic_id":"`+curID+`"}`)
+		f.zk.Put(kafkazk.PartitionStatePath("orders", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}`)
+		out, _ := f.run(context.Background(), f.typing("orders"))
+		if len(out.NotNeeded) != 0 || !slices.Contains(f.asked, "delete-znodes") {
+			t.Fatalf("a topic assigned to a broker gone for good was found consistent: asked %v outcome %+v", f.asked, out)
+		}
+	})
 	t.Run("a topic that exists nowhere", func(t *testing.T) {
 		f := newFixture(t, map[string]string{"topic": "ordrs"})
 		f.hosts.Running[3] = false

@@ -365,12 +365,16 @@ func (g *gathering) brokerViews(ctx context.Context) {
 }
 
 // missingLive reports whether a partition lacks a replica of a running
-// broker in its ISR, or has no leader though a replica's broker runs: a
-// replica missing only because its broker is down is that broker's
-// problem, not the topic's.
+// broker in its ISR, or has no leader though a replica's broker runs, or
+// names a broker that is neither registered nor in the inventory (an
+// assignment to a broker gone for good is the topic's own inconsistency): a
+// replica missing only because an inventory broker is down is that
+// broker's problem, not the topic's.
 func (g *gathering) missingLive(pv ports.PartitionView) bool {
 	for _, r := range pv.Replicas {
-		if slices.Contains(g.f.Registered, r) && (pv.Leader < 0 || !slices.Contains(pv.ISR, r)) {
+		_, known := g.env.Target.Host(r)
+		running := slices.Contains(g.f.Registered, r)
+		if running && (pv.Leader < 0 || !slices.Contains(pv.ISR, r)) || !running && !known {
 			return true
 		}
 	}

@@ -64,6 +64,10 @@ type Options struct {
 	SessionTimeout time.Duration // default 10s (the server clamps it)
 	// Digest auth ("user:password"), sent after the session is established.
 	DigestAuth string
+	// Starting: the servers are being started (the lab waiting for its
+	// quorum): refused connections are retried until ctx ends instead of
+	// failing as soon as every server has refused.
+	Starting bool
 }
 
 // Conn is a ZooKeeper session rooted at a chroot. Every path given to its
@@ -166,7 +170,7 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 				return nil, fmt.Errorf("zookeeper %s: authentication failed", strings.Join(servers, ","))
 			}
 		case <-refused.changed:
-			if who := refused.all(); who != "" {
+			if who := refused.all(); who != "" && !o.Starting {
 				zc.Close()
 				return nil, fmt.Errorf("zookeeper %s: %w: connection refused by every server (%s): is ZooKeeper running there, and is zookeeper.connect right?", strings.Join(servers, ","), ErrNoSession, who)
 			}
