@@ -61,12 +61,14 @@ func startLab(t *testing.T, cfg lab.Config) *lab.Lab {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "lab")
 	start := time.Now()
+	// Registered first: a lab up that fails half-way (no quorum) must not
+	// leave its sshd and JVMs behind, holding the ports of the next run.
+	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, io.Discard) })
 	l, err := lab.Up(context.Background(), dir, cfg, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("lab up in %.1fs", time.Since(start).Seconds())
-	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, io.Discard) })
 	return l
 }
 
