@@ -30,6 +30,15 @@ func (c *viewsCluster) BrokerConfig(_ context.Context, _ int32, key string) (str
 	return map[string]string{"delete.topic.enable": "true", "min.insync.replicas": "1"}[key], nil
 }
 
+// Releases answers as 3.9 brokers would (the capability probe).
+func (c *viewsCluster) Releases(_ context.Context, ids []int32) []ports.BrokerRelease {
+	var out []ports.BrokerRelease
+	for _, id := range ids {
+		out = append(out, ports.BrokerRelease{Broker: id, Guess: "v3.9", IBP: "3.9-IV0", DescribeProducers: true, MetadataIDs: true, Release30: true})
+	}
+	return out
+}
+
 // BenchmarkDiagnoseCluster is the cluster-wide diagnosis of 2,000 topics ×
 // 10 partitions: the ZooKeeper scan plus the per-broker comparison for
 // three brokers (60,000 partition views), without the disk listing.
