@@ -17,6 +17,11 @@ var topicRoots = []string{
 	FindOrphanedSegments, FindMissingTopicID, FindCorruptZnode,
 }
 
+// noControllerExplains are the kinds a missing controller explains (when
+// no broker that is down does): nothing elects leaders or propagates
+// metadata.
+var noControllerExplains = []string{FindOffline, FindDisagreement, FindLeaderNotInISR, FindUnknownToBrokers, FindUnderReplicated, FindUnderMinISR}
+
 // downExplains are the kinds a broker that is simply down explains when
 // every broker they name is down.
 var downExplains = []string{FindUnderReplicated, FindUnregisteredReplica, FindUnderMinISR, FindOffline}
@@ -24,9 +29,11 @@ var downExplains = []string{FindUnderReplicated, FindUnregisteredReplica, FindUn
 // linkCauses gives every finding an ID and links each one a root cause
 // explains to that cause (Cause = the cause's ID): a broker that is down
 // explains the under-replicated, under-min-ISR, offline partitions and
-// unregistered replicas whose missing brokers are all down; a ghost
-// topic's root (stuck deletion, foreign or adopted segments, stale
-// metadata…) explains that topic's other findings. Causes come first.
+// unregistered replicas whose missing brokers are all down; a missing
+// controller explains offline partitions, disagreements and replication
+// findings no down broker explains; a ghost topic's root (stuck deletion,
+// foreign or adopted segments, stale metadata…) explains that topic's
+// other findings. Causes come first.
 func linkCauses(fs []Finding) []Finding {
 	seen := map[string]int{}
 	for i := range fs {
@@ -60,6 +67,19 @@ func linkCauses(fs []Finding) []Finding {
 		}
 		if all {
 			fs[i].Cause = down[f.Brokers[0]]
+		}
+	}
+	noCtrl := ""
+	for _, f := range fs {
+		if f.Kind == FindNoController {
+			noCtrl = f.ID
+		}
+	}
+	if noCtrl != "" {
+		for i, f := range fs {
+			if f.Cause == "" && slices.Contains(noControllerExplains, f.Kind) {
+				fs[i].Cause = noCtrl
+			}
 		}
 	}
 	roots := map[string]string{} // topic -> its root finding's ID

@@ -45,6 +45,7 @@ const (
 	FindDiskUnlisted      = "disk-unlisted"
 	FindCorruptZnode      = "corrupt-znode"
 	FindBrokerDown        = "broker-down"
+	FindNoController      = "no-controller"
 )
 
 // Finding is one problem, with its evidence and what repairs it.
@@ -220,6 +221,13 @@ func (g *diagnosis) readAgreeing(ctx context.Context) (map[int32]error, error) {
 // clusterFindings: brokers that do not answer, and brokers that disagree
 // with ZooKeeper about the controller or the live brokers.
 func (g *diagnosis) clusterFindings(unreachable map[int32]error) {
+	if g.st.Controller < 0 && len(g.st.Brokers) > 0 {
+		g.add(Finding{Kind: FindNoController, Severity: Critical, Brokers: g.st.Brokers,
+			Summary:  "no controller is elected: /controller is absent, so no leader election, ISR change, topic creation or deletion happens until one is",
+			Evidence: []string{fmt.Sprintf("%s/controller absent; registered brokers %s", g.c.ZK.Chroot(), brokers.I32s(g.st.Brokers))},
+			Fix:      "find why no registered broker wins the election: its server.log and controller.log (ZooKeeper session expiring, a broker stuck in start-up); restarting the broker that should be controller usually ends it",
+			DoNot:    "do not delete znodes or restart every broker at once while no controller runs: nothing would carry the change out"})
+	}
 	for _, id := range g.st.Brokers {
 		if err, ok := unreachable[id]; ok {
 			g.add(Finding{Kind: FindBrokerUnreachable, Severity: Critical, Brokers: []int32{id},

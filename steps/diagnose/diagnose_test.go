@@ -319,3 +319,26 @@ func TestCausesAreLinked(t *testing.T) {
 		}
 	}
 }
+
+// TestNoControllerIsTheCause: without /controller, one no-controller cause
+// explains the offline partitions it leaves.
+func TestNoControllerIsTheCause(t *testing.T) {
+	f := newFixture(t)
+	f.zk.Remove("/controller")
+	f.zk.Put(kafkazk.PartitionStatePath("orders-v2", 1), `{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":3,"isr":[2]}`)
+	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	causes := d.Causes()
+	if len(causes) != 1 || causes[0].Kind != diagnose.FindNoController {
+		t.Fatalf("causes %+v: want no-controller alone", causes)
+	}
+	var offline bool
+	for _, f := range d.Explained(causes[0].ID) {
+		offline = offline || f.Kind == diagnose.FindOffline
+	}
+	if !offline {
+		t.Fatalf("the offline partition is not folded under no-controller: %+v", d.Findings)
+	}
+}
