@@ -510,6 +510,38 @@ func runReusedSegments(ctx context.Context, l *Lab, t string, out io.Writer) (*R
 	return runRecreate(ctx, l, "reused-segments", t, out)
 }
 
+// recreate creates the topic again under the same name and assignment. The
+// create must reach a controller whose cache no longer has it; an attempt
+// whose answer was an error (a timeout waiting for the metadata to
+// propagate, on 2.4) may still have written the znode: a later
+// TOPIC_ALREADY_EXISTS is then our own create, taken once the znode holds
+// our assignment.
+func (e *env) recreate(ctx context.Context) (string, error) {
+	t := e.t
+	var newID string
+	var createErr error
+	tried := false
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := waitFor(cctx, 500*time.Millisecond, func() bool {
+		actx, acancel := context.WithTimeout(cctx, 10*time.Second)
+		newID, createErr = e.kc.CreateTopic(actx, t, e.rep.Assign, 0, 0, nil)
+		acancel()
+		if errors.Is(createErr, kerr.TopicAlreadyExists) && tried {
+			z, _, zerr := e.zk.Topic(cctx, t)
+			if as, aerr := z.Assignment(); zerr == nil && aerr == nil && len(as) == len(e.rep.Assign) {
+				newID, createErr = z.TopicID, nil
+			}
+		}
+		tried = true
+		return createErr == nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("recreate %q: %w (last answer: %v)", t, err, createErr)
+	}
+	return newID, nil
+}
+
 // runRecreate is the engineer's fix from report 000: stuck deletion, znodes
 // deleted by hand while brokers run, the down broker back with its old
 // segments, the topic recreated under the same name.
@@ -548,31 +580,9 @@ func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*R
 	if err := e.l.Save(); err != nil {
 		return e.rep, err
 	}
-	// The create must reach a controller whose cache no longer has t.
-	// An attempt whose answer was an error (a timeout waiting for the
-	// metadata to propagate, on 2.4) may still have written the znode: a
-	// later TOPIC_ALREADY_EXISTS is then our own create, taken once the
-	// znode holds our assignment.
-	var newID string
-	var createErr error
-	tried := false
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	err = waitFor(cctx, 500*time.Millisecond, func() bool {
-		actx, acancel := context.WithTimeout(cctx, 10*time.Second)
-		newID, createErr = e.kc.CreateTopic(actx, t, e.rep.Assign, 0, 0, nil)
-		acancel()
-		if errors.Is(createErr, kerr.TopicAlreadyExists) && tried {
-			z, _, zerr := e.zk.Topic(cctx, t)
-			if as, aerr := z.Assignment(); zerr == nil && aerr == nil && len(as) == len(e.rep.Assign) {
-				newID, createErr = z.TopicID, nil
-			}
-		}
-		tried = true
-		return createErr == nil
-	})
-	cancel()
+	newID, err := e.recreate(ctx)
 	if err != nil {
-		return e.rep, fmt.Errorf("recreate %q: %w (last answer: %v)", t, err, createErr)
+		return e.rep, err
 	}
 	e.rep.NewID = newID
 	e.did("recreated %q under the same name and assignment %v (new topic ID %s); creation consulted ZooKeeper only, never broker %d's disk", t, e.rep.Assign, orNone(newID), v)

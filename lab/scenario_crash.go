@@ -70,6 +70,15 @@ func runBrokerCrash(ctx context.Context, l *Lab, t string, out io.Writer) (*Repo
 	if err := e.record(Applied{DownBroker: victim}); err != nil {
 		return e.rep, err
 	}
+	e.crashSymptoms(victim, ids[len(ids)-1], assign)
+	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names broker %d as the cause (broker-down) and the under-replicated partitions as its effect: start it again (`kremedy lab up --dir %s`); no cleanup is needed", victim, l.Dir)
+	return e.rep, e.verdict()
+}
+
+// crashSymptoms are report 001's observations after the crash: the broker
+// deregistered, new leaders and ISRs without it, messages still flowing.
+func (e *env) crashSymptoms(victim, survivor int32, assign [][]int32) {
+	t := e.t
 	e.observe(fmt.Sprintf("broker %d leaves /brokers/ids when its ZooKeeper session expires", victim), 30*time.Second, false, func() (bool, string) {
 		reg, err := e.zk.BrokerIDs(e.ctx)
 		if err != nil {
@@ -77,7 +86,6 @@ func runBrokerCrash(ctx context.Context, l *Lab, t string, out io.Writer) (*Repo
 		}
 		return !slices.Contains(reg, victim), fmt.Sprintf("registered brokers %v", reg)
 	})
-	survivor := ids[len(ids)-1]
 	e.observe(fmt.Sprintf("every partition of %q has a new leader other than broker %d, and broker %d is out of every ISR", t, victim, victim), 30*time.Second, false, func() (bool, string) {
 		v, err := e.kc.BrokerView(e.ctx, survivor, t)
 		if err != nil {
@@ -107,8 +115,6 @@ func runBrokerCrash(ctx context.Context, l *Lab, t string, out io.Writer) (*Repo
 		}
 		return true, fmt.Sprintf("one record acknowledged on each of the %d partitions", len(assign))
 	})
-	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names broker %d as the cause (broker-down) and the under-replicated partitions as its effect: start it again (`kremedy lab up --dir %s`); no cleanup is needed", victim, l.Dir)
-	return e.rep, e.verdict()
 }
 
 func isrSummary(parts map[int32]ports.PartitionView) string {
