@@ -118,6 +118,10 @@ func TestUnreachableZooKeeperExitsTwoFast(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
 		t.Errorf("an unreachable cluster left a run directory: %v", err)
 	}
+	// -v shows the ZooKeeper client's own log: each refused attempt.
+	if r := kremedy(t, "-v", "diagnose", "--inventory", inv); r.code != 2 || !strings.Contains(r.out, "zookeeper: ") || !strings.Contains(r.out, "127.0.0.1:1") {
+		t.Errorf("kremedy -v diagnose: exit %d, no client log:\n%s", r.code, r.out)
+	}
 }
 
 // TestRunbooksShow: a runbook's parameters with types and defaults, its

@@ -96,6 +96,11 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	}
 	c.fleet = remote.NewFleet(brokers, clients)
 	opts := zookeeper.Options{}
+	if verbose {
+		// The adapters' own logs, on stderr: go-zookeeper's and franz-go's.
+		opts.Log = os.Stderr
+		kopts = append(kopts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return "kafka: " + time.Now().Format("15:04:05.000000 ") })))
+	}
 	if inv.ZooKeeper.Auth != nil {
 		pw, err := inv.ZKPassword()
 		if err != nil {

@@ -23,6 +23,9 @@ const (
 	exitInterrupted = 3 // interrupted and resumable
 )
 
+// verbose (-v) turns on the adapters' own logs.
+var verbose bool
+
 // exitError carries an exit code to main.
 type exitError struct {
 	code int
@@ -45,6 +48,7 @@ func newRoot() *cobra.Command {
 		Version:       version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "print the adapters' own logs (ZooKeeper client, Kafka client) on stderr")
 	root.AddCommand(newVersionCmd(), newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newPlanCmd(), newRunCmd(), newResumeCmd(), newZnodesCmd(), newSegmentsCmd())
 	return root
 }

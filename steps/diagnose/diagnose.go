@@ -46,6 +46,7 @@ const (
 	FindCorruptZnode      = "corrupt-znode"
 	FindBrokerDown        = "broker-down"
 	FindNoController      = "no-controller"
+	FindZKServerDown      = "zookeeper-server-down"
 )
 
 // Finding is one problem, with its evidence and what repairs it.
@@ -154,6 +155,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	g.d.Releases = brokers.Probe(ctx, c.Kafka, g.st.Brokers)
 	g.d.Methods = g.d.Releases.Methods()
 	g.clusterFindings(unreachable)
+	g.zkServers(ctx)
 	g.readDefaults(ctx)
 	names := g.topicNames()
 	for _, name := range names {
@@ -220,6 +222,36 @@ func (g *diagnosis) readAgreeing(ctx context.Context) (map[int32]error, error) {
 
 // clusterFindings: brokers that do not answer, and brokers that disagree
 // with ZooKeeper about the controller or the live brokers.
+// zkServers reports the ensemble's servers (the inventory's connect
+// string) that refuse connections: the session kremedy has proves a
+// quorum, but each server lost takes the ensemble closer to losing it.
+func (g *diagnosis) zkServers(ctx context.Context) {
+	servers, _, err := kafkazk.ParseConnect(g.c.Target.ZKConnect)
+	if err != nil || len(servers) < 2 {
+		return
+	}
+	var down []string
+	for _, s := range servers {
+		if !g.c.Kafka.Listening(ctx, s) {
+			down = append(down, s)
+		}
+	}
+	if len(down) == 0 {
+		return
+	}
+	left := len(servers) - len(down)
+	tolerate := left - (len(servers)/2 + 1)
+	sev := Warning
+	if tolerate <= 0 {
+		sev = Critical
+	}
+	g.add(Finding{Kind: FindZKServerDown, Severity: sev,
+		Summary:  fmt.Sprintf("ZooKeeper servers %s do not accept connections: the ensemble runs on %d of %d, and tolerates %d more lost", strings.Join(down, ", "), left, len(servers), max(tolerate, 0)),
+		Evidence: []string{fmt.Sprintf("TCP connect refused or timed out: %s (zookeeper.connect %s)", strings.Join(down, ", "), g.c.Target.ZKConnect)},
+		Fix:      "restart those ZooKeeper servers (their logs say why they stopped); do no znode surgery while the ensemble has no margin",
+		DoNot:    "do not restart another ZooKeeper server until these are back"})
+}
+
 func (g *diagnosis) clusterFindings(unreachable map[int32]error) {
 	if g.st.Controller < 0 && len(g.st.Brokers) > 0 {
 		g.add(Finding{Kind: FindNoController, Severity: Critical, Brokers: g.st.Brokers,

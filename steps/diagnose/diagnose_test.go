@@ -342,3 +342,24 @@ func TestNoControllerIsTheCause(t *testing.T) {
 		t.Fatalf("the offline partition is not folded under no-controller: %+v", d.Findings)
 	}
 }
+
+// TestZooKeeperServerDown: a server of the ensemble that refuses
+// connections is a cause of its own, with the margin left.
+func TestZooKeeperServerDown(t *testing.T) {
+	f := newFixture(t)
+	const connect = "z1:2181,z2:2181,z3:2181/kafka"
+	f.hosts.SetZKConnect(connect)
+	f.Ports.Target.ZKConnect = connect
+	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2"})
+	if err != nil || !d.Healthy {
+		t.Fatalf("every server up: %v %+v", err, d.Findings)
+	}
+	f.kafka.ZKDown = []string{"z2:2181"}
+	d, err = diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2"})
+	if err != nil || len(d.Findings) != 1 {
+		t.Fatalf("one server down: %v %+v", err, d.Findings)
+	}
+	if fd := d.Findings[0]; fd.Kind != diagnose.FindZKServerDown || fd.Severity != diagnose.Critical || !strings.Contains(fd.Summary, "runs on 2 of 3, and tolerates 0 more lost") {
+		t.Fatalf("finding %+v", fd)
+	}
+}

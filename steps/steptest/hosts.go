@@ -282,6 +282,14 @@ func (h *Hosts) Check(ctx context.Context, broker int32) error {
 	return h.Run(ctx, broker, "true", nil)
 }
 
+// SetZKConnect changes the connect string the fake's target has (set the
+// cluster's Target.ZKConnect too).
+func (h *Hosts) SetZKConnect(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.target.ZKConnect = s
+}
+
 // AddClient makes the fake know an inventory client (add it to the
 // cluster's Target.Clients too).
 func (h *Hosts) AddClient(c ports.Client) {

@@ -43,6 +43,9 @@ type Kafka struct {
 	Canaries int
 	Deleted  []string // group offsets deleted
 	nextID   int
+	// ZKDown are ZooKeeper servers (host:port of the connect string) that
+	// refuse connections; the others accept them.
+	ZKDown []string
 	// Release is what every running broker says about its release; the
 	// zero value is a 3.9 broker with every API.
 	Release ports.BrokerRelease
@@ -216,6 +219,9 @@ func (k *Kafka) FirstRecordTime(context.Context, string, int32) (time.Time, bool
 
 // Listening is true for a running broker's address (host:9092).
 func (k *Kafka) Listening(_ context.Context, addr string) bool {
+	if servers, _, err := kafkazk.ParseConnect(k.hosts.target.ZKConnect); err == nil && slices.Contains(servers, addr) {
+		return !slices.Contains(k.ZKDown, addr)
+	}
 	for _, h := range k.hosts.target.Hosts {
 		if strings.HasPrefix(addr, h.Host+":") {
 			return k.running(h.ID)

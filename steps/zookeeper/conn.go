@@ -68,6 +68,8 @@ type Options struct {
 	// quorum): refused connections are retried until ctx ends instead of
 	// failing as soon as every server has refused.
 	Starting bool
+	// Log, when set, receives go-zookeeper's own log (kremedy -v).
+	Log io.Writer
 }
 
 // Conn is a ZooKeeper session rooted at a chroot. Every path given to its
@@ -141,8 +143,12 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 	}
 	notify := &atomic.Pointer[func(string)]{}
 	refused := newRefusals(len(servers))
+	logTo := io.Discard
+	if o.Log != nil {
+		logTo = o.Log
+	}
 	zc, events, err := zk.Connect(servers, o.SessionTimeout,
-		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false), zk.WithDialer(refused.dial),
+		zk.WithLogger(log.New(logTo, "zookeeper: ", log.LstdFlags|log.Lmicroseconds)), zk.WithLogInfo(o.Log != nil), zk.WithDialer(refused.dial),
 		zk.WithEventCallback(sessionNotifier(notify, o.SessionTimeout)))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", strings.Join(servers, ","), err)
