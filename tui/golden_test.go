@@ -395,3 +395,18 @@ func TestHeaderSaysBrokersAreDown(t *testing.T) {
 }
 
 func (s *scene) screen() string { return ansi.Strip(s.m.View().Content) }
+
+// TestProgressInTheStepPane: what a running step waits for is in its pane.
+func TestProgressInTheStepPane(t *testing.T) {
+	s := newScene(t, 100, 30, true, nil)
+	s.send(s.state("delete-znodes", steps.Running, ""))
+	s.m.selectStep(2)
+	s.send(s.ev("delete-znodes", steps.EvProgress, func(e *steps.Event) { e.Text = "health gate, 12s of 3m0s: waiting for: no under-replicated partition (orders-v2-1)" }))
+	if !strings.Contains(s.screen(), "Waiting: health gate, 12s of 3m0s") {
+		t.Fatalf("no progress line in the step pane:\n%s", s.screen())
+	}
+	s.send(s.state("delete-znodes", steps.Done, ""))
+	if strings.Contains(s.screen(), "Waiting: health gate") {
+		t.Fatalf("progress kept after the step ended:\n%s", s.screen())
+	}
+}

@@ -468,6 +468,9 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 	if sv.note != "" && sv.err == nil && !(sv.plan != nil && sv.plan.NoOp) {
 		add(wrap("Note: "+sv.note, w, "", "  ")...)
 	}
+	if sv.progress != "" && sv.state == steps.Running {
+		add(styled(st.Warn, wrap("Waiting: "+sv.progress, w, "", "  "))...)
+	}
 	if sv.err != nil {
 		section("WHAT WENT WRONG")
 		add(styled(st.Fail, wrap(sv.err.Error(), w, "", ""))...)
