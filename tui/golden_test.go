@@ -401,7 +401,9 @@ func TestProgressInTheStepPane(t *testing.T) {
 	s := newScene(t, 100, 30, true, nil)
 	s.send(s.state("delete-znodes", steps.Running, ""))
 	s.m.selectStep(2)
-	s.send(s.ev("delete-znodes", steps.EvProgress, func(e *steps.Event) { e.Text = "health gate, 12s of 3m0s: waiting for: no under-replicated partition (orders-v2-1)" }))
+	s.send(s.ev("delete-znodes", steps.EvProgress, func(e *steps.Event) {
+		e.Text = "health gate, 12s of 3m0s: waiting for: no under-replicated partition (orders-v2-1)"
+	}))
 	if !strings.Contains(s.screen(), "Waiting: health gate, 12s of 3m0s") {
 		t.Fatalf("no progress line in the step pane:\n%s", s.screen())
 	}
