@@ -108,6 +108,53 @@ func TestDiagnoseZooKeeperLab(t *testing.T) {
 		}
 	})
 
+	t.Run("one broker down under 100 topics: one cause on the first screen, nothing sent to a cleanup", func(t *testing.T) {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		var names []string
+		for i := range 100 {
+			names = append(names, fmt.Sprintf("many-%03d", i))
+		}
+		resp, err := c.kc.Admin().CreateTopics(cctx, 3, 3, nil, names...)
+		if err != nil || resp.Error() != nil {
+			t.Fatalf("create 100 topics: %v %v", err, resp.Error())
+		}
+		waitHealthy(t, l)
+		if err := l.BrokerCommand(ctx, 1, "stop", func(string) {}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := l.BrokerCommand(ctx, 1, "start", func(string) {}); err != nil {
+				t.Fatal(err)
+			}
+			waitHealthy(t, l)
+		}()
+		d, code := diagnosis(t, l, "")
+		causes := d.Causes()
+		if code != 1 || len(causes) != 1 || causes[0].Kind != diagnose.FindBrokerDown || !slices.Equal(causes[0].Brokers, []int32{1}) {
+			t.Fatalf("causes %+v: want broker 1 down, alone", causes)
+		}
+		folded := 0
+		for _, f := range d.Findings {
+			if !strings.HasPrefix(f.Topic, "many-") {
+				continue
+			}
+			if f.Cause != causes[0].ID || f.Runbook != "" {
+				t.Fatalf("%s is not folded under broker-down/1 (cause %q, runbook %q)", f.ID, f.Cause, f.Runbook)
+			}
+			folded++
+		}
+		if folded < 200 {
+			t.Fatalf("broker-down explains %d findings of the 100 topics, want their under-replicated and unregistered-replica ones", folded)
+		}
+		r := kremedy(t, "diagnose", "--inventory", l.InventoryPath())
+		lines := strings.Count(r.out, "\n")
+		if !strings.Contains(r.out, "SUMMARY: 1 cause (1 critical), explaining ") || !strings.Contains(r.out, "1. [CRITICAL] broker 1 is down") || lines > 40 {
+			t.Fatalf("text output (%d lines):\n%s", lines, r.out)
+		}
+		t.Logf("FIGURE whole-cluster diagnose, one broker down under %d topics: %d findings, %d lines of text (took %s)", d.Topics, len(d.Findings), lines, d.Took)
+	})
+
 	t.Run("partition-increase: a partition no broker serves, until a rolling restart", func(t *testing.T) {
 		breakIt(t, l, "partition-increase", "grow")
 		d, _ := diagnosis(t, l, "grow")
@@ -186,55 +233,5 @@ func TestDiagnoseZooKeeperLab(t *testing.T) {
 		if !found {
 			t.Fatal("no unregistered-replica finding for the stopped broker")
 		}
-	})
-
-	t.Run("one broker down under 100 topics: one cause on the first screen, nothing sent to a cleanup", func(t *testing.T) {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		var names []string
-		for i := range 100 {
-			names = append(names, fmt.Sprintf("many-%03d", i))
-		}
-		resp, err := c.kc.Admin().CreateTopics(cctx, 3, 3, nil, names...)
-		if err != nil || resp.Error() != nil {
-			t.Fatalf("create 100 topics: %v %v", err, resp.Error())
-		}
-		waitHealthy(t, l)
-		if err := l.BrokerCommand(ctx, 1, "stop", func(string) {}); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := l.BrokerCommand(ctx, 1, "start", func(string) {}); err != nil {
-				t.Fatal(err)
-			}
-			waitHealthy(t, l)
-		}()
-		// The lab keeps what earlier subtests left (a ghost assignment):
-		// those stay causes of their own; every finding about the 100
-		// topics is an effect of broker 1 being down, and the first cause.
-		d, code := diagnosis(t, l, "")
-		causes := d.Causes()
-		if code != 1 || len(causes) == 0 || causes[0].Kind != diagnose.FindBrokerDown || !slices.Equal(causes[0].Brokers, []int32{1}) {
-			t.Fatalf("causes %+v: want broker 1 down first", causes)
-		}
-		folded := 0
-		for _, f := range d.Findings {
-			if !strings.HasPrefix(f.Topic, "many-") {
-				continue
-			}
-			if f.Cause != causes[0].ID || f.Runbook != "" {
-				t.Fatalf("%s is not folded under broker-down/1 (cause %q, runbook %q)", f.ID, f.Cause, f.Runbook)
-			}
-			folded++
-		}
-		if folded < 200 {
-			t.Fatalf("broker-down explains %d findings of the 100 topics, want their under-replicated and unregistered-replica ones", folded)
-		}
-		r := kremedy(t, "diagnose", "--inventory", l.InventoryPath())
-		lines := strings.Count(r.out, "\n")
-		if !strings.Contains(r.out, "1. [CRITICAL] broker 1 is down") || lines > 80 {
-			t.Fatalf("text output (%d lines):\n%s", lines, r.out)
-		}
-		t.Logf("FIGURE whole-cluster diagnose, one broker down under %d topics: %d findings, %d lines of text (took %s)", d.Topics, len(d.Findings), lines, d.Took)
 	})
 }
