@@ -177,19 +177,10 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 	}
 	for attempt := 0; ; attempt++ {
 		env.emit(Event{Kind: EvState, State: Planning})
-		plan, err := s.Kind.Plan(ctx, env)
+		plan, digest, err := e.plan(ctx, env, s)
 		if err != nil {
 			return fail(err)
 		}
-		plan.Step, plan.Kind = s.Info.ID, s.Info.Kind
-		if plan.Rollback, err = e.run.render(s.Info.Rollback); err != nil {
-			return fail(fmt.Errorf("rollback note: %w", err))
-		}
-		digest := plan.Digest()
-		if err := env.record(journal.Plan, planRecord{Plan: plan, Digest: digest}); err != nil {
-			return fail(err)
-		}
-		env.emit(Event{Kind: EvPlan, Plan: plan})
 		if plan.NoOp {
 			if err := e.verify(ctx, env, s); err != nil {
 				return fail(err)
@@ -237,6 +228,26 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 		env.emit(Event{Kind: EvState, State: Done, Text: fmt.Sprintf("done in %s", env.Now().Sub(start).Round(time.Millisecond))})
 		return resApplied, nil
 	}
+}
+
+// plan asks a step's kind for its plan, fills in the step, the kind and
+// the rendered rollback note, journals it with its digest (marked ahead for
+// a window's step planned before it opens) and shows it.
+func (e *engine) plan(ctx context.Context, env *Env, s Step) (*Plan, string, error) {
+	plan, err := s.Kind.Plan(ctx, env)
+	if err != nil {
+		return nil, "", err
+	}
+	plan.Step, plan.Kind = s.Info.ID, s.Info.Kind
+	if plan.Rollback, err = e.run.render(s.Info.Rollback); err != nil {
+		return nil, "", fmt.Errorf("rollback note: %w", err)
+	}
+	digest := plan.Digest()
+	if err := env.record(journal.Plan, planRecord{Plan: plan, Digest: digest, Ahead: env.ahead}); err != nil {
+		return nil, "", err
+	}
+	env.emit(Event{Kind: EvPlan, Plan: plan})
+	return plan, digest, nil
 }
 
 // bounded is the context of a step's work: its timeout bounds Apply and
@@ -331,19 +342,10 @@ func (e *engine) confirmWindow(ctx context.Context, s Step) error {
 		env := e.env(o, false)
 		env.ahead = true
 		env.emit(Event{Kind: EvState, State: Planning, Text: "planned ahead: confirmed before " + s.Info.ID + " runs"})
-		plan, err := o.Kind.Plan(ctx, env)
+		plan, digest, err := e.plan(ctx, env, o)
 		if err != nil {
 			return fmt.Errorf("planning %s ahead (the window %q is confirmed as a whole before it opens; nothing of it was done): %w", o.Info.ID, w, err)
 		}
-		plan.Step, plan.Kind = o.Info.ID, o.Info.Kind
-		if plan.Rollback, err = e.run.render(o.Info.Rollback); err != nil {
-			return err
-		}
-		digest := plan.Digest()
-		if err := env.record(journal.Plan, planRecord{plan, digest, true}); err != nil {
-			return err
-		}
-		env.emit(Event{Kind: EvPlan, Plan: plan})
 		if plan.NoOp {
 			env.emit(Event{Kind: EvState, State: Pending, Text: "nothing to do, as planned ahead"})
 			continue

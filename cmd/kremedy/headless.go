@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,7 +54,7 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) err
 	end := exitFor(s.End(ctx, out, true))
 	if jl != nil {
 		e := map[string]any{"kind": "run-end", "ending": out.Ending(ctx).String(), "done": out.Done, "no_op": out.NoOp, "skipped": out.Skipped,
-			"not_needed": out.NotNeeded, "not_done": out.NotDone, "report": s.ReportPath(), "exit": exitCode(end), "time": time.Now().UTC()}
+			"not_needed": out.NotNeeded, "not_done": out.NotDone, "report": s.ReportPath(), "exit": exitCode(ctx, end), "time": time.Now().UTC()}
 		if end != nil {
 			e["error"] = end.Error()
 			e["resume"] = s.ResumeCommand(true)
@@ -77,19 +76,6 @@ func (j *jsonLines) line(v any) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	_ = j.enc.Encode(v)
-}
-
-// exitCode is the code main exits with for err.
-func exitCode(err error) int {
-	var ee *exitError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &ee):
-		return ee.code
-	default:
-		return exitFailed
-	}
 }
 
 // journalSession journals the run's ZooKeeper session and, as they happen,

@@ -65,17 +65,22 @@ func report(err error, ctx context.Context) int {
 		return exitOK
 	}
 	fmt.Fprintln(os.Stderr, "kremedy:", err)
+	return exitCode(ctx, err)
+}
+
+// exitCode is the code kremedy exits with for err (0 for nil).
+func exitCode(ctx context.Context, err error) int {
 	var ee *exitError
 	switch {
+	case err == nil:
+		return exitOK
 	case errors.As(err, &ee):
 		return ee.code
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case isCobraUsage(err): // cobra's own usage errors (unknown command, missing args) are plain
+		return exitUsage
 	default:
-		// cobra's own usage errors (unknown command, missing args) are plain.
-		if isCobraUsage(err) {
-			return exitUsage
-		}
 		return exitFailed
 	}
 }
@@ -95,20 +100,24 @@ func isCobraUsage(err error) bool {
 // misspelled command, not "unknown flag --dir".
 func group(c *cobra.Command) *cobra.Command {
 	c.FParseErrWhitelist.UnknownFlags = true
-	c.Args = func(cmd *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return nil
-		}
-		hint := ""
-		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-			hint = fmt.Sprintf(" (did you mean %q?)", s[0])
-		}
-		return usageErr(fmt.Errorf("unknown command %q for %q%s; its commands: %s", args[0], cmd.CommandPath(), hint, subcommands(cmd)))
-	}
+	c.Args = noUnknownSubcommand
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		return usageErr(fmt.Errorf("%q needs a command: %s (see `%s --help`)", cmd.CommandPath(), subcommands(cmd), cmd.CommandPath()))
 	}
 	return c
+}
+
+// noUnknownSubcommand refuses an argument to a command that takes none but
+// its subcommands' names: exit 2, naming them.
+func noUnknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	hint := ""
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return usageErr(fmt.Errorf("unknown command %q for %q%s; its commands: %s", args[0], cmd.CommandPath(), hint, subcommands(cmd)))
 }
 
 func subcommands(c *cobra.Command) string {

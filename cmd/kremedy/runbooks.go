@@ -15,7 +15,6 @@ func newRunbooksCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "runbooks",
 		Short: "List the built-in runbooks (`runbooks show NAME` for one's parameters, steps and risks)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rbs, err := runbooks.Builtin()
 			if err != nil {
@@ -29,13 +28,7 @@ func newRunbooksCmd() *cobra.Command {
 		},
 	}
 	c.AddCommand(newRunbooksShowCmd())
-	c.FParseErrWhitelist.UnknownFlags = false
-	c.Args = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return usageErr(fmt.Errorf("unknown command %q for %q; its commands: show", args[0], cmd.CommandPath()))
-		}
-		return nil
-	}
+	c.Args = noUnknownSubcommand
 	return c
 }
 

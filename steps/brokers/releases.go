@@ -31,33 +31,33 @@ func (r Releases) answered() bool {
 	return len(r) > 0
 }
 
-// DescribeProducers reports whether every broker answers DescribeProducers
-// (2.8+). When false, producers are judged by watching log end offsets.
-func (r Releases) DescribeProducers() bool {
+// all reports whether every broker answered and satisfies ok (false when
+// one did not answer: it may be the oldest).
+func (r Releases) all(ok func(ports.BrokerRelease) bool) bool {
 	if !r.answered() {
 		return false
 	}
 	for _, b := range r {
-		if !b.DescribeProducers {
+		if !ok(b) {
 			return false
 		}
 	}
 	return true
 }
 
+// DescribeProducers reports whether every broker answers DescribeProducers
+// (2.8+). When false, producers are judged by watching log end offsets.
+func (r Releases) DescribeProducers() bool {
+	return r.all(func(b ports.BrokerRelease) bool { return b.DescribeProducers })
+}
+
 // TopicIDs reports whether the cluster keeps topic IDs: every broker's
 // software (Metadata v10+) and IBP are 2.8 or later. Unknown is false.
 func (r Releases) TopicIDs() bool {
-	if !r.answered() {
-		return false
-	}
-	for _, b := range r {
+	return r.all(func(b ports.BrokerRelease) bool {
 		ibp, err := kafkaver.Parse(b.IBP)
-		if !b.MetadataIDs || err != nil || ibp.Before(2, 8) {
-			return false
-		}
-	}
-	return true
+		return b.MetadataIDs && err == nil && ibp.AtLeast(2, 8)
+	})
 }
 
 // WritesIDAtCreation reports whether a broker writes partition.metadata when
@@ -70,15 +70,7 @@ func (r Releases) WritesIDAtCreation() bool { return r.RefusesStaleLog() }
 // whose partition.metadata names another topic ID (INCONSISTENT_TOPIC_ID,
 // 3.0+ with topic IDs); otherwise the recreated topic adopts it silently.
 func (r Releases) RefusesStaleLog() bool {
-	if !r.TopicIDs() {
-		return false
-	}
-	for _, b := range r {
-		if !b.Release30 {
-			return false
-		}
-	}
-	return true
+	return r.TopicIDs() && r.all(func(b ports.BrokerRelease) bool { return b.Release30 })
 }
 
 // String says, grouped, which brokers run what ("brokers 1-3: Kafka v2.8,

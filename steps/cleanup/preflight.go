@@ -114,7 +114,6 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	if err := g.brokerFacts(ctx); err != nil {
 		return g.p, g.checks, err
 	}
-	g.releases(ctx)
 	// The disks are listed over SSH, and other topics' health is read,
 	// while the brokers are asked about the topic; an early return still
 	// waits for both.
@@ -142,6 +141,7 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 		return g.p, g.checks, err
 	}
 	d := diag.wait()
+	g.releases(ctx, d.d)
 	g.diagnosis(d.d, d.err)
 	if err := env.Save(factsKey, g.f); err != nil {
 		return g.p, g.checks, err
@@ -247,10 +247,17 @@ func (g *gathering) brokerFacts(ctx context.Context) error {
 }
 
 // releases is the capability probe: what each registered broker runs, and
-// so which method each version-dependent step uses. A resume with every
-// broker stopped keeps the first attempt's answer.
-func (g *gathering) releases(ctx context.Context) {
-	r := brokers.Probe(ctx, g.env.Kafka, g.f.Registered)
+// so which method each version-dependent step uses (the diagnosis's, when
+// it asked the same brokers). A resume with every broker stopped keeps the
+// first attempt's answer.
+func (g *gathering) releases(ctx context.Context, d *diagnose.Diagnosis) {
+	// The diagnosis beside preflight has asked the same brokers already.
+	var r brokers.Releases
+	if d != nil && slices.Equal(d.Brokers, g.f.Registered) {
+		r = d.Releases
+	} else {
+		r = brokers.Probe(ctx, g.env.Kafka, g.f.Registered)
+	}
 	if len(g.f.Registered) == 0 && g.prior != nil {
 		r = g.prior.Releases
 	}
