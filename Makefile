@@ -51,7 +51,8 @@ FUZZ_TARGETS := \
 	./steps/journal:FuzzRead \
 	./steps/segments:FuzzParseDir \
 	./steps/segments:FuzzParsePartitionMetadata \
-	./internal/shell:FuzzQuote
+	./internal/shell:FuzzQuote \
+	./internal/javaprops:FuzzParse
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -1,183 +1,185 @@
 package kafka
 
 import (
-	"bufio"
-	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/kremedy/kremedy/internal/javaprops"
 )
 
 // ErrUnsupportedProperty is a client property kremedy cannot honour; it
 // refuses rather than silently connecting some other way.
 var ErrUnsupportedProperty = errors.New("unsupported Kafka client property")
 
-// ParseProperties reads a Java .properties file's key=value pairs
-// (comments, `:` separators and backslash line continuations included).
+// ParseProperties reads a client.properties file as Kafka's clients do:
+// java.util.Properties (javaprops), then the config provider references
+// (${file:path:key}, ${directory:path:file}, ${env:NAME}) of the providers
+// the file declares in config.providers, resolved as Kafka's
+// ConfigTransformer resolves them. A reference kremedy cannot resolve is
+// an error naming the key and its line; Kafka would instead send the text
+// "${…}" as the value (a wrong password, found only at authentication).
 func ParseProperties(data []byte) (map[string]string, error) {
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var logical strings.Builder
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimLeft(sc.Text(), " \t\f")
-		if logical.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
-			continue
-		}
-		if strings.HasSuffix(line, `\`) && !strings.HasSuffix(line, `\\`) {
-			logical.WriteString(strings.TrimSuffix(line, `\`))
-			continue
-		}
-		logical.WriteString(line)
-		s := logical.String()
-		logical.Reset()
-		i := strings.IndexAny(s, "=:")
-		if i < 0 {
-			return nil, fmt.Errorf("line %d: %q is not key=value", n, s)
-		}
-		out[strings.TrimSpace(s[:i])] = strings.TrimSpace(s[i+1:])
+	p, err := javaprops.Parse(data)
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	providers, err := configProviders(p)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(p.Values))
+	keys := make([]string, 0, len(p.Values))
+	for k := range p.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := resolve(p.Values[k], providers)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %s: %w", p.Lines[k], k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
-var jaasField = regexp.MustCompile(`(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
+// variable is Kafka's ConfigTransformer.DEFAULT_PATTERN: ${provider:[path:]key}.
+var variable = regexp.MustCompile(`\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}`)
 
-// Options turns client properties into franz-go options. It supports
-// security.protocol PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL; PEM trust
-// and key stores; and SASL PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 with a
-// sasl.jaas.config. It returns the secrets it read so that callers keep them
-// out of journals and logs.
-func Options(props map[string]string) (opts []kgo.Opt, secrets []string, err error) {
-	proto := strings.ToUpper(props["security.protocol"])
-	if proto == "" {
-		proto = "PLAINTEXT"
+// provider is one config.providers entry kremedy can run in-process.
+type provider struct {
+	name, class string
+	// allowed is the provider's allowed.paths (Kafka 3.5+); empty allows all.
+	allowed []string
+	// allowlist is EnvVarConfigProvider's allowlist.pattern.
+	allowlist *regexp.Regexp
+}
+
+const (
+	fileProvider = "org.apache.kafka.common.config.provider.FileConfigProvider"
+	dirProvider  = "org.apache.kafka.common.config.provider.DirectoryConfigProvider"
+	envProvider  = "org.apache.kafka.common.config.provider.EnvVarConfigProvider"
+)
+
+func configProviders(p javaprops.Properties) (map[string]provider, error) {
+	out := map[string]provider{}
+	list, ok := p.Get("config.providers")
+	if !ok {
+		return out, nil
 	}
-	switch proto {
-	case "PLAINTEXT":
-	case "SSL", "SASL_SSL":
-		cfg, err := tlsConfig(props)
-		if err != nil {
-			return nil, nil, err
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
 		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
-	case "SASL_PLAINTEXT":
-	default:
-		return nil, nil, fmt.Errorf("%w: security.protocol=%s", ErrUnsupportedProperty, proto)
-	}
-	if strings.HasPrefix(proto, "SASL") {
-		mech := strings.ToUpper(props["sasl.mechanism"])
-		if mech == "" {
-			mech = "GSSAPI" // Kafka's default
-		}
-		var user, pass string
-		for _, m := range jaasField.FindAllStringSubmatch(props["sasl.jaas.config"], -1) {
-			v := strings.ReplaceAll(m[2], `\"`, `"`)
-			switch m[1] {
-			case "username":
-				user = v
-			case "password":
-				pass = v
-			}
-		}
-		if user == "" || pass == "" {
-			return nil, nil, fmt.Errorf("%w: sasl.jaas.config needs username=\"…\" and password=\"…\" for %s", ErrUnsupportedProperty, mech)
-		}
-		secrets = append(secrets, pass)
-		switch mech {
-		case "PLAIN":
-			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
-		case "SCRAM-SHA-256":
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
-		case "SCRAM-SHA-512":
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		key := "config.providers." + name + ".class"
+		class := p.Values[key]
+		switch class {
+		case fileProvider, dirProvider, envProvider:
+		case "":
+			return nil, fmt.Errorf("line %d: config.providers names %q but %s is unset (Kafka refuses this too)", p.Lines["config.providers"], name, key)
 		default:
-			return nil, nil, fmt.Errorf("%w: sasl.mechanism=%s (kremedy supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", ErrUnsupportedProperty, mech)
+			return nil, fmt.Errorf("line %d: %s=%s: %w: kremedy runs only Kafka's FileConfigProvider, DirectoryConfigProvider and EnvVarConfigProvider in-process; write the value into the file (readable only by you) or use one of those", p.Lines[key], key, class, ErrUnsupportedProperty)
 		}
+		pr := provider{name: name, class: class}
+		if v := p.Values["config.providers."+name+".param.allowed.paths"]; v != "" {
+			for _, a := range strings.Split(v, ",") {
+				pr.allowed = append(pr.allowed, filepath.Clean(strings.TrimSpace(a)))
+			}
+		}
+		if v, ok := p.Values["config.providers."+name+".param.allowlist.pattern"]; ok {
+			re, err := regexp.Compile("^(?:" + v + ")$")
+			if err != nil {
+				return nil, fmt.Errorf("config.providers.%s.param.allowlist.pattern: %w", name, err)
+			}
+			pr.allowlist = re
+		}
+		out[name] = pr
 	}
-	return opts, secrets, nil
+	return out, nil
 }
 
-func readPEM(props map[string]string, typeKey, locKey, inlineKey string) ([]byte, error) {
-	if v := props[inlineKey]; v != "" {
-		return []byte(v), nil
-	}
-	loc := props[locKey]
-	if loc == "" {
-		return nil, nil
-	}
-	if t := strings.ToUpper(props[typeKey]); t != "" && t != "PEM" {
-		return nil, fmt.Errorf("%w: %s=%s: convert the store to PEM (%s=PEM)", ErrUnsupportedProperty, typeKey, t, typeKey)
-	}
-	b, err := os.ReadFile(loc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", locKey, err)
-	}
-	return b, nil
+// resolve replaces every ${provider:path:key} in v.
+func resolve(v string, providers map[string]provider) (string, error) {
+	var firstErr error
+	out := variable.ReplaceAllStringFunc(v, func(m string) string {
+		g := variable.FindStringSubmatch(m)
+		name, path, key := g[1], g[3], g[4]
+		pr, ok := providers[name]
+		if !ok {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s: config.providers does not name %q, so Kafka would send this text itself as the value; declare the provider (config.providers=%s, config.providers.%s.class=…) or write the value", m, name, name, name)
+			}
+			return m
+		}
+		val, err := pr.lookup(path, key)
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("%s: %w", m, err)
+		}
+		return val
+	})
+	return out, firstErr
 }
 
-func tlsConfig(props map[string]string) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	ca, err := readPEM(props, "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates")
-	if err != nil {
-		return nil, err
-	}
-	if ca != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, fmt.Errorf("%w: the truststore holds no PEM certificate", ErrUnsupportedProperty)
+func (pr provider) lookup(path, key string) (string, error) {
+	if pr.class == envProvider {
+		if pr.allowlist != nil && !pr.allowlist.MatchString(key) {
+			return "", fmt.Errorf("environment variable %s is outside config.providers.%s.param.allowlist.pattern", key, pr.name)
 		}
-		cfg.RootCAs = pool
-	}
-	if props["ssl.key.password"] != "" {
-		return nil, fmt.Errorf("%w: ssl.key.password (encrypted client keys); use an unencrypted PEM key readable only by you", ErrUnsupportedProperty)
-	}
-	ks, err := readPEM(props, "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.key")
-	if err != nil {
-		return nil, err
-	}
-	if ks != nil {
-		certPEM := ks
-		if chain := props["ssl.keystore.certificate.chain"]; chain != "" {
-			certPEM = []byte(chain)
+		v, ok := os.LookupEnv(key)
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set", key)
 		}
-		cert, err := tls.X509KeyPair(certPEM, ks)
+		return v, nil
+	}
+	if path == "" {
+		return "", errors.New("no path (the form is ${provider:path:key})")
+	}
+	if !pr.allows(path) {
+		return "", fmt.Errorf("%s is outside config.providers.%s.param.allowed.paths", path, pr.name)
+	}
+	if pr.class == dirProvider {
+		// DirectoryConfigProvider: the key is a file in the directory,
+		// its whole content (UTF-8) the value.
+		if strings.ContainsRune(key, '/') {
+			return "", fmt.Errorf("%q is not a file name in %s", key, path)
+		}
+		b, err := os.ReadFile(filepath.Join(path, key))
 		if err != nil {
-			return nil, fmt.Errorf("client certificate: %w", err)
+			return "", err
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		return string(b), nil
 	}
-	if v, ok := props["ssl.endpoint.identification.algorithm"]; ok && v == "" {
-		// Java's "" disables hostname checks only; the chain is still verified.
-		cfg.InsecureSkipVerify = true
-		cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-			var certs []*x509.Certificate
-			for _, r := range raw {
-				c, err := x509.ParseCertificate(r)
-				if err != nil {
-					return err
-				}
-				certs = append(certs, c)
-			}
-			if len(certs) == 0 {
-				return errors.New("no server certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, c := range certs[1:] {
-				inter.AddCert(c)
-			}
-			_, err := certs[0].Verify(x509.VerifyOptions{Roots: cfg.RootCAs, Intermediates: inter})
-			return err
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	// FileConfigProvider reads the file through a UTF-8 Reader, not the
+	// ISO-8859-1 InputStream of client.properties itself.
+	p, err := javaprops.ParseUTF8(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	v, ok := p.Get(key)
+	if !ok {
+		return "", fmt.Errorf("%s has no key %q", path, key)
+	}
+	return v, nil
+}
+
+func (pr provider) allows(path string) bool {
+	if len(pr.allowed) == 0 {
+		return true
+	}
+	clean := filepath.Clean(path)
+	for _, a := range pr.allowed {
+		if clean == a || strings.HasPrefix(clean, a+string(filepath.Separator)) {
+			return true
 		}
 	}
-	return cfg, nil
+	return false
 }
