@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/kremedy
 DEMODIR ?= $(or $(KREMEDY_CACHE),$(HOME)/.cache/kremedy)/demo-lab
 
-.PHONY: build deps lab-install demo test test-versions test-short bench fuzz vet clean
+.PHONY: build deps lab-install lab-users lab-users-remove demo test test-versions test-short bench fuzz vet clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/kremedy
@@ -17,6 +17,16 @@ LAB_VERSIONS ?= 3.9.2,2.4.1,2.7.2,2.8.2
 lab-install: deps build
 	$(BIN) lab install --kafka-version $(LAB_VERSIONS)
 
+# The local users the non-root SSH tests log in as (kremedy-op with
+# passwordless sudo, kremedy-nosudo without); needs root. See the script.
+lab-users:
+	./lab/install-users.sh
+
+lab-users-remove:
+	-userdel -r kremedy-op
+	-userdel -r kremedy-nosudo
+	rm -f /etc/sudoers.d/kremedy-lab
+
 # A fresh lab, broken like the incident (ghost-topic), then the TUI on the
 # cleanup runbook against it.
 demo: deps build
@@ -27,7 +37,7 @@ demo: deps build
 	$(BIN) run topic-cleanup --inventory $(DEMODIR)/inventory.yaml --set topic=orders --set recreate=true
 
 # Every test: unit tests and the lab tests on real ZooKeeper, Kafka and sshd.
-test: lab-install
+test: lab-install lab-users
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz

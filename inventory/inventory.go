@@ -72,7 +72,14 @@ type SSH struct {
 	Config         string   `yaml:"config"`
 	ProxyJump      string   `yaml:"proxy_jump"`
 	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// Become is how every command kremedy runs on a host gains the rights
+	// it needs: "" runs as the login user, "sudo" runs each one through
+	// `sudo -n` (never prompting; preflight checks it works).
+	Become string `yaml:"become"`
 }
+
+// BecomeSudo is the one Become value besides "".
+const BecomeSudo = "sudo"
 
 // Broker is one Kafka broker: its broker.id, the SSH host it runs on and
 // the commands that stop and start it there.
@@ -83,6 +90,7 @@ type Broker struct {
 	User         string   `yaml:"user"`
 	IdentityFile string   `yaml:"identity_file"`
 	KnownHosts   string   `yaml:"known_hosts"`
+	Become       string   `yaml:"become"`
 	Stop         string   `yaml:"stop"`
 	Start        string   `yaml:"start"`
 	LogDirs      []string `yaml:"log_dirs"`
@@ -242,7 +250,7 @@ func (inv *Inventory) Broker(id int32) (Broker, bool) {
 }
 
 // SSHFor returns the SSH settings for broker b: b's port, user,
-// identity_file and known_hosts where set, the ssh defaults otherwise, and
+// identity_file, known_hosts and become where set, the ssh defaults otherwise, and
 // port 22 when neither names one.
 func (inv *Inventory) SSHFor(b Broker) SSH {
 	s := inv.SSH
@@ -260,6 +268,9 @@ func (inv *Inventory) SSHFor(b Broker) SSH {
 	}
 	if b.KnownHosts != "" {
 		s.KnownHosts = b.KnownHosts
+	}
+	if b.Become != "" {
+		s.Become = b.Become
 	}
 	return s
 }

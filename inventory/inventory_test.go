@@ -55,10 +55,13 @@ var parseCases = []parseCase{
 	{name: "byte order mark", in: "\ufeff" + minimal},
 	{name: "explicit document markers", in: "%YAML 1.2\n---\n" + minimal + "...\n"},
 	{name: "numbers as text are kept as written", in: edit("name: test", "name: 0042")},
+	{name: "become sudo everywhere and per broker", in: edit("ssh:\n", "ssh:\n  become: sudo\n") + "    become: sudo\n"},
+	{name: "become something else", in: edit("ssh:\n", "ssh:\n  become: doas\n"),
+		want: []string{`t.yaml:7:11: ssh.become "doas": the one method is sudo`}},
 
 	// Syntax and type errors, reported by the decoder.
 	{name: "unknown key", in: edit("    host: b1", "    hots: b1"),
-		want: []string{`t.yaml:10:5: unknown key "hots" in brokers[0]; known keys there are host, id,`}},
+		want: []string{`t.yaml:10:5: unknown key "hots" in brokers[0]; known keys there are become, host, id,`}},
 	{name: "unknown top-level key", in: "nmae: x\n" + minimal,
 		want: []string{`t.yaml:1:1: unknown key "nmae" at the top level`}},
 	{name: "wrong type id: one", in: edit("id: 1", "id: one"),
@@ -319,12 +322,12 @@ func TestParseExample(t *testing.T) {
 		SSH: SSH{
 			User: "kafka", Port: 22, IdentityFile: "~/.ssh/id_ed25519", Agent: true,
 			KnownHosts: "~/.ssh/known_hosts", Config: "~/.ssh/config", ProxyJump: "bastion",
-			ConnectTimeout: Duration{10 * time.Second},
+			ConnectTimeout: Duration{10 * time.Second}, Become: "sudo",
 		},
 		Brokers: []Broker{
-			{ID: 1, Host: "b1.internal", Port: 22, Stop: "sudo -n systemctl stop kafka", Start: "sudo -n systemctl start kafka",
+			{ID: 1, Host: "b1.internal", Port: 22, Stop: "systemctl stop kafka", Start: "systemctl start kafka",
 				LogDirs: []string{"/var/lib/kafka/data"}},
-			{ID: 2, Host: "b2.internal", Stop: "sudo -n systemctl stop kafka", Start: "sudo -n systemctl start kafka",
+			{ID: 2, Host: "b2.internal", Stop: "systemctl stop kafka", Start: "systemctl start kafka",
 				LogDirs: []string{"/var/lib/kafka/data-1", "/var/lib/kafka/data-2"}},
 		},
 		Clients: []Client{{Name: "orders-consumer", Host: "app1.internal",

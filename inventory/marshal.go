@@ -58,6 +58,7 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 		e.str(1, "known_hosts", s.KnownHosts)
 		e.str(1, "config", s.Config)
 		e.str(1, "proxy_jump", s.ProxyJump)
+		e.str(1, "become", s.Become)
 		if s.ConnectTimeout.Duration != 0 {
 			e.line(1, "connect_timeout: "+durationText(s.ConnectTimeout))
 		}
@@ -72,6 +73,7 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 				e.str(2, "user", b.User)
 				e.str(2, "identity_file", b.IdentityFile)
 				e.str(2, "known_hosts", b.KnownHosts)
+				e.str(2, "become", b.Become)
 				e.str(2, "stop", b.Stop)
 				e.str(2, "start", b.Start)
 				e.strs(2, "log_dirs", b.LogDirs)

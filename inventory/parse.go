@@ -110,6 +110,7 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 				"config":          d.Str(&s.Config),
 				"proxy_jump":      d.Str(&s.ProxyJump),
 				"connect_timeout": d.Duration(&s.ConnectTimeout.Duration),
+				"become":          d.Str(&s.Become),
 			})
 		},
 		"brokers": func(path string, at pos, n ast.Node) {
@@ -125,6 +126,7 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 					"user":          d.Str(&b.User),
 					"identity_file": d.Str(&b.IdentityFile),
 					"known_hosts":   d.Str(&b.KnownHosts),
+					"become":        d.Str(&b.Become),
 					"stop":          d.Str(&b.Stop),
 					"start":         d.Str(&b.Start),
 					"log_dirs":      d.Strs(&b.LogDirs),

@@ -45,6 +45,7 @@ func (d *decoder) validate(inv *Inventory) {
 	d.localPath("ssh.identity_file", s.IdentityFile)
 	d.localPath("ssh.known_hosts", s.KnownHosts)
 	d.localPath("ssh.config", s.Config)
+	d.become("ssh.become", s.Become)
 	if s.ProxyJump != "" {
 		for hop := range strings.SplitSeq(s.ProxyJump, ",") {
 			if err := checkJump(hop); err != nil {
@@ -71,6 +72,7 @@ func (d *decoder) validate(inv *Inventory) {
 		d.user(p+".user", b.User)
 		d.localPath(p+".identity_file", b.IdentityFile)
 		d.localPath(p+".known_hosts", b.KnownHosts)
+		d.become(p+".become", b.Become)
 		d.command(p+".stop", b.Stop, "stops the broker")
 		d.command(p+".start", b.Start, "starts the broker")
 		if s.KnownHosts == "" && b.KnownHosts == "" {
@@ -220,5 +222,11 @@ func (d *decoder) logDirs(p string, dirs []string) {
 				d.Errorf(d.At(pi), "%s %q and %s[%d] %q are nested; log dirs must be separate directories", pi, dir, p, j, prev)
 			}
 		}
+	}
+}
+
+func (d *decoder) become(p, v string) {
+	if v != "" && v != BecomeSudo {
+		d.Errorf(d.At(p), "%s %q: the one method is sudo (each command through `sudo -n`, never prompting); leave it out to run as the login user", p, v)
 	}
 }

@@ -1,12 +1,15 @@
 #!/bin/sh
 # Installs what the lab needs on a fresh Debian machine, and only what is
 # missing: OpenSSH's sshd (each lab broker host runs a real one) and Maven
-# (to fetch Kafka releases from Maven Central). Java 17 and Go are expected.
+# (to fetch Kafka releases from Maven Central), tmux, openssl and sudo (the
+# store and non-root SSH tests use them). Java 17 and Go are expected.
 set -eu
 need=""
 [ -x /usr/sbin/sshd ] || need="$need openssh-server"
 command -v mvn >/dev/null 2>&1 || need="$need maven"
 command -v tmux >/dev/null 2>&1 || need="$need tmux"
+command -v openssl >/dev/null 2>&1 || need="$need openssl"
+command -v sudo >/dev/null 2>&1 || need="$need sudo"
 if [ -n "$need" ]; then
   echo "installing:$need"
   if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; else

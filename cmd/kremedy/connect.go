@@ -42,7 +42,7 @@ func (c *cluster) Close() {
 
 func sshTarget(s inventory.SSH, host string) (remote.Target, error) {
 	t := remote.Target{Host: host, Port: s.Port, User: s.User, UseAgent: s.Agent, ProxyJump: s.ProxyJump,
-		ConnectTimeout: s.ConnectTimeout.Duration}
+		ConnectTimeout: s.ConnectTimeout.Duration, Become: s.Become}
 	if s.IdentityFile != "" {
 		t.IdentityFiles = []string{s.IdentityFile}
 	}

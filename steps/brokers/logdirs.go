@@ -13,12 +13,20 @@ import (
 )
 
 // listFunc lists log dirs: one line per entry with the dir's index, the
-// kind (d, f, or x for a missing dir), the name, and for directories the
-// topic id from partition.metadata. Shell builtins only: a log dir holds
+// kind (d, f, x for a missing dir, r for one the user cannot enter), the name, and for directories the
+// topic id from partition.metadata; and one "a" line per dir saying
+// whether the user the command runs as may move directories out of it
+// into the quarantine beside it (ok, or which of dir, parent, quarantine
+// it may not write). Shell builtins only: a log dir holds
 // thousands of partition directories, and a fork or two per directory
 // (sed, head) cost ~0.3 s per listing on the 3-broker lab.
 const listFunc = `kremedy_list() {
-  ( cd -- "$2" 2>/dev/null || { printf '%s\tx\t\t\n' "$1"; exit 0; }
+  ( cd -- "$2" 2>/dev/null || { if [ -e "$2" ]; then k=r; else k=x; fi; printf '%s\t%s\t\t\n' "$1" "$k"; exit 0; }
+    if ! { [ -w . ] && [ -x . ]; }; then a=dir
+    elif ! { [ -w .. ] && [ -x .. ]; }; then a=parent
+    elif [ -e ../kremedy-quarantine ] && ! { [ -w ../kremedy-quarantine ] && [ -x ../kremedy-quarantine ]; }; then a=quarantine
+    else a=ok; fi
+    printf '%s\ta\t%s\t\n' "$1" "$a"
     for e in * .[!.]* ..?*; do
       [ -e "$e" ] || [ -L "$e" ] || continue
       if [ -d "$e" ]; then
@@ -55,6 +63,10 @@ type Listing struct {
 	Errs map[int32]error
 	// Unexpected are lines a host printed that are not listing lines.
 	Unexpected map[int32][]string
+	// Unwritable maps broker → the log dirs out of which the listing's
+	// user cannot move a directory into the quarantine, each with what
+	// it may not write ("dir", "parent" or "quarantine").
+	Unwritable map[int32]map[string]string
 }
 
 // Err joins the hosts' errors, in broker order.
@@ -72,18 +84,23 @@ func (l Listing) Err(t ports.Target) error {
 // SSH command per host, hosts in parallel.
 func List(ctx context.Context, h ports.Hosts, t ports.Target, dirs map[int32][]string) Listing {
 	type res struct {
-		l   map[string][]segments.Entry
-		bad []string
-		err error
+		l    map[string][]segments.Entry
+		bad  []string
+		unwr map[string]string
+		err  error
 	}
 	ids := HostIDs(t)
 	got := EachID(ids, func(id int32) res {
-		l, bad, err := listHost(ctx, h, id, dirs[id])
-		return res{l, bad, err}
+		l, bad, unwr, err := listHost(ctx, h, id, dirs[id])
+		return res{l, bad, unwr, err}
 	})
-	out := Listing{Entries: map[int32]map[string][]segments.Entry{}, Errs: map[int32]error{}, Unexpected: map[int32][]string{}}
+	out := Listing{Entries: map[int32]map[string][]segments.Entry{}, Errs: map[int32]error{}, Unexpected: map[int32][]string{},
+		Unwritable: map[int32]map[string]string{}}
 	for i, id := range ids {
 		out.Entries[id] = got[i].l
+		if len(got[i].unwr) > 0 {
+			out.Unwritable[id] = got[i].unwr
+		}
 		if len(got[i].bad) > 0 {
 			out.Unexpected[id] = got[i].bad
 		}
@@ -98,9 +115,10 @@ func List(ctx context.Context, h ports.Hosts, t ports.Target, dirs map[int32][]s
 	return out
 }
 
-func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (map[string][]segments.Entry, []string, error) {
+func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (map[string][]segments.Entry, []string, map[string]string, error) {
 	out := map[string][]segments.Entry{}
-	var missing, bad []string
+	unwr := map[string]string{}
+	var missing, unreadable, bad []string
 	err := h.Run(ctx, broker, ListScript(dirs), func(l ports.Line) {
 		f := strings.SplitN(l.Text, "\t", 4)
 		var i int
@@ -111,15 +129,24 @@ func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (
 		switch f[1] {
 		case "x":
 			missing = append(missing, dirs[i])
+		case "r":
+			unreadable = append(unreadable, dirs[i])
+		case "a":
+			if f[2] != "ok" {
+				unwr[dirs[i]] = f[2]
+			}
 		default:
 			out[dirs[i]] = append(out[dirs[i]], segments.Entry{Name: f[2], IsDir: f[1] == "d", TopicID: f[3]})
 		}
 	})
 	if err != nil {
-		return nil, bad, fmt.Errorf("list log dirs on broker %d: %w", broker, err)
+		return nil, bad, nil, fmt.Errorf("list log dirs on broker %d: %w", broker, err)
+	}
+	if len(unreadable) > 0 {
+		return nil, bad, nil, fmt.Errorf("%w: log dir(s) %v on broker %d's host exist but the user kremedy's commands run as cannot enter them (Kafka's data is usually its service user's alone): set `become: sudo` in the inventory (ssh.become, or the broker's become) so that every command runs through sudo -n, or log in as a user that may read them", steps.ErrRefused, unreadable, broker)
 	}
 	if len(missing) > 0 {
-		return nil, bad, fmt.Errorf("%w: log dir(s) %v do not exist on broker %d's host; check log_dirs in the inventory", steps.ErrRefused, missing, broker)
+		return nil, bad, nil, fmt.Errorf("%w: log dir(s) %v do not exist on broker %d's host; check log_dirs in the inventory", steps.ErrRefused, missing, broker)
 	}
-	return out, bad, nil
+	return out, bad, unwr, nil
 }

@@ -273,6 +273,11 @@ func TestPreflightRefusals(t *testing.T) {
 		"kraft migration":  {func(f *fixture) { f.zk.Put("/migration", "{}") }, "migrating"},
 		"unknown broker":   {func(f *fixture) { f.zk.Put("/brokers/ids/4", "{}") }, "broker 4 is registered"},
 		"unreachable host": {func(f *fixture) { f.hosts.Unreachable[2] = errors.New("ssh: connection refused") }, "broker 2's host"},
+		"log dir the login may not write": {func(f *fixture) {
+			for dir := range f.hosts.FS[3] {
+				f.hosts.Unwritable = map[int32]map[string]string{3: {dir: "parent"}}
+			}
+		}, "broker 3: cannot write the parent of"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

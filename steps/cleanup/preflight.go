@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -400,6 +401,9 @@ func (g *gathering) disks(l brokers.Listing) error {
 		}
 		return err
 	}
+	if err := unwritable(l); err != nil {
+		return err
+	}
 	for _, h := range env.Target.Hosts {
 		for _, dir := range g.f.LogDirs[h.ID] {
 			entries := l.Entries[h.ID][dir]
@@ -422,7 +426,7 @@ func (g *gathering) disks(l brokers.Listing) error {
 			}
 		}
 	}
-	g.ok("every broker host reachable over SSH with a verified host key", fmt.Sprintf("%d hosts, log dirs listed", len(env.Target.Hosts)))
+	g.ok("every broker host reachable over SSH with a verified host key", fmt.Sprintf("%d hosts, log dirs listed; the user commands run as may move directories out of each into the quarantine beside it", len(env.Target.Hosts)))
 	for id := range g.ids {
 		if id != g.zt.TopicID {
 			g.f.OldIDs = append(g.f.OldIDs, id)
@@ -430,6 +434,24 @@ func (g *gathering) disks(l brokers.Listing) error {
 	}
 	slices.Sort(g.f.OldIDs)
 	return nil
+}
+
+// unwritable refuses when the user kremedy's commands run as may not move
+// a partition directory out of a log dir into the quarantine beside it:
+// the wipe would fail after the brokers were stopped.
+func unwritable(l brokers.Listing) error {
+	var bad []string
+	for _, id := range slices.Sorted(maps.Keys(l.Unwritable)) {
+		for _, dir := range slices.Sorted(maps.Keys(l.Unwritable[id])) {
+			what := map[string]string{"dir": "the log dir " + dir, "parent": "the parent of " + dir + " (where the quarantine goes)",
+				"quarantine": filepath.Join(filepath.Dir(dir), "kremedy-quarantine")}[l.Unwritable[id][dir]]
+			bad = append(bad, fmt.Sprintf("broker %d: cannot write %s", id, what))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the user kremedy's commands run as on the broker hosts may not move the topic's directories into quarantine (%s): the wipe would fail with the brokers stopped. Set `become: sudo` in the inventory (ssh.become, or the broker's become) so that every command runs through sudo -n, or log in as the user that owns the log dirs; nothing was changed", steps.ErrRefused, strings.Join(bad, "; "))
 }
 
 // oldRecords looks for records older than a "new" topic: the adoption

@@ -36,6 +36,9 @@ type Target struct {
 	// order; each hop is verified against the same known_hosts files and
 	// offered the same keys. A hop without user@ uses User, without :port 22.
 	ProxyJump string
+	// Become "sudo" runs every command through `sudo -n` (Fleet does it);
+	// "" runs it as User.
+	Become string
 }
 
 // Keepalive tuning: a keepalive@openssh.com request every interval; the

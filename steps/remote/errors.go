@@ -69,6 +69,30 @@ func (e *HostKeyMismatchError) Error() string {
 		keyscanType(e.KeyType), name, e.File)
 }
 
+// ErrSudo means `sudo -n` refused to run a command (a password would be
+// needed, the user may not run it, requiretty, or no sudo on the host).
+// The command did not run.
+var ErrSudo = errors.New("sudo refused")
+
+// SudoError is ErrSudo with the host, the login and sudo's own words.
+type SudoError struct {
+	Addr, User, Cmd string
+	Said            string // sudo's message, e.g. "sudo: a password is required"
+}
+
+func (e *SudoError) Error() string {
+	fix := fmt.Sprintf("allow %s to run commands through sudo without a password (a NOPASSWD rule in /etc/sudoers.d/ for the broker's stop/start commands and /bin/sh, which kremedy's own scripts run under), or log in as a user that has the rights and remove `become: sudo`", e.User)
+	switch {
+	case strings.Contains(e.Said, "tty"):
+		fix = fmt.Sprintf("sudoers requires a terminal; add `Defaults:%s !requiretty` (kremedy never opens a terminal to send commands)", e.User)
+	case strings.Contains(e.Said, "not found"):
+		fix = "install sudo on the host, or log in as a user that has the rights and remove `become: sudo`"
+	}
+	return fmt.Sprintf("sudo -n on %s as %s refused `%s`: %s. The command did not run. To fix: %s", e.Addr, e.User, short(e.Cmd), e.Said, fix)
+}
+
+func (e *SudoError) Unwrap() error { return ErrSudo }
+
 // ExitError: the remote command ran and exited non-zero, or was killed by a
 // signal. Run fills its Result too.
 type ExitError struct {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
+	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
@@ -87,7 +89,15 @@ func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(ports.Li
 	if err != nil {
 		return err
 	}
-	_, err = c.Run(ctx, cmd, func(l Line) {
+	sent := cmd
+	if t.Become == BecomeSudo {
+		sent = Sudo(cmd)
+	}
+	var said string // sudo's first complaint on stderr
+	_, err = c.Run(ctx, sent, func(l Line) {
+		if t.Become == BecomeSudo && said == "" && l.Stream == Stderr && sudoComplaint(l.Text) {
+			said = l.Text
+		}
 		if out != nil {
 			out(ports.Line{Stderr: l.Stream == Stderr, Text: l.Text})
 		}
@@ -95,7 +105,25 @@ func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(ports.Li
 	if errors.Is(err, ErrSessionLost) || errors.Is(err, ErrUnreachable) {
 		f.drop(t)
 	}
+	var ee *ExitError
+	if said != "" && errors.As(err, &ee) && (ee.Code == 1 || ee.Code == 127) {
+		return &SudoError{Addr: ee.Addr, User: t.User, Cmd: cmd, Said: said}
+	}
 	return err
+}
+
+// BecomeSudo is the Target.Become that runs every command through sudo.
+const BecomeSudo = "sudo"
+
+// Sudo wraps a command line so that root runs it through `sudo -n` (never
+// prompting: without a NOPASSWD rule sudo fails at once) under /bin/sh,
+// whatever the login shell.
+func Sudo(cmd string) string { return "sudo -n -- /bin/sh -c " + shell.Quote(cmd) }
+
+// sudoComplaint is a line sudo (or the shell not finding it) writes when
+// it refuses.
+func sudoComplaint(s string) bool {
+	return strings.HasPrefix(s, "sudo: ") || (strings.Contains(s, "sudo") && strings.Contains(s, "not found"))
 }
 
 // Run runs cmd on broker's host.

@@ -196,8 +196,12 @@ func startSSHD(t *testing.T) *sshd {
 	t.Helper()
 	k := getKeys(t)
 	dir := t.TempDir()
+	// sshd reads authorized_keys as the user logging in: the lab's
+	// non-root logins (become_test.go) must be able to read it.
+	os.Chmod(filepath.Dir(dir), 0o755)
+	os.Chmod(dir, 0o755)
 	ak := filepath.Join(dir, "authorized_keys")
-	if err := os.WriteFile(ak, ssh.MarshalAuthorizedKey(k.userSigner.PublicKey()), 0o600); err != nil {
+	if err := os.WriteFile(ak, ssh.MarshalAuthorizedKey(k.userSigner.PublicKey()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	port := freePort(t)

@@ -44,6 +44,10 @@ type Hosts struct {
 	StopFails map[int32]int
 	// Unreachable makes Check and Run fail for a broker.
 	Unreachable map[int32]error
+	// Unwritable[broker][dir] makes the listing say the login user may
+	// not write that log dir ("dir"), its parent ("parent") or the
+	// quarantine ("quarantine").
+	Unwritable map[int32]map[string]string
 	// OnStart, if set, runs after a broker's start command (the cluster
 	// as that broker finds it).
 	OnStart func(broker int32)
@@ -200,6 +204,11 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(ports.
 				emit(idx + "\tx\t\t")
 				continue
 			}
+			access := "ok"
+			if a := h.Unwritable[broker][dir]; a != "" {
+				access = a
+			}
+			emit(idx + "\ta\t" + access + "\t")
 			names := make([]string, 0, len(ents))
 			for n := range ents {
 				names = append(names, n)
