@@ -12,7 +12,6 @@ require (
 	github.com/charmbracelet/x/term v0.2.2
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/goccy/go-yaml v1.19.2
-	github.com/kevinburke/ssh_config v1.6.0
 	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
 	github.com/spf13/cobra v1.10.2
 	github.com/twmb/franz-go v1.22.3

@@ -78,6 +78,9 @@ type SSH struct {
 	Become string `yaml:"become"`
 }
 
+// SSHConfigNone as ssh.config reads no OpenSSH client config at all.
+const SSHConfigNone = "none"
+
 // BecomeSudo is the one Become value besides "".
 const BecomeSudo = "sudo"
 

@@ -279,6 +279,9 @@ func (l *Lab) Inventory() *inventory.Inventory {
 		SSH: inventory.SSH{
 			User: l.State.User, Port: SSHPort, IdentityFile: l.KeyPath(), KnownHosts: l.KnownHostsPath(),
 			ConnectTimeout: inventory.Duration{Duration: 10 * time.Second},
+			// The lab's hosts are its own: no ~/.ssh/config rule of this
+			// machine's user (a ProxyJump for 127.*, say) applies to them.
+			Config: inventory.SSHConfigNone,
 		},
 	}
 	for n := 1; n <= c.Brokers; n++ {

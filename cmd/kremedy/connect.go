@@ -42,19 +42,23 @@ func (c *cluster) Close() {
 
 func sshTarget(s inventory.SSH, host string) (remote.Target, error) {
 	t := remote.Target{Host: host, Port: s.Port, User: s.User, UseAgent: s.Agent, ProxyJump: s.ProxyJump,
-		ConnectTimeout: s.ConnectTimeout.Duration, Become: s.Become}
+		ConnectTimeout: s.ConnectTimeout.Duration, Become: s.Become,
+		// As ssh: the agent's keys when one answers at SSH_AUTH_SOCK.
+		TryAgent: os.Getenv("SSH_AUTH_SOCK") != ""}
 	if s.IdentityFile != "" {
 		t.IdentityFiles = []string{s.IdentityFile}
 	}
 	if s.KnownHosts != "" {
 		t.KnownHostsFiles = []string{s.KnownHosts}
 	}
-	if s.Config != "" {
-		// Hosts may be ~/.ssh/config aliases; ProxyJump is honoured. Host
-		// keys are still checked against known_hosts, never relaxed.
-		return remote.ResolveSSHConfig(t, s.Config)
+	if s.Config == inventory.SSHConfigNone {
+		return t, nil
 	}
-	return t, nil
+	// As `ssh host` would: the OpenSSH client evaluates the config (Match
+	// blocks, Include, ProxyJump, ProxyCommand, HostKeyAlias, default
+	// identities…). Host keys are still checked against known_hosts,
+	// never relaxed.
+	return remote.ResolveWithSSH(context.Background(), t, s.Config)
 }
 
 // connect loads an inventory and opens ZooKeeper and Kafka clients and the

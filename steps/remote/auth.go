@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 type credentials struct {
 	files     []ssh.Signer
 	filePaths []string
+	skipped   []string // default identities that need a passphrase
 	agent     agent.ExtendedAgent
 	agentConn net.Conn
 }
@@ -25,29 +27,73 @@ func loadCredentials(t Target) (*credentials, error) {
 	for _, p := range t.IdentityFiles {
 		s, err := loadKey(p)
 		if err != nil {
+			if t.SkipUnusableKeys {
+				cr.skipped = append(cr.skipped, p)
+				continue
+			}
 			return nil, err
+		}
+		for _, cert := range certificatesFor(s, p, t.CertificateFiles) {
+			cs, err := ssh.NewCertSigner(cert, s)
+			if err != nil {
+				return nil, fmt.Errorf("certificate for %s: %w; did not connect", p, err)
+			}
+			cr.files = append(cr.files, cs)
+			cr.filePaths = append(cr.filePaths, p+" (certificate)")
 		}
 		cr.files = append(cr.files, s)
 		cr.filePaths = append(cr.filePaths, p)
 	}
-	if t.UseAgent {
-		sock := os.Getenv("SSH_AUTH_SOCK")
+	if t.UseAgent || t.TryAgent {
+		sock := t.AgentSocket
 		if sock == "" {
-			return nil, errors.New("UseAgent is set but SSH_AUTH_SOCK is empty; did not connect. " +
-				"Start ssh-agent and ssh-add the key, or list the key in IdentityFiles")
+			sock = os.Getenv("SSH_AUTH_SOCK")
 		}
 		conn, err := net.Dial("unix", sock)
-		if err != nil {
-			return nil, fmt.Errorf("cannot reach ssh-agent at SSH_AUTH_SOCK=%s: %w; did not connect. "+
+		switch {
+		case sock == "" && t.UseAgent:
+			return nil, errors.New("UseAgent is set but SSH_AUTH_SOCK is empty; did not connect. " +
+				"Start ssh-agent and ssh-add the key, or list the key in IdentityFiles")
+		case err != nil && t.UseAgent:
+			return nil, fmt.Errorf("cannot reach ssh-agent at %s: %w; did not connect. "+
 				"Check the agent is running (ssh-add -l)", sock, err)
+		case err == nil:
+			cr.agentConn = conn
+			cr.agent = agent.NewClient(conn)
 		}
-		cr.agentConn = conn
-		cr.agent = agent.NewClient(conn)
 	}
 	if len(cr.files) == 0 && cr.agent == nil {
-		return nil, errors.New("no SSH credentials: Target has no IdentityFiles and UseAgent is false; did not connect")
+		if len(cr.skipped) > 0 {
+			return nil, fmt.Errorf("no usable SSH credentials: %s need a passphrase (load them into ssh-agent: ssh-add) and no ssh-agent answered; did not connect", strings.Join(cr.skipped, ", "))
+		}
+		return nil, errors.New("no SSH credentials: no identity file (inventory identity_file, ssh config IdentityFile or ~/.ssh/id_*) and no ssh-agent (SSH_AUTH_SOCK); did not connect")
 	}
 	return cr, nil
+}
+
+// certificatesFor returns the OpenSSH certificates of s's key among
+// files and keyPath's own "-cert.pub", as ssh offers them.
+func certificatesFor(s ssh.Signer, keyPath string, files []string) []*ssh.Certificate {
+	var out []*ssh.Certificate
+	seen := map[string]bool{}
+	for _, f := range append([]string{keyPath + "-cert.pub"}, files...) {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		pub, _, _, _, err := ssh.ParseAuthorizedKey(b)
+		if err != nil {
+			continue
+		}
+		if c, ok := pub.(*ssh.Certificate); ok && bytes.Equal(c.Key.Marshal(), s.PublicKey().Marshal()) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func loadKey(path string) (ssh.Signer, error) {
@@ -90,6 +136,9 @@ func (cr *credentials) describe() string {
 	var parts []string
 	for i, s := range cr.files {
 		parts = append(parts, fmt.Sprintf("%s (%s)", Fingerprint(s.PublicKey()), cr.filePaths[i]))
+	}
+	for _, p := range cr.skipped {
+		parts = append(parts, p+" skipped: passphrase-protected (ssh-add it)")
 	}
 	if cr.agent != nil {
 		if keys, err := cr.agent.List(); err == nil {

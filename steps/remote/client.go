@@ -39,6 +39,25 @@ type Target struct {
 	// Become "sudo" runs every command through `sudo -n` (Fleet does it);
 	// "" runs it as User.
 	Become string
+	// ProxyCommand, when set (and ProxyJump is not), is a local shell
+	// command whose stdin/stdout carry the connection, as ssh's
+	// ProxyCommand (tokens already expanded).
+	ProxyCommand string
+	// HostKeyAlias is the name looked up in known_hosts instead of Host.
+	HostKeyAlias string
+	// CertificateFiles are OpenSSH user certificates; each is offered with
+	// the identity whose key it certifies (an identity's own
+	// "<file>-cert.pub" is tried too, as ssh does).
+	CertificateFiles []string
+	// SkipUnusableKeys skips identity files that cannot be used without a
+	// prompt (passphrase-protected) instead of failing: ssh's default
+	// identities, which ssh would skip too.
+	SkipUnusableKeys bool
+	// TryAgent offers the agent's keys when an agent answers at
+	// AgentSocket (or SSH_AUTH_SOCK), and quietly does without otherwise;
+	// UseAgent insists.
+	TryAgent    bool
+	AgentSocket string
 }
 
 // Keepalive tuning: a keepalive@openssh.com request every interval; the
@@ -67,7 +86,9 @@ type Client struct {
 	closed bool  // Close was called
 }
 
-type hop struct{ user, addr string }
+// hop is one SSH connection of a route: keyAddr is the name known_hosts
+// is asked about (HostKeyAlias), proxy a ProxyCommand that carries it.
+type hop struct{ user, addr, keyAddr, proxy string }
 
 // Dial connects to t, verifying host keys and authenticating. ctx bounds
 // the dial only; once Dial returns, cancelling ctx does not affect the
@@ -109,7 +130,17 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	chain = append(chain, hop{user: t.User, addr: addr})
+	last := hop{user: t.User, addr: addr}
+	if t.HostKeyAlias != "" {
+		last.keyAddr = net.JoinHostPort(t.HostKeyAlias, strconv.Itoa(port))
+	}
+	if t.ProxyCommand != "" {
+		if len(chain) > 0 {
+			return nil, fmt.Errorf("ssh target %s has both ProxyJump and ProxyCommand; ssh uses one route: keep one", t.Host)
+		}
+		last.proxy = t.ProxyCommand
+	}
+	chain = append(chain, last)
 
 	creds, err := loadCredentials(t)
 	if err != nil {
@@ -148,11 +179,15 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 // dialHop dials h directly (via == nil) or through the jump client via,
 // then runs the SSH handshake, all bounded by timeout.
 func dialHop(ctx context.Context, via *ssh.Client, h hop, hk *hostKeys, creds *credentials, timeout time.Duration) (*ssh.Client, error) {
+	keyAddr := h.keyAddr
+	if keyAddr == "" {
+		keyAddr = h.addr
+	}
 	cfg := &ssh.ClientConfig{
 		User:              h.user,
 		Auth:              []ssh.AuthMethod{creds.method()},
 		HostKeyCallback:   hk.verify,
-		HostKeyAlgorithms: hk.algorithms(h.addr),
+		HostKeyAlgorithms: hk.algorithms(keyAddr),
 		Timeout:           timeout,
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
@@ -160,17 +195,23 @@ func dialHop(ctx context.Context, via *ssh.Client, h hop, hk *hostKeys, creds *c
 
 	var nc net.Conn
 	var err error
-	if via == nil {
+	switch {
+	case h.proxy != "":
+		nc, err = dialCommand(h.proxy, h.addr)
+	case via == nil:
 		var d net.Dialer
 		nc, err = d.DialContext(dctx, "tcp", h.addr)
-	} else {
+	default:
 		nc, err = via.DialContext(dctx, "tcp", h.addr)
 	}
 	if err != nil {
 		return nil, classifyDial(ctx, dctx, h, via, creds, timeout, err)
 	}
-	cl, err := handshake(dctx, nc, h.addr, cfg)
+	cl, err := handshake(dctx, nc, keyAddr, cfg)
 	if err != nil {
+		if pc, ok := nc.(*cmdConn); ok {
+			err = pc.explain(err)
+		}
 		return nil, classifyDial(ctx, dctx, h, via, creds, timeout, err)
 	}
 	return cl, nil

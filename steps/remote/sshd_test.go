@@ -192,7 +192,9 @@ func freePort(t *testing.T) int {
 
 // startSSHD starts a private sshd for the test and stops it (and every
 // process it spawned) in t.Cleanup.
-func startSSHD(t *testing.T) *sshd {
+// startSSHD starts a real sshd on loopback; extra are more sshd_config
+// lines.
+func startSSHD(t *testing.T, extra ...string) *sshd {
 	t.Helper()
 	k := getKeys(t)
 	dir := t.TempDir()
@@ -220,7 +222,7 @@ UseDNS no
 PrintMotd no
 AllowTcpForwarding yes
 LogLevel VERBOSE
-`, port, k.hostEd, k.hostRSA, filepath.Join(dir, "sshd.pid"), ak)
+`, port, k.hostEd, k.hostRSA, filepath.Join(dir, "sshd.pid"), ak) + strings.Join(extra, "\n") + "\n"
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

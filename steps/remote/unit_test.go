@@ -115,9 +115,9 @@ func TestParseProxyJump(t *testing.T) {
 	}{
 		{"", nil, false},
 		{"none", nil, false},
-		{"bastion", []hop{{"me", "bastion:22"}}, false},
-		{"jump@bastion:2200", []hop{{"jump", "bastion:2200"}}, false},
-		{"a@h1:1, h2 ,ssh://b@[::1]:3", []hop{{"a", "h1:1"}, {"me", "h2:22"}, {"b", "[::1]:3"}}, false},
+		{"bastion", []hop{{user: "me", addr: "bastion:22"}}, false},
+		{"jump@bastion:2200", []hop{{user: "jump", addr: "bastion:2200"}}, false},
+		{"a@h1:1, h2 ,ssh://b@[::1]:3", []hop{{user: "a", addr: "h1:1"}, {user: "me", addr: "h2:22"}, {user: "b", addr: "[::1]:3"}}, false},
 		{"h:0", nil, true},
 		{"h:x", nil, true},
 		{"@h", nil, true},
