@@ -273,6 +273,14 @@ func TestPreflightRefusals(t *testing.T) {
 		"kraft migration":  {func(f *fixture) { f.zk.Put("/migration", "{}") }, "migrating"},
 		"unknown broker":   {func(f *fixture) { f.zk.Put("/brokers/ids/4", "{}") }, "broker 4 is registered"},
 		"unreachable host": {func(f *fixture) { f.hosts.Unreachable[2] = errors.New("ssh: connection refused") }, "broker 2's host"},
+		"znodes ACL'd to the brokers' SASL identity": {func(f *fixture) {
+			f.zk.Hook = func(op, path string) error {
+				if op == "delete" && strings.HasSuffix(path, "/kremedy-acl-probe-never-exists") && strings.HasPrefix(path, "/brokers/topics/orders") {
+					return errors.New("zk: not authenticated")
+				}
+				return nil
+			}
+		}, "may not delete under /kafka/brokers/topics/orders"},
 		"log dir the login may not write": {func(f *fixture) {
 			for dir := range f.hosts.FS[3] {
 				f.hosts.Unwritable = map[int32]map[string]string{3: {dir: "parent"}}

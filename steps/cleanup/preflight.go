@@ -330,6 +330,44 @@ func (g *gathering) topicInZK(ctx context.Context) error {
 		g.fact("%s%s: PRESENT — the topic is marked for deletion and the deletion has not completed", zk.Chroot(), kafkazk.DeleteTopicPath(t))
 		g.consistent = false
 	}
+	return g.mayDelete(ctx)
+}
+
+// aclProbe is the name of a znode that never exists: deleting it under a
+// parent answers "no node" when the session may delete there and "not
+// authenticated" when it may not — ZooKeeper checks the parent's ACL
+// before the node's existence (PrepRequestProcessor, OpCode.delete), so
+// the probe changes nothing either way.
+const aclProbe = "kremedy-acl-probe-never-exists"
+
+// mayDelete proves, before anything is done, that this ZooKeeper session
+// may delete under every parent the cleanup deletes in: with
+// zookeeper.set.acl=true the brokers' znodes are ACL'd to their SASL
+// identity, which kremedy's digest session is not.
+func (g *gathering) mayDelete(ctx context.Context) error {
+	zk, t := g.env.ZK, g.topic
+	parents := []string{kafkazk.TopicsPath, kafkazk.ConfigTopicsPath, kafkazk.DeleteTopicsPath}
+	if g.hasTopic {
+		parents = append(parents, kafkazk.TopicPath(t), kafkazk.TopicPath(t)+"/partitions")
+		for p := range g.f.Partitions {
+			parents = append(parents, fmt.Sprintf("%s/partitions/%d", kafkazk.TopicPath(t), p))
+		}
+	}
+	var denied []string
+	for _, parent := range parents {
+		err := zk.Delete(ctx, parent+"/"+aclProbe, -1)
+		switch {
+		case err == nil || zk.IsNoNode(err):
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			denied = append(denied, fmt.Sprintf("%s%s (%v)", zk.Chroot(), parent, err))
+		}
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("%w: this ZooKeeper session may not delete under %s. With zookeeper.set.acl=true the brokers' znodes belong to their SASL identity (sasl:…), which kremedy cannot take (go-zookeeper has no SASL). What works: a superDigest operator identity on the ZooKeeper servers (-Dzookeeper.DigestAuthenticationProvider.superDigest=USER:HASH) given as zookeeper.auth in the inventory; or check the digest user and password there (ZooKeeper accepts any digest and only refuses at the first write). Nothing was changed", steps.ErrRefused, strings.Join(denied, "; "))
+	}
+	g.ok("this ZooKeeper session may delete the topic's znodes", fmt.Sprintf("probed %d parents (no znode changed)", len(parents)))
 	return nil
 }
 
