@@ -168,7 +168,7 @@ func (inv *Inventory) resolvePaths(dir string) error {
 	var home string
 	resolve := func(p *string) error {
 		switch {
-		case *p == "":
+		case *p == "", p == &inv.SSH.Config && *p == SSHConfigNone:
 			return nil
 		case *p == "~" || strings.HasPrefix(*p, "~/"):
 			if home == "" {

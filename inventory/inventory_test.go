@@ -483,6 +483,13 @@ brokers:
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
+	// "none" is ssh's word for no config file, not a file beside the inventory.
+	if err := os.WriteFile(path, []byte(strings.Replace(in, "config: /etc/ssh/ssh_config", "config: none", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if inv, err := Load(path); err != nil || inv.SSH.Config != SSHConfigNone {
+		t.Fatalf("config: none loaded as %q (%v)", inv.SSH.Config, err)
+	}
 }
 
 func TestLoadErrors(t *testing.T) {

@@ -40,11 +40,14 @@ func (l *Lab) BrokerCommand(ctx context.Context, id int32, action string, out fu
 	}
 	defer cl.Close()
 	out(fmt.Sprintf("[%s@%s] $ %s", s.User, cl.Addr(), cmd))
+	if s.Become == inventory.BecomeSudo {
+		cmd = remote.Sudo(cmd)
+	}
 	start := time.Now()
 	if _, err := cl.Run(ctx, cmd, func(ln remote.Line) { out(fmt.Sprintf("[broker %d] %s", id, ln.Text)) }); err != nil {
 		return fmt.Errorf("broker %d %s: %w", id, action, err)
 	}
-	zc, err := zookeeper.Dial(ctx, inv.ZooKeeper.Connect, zookeeper.Options{})
+	zc, err := zookeeper.Dial(ctx, inv.ZooKeeper.Connect, l.ZKOptions())
 	if err != nil {
 		return err
 	}

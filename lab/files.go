@@ -58,13 +58,16 @@ log4j.appender.file.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
 // `lab down` find the process even when its pid file is gone.
 func (l *Lab) zkArgv(n int) []string {
 	dir := l.ZKDir(n)
-	return []string{l.State.Java,
+	argv := []string{l.State.Java,
 		"-Xms32m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
 		"-Dkremedy.lab=" + l.Dir, "-Dkremedy.lab.zk=" + strconv.Itoa(n),
 		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
-		"-Dzookeeper.admin.enableServer=false",
-		"-cp", filepath.Join(l.State.Config.KafkaHome, "libs", "*"),
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(dir, "zoo.cfg")}
+		"-Dzookeeper.admin.enableServer=false"}
+	if l.State.Config.Secure {
+		argv = append(argv, l.zkSecurityArgs(n)...)
+	}
+	return append(argv, "-cp", filepath.Join(l.libsDir(), "*"),
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(dir, "zoo.cfg"))
 }
 
 func (l *Lab) writeBroker(n int) error {
@@ -112,6 +115,13 @@ controlled.shutdown.max.retries=1
 	if c.IBP != "" {
 		props += "inter.broker.protocol.version=" + c.IBP + "\n"
 	}
+	if c.Secure {
+		sec, err := l.brokerSecurity(n)
+		if err != nil {
+			return err
+		}
+		props = strings.Replace(props, fmt.Sprintf("listeners=PLAINTEXT://%s:%d\n", c.BrokerHost(n), KafkaPort), sec, 1)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(props), 0o644); err != nil {
 		return err
 	}
@@ -156,9 +166,13 @@ func (l *Lab) writeBrokerScripts(n int) error {
 		"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
 		"-Dkremedy.lab=" + l.Dir, l.brokerMarker(n),
 		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
-		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs"),
-		"-cp", filepath.Join(l.State.Config.KafkaHome, "libs", "*"),
-		"kafka.Kafka", filepath.Join(dir, "server.properties")}
+		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs")}
+	if l.State.Config.Secure {
+		// As a service unit's User=: the broker runs as the service user.
+		jvm = append([]string{"setpriv", "--reuid=" + ServiceUser, "--regid=" + ServiceUser, "--init-groups", "--"}, jvm...)
+		jvm = append(jvm, "-Djava.security.auth.login.config="+filepath.Join(dir, "jaas.conf"))
+	}
+	jvm = append(jvm, "-cp", filepath.Join(l.libsDir(), "*"), "kafka.Kafka", filepath.Join(dir, "server.properties"))
 	var q []string
 	for _, a := range jvm {
 		q = append(q, shell.Quote(a))
@@ -310,7 +324,7 @@ LogLevel VERBOSE
 # print to stderr, which would be charged to kremedy and streamed as broker
 # output.
 SetEnv SHLVL=1
-`, n, host, host, SSHPort, edPath, rsaPath, filepath.Join(dir, "sshd.pid"), l.path("authorized_keys"), l.State.User)
+`, n, host, host, SSHPort, edPath, rsaPath, filepath.Join(dir, "sshd.pid"), l.path("authorized_keys"), l.sshUser())
 	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
 		return "", err
 	}
@@ -330,4 +344,14 @@ func writeHostKey(path string, key any) error {
 		return err
 	}
 	return os.WriteFile(path+".pub", ssh.MarshalAuthorizedKey(s.PublicKey()), 0o644)
+}
+
+// sshUser is the login the lab's sshd allows: on a secured lab the
+// operator, and NoSudoUser for rehearsing a login without sudo rights;
+// this machine's user otherwise.
+func (l *Lab) sshUser() string {
+	if l.State.Config.Secure {
+		return OperatorUser + " " + NoSudoUser
+	}
+	return l.State.User
 }

@@ -4,7 +4,9 @@
 #   kremedy-op      an operator: may run any command through `sudo -n`
 #                   (a NOPASSWD rule in /etc/sudoers.d/kremedy-lab), as an
 #                   on-call engineer on a broker host usually may;
-#   kremedy-nosudo  a login without sudo rights.
+#   kremedy-nosudo  a login without sudo rights;
+#   kremedy-kafka   the service user a secured lab's brokers run as
+#                   (`lab up --secure`), owner of their data; no login.
 # Neither has a password (logins are by the lab's key only, on the lab's
 # own sshd on loopback addresses); `make lab-users-remove` deletes both.
 set -eu
@@ -21,6 +23,10 @@ for u in kremedy-op kremedy-nosudo; do
     echo "lab users: created $u"
   fi
 done
+if ! id kremedy-kafka >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin kremedy-kafka
+  echo "lab users: created kremedy-kafka"
+fi
 rule='kremedy-op ALL=(ALL) NOPASSWD: ALL'
 if [ "$(cat /etc/sudoers.d/kremedy-lab 2>/dev/null)" != "$rule" ]; then
   printf '%s\n' "$rule" > /etc/sudoers.d/kremedy-lab.tmp

@@ -53,6 +53,8 @@ type Config struct {
 	// 127.<Net>.1.N, ZooKeeper nodes on 127.<Net>.2.N. 0 by default, so a
 	// second lab (e.g. the test suite's) can run beside an engineer's.
 	Net int `json:"net"`
+	// Secure makes the lab a secured cluster (secure.go).
+	Secure bool `json:"secure,omitempty"`
 }
 
 // DefaultConfig is a 3-broker, 3-node lab under /kafka.

@@ -131,11 +131,11 @@ type env struct {
 }
 
 func newEnv(ctx context.Context, l *Lab, name, topic string, out io.Writer) (*env, error) {
-	zc, err := zookeeper.Dial(ctx, l.State.Config.ZKConnect(), zookeeper.Options{})
+	zc, err := zookeeper.Dial(ctx, l.State.Config.ZKConnect(), l.ZKOptions())
 	if err != nil {
 		return nil, fmt.Errorf("lab ZooKeeper: %w (is the lab up? `kremedy lab status --dir %s`)", err, l.Dir)
 	}
-	kc, err := kafka.New(l.State.Config.Bootstrap())
+	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
 	if err != nil {
 		zc.Close()
 		return nil, err
@@ -261,7 +261,7 @@ func (e *env) createAndFill(t string, assign [][]int32, generation string) (stri
 	if err := e.waitServed(t, len(assign)); err != nil {
 		return "", err
 	}
-	p, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 20*time.Second)
+	p, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 20*time.Second, e.l.KafkaOpts()...)
 	if err != nil {
 		return "", err
 	}
@@ -640,7 +640,7 @@ func (e *env) ghostSymptoms(v int32, led, followed []int32) {
 			return st.Leader == v && errors.Is(lerr, kerr.NotLeaderForPartition), ev
 		})
 		e.observe(fmt.Sprintf("producing to %s-%d fails", t, p), 0, false, func() (bool, string) {
-			pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 6*time.Second)
+			pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 6*time.Second, e.l.KafkaOpts()...)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -682,7 +682,7 @@ func (e *env) stuckSymptoms(led []int32) {
 		return ok && exists && err == nil, fmt.Sprintf("%s%s exists=%v; %s", e.zk.Chroot(), kafkazk.TopicPath(t), exists, ev)
 	})
 	e.observe(fmt.Sprintf("producing to %s-0 fails", t), 0, false, func() (bool, string) {
-		pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 6*time.Second)
+		pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 6*time.Second, e.l.KafkaOpts()...)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -703,7 +703,7 @@ func (e *env) reuseSymptoms(v int32, led []int32) {
 		e.observe(fmt.Sprintf("a consumer of the NEW %q reads the OLD messages from %s-%d (led by broker %d)", t, t, p, v), 30*time.Second, false, func() (bool, string) {
 			rctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 			defer cancel()
-			vals, err := kafka.ReadPartition(rctx, e.l.State.Config.Bootstrap(), t, p)
+			vals, err := kafka.ReadPartition(rctx, e.l.State.Config.Bootstrap(), t, p, e.l.KafkaOpts()...)
 			if err != nil {
 				return false, err.Error()
 			}

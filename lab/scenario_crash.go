@@ -103,7 +103,7 @@ func (e *env) crashSymptoms(victim, survivor int32, assign [][]int32) {
 		return ok, fmt.Sprintf("broker %d's metadata: %d partitions that broker %d led have new leaders; %s", survivor, moved, victim, isrSummary(v.Topics[t].Partitions))
 	})
 	e.observe(fmt.Sprintf("messages still flow: an acks=all producer writes to every partition of %q", t), 20*time.Second, false, func() (bool, string) {
-		pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 10*time.Second)
+		pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 10*time.Second, e.l.KafkaOpts()...)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -52,7 +52,7 @@ func (l *Lab) Status(ctx context.Context) Status {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if zc, err := zookeeper.Dial(sctx, c.ZKConnect(), zookeeper.Options{}); err == nil {
+	if zc, err := zookeeper.Dial(sctx, c.ZKConnect(), l.ZKOptions()); err == nil {
 		st.Registered, _ = zc.BrokerIDs(sctx)
 		st.Controller, _ = zc.Controller(sctx)
 		zc.Close()

@@ -67,7 +67,7 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	if err := l.checkPorts(); err != nil {
 		return nil, err
 	}
-	if err := l.writeAll(sshd); err != nil {
+	if err := l.writeAll(ctx, sshd); err != nil {
 		return nil, fmt.Errorf("write lab files in %s: %w", l.Dir, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
@@ -101,6 +101,11 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	}
 	defer zc.Close()
 	fmt.Fprintf(out, "  zookeeper quorum up after %.1fs\n", time.Since(start).Seconds())
+	if c.Secure {
+		if err := l.ensureSCRAM(ctx, zc, out); err != nil {
+			return nil, err
+		}
+	}
 
 	// A broker killed outright leaves its ephemeral /brokers/ids/N until its
 	// ZooKeeper session expires; a new process with the same id would fail
@@ -198,6 +203,11 @@ func create(dir string, c Config) (*Lab, error) {
 	if _, err := FindSSHD(); err != nil {
 		return nil, err
 	}
+	if c.Secure {
+		if err := checkSecure(); err != nil {
+			return nil, err
+		}
+	}
 	u, err := user.Current()
 	if err != nil {
 		return nil, err
@@ -224,6 +234,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("log-dirs-per-broker", want.LogDirsPerBroker, have.LogDirsPerBroker)
 	check("ibp", want.IBP, have.IBP)
 	check("net", want.Net, have.Net)
+	check("secure", want.Secure, have.Secure)
 	check("kafka-version", want.KafkaVersion, l.State.Kafka)
 	if explicit != nil && explicit("kafka-home") {
 		if abs, _ := filepath.Abs(want.KafkaHome); abs != have.KafkaHome {
@@ -237,7 +248,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	return nil
 }
 
-func (l *Lab) writeAll(sshd string) error {
+func (l *Lab) writeAll(ctx context.Context, sshd string) error {
 	c := l.State.Config
 	if err := l.writeKeys(); err != nil {
 		return err
@@ -257,6 +268,11 @@ func (l *Lab) writeAll(sshd string) error {
 			return err
 		}
 		known = append(known, line)
+	}
+	if c.Secure {
+		if err := l.writeSecure(ctx); err != nil {
+			return fmt.Errorf("secured lab: %w", err)
+		}
 	}
 	if err := atomicfile.WriteFile(l.KnownHostsPath(), []byte(strings.Join(known, "\n")+"\n")); err != nil {
 		return err
@@ -283,6 +299,12 @@ func (l *Lab) Inventory() *inventory.Inventory {
 			// machine's user (a ProxyJump for 127.*, say) applies to them.
 			Config: inventory.SSHConfigNone,
 		},
+	}
+	if c.Secure {
+		inv.Note += "; secured: SASL_SSL (SCRAM-SHA-512), ZooKeeper SASL ACLs (kremedy uses the superDigest operator), SSH as " + OperatorUser + " with sudo"
+		inv.ZooKeeper.Auth = &inventory.ZKAuth{User: ZKOperator, PasswordFile: l.ZKOperatorPasswordFile()}
+		inv.Kafka.ClientProperties = l.ClientProperties()
+		inv.SSH.User, inv.SSH.Become = OperatorUser, inventory.BecomeSudo
 	}
 	for n := 1; n <= c.Brokers; n++ {
 		inv.Brokers = append(inv.Brokers, inventory.Broker{
@@ -388,7 +410,9 @@ func (l *Lab) checkPorts() error {
 
 func (l *Lab) waitQuorum(ctx context.Context) (*zookeeper.Conn, error) {
 	c := l.State.Config
-	zc, err := zookeeper.Dial(ctx, c.ZKConnect(), zookeeper.Options{SessionTimeout: 6 * time.Second, Starting: true})
+	o := l.ZKOptions()
+	o.SessionTimeout, o.Starting = 6*time.Second, true
+	zc, err := zookeeper.Dial(ctx, c.ZKConnect(), o)
 	if err != nil {
 		var tails []string
 		for n := 1; n <= c.ZooKeepers; n++ {

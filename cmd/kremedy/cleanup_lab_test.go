@@ -59,7 +59,11 @@ func needLab(t *testing.T) {
 
 func startLab(t *testing.T, cfg lab.Config) *lab.Lab {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "lab")
+	return startLabIn(t, filepath.Join(t.TempDir(), "lab"), cfg)
+}
+
+func startLabIn(t *testing.T, dir string, cfg lab.Config) *lab.Lab {
+	t.Helper()
 	start := time.Now()
 	// Registered first: a lab up that fails half-way (no quorum) must not
 	// leave its sshd and JVMs behind, holding the ports of the next run.
@@ -143,11 +147,11 @@ type clients struct {
 func connectLab(t *testing.T, l *lab.Lab) *clients {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	zc, err := zookeeper.Dial(ctx, l.State.Config.ZKConnect(), zookeeper.Options{})
+	zc, err := zookeeper.Dial(ctx, l.State.Config.ZKConnect(), l.ZKOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc, err := kafka.New(l.State.Config.Bootstrap())
+	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +197,7 @@ func (c *clients) assertRecreated(t *testing.T, topic string, oldIDs ...string) 
 		}
 	}
 	for p := int32(0); p < int32(len(z.Partitions)); p++ {
-		vals, err := kafka.ReadPartition(ctx, c.l.State.Config.Bootstrap(), topic, p)
+		vals, err := kafka.ReadPartition(ctx, c.l.State.Config.Bootstrap(), topic, p, c.l.KafkaOpts()...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +211,7 @@ func (c *clients) assertBystander(t *testing.T, rep *lab.Report) {
 	t.Helper()
 	for p := range rep.Assign {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		vals, err := kafka.ReadPartition(ctx, c.l.State.Config.Bootstrap(), rep.Bystander, int32(p))
+		vals, err := kafka.ReadPartition(ctx, c.l.State.Config.Bootstrap(), rep.Bystander, int32(p), c.l.KafkaOpts()...)
 		cancel()
 		if err != nil || len(vals) != lab.MessagesPerPartition {
 			t.Fatalf("bystander %s-%d: %d records (%v), want %d", rep.Bystander, p, len(vals), err, lab.MessagesPerPartition)

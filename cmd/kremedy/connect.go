@@ -124,6 +124,10 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		c.Close()
 		return nil, failedErr(err)
 	}
+	if err := c.kafka.CheckSecurity(ctx); err != nil {
+		c.Close()
+		return nil, usageErr(fmt.Errorf("%s: %w", inv.Kafka.ClientProperties, err))
+	}
 	c.ports.ZK, c.ports.Kafka, c.ports.Hosts = c.zk, c.kafka, c.fleet
 	return c, nil
 }

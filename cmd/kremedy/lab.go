@@ -100,6 +100,7 @@ func newLabUpCmd() *cobra.Command {
 	f.StringVar(&cfg.IBP, "ibp", "", "inter.broker.protocol.version (2.7: no topic IDs, the pre-2.8 behaviour)")
 	f.StringVar(&cfg.KafkaVersion, "kafka-version", "", "Kafka release to run, installed with `lab install --kafka-version` (default: --kafka-home, $KAFKA_HOME, then "+lab.KafkaVersion+")")
 	f.StringVar(&cfg.KafkaHome, "kafka-home", "", "an Apache Kafka 2.4–3.9 home (default $KAFKA_HOME, then the `lab install` cache)")
+	f.BoolVar(&cfg.Secure, "secure", false, "a secured cluster: SASL_SSL (SCRAM-SHA-512, TLS from a lab CA, JKS and PKCS12 keystores), ZooKeeper SASL with ACLs, brokers run as "+lab.ServiceUser+", SSH as "+lab.OperatorUser+" with sudo (needs root and `make lab-users`)")
 	f.IntVar(&cfg.Net, "net", 0, "second octet of the lab's loopback addresses (127.NET.1.N), to run a second lab beside the first")
 	return c
 }

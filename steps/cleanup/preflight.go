@@ -354,6 +354,7 @@ func (g *gathering) mayDelete(ctx context.Context) error {
 		}
 	}
 	var denied []string
+	var first error
 	for _, parent := range parents {
 		err := zk.Delete(ctx, parent+"/"+aclProbe, -1)
 		switch {
@@ -361,11 +362,14 @@ func (g *gathering) mayDelete(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		default:
-			denied = append(denied, fmt.Sprintf("%s%s (%v)", zk.Chroot(), parent, err))
+			denied = append(denied, zk.Chroot()+parent)
+			if first == nil {
+				first = err
+			}
 		}
 	}
 	if len(denied) > 0 {
-		return fmt.Errorf("%w: this ZooKeeper session may not delete under %s. With zookeeper.set.acl=true the brokers' znodes belong to their SASL identity (sasl:…), which kremedy cannot take (go-zookeeper has no SASL). What works: a superDigest operator identity on the ZooKeeper servers (-Dzookeeper.DigestAuthenticationProvider.superDigest=USER:HASH) given as zookeeper.auth in the inventory; or check the digest user and password there (ZooKeeper accepts any digest and only refuses at the first write). Nothing was changed", steps.ErrRefused, strings.Join(denied, "; "))
+		return fmt.Errorf("%w: this ZooKeeper session may not delete under %s (%v). With zookeeper.set.acl=true the brokers' znodes belong to their SASL identity (sasl:…), which kremedy cannot take (go-zookeeper has no SASL). What works: a superDigest operator identity on the ZooKeeper servers (-Dzookeeper.DigestAuthenticationProvider.superDigest=USER:HASH) given as zookeeper.auth in the inventory; or check the digest user and password there (ZooKeeper accepts any digest and only refuses at the first write). Nothing was changed", steps.ErrRefused, strings.Join(denied, ", "), first)
 	}
 	g.ok("this ZooKeeper session may delete the topic's znodes", fmt.Sprintf("probed %d parents (no znode changed)", len(parents)))
 	return nil

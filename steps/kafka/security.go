@@ -1,11 +1,18 @@
 package kafka
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -96,4 +103,47 @@ func saslOpt(props map[string]string) (kgo.Opt, string, error) {
 	default:
 		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()), pass, nil
 	}
+}
+
+// ErrSecurity means the brokers refused kremedy's credentials, or TLS
+// between them failed: a setting in client.properties, not the cluster's
+// state. Nothing was asked of the cluster.
+var ErrSecurity = errors.New("Kafka refused the connection's security")
+
+// CheckSecurity asks one broker for nothing (a Metadata request for no
+// topic) and names a refusal of the credentials or of TLS — wrong SASL
+// password or mechanism, an untrusted or expired certificate, a name the
+// certificate does not carry, TLS to a plaintext listener — as
+// ErrSecurity with what to check. Any other failure (a broker down, the
+// network) is left to the steps that need the brokers, which say which
+// broker: it returns nil then, after at most 5 s.
+func (c *Client) CheckSecurity(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	_, err := req.RequestWith(ctx, c.cl)
+	if err == nil {
+		return nil
+	}
+	var ua x509.UnknownAuthorityError
+	var ci x509.CertificateInvalidError
+	var hn x509.HostnameError
+	var rh tls.RecordHeaderError
+	var ke *kerr.Error
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Errorf("%w: %v. Check the username and password in sasl.jaas.config (and that the user exists: kafka-configs --describe --entity-type users); nothing was done", ErrSecurity, err)
+	case errors.As(err, &ke) && (ke.Code == kerr.UnsupportedSaslMechanism.Code || ke.Code == kerr.IllegalSaslState.Code):
+		return fmt.Errorf("%w: %v. sasl.mechanism must be one the listener enables (sasl.enabled.mechanisms); nothing was done", ErrSecurity, err)
+	case errors.As(err, &ua):
+		return fmt.Errorf("%w: the broker's certificate is signed by a CA the truststore does not hold (%v). Point ssl.truststore.location at the CA that signed the brokers' certificates; nothing was done", ErrSecurity, err)
+	case errors.As(err, &ci):
+		return fmt.Errorf("%w: the broker's certificate is not valid (%v): expired, not yet valid or not for serving TLS; renew it on the broker. Nothing was done", ErrSecurity, err)
+	case errors.As(err, &hn):
+		return fmt.Errorf("%w: %v. The bootstrap address is not a name in the broker's certificate: use the name it carries, or set ssl.endpoint.identification.algorithm= (empty) to check the chain only. Nothing was done", ErrSecurity, err)
+	case errors.As(err, &rh):
+		return fmt.Errorf("%w: the broker did not answer TLS (%v): the listener is PLAINTEXT or SASL_PLAINTEXT, not what security.protocol says. Nothing was done", ErrSecurity, err)
+	}
+	return nil
 }

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+// TestSecureLab runs kremedy on a cluster secured as production ones are
+// (lab up --secure): SASL_SSL with SCRAM-SHA-512 and the lab CA's TLS
+// (JKS and PKCS12 keystores), ZooKeeper SASL with zookeeper.set.acl=true,
+// brokers running as a service user that owns their data, and an SSH login
+// that is a normal user with sudo. It proves the lab really is secured,
+// that every wrong credential stops a run before anything changes with a
+// message saying what failed, and that the full ghost-topic cleanup works
+// through sudo, checked with a real secured client.
+func TestSecureLab(t *testing.T) {
+	needLab(t)
+	if os.Geteuid() != 0 {
+		t.Fatal("the secured lab runs its brokers as " + lab.ServiceUser + " and needs root (CI runs as root)")
+	}
+	for _, u := range []string{lab.ServiceUser, lab.OperatorUser, lab.NoSudoUser} {
+		if _, err := user.Lookup(u); err != nil {
+			t.Fatalf("user %s: %v: run `make lab-users` as root", u, err)
+		}
+	}
+	t.Parallel()
+	cfg := lab.DefaultConfig()
+	cfg.Net, cfg.ZooKeepers, cfg.Secure = 17, 1, true
+	// The brokers' service user must reach the lab through the test's
+	// temporary directories.
+	l := startSecureLab(t, cfg)
+	c := connectLab(t, l)
+	ctx := context.Background()
+
+	t.Run("it really is secured", func(t *testing.T) {
+		plain, err := kafka.New(l.State.Config.Bootstrap())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer plain.Close()
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrMetadataRequest()
+		if _, err := req.RequestWith(rctx, plain.Kgo()); err == nil {
+			t.Fatal("a PLAINTEXT client got metadata from the SASL_SSL listener")
+		}
+		anon, err := zookeeper.Dial(ctx, l.State.Config.ZKConnect(), zookeeper.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer anon.Close()
+		acl, err := anon.GetACL(ctx, kafkazk.TopicsPath)
+		if err != nil || !slices.ContainsFunc(acl, func(a kafkazk.ACL) bool { return a.Scheme == "sasl" && a.ID == "kafka" }) {
+			t.Fatalf("%s ACL %+v (%v), want the brokers' SASL identity", kafkazk.TopicsPath, acl, err)
+		}
+		if err := anon.Delete(ctx, kafkazk.TopicsPath+"/never-exists", -1); err == nil || anon.IsNoNode(err) {
+			t.Fatalf("an unauthenticated ZooKeeper session may delete under %s: %v", kafkazk.TopicsPath, err)
+		}
+		for n := 1; n <= cfg.Brokers; n++ {
+			if u := procUser(t, l.BrokerPID(n)); u != lab.ServiceUser {
+				t.Fatalf("broker %d runs as %s, want %s", n, u, lab.ServiceUser)
+			}
+		}
+	})
+
+	t.Run("diagnose and a PKCS12 client with config providers", func(t *testing.T) {
+		if r := kremedy(t, "diagnose", "--inventory", l.InventoryPath()); r.code != 0 {
+			t.Fatalf("diagnose on the healthy secured lab: exit %d\n%s", r.code, r.out)
+		}
+		p12 := variant(t, l, func(inv string) string {
+			return strings.Replace(inv, l.ClientProperties(), l.ClientPropertiesPKCS12(), 1)
+		})
+		if r := kremedy(t, "diagnose", "--inventory", p12); r.code != 0 {
+			t.Fatalf("diagnose with the PKCS12 client: exit %d\n%s", r.code, r.out)
+		}
+	})
+
+	rep := breakIt(t, l, "ghost-topic", "orders")
+
+	t.Run("wrong credentials stop the run before any change", func(t *testing.T) {
+		other, err := lab.NewPKI(ctx, filepath.Join(t.TempDir(), "other-ca"), "other-store")
+		if err != nil {
+			t.Fatal(err)
+		}
+		props := func(edit func(string) string) string {
+			b, err := os.ReadFile(l.ClientProperties())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := filepath.Join(t.TempDir(), "client.properties")
+			changed := edit(string(b))
+			if changed == string(b) {
+				t.Fatal("the client.properties variant changes nothing")
+			}
+			if err := os.WriteFile(f, []byte(changed), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		withProps := func(f string) func(string) string {
+			return func(inv string) string { return strings.Replace(inv, l.ClientProperties(), f, 1) }
+		}
+		pw := regexp.MustCompile(`password="[^"]*"`)
+		badZK := filepath.Join(t.TempDir(), "zk.pw")
+		os.WriteFile(badZK, []byte("not-the-password\n"), 0o600)
+		p12, err := os.ReadFile(l.ClientPropertiesPKCS12())
+		if err != nil {
+			t.Fatal(err)
+		}
+		badKeystore := filepath.Join(t.TempDir(), "p12.properties")
+		os.WriteFile(badKeystore, []byte(regexp.MustCompile(`ssl.keystore.password=.*`).ReplaceAllString(string(p12), "ssl.keystore.password=not-the-password")), 0o600)
+		for _, tc := range []struct {
+			name string
+			inv  func(string) string
+			code int
+			want []string
+		}{
+			{"wrong SASL password", withProps(props(func(s string) string { return pw.ReplaceAllString(s, `password="wrong"`) })), 2,
+				[]string{"SASL_AUTHENTICATION_FAILED", "sasl.jaas.config", "nothing was done"}},
+			{"wrong truststore password", withProps(props(func(s string) string {
+				return regexp.MustCompile(`ssl.truststore.password=.*`).ReplaceAllString(s, "ssl.truststore.password=wrong-password")
+			})), 2, []string{"is ssl.truststore.password right?", "nothing was done"}},
+			{"wrong keystore password", withProps(badKeystore), 2, []string{"is ssl.keystore.password right?", "nothing was done"}},
+			{"untrusted certificate", withProps(props(func(s string) string {
+				s = strings.Replace(s, filepath.Join(filepath.Dir(l.CAPEM()), "truststore.jks"), other.TrustJKS(), 1)
+				return regexp.MustCompile(`ssl.truststore.password=.*`).ReplaceAllString(s, "ssl.truststore.password=other-store")
+			})), 2, []string{"CA the truststore does not hold", "nothing was done"}},
+			{"no sudo right", func(inv string) string {
+				return strings.Replace(inv, "user: "+lab.OperatorUser, "user: "+lab.NoSudoUser, 1)
+			}, 1, []string{"a password is required", "NOPASSWD", "nothing was changed"}},
+			{"ZooKeeper digest password rejected", func(inv string) string {
+				return strings.Replace(inv, l.ZKOperatorPasswordFile(), badZK, 1)
+			}, 1, []string{"may not delete under", "superDigest", "Nothing was changed"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				before := ghostState(t, c, l)
+				run := filepath.Join(t.TempDir(), "run")
+				r := kremedy(t, "run", "topic-cleanup", "--inventory", variant(t, l, tc.inv), "--set", "topic=orders",
+					"--run-dir", run, "--headless", "--yes", "--confirm", "orders")
+				if r.code != tc.code {
+					t.Fatalf("exit %d, want %d\n%s", r.code, tc.code, r.out)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(r.out, w) {
+						t.Fatalf("output lacks %q:\n%s", w, r.out)
+					}
+				}
+				if after := ghostState(t, c, l); after != before {
+					t.Fatalf("something changed:\nbefore %s\nafter  %s", before, after)
+				}
+			})
+		}
+	})
+
+	t.Run("ghost-topic repaired through sudo", func(t *testing.T) {
+		run := filepath.Join(t.TempDir(), "run")
+		runCleanup(t, l, "orders", run, "--set", "recreate=true")
+		c.assertRecreated(t, "orders", rep.OldID, rep.NewID)
+		c.assertBystander(t, rep)
+		assertQuarantined(t, l, run, "orders", 9)
+		for n := 1; n <= cfg.Brokers; n++ {
+			if u := procUser(t, l.BrokerPID(n)); u != lab.ServiceUser {
+				t.Fatalf("after the restart broker %d runs as %s, want %s", n, u, lab.ServiceUser)
+			}
+		}
+		if r := kremedy(t, "diagnose", "--inventory", l.InventoryPath()); r.code != 0 {
+			t.Fatalf("after the cleanup: exit %d\n%s", r.code, r.out)
+		}
+	})
+}
+
+// startSecureLab starts a secured lab in a temporary directory its
+// service user can reach (t.TempDir's directories are the test user's
+// alone).
+func startSecureLab(t *testing.T, cfg lab.Config) *lab.Lab {
+	t.Helper()
+	base := t.TempDir()
+	for d := base; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return startLabIn(t, filepath.Join(base, "lab"), cfg)
+}
+
+// variant writes a copy of the lab's inventory changed by edit.
+func variant(t *testing.T, l *lab.Lab, edit func(string) string) string {
+	t.Helper()
+	b, err := os.ReadFile(l.InventoryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := edit(string(b))
+	if changed == string(b) {
+		t.Fatal("the inventory variant changes nothing")
+	}
+	p := filepath.Join(t.TempDir(), "inventory.yaml")
+	if err := os.WriteFile(p, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ghostState is what a refused run must leave as it was: the topic's
+// znode, its pending deletion, the brokers' processes and their disks.
+func ghostState(t *testing.T, c *clients, l *lab.Lab) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	for _, p := range []string{kafkazk.TopicPath("orders"), kafkazk.DeleteTopicPath("orders"), kafkazk.ConfigTopicPath("orders")} {
+		ok, st, err := c.zk.Exists(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(p + "=" + strconv.FormatBool(ok) + "/" + strconv.Itoa(int(st.Version)) + "/" + strconv.Itoa(int(st.Cversion)) + "/" + strconv.FormatInt(st.Ctime.UnixNano(), 10) + " ")
+	}
+	for n := 1; n <= l.State.Config.Brokers; n++ {
+		b.WriteString("pid" + strconv.Itoa(n) + "=" + strconv.Itoa(l.BrokerPID(n)) + " ")
+		for _, d := range l.LogDirs(n) {
+			ents, _ := os.ReadDir(d)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), "orders-") {
+					b.WriteString(e.Name() + " ")
+				}
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(d), "kremedy-quarantine")); err == nil {
+				b.WriteString("QUARANTINE ")
+			}
+		}
+	}
+	return b.String()
+}
+
+// procUser is the user a process runs as.
+func procUser(t *testing.T, pid int) string {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatal("no such process")
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			u, err := user.LookupId(f[1])
+			if err != nil {
+				return f[1]
+			}
+			return u.Username
+		}
+	}
+	return ""
+}

@@ -1,0 +1,434 @@
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kremedy/kremedy/internal/javaprops"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+// A secured lab (lab up --secure) is a production cluster in miniature:
+// brokers listen only on SASL_SSL (SCRAM-SHA-512 over TLS with the lab CA's
+// certificates, keystores in JKS and PKCS12), also between themselves; they
+// run as ServiceUser and own their data; they authenticate to ZooKeeper
+// with SASL (DIGEST-MD5) and, with zookeeper.set.acl=true, ACL their znodes
+// to that identity; ZooKeeper knows an operator identity (a superDigest)
+// for tools without SASL such as kremedy; and the SSH login is
+// OperatorUser, who runs the broker commands through `sudo -n`.
+const (
+	// ServiceUser runs the secured lab's brokers and owns their data.
+	ServiceUser = "kremedy-kafka"
+	// OperatorUser is the secured lab's SSH login (passwordless sudo);
+	// NoSudoUser may log in too but has no sudo rights.
+	OperatorUser = "kremedy-op"
+	NoSudoUser   = "kremedy-nosudo"
+	// ClientUser is the SCRAM user the secured lab's client.properties
+	// authenticate as; adminUser is the brokers' own.
+	ClientUser = "kremedy"
+	adminUser  = "admin"
+	// ZKOperator is the ZooKeeper digest identity the lab's superDigest
+	// makes a superuser; zkBrokerUser the brokers' SASL identity.
+	ZKOperator   = "kremedy"
+	zkBrokerUser = "kafka"
+)
+
+// ErrNeedsRoot: a secured lab chowns its brokers' data to ServiceUser.
+var ErrNeedsRoot = errors.New("lab up --secure needs root")
+
+// The secured lab's files.
+func (l *Lab) pkiDir() string { return l.path("pki") }
+
+// ClientProperties is the secured lab's client.properties (JKS truststore,
+// Kafka's default type, so ssl.truststore.type is left out as operators
+// often do); ClientPropertiesPKCS12 the same with a PKCS12 truststore and
+// its passwords read through a ${file:…} config provider.
+func (l *Lab) ClientProperties() string       { return l.path("client.properties") }
+func (l *Lab) ClientPropertiesPKCS12() string { return l.path("client-pkcs12.properties") }
+
+// CAPEM is the lab CA's certificate for tools that want PEM.
+func (l *Lab) CAPEM() string { return filepath.Join(l.pkiDir(), "ca.pem") }
+
+// ZKOperatorPasswordFile holds ZKOperator's digest password.
+func (l *Lab) ZKOperatorPasswordFile() string { return l.path("zk-operator.password") }
+func (l *Lab) secretsPath() string            { return l.path("secrets.properties") }
+func (l *Lab) toolsLog4j() string             { return l.path("tools-log4j.properties") }
+func (l *Lab) libsDir() string {
+	if l.State.Config.Secure {
+		return l.path("kafka-libs") // ServiceUser cannot read the cache in root's home
+	}
+	return filepath.Join(l.State.Config.KafkaHome, "libs")
+}
+
+// secrets are the secured lab's passwords, made at random once.
+type secrets struct {
+	store, key, admin, client, zkBroker, zkOperator string
+}
+
+func (l *Lab) secrets() (secrets, error) {
+	b, err := os.ReadFile(l.secretsPath())
+	if errors.Is(err, os.ErrNotExist) {
+		gen := func() string {
+			r := make([]byte, 12)
+			_, _ = io.ReadFull(rand.Reader, r)
+			return hex.EncodeToString(r)
+		}
+		s := secrets{gen(), gen(), gen(), gen(), gen(), gen()}
+		text := fmt.Sprintf("store.password=%s\nkey.password=%s\nadmin.password=%s\nclient.password=%s\nzk.broker.password=%s\nzk.operator.password=%s\n",
+			s.store, s.key, s.admin, s.client, s.zkBroker, s.zkOperator)
+		return s, os.WriteFile(l.secretsPath(), []byte(text), 0o600)
+	}
+	if err != nil {
+		return secrets{}, err
+	}
+	p, err := javaprops.Parse(b)
+	if err != nil {
+		return secrets{}, fmt.Errorf("%s: %w", l.secretsPath(), err)
+	}
+	v := p.Values
+	return secrets{v["store.password"], v["key.password"], v["admin.password"], v["client.password"], v["zk.broker.password"], v["zk.operator.password"]}, nil
+}
+
+// ZKOptions are the options the lab's own ZooKeeper sessions use: the
+// operator identity on a secured lab.
+func (l *Lab) ZKOptions() zookeeper.Options {
+	if !l.State.Config.Secure {
+		return zookeeper.Options{}
+	}
+	s, err := l.secrets()
+	if err != nil {
+		return zookeeper.Options{}
+	}
+	return zookeeper.Options{DigestAuth: ZKOperator + ":" + s.zkOperator}
+}
+
+// KafkaOpts are the options the lab's own Kafka clients use: on a secured
+// lab, read from its client.properties the way kremedy reads an operator's.
+func (l *Lab) KafkaOpts() []kgo.Opt {
+	if !l.State.Config.Secure {
+		return nil
+	}
+	b, err := os.ReadFile(l.ClientProperties())
+	if err != nil {
+		return nil
+	}
+	props, err := kafka.ParseProperties(b)
+	if err != nil {
+		return nil
+	}
+	opts, _, err := kafka.Options(props)
+	if err != nil {
+		return nil
+	}
+	return opts
+}
+
+// serviceIDs looks up ServiceUser.
+func serviceIDs() (uid, gid int, err error) {
+	u, err := user.Lookup(ServiceUser)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: user %s (the brokers' service user) does not exist: %v. Run `make lab-users` as root (lab/install-users.sh)", ErrMissingPart, ServiceUser, err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, nil
+}
+
+// checkSecure refuses a secured lab this machine cannot run.
+func checkSecure() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: it runs the brokers as %s and gives them their data; nothing was started", ErrNeedsRoot, ServiceUser)
+	}
+	if _, _, err := serviceIDs(); err != nil {
+		return err
+	}
+	if _, err := user.Lookup(OperatorUser); err != nil {
+		return fmt.Errorf("%w: user %s (the SSH login) does not exist: %v. Run `make lab-users` as root", ErrMissingPart, OperatorUser, err)
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		return fmt.Errorf("%w: setpriv (util-linux) is not installed", ErrMissingPart)
+	}
+	return nil
+}
+
+// superDigest is ZooKeeper's DigestAuthenticationProvider hash of
+// user:password.
+func superDigest(user, pass string) string {
+	h := sha1.Sum([]byte(user + ":" + pass))
+	return user + ":" + base64.StdEncoding.EncodeToString(h[:])
+}
+
+// writeSecure makes the PKI, the stores, the JAAS files, the client
+// files and the libs copy, and hands each broker its data.
+func (l *Lab) writeSecure(ctx context.Context) error {
+	c := l.State.Config
+	s, err := l.secrets()
+	if err != nil {
+		return err
+	}
+	uid, gid, err := serviceIDs()
+	if err != nil {
+		return err
+	}
+	// ServiceUser must reach its files and the operator the authorized
+	// keys inside the lab dir; secrets stay 0600 root.
+	if err := os.Chmod(l.Dir, 0o755); err != nil {
+		return err
+	}
+	pki, err := NewPKI(ctx, l.pkiDir(), s.store)
+	if err != nil {
+		return err
+	}
+	clientStore := filepath.Join(l.pkiDir(), "client.p12")
+	if _, err := os.Stat(clientStore); errors.Is(err, os.ErrNotExist) {
+		if _, err := pki.Issue(ctx, Cert{Name: "client", Type: "PKCS12"}); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(l.pkiDir(), 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{pki.CAPEM(), pki.TrustJKS(), pki.TrustP12()} {
+		if err := os.Chmod(f, 0o644); err != nil {
+			return err
+		}
+	}
+	for n := 1; n <= c.Brokers; n++ {
+		store := l.brokerStore(n)
+		if _, err := os.Stat(store); errors.Is(err, os.ErrNotExist) {
+			if _, err := pki.Issue(ctx, Cert{Name: fmt.Sprintf("broker-%d", n), SANs: []string{"ip:" + c.BrokerHost(n)},
+				Type: l.brokerStoreType(n), KeyPass: s.key}); err != nil {
+				return err
+			}
+		}
+		if err := os.Chown(store, uid, gid); err != nil {
+			return err
+		}
+		jaas := fmt.Sprintf("// the broker's ZooKeeper client: SASL DIGEST-MD5 as %q\nClient {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  username=%q\n  password=%q;\n};\n", zkBrokerUser, zkBrokerUser, s.zkBroker)
+		if err := writeOwned(filepath.Join(l.BrokerDir(n), "jaas.conf"), jaas, uid, gid); err != nil {
+			return err
+		}
+		for _, d := range append(l.LogDirs(n), filepath.Join(l.BrokerDir(n), "logs"), l.BrokerDir(n)) {
+			if err := os.Chown(d, uid, gid); err != nil {
+				return err
+			}
+		}
+		// Kafka's data is its service user's alone, as packages set it up:
+		// the operator reaches it only through sudo.
+		for _, d := range l.LogDirs(n) {
+			if err := os.Chmod(d, 0o750); err != nil {
+				return err
+			}
+		}
+	}
+	for n := 1; n <= c.ZooKeepers; n++ {
+		jaas := fmt.Sprintf("// ZooKeeper's SASL server: the brokers' identity\nServer {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_%s=%q;\n};\n", zkBrokerUser, s.zkBroker)
+		if err := os.WriteFile(filepath.Join(l.ZKDir(n), "jaas.conf"), []byte(jaas), 0o600); err != nil {
+			return err
+		}
+	}
+	jaasLine := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, ClientUser, s.client)
+	client := fmt.Sprintf(`# written by kremedy lab up --secure: the lab's client settings, as an operator's
+# client.properties has them (a JKS truststore; JKS is Kafka's default type)
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=%s
+ssl.truststore.location=%s
+ssl.truststore.password=%s
+`, javaEscape(jaasLine), pki.TrustJKS(), s.store)
+	if err := os.WriteFile(l.ClientProperties(), []byte(client), 0o600); err != nil {
+		return err
+	}
+	p12 := fmt.Sprintf(`# written by kremedy lab up --secure: the same client with a PKCS12
+# truststore, its passwords read through Kafka's FileConfigProvider
+config.providers=file
+config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="${file:%s:client.password}";
+ssl.truststore.type=PKCS12
+ssl.truststore.location=%s
+ssl.truststore.password=${file:%s:store.password}
+# a client certificate too (the brokers do not ask for one: ssl.client.auth=none)
+ssl.keystore.type=PKCS12
+ssl.keystore.location=%s
+ssl.keystore.password=${file:%s:store.password}
+`, ClientUser, l.secretsPath(), pki.TrustP12(), l.secretsPath(), clientStore, l.secretsPath())
+	if err := os.WriteFile(l.ClientPropertiesPKCS12(), []byte(p12), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.ZKOperatorPasswordFile(), []byte(s.zkOperator+"\n"), 0o600); err != nil {
+		return err
+	}
+	// sshd reads authorized_keys as the operator logging in.
+	if err := os.Chmod(l.path("authorized_keys"), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.toolsLog4j(), []byte("log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%p %m (%c)%n\n"), 0o644); err != nil {
+		return err
+	}
+	return l.linkLibs()
+}
+
+// javaEscape escapes what java.util.Properties would read otherwise in a
+// value written on one line.
+func javaEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
+}
+
+func writeOwned(path, text string, uid, gid int) error {
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		return err
+	}
+	return os.Chown(path, uid, gid)
+}
+
+func (l *Lab) brokerStoreType(n int) string {
+	if n%2 == 1 {
+		return "JKS"
+	}
+	return "PKCS12"
+}
+
+func (l *Lab) brokerStore(n int) string {
+	ext := map[string]string{"JKS": ".jks", "PKCS12": ".p12"}[l.brokerStoreType(n)]
+	return filepath.Join(l.pkiDir(), fmt.Sprintf("broker-%d%s", n, ext))
+}
+
+// linkLibs gives the secured lab its own view of the Kafka jars (hard
+// links, a copy across file systems): the release's home sits in root's
+// cache, which ServiceUser may not read.
+func (l *Lab) linkLibs() error {
+	src := filepath.Join(l.State.Config.KafkaHome, "libs")
+	dst := l.libsDir()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		to := filepath.Join(dst, e.Name())
+		if _, err := os.Stat(to); err == nil {
+			continue
+		}
+		from := filepath.Join(src, e.Name())
+		if err := os.Link(from, to); err != nil {
+			b, err := os.ReadFile(from)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(to, b, 0o644); err != nil {
+				return err
+			}
+		}
+		_ = os.Chmod(to, 0o644)
+	}
+	// Every directory above the lab must let ServiceUser through.
+	cmd := exec.Command("setpriv", "--reuid="+ServiceUser, "--regid="+ServiceUser, "--init-groups", "--", "test", "-r", filepath.Join(dst, ents[0].Name()))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%w: %s cannot read %s: a directory above the lab is closed to other users; put the lab elsewhere (--dir) or open its parents (chmod o+x)", ErrMissingPart, ServiceUser, dst)
+	}
+	return nil
+}
+
+// brokerSecurity is the secured broker's part of server.properties.
+func (l *Lab) brokerSecurity(n int) (string, error) {
+	s, err := l.secrets()
+	if err != nil {
+		return "", err
+	}
+	c := l.State.Config
+	jaas := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, adminUser, s.admin)
+	return fmt.Sprintf(`listeners=SASL_SSL://%s:%d
+security.inter.broker.protocol=SASL_SSL
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=%s
+ssl.keystore.type=%s
+ssl.keystore.location=%s
+ssl.keystore.password=%s
+ssl.key.password=%s
+ssl.truststore.type=JKS
+ssl.truststore.location=%s
+ssl.truststore.password=%s
+ssl.client.auth=none
+zookeeper.set.acl=true
+`, c.BrokerHost(n), KafkaPort, javaEscape(jaas), l.brokerStoreType(n), l.brokerStore(n), s.store, l.keyPassFor(n, s),
+		filepath.Join(l.pkiDir(), "truststore.jks"), s.store), nil
+}
+
+// keyPassFor: a PKCS12 store has one password for store and key.
+func (l *Lab) keyPassFor(n int, s secrets) string {
+	if l.brokerStoreType(n) == "PKCS12" {
+		return s.store
+	}
+	return s.key
+}
+
+// zkSecurityArgs are the secured ZooKeeper's JVM flags.
+func (l *Lab) zkSecurityArgs(n int) []string {
+	s, err := l.secrets()
+	if err != nil {
+		return nil
+	}
+	return []string{
+		"-Djava.security.auth.login.config=" + filepath.Join(l.ZKDir(n), "jaas.conf"),
+		"-Dzookeeper.authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+		"-Dzookeeper.DigestAuthenticationProvider.superDigest=" + superDigest(ZKOperator, s.zkOperator),
+	}
+}
+
+// ensureSCRAM creates the SCRAM credentials of the brokers' and the
+// client's users with Kafka's own kafka-configs (ConfigCommand, through
+// ZooKeeper, which is how a ZooKeeper-mode cluster's first SCRAM users are
+// made), authenticated to ZooKeeper as the brokers are.
+func (l *Lab) ensureSCRAM(ctx context.Context, zc *zookeeper.Conn, out io.Writer) error {
+	s, err := l.secrets()
+	if err != nil {
+		return err
+	}
+	// kafka-configs through ZooKeeper does not create the chroot the
+	// brokers would (createChrootIfNecessary).
+	if c := l.State.Config; c.Chroot != "" {
+		servers, _, _ := strings.Cut(c.ZKConnect(), "/")
+		if err := ensureChroot(ctx, servers, c.Chroot); err != nil {
+			return err
+		}
+	}
+	for _, u := range []struct{ name, pass string }{{adminUser, s.admin}, {ClientUser, s.client}} {
+		if ok, _, err := zc.Exists(ctx, "/config/users/"+u.name); err != nil {
+			return err
+		} else if ok {
+			continue
+		}
+		argv := []string{l.State.Java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+			"-Djava.security.auth.login.config=" + filepath.Join(l.BrokerDir(1), "jaas.conf"),
+			"-Dlog4j.configuration=file:" + l.toolsLog4j(),
+			"-cp", filepath.Join(l.libsDir(), "*"), "kafka.admin.ConfigCommand",
+			"--zookeeper", l.State.Config.ZKConnect(), "--alter", "--entity-type", "users", "--entity-name", u.name,
+			"--add-config", fmt.Sprintf("SCRAM-SHA-512=[iterations=4096,password=%s]", u.pass)}
+		b, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("kafka-configs: SCRAM credentials of %s: %v\n%s", u.name, err, indent(string(b)))
+		}
+		fmt.Fprintf(out, "  scram     %s: SCRAM-SHA-512 credentials created in ZooKeeper (kafka-configs)\n", u.name)
+	}
+	return nil
+}
