@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"time"
 
@@ -61,6 +62,30 @@ func sshTarget(s inventory.SSH, host string) (remote.Target, error) {
 	return remote.ResolveWithSSH(context.Background(), t, s.Config)
 }
 
+// clientProperties reads a client.properties file ("" is PLAINTEXT) into
+// franz-go options, its security.protocol and the secrets it holds.
+func clientProperties(f string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
+	if f == "" {
+		return nil, "PLAINTEXT", nil, nil
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil, "", nil, usageErr(fmt.Errorf("kafka.client_properties: %w; %w", err, steps.ErrNothingDone))
+	}
+	props, err := kafka.ParseProperties(b)
+	if err != nil {
+		return nil, "", nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
+	}
+	if opts, secrets, err = kafka.Options(props); err != nil {
+		return nil, "", nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
+	}
+	protocol = strings.ToUpper(props["security.protocol"])
+	if protocol == "" {
+		protocol = "PLAINTEXT"
+	}
+	return opts, protocol, secrets, nil
+}
+
 // connect loads an inventory and opens ZooKeeper and Kafka clients and the
 // SSH fleet. Connections to hosts happen lazily, on first use.
 func connect(ctx context.Context, path string) (*cluster, error) {
@@ -69,20 +94,11 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		return nil, usageErr(err)
 	}
 	c := &cluster{inv: inv}
-	var kopts []kgo.Opt
-	if f := inv.Kafka.ClientProperties; f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, usageErr(fmt.Errorf("%s: kafka.client_properties: %w; %w", path, err, steps.ErrNothingDone))
-		}
-		props, err := kafka.ParseProperties(b)
-		if err != nil {
-			return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
-		}
-		if kopts, c.secrets, err = kafka.Options(props); err != nil {
-			return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
-		}
+	kopts, _, secrets, err := clientProperties(inv.Kafka.ClientProperties)
+	if err != nil {
+		return nil, err
 	}
+	c.secrets = secrets
 	c.ports.Target = ports.Target{Name: inv.Name, Lab: inv.Lab, ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
 	brokers := map[int32]remote.Target{}
 	for _, b := range inv.Brokers {

@@ -167,9 +167,49 @@ func TestSecureLab(t *testing.T) {
 		}
 	})
 
-	t.Run("ghost-topic repaired through sudo", func(t *testing.T) {
+	// An inventory written from the live cluster, as a newcomer would.
+	initInv := filepath.Join(t.TempDir(), "from-init.yaml")
+	t.Run("inventory init and check", func(t *testing.T) {
+		r := kremedy(t, "inventory", "init", "--zookeeper", l.State.Config.ZKConnect(),
+			"--client-properties", l.ClientProperties(), "--ssh-user", lab.OperatorUser, "--ssh-port", strconv.Itoa(lab.SSHPort),
+			"--identity-file", l.KeyPath(), "--known-hosts", l.KnownHostsPath(), "--ssh-config", "none", "--become", "sudo",
+			"--zookeeper-user", lab.ZKOperator, "--zookeeper-password-file", l.ZKOperatorPasswordFile(), "--name", "from-init", "-o", initInv)
+		if r.code != 0 {
+			t.Fatalf("inventory init: exit %d\n%s", r.code, r.out)
+		}
+		b, err := os.ReadFile(initInv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 1; n <= cfg.Brokers; n++ {
+			if !strings.Contains(string(b), "stop: "+l.StopScript(n)) || !strings.Contains(string(b), "- "+l.LogDirs(n)[0]) ||
+				!strings.Contains(string(b), "REVIEW broker "+strconv.Itoa(n)) {
+				t.Fatalf("broker %d: stop command, log dir or review note missing:\n%s", n, b)
+			}
+		}
+		if r := kremedy(t, "inventory", "check", "--inventory", initInv); r.code != 0 || strings.Contains(r.out, "FAIL") {
+			t.Fatalf("inventory check of init's inventory: exit %d\n%s", r.code, r.out)
+		}
+		nosudo := variant(t, l, func(inv string) string {
+			return strings.Replace(inv, "user: "+lab.OperatorUser, "user: "+lab.NoSudoUser, 1)
+		})
+		r = kremedy(t, "inventory", "check", "--inventory", nosudo)
+		if r.code != 1 || !strings.Contains(r.out, "FAIL  broker 1 ssh") || !strings.Contains(r.out, "a password is required") {
+			t.Fatalf("inventory check without sudo rights: exit %d\n%s", r.code, r.out)
+		}
+		if r := kremedy(t, "inventory", "init", "--zookeeper", l.State.Config.ZKConnect(), "-o", initInv); r.code != 2 || !strings.Contains(r.out, "exists") {
+			t.Fatalf("init over an existing file: exit %d\n%s", r.code, r.out)
+		}
+	})
+
+	t.Run("ghost-topic repaired through sudo, with init's inventory", func(t *testing.T) {
 		run := filepath.Join(t.TempDir(), "run")
-		runCleanup(t, l, "orders", run, "--set", "recreate=true")
+		r := kremedy(t, "run", "topic-cleanup", "--inventory", initInv, "--set", "topic=orders", "--set", "recreate=true",
+			"--run-dir", run, "--headless", "--yes", "--confirm", "orders")
+		if r.code != 0 {
+			t.Fatalf("cleanup with init's inventory: exit %d\n%s", r.code, r.out)
+		}
+		t.Logf("FIGURE secured-lab headless topic-cleanup through sudo took %.1fs; outage window: %s", r.took.Seconds(), outageOf(t, run))
 		c.assertRecreated(t, "orders", rep.OldID, rep.NewID)
 		c.assertBystander(t, rep)
 		assertQuarantined(t, l, run, "orders", 9)

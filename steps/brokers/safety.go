@@ -1,12 +1,14 @@
 package brokers
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // StopRisks lists the partitions that stopping broker id now would take
@@ -148,4 +150,32 @@ func Losses(st *kafkazk.ClusterState, id int32, defaultMinISR int) []Loss {
 		}
 	}
 	return out
+}
+
+// aclProbe is the name of a znode that never exists: deleting it under a
+// parent answers "no node" when the session may delete there and "not
+// authenticated" when it may not — ZooKeeper checks the parent's ACL
+// before the node's existence (PrepRequestProcessor, OpCode.delete), so
+// the probe changes nothing either way.
+const aclProbe = "kremedy-acl-probe-never-exists"
+
+// MayDelete proves that this ZooKeeper session may delete children of
+// each parent (with zookeeper.set.acl=true the brokers' znodes belong to
+// their SASL identity): it returns the parents it may not delete under
+// (full paths) and the first refusal.
+func MayDelete(ctx context.Context, zk ports.ZooKeeper, parents []string) (denied []string, first, err error) {
+	for _, parent := range parents {
+		e := zk.Delete(ctx, parent+"/"+aclProbe, -1)
+		switch {
+		case e == nil || zk.IsNoNode(e):
+		case ctx.Err() != nil:
+			return nil, nil, ctx.Err()
+		default:
+			denied = append(denied, zk.Chroot()+parent)
+			if first == nil {
+				first = e
+			}
+		}
+	}
+	return denied, first, nil
 }

@@ -333,13 +333,6 @@ func (g *gathering) topicInZK(ctx context.Context) error {
 	return g.mayDelete(ctx)
 }
 
-// aclProbe is the name of a znode that never exists: deleting it under a
-// parent answers "no node" when the session may delete there and "not
-// authenticated" when it may not — ZooKeeper checks the parent's ACL
-// before the node's existence (PrepRequestProcessor, OpCode.delete), so
-// the probe changes nothing either way.
-const aclProbe = "kremedy-acl-probe-never-exists"
-
 // mayDelete proves, before anything is done, that this ZooKeeper session
 // may delete under every parent the cleanup deletes in: with
 // zookeeper.set.acl=true the brokers' znodes are ACL'd to their SASL
@@ -353,20 +346,9 @@ func (g *gathering) mayDelete(ctx context.Context) error {
 			parents = append(parents, fmt.Sprintf("%s/partitions/%d", kafkazk.TopicPath(t), p))
 		}
 	}
-	var denied []string
-	var first error
-	for _, parent := range parents {
-		err := zk.Delete(ctx, parent+"/"+aclProbe, -1)
-		switch {
-		case err == nil || zk.IsNoNode(err):
-		case ctx.Err() != nil:
-			return ctx.Err()
-		default:
-			denied = append(denied, zk.Chroot()+parent)
-			if first == nil {
-				first = err
-			}
-		}
+	denied, first, err := brokers.MayDelete(ctx, zk, parents)
+	if err != nil {
+		return err
 	}
 	if len(denied) > 0 {
 		return fmt.Errorf("%w: this ZooKeeper session may not delete under %s (%v). With zookeeper.set.acl=true the brokers' znodes belong to their SASL identity (sasl:…), which kremedy cannot take (go-zookeeper has no SASL). What works: a superDigest operator identity on the ZooKeeper servers (-Dzookeeper.DigestAuthenticationProvider.superDigest=USER:HASH) given as zookeeper.auth in the inventory; or check the digest user and password there (ZooKeeper accepts any digest and only refuses at the first write). Nothing was changed", steps.ErrRefused, strings.Join(denied, ", "), first)

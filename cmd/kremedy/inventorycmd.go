@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/inventory/live"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/remote"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+func newInventoryCmd() *cobra.Command {
+	c := group(&cobra.Command{
+		Use:   "inventory",
+		Short: "Write an inventory from a live cluster (init), or prove one reaches every part (check)",
+	})
+	c.AddCommand(newInventoryInitCmd(), newInventoryCheckCmd())
+	return c
+}
+
+func newInventoryInitCmd() *cobra.Command {
+	var (
+		o                   live.Options
+		zkConnect, zkUser   string
+		zkPasswordFile, out string
+		force               bool
+	)
+	c := &cobra.Command{
+		Use:   "init --zookeeper CONNECT [--bootstrap B,…] [--client-properties F] [--ssh-user U] [-o FILE]",
+		Short: "Write an inventory from the live cluster: brokers from ZooKeeper, log.dirs from Kafka, stop/start guessed over SSH (to review)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			o.ZooKeeper.Connect = zkConnect
+			zopts := zookeeper.Options{}
+			if zkUser != "" {
+				if zkPasswordFile == "" {
+					return usageErr(errors.New("--zookeeper-user needs --zookeeper-password-file (passwords never go on the command line)"))
+				}
+				o.ZooKeeper.Auth = &inventory.ZKAuth{User: zkUser, PasswordFile: zkPasswordFile}
+				tmp := inventory.Inventory{ZooKeeper: o.ZooKeeper}
+				pw, err := tmp.ZKPassword()
+				if err != nil {
+					return usageErr(err)
+				}
+				zopts.DigestAuth = zkUser + ":" + pw
+			}
+			if out != "" && !force {
+				if _, err := os.Stat(out); err == nil {
+					return usageErr(fmt.Errorf("%s exists; nothing was written (--force replaces it)", out))
+				}
+			}
+			zc, err := zookeeper.Dial(ctx, zkConnect, zopts)
+			if err != nil {
+				return usageErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
+			}
+			defer zc.Close()
+			regs, err := live.Registrations(ctx, zc)
+			if err != nil {
+				return failedErr(err)
+			}
+			kopts, protocol, _, err := clientProperties(o.ClientProperties)
+			if err != nil {
+				return err
+			}
+			if len(o.Bootstrap) == 0 {
+				if o.Bootstrap, err = live.Bootstrap(regs, protocol); err != nil {
+					return usageErr(err)
+				}
+			}
+			kc, err := kafka.New(o.Bootstrap, kopts...)
+			if err != nil {
+				return failedErr(err)
+			}
+			defer kc.Close()
+			if err := kc.CheckSecurity(ctx); err != nil {
+				return usageErr(err)
+			}
+			targets := map[int32]remote.Target{}
+			for _, r := range regs {
+				if targets[r.ID], err = sshTarget(o.SSH, r.Host); err != nil {
+					return usageErr(fmt.Errorf("broker %d (%s): %w", r.ID, r.Host, err))
+				}
+			}
+			fleet := remote.NewFleet(targets, nil)
+			defer fleet.Close()
+			inv, err := live.Init(ctx, regs, kc, fleet, o)
+			if err != nil {
+				return failedErr(err)
+			}
+			b, err := inv.Marshal()
+			if err != nil {
+				return failedErr(err)
+			}
+			if _, err := inventory.Parse("(written)", b); err != nil {
+				// Say what the operator must add (known_hosts, say) rather
+				// than write a file kremedy itself refuses.
+				return usageErr(fmt.Errorf("the inventory read from the cluster does not validate yet: %w; nothing was written", err))
+			}
+			for _, n := range strings.Split(inv.Note, "\n") {
+				fmt.Fprintln(cmd.ErrOrStderr(), n)
+			}
+			if out == "" {
+				_, err := cmd.OutOrStdout().Write(b)
+				return err
+			}
+			if err := inventory.Write(out, inv); err != nil {
+				return failedErr(err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: review it, then `kremedy inventory check --inventory %s`\n", out, out)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&zkConnect, "zookeeper", "", "the brokers' zookeeper.connect, chroot included (host:2181,host2:2181/kafka)")
+	f.StringSliceVar(&o.Bootstrap, "bootstrap", nil, "bootstrap servers (default: every broker's listener that speaks the client properties' security.protocol)")
+	f.StringVar(&o.ClientProperties, "client-properties", "", "a Kafka client.properties for TLS/SASL (JKS, PKCS12 or PEM stores; config providers)")
+	f.StringVar(&o.SSH.User, "ssh-user", "", "SSH login on the broker hosts (default: ssh config, then your user)")
+	f.IntVar(&o.SSH.Port, "ssh-port", 0, "SSH port (default: ssh config, then 22)")
+	f.StringVar(&o.SSH.IdentityFile, "identity-file", "", "SSH private key (default: ssh config, ~/.ssh/id_*, the agent)")
+	f.StringVar(&o.SSH.KnownHosts, "known-hosts", "~/.ssh/known_hosts", "known_hosts file that holds the broker hosts' keys (kremedy never trusts a key on first use)")
+	f.StringVar(&o.SSH.Config, "ssh-config", "", `OpenSSH client config ("" = ssh's own files, "none" = none)`)
+	f.StringVar(&o.SSH.Become, "become", "", `"sudo" runs every command on the hosts through sudo -n`)
+	f.StringVar(&zkUser, "zookeeper-user", "", "ZooKeeper digest user (a superDigest identity on SASL-ACL'd clusters)")
+	f.StringVar(&zkPasswordFile, "zookeeper-password-file", "", "file holding that user's password")
+	f.StringVar(&o.Name, "name", "my-cluster", "the cluster's name in the inventory (runbooks may ask to type it)")
+	f.StringVarP(&out, "output", "o", "", "write the inventory to FILE (default: stdout)")
+	f.BoolVar(&force, "force", false, "replace --output if it exists")
+	_ = c.MarkFlagRequired("zookeeper")
+	return c
+}
+
+func newInventoryCheckCmd() *cobra.Command {
+	var path string
+	c := &cobra.Command{
+		Use:   "check --inventory F",
+		Short: "Validate an inventory offline, then reach every part it names (ZooKeeper with its auth, every broker with its security, every SSH host with sudo); exit 0 when all work",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			defer w.Flush()
+			inv, err := inventory.Load(path)
+			if err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintf(w, "ok\tinventory\t%s: valid, %d brokers, %d clients\n", path, len(inv.Brokers), len(inv.Clients))
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			cl, err := connect(ctx, path)
+			if err != nil {
+				fmt.Fprintf(w, "FAIL\tconnect\t%v\n", err)
+				return failedErr(errors.New("the inventory does not reach its cluster (see above)"))
+			}
+			defer cl.Close()
+			fmt.Fprintf(w, "ok\tzookeeper session\t%s%s\n", inv.ZooKeeper.Connect, authNote(inv))
+			fmt.Fprintf(w, "ok\tkafka security\t%s\n", orPlain(inv.Kafka.ClientProperties))
+			become := map[int32]bool{}
+			for _, b := range inv.Brokers {
+				become[b.ID] = inv.SSHFor(b).Become == inventory.BecomeSudo
+			}
+			failed := 0
+			for _, r := range live.Check(ctx, cl.ports, become) {
+				mark := "ok"
+				if !r.OK {
+					mark, failed = "FAIL", failed+1
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\n", mark, r.Part, r.Detail)
+			}
+			if failed > 0 {
+				w.Flush()
+				return failedErr(fmt.Errorf("%d part(s) of the cluster not reached as the inventory says (FAIL above)", failed))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&path, "inventory", "", "inventory file")
+	_ = c.MarkFlagRequired("inventory")
+	return c
+}
+
+func authNote(inv *inventory.Inventory) string {
+	if a := inv.ZooKeeper.Auth; a != nil {
+		return " (digest user " + a.User + ")"
+	}
+	return " (no auth)"
+}
+
+func orPlain(f string) string {
+	if f == "" {
+		return "PLAINTEXT (no client properties)"
+	}
+	return f + " accepted by the brokers"
+}

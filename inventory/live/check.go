@@ -1,0 +1,137 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// Result is one part of the cluster a check reached, or did not.
+type Result struct {
+	Part   string `json:"part"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+func res(part string, err error, okDetail string) Result {
+	if err != nil {
+		return Result{Part: part, Detail: err.Error()}
+	}
+	return Result{Part: part, OK: true, Detail: okDetail}
+}
+
+// Check reaches every part an inventory names, with the inventory's own
+// credentials: ZooKeeper (the cluster id, every broker registered and
+// none unknown, the right to delete the topics' znodes), every broker over
+// Kafka, every broker host over SSH (host key, sudo when the inventory
+// says become: sudo, its log dirs there and writable by the user commands
+// run as) and every client host. become says, per broker, whether its
+// commands go through sudo (for the words only).
+func Check(ctx context.Context, c ports.Cluster, become map[int32]bool) []Result {
+	var out []Result
+	zk, t := c.ZK, c.Target
+	id, _, err := zk.Get(ctx, kafkazk.ClusterIDPath)
+	out = append(out, res("zookeeper "+t.ZKConnect, err, "cluster id "+string(clusterID(id))))
+
+	regs, err := Registrations(ctx, zk)
+	registered := map[int32]bool{}
+	for _, r := range regs {
+		registered[r.ID] = true
+	}
+	var missing, unknown []string
+	want := map[int32]bool{}
+	for _, h := range t.Hosts {
+		want[h.ID] = true
+		if !registered[h.ID] {
+			missing = append(missing, fmt.Sprint(h.ID))
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(registered)) {
+		if !want[id] {
+			unknown = append(unknown, fmt.Sprint(id))
+		}
+	}
+	switch {
+	case err != nil:
+		out = append(out, res("brokers registered", err, ""))
+	case len(missing)+len(unknown) > 0:
+		out = append(out, Result{Part: "brokers registered", Detail: fmt.Sprintf("in the inventory, not registered (down?): [%s]; registered, not in the inventory: [%s]", strings.Join(missing, " "), strings.Join(unknown, " "))})
+	default:
+		out = append(out, Result{Part: "brokers registered", OK: true, Detail: fmt.Sprintf("every inventory broker %v, no other", brokers.HostIDs(t))})
+	}
+	denied, first, err := brokers.MayDelete(ctx, zk, []string{kafkazk.TopicsPath, kafkazk.ConfigTopicsPath})
+	if err == nil && len(denied) > 0 {
+		err = fmt.Errorf("may not delete under %s (%v): a cleanup would be refused; with SASL-ACL'd znodes give zookeeper.auth a superDigest identity", strings.Join(denied, ", "), first)
+	}
+	out = append(out, res("zookeeper rights", err, "may delete topics' znodes (probed, nothing changed)"))
+
+	ids := brokers.HostIDs(t)
+	for _, r := range c.Kafka.Releases(ctx, ids) {
+		var err error
+		if r.Err != "" {
+			err = fmt.Errorf("%s", r.Err)
+		}
+		out = append(out, res(fmt.Sprintf("broker %d kafka", r.Broker), err, "answers: Kafka "+r.Guess+ibp(r.IBP)))
+	}
+
+	dirs := map[int32][]string{}
+	for _, h := range t.Hosts {
+		dirs[h.ID] = h.LogDirs
+		if len(dirs[h.ID]) == 0 {
+			dirs[h.ID], _ = c.Kafka.LogDirs(ctx, h.ID)
+		}
+	}
+	checks := brokers.EachID(ids, func(id int32) error { return c.Hosts.Check(ctx, id) })
+	l := brokers.List(ctx, c.Hosts, t, dirs)
+	for i, id := range ids {
+		how := "host key verified, commands run as the login user"
+		if become[id] {
+			how = "host key verified, sudo -n works"
+		}
+		if checks[i] != nil {
+			out = append(out, res(fmt.Sprintf("broker %d ssh", id), checks[i], ""))
+			continue
+		}
+		out = append(out, res(fmt.Sprintf("broker %d ssh", id), nil, how))
+		err := l.Errs[id]
+		if err == nil && len(l.Unwritable[id]) > 0 {
+			var bad []string
+			for _, d := range slices.Sorted(maps.Keys(l.Unwritable[id])) {
+				bad = append(bad, d+" ("+l.Unwritable[id][d]+")")
+			}
+			err = fmt.Errorf("not writable by the user commands run as: %s; set become: sudo", strings.Join(bad, ", "))
+		}
+		if err == nil && len(dirs[id]) == 0 {
+			err = fmt.Errorf("no log dirs: neither the inventory nor the broker names them")
+		}
+		out = append(out, res(fmt.Sprintf("broker %d log dirs", id), err, strings.Join(dirs[id], ", ")+" listed and writable"))
+	}
+	for _, cl := range t.Clients {
+		err := c.Hosts.RunClient(ctx, cl, "true", nil)
+		out = append(out, res("client "+cl.Name+" ssh", err, "host key verified"))
+	}
+	return out
+}
+
+func clusterID(b []byte) []byte {
+	var z struct {
+		ID string `json:"id"`
+	}
+	if kafkazk.DecodeZNode("", b, &z) == nil && z.ID != "" {
+		return []byte(z.ID)
+	}
+	return b
+}
+
+func ibp(v string) string {
+	if v == "" {
+		return ""
+	}
+	return ", inter.broker.protocol.version " + v
+}
