@@ -43,6 +43,10 @@ type ZooKeeper struct {
 	// Connect is the brokers' zookeeper.connect, chroot included.
 	Connect string  `yaml:"connect"`
 	Auth    *ZKAuth `yaml:"auth"`
+	// TLSConfigFile is a properties file with the zookeeper.ssl.* settings
+	// the brokers use (as Kafka's --zk-tls-config-file): TLS to the
+	// servers' secureClientPort, which zookeeper.connect then names.
+	TLSConfigFile string `yaml:"tls_config_file"`
 }
 
 // ZKAuth is ZooKeeper digest authentication. The password itself is never
@@ -184,7 +188,7 @@ func (inv *Inventory) resolvePaths(dir string) error {
 		}
 		return nil
 	}
-	ps := []*string{&inv.Kafka.ClientProperties, &inv.SSH.IdentityFile, &inv.SSH.KnownHosts, &inv.SSH.Config}
+	ps := []*string{&inv.ZooKeeper.TLSConfigFile, &inv.Kafka.ClientProperties, &inv.SSH.IdentityFile, &inv.SSH.KnownHosts, &inv.SSH.Config}
 	if inv.ZooKeeper.Auth != nil {
 		ps = append(ps, &inv.ZooKeeper.Auth.PasswordFile)
 	}

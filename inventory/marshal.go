@@ -42,6 +42,7 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 				e.line(1, "auth: {}")
 			}
 		}
+		e.str(1, "tls_config_file", inv.ZooKeeper.TLSConfigFile)
 	})
 	e.section(0, "kafka", func(e *emitter) {
 		e.strs(1, "bootstrap", inv.Kafka.Bootstrap)

@@ -77,7 +77,8 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 		"zookeeper": func(path string, at pos, n ast.Node) {
 			z := &inv.ZooKeeper
 			d.Object(path, n, map[string]field{
-				"connect": d.Str(&z.Connect),
+				"connect":         d.Str(&z.Connect),
+				"tls_config_file": d.Str(&z.TLSConfigFile),
 				"auth": func(path string, at pos, n ast.Node) {
 					if isNull(n) {
 						return // "auth:" with nothing under it: no auth

@@ -39,6 +39,7 @@ func (d *decoder) validate(inv *Inventory) {
 		}
 	}
 	d.localPath("kafka.client_properties", inv.Kafka.ClientProperties)
+	d.localPath("zookeeper.tls_config_file", inv.ZooKeeper.TLSConfigFile)
 
 	s := inv.SSH
 	d.user("ssh.user", s.User)

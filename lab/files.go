@@ -40,6 +40,13 @@ admin.enableServer=false
 			fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", i, c.ZKHost(i), ZKPeerPort, ZKElectPort)
 		}
 	}
+	if c.Secure {
+		tlsCfg, err := l.zkTLSServer(n)
+		if err != nil {
+			return err
+		}
+		b.WriteString(tlsCfg)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(b.String()), 0o600); err != nil {
 		return err
 	}

@@ -64,6 +64,44 @@ func (l *Lab) ClientPropertiesPKCS12() string { return l.path("client-pkcs12.pro
 // CAPEM is the lab CA's certificate for tools that want PEM.
 func (l *Lab) CAPEM() string { return filepath.Join(l.pkiDir(), "ca.pem") }
 
+// ZKSecurePort is the secured lab's ZooKeeper TLS port (secureClientPort).
+const ZKSecurePort = 2182
+
+// ZKTLSConfigFile holds the zookeeper.ssl.* client settings for it, and
+// ZKSecureConnect is the connect string that uses it.
+func (l *Lab) ZKTLSConfigFile() string { return l.path("zookeeper-tls.properties") }
+func (l *Lab) ZKSecureConnect() string {
+	c := l.State.Config
+	var hosts []string
+	for n := 1; n <= c.ZooKeepers; n++ {
+		hosts = append(hosts, fmt.Sprintf("%s:%d", c.ZKHost(n), ZKSecurePort))
+	}
+	return strings.Join(hosts, ",") + c.Chroot
+}
+
+func (l *Lab) zkStore(n int) string { return filepath.Join(l.pkiDir(), fmt.Sprintf("zk-%d.p12", n)) }
+
+// zkTLSServer is the secured ZooKeeper's TLS part of zoo.cfg: a
+// secureClientPort beside the plain one (the brokers keep SASL on the
+// plain port), served by Netty, with the lab CA's certificate.
+func (l *Lab) zkTLSServer(n int) (string, error) {
+	s, err := l.secrets()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(`secureClientPort=%d
+secureClientPortAddress=%s
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=%s
+ssl.keyStore.password=%s
+ssl.keyStore.type=PKCS12
+ssl.trustStore.location=%s
+ssl.trustStore.password=%s
+ssl.trustStore.type=JKS
+ssl.clientAuth=none
+`, ZKSecurePort, l.State.Config.ZKHost(n), l.zkStore(n), s.store, filepath.Join(l.pkiDir(), "truststore.jks"), s.store), nil
+}
+
 // ZKOperatorPasswordFile holds ZKOperator's digest password.
 func (l *Lab) ZKOperatorPasswordFile() string { return l.path("zk-operator.password") }
 func (l *Lab) secretsPath() string            { return l.path("secrets.properties") }
@@ -237,6 +275,11 @@ func (l *Lab) writeSecure(ctx context.Context) error {
 		}
 	}
 	for n := 1; n <= c.ZooKeepers; n++ {
+		if _, err := os.Stat(l.zkStore(n)); errors.Is(err, os.ErrNotExist) {
+			if _, err := pki.Issue(ctx, Cert{Name: fmt.Sprintf("zk-%d", n), SANs: []string{"ip:" + c.ZKHost(n)}, Type: "PKCS12"}); err != nil {
+				return err
+			}
+		}
 		jaas := fmt.Sprintf("// ZooKeeper's SASL server: the brokers' identity\nServer {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_%s=%q;\n};\n", zkBrokerUser, s.zkBroker)
 		if err := os.WriteFile(filepath.Join(l.ZKDir(n), "jaas.conf"), []byte(jaas), 0o600); err != nil {
 			return err
@@ -270,6 +313,16 @@ ssl.keystore.location=%s
 ssl.keystore.password=${file:%s:store.password}
 `, ClientUser, l.secretsPath(), pki.TrustP12(), l.secretsPath(), clientStore, l.secretsPath())
 	if err := os.WriteFile(l.ClientPropertiesPKCS12(), []byte(p12), 0o600); err != nil {
+		return err
+	}
+	zkTLS := fmt.Sprintf(`# written by kremedy lab up --secure: TLS to ZooKeeper's secureClientPort
+# (%d), as a broker's zookeeper.ssl.* settings or kafka's --zk-tls-config-file
+zookeeper.ssl.client.enable=true
+zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty
+zookeeper.ssl.truststore.location=%s
+zookeeper.ssl.truststore.password=%s
+`, ZKSecurePort, pki.TrustJKS(), s.store)
+	if err := os.WriteFile(l.ZKTLSConfigFile(), []byte(zkTLS), 0o600); err != nil {
 		return err
 	}
 	if err := os.WriteFile(l.ZKOperatorPasswordFile(), []byte(s.zkOperator+"\n"), 0o600); err != nil {

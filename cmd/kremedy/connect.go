@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kremedy/kremedy/internal/javatls"
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafka"
@@ -120,6 +121,19 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		// The adapters' own logs, on stderr: go-zookeeper's and franz-go's.
 		opts.Log = os.Stderr
 		kopts = append(kopts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return "kafka: " + time.Now().Format("15:04:05.000000 ") })))
+	}
+	if f := inv.ZooKeeper.TLSConfigFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("zookeeper.tls_config_file: %w; %w", err, steps.ErrNothingDone))
+		}
+		props, err := kafka.ParseProperties(b)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
+		}
+		if opts.TLS, err = javatls.ZooKeeper(props); err != nil {
+			return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
+		}
 	}
 	if inv.ZooKeeper.Auth != nil {
 		pw, err := inv.ZKPassword()

@@ -90,6 +90,34 @@ func TestSecureLab(t *testing.T) {
 		}
 	})
 
+	t.Run("ZooKeeper over TLS", func(t *testing.T) {
+		overTLS := func(tlsFile string) string {
+			return variant(t, l, func(inv string) string {
+				return strings.Replace(inv, `connect: "`+l.State.Config.ZKConnect()+`"`,
+					`connect: "`+l.ZKSecureConnect()+`"`+"\n  tls_config_file: "+tlsFile, 1)
+			})
+		}
+		if r := kremedy(t, "inventory", "check", "--inventory", overTLS(l.ZKTLSConfigFile())); r.code != 0 {
+			t.Fatalf("inventory check over ZooKeeper TLS: exit %d\n%s", r.code, r.out)
+		}
+		other, err := lab.NewPKI(ctx, filepath.Join(t.TempDir(), "other-ca"), "other-store")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(l.ZKTLSConfigFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := filepath.Join(t.TempDir(), "zk-tls.properties")
+		text := regexp.MustCompile(`truststore.location=.*`).ReplaceAllString(string(b), "truststore.location="+other.TrustJKS())
+		text = regexp.MustCompile(`truststore.password=.*`).ReplaceAllString(text, "truststore.password=other-store")
+		os.WriteFile(bad, []byte(text), 0o600)
+		r := kremedy(t, "diagnose", "--inventory", overTLS(bad))
+		if r.code != 2 || !strings.Contains(r.out, "certificate signed by unknown authority") || !strings.Contains(r.out, "nothing was done") {
+			t.Fatalf("ZooKeeper TLS with another CA: exit %d\n%s", r.code, r.out)
+		}
+	})
+
 	rep := breakIt(t, l, "ghost-topic", "orders")
 
 	t.Run("wrong credentials stop the run before any change", func(t *testing.T) {

@@ -10,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/kremedy/kremedy/internal/javaprops"
+	"github.com/kremedy/kremedy/internal/javatls"
 )
 
 // ErrUnsupportedProperty is a client property kremedy cannot honour; it
 // refuses rather than silently connecting some other way.
-var ErrUnsupportedProperty = errors.New("unsupported Kafka client property")
+var ErrUnsupportedProperty = javatls.ErrUnsupported
 
 // ParseProperties reads a client.properties file as Kafka's clients do:
 // java.util.Properties (javaprops), then the config provider references

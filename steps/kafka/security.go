@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/javatls"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,7 +54,7 @@ func Options(props map[string]string) (opts []kgo.Opt, secrets []string, err err
 	switch proto {
 	case "PLAINTEXT", "SASL_PLAINTEXT":
 	case "SSL", "SASL_SSL":
-		cfg, err := TLSConfig(props)
+		cfg, err := javatls.Config(props)
 		if err != nil {
 			return nil, nil, err
 		}

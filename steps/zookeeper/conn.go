@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +71,9 @@ type Options struct {
 	Starting bool
 	// Log, when set, receives go-zookeeper's own log (kremedy -v).
 	Log io.Writer
+	// TLS, when set, speaks TLS to the servers (their secureClientPort),
+	// as the brokers' zookeeper.ssl.* settings say.
+	TLS *tls.Config
 }
 
 // Conn is a ZooKeeper session rooted at a chroot. Every path given to its
@@ -143,6 +147,7 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 	}
 	notify := &atomic.Pointer[func(string)]{}
 	refused := newRefusals(len(servers))
+	refused.tls = o.TLS
 	logTo := io.Discard
 	if o.Log != nil {
 		logTo = o.Log
@@ -178,11 +183,21 @@ func Dial(ctx context.Context, connect string, o Options) (*Conn, error) {
 		case <-refused.changed:
 			if who := refused.all(); who != "" && !o.Starting {
 				zc.Close()
+				if err := refused.lastTLS(); err != nil {
+					return nil, fmt.Errorf("zookeeper %s: %w: %v: check the zookeeper.ssl.* settings (truststore, the servers' certificates, the secureClientPort in zookeeper.connect)", strings.Join(servers, ","), ErrNoSession, err)
+				}
 				return nil, fmt.Errorf("zookeeper %s: %w: connection refused by every server (%s): is ZooKeeper running there, and is zookeeper.connect right?", strings.Join(servers, ","), ErrNoSession, who)
 			}
 		case <-ctx.Done():
 			zc.Close()
-			return nil, fmt.Errorf("zookeeper %s: %w (%v)", strings.Join(servers, ","), ErrNoSession, ctx.Err())
+			if err := refused.lastTLS(); err != nil {
+				return nil, fmt.Errorf("zookeeper %s: %w: %v: check the zookeeper.ssl.* settings (truststore, the servers' certificates, the secureClientPort in zookeeper.connect)", strings.Join(servers, ","), ErrNoSession, err)
+			}
+			hint := ""
+			if o.TLS == nil {
+				hint = " (no server answered ZooKeeper's protocol: if the port is a TLS secureClientPort, set zookeeper.tls_config_file)"
+			}
+			return nil, fmt.Errorf("zookeeper %s: %w (%v)%s", strings.Join(servers, ","), ErrNoSession, ctx.Err(), hint)
 		}
 	}
 }

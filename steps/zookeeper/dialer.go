@@ -2,7 +2,10 @@ package zookeeper
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sort"
 	"strings"
@@ -42,6 +45,9 @@ func dialBuffered(network, address string, timeout time.Duration) (net.Conn, err
 // "connection refused" as soon as every server has refused, instead of
 // waiting out its deadline in silence.
 type refusals struct {
+	// tls, when set, wraps every connection (ZooKeeper's secureClientPort).
+	tls      *tls.Config
+	tlsErr   error // the last TLS handshake failure
 	mu       sync.Mutex
 	servers  int
 	refused  map[string]bool // address -> its last attempt was refused
@@ -55,10 +61,20 @@ func newRefusals(servers int) *refusals {
 
 // dial wraps dialBuffered, recording refusals.
 func (r *refusals) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	nc, err := dialBuffered(network, address, timeout)
+	var nc net.Conn
+	var err error
+	if r.tls != nil {
+		nc, err = r.dialTLS(network, address, timeout)
+	} else {
+		nc, err = dialBuffered(network, address, timeout)
+	}
 	r.mu.Lock()
 	r.attempts[address]++
-	r.refused[address] = err != nil && errors.Is(err, syscall.ECONNREFUSED)
+	// A server that refuses the connection, or whose TLS handshake fails
+	// (a certificate not trusted is no transient failure), is one Dial
+	// stops waiting for once every server has answered so.
+	var ce *tls.CertificateVerificationError
+	r.refused[address] = err != nil && (errors.Is(err, syscall.ECONNREFUSED) || (r.tls != nil && errors.As(err, &ce)))
 	r.mu.Unlock()
 	select {
 	case r.changed <- struct{}{}:
@@ -87,4 +103,36 @@ func (r *refusals) all() string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
+}
+
+// dialTLS connects, runs the TLS handshake within timeout (checking the
+// server's certificate against the address it was dialled at, unless the
+// configuration says otherwise) and puts the read buffer above TLS.
+func (r *refusals) dialTLS(network, address string, timeout time.Duration) (net.Conn, error) {
+	raw, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	cfg := r.tls.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(address)
+	}
+	tc := tls.Client(raw, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		r.mu.Lock()
+		r.tlsErr = fmt.Errorf("TLS with %s: %w", address, err)
+		r.mu.Unlock()
+		return nil, err
+	}
+	return &bufferedConn{Conn: tc, r: bufio.NewReaderSize(tc, readBufferSize)}, nil
+}
+
+// lastTLS is the last TLS failure, if any.
+func (r *refusals) lastTLS() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tlsErr
 }

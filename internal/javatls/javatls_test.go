@@ -1,4 +1,4 @@
-package kafka_test
+package javatls_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"software.sslmate.com/src/go-pkcs12"
 
+	"github.com/kremedy/kremedy/internal/javatls"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/kafka"
 )
@@ -64,7 +65,7 @@ func tlsServer(t *testing.T, store, pass, caPEM string) string {
 }
 
 func handshake(props map[string]string, addr string) error {
-	cfg, err := kafka.TLSConfig(props)
+	cfg, err := javatls.Config(props)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func TestStores(t *testing.T) {
 	if err != nil || strings.Join(secrets, ",") != "trustpw,storepw,keypass1" {
 		t.Fatalf("secrets %q %v", secrets, err)
 	}
-	if _, _, err := kafka.Options(with(jks, "ssl.truststore.password", "-")); !errors.Is(err, kafka.ErrUnsupportedProperty) {
+	if _, _, err := kafka.Options(with(jks, "ssl.truststore.password", "-")); !errors.Is(err, javatls.ErrUnsupported) {
 		t.Fatalf("%v", err)
 	}
 }

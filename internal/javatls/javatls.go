@@ -1,4 +1,10 @@
-package kafka
+// Package javatls reads a Java client's TLS settings as Kafka's clients
+// read them (ssl.truststore.*, ssl.keystore.*, ssl.key.password,
+// ssl.endpoint.identification.algorithm): trust and key stores in JKS,
+// PKCS12 or PEM (files or inline), told apart by content as Java's
+// keystore.type.compat does, encrypted PKCS#8 keys, into a tls.Config.
+// ZooKeeper's zookeeper.ssl.* settings are read through the same names.
+package javatls
 
 import (
 	"bytes"
@@ -66,16 +72,16 @@ func readStore(props map[string]string, prefix string) (*store, error) {
 	declared := strings.ToUpper(props[prefix+".type"])
 	switch {
 	case s.format == "":
-		return nil, fmt.Errorf("%w: %s.location=%s is neither PEM, JKS nor PKCS12", ErrUnsupportedProperty, prefix, loc)
+		return nil, fmt.Errorf("%w: %s.location=%s is neither PEM, JKS nor PKCS12", ErrUnsupported, prefix, loc)
 	case s.format == formatJCEKS:
-		return nil, fmt.Errorf("%w: %s.location=%s is a JCEKS store; convert it: keytool -importkeystore -srckeystore %s -srcstoretype JCEKS -destkeystore store.p12 -deststoretype PKCS12", ErrUnsupportedProperty, prefix, loc, loc)
+		return nil, fmt.Errorf("%w: %s.location=%s is a JCEKS store; convert it: keytool -importkeystore -srckeystore %s -srcstoretype JCEKS -destkeystore store.p12 -deststoretype PKCS12", ErrUnsupported, prefix, loc, loc)
 	case declared == formatPEM && s.format != formatPEM:
-		return nil, fmt.Errorf("%w: %s.type=PEM but %s is a %s store (Kafka refuses this too): set %s.type=%s", ErrUnsupportedProperty, prefix, loc, s.format, prefix, s.format)
+		return nil, fmt.Errorf("%w: %s.type=PEM but %s is a %s store (Kafka refuses this too): set %s.type=%s", ErrUnsupported, prefix, loc, s.format, prefix, s.format)
 	case declared != "" && declared != formatPEM && s.format == formatPEM:
-		return nil, fmt.Errorf("%w: %s.type=%s but %s holds PEM text (Kafka refuses this too): set %s.type=PEM", ErrUnsupportedProperty, prefix, declared, loc, prefix)
+		return nil, fmt.Errorf("%w: %s.type=%s but %s holds PEM text (Kafka refuses this too): set %s.type=PEM", ErrUnsupported, prefix, declared, loc, prefix)
 	}
 	if s.format == formatPEM && s.set && prefix == "ssl.truststore" {
-		return nil, fmt.Errorf("%w: ssl.truststore.password with a PEM truststore (Kafka refuses it: PEM trust stores have no password); remove the line", ErrUnsupportedProperty)
+		return nil, fmt.Errorf("%w: ssl.truststore.password with a PEM truststore (Kafka refuses it: PEM trust stores have no password); remove the line", ErrUnsupported)
 	}
 	return s, nil
 }
@@ -90,7 +96,7 @@ func trustPool(props map[string]string) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	if inline := props["ssl.truststore.certificates"]; inline != "" {
 		if !pool.AppendCertsFromPEM([]byte(inline)) {
-			return nil, fmt.Errorf("%w: ssl.truststore.certificates holds no PEM certificate", ErrUnsupportedProperty)
+			return nil, fmt.Errorf("%w: ssl.truststore.certificates holds no PEM certificate", ErrUnsupported)
 		}
 		return pool, nil
 	}
@@ -107,7 +113,7 @@ func trustPool(props map[string]string) (*x509.CertPool, error) {
 		return pool, nil
 	case formatJKS:
 		if !s.set {
-			return nil, s.wrap(fmt.Errorf("%w: ssl.truststore.password is unset; Java then skips the store's integrity check, kremedy does not: add the password (the one keytool -list asks for)", ErrUnsupportedProperty))
+			return nil, s.wrap(fmt.Errorf("%w: ssl.truststore.password is unset; Java then skips the store's integrity check, kremedy does not: add the password (the one keytool -list asks for)", ErrUnsupported))
 		}
 		ks := keystore.New()
 		if err := ks.Load(bytes.NewReader(s.data), []byte(s.password)); err != nil {
@@ -148,7 +154,7 @@ func clientCerts(props map[string]string) ([]tls.Certificate, error) {
 	if key := props["ssl.keystore.key"]; key != "" {
 		chain := props["ssl.keystore.certificate.chain"]
 		if chain == "" {
-			return nil, fmt.Errorf("%w: ssl.keystore.key needs ssl.keystore.certificate.chain (Kafka refuses it too)", ErrUnsupportedProperty)
+			return nil, fmt.Errorf("%w: ssl.keystore.key needs ssl.keystore.certificate.chain (Kafka refuses it too)", ErrUnsupported)
 		}
 		c, err := pemKeyPair([]byte(chain), []byte(key), keyPass)
 		if err != nil {
@@ -162,7 +168,7 @@ func clientCerts(props map[string]string) ([]tls.Certificate, error) {
 	}
 	if s.format == formatPEM {
 		if s.set {
-			return nil, s.wrap(fmt.Errorf("%w: ssl.keystore.password with a PEM keystore (Kafka refuses it): use ssl.key.password for an encrypted key", ErrUnsupportedProperty))
+			return nil, s.wrap(fmt.Errorf("%w: ssl.keystore.password with a PEM keystore (Kafka refuses it): use ssl.key.password for an encrypted key", ErrUnsupported))
 		}
 		c, err := pemKeyPair(s.data, s.data, keyPass)
 		if err != nil {
@@ -171,7 +177,7 @@ func clientCerts(props map[string]string) ([]tls.Certificate, error) {
 		return []tls.Certificate{c}, nil
 	}
 	if !s.set {
-		return nil, s.wrap(fmt.Errorf("%w: ssl.keystore.password is unset (Kafka refuses a keystore without it too)", ErrUnsupportedProperty))
+		return nil, s.wrap(fmt.Errorf("%w: ssl.keystore.password is unset (Kafka refuses a keystore without it too)", ErrUnsupported))
 	}
 	if !hasKeyPass {
 		keyPass = s.password // Kafka: the key password defaults to the store's
@@ -281,7 +287,7 @@ func pemKeyPair(certPEM, keyPEM []byte, password string) (tls.Certificate, error
 	switch {
 	case keyBlock.Type == "ENCRYPTED PRIVATE KEY":
 		if password == "" {
-			return tls.Certificate{}, fmt.Errorf("%w: the private key is encrypted and ssl.key.password is unset", ErrUnsupportedProperty)
+			return tls.Certificate{}, fmt.Errorf("%w: the private key is encrypted and ssl.key.password is unset", ErrUnsupported)
 		}
 		key, err := pkcs8.ParsePKCS8PrivateKey(keyBlock.Bytes, []byte(password))
 		if err != nil {
@@ -291,10 +297,10 @@ func pemKeyPair(certPEM, keyPEM []byte, password string) (tls.Certificate, error
 			return tls.Certificate{}, err
 		}
 	case keyBlock.Headers["Proc-Type"] != "":
-		return tls.Certificate{}, fmt.Errorf("%w: a legacy OpenSSL-encrypted key (Proc-Type header), which Kafka does not read either: convert it with openssl pkcs8 -topk8 -v2 aes-256-cbc", ErrUnsupportedProperty)
+		return tls.Certificate{}, fmt.Errorf("%w: a legacy OpenSSL-encrypted key (Proc-Type header), which Kafka does not read either: convert it with openssl pkcs8 -topk8 -v2 aes-256-cbc", ErrUnsupported)
 	default:
 		if password != "" {
-			return tls.Certificate{}, fmt.Errorf("%w: ssl.key.password is set but the PEM private key is not encrypted (Kafka refuses this too)", ErrUnsupportedProperty)
+			return tls.Certificate{}, fmt.Errorf("%w: ssl.key.password is set but the PEM private key is not encrypted (Kafka refuses this too)", ErrUnsupported)
 		}
 		keyDER = keyBlock.Bytes
 	}
@@ -305,9 +311,13 @@ func pemKeyPair(certPEM, keyPEM []byte, password string) (tls.Certificate, error
 	return tls.X509KeyPair(chain, keyOut)
 }
 
-// TLSConfig reads the ssl.* client properties into a TLS configuration
-// as Kafka's Java client would use them.
-func TLSConfig(props map[string]string) (*tls.Config, error) {
+// ErrUnsupported is a TLS setting kremedy cannot honour; it refuses
+// rather than silently connecting some other way.
+var ErrUnsupported = errors.New("unsupported Kafka client property")
+
+// Config reads the ssl.* client properties into a TLS configuration as
+// Kafka's Java client would use them.
+func Config(props map[string]string) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	pool, err := trustPool(props)
 	if err != nil {
@@ -326,7 +336,7 @@ func TLSConfig(props map[string]string) (*tls.Config, error) {
 		cfg.InsecureSkipVerify = true
 		cfg.VerifyPeerCertificate = chainOnly(cfg)
 	default:
-		return nil, fmt.Errorf("%w: ssl.endpoint.identification.algorithm=%s (Java knows https or empty)", ErrUnsupportedProperty, alg)
+		return nil, fmt.Errorf("%w: ssl.endpoint.identification.algorithm=%s (Java knows https or empty)", ErrUnsupported, alg)
 	}
 	return cfg, nil
 }
@@ -353,4 +363,31 @@ func chainOnly(cfg *tls.Config) func([][]byte, [][]*x509.Certificate) error {
 		_, err := certs[0].Verify(x509.VerifyOptions{Roots: cfg.RootCAs, Intermediates: inter})
 		return err
 	}
+}
+
+// ZooKeeper reads the zookeeper.ssl.* settings Kafka's brokers and tools
+// use to reach ZooKeeper over TLS (zookeeper.ssl.client.enable=true, the
+// zookeeper.ssl.{keystore,truststore}.{location,password,type} stores,
+// zookeeper.ssl.endpoint.identification.enable) into a TLS configuration.
+// Errors name the stores by Kafka's client names (ssl.truststore.…).
+func ZooKeeper(props map[string]string) (*tls.Config, error) {
+	if !strings.EqualFold(props["zookeeper.ssl.client.enable"], "true") && !strings.EqualFold(props["zookeeper.client.secure"], "true") {
+		return nil, fmt.Errorf("%w: the file does not turn TLS on: set zookeeper.ssl.client.enable=true, as the brokers' server.properties does", ErrUnsupported)
+	}
+	mapped := map[string]string{}
+	for _, store := range []string{"keystore", "truststore"} {
+		for _, k := range []string{"location", "password", "type"} {
+			if v, ok := props["zookeeper.ssl."+store+"."+k]; ok {
+				mapped["ssl."+store+"."+k] = v
+			}
+		}
+	}
+	if strings.EqualFold(props["zookeeper.ssl.endpoint.identification.enable"], "false") || strings.EqualFold(props["zookeeper.ssl.hostnameVerification"], "false") {
+		mapped["ssl.endpoint.identification.algorithm"] = ""
+	}
+	cfg, err := Config(mapped)
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper.ssl.* (read as Kafka's ssl.* names): %w", err)
+	}
+	return cfg, nil
 }
