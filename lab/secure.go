@@ -412,8 +412,11 @@ func (l *Lab) brokerSecurity(n int) (string, error) {
 	return fmt.Sprintf(`listeners=SASL_SSL://%s:%d
 security.inter.broker.protocol=SASL_SSL
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
-sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.enabled.mechanisms=SCRAM-SHA-512,OAUTHBEARER
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=%s
+# OAUTHBEARER with Kafka's default, unsecured validator (alg "none" tokens):
+# a development cluster's set-up, for rehearsing OAuth clients
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
 ssl.keystore.type=%s
 ssl.keystore.location=%s
 ssl.keystore.password=%s

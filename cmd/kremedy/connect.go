@@ -63,19 +63,29 @@ func sshTarget(s inventory.SSH, host string) (remote.Target, error) {
 	return remote.ResolveWithSSH(context.Background(), t, s.Config)
 }
 
+// readProperties reads a Java properties file the inventory names under
+// key, config providers resolved, as Kafka's tools read it.
+func readProperties(f, key string) (map[string]string, error) {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("%s: %w; %w", key, err, steps.ErrNothingDone))
+	}
+	props, err := kafka.ParseProperties(b)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
+	}
+	return props, nil
+}
+
 // clientProperties reads a client.properties file ("" is PLAINTEXT) into
 // franz-go options, its security.protocol and the secrets it holds.
 func clientProperties(f string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
 	if f == "" {
 		return nil, "PLAINTEXT", nil, nil
 	}
-	b, err := os.ReadFile(f)
+	props, err := readProperties(f, "kafka.client_properties")
 	if err != nil {
-		return nil, "", nil, usageErr(fmt.Errorf("kafka.client_properties: %w; %w", err, steps.ErrNothingDone))
-	}
-	props, err := kafka.ParseProperties(b)
-	if err != nil {
-		return nil, "", nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
+		return nil, "", nil, err
 	}
 	if opts, secrets, err = kafka.Options(props); err != nil {
 		return nil, "", nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
@@ -123,13 +133,9 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		kopts = append(kopts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return "kafka: " + time.Now().Format("15:04:05.000000 ") })))
 	}
 	if f := inv.ZooKeeper.TLSConfigFile; f != "" {
-		b, err := os.ReadFile(f)
+		props, err := readProperties(f, "zookeeper.tls_config_file")
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("zookeeper.tls_config_file: %w; %w", err, steps.ErrNothingDone))
-		}
-		props, err := kafka.ParseProperties(b)
-		if err != nil {
-			return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
+			return nil, err
 		}
 		if opts.TLS, err = javatls.ZooKeeper(props); err != nil {
 			return nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))

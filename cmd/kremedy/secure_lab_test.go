@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -9,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,6 +91,47 @@ func TestSecureLab(t *testing.T) {
 		})
 		if r := kremedy(t, "diagnose", "--inventory", p12); r.code != 0 {
 			t.Fatalf("diagnose with the PKCS12 client: exit %d\n%s", r.code, r.out)
+		}
+	})
+
+	t.Run("OAUTHBEARER: unsecured tokens and the client credentials flow", func(t *testing.T) {
+		oauthProps := func(lines string) string {
+			f := filepath.Join(t.TempDir(), "oauth.properties")
+			text := "security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nssl.truststore.location=" + filepath.Join(filepath.Dir(l.CAPEM()), "truststore.p12") +
+				"\nssl.truststore.password=${file:" + filepath.Join(l.Dir, "secrets.properties") + ":store.password}\nconfig.providers=file\n" +
+				"config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider\n" + lines
+			if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return variant(t, l, func(inv string) string { return strings.Replace(inv, l.ClientProperties(), f, 1) })
+		}
+		unsecured := oauthProps(`sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="kremedy";` + "\n")
+		if r := kremedy(t, "diagnose", "--inventory", unsecured); r.code != 0 {
+			t.Fatalf("diagnose with unsecured OAUTHBEARER tokens: exit %d\n%s", r.code, r.out)
+		}
+		// An OAuth server of our own: the client credentials grant, tokens
+		// the brokers' (unsecured) validator accepts.
+		var granted atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if id, secret, ok := r.BasicAuth(); !ok || id != "kremedy-app" || secret != "app-secret" {
+				http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+				return
+			}
+			granted.Add(1)
+			fmt.Fprintf(w, `{"access_token":%q,"expires_in":600,"token_type":"bearer"}`, kafka.UnsecuredToken("kremedy-app", time.Now(), 10*time.Minute))
+		}))
+		defer srv.Close()
+		creds := func(secret string) string {
+			return oauthProps("sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n" +
+				"sasl.oauthbearer.token.endpoint.url=" + srv.URL + "/token\n" +
+				`sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kremedy-app" clientSecret="` + secret + `" scope="kafka";` + "\n")
+		}
+		if r := kremedy(t, "diagnose", "--inventory", creds("app-secret")); r.code != 0 || granted.Load() == 0 {
+			t.Fatalf("diagnose with the client credentials flow: exit %d, %d tokens granted\n%s", r.code, granted.Load(), r.out)
+		}
+		r := kremedy(t, "diagnose", "--inventory", creds("wrong"))
+		if r.code != 2 || !strings.Contains(r.out, "refused client") || !strings.Contains(r.out, "nothing was done") {
+			t.Fatalf("a client secret the OAuth server refuses: exit %d\n%s", r.code, r.out)
 		}
 	})
 

@@ -63,46 +63,47 @@ func Options(props map[string]string) (opts []kgo.Opt, secrets []string, err err
 		return nil, nil, fmt.Errorf("%w: security.protocol=%s (Kafka knows PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)", ErrUnsupportedProperty, proto)
 	}
 	if strings.HasPrefix(proto, "SASL") {
-		mech, pass, err := saslOpt(props)
+		mech, more, err := saslOpt(props)
 		if err != nil {
 			return nil, nil, err
 		}
 		opts = append(opts, mech)
-		secrets = append(secrets, pass)
+		secrets = append(secrets, more...)
 	}
 	return opts, secrets, nil
 }
 
-func saslOpt(props map[string]string) (kgo.Opt, string, error) {
+func saslOpt(props map[string]string) (kgo.Opt, []string, error) {
 	mech := strings.ToUpper(props["sasl.mechanism"])
 	if mech == "" {
 		mech = "GSSAPI" // Kafka's default
 	}
 	switch mech {
 	case "GSSAPI":
-		return nil, "", fmt.Errorf("%w: sasl.mechanism=GSSAPI (Kerberos; Kafka's default when sasl.mechanism is unset): kremedy does not speak Kerberos yet; give it a client.properties with a SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN user on a listener that enables one (nothing was connected)", ErrUnsupportedProperty)
-	case "OAUTHBEARER":
-		return nil, "", fmt.Errorf("%w: sasl.mechanism=OAUTHBEARER: kremedy does not fetch OAuth tokens yet; give it a client.properties with a SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN user on a listener that enables one (nothing was connected)", ErrUnsupportedProperty)
-	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		return nil, nil, fmt.Errorf("%w: sasl.mechanism=GSSAPI (Kerberos; Kafka's default when sasl.mechanism is unset): kremedy does not run Kerberos (a keytab or ticket cache would not help it); give it a client.properties with a SCRAM-SHA-512, SCRAM-SHA-256, PLAIN or OAUTHBEARER user on a listener that enables one (nothing was connected)", ErrUnsupportedProperty)
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
 	default:
-		return nil, "", fmt.Errorf("%w: sasl.mechanism=%s (kremedy supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", ErrUnsupportedProperty, mech)
+		return nil, nil, fmt.Errorf("%w: sasl.mechanism=%s (kremedy supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)", ErrUnsupportedProperty, mech)
 	}
 	cfg := props["sasl.jaas.config"]
 	if cfg == "" {
-		return nil, "", fmt.Errorf("%w: sasl.mechanism=%s needs sasl.jaas.config (kremedy does not read a JAAS file from java.security.auth.login.config)", ErrUnsupportedProperty, mech)
+		return nil, nil, fmt.Errorf("%w: sasl.mechanism=%s needs sasl.jaas.config (kremedy does not read a JAAS file from java.security.auth.login.config)", ErrUnsupportedProperty, mech)
 	}
 	o := jaas(cfg)
+	if mech == "OAUTHBEARER" {
+		return oauthOpt(props, o)
+	}
 	user, pass := o["username"], o["password"]
 	if user == "" || pass == "" {
-		return nil, "", fmt.Errorf("%w: sasl.jaas.config needs username=\"…\" and password=\"…\" for %s", ErrUnsupportedProperty, mech)
+		return nil, nil, fmt.Errorf("%w: sasl.jaas.config needs username=\"…\" and password=\"…\" for %s", ErrUnsupportedProperty, mech)
 	}
 	switch mech {
 	case "PLAIN":
-		return kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()), pass, nil
+		return kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()), []string{pass}, nil
 	case "SCRAM-SHA-256":
-		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()), pass, nil
+		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()), []string{pass}, nil
 	default:
-		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()), pass, nil
+		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()), []string{pass}, nil
 	}
 }
 
@@ -133,6 +134,8 @@ func (c *Client) CheckSecurity(ctx context.Context) error {
 	var rh tls.RecordHeaderError
 	var ke *kerr.Error
 	switch {
+	case errors.Is(err, ErrSecurity):
+		return fmt.Errorf("%w; nothing was done", err)
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		return fmt.Errorf("%w: %v. Check the username and password in sasl.jaas.config (and that the user exists: kafka-configs --describe --entity-type users); nothing was done", ErrSecurity, err)
 	case errors.As(err, &ke) && (ke.Code == kerr.UnsupportedSaslMechanism.Code || ke.Code == kerr.IllegalSaslState.Code):

@@ -1,0 +1,88 @@
+package kafka
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestTokenSource runs the client credentials grant against a token
+// endpoint that checks what Kafka's HttpAccessTokenRetriever sends: Basic
+// auth with the client's id and secret, grant_type and scope in a form.
+func TestTokenSource(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		id, secret, ok := r.BasicAuth()
+		r.ParseForm()
+		if !ok || id != "kremedy" || secret != "s3cret" {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		if r.Form.Get("grant_type") != "client_credentials" || r.Form.Get("scope") != "kafka admin" {
+			http.Error(w, "bad form "+r.Form.Encode(), http.StatusBadRequest)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"access_token": "tok-" + r.Form.Get("scope"), "expires_in": 3600, "token_type": "bearer"})
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	ts, err := newTokenSource(srv.URL, map[string]string{"clientId": "kremedy", "clientSecret": "s3cret", "scope": "kafka admin"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if tok, err := ts.token(ctx); err != nil || tok != "tok-kafka admin" {
+			t.Fatalf("token %q %v", tok, err)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("%d calls to the endpoint: the token is not cached", calls.Load())
+	}
+	bad, _ := newTokenSource(srv.URL, map[string]string{"clientId": "kremedy", "clientSecret": "wrong"}, false)
+	if _, err := bad.token(ctx); !errors.Is(err, ErrSecurity) || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "clientSecret") {
+		t.Fatalf("a refused client: %v", err)
+	}
+	if _, err := newTokenSource(srv.URL, map[string]string{"clientId": "kremedy"}, false); !errors.Is(err, ErrUnsupportedProperty) {
+		t.Fatalf("no secret: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(f, []byte("from-a-file\n"), 0o600)
+	fs, err := newTokenSource("file:"+f, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := fs.token(ctx); err != nil || tok != "from-a-file" {
+		t.Fatalf("file token %q %v", tok, err)
+	}
+}
+
+func TestUnsecuredToken(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	parts := strings.Split(UnsecuredToken("kremedy", now, time.Hour), ".")
+	if len(parts) != 3 || parts[2] != "" {
+		t.Fatalf("%q: want header.claims. with an empty signature", parts)
+	}
+	h, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	c, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims map[string]any
+	if string(h) != `{"alg":"none"}` || json.Unmarshal(c, &claims) != nil || claims["sub"] != "kremedy" || claims["exp"].(float64) != 1700003600 {
+		t.Fatalf("header %s claims %s", h, c)
+	}
+	opt, _, err := oauthOpt(map[string]string{}, map[string]string{"unsecuredLoginStringClaim_sub": "kremedy"})
+	if err != nil || opt == nil {
+		t.Fatalf("%v", err)
+	}
+	if _, _, err := oauthOpt(map[string]string{}, map[string]string{}); !errors.Is(err, ErrUnsupportedProperty) {
+		t.Fatalf("neither endpoint nor unsecured sub: %v", err)
+	}
+}
