@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,7 +17,7 @@ import (
 
 func newDiagnoseCmd() *cobra.Command {
 	var inv, topic string
-	var asJSON, noDisk, details bool
+	var asJSON, noDisk, details, migration bool
 	var output string
 	c := &cobra.Command{
 		Use:   "diagnose",
@@ -35,12 +36,15 @@ func newDiagnoseCmd() *cobra.Command {
 					return usageErr(err)
 				}
 			}
+			if migration && (topic != "" || noDisk) {
+				return usageErr(errors.New("--migration reads the whole cluster and every disk: it takes neither --topic nor --no-disk"))
+			}
 			cl, err := connect(cmd.Context(), inv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk})
+			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration})
 			if err != nil {
 				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
 			}
@@ -72,6 +76,15 @@ func newDiagnoseCmd() *cobra.Command {
 				}
 			} else {
 				printDiagnosis(w, d, details)
+				if d.Migration != nil {
+					printReadiness(w, d)
+				}
+			}
+			if m := d.Migration; m != nil {
+				if !m.Ready {
+					return &exitError{exitFailed, fmt.Errorf("not ready for the ZooKeeper → KRaft migration: %d blockers", len(m.Blockers))}
+				}
+				return nil
 			}
 			if !d.Healthy {
 				return &exitError{exitFailed, fmt.Errorf("%d findings", len(d.Findings))}
@@ -85,6 +98,7 @@ func newDiagnoseCmd() *cobra.Command {
 	c.Flags().BoolVar(&asJSON, "json", false, "print the diagnosis as JSON (stable: fields are only added)")
 	c.Flags().BoolVar(&noDisk, "no-disk", false, "do not list log dirs over SSH")
 	c.Flags().StringVar(&output, "output", "text", "text, json (as --json) or jsonl (one JSON object per line: each finding, type finding, then the diagnosis, type diagnosis; for automation)")
+	c.Flags().BoolVar(&migration, "migration", false, "also check ZooKeeper → KRaft migration readiness (Kafka 3.9, KIP-866): every condition that stalls or corrupts it, and a verdict; exit 0 ready, 1 not ready")
 	c.Flags().BoolVar(&details, "details", false, "print every evidence line and every finding a cause explains (the text output is bounded otherwise)")
 	_ = c.MarkFlagRequired("inventory")
 	return c
@@ -237,4 +251,31 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// printReadiness ends a --migration diagnosis with the verdict: each
+// blocker with why the migration cares, then what to read first.
+func printReadiness(w io.Writer, d *diagnose.Diagnosis) {
+	m := d.Migration
+	fmt.Fprintln(w)
+	if m.InProgress != "" {
+		fmt.Fprintf(w, "ZooKeeper → KRaft migration: under way — %s\n", m.InProgress)
+	}
+	if m.Ready {
+		fmt.Fprintln(w, "ZooKeeper → KRaft migration: READY — no condition that stalls or corrupts the migration was found (Kafka 3.9 with IBP 3.9, every assigned broker registered, no pending deletion, every topic with a topic_id and every partition with a state, every log with partition.metadata, no reassignment in flight, brokers agreeing with ZooKeeper)")
+	} else {
+		fmt.Fprintf(w, "ZooKeeper → KRaft migration: NOT READY — %d blockers; fix them (in this order) and check again:\n", len(m.Blockers))
+		for _, id := range m.Blockers {
+			fix := ""
+			for _, f := range d.Findings {
+				if f.ID == id {
+					fix = f.Fix
+				}
+			}
+			fmt.Fprintf(w, "  - %s: %s\n    fix: %s\n", id, m.Why[id], fix)
+		}
+	}
+	for _, id := range m.Advice {
+		fmt.Fprintf(w, "  advice: %s (see DETAILS)\n", id)
+	}
 }

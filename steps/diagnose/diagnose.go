@@ -86,6 +86,8 @@ type Diagnosis struct {
 	// Methods what kremedy judges differently because of it.
 	Releases brokers.Releases `json:"releases,omitempty"`
 	Methods  []string         `json:"methods,omitempty"`
+	// Migration is the ZooKeeper → KRaft readiness verdict (--migration).
+	Migration *Readiness `json:"migration,omitempty"`
 }
 
 // Options narrow or widen a diagnosis.
@@ -93,6 +95,9 @@ type Options struct {
 	Topic string // "" for the whole cluster
 	// Disk lists every broker's log dirs over SSH.
 	Disk bool
+	// Migration adds the ZooKeeper → KRaft migration's readiness checks
+	// and verdict (Diagnosis.Migration).
+	Migration bool
 }
 
 const cleanupFix = "run the topic-cleanup runbook: `kremedy run topic-cleanup --inventory INV --set topic=%s` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything and verifies)"
@@ -109,6 +114,7 @@ type diagnosis struct {
 	deleteDisabled []int32
 	minISRDefault  int
 	ibp            string // inter.broker.protocol.version, "" when no broker said
+	migrating      string // /migration's content when a migration has started
 	// how long the disagreements lasted: the first read that showed one,
 	// and how many reads did
 	since time.Time
@@ -172,6 +178,9 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		g.d.Disk = true
 		diagnoseDisks(g.add, c.Target, g.st, *disks, o.Topic, g.d.Releases.RefusesStaleLog())
 	}
+	if o.Migration {
+		g.migration(ctx, disks)
+	}
 	sort.SliceStable(g.d.Findings, func(i, j int) bool {
 		a, b := g.d.Findings[i], g.d.Findings[j]
 		if a.Severity != b.Severity {
@@ -184,6 +193,9 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	})
 	g.d.Findings = linkCauses(g.d.Findings)
 	g.d.Healthy = len(g.d.Findings) == 0
+	if o.Migration {
+		g.readiness()
+	}
 	g.d.Took = time.Since(start).Round(time.Millisecond).String()
 	return g.d, nil
 }

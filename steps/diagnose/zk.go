@@ -80,7 +80,7 @@ func (g *diagnosis) zkFindings(name string, ts *kafkazk.TopicState, assign map[i
 			Fix:      "check that every broker of the cluster runs and diagnose again; if the state is still missing, the controller never initialised the partition: a restart of the brokers that hold it (kremedy's rolling-restart runbook) makes the controller send its state again. The ZooKeeper → KRaft migration would take ISR = all replicas and leader = the first replica for it",
 			DoNot:    "do not write a state znode by hand: a wrong leader epoch or ISR makes the controller and the brokers disagree", Runbook: "rolling-restart"})
 	}
-	if g.ibp != "" && ibpAtLeast(g.ibp, 2, 8) && ts.Znode.TopicID == "" {
+	if (g.o.Migration || g.ibp != "" && ibpAtLeast(g.ibp, 2, 8)) && ts.Znode.TopicID == "" && ts.Exists {
 		ev := []string{fmt.Sprintf("%s%s has no topic_id; the brokers' inter.broker.protocol.version is %s (topic IDs from 2.8)", g.c.ZK.Chroot(), kafkazk.TopicPath(name), g.ibp)}
 		for _, id := range servingBrokers(name, g.views) {
 			if tv := g.views[id].Topics[name]; tv.ID != "" {
