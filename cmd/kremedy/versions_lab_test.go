@@ -127,6 +127,13 @@ func versionLab(t *testing.T, v string, net int) {
 		t.Fatalf("after the cleanup on %s: exit %d, %d findings", v, code, len(d.Findings))
 	}
 	logDirsAsked(t, l)
+	// A cluster below 3.9 cannot migrate to KRaft: readiness says so and why.
+	out, code := stdoutOf(t, "diagnose", "--inventory", l.InventoryPath(), "--migration", "--json")
+	var md diagnose.Diagnosis
+	if err := json.Unmarshal([]byte(out), &md); err != nil || code != 1 || md.Migration == nil || md.Migration.Ready ||
+		!slices.ContainsFunc(md.Findings, func(f diagnose.Finding) bool { return f.Kind == diagnose.FindMigrationRelease }) {
+		t.Fatalf("migration readiness on %s: exit %d (%v)\n%s", v, code, err, out)
+	}
 
 	if cfg.Brokers == 4 {
 		crashed(t, l)
