@@ -79,6 +79,7 @@ func (l *Lab) ZKSecureConnect() string {
 	return strings.Join(hosts, ",") + c.Chroot
 }
 
+func (l *Lab) clientStore() string  { return filepath.Join(l.pkiDir(), "client.p12") }
 func (l *Lab) zkStore(n int) string { return filepath.Join(l.pkiDir(), fmt.Sprintf("zk-%d.p12", n)) }
 
 // zkTLSServer is the secured ZooKeeper's TLS part of zoo.cfg: a
@@ -214,7 +215,6 @@ func superDigest(user, pass string) string {
 // writeSecure makes the PKI, the stores, the JAAS files, the client
 // files and the libs copy, and hands each broker its data.
 func (l *Lab) writeSecure(ctx context.Context) error {
-	c := l.State.Config
 	s, err := l.secrets()
 	if err != nil {
 		return err
@@ -232,8 +232,7 @@ func (l *Lab) writeSecure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	clientStore := filepath.Join(l.pkiDir(), "client.p12")
-	if _, err := os.Stat(clientStore); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(l.clientStore()); errors.Is(err, os.ErrNotExist) {
 		if _, err := pki.Issue(ctx, Cert{Name: "client", Type: "PKCS12"}); err != nil {
 			return err
 		}
@@ -246,93 +245,13 @@ func (l *Lab) writeSecure(ctx context.Context) error {
 			return err
 		}
 	}
-	for n := 1; n <= c.Brokers; n++ {
-		store := l.brokerStore(n)
-		if _, err := os.Stat(store); errors.Is(err, os.ErrNotExist) {
-			if _, err := pki.Issue(ctx, Cert{Name: fmt.Sprintf("broker-%d", n), SANs: []string{"ip:" + c.BrokerHost(n)},
-				Type: l.brokerStoreType(n), KeyPass: s.key}); err != nil {
-				return err
-			}
-		}
-		if err := os.Chown(store, uid, gid); err != nil {
-			return err
-		}
-		jaas := fmt.Sprintf("// the broker's ZooKeeper client: SASL DIGEST-MD5 as %q\nClient {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  username=%q\n  password=%q;\n};\n", zkBrokerUser, zkBrokerUser, s.zkBroker)
-		if err := writeOwned(filepath.Join(l.BrokerDir(n), "jaas.conf"), jaas, uid, gid); err != nil {
-			return err
-		}
-		for _, d := range append(l.LogDirs(n), filepath.Join(l.BrokerDir(n), "logs"), l.BrokerDir(n)) {
-			if err := os.Chown(d, uid, gid); err != nil {
-				return err
-			}
-		}
-		// Kafka's data is its service user's alone, as packages set it up:
-		// the operator reaches it only through sudo.
-		for _, d := range l.LogDirs(n) {
-			if err := os.Chmod(d, 0o750); err != nil {
-				return err
-			}
-		}
-	}
-	for n := 1; n <= c.ZooKeepers; n++ {
-		if _, err := os.Stat(l.zkStore(n)); errors.Is(err, os.ErrNotExist) {
-			if _, err := pki.Issue(ctx, Cert{Name: fmt.Sprintf("zk-%d", n), SANs: []string{"ip:" + c.ZKHost(n)}, Type: "PKCS12"}); err != nil {
-				return err
-			}
-		}
-		jaas := fmt.Sprintf("// ZooKeeper's SASL server: the brokers' identity\nServer {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_%s=%q;\n};\n", zkBrokerUser, s.zkBroker)
-		if err := os.WriteFile(filepath.Join(l.ZKDir(n), "jaas.conf"), []byte(jaas), 0o600); err != nil {
-			return err
-		}
-	}
-	jaasLine := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, ClientUser, s.client)
-	client := fmt.Sprintf(`# written by kremedy lab up --secure: the lab's client settings, as an operator's
-# client.properties has them (a JKS truststore; JKS is Kafka's default type)
-security.protocol=SASL_SSL
-sasl.mechanism=SCRAM-SHA-512
-sasl.jaas.config=%s
-ssl.truststore.location=%s
-ssl.truststore.password=%s
-`, javaEscape(jaasLine), pki.TrustJKS(), s.store)
-	if err := os.WriteFile(l.ClientProperties(), []byte(client), 0o600); err != nil {
+	if err := l.writeBrokerSecurity(ctx, pki, s, uid, gid); err != nil {
 		return err
 	}
-	p12 := fmt.Sprintf(`# written by kremedy lab up --secure: the same client with a PKCS12
-# truststore, its passwords read through Kafka's FileConfigProvider
-config.providers=file
-config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider
-security.protocol=SASL_SSL
-sasl.mechanism=SCRAM-SHA-512
-sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="${file:%s:client.password}";
-ssl.truststore.type=PKCS12
-ssl.truststore.location=%s
-ssl.truststore.password=${file:%s:store.password}
-# a client certificate too (the brokers do not ask for one: ssl.client.auth=none)
-ssl.keystore.type=PKCS12
-ssl.keystore.location=%s
-ssl.keystore.password=${file:%s:store.password}
-`, ClientUser, l.secretsPath(), pki.TrustP12(), l.secretsPath(), clientStore, l.secretsPath())
-	if err := os.WriteFile(l.ClientPropertiesPKCS12(), []byte(p12), 0o600); err != nil {
+	if err := l.writeZKSecurity(ctx, pki, s); err != nil {
 		return err
 	}
-	zkTLS := fmt.Sprintf(`# written by kremedy lab up --secure: TLS to ZooKeeper's secureClientPort
-# (%d), as a broker's zookeeper.ssl.* settings or kafka's --zk-tls-config-file
-zookeeper.ssl.client.enable=true
-zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty
-zookeeper.ssl.truststore.location=%s
-zookeeper.ssl.truststore.password=%s
-`, ZKSecurePort, pki.TrustJKS(), s.store)
-	if err := os.WriteFile(l.ZKTLSConfigFile(), []byte(zkTLS), 0o600); err != nil {
-		return err
-	}
-	if err := os.WriteFile(l.ZKOperatorPasswordFile(), []byte(s.zkOperator+"\n"), 0o600); err != nil {
-		return err
-	}
-	// sshd reads authorized_keys as the operator logging in.
-	if err := os.Chmod(l.path("authorized_keys"), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(l.toolsLog4j(), []byte("log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%p %m (%c)%n\n"), 0o644); err != nil {
+	if err := l.writeClientFiles(pki, s); err != nil {
 		return err
 	}
 	return l.linkLibs()
@@ -485,6 +404,116 @@ func (l *Lab) ensureSCRAM(ctx context.Context, zc *zookeeper.Conn, out io.Writer
 			return fmt.Errorf("kafka-configs: SCRAM credentials of %s: %v\n%s", u.name, err, indent(string(b)))
 		}
 		fmt.Fprintf(out, "  scram     %s: SCRAM-SHA-512 credentials created in ZooKeeper (kafka-configs)\n", u.name)
+	}
+	return nil
+}
+
+// writeBrokerSecurity issues each broker's keystore, writes its ZooKeeper
+// JAAS file and hands it its data.
+func (l *Lab) writeBrokerSecurity(ctx context.Context, pki *PKI, s secrets, uid, gid int) error {
+	c := l.State.Config
+	for n := 1; n <= c.Brokers; n++ {
+		store := l.brokerStore(n)
+		if _, err := os.Stat(store); errors.Is(err, os.ErrNotExist) {
+			if _, err := pki.Issue(ctx, Cert{Name: fmt.Sprintf("broker-%d", n), SANs: []string{"ip:" + c.BrokerHost(n)},
+				Type: l.brokerStoreType(n), KeyPass: s.key}); err != nil {
+				return err
+			}
+		}
+		if err := os.Chown(store, uid, gid); err != nil {
+			return err
+		}
+		jaas := fmt.Sprintf("// the broker's ZooKeeper client: SASL DIGEST-MD5 as %q\nClient {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  username=%q\n  password=%q;\n};\n", zkBrokerUser, zkBrokerUser, s.zkBroker)
+		if err := writeOwned(filepath.Join(l.BrokerDir(n), "jaas.conf"), jaas, uid, gid); err != nil {
+			return err
+		}
+		for _, d := range append(l.LogDirs(n), filepath.Join(l.BrokerDir(n), "logs"), l.BrokerDir(n)) {
+			if err := os.Chown(d, uid, gid); err != nil {
+				return err
+			}
+		}
+		// Kafka's data is its service user's alone, as packages set it up:
+		// the operator reaches it only through sudo.
+		for _, d := range l.LogDirs(n) {
+			if err := os.Chmod(d, 0o750); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeZKSecurity issues each ZooKeeper server's TLS keystore and writes its
+// SASL server JAAS file.
+func (l *Lab) writeZKSecurity(ctx context.Context, pki *PKI, s secrets) error {
+	c := l.State.Config
+	for n := 1; n <= c.ZooKeepers; n++ {
+		if _, err := os.Stat(l.zkStore(n)); errors.Is(err, os.ErrNotExist) {
+			if _, err := pki.Issue(ctx, Cert{Name: fmt.Sprintf("zk-%d", n), SANs: []string{"ip:" + c.ZKHost(n)}, Type: "PKCS12"}); err != nil {
+				return err
+			}
+		}
+		jaas := fmt.Sprintf("// ZooKeeper's SASL server: the brokers' identity\nServer {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_%s=%q;\n};\n", zkBrokerUser, s.zkBroker)
+		if err := os.WriteFile(filepath.Join(l.ZKDir(n), "jaas.conf"), []byte(jaas), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeClientFiles writes what operators' tools take: client.properties
+// (JKS), its PKCS12 variant, the ZooKeeper TLS settings and the ZooKeeper
+// operator's password.
+func (l *Lab) writeClientFiles(pki *PKI, s secrets) error {
+	jaasLine := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, ClientUser, s.client)
+	client := fmt.Sprintf(`# written by kremedy lab up --secure: the lab's client settings, as an operator's
+# client.properties has them (a JKS truststore; JKS is Kafka's default type)
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=%s
+ssl.truststore.location=%s
+ssl.truststore.password=%s
+`, javaEscape(jaasLine), pki.TrustJKS(), s.store)
+	if err := os.WriteFile(l.ClientProperties(), []byte(client), 0o600); err != nil {
+		return err
+	}
+	p12 := fmt.Sprintf(`# written by kremedy lab up --secure: the same client with a PKCS12
+# truststore, its passwords read through Kafka's FileConfigProvider
+config.providers=file
+config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="${file:%s:client.password}";
+ssl.truststore.type=PKCS12
+ssl.truststore.location=%s
+ssl.truststore.password=${file:%s:store.password}
+# a client certificate too (the brokers do not ask for one: ssl.client.auth=none)
+ssl.keystore.type=PKCS12
+ssl.keystore.location=%s
+ssl.keystore.password=${file:%s:store.password}
+`, ClientUser, l.secretsPath(), pki.TrustP12(), l.secretsPath(), l.clientStore(), l.secretsPath())
+	if err := os.WriteFile(l.ClientPropertiesPKCS12(), []byte(p12), 0o600); err != nil {
+		return err
+	}
+	zkTLS := fmt.Sprintf(`# written by kremedy lab up --secure: TLS to ZooKeeper's secureClientPort
+# (%d), as a broker's zookeeper.ssl.* settings or kafka's --zk-tls-config-file
+zookeeper.ssl.client.enable=true
+zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty
+zookeeper.ssl.truststore.location=%s
+zookeeper.ssl.truststore.password=%s
+`, ZKSecurePort, pki.TrustJKS(), s.store)
+	if err := os.WriteFile(l.ZKTLSConfigFile(), []byte(zkTLS), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.ZKOperatorPasswordFile(), []byte(s.zkOperator+"\n"), 0o600); err != nil {
+		return err
+	}
+	// sshd reads authorized_keys as the operator logging in.
+	if err := os.Chmod(l.path("authorized_keys"), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.toolsLog4j(), []byte("log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%p %m (%c)%n\n"), 0o644); err != nil {
+		return err
 	}
 	return nil
 }

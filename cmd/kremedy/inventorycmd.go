@@ -40,86 +40,7 @@ func newInventoryInitCmd() *cobra.Command {
 		Short: "Write an inventory from the live cluster: brokers from ZooKeeper, log.dirs from Kafka, stop/start guessed over SSH (to review)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
-			defer cancel()
-			o.ZooKeeper.Connect = zkConnect
-			zopts := zookeeper.Options{}
-			if zkUser != "" {
-				if zkPasswordFile == "" {
-					return usageErr(errors.New("--zookeeper-user needs --zookeeper-password-file (passwords never go on the command line)"))
-				}
-				o.ZooKeeper.Auth = &inventory.ZKAuth{User: zkUser, PasswordFile: zkPasswordFile}
-				tmp := inventory.Inventory{ZooKeeper: o.ZooKeeper}
-				pw, err := tmp.ZKPassword()
-				if err != nil {
-					return usageErr(err)
-				}
-				zopts.DigestAuth = zkUser + ":" + pw
-			}
-			if out != "" && !force {
-				if _, err := os.Stat(out); err == nil {
-					return usageErr(fmt.Errorf("%s exists; nothing was written (--force replaces it)", out))
-				}
-			}
-			zc, err := zookeeper.Dial(ctx, zkConnect, zopts)
-			if err != nil {
-				return usageErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
-			}
-			defer zc.Close()
-			regs, err := live.Registrations(ctx, zc)
-			if err != nil {
-				return failedErr(err)
-			}
-			kopts, protocol, _, err := clientProperties(o.ClientProperties)
-			if err != nil {
-				return err
-			}
-			if len(o.Bootstrap) == 0 {
-				if o.Bootstrap, err = live.Bootstrap(regs, protocol); err != nil {
-					return usageErr(err)
-				}
-			}
-			kc, err := kafka.New(o.Bootstrap, kopts...)
-			if err != nil {
-				return failedErr(err)
-			}
-			defer kc.Close()
-			if err := kc.CheckSecurity(ctx); err != nil {
-				return usageErr(err)
-			}
-			targets := map[int32]remote.Target{}
-			for _, r := range regs {
-				if targets[r.ID], err = sshTarget(o.SSH, r.Host); err != nil {
-					return usageErr(fmt.Errorf("broker %d (%s): %w", r.ID, r.Host, err))
-				}
-			}
-			fleet := remote.NewFleet(targets, nil)
-			defer fleet.Close()
-			inv, err := live.Init(ctx, regs, kc, fleet, o)
-			if err != nil {
-				return failedErr(err)
-			}
-			b, err := inv.Marshal()
-			if err != nil {
-				return failedErr(err)
-			}
-			if _, err := inventory.Parse("(written)", b); err != nil {
-				// Say what the operator must add (known_hosts, say) rather
-				// than write a file kremedy itself refuses.
-				return usageErr(fmt.Errorf("the inventory read from the cluster does not validate yet: %w; nothing was written", err))
-			}
-			for _, n := range strings.Split(inv.Note, "\n") {
-				fmt.Fprintln(cmd.ErrOrStderr(), n)
-			}
-			if out == "" {
-				_, err := cmd.OutOrStdout().Write(b)
-				return err
-			}
-			if err := inventory.Write(out, inv); err != nil {
-				return failedErr(err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: review it, then `kremedy inventory check --inventory %s`\n", out, out)
-			return nil
+			return inventoryInit(cmd, o, initFlags{zkConnect, zkUser, zkPasswordFile, out, force})
 		},
 	}
 	f := c.Flags()
@@ -201,4 +122,104 @@ func orPlain(f string) string {
 		return "PLAINTEXT (no client properties)"
 	}
 	return f + " accepted by the brokers"
+}
+
+// initFlags are inventory init's flags that are not live.Options.
+type initFlags struct {
+	zkConnect, zkUser, zkPasswordFile, out string
+	force                                  bool
+}
+
+// inventoryInit reads the live cluster and writes its inventory.
+func inventoryInit(cmd *cobra.Command, o live.Options, fl initFlags) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+	defer cancel()
+	o.ZooKeeper.Connect = fl.zkConnect
+	zopts, err := initZKAuth(&o, fl)
+	if err != nil {
+		return err
+	}
+	out := fl.out
+	if out != "" && !fl.force {
+		if _, err := os.Stat(out); err == nil {
+			return usageErr(fmt.Errorf("%s exists; nothing was written (--force replaces it)", out))
+		}
+	}
+	zc, err := zookeeper.Dial(ctx, fl.zkConnect, zopts)
+	if err != nil {
+		return usageErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
+	}
+	defer zc.Close()
+	regs, err := live.Registrations(ctx, zc)
+	if err != nil {
+		return failedErr(err)
+	}
+	kopts, protocol, _, err := clientProperties(o.ClientProperties)
+	if err != nil {
+		return err
+	}
+	if len(o.Bootstrap) == 0 {
+		if o.Bootstrap, err = live.Bootstrap(regs, protocol); err != nil {
+			return usageErr(err)
+		}
+	}
+	kc, err := kafka.New(o.Bootstrap, kopts...)
+	if err != nil {
+		return failedErr(err)
+	}
+	defer kc.Close()
+	if err := kc.CheckSecurity(ctx); err != nil {
+		return usageErr(err)
+	}
+	targets := map[int32]remote.Target{}
+	for _, r := range regs {
+		if targets[r.ID], err = sshTarget(o.SSH, r.Host); err != nil {
+			return usageErr(fmt.Errorf("broker %d (%s): %w", r.ID, r.Host, err))
+		}
+	}
+	fleet := remote.NewFleet(targets, nil)
+	defer fleet.Close()
+	inv, err := live.Init(ctx, regs, kc, fleet, o)
+	if err != nil {
+		return failedErr(err)
+	}
+	b, err := inv.Marshal()
+	if err != nil {
+		return failedErr(err)
+	}
+	if _, err := inventory.Parse("(written)", b); err != nil {
+		// Say what the operator must add (known_hosts, say) rather
+		// than write a file kremedy itself refuses.
+		return usageErr(fmt.Errorf("the inventory read from the cluster does not validate yet: %w; nothing was written", err))
+	}
+	for _, n := range strings.Split(inv.Note, "\n") {
+		fmt.Fprintln(cmd.ErrOrStderr(), n)
+	}
+	if out == "" {
+		_, err := cmd.OutOrStdout().Write(b)
+		return err
+	}
+	if err := inventory.Write(out, inv); err != nil {
+		return failedErr(err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: review it, then `kremedy inventory check --inventory %s`\n", out, out)
+	return nil
+}
+
+// initZKAuth sets the inventory's ZooKeeper auth from the flags and returns
+// the session options that use it.
+func initZKAuth(o *live.Options, fl initFlags) (zookeeper.Options, error) {
+	if fl.zkUser == "" {
+		return zookeeper.Options{}, nil
+	}
+	if fl.zkPasswordFile == "" {
+		return zookeeper.Options{}, usageErr(errors.New("--zookeeper-user needs --zookeeper-password-file (passwords never go on the command line)"))
+	}
+	o.ZooKeeper.Auth = &inventory.ZKAuth{User: fl.zkUser, PasswordFile: fl.zkPasswordFile}
+	tmp := inventory.Inventory{ZooKeeper: o.ZooKeeper}
+	pw, err := tmp.ZKPassword()
+	if err != nil {
+		return zookeeper.Options{}, usageErr(err)
+	}
+	return zookeeper.Options{DigestAuth: fl.zkUser + ":" + pw}, nil
 }

@@ -71,6 +71,13 @@ func Check(ctx context.Context, c ports.Cluster, become map[int32]bool) []Result
 	}
 	out = append(out, res("zookeeper rights", err, "may delete topics' znodes (probed, nothing changed)"))
 
+	return append(out, reachBrokers(ctx, c, become)...)
+}
+
+// reachBrokers asks every broker over Kafka and every host over SSH.
+func reachBrokers(ctx context.Context, c ports.Cluster, become map[int32]bool) []Result {
+	var out []Result
+	t := c.Target
 	ids := brokers.HostIDs(t)
 	for _, r := range c.Kafka.Releases(ctx, ids) {
 		var err error

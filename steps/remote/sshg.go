@@ -77,117 +77,151 @@ func sshG(ctx context.Context, configFile, user string, port int, host string) (
 	return m, sc.Err()
 }
 
+// sshSettings is `ssh -G`'s answer for one alias.
+type sshSettings struct {
+	g     map[string][]string
+	alias string
+	tok   tokens
+}
+
+func (s sshSettings) one(k string) string {
+	if v := s.g[k]; len(v) > 0 {
+		return v[len(v)-1]
+	}
+	return ""
+}
+
+func (s sshSettings) fail(format string, args ...any) error {
+	return fmt.Errorf("ssh_config for %q: "+format, append([]any{s.alias}, args...)...)
+}
+
+// existing expands each path and keeps those that exist; split says
+// whether a value is a space-separated list (known_hosts) or one path
+// (IdentityFile, which may contain spaces).
+func (s sshSettings) existing(key string, split bool) ([]string, error) {
+	var out []string
+	for _, v := range s.g[key] {
+		fs := []string{v}
+		if split {
+			fs = strings.Fields(v)
+		}
+		for _, f := range fs {
+			if f == "none" {
+				continue
+			}
+			p, err := expandPath(f, s.tok)
+			if err != nil {
+				return nil, s.fail("%s: %w", key, err)
+			}
+			if _, err := os.Stat(p); err == nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
 func resolveWithSSH(ctx context.Context, t Target, configFile string, hop bool, depth int) (Target, error) {
 	alias := t.Host
 	g, err := sshG(ctx, configFile, t.User, t.Port, alias)
 	if err != nil {
 		return t, err
 	}
-	one := func(k string) string {
-		if v := g[k]; len(v) > 0 {
-			return v[len(v)-1]
-		}
-		return ""
-	}
-	fail := func(format string, args ...any) (Target, error) {
-		return t, fmt.Errorf("ssh_config for %q: "+format, append([]any{alias}, args...)...)
-	}
+	s := sshSettings{g: g, alias: alias}
 	host := alias
-	if hn := one("hostname"); hn != "" {
+	if hn := s.one("hostname"); hn != "" {
 		host = hn
 	}
 	if t.Port == 0 {
-		if p := one("port"); p != "" {
+		if p := s.one("port"); p != "" {
 			n, err := strconv.Atoi(p)
 			if err != nil || n <= 0 || n > 65535 {
-				return fail("bad Port %q", p)
+				return t, s.fail("bad Port %q", p)
 			}
 			t.Port = n
 		}
 	}
 	if t.User == "" {
-		t.User = one("user")
+		t.User = s.one("user")
 	}
 	port := t.Port
 	if port == 0 {
 		port = 22
 	}
-	tok := tokens{h: host, n: alias, p: strconv.Itoa(port), r: t.User}
-	existing := func(key string, vals []string, split bool) ([]string, error) {
-		var out []string
-		for _, v := range vals {
-			fs := []string{v}
-			if split {
-				fs = strings.Fields(v)
-			}
-			for _, f := range fs {
-				if f == "none" {
-					continue
-				}
-				p, err := expandPath(f, tok)
-				if err != nil {
-					return nil, fmt.Errorf("ssh_config for %q: %s: %w", alias, key, err)
-				}
-				if _, err := os.Stat(p); err == nil {
-					out = append(out, p)
-				}
-			}
-		}
-		return out, nil
-	}
+	s.tok = tokens{h: host, n: alias, p: strconv.Itoa(port), r: t.User}
 	if !hop {
-		if t.ConnectTimeout == 0 {
-			if s := one("connecttimeout"); s != "" && s != "none" {
-				n, err := strconv.Atoi(s)
-				if err != nil || n < 0 {
-					return fail("bad ConnectTimeout %q (seconds)", s)
-				}
-				t.ConnectTimeout = time.Duration(n) * time.Second
-			}
-		}
-		if len(t.IdentityFiles) == 0 {
-			if t.IdentityFiles, err = existing("IdentityFile", g["identityfile"], false); err != nil {
-				return t, err
-			}
-			t.SkipUnusableKeys = true // ssh's own defaults: skip what ssh would
-		}
-		if t.CertificateFiles, err = existing("CertificateFile", g["certificatefile"], false); err != nil {
+		if t, err = s.credentials(t); err != nil {
 			return t, err
 		}
-		if len(t.KnownHostsFiles) == 0 {
-			for _, key := range []string{"userknownhostsfile", "globalknownhostsfile"} {
-				files, err := existing(key, g[key], true)
-				if err != nil {
-					return t, err
-				}
-				t.KnownHostsFiles = append(t.KnownHostsFiles, files...)
+	}
+	if t, err = s.route(ctx, t, configFile, depth); err != nil {
+		return t, err
+	}
+	t.Host = host
+	return t, nil
+}
+
+// credentials fills what the target itself uses (a jump hop uses the
+// target's): timeout, identities, certificates, known_hosts, the host key
+// alias and the agent.
+func (s sshSettings) credentials(t Target) (Target, error) {
+	var err error
+	if t.ConnectTimeout == 0 {
+		if v := s.one("connecttimeout"); v != "" && v != "none" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return t, s.fail("bad ConnectTimeout %q (seconds)", v)
 			}
-		}
-		if a := one("hostkeyalias"); a != "" && a != "none" && t.HostKeyAlias == "" {
-			t.HostKeyAlias = a
-		}
-		switch a := one("identityagent"); a {
-		case "":
-		case "none":
-			t.AgentSocket, t.TryAgent = "", false
-		case "SSH_AUTH_SOCK":
-			t.AgentSocket = os.Getenv("SSH_AUTH_SOCK")
-		default:
-			if strings.HasPrefix(a, "$") {
-				t.AgentSocket = os.Getenv(strings.Trim(a, "${}"))
-			} else if t.AgentSocket, err = expandPath(a, tok); err != nil {
-				return fail("IdentityAgent: %v", err)
-			}
-			t.TryAgent = t.AgentSocket != ""
+			t.ConnectTimeout = time.Duration(n) * time.Second
 		}
 	}
+	if len(t.IdentityFiles) == 0 {
+		if t.IdentityFiles, err = s.existing("identityfile", false); err != nil {
+			return t, err
+		}
+		t.SkipUnusableKeys = true // ssh's own defaults: skip what ssh would
+	}
+	if t.CertificateFiles, err = s.existing("certificatefile", false); err != nil {
+		return t, err
+	}
+	if len(t.KnownHostsFiles) == 0 {
+		for _, key := range []string{"userknownhostsfile", "globalknownhostsfile"} {
+			files, err := s.existing(key, true)
+			if err != nil {
+				return t, err
+			}
+			t.KnownHostsFiles = append(t.KnownHostsFiles, files...)
+		}
+	}
+	if a := s.one("hostkeyalias"); a != "" && a != "none" && t.HostKeyAlias == "" {
+		t.HostKeyAlias = a
+	}
+	switch a := s.one("identityagent"); a {
+	case "":
+	case "none":
+		t.AgentSocket, t.TryAgent = "", false
+	case "SSH_AUTH_SOCK":
+		t.AgentSocket = os.Getenv("SSH_AUTH_SOCK")
+	default:
+		if strings.HasPrefix(a, "$") {
+			t.AgentSocket = os.Getenv(strings.Trim(a, "${}"))
+		} else if t.AgentSocket, err = expandPath(a, s.tok); err != nil {
+			return t, s.fail("IdentityAgent: %v", err)
+		}
+		t.TryAgent = t.AgentSocket != ""
+	}
+	return t, nil
+}
 
+// route fills how the connection gets there: ProxyJump (every hop
+// resolved the same way) or ProxyCommand (tokens expanded).
+func (s sshSettings) route(ctx context.Context, t Target, configFile string, depth int) (Target, error) {
 	jump := t.ProxyJump
 	if jump == "" {
-		jump = one("proxyjump")
+		jump = s.one("proxyjump")
 		if jump != "" && jump != "none" {
 			if depth >= maxJumpDepth {
-				return fail("ProxyJump chain deeper than %d (a loop?)", maxJumpDepth)
+				return t, s.fail("ProxyJump chain deeper than %d (a loop?)", maxJumpDepth)
 			}
 			var resolved []string
 			for _, spec := range strings.Split(jump, ",") {
@@ -198,9 +232,10 @@ func resolveWithSSH(ctx context.Context, t Target, configFile string, hop bool, 
 				resolved = append(resolved, hs...)
 			}
 			jump = strings.Join(resolved, ",")
-		} else if pc := one("proxycommand"); pc != "" && pc != "none" && t.ProxyCommand == "" {
-			if t.ProxyCommand, err = expandTokens(pc, tok); err != nil {
-				return fail("ProxyCommand: %v", err)
+		} else if pc := s.one("proxycommand"); pc != "" && pc != "none" && t.ProxyCommand == "" {
+			var err error
+			if t.ProxyCommand, err = expandTokens(pc, s.tok); err != nil {
+				return t, s.fail("ProxyCommand: %v", err)
 			}
 		}
 	}
@@ -208,7 +243,6 @@ func resolveWithSSH(ctx context.Context, t Target, configFile string, hop bool, 
 		jump = ""
 	}
 	t.ProxyJump = jump
-	t.Host = host
 	return t, nil
 }
 
