@@ -18,6 +18,7 @@ import (
 	"github.com/kremedy/kremedy/internal/atomicfile"
 
 	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 
@@ -441,6 +442,9 @@ func (l *Lab) waitRegistered(ctx context.Context, zc *zookeeper.Conn) error {
 	for n := 1; err == nil && n <= c.Brokers; n++ {
 		err = waitFor(ctx, 20*time.Millisecond, func() bool { return listening(c.BrokerHost(n), KafkaPort) })
 	}
+	if err == nil {
+		err = l.waitMetadata(ctx)
+	}
 	if err != nil {
 		var why []string
 		for n := 1; n <= c.Brokers; n++ {
@@ -473,4 +477,30 @@ func indent(s string) string {
 		return ""
 	}
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// waitMetadata waits until every broker's metadata lists every broker and
+// a controller: a broker registers, and listens, before the controller's
+// UpdateMetadata reaches it, and a topic created in between is refused
+// ("Replication factor: 3 larger than available brokers: 0").
+func (l *Lab) waitMetadata(ctx context.Context) error {
+	c := l.State.Config
+	kc, err := kafka.New(c.Bootstrap(), l.KafkaOpts()...)
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
+	for n := 1; n <= c.Brokers; n++ {
+		id := int32(n)
+		err := waitFor(ctx, 100*time.Millisecond, func() bool {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			v, err := kc.BrokerView(rctx, id, "__kremedy-lab-probe")
+			return err == nil && len(v.Brokers) == c.Brokers && v.Controller >= 0
+		})
+		if err != nil {
+			return fmt.Errorf("broker %d's metadata does not list every broker and a controller: %w", id, err)
+		}
+	}
+	return nil
 }
