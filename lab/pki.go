@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -103,7 +104,7 @@ func (p *PKI) Issue(ctx context.Context, c Cert) (string, error) {
 	if ext == "" {
 		return "", fmt.Errorf("store type %q: JKS or PKCS12", c.Type)
 	}
-	sp, kp := or(c.StorePass, p.Pass), or(c.KeyPass, p.Pass)
+	sp, kp := cmp.Or(c.StorePass, p.Pass), cmp.Or(c.KeyPass, p.Pass)
 	if c.Type == "PKCS12" {
 		kp = sp // keytool ignores another key password for PKCS12
 	}
@@ -135,11 +136,4 @@ func (p *PKI) Issue(ctx context.Context, c Cert) (string, error) {
 		}
 	}
 	return ks, nil
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -79,6 +79,7 @@ func (l *Lab) ZKSecureConnect() string {
 	return strings.Join(hosts, ",") + c.Chroot
 }
 
+func (l *Lab) trustJKS() string     { return filepath.Join(l.pkiDir(), "truststore.jks") }
 func (l *Lab) clientStore() string  { return filepath.Join(l.pkiDir(), "client.p12") }
 func (l *Lab) zkStore(n int) string { return filepath.Join(l.pkiDir(), fmt.Sprintf("zk-%d.p12", n)) }
 
@@ -100,7 +101,7 @@ ssl.trustStore.location=%s
 ssl.trustStore.password=%s
 ssl.trustStore.type=JKS
 ssl.clientAuth=none
-`, ZKSecurePort, l.State.Config.ZKHost(n), l.zkStore(n), s.store, filepath.Join(l.pkiDir(), "truststore.jks"), s.store), nil
+`, ZKSecurePort, l.State.Config.ZKHost(n), l.zkStore(n), s.store, l.trustJKS(), s.store), nil
 }
 
 // ZKOperatorPasswordFile holds ZKOperator's digest password.
@@ -346,7 +347,7 @@ ssl.truststore.password=%s
 ssl.client.auth=none
 zookeeper.set.acl=true
 `, c.BrokerHost(n), KafkaPort, javaEscape(jaas), l.brokerStoreType(n), l.brokerStore(n), s.store, l.keyPassFor(n, s),
-		filepath.Join(l.pkiDir(), "truststore.jks"), s.store), nil
+		l.trustJKS(), s.store), nil
 }
 
 // keyPassFor: a PKCS12 store has one password for store and key.

@@ -127,11 +127,8 @@ func reachBrokers(ctx context.Context, c ports.Cluster, become map[int32]bool) [
 }
 
 func clusterID(b []byte) []byte {
-	var z struct {
-		ID string `json:"id"`
-	}
-	if kafkazk.DecodeZNode("", b, &z) == nil && z.ID != "" {
-		return []byte(z.ID)
+	if id := kafkazk.ClusterID(b); id != "" {
+		return []byte(id)
 	}
 	return b
 }

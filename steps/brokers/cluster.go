@@ -2,7 +2,6 @@ package brokers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/kremedy/kremedy/steps"
@@ -36,12 +35,7 @@ func CheckCluster(ctx context.Context, env *steps.Env, priorID, migrating string
 	check := steps.Check{Name: "ZooKeeper chroot is a Kafka cluster", OK: true, Detail: fmt.Sprintf("%s has %s and %s, no %s", chroot, kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath, kafkazk.MigrationPath)}
 	var id string
 	if b, _, err := zk.Get(ctx, kafkazk.ClusterIDPath); err == nil {
-		var cid struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(b, &cid) == nil {
-			id = cid.ID
-		}
+		id = kafkazk.ClusterID(b)
 	}
 	// A resumed run must be on the cluster it started on: an inventory
 	// edited (or a DNS name moved) between attempts would otherwise carry

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kremedy/kremedy/internal/kafkaver"
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/segments"
 )
@@ -70,20 +71,30 @@ func (g *diagnosis) migration(ctx context.Context, disks *diskListing) {
 			Evidence: []string{zk.Chroot() + kafkazk.ReassignPath + " exists"},
 			Fix:      "let the reassignment finish (kafka-reassign-partitions --verify) before the migration: a reassignment during it leaves stray logs (KAFKA-16120)"})
 	}
-	for _, id := range g.st.Brokers {
-		max := 1000
+	// Two configs per broker, the brokers asked at once.
+	type configs struct {
+		max          int
+		controlPlane string
+	}
+	got := brokers.EachID(g.st.Brokers, func(id int32) configs {
+		c := configs{max: 1000}
 		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "reserved.broker.max.id"); err == nil {
 			if n, err := strconv.Atoi(v); err == nil {
-				max = n
+				c.max = n
 			}
 		}
+		c.controlPlane, _ = g.c.Kafka.BrokerConfig(ctx, id, "control.plane.listener.name")
+		return c
+	})
+	for i, id := range g.st.Brokers {
+		max, v := got[i].max, got[i].controlPlane
 		if int(id) > max {
 			g.add(Finding{Kind: FindMigrationGeneratedID, Severity: Critical, Brokers: []int32{id},
 				Summary:  fmt.Sprintf("broker %d has a generated id (above reserved.broker.max.id %d)", id, max),
 				Evidence: []string{fmt.Sprintf("/brokers/ids/%d", id)},
 				Fix:      "give the broker a fixed broker.id (≤ reserved.broker.max.id) before the migration: generated ids cannot migrate (KAFKA-17042)"})
 		}
-		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "control.plane.listener.name"); err == nil && v != "" {
+		if v != "" {
 			g.add(Finding{Kind: FindMigrationControlPlane, Severity: Warning, Brokers: []int32{id},
 				Summary:  fmt.Sprintf("broker %d has a control-plane listener %q", id, v),
 				Evidence: []string{"control.plane.listener.name=" + v},

@@ -126,3 +126,15 @@ func DecodeZNode(path string, b []byte, v any) error {
 	}
 	return nil
 }
+
+// ClusterID decodes /cluster/id ({"version":"1","id":"…"}); "" when it
+// does not decode.
+func ClusterID(b []byte) string {
+	var z struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(b, &z) != nil {
+		return ""
+	}
+	return z.ID
+}
