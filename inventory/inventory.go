@@ -30,6 +30,10 @@ type Inventory struct {
 	SSH       SSH       `yaml:"ssh"`
 	Brokers   []Broker  `yaml:"brokers"`
 	Clients   []Client  `yaml:"clients"`
+	// KRaftControllers is the KRaft controller quorum provisioned for the
+	// ZooKeeper → KRaft migration (zk-to-kraft): hosts, stop/start
+	// commands and each one's controller.properties.
+	KRaftControllers []Broker `yaml:"kraft_controllers"`
 
 	// Path is the file the inventory was loaded from, set by Load.
 	Path string `yaml:"-"`
@@ -101,6 +105,13 @@ type Broker struct {
 	Stop         string   `yaml:"stop"`
 	Start        string   `yaml:"start"`
 	LogDirs      []string `yaml:"log_dirs"`
+	// Config is the file the process reads its settings from
+	// (server.properties, controller.properties): the ZooKeeper → KRaft
+	// migration edits it over SSH, after a backup beside it.
+	Config string `yaml:"config"`
+	// Listener is a KRaft controller's controller listener (host:port);
+	// only kraft_controllers have one.
+	Listener string `yaml:"listener"`
 }
 
 // Client is a producer or consumer that the "detach clients" step stops

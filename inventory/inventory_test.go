@@ -61,7 +61,7 @@ var parseCases = []parseCase{
 
 	// Syntax and type errors, reported by the decoder.
 	{name: "unknown key", in: edit("    host: b1", "    hots: b1"),
-		want: []string{`t.yaml:10:5: unknown key "hots" in brokers[0]; known keys there are become, host, id,`}},
+		want: []string{`t.yaml:10:5: unknown key "hots" in brokers[0]; known keys there are become, config, host, id,`}},
 	{name: "unknown top-level key", in: "nmae: x\n" + minimal,
 		want: []string{`t.yaml:1:1: unknown key "nmae" at the top level`}},
 	{name: "wrong type id: one", in: edit("id: 1", "id: one"),

@@ -78,6 +78,25 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 				e.str(2, "stop", b.Stop)
 				e.str(2, "start", b.Start)
 				e.strs(2, "log_dirs", b.LogDirs)
+				e.str(2, "config", b.Config)
+			})
+		}
+	}
+	if len(inv.KRaftControllers) > 0 {
+		e.line(0, "kraft_controllers:")
+		for _, b := range inv.KRaftControllers {
+			e.item(func(e *emitter) {
+				e.line(2, "id: "+strconv.FormatInt(int64(b.ID), 10))
+				e.str(2, "host", b.Host)
+				e.int(2, "port", int64(b.Port))
+				e.str(2, "user", b.User)
+				e.str(2, "identity_file", b.IdentityFile)
+				e.str(2, "known_hosts", b.KnownHosts)
+				e.str(2, "become", b.Become)
+				e.str(2, "listener", b.Listener)
+				e.str(2, "config", b.Config)
+				e.str(2, "stop", b.Stop)
+				e.str(2, "start", b.Start)
 			})
 		}
 	}

@@ -116,23 +116,18 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 		},
 		"brokers": func(path string, at pos, n ast.Node) {
 			d.List(path, n, func(path string, at pos, n ast.Node) {
-				var b Broker
 				if isNull(n) {
 					d.Errorf(at, "%s is empty; a broker needs at least id, host, stop and start", path)
 				}
-				d.Object(path, n, map[string]field{
-					"id":            d.Int(0, math.MaxInt32, "a broker.id from 0 to 2147483647", func(x int64) { b.ID = int32(x) }),
-					"host":          d.Str(&b.Host),
-					"port":          d.port(&b.Port),
-					"user":          d.Str(&b.User),
-					"identity_file": d.Str(&b.IdentityFile),
-					"known_hosts":   d.Str(&b.KnownHosts),
-					"become":        d.Str(&b.Become),
-					"stop":          d.Str(&b.Stop),
-					"start":         d.Str(&b.Start),
-					"log_dirs":      d.Strs(&b.LogDirs),
-				})
-				inv.Brokers = append(inv.Brokers, b)
+				inv.Brokers = append(inv.Brokers, d.node(path, n, "a broker.id from 0 to 2147483647", false))
+			})
+		},
+		"kraft_controllers": func(path string, at pos, n ast.Node) {
+			d.List(path, n, func(path string, at pos, n ast.Node) {
+				if isNull(n) {
+					d.Errorf(at, "%s is empty; a KRaft controller needs id, host, listener, config, stop and start", path)
+				}
+				inv.KRaftControllers = append(inv.KRaftControllers, d.node(path, n, "a node.id from 0 to 2147483647", true))
 			})
 		},
 		"clients": func(path string, at pos, n ast.Node) {
@@ -151,4 +146,28 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 			})
 		},
 	})
+}
+
+// node decodes a broker or, with controller, a KRaft controller.
+func (d *decoder) node(path string, n ast.Node, idHint string, controller bool) Broker {
+	var b Broker
+	fields := map[string]field{
+		"id":            d.Int(0, math.MaxInt32, idHint, func(x int64) { b.ID = int32(x) }),
+		"host":          d.Str(&b.Host),
+		"port":          d.port(&b.Port),
+		"user":          d.Str(&b.User),
+		"identity_file": d.Str(&b.IdentityFile),
+		"known_hosts":   d.Str(&b.KnownHosts),
+		"become":        d.Str(&b.Become),
+		"stop":          d.Str(&b.Stop),
+		"start":         d.Str(&b.Start),
+		"config":        d.Str(&b.Config),
+	}
+	if controller {
+		fields["listener"] = d.Str(&b.Listener)
+	} else {
+		fields["log_dirs"] = d.Strs(&b.LogDirs)
+	}
+	d.Object(path, n, fields)
+	return b
 }

@@ -81,7 +81,9 @@ func (d *decoder) validate(inv *Inventory) {
 				"kremedy never trusts a host key on first use", p, p)
 		}
 		d.logDirs(p+".log_dirs", b.LogDirs)
+		d.remoteFile(p+".config", b.Config)
 	}
+	d.validateControllers(inv, seen)
 
 	names := map[string]string{}
 	for i, c := range inv.Clients {
@@ -229,5 +231,49 @@ func (d *decoder) logDirs(p string, dirs []string) {
 func (d *decoder) become(p, v string) {
 	if v != "" && v != BecomeSudo {
 		d.Errorf(d.At(p), "%s %q: the one method is sudo (each command through `sudo -n`, never prompting); leave it out to run as the login user", p, v)
+	}
+}
+
+// validateControllers checks kraft_controllers: unique node ids that no
+// broker uses (KIP-866), a controller listener, the config file kremedy
+// edits, and the commands.
+func (d *decoder) validateControllers(inv *Inventory, brokers map[int32]string) {
+	seen := map[int32]string{}
+	for i, c := range inv.KRaftControllers {
+		p := fmt.Sprintf("kraft_controllers[%d]", i)
+		switch prev, dup := seen[c.ID]; {
+		case !d.Has(p + ".id"):
+			d.Errorf(d.At(p), "%s has no id: set it to the controller's node.id", p)
+		case dup:
+			d.Errorf(d.At(p+".id"), "%s.id: node id %d is also used by %s; node ids are unique", p, c.ID, prev)
+		case brokers[c.ID] != "":
+			d.Errorf(d.At(p+".id"), "%s.id: node id %d is also %s's broker id; a KRaft controller's node.id must differ from every broker.id", p, c.ID, brokers[c.ID])
+		default:
+			seen[c.ID] = p
+		}
+		d.host(p+".host", c.Host)
+		d.user(p+".user", c.User)
+		d.localPath(p+".identity_file", c.IdentityFile)
+		d.localPath(p+".known_hosts", c.KnownHosts)
+		d.become(p+".become", c.Become)
+		d.command(p+".stop", c.Stop, "stops the controller")
+		d.command(p+".start", c.Start, "starts the controller")
+		if err := checkHostPort(c.Listener); err != nil {
+			d.Errorf(d.At(p+".listener"), "%s.listener %q %v: set it to the controller listener's host:port (its controller.quorum.voters entry)", p, c.Listener, err)
+		}
+		if c.Config == "" {
+			d.Errorf(d.At(p), "%s has no config: set it to the controller's controller.properties on its host", p)
+		}
+		d.remoteFile(p+".config", c.Config)
+		if inv.SSH.KnownHosts == "" && c.KnownHosts == "" {
+			d.Errorf(d.At(p), "%s has no known_hosts file: set ssh.known_hosts or %s.known_hosts; kremedy never trusts a host key on first use", p, p)
+		}
+	}
+}
+
+// remoteFile checks a file path on a host: absolute and clean, or unset.
+func (d *decoder) remoteFile(p, f string) {
+	if f != "" && (!path.IsAbs(f) || path.Clean(f) != f || strings.ContainsAny(f, "\x00\n")) {
+		d.Errorf(d.At(p), "%s %q: use a clean absolute path on the host, such as /etc/kafka/server.properties", p, f)
 	}
 }

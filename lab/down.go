@@ -65,13 +65,14 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 		}(n, pid)
 	}
 	wg.Wait()
+	l.stopControllers(ctx, out)
 	for n := 1; n <= c.ZooKeepers; n++ {
 		if pid := l.zkPID(n); pid > 0 {
 			killed := terminate(pid, 10*time.Second)
 			fmt.Fprintf(out, "  zookeeper %d  stopped%s\n", n, map[bool]string{true: " (SIGKILL after 10s)"}[killed])
 		}
 	}
-	for n := 1; n <= c.Brokers; n++ {
+	for _, n := range l.sshHosts() {
 		if pid := l.sshdPID(n); pid > 0 {
 			terminate(pid, 5*time.Second)
 			fmt.Fprintf(out, "  sshd      %d  stopped\n", n)

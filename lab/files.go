@@ -129,8 +129,17 @@ controlled.shutdown.max.retries=1
 		}
 		props = strings.Replace(props, fmt.Sprintf("listeners=PLAINTEXT://%s:%d\n", c.BrokerHost(n), KafkaPort), sec, 1)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "server.properties"), []byte(props), 0o644); err != nil {
-		return err
+	cfg := filepath.Join(dir, "server.properties")
+	// A lab provisioned for the ZooKeeper → KRaft migration hands its
+	// brokers' configs to the operator (the zk-to-kraft runbook edits them
+	// over SSH): `lab up` writes them once and never undoes an edit.
+	if _, err := os.Stat(cfg); err == nil && c.KRaftControllers > 0 {
+		props = ""
+	}
+	if props != "" {
+		if err := os.WriteFile(cfg, []byte(props), 0o644); err != nil {
+			return err
+		}
 	}
 	logs := filepath.Join(dir, "logs")
 	log4j := fmt.Sprintf(`# as Kafka's config/log4j.properties: server, controller and state-change logs
@@ -168,10 +177,25 @@ func (l *Lab) StopScript(n int) string  { return filepath.Join(l.BrokerDir(n), "
 func (l *Lab) brokerMarker(n int) string { return "-Dkremedy.lab.broker=" + l.BrokerDir(n) }
 
 func (l *Lab) writeBrokerScripts(n int) error {
-	dir := l.BrokerDir(n)
+	return l.writeScripts(proc{n: n, name: "kafka broker", dir: l.BrokerDir(n), marker: l.brokerMarker(n),
+		props: filepath.Join(l.BrokerDir(n), "server.properties"), start: l.StartScript(n), stop: l.StopScript(n), heap: "-Xmx512m"})
+}
+
+// proc is one lab JVM the inventory stops and starts with unit-like
+// scripts: a broker or a KRaft controller.
+type proc struct {
+	n                  int
+	name               string // "kafka broker"
+	dir, marker, props string
+	start, stop        string
+	heap               string
+}
+
+func (l *Lab) writeScripts(pr proc) error {
+	n, dir := pr.n, pr.dir
 	jvm := []string{l.State.Java,
-		"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
-		"-Dkremedy.lab=" + l.Dir, l.brokerMarker(n),
+		"-Xms128m", pr.heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Dkremedy.lab=" + l.Dir, pr.marker,
 		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
 		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs")}
 	if l.State.Config.Secure {
@@ -179,7 +203,7 @@ func (l *Lab) writeBrokerScripts(n int) error {
 		jvm = append([]string{"setpriv", "--reuid=" + ServiceUser, "--regid=" + ServiceUser, "--init-groups", "--"}, jvm...)
 		jvm = append(jvm, "-Djava.security.auth.login.config="+filepath.Join(dir, "jaas.conf"))
 	}
-	jvm = append(jvm, "-cp", filepath.Join(l.libsDir(), "*"), "kafka.Kafka", filepath.Join(dir, "server.properties"))
+	jvm = append(jvm, "-cp", filepath.Join(l.libsDir(), "*"), "kafka.Kafka", pr.props)
 	var q []string
 	for _, a := range jvm {
 		q = append(q, shell.Quote(a))
@@ -200,49 +224,50 @@ alive() {
   exists "$1" && tr '\0' '\n' < "/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$MARK"
 }
 pid() { [ -s "$PIDFILE" ] && cat "$PIDFILE"; }
-`, n, shell.Quote(filepath.Join(dir, "kafka.pid")), shell.Quote(filepath.Join(dir, "logs", "kafka.out")), shell.Quote(filepath.Join(dir, "logs", "server.log")), shell.Quote(l.brokerMarker(n)))
+NAME=%s
+`, n, shell.Quote(filepath.Join(dir, "kafka.pid")), shell.Quote(filepath.Join(dir, "logs", "kafka.out")), shell.Quote(filepath.Join(dir, "logs", "server.log")), shell.Quote(pr.marker), shell.Quote(pr.name))
 	start := "#!/bin/sh\n# kafka-start: start this lab broker detached, like `systemctl start kafka`.\n" + common + fmt.Sprintf(`p=$(pid)
-if [ -n "$p" ] && alive "$p"; then echo "kafka broker $N is already running (pid $p)"; exit 0; fi
+if [ -n "$p" ] && alive "$p"; then echo "$NAME $N is already running (pid $p)"; exit 0; fi
 cd %s || exit 1
 setsid %s >>"$OUT" 2>&1 </dev/null &
 p=$!
 echo "$p" > "$PIDFILE"
-echo "kafka broker $N starting (pid $p), log: $OUT"
+echo "$NAME $N starting (pid $p), log: $OUT"
 # Like a unit whose main process dies at once: a broker that cannot even
 # start (bad config, port taken) fails the start command.
 i=0
 while [ $i -lt 20 ]; do
   # exists, not alive: until setsid has exec'd java the marker is not there yet
   if ! exists "$p"; then
-    echo "kafka broker $N exited during start-up; last lines of $OUT and $SERVERLOG:" >&2
+    echo "$NAME $N exited during start-up; last lines of $OUT and $SERVERLOG:" >&2
     tail -n 5 "$OUT" >&2
     tail -n 25 "$SERVERLOG" >&2
     exit 1
   fi
   sleep 0.1; i=$((i+1))
 done
-echo "kafka broker $N started"
+echo "$NAME $N started"
 `, shell.Quote(dir), strings.Join(q, " "))
 	stop := "#!/bin/sh\n# kafka-stop [TIMEOUT_SECONDS]: SIGTERM, then wait for the controlled shutdown\n# to finish, like `systemctl stop kafka`. Exits 1 if the broker is still\n# running after the timeout (default 90 s); it never escalates to SIGKILL.\n" + common + `TIMEOUT=${1:-${KAFKA_STOP_TIMEOUT:-90}}
 p=$(pid)
-if [ -z "$p" ] || ! alive "$p"; then echo "kafka broker $N is not running"; rm -f "$PIDFILE"; exit 0; fi
-echo "stopping kafka broker $N (pid $p): SIGTERM, waiting up to ${TIMEOUT}s for a controlled shutdown"
+if [ -z "$p" ] || ! alive "$p"; then echo "$NAME $N is not running"; rm -f "$PIDFILE"; exit 0; fi
+echo "stopping $NAME $N (pid $p): SIGTERM, waiting up to ${TIMEOUT}s for a controlled shutdown"
 kill -TERM "$p" 2>/dev/null
 i=0
 while alive "$p"; do
   if [ $i -ge $((TIMEOUT * 10)) ]; then
-    echo "kafka broker $N (pid $p) did not stop within ${TIMEOUT}s; it is still running" >&2
+    echo "$NAME $N (pid $p) did not stop within ${TIMEOUT}s; it is still running" >&2
     exit 1
   fi
   sleep 0.1; i=$((i+1))
 done
 rm -f "$PIDFILE"
-echo "kafka broker $N stopped after $((i / 10)).$((i % 10))s"
+echo "$NAME $N stopped after $((i / 10)).$((i % 10))s"
 `
-	if err := os.WriteFile(l.StartScript(n), []byte(start), 0o755); err != nil {
+	if err := os.WriteFile(pr.start, []byte(start), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(l.StopScript(n), []byte(stop), 0o755)
+	return os.WriteFile(pr.stop, []byte(stop), 0o755)
 }
 
 // writeKeys creates the lab user's key pair and authorized_keys once.
@@ -306,8 +331,8 @@ func (l *Lab) writeSSHD(n int, sshd string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", edPath, err)
 	}
-	host := l.State.Config.BrokerHost(n)
-	cfg := fmt.Sprintf(`# sshd of lab broker host %d (%s)
+	host := l.hostAddr(n)
+	cfg := fmt.Sprintf(`# sshd of lab host %d (%s)
 ListenAddress %s:%d
 HostKey %s
 HostKey %s

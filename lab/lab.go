@@ -55,6 +55,9 @@ type Config struct {
 	Net int `json:"net"`
 	// Secure makes the lab a secured cluster (secure.go).
 	Secure bool `json:"secure,omitempty"`
+	// KRaftControllers provisions a KRaft controller quorum for the
+	// ZooKeeper → KRaft migration (kraft.go): 0 for none.
+	KRaftControllers int `json:"kraft_controllers,omitempty"`
 }
 
 // DefaultConfig is a 3-broker, 3-node lab under /kafka.
@@ -73,6 +76,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--log-dirs-per-broker %d: use 1 to 4", c.LogDirsPerBroker)
 	case c.Net < 0 || c.Net > 255:
 		return fmt.Errorf("loopback net %d out of range 0..255", c.Net)
+	case c.KRaftControllers < 0 || c.KRaftControllers > 5 || c.KRaftControllers > 0 && c.KRaftControllers%2 == 0:
+		return fmt.Errorf("--kraft-controllers %d: use 0 (none), 1, 3 or 5", c.KRaftControllers)
+	case c.KRaftControllers > 0 && c.Secure:
+		return fmt.Errorf("--kraft-controllers with --secure: the secured lab has no KRaft controllers yet; use one or the other")
 	case c.Chroot != "" && (c.Chroot[0] != '/' || filepath.Clean(c.Chroot) != c.Chroot || c.Chroot == "/"):
 		return fmt.Errorf("--chroot %q: use a clean absolute path such as /kafka, or \"\" for none", c.Chroot)
 	}

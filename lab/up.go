@@ -87,14 +87,14 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		_ = os.WriteFile(filepath.Join(l.ZKDir(n), "zookeeper.pid"), []byte(strconv.Itoa(pid)+"\n"), 0o600)
 		fmt.Fprintf(out, "  zookeeper %d  %s:%d  started (pid %d)\n", n, c.ZKHost(n), ZKPort, pid)
 	}
-	for n := 1; n <= c.Brokers; n++ {
+	for _, n := range l.sshHosts() {
 		if l.sshdPID(n) > 0 {
 			continue
 		}
 		if err := l.startSSHD(n, sshd); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "  sshd      %d  %s:%d  started\n", n, c.BrokerHost(n), SSHPort)
+		fmt.Fprintf(out, "  sshd      %d  %s:%d  started\n", n, l.hostAddr(n), SSHPort)
 	}
 	zc, err := l.waitQuorum(ctx)
 	if err != nil {
@@ -148,6 +148,9 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		return nil, fmt.Errorf("%w. The lab is half started: run `kremedy lab up --dir %s` again after fixing the cause, or `kremedy lab down --dir %s`", err, l.Dir, l.Dir)
 	}
 	if err := l.waitRegistered(ctx, zc); err != nil {
+		return nil, err
+	}
+	if err := l.formatControllers(ctx, zc, out); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "lab up in %.1fs: %d brokers registered under %s%s, controller elected\n",
@@ -236,6 +239,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("ibp", want.IBP, have.IBP)
 	check("net", want.Net, have.Net)
 	check("secure", want.Secure, have.Secure)
+	check("kraft-controllers", want.KRaftControllers, have.KRaftControllers)
 	check("kafka-version", want.KafkaVersion, l.State.Kafka)
 	if explicit != nil && explicit("kafka-home") {
 		if abs, _ := filepath.Abs(want.KafkaHome); abs != have.KafkaHome {
@@ -264,6 +268,13 @@ func (l *Lab) writeAll(ctx context.Context, sshd string) error {
 		if err := l.writeBroker(n); err != nil {
 			return err
 		}
+	}
+	for k := 1; k <= c.KRaftControllers; k++ {
+		if err := l.writeController(k); err != nil {
+			return err
+		}
+	}
+	for _, n := range l.sshHosts() {
 		line, err := l.writeSSHD(n, sshd)
 		if err != nil {
 			return err
@@ -310,6 +321,13 @@ func (l *Lab) Inventory() *inventory.Inventory {
 	for n := 1; n <= c.Brokers; n++ {
 		inv.Brokers = append(inv.Brokers, inventory.Broker{
 			ID: int32(n), Host: c.BrokerHost(n), Stop: l.StopScript(n), Start: l.StartScript(n), LogDirs: l.LogDirs(n),
+			Config: filepath.Join(l.BrokerDir(n), "server.properties"),
+		})
+	}
+	for k := 1; k <= c.KRaftControllers; k++ {
+		inv.KRaftControllers = append(inv.KRaftControllers, inventory.Broker{
+			ID: ControllerID(k), Host: c.ControllerHost(k), Listener: fmt.Sprintf("%s:%d", c.ControllerHost(k), ControllerPort),
+			Config: l.controllerProps(k), Stop: l.controllerScript(k, "stop"), Start: l.controllerScript(k, "start"),
 		})
 	}
 	return inv
@@ -373,7 +391,7 @@ func (l *Lab) startSSHD(n int, sshd string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	host := l.State.Config.BrokerHost(n)
+	host := l.hostAddr(n)
 	if err := waitFor(ctx, 20*time.Millisecond, func() bool { return listening(host, SSHPort) }); err != nil {
 		return fmt.Errorf("sshd for broker host %d does not listen on %s:%d; see %s", n, host, SSHPort, logf)
 	}
@@ -398,8 +416,15 @@ func (l *Lab) checkPorts() error {
 		if l.brokerPID(n) == 0 && addrInUse(c.BrokerHost(n), KafkaPort) {
 			taken = append(taken, fmt.Sprintf("%s:%d (broker %d)", c.BrokerHost(n), KafkaPort, n))
 		}
-		if l.sshdPID(n) == 0 && addrInUse(c.BrokerHost(n), SSHPort) {
-			taken = append(taken, fmt.Sprintf("%s:%d (sshd %d)", c.BrokerHost(n), SSHPort, n))
+	}
+	for _, n := range l.sshHosts() {
+		if l.sshdPID(n) == 0 && addrInUse(l.hostAddr(n), SSHPort) {
+			taken = append(taken, fmt.Sprintf("%s:%d (sshd %d)", l.hostAddr(n), SSHPort, n))
+		}
+	}
+	for k := 1; k <= c.KRaftControllers; k++ {
+		if l.controllerPID(k) == 0 && addrInUse(c.ControllerHost(k), ControllerPort) {
+			taken = append(taken, fmt.Sprintf("%s:%d (KRaft controller %d)", c.ControllerHost(k), ControllerPort, k))
 		}
 	}
 	if len(taken) > 0 {

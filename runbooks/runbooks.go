@@ -12,6 +12,7 @@ import (
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/cleanup"
+	"github.com/kremedy/kremedy/steps/migrate"
 	"github.com/kremedy/kremedy/steps/restart"
 )
 
@@ -145,5 +146,6 @@ var Kinds = sync.OnceValue(func() *steps.Registry {
 	r := steps.NewRegistry()
 	cleanup.Register(r)
 	restart.Register(r)
+	migrate.Register(r)
 	return r
 })

@@ -113,9 +113,17 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	c.ports.Target = ports.Target{Name: inv.Name, Lab: inv.Lab, ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
 	brokers := map[int32]remote.Target{}
 	for _, b := range inv.Brokers {
-		c.ports.Target.Hosts = append(c.ports.Target.Hosts, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs})
+		c.ports.Target.Hosts = append(c.ports.Target.Hosts, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs, Config: b.Config})
 		if brokers[b.ID], err = sshTarget(inv.SSHFor(b), b.Host); err != nil {
 			return nil, usageErr(fmt.Errorf("%s: broker %d: %w", path, b.ID, err))
+		}
+	}
+	// KRaft controllers' node ids differ from every broker id (the
+	// inventory checks it): the fleet reaches both by id.
+	for _, b := range inv.KRaftControllers {
+		c.ports.Target.Controllers = append(c.ports.Target.Controllers, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, Addr: b.Listener, Config: b.Config})
+		if brokers[b.ID], err = sshTarget(inv.SSHFor(b), b.Host); err != nil {
+			return nil, usageErr(fmt.Errorf("%s: KRaft controller %d: %w", path, b.ID, err))
 		}
 	}
 	clients := map[string]remote.Target{}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +46,10 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) err
 	defer journalSession(cl, s)()
 	fmt.Fprintf(w, "run %s: %s on %s (%s)\nrun directory: %s\n", meta.ID, rb.Name, rb.Confirm.Subject(meta.Cluster), modeName(meta.Lab), s.Dir())
 	start := time.Now()
-	out := s.Run(ctx, cl.ports, headlessApprover{w: w, yes: f.yes, confirm: f.confirm}, rep)
+	if f.stopBefore != "" && !slices.Contains(p.index, f.stopBefore) {
+		return usageErr(fmt.Errorf("--stop-before %s: %s has no such step; its steps are %s", f.stopBefore, rb.Name, strings.Join(p.index, ", ")))
+	}
+	out := s.Run(ctx, cl.ports, headlessApprover{w: w, yes: f.yes, confirm: f.confirm, stopBefore: f.stopBefore}, rep)
 	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v", out.Done, out.NoOp, out.Skipped)
 	if len(out.NotNeeded) > 0 {
 		fmt.Fprintf(w, "; not needed: %v", out.NotNeeded)
@@ -131,15 +135,20 @@ func (p *printer) Report(e steps.Event) {
 // headlessApprover answers confirmations from --yes and --confirm: it
 // approves the plan it was shown (its digest) and nothing else.
 type headlessApprover struct {
-	w       io.Writer
-	yes     bool
-	confirm string
+	w          io.Writer
+	yes        bool
+	confirm    string
+	stopBefore string
 }
 
 func (a headlessApprover) Approve(_ context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
 	by := "headless --yes"
 	if u, err := user.Current(); err == nil {
 		by += " (" + u.Username + ")"
+	}
+	if info.ID == a.stopBefore {
+		fmt.Fprintf(a.w, "stopping before %s (--stop-before): nothing of it was done; `kremedy resume` goes on from here\n", info.ID)
+		return steps.Approval{Decision: steps.Abort, Reason: "--stop-before " + info.ID, By: by, Digest: p.Digest()}, nil
 	}
 	if info.Confirm == steps.ConfirmTyped {
 		if a.confirm == "" {

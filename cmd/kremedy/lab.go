@@ -101,6 +101,7 @@ func newLabUpCmd() *cobra.Command {
 	f.StringVar(&cfg.KafkaVersion, "kafka-version", "", "Kafka release to run, installed with `lab install --kafka-version` (default: --kafka-home, $KAFKA_HOME, then "+lab.KafkaVersion+")")
 	f.StringVar(&cfg.KafkaHome, "kafka-home", "", "an Apache Kafka 2.4–3.9 home (default $KAFKA_HOME, then the `lab install` cache)")
 	f.BoolVar(&cfg.Secure, "secure", false, "a secured cluster: SASL_SSL (SCRAM-SHA-512, TLS from a lab CA, JKS and PKCS12 keystores), ZooKeeper SASL with ACLs, brokers run as "+lab.ServiceUser+", SSH as "+lab.OperatorUser+" with sudo (needs root and `make lab-users`)")
+	f.IntVar(&cfg.KRaftControllers, "kraft-controllers", 0, "provision a KRaft controller quorum of this many (1, 3 or 5) for the ZooKeeper → KRaft migration: own hosts 127.NET.3.K with sshd, formatted with the cluster's id, not started (the zk-to-kraft runbook starts them); the brokers' server.properties are then written once and left to the runbook")
 	f.IntVar(&cfg.Net, "net", 0, "second octet of the lab's loopback addresses (127.NET.1.N), to run a second lab beside the first")
 	return c
 }

@@ -25,6 +25,9 @@ type runFlags struct {
 	yes       bool
 	confirm   string
 	output    string
+	// stopBefore: headless, the run ends (resumable) when it reaches this
+	// step, before asking for it.
+	stopBefore string
 }
 
 func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
@@ -38,6 +41,7 @@ func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
 	c.Flags().BoolVar(&f.headless, "headless", false, "run without a terminal UI, printing every event")
 	c.Flags().BoolVar(&f.yes, "yes", false, "headless: approve every step that asks y/N")
 	c.Flags().StringVar(&f.confirm, "confirm", "", "headless: the runbook's confirmation word (the topic, or the cluster's name), typed to approve destructive steps")
+	c.Flags().StringVar(&f.stopBefore, "stop-before", "", "headless: end the run, resumable, when it reaches this step (its id), before it changes anything — e.g. --stop-before finalize leaves a zk-to-kraft run in dual-write")
 	c.Flags().StringVar(&f.output, "output", "text", "headless: text, or jsonl (one JSON event per line on stdout, for automation; the rest on stderr)")
 }
 

@@ -534,3 +534,68 @@ func (c *Client) EndOffsets(ctx context.Context, topic string) (map[int32]int64,
 	})
 	return out, errors.Join(errs...)
 }
+
+// Quorum asks the KRaft controllers at addrs, one after another until one
+// answers, for the metadata quorum. The request goes to that controller
+// itself (a client seeded with it alone; controllers answer DescribeQuorum
+// on their controller listener since 3.7, KIP-919), with the inventory's
+// security options.
+func (c *Client) Quorum(ctx context.Context, addrs []string) (ports.Quorum, error) {
+	var errs []error
+	for _, addr := range addrs {
+		q, err := c.quorumAt(ctx, addr)
+		if err == nil {
+			return q, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	if len(errs) == 0 {
+		return ports.Quorum{}, errors.New("no KRaft controller to ask")
+	}
+	return ports.Quorum{}, errors.Join(errs...)
+}
+
+func (c *Client) quorumAt(ctx context.Context, addr string) (ports.Quorum, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(3 * time.Second),
+		kgo.RequestRetries(0), kgo.RetryTimeout(3 * time.Second)}, c.extra...)...)
+	if err != nil {
+		return ports.Quorum{}, err
+	}
+	defer cl.Close()
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return ports.Quorum{}, errors.New("no seed")
+	}
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{t}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	raw, err := seeds[0].Request(rctx, req)
+	if err != nil {
+		return ports.Quorum{}, err
+	}
+	resp := raw.(*kmsg.DescribeQuorumResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return ports.Quorum{}, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return ports.Quorum{}, errors.New("DescribeQuorum answered without the metadata partition")
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return ports.Quorum{}, err
+	}
+	q := ports.Quorum{Leader: p.LeaderID, Epoch: p.LeaderEpoch, HighWatermark: p.HighWatermark, AskedAt: addr}
+	conv := func(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []ports.Voter {
+		var out []ports.Voter
+		for _, r := range rs {
+			out = append(out, ports.Voter{ID: r.ReplicaID, LogEndOffset: r.LogEndOffset, LastCaughtUpMs: r.LastCaughtUpTimestamp})
+		}
+		return out
+	}
+	q.Voters, q.Observers = conv(p.CurrentVoters), conv(p.Observers)
+	return q, nil
+}

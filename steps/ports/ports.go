@@ -144,6 +144,38 @@ type Kafka interface {
 	EndOffsets(ctx context.Context, topic string) (map[int32]int64, error)
 	// Listening reports whether something accepts TCP connections at addr.
 	Listening(ctx context.Context, addr string) bool
+	// Quorum asks the KRaft controllers at addrs, one after another until
+	// one answers, for the metadata quorum (DescribeQuorum, KIP-595/919).
+	Quorum(ctx context.Context, addrs []string) (Quorum, error)
+}
+
+// Quorum is the KRaft metadata quorum as a controller describes it.
+type Quorum struct {
+	Leader        int32   `json:"leader"` // -1: none
+	Epoch         int32   `json:"epoch"`
+	HighWatermark int64   `json:"high_watermark"`
+	Voters        []Voter `json:"voters"`
+	Observers     []Voter `json:"observers,omitempty"`
+	// AskedAt is the controller that answered.
+	AskedAt string `json:"asked_at"`
+}
+
+// Voter is one replica of the metadata log.
+type Voter struct {
+	ID           int32 `json:"id"`
+	LogEndOffset int64 `json:"log_end_offset"`
+	// CaughtUp: the leader saw it fetch up to its end recently (-1 unknown).
+	LastCaughtUpMs int64 `json:"last_caught_up_ms"`
+}
+
+// Controller returns the inventory entry for KRaft controller id.
+func (t Target) Controller(id int32) (Host, bool) {
+	for _, h := range t.Controllers {
+		if h.ID == id {
+			return h, true
+		}
+	}
+	return Host{}, false
 }
 
 // Line is one line of remote output.
@@ -171,8 +203,12 @@ type Host struct {
 	Stop    string   `json:"stop"`
 	Start   string   `json:"start"`
 	LogDirs []string `json:"log_dirs,omitempty"`
-	// Addr is the Kafka listener (host:port) when known.
+	// Addr is the Kafka listener (host:port) when known; a KRaft
+	// controller's controller listener.
 	Addr string `json:"addr,omitempty"`
+	// Config is the settings file the process reads (server.properties,
+	// controller.properties), "" when the inventory does not name it.
+	Config string `json:"config,omitempty"`
 }
 
 // Client is a producer or consumer the inventory knows how to stop and
@@ -191,6 +227,10 @@ type Target struct {
 	ZKConnect string   `json:"zookeeper"`
 	Bootstrap []string `json:"bootstrap"`
 	Hosts     []Host   `json:"brokers"`
+	// Controllers are the KRaft controllers provisioned for the ZooKeeper
+	// → KRaft migration (their node ids differ from every broker id; Hosts'
+	// Run reaches them by it).
+	Controllers []Host `json:"kraft_controllers,omitempty"`
 	Clients   []Client `json:"clients,omitempty"`
 }
 

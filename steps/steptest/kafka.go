@@ -39,6 +39,8 @@ type Kafka struct {
 	// delete.topic.enable); a key in neither is an error, as an unknown
 	// config is.
 	Configs  map[string]string
+	// KRaft is the metadata quorum Quorum describes (nil: none answers).
+	KRaft    *ports.Quorum
 	Created  []string
 	Canaries int
 	Deleted  []string // group offsets deleted
@@ -231,6 +233,17 @@ func (k *Kafka) Listening(_ context.Context, addr string) bool {
 }
 
 var _ ports.Kafka = (*Kafka)(nil)
+
+// Quorum answers with k.KRaft, or fails as a quorum no controller of
+// which listens.
+func (k *Kafka) Quorum(_ context.Context, addrs []string) (ports.Quorum, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.KRaft == nil {
+		return ports.Quorum{}, fmt.Errorf("no KRaft controller answered at %v", addrs)
+	}
+	return *k.KRaft, nil
+}
 
 // Releases answers for every running broker with k.Release (a 3.9 broker
 // with every API when it is the zero value).

@@ -1,0 +1,199 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/zookeeper"
+)
+
+// The KRaft controller quorum of a lab provisioned for the ZooKeeper →
+// KRaft migration (`lab up --kraft-controllers N`): controller k listens
+// on 127.<Net>.3.k:9093 with node.id 3000+k and its own sshd, like a
+// broker host. `lab up` writes and formats the controllers (with the ZK
+// cluster's id, as the migration requires) but does not start them:
+// starting them is the zk-to-kraft runbook's first change.
+const (
+	ControllerPort = 9093
+	// controllerIDBase + k is controller k's node.id, far from the lab's
+	// broker ids (1..9).
+	controllerIDBase = 3000
+	// ctrlHostBase + k is controller k's host index among the lab's SSH
+	// hosts (1..Brokers are the brokers').
+	ctrlHostBase = 100
+)
+
+// ControllerID is KRaft controller k's node.id.
+func ControllerID(k int) int32 { return int32(controllerIDBase + k) }
+
+// ControllerHost is KRaft controller k's loopback address.
+func (c Config) ControllerHost(k int) string { return fmt.Sprintf("127.%d.3.%d", c.Net, k) }
+
+// Voters is controller.quorum.voters of the lab's quorum.
+func (c Config) Voters() string {
+	var v []string
+	for k := 1; k <= c.KRaftControllers; k++ {
+		v = append(v, fmt.Sprintf("%d@%s:%d", ControllerID(k), c.ControllerHost(k), ControllerPort))
+	}
+	return strings.Join(v, ",")
+}
+
+// hostAddr is the loopback address of SSH host n: a broker's, or a
+// controller's for n > ctrlHostBase.
+func (l *Lab) hostAddr(n int) string {
+	if n > ctrlHostBase {
+		return l.State.Config.ControllerHost(n - ctrlHostBase)
+	}
+	return l.State.Config.BrokerHost(n)
+}
+
+// sshHosts are the lab's SSH hosts: every broker's, every controller's.
+func (l *Lab) sshHosts() []int {
+	var out []int
+	for n := 1; n <= l.State.Config.Brokers; n++ {
+		out = append(out, n)
+	}
+	for k := 1; k <= l.State.Config.KRaftControllers; k++ {
+		out = append(out, ctrlHostBase+k)
+	}
+	return out
+}
+
+// ControllerDir is DIR/controller/K.
+func (l *Lab) ControllerDir(k int) string { return l.path("controller", strconv.Itoa(k)) }
+
+func (l *Lab) controllerProps(k int) string {
+	return filepath.Join(l.ControllerDir(k), "controller.properties")
+}
+
+func (l *Lab) controllerMetadataDir(k int) string {
+	return filepath.Join(l.ControllerDir(k), "metadata")
+}
+
+func (l *Lab) controllerScript(k int, action string) string {
+	return filepath.Join(l.ControllerDir(k), "kafka-"+action)
+}
+
+func (l *Lab) controllerMarker(k int) string { return "-Dkremedy.lab.controller=" + l.ControllerDir(k) }
+
+// writeController writes controller k's controller.properties (once: the
+// runbook's finalize edits it afterwards), log4j and scripts.
+func (l *Lab) writeController(k int) error {
+	c := l.State.Config
+	dir := l.ControllerDir(k)
+	for _, d := range []string{l.controllerMetadataDir(k), filepath.Join(dir, "logs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	host := c.ControllerHost(k)
+	props := fmt.Sprintf(`# KRaft controller %d of the kremedy lab, provisioned for the ZooKeeper
+# → KRaft migration (KIP-866): migration enabled, the ZooKeeper cluster's
+# zookeeper.connect, node ids apart from the brokers'.
+process.roles=controller
+node.id=%d
+controller.quorum.voters=%s
+controller.listener.names=CONTROLLER
+listeners=CONTROLLER://%s:%d
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=%s
+zookeeper.metadata.migration.enable=true
+zookeeper.connect=%s
+zookeeper.session.timeout.ms=6000
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+`, k, ControllerID(k), c.Voters(), host, ControllerPort, l.controllerMetadataDir(k), c.ZKConnect())
+	if _, err := os.Stat(l.controllerProps(k)); err != nil {
+		if err := os.WriteFile(l.controllerProps(k), []byte(props), 0o644); err != nil {
+			return err
+		}
+	}
+	logs := filepath.Join(dir, "logs")
+	log4j := fmt.Sprintf(`log4j.rootLogger=INFO, server
+log4j.appender.server=org.apache.log4j.FileAppender
+log4j.appender.server.File=%s/server.log
+log4j.appender.server.layout=org.apache.log4j.PatternLayout
+log4j.appender.server.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.apache.kafka.metadata.migration=DEBUG
+`, logs)
+	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4j), 0o644); err != nil {
+		return err
+	}
+	return l.writeScripts(proc{n: k, name: "kraft controller", dir: dir, marker: l.controllerMarker(k),
+		props: l.controllerProps(k), start: l.controllerScript(k, "start"), stop: l.controllerScript(k, "stop"), heap: "-Xmx256m"})
+}
+
+// formatControllers formats every controller's metadata log dir with the
+// ZooKeeper cluster's id (kafka-storage format), once.
+func (l *Lab) formatControllers(ctx context.Context, zc *zookeeper.Conn, out io.Writer) error {
+	c := l.State.Config
+	if c.KRaftControllers == 0 {
+		return nil
+	}
+	data, _, err := zc.Get(ctx, kafkazk.ClusterIDPath)
+	if err != nil {
+		return fmt.Errorf("read %s%s for the KRaft controllers: %w", c.Chroot, kafkazk.ClusterIDPath, err)
+	}
+	id := kafkazk.ClusterID(data)
+	if id == "" {
+		return fmt.Errorf("%s%s holds no cluster id: %q", c.Chroot, kafkazk.ClusterIDPath, data)
+	}
+	for k := 1; k <= c.KRaftControllers; k++ {
+		if _, err := os.Stat(filepath.Join(l.controllerMetadataDir(k), "meta.properties")); err == nil {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, l.State.Java, "-Xmx128m", "-XX:TieredStopAtLevel=1",
+			"-Dlog4j.configuration=file:"+filepath.Join(l.ControllerDir(k), "log4j.properties"),
+			"-cp", filepath.Join(l.libsDir(), "*"), "kafka.tools.StorageTool",
+			"format", "-t", id, "-c", l.controllerProps(k))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("kafka-storage format of KRaft controller %d: %v\n%s", k, err, indent(string(b)))
+		}
+		fmt.Fprintf(out, "  kraft controller %d  %s:%d  node.id %d, formatted with cluster id %s (not started: zk-to-kraft starts it)\n",
+			k, c.ControllerHost(k), ControllerPort, ControllerID(k), id)
+	}
+	return nil
+}
+
+// controllerPID is controller k's JVM, 0 when it does not run.
+func (l *Lab) controllerPID(k int) int {
+	if ps := procsWith(l.controllerMarker(k)); len(ps) > 0 {
+		return ps[0]
+	}
+	return 0
+}
+
+// ControllerPID is controller k's JVM (for tests), 0 when it does not run.
+func (l *Lab) ControllerPID(k int) int { return l.controllerPID(k) }
+
+// stopControllers stops the controllers that run (their stop scripts,
+// SIGKILL when those fail).
+func (l *Lab) stopControllers(ctx context.Context, out io.Writer) {
+	for k := 1; k <= l.State.Config.KRaftControllers; k++ {
+		pid := l.controllerPID(k)
+		if pid == 0 {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+		b, err := exec.CommandContext(sctx, l.controllerScript(k, "stop"), "30").CombinedOutput()
+		cancel()
+		if err != nil {
+			fmt.Fprintf(out, "  kraft controller %d  did not stop cleanly (%v): %s; killing pid %d\n", k, err, firstLine(b), pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			continue
+		}
+		fmt.Fprintf(out, "  kraft controller %d  stopped\n", k)
+	}
+}

@@ -1,0 +1,394 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// ctrlOpts are the controller kinds' options.
+type ctrlOpts struct {
+	StopTimeout   time.Duration `opt:"stop_timeout" default:"5m"`
+	StartTimeout  time.Duration `opt:"start_timeout" default:"5m"`
+	HealthChecks  int           `opt:"health_checks" default:"3"`
+	HealthTimeout time.Duration `opt:"health_timeout" default:"5m"`
+}
+
+// startControllers starts the provisioned KRaft controllers and waits for
+// their quorum. Before anything starts it proves each one belongs to this
+// cluster: its config migrates (zookeeper.metadata.migration.enable=true)
+// from this cluster's ZooKeeper (zookeeper.connect, chroot included), and
+// its metadata dir was formatted with this cluster's id (/cluster/id).
+type startControllers struct{ o ctrlOpts }
+
+func ctrlAction(c ports.Host, op steps.Op, name, target, detail string) steps.Action {
+	return steps.Action{ID: fmt.Sprintf("%s-%d", name, c.ID), Op: op, Broker: c.ID, Target: target, Detail: detail, Args: nodeArgs{Node: c.ID, Addr: c.Addr}}
+}
+
+func (k *startControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	st, err := Observe(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkControllers(ctx, env, st); err != nil {
+		return nil, err
+	}
+	p := &steps.Plan{Summary: "start the KRaft controllers and wait for their quorum to elect a leader", Facts: st.Facts()}
+	for _, c := range env.Target.Controllers {
+		if slices.Contains(st.Running, c.ID) {
+			p.Facts = append(p.Facts, fmt.Sprintf("controller %d already runs (%s)", c.ID, c.Addr))
+			continue
+		}
+		p.Actions = append(p.Actions,
+			ctrlAction(c, steps.OpSSH, "start", fmt.Sprintf("controller %d on %s", c.ID, c.Host), c.Start),
+			ctrlAction(c, steps.OpWait, "up", c.Addr, fmt.Sprintf("listening, at most %s", k.o.StartTimeout)))
+	}
+	if len(p.Actions) == 0 && st.Quorum != nil && st.Quorum.Leader >= 0 {
+		p.NoOp = true
+		p.Summary = "every KRaft controller runs and the quorum has a leader"
+		return p, nil
+	}
+	p.Actions = append(p.Actions, steps.Action{ID: "quorum", Op: steps.OpWait, Target: "metadata quorum",
+		Detail: fmt.Sprintf("a leader, and every controller a voter, at most %s", k.o.StartTimeout)})
+	p.Notes = append(p.Notes, "nothing changes for clients: the controllers wait until every ZooKeeper broker registers with them in migration mode (the next step)")
+	return p, nil
+}
+
+// checkControllers refuses controllers that are not this cluster's
+// migration quorum.
+func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
+	idData, _, err := env.ZK.Get(ctx, kafkazk.ClusterIDPath)
+	if err != nil {
+		return fmt.Errorf("read %s%s: %w", env.ZK.Chroot(), kafkazk.ClusterIDPath, err)
+	}
+	clusterID := kafkazk.ClusterID(idData)
+	var why []string
+	for _, c := range env.Target.Controllers {
+		f := st.files[c.ID]
+		if st.Controllers[c.ID] != ModeMigration {
+			why = append(why, fmt.Sprintf("controller %d: %s has no zookeeper.metadata.migration.enable=true (or is not process.roles=controller)", c.ID, f.Path))
+			continue
+		}
+		if zk, _ := f.Props.Get("zookeeper.connect"); strings.TrimSpace(zk) != env.Target.ZKConnect {
+			why = append(why, fmt.Sprintf("controller %d: zookeeper.connect is %q, the brokers' is %q (chroot included)", c.ID, zk, env.Target.ZKConnect))
+		}
+		dir, _ := f.Props.Get("metadata.log.dir")
+		if dir == "" {
+			d, _ := f.Props.Get("log.dirs")
+			if d == "" {
+				d, _ = f.Props.Get("log.dir")
+			}
+			dir = strings.TrimSpace(strings.Split(d, ",")[0])
+		}
+		if dir == "" {
+			why = append(why, fmt.Sprintf("controller %d: neither metadata.log.dir nor log.dirs is set", c.ID))
+			continue
+		}
+		meta, err := readFile(ctx, env, c.ID, path.Join(dir, "meta.properties"))
+		if err != nil {
+			why = append(why, fmt.Sprintf("controller %d: not formatted (%v): run kafka-storage format -t %s -c %s", c.ID, err, clusterID, f.Path))
+			continue
+		}
+		if got, _ := meta.Props.Get("cluster.id"); got != clusterID {
+			why = append(why, fmt.Sprintf("controller %d: formatted with cluster id %q, this cluster's is %q (%s%s)", c.ID, got, clusterID, env.ZK.Chroot(), kafkazk.ClusterIDPath))
+		}
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("%w: the KRaft controllers are not this cluster's migration quorum: %s. Nothing was started", steps.ErrRefused, strings.Join(why, "; "))
+	}
+	return nil
+}
+
+func (k *startControllers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	for _, a := range p.Actions {
+		var err error
+		c, _ := env.Target.Controller(a.Broker)
+		switch {
+		case strings.HasPrefix(a.ID, "start-"):
+			err = env.Do(a, func() error {
+				cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
+				defer cancel()
+				return runOn(cctx, env, c.ID, c.Start)
+			})
+		case strings.HasPrefix(a.ID, "up-"):
+			err = env.Do(a, func() error { return waitListening(ctx, env, c, true, k.o.StartTimeout) })
+		case a.ID == "quorum":
+			err = env.Do(a, func() error { return waitQuorum(ctx, env, nil, k.o.StartTimeout) })
+		default:
+			err = fmt.Errorf("start-controllers: unknown action %s", a.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitListening(ctx context.Context, env *steps.Env, c ports.Host, want bool, timeout time.Duration) error {
+	what := fmt.Sprintf("controller %d to listen on %s", c.ID, c.Addr)
+	if !want {
+		what = fmt.Sprintf("controller %d's port %s to close", c.ID, c.Addr)
+	}
+	return waitFor(ctx, env, timeout, what, func() (bool, string) {
+		return env.Kafka.Listening(ctx, c.Addr) == want, map[bool]string{true: "still listening", false: "not listening"}[!want]
+	})
+}
+
+// waitQuorum waits for a leader and every controller a voter; with
+// caughtUp, controller id's log must also reach the high watermark the
+// quorum had when the wait began.
+func waitQuorum(ctx context.Context, env *steps.Env, caughtUp *int32, timeout time.Duration) error {
+	var ids []int32
+	for _, c := range env.Target.Controllers {
+		ids = append(ids, c.ID)
+	}
+	var hw int64 = -1
+	return waitFor(ctx, env, timeout, "the KRaft quorum", func() (bool, string) {
+		q, err := env.Kafka.Quorum(ctx, controllerAddrs(env.Target))
+		if err != nil {
+			return false, err.Error()
+		}
+		if q.Leader < 0 {
+			return false, "no leader"
+		}
+		var voters []int32
+		for _, v := range q.Voters {
+			voters = append(voters, v.ID)
+		}
+		for _, id := range ids {
+			if !slices.Contains(voters, id) {
+				return false, fmt.Sprintf("controller %d is not a voter (voters %s)", id, brokers.I32s(voters))
+			}
+		}
+		if caughtUp == nil {
+			env.Logf("KRaft quorum: leader %d, epoch %d, voters %s", q.Leader, q.Epoch, brokers.I32s(voters))
+			return true, ""
+		}
+		if hw < 0 {
+			hw = q.HighWatermark
+		}
+		for _, v := range q.Voters {
+			if v.ID == *caughtUp {
+				if v.LogEndOffset >= hw {
+					env.Logf("controller %d caught up: log end offset %d ≥ %d (leader %d)", v.ID, v.LogEndOffset, hw, q.Leader)
+					return true, ""
+				}
+				return false, fmt.Sprintf("controller %d at offset %d of %d", v.ID, v.LogEndOffset, hw)
+			}
+		}
+		return false, "not a voter"
+	})
+}
+
+func (k *startControllers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	q, err := env.Kafka.Quorum(ctx, controllerAddrs(env.Target))
+	c := steps.Check{Name: "the KRaft controller quorum has a leader", OK: err == nil && q.Leader >= 0}
+	if err != nil {
+		c.Detail = err.Error()
+	} else {
+		c.Detail = fmt.Sprintf("leader %d, epoch %d", q.Leader, q.Epoch)
+	}
+	return []steps.Check{c}, nil
+}
+
+// stopControllers deprovisions the KRaft controllers (the revert): each
+// is stopped with its own command; its metadata log stays on its disk.
+type stopControllers struct{ o ctrlOpts }
+
+func (k *stopControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	st, err := Observe(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if ok, how := st.Phase.Revertible(); !ok {
+		return nil, fmt.Errorf("%w: %s", steps.ErrRefused, how)
+	}
+	if n := brokersIn(st, ModeKRaft); len(n) > 0 {
+		return nil, fmt.Errorf("%w: brokers %s are KRaft brokers and need the controllers: roll them back to migration mode first", steps.ErrRefused, brokers.I32s(n))
+	}
+	p := &steps.Plan{Summary: "stop every KRaft controller", Facts: st.Facts()}
+	for _, c := range env.Target.Controllers {
+		if !slices.Contains(st.Running, c.ID) {
+			continue
+		}
+		p.Actions = append(p.Actions,
+			ctrlAction(c, steps.OpSSH, "stop", fmt.Sprintf("controller %d on %s", c.ID, c.Host), c.Stop),
+			ctrlAction(c, steps.OpWait, "down", c.Addr, fmt.Sprintf("port closed, at most %s", k.o.StopTimeout)))
+	}
+	if len(p.Actions) == 0 {
+		p.NoOp, p.Summary = true, "no KRaft controller runs"
+	}
+	return p, nil
+}
+
+func brokersIn(st *State, m Mode) []int32 {
+	var out []int32
+	for id, mm := range st.Brokers {
+		if mm == m {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (k *stopControllers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	for _, a := range p.Actions {
+		c, _ := env.Target.Controller(a.Broker)
+		var err error
+		switch {
+		case strings.HasPrefix(a.ID, "stop-"):
+			err = env.Do(a, func() error {
+				cctx, cancel := context.WithTimeout(ctx, k.o.StopTimeout)
+				defer cancel()
+				return runOn(cctx, env, c.ID, c.Stop)
+			})
+		case strings.HasPrefix(a.ID, "down-"):
+			err = env.Do(a, func() error { return waitListening(ctx, env, c, false, k.o.StopTimeout) })
+		default:
+			err = fmt.Errorf("stop-controllers: unknown action %s", a.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *stopControllers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	var up []string
+	for _, c := range env.Target.Controllers {
+		if env.Kafka.Listening(ctx, c.Addr) {
+			up = append(up, fmt.Sprintf("controller %d (%s)", c.ID, c.Addr))
+		}
+	}
+	return []steps.Check{{Name: "no KRaft controller listens", OK: len(up) == 0, Detail: orNone(up)}}, nil
+}
+
+// finalize takes the controllers out of migration mode, one at a time, the
+// quorum's leader last: the migration flag and the ZooKeeper settings are
+// removed from each one's config (a backup beside it), it restarts, and
+// its log catches up before the next. From then on no controller writes
+// ZooKeeper: the point of no return.
+type finalize struct{ o ctrlOpts }
+
+func (k *finalize) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	st, err := Observe(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if st.Phase != PhaseDualWrite && st.Phase != PhaseFinalizing && st.Phase != PhaseFinalized {
+		return nil, fmt.Errorf("%w: the cluster is not in dual-write (phase %s: %s); finalize only once every broker is a KRaft broker", steps.ErrRefused, st.Phase, st.Why)
+	}
+	p := &steps.Plan{Summary: "finalize: take every KRaft controller out of migration mode, one at a time, the leader last — THE POINT OF NO RETURN: afterwards ZooKeeper is no longer written and the migration cannot be reverted", Facts: st.Facts()}
+	ids := make([]int32, 0, len(env.Target.Controllers))
+	for _, c := range env.Target.Controllers {
+		ids = append(ids, c.ID)
+	}
+	if st.Quorum != nil {
+		if i := slices.Index(ids, st.Quorum.Leader); i >= 0 {
+			ids = append(append(slices.Clone(ids[:i]), ids[i+1:]...), st.Quorum.Leader)
+		}
+	}
+	for _, id := range ids {
+		c, _ := env.Target.Controller(id)
+		pr := nodeProgress(env, id)
+		if pr.gated {
+			continue
+		}
+		f := st.files[id]
+		if st.Controllers[id] == ModeController && !pr.stopped {
+			p.Facts = append(p.Facts, fmt.Sprintf("controller %d: already out of migration mode", id))
+			continue
+		}
+		if !pr.stopped {
+			p.Actions = append(p.Actions,
+				ctrlAction(c, steps.OpSSH, "stop", fmt.Sprintf("controller %d on %s", id, c.Host), c.Stop),
+				ctrlAction(c, steps.OpWait, "down", c.Addr, fmt.Sprintf("port closed, at most %s", k.o.StopTimeout)))
+		}
+		if st.Controllers[id] == ModeMigration {
+			text, d, err := f.Props.Apply(FinalizeController())
+			if err != nil {
+				return nil, fmt.Errorf("%w: controller %d (%s): %v", steps.ErrRefused, id, f.Path, err)
+			}
+			e := editAction(f, text, backupOf(f.Path, "finalize"))
+			e.Detail = d.String() + "; backup first: " + backupOf(f.Path, "finalize")
+			p.Actions = append(p.Actions, e)
+		}
+		p.Actions = append(p.Actions,
+			ctrlAction(c, steps.OpSSH, "start", fmt.Sprintf("controller %d on %s", id, c.Host), c.Start),
+			ctrlAction(c, steps.OpWait, "up", c.Addr, fmt.Sprintf("listening, at most %s", k.o.StartTimeout)),
+			ctrlAction(c, steps.OpWait, "gate", "metadata quorum and brokers", fmt.Sprintf("a leader, controller %d a voter caught up to the high watermark, and the brokers healthy; at most %s", id, k.o.HealthTimeout)))
+	}
+	if len(p.Actions) == 0 {
+		p.NoOp, p.Summary = true, "every KRaft controller is out of migration mode: the migration is finalized"
+	}
+	return p, nil
+}
+
+func (k *finalize) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	for _, a := range p.Actions {
+		c, _ := env.Target.Controller(a.Broker)
+		var err error
+		switch {
+		case strings.HasPrefix(a.ID, "edit-"):
+			err = applyEdit(ctx, env, a)
+		case strings.HasPrefix(a.ID, "stop-"):
+			err = env.Do(a, func() error {
+				cctx, cancel := context.WithTimeout(ctx, k.o.StopTimeout)
+				defer cancel()
+				return runOn(cctx, env, c.ID, c.Stop)
+			})
+		case strings.HasPrefix(a.ID, "down-"):
+			err = env.Do(a, func() error { return waitListening(ctx, env, c, false, k.o.StopTimeout) })
+		case strings.HasPrefix(a.ID, "start-"):
+			err = env.Do(a, func() error {
+				cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
+				defer cancel()
+				return runOn(cctx, env, c.ID, c.Start)
+			})
+		case strings.HasPrefix(a.ID, "up-"):
+			err = env.Do(a, func() error { return waitListening(ctx, env, c, true, k.o.StartTimeout) })
+		case strings.HasPrefix(a.ID, "gate-"):
+			err = env.Do(a, func() error {
+				id := c.ID
+				if err := waitQuorum(ctx, env, &id, k.o.HealthTimeout); err != nil {
+					return err
+				}
+				checks, err := holdHealth(ctx, env, brokers.HostIDs(env.Target), max(1, k.o.HealthChecks), k.o.HealthTimeout)
+				for _, ch := range checks {
+					env.Check(ch)
+				}
+				return err
+			})
+		default:
+			err = fmt.Errorf("finalize: unknown action %s", a.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *finalize) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	st, err := Observe(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	checks := []steps.Check{{Name: "the migration is finalized: every broker a KRaft broker, no controller migrates", OK: st.Phase == PhaseFinalized, Detail: fmt.Sprintf("phase %s: %s", st.Phase, st.Why)}}
+	n, timeout := max(1, k.o.HealthChecks), k.o.HealthTimeout
+	if env.Rechecking() {
+		n, timeout = 1, 0
+	}
+	hc, _ := holdHealth(ctx, env, brokers.HostIDs(env.Target), n, timeout)
+	return append(checks, hc...), nil
+}

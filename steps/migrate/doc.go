@@ -1,0 +1,18 @@
+// Package migrate is the ZooKeeper → KRaft migration's kind pack (KIP-866,
+// Kafka 3.9): the runbooks zk-to-kraft and zk-to-kraft-revert.
+//
+// Where the migration stands is observed, never remembered: every node's
+// config file (read over SSH) says what each broker and controller runs
+// as, /migration and /controller say whether the KRaft controller migrated
+// the metadata and holds ZooKeeper's controller role, and DescribeQuorum
+// asked of the controllers says whether their quorum has a leader. The
+// phase (Observe) decides what each step plans and what a revert can do.
+//
+// Brokers and controllers are restarted one at a time with their own stop
+// and start commands; their config files are edited while they are stopped,
+// after a backup beside each file (<file>.kremedy-before-<where>), with a
+// check that the file is still what the plan read. Health between rolls is
+// read from the brokers over Kafka, because KRaft brokers no longer
+// register in ZooKeeper. A resumed run never restarts a broker again whose
+// roll this run already finished (its journal says so).
+package migrate

@@ -1,0 +1,196 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/atomicfile"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+)
+
+// waitOpts: how long the metadata migration may take.
+type waitOpts struct {
+	Timeout time.Duration `opt:"timeout" default:"10m"`
+}
+
+// waitMigration waits, read-only, for the KRaft controller to complete the
+// metadata migration, observed from the cluster: /migration holds the
+// KRaft metadata offset the migration reached and /controller names the
+// KRaft controller (it took ZooKeeper's controller role). Log lines are
+// not a signal kremedy depends on.
+type waitMigration struct{ o waitOpts }
+
+func (k *waitMigration) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	st, err := Observe(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	p := &steps.Plan{Summary: "wait for the KRaft controller to migrate the metadata from ZooKeeper", Facts: st.Facts()}
+	switch {
+	case st.Migrated():
+		p.NoOp, p.Summary = true, fmt.Sprintf("the metadata is migrated (KRaft metadata offset %d, /controller is KRaft controller %d)", st.Migration.MetadataOffset, st.ZKController)
+		return p, nil
+	case st.Phase != PhaseMigration:
+		return nil, fmt.Errorf("%w: not every broker is in migration mode (phase %s: %s); the migration starts when the last one registers with the controllers", steps.ErrRefused, st.Phase, st.Why)
+	}
+	p.Actions = []steps.Action{{ID: "migrated", Op: steps.OpWait, Target: env.ZK.Chroot() + kafkazk.MigrationPath,
+		Detail: fmt.Sprintf("/migration holds a KRaft metadata offset and /controller names a KRaft controller; at most %s", k.o.Timeout)}}
+	return p, nil
+}
+
+func (k *waitMigration) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	start := env.Now()
+	return env.Do(p.Actions[0], func() error {
+		err := waitFor(ctx, env, k.o.Timeout, "the metadata migration", func() (bool, string) {
+			var s State
+			s.ZKController = -1
+			if err := s.readZK(ctx, env); err != nil {
+				return false, err.Error()
+			}
+			if s.Migrated() {
+				env.Logf("metadata migrated %s after the wait began: KRaft metadata offset %d, /controller is KRaft controller %d", env.Now().Sub(start).Round(time.Millisecond), s.Migration.MetadataOffset, s.ZKController)
+				return true, ""
+			}
+			switch {
+			case s.Migration == nil:
+				return false, "no /migration yet"
+			case s.Migration.Null:
+				return false, "/migration is null (KAFKA-19480: delete it, the controller recreates it)"
+			}
+			return false, fmt.Sprintf("/migration offset %d, /controller %d", s.Migration.MetadataOffset, s.ZKController)
+		})
+		if err != nil {
+			return fmt.Errorf("%w. Read the active controller's log (Still waiting for ZK brokers … means a broker id of some topic's assignment is not registered); nothing was changed by this wait", err)
+		}
+		return nil
+	})
+}
+
+func (k *waitMigration) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	var s State
+	s.ZKController = -1
+	if err := s.readZK(ctx, env); err != nil {
+		return nil, err
+	}
+	d := "no /migration"
+	if s.Migration != nil {
+		d = fmt.Sprintf("/migration offset %d, /controller %d (KRaft: %v)", s.Migration.MetadataOffset, s.ZKController, s.KRaftController)
+	}
+	return []steps.Check{{Name: "the metadata is migrated and a KRaft controller is ZooKeeper's controller", OK: s.Migrated(), Detail: d}}, nil
+}
+
+// artZnodes is the copy of /controller and /migration the revert keeps.
+const artZnodes = "znodes"
+
+// resetZnodes is the revert's ZooKeeper part (Kafka 3.9 docs, "Reverting
+// to ZooKeeper mode"; KAFKA-17146): with the controllers stopped, delete
+// /controller so the ZooKeeper brokers elect one of their own, and delete
+// /migration — a copy of both kept first — so that a later attempt starts
+// with a full metadata load instead of skipping it.
+type resetZnodes struct{}
+
+type znodeArgs struct {
+	Path string `json:"path"`
+	Data string `json:"data"`
+}
+
+func (k *resetZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	st, err := Observe(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.Running) > 0 {
+		return nil, fmt.Errorf("%w: KRaft controllers %s still run: they would take /controller back; stop them first", steps.ErrRefused, brokers.I32s(st.Running))
+	}
+	if ok, how := st.Phase.Revertible(); !ok {
+		return nil, fmt.Errorf("%w: %s", steps.ErrRefused, how)
+	}
+	p := &steps.Plan{Summary: "delete /controller (when a KRaft controller holds it) and /migration, a copy of both kept first", Facts: st.Facts()}
+	var saved []znodeArgs
+	var dels []steps.Action
+	for _, path := range []string{kafkazk.ControllerPath, kafkazk.MigrationPath} {
+		full := env.ZK.Chroot() + path
+		data, stat, err := env.ZK.Get(ctx, path)
+		if env.ZK.IsNoNode(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", full, err)
+		}
+		if path == kafkazk.ControllerPath && !st.KRaftController {
+			p.Facts = append(p.Facts, fmt.Sprintf("%s names ZooKeeper broker %d: left alone", full, st.ZKController))
+			continue
+		}
+		saved = append(saved, znodeArgs{Path: full, Data: string(data)})
+		v := stat.Version
+		dels = append(dels, steps.Action{ID: "delete" + path, Op: steps.OpZKDelete, Target: full, Version: &v, Args: znodeArgs{Path: path, Data: string(data)}})
+	}
+	if len(dels) == 0 {
+		p.NoOp, p.Summary = true, "neither /migration nor a KRaft /controller is left"
+		return p, nil
+	}
+	p.Actions = append([]steps.Action{{ID: "save", Op: steps.OpSave, Target: env.Artifact(artZnodes), Detail: "the znodes' data, before they are deleted", Args: saved}}, dels...)
+	p.Notes = append(p.Notes, "the ZooKeeper brokers elect a controller of their own as soon as /controller is gone")
+	return p, nil
+}
+
+func (k *resetZnodes) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	for _, a := range p.Actions {
+		var err error
+		switch {
+		case a.ID == "save":
+			err = env.Do(a, func() error {
+				b, err := json.MarshalIndent(a.Args, "", "  ")
+				if err != nil {
+					return err
+				}
+				if _, err := os.Stat(a.Target); err == nil {
+					return nil // a resume: the first copy is the one taken before any delete
+				}
+				return atomicfile.WriteFile(a.Target, append(b, '\n'))
+			})
+		default:
+			z, aerr := steps.ArgsOf[znodeArgs](a)
+			if aerr != nil {
+				return aerr
+			}
+			err = env.Do(a, func() error {
+				err := env.ZK.Delete(ctx, z.Path, *a.Version)
+				switch {
+				case env.ZK.IsNoNode(err):
+					return nil
+				case env.ZK.IsBadVersion(err):
+					return fmt.Errorf("%w: %s changed since the plan; it was not deleted", steps.ErrStalePlan, a.Target)
+				}
+				return err
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *resetZnodes) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	ok, _, err := env.ZK.Exists(ctx, kafkazk.MigrationPath)
+	if err != nil {
+		return nil, err
+	}
+	checks := []steps.Check{{Name: "/migration is gone", OK: !ok}}
+	var s State
+	s.ZKController = -1
+	err = waitFor(ctx, env, 60*time.Second, "a ZooKeeper broker to become controller", func() (bool, string) {
+		if err := s.readZK(ctx, env); err != nil {
+			return false, err.Error()
+		}
+		return s.ZKController >= 0 && !s.KRaftController, fmt.Sprintf("/controller %d (KRaft: %v)", s.ZKController, s.KRaftController)
+	})
+	c := steps.Check{Name: "a ZooKeeper broker is the controller", OK: err == nil, Detail: fmt.Sprintf("/controller %d", s.ZKController)}
+	return append(checks, c), nil
+}
