@@ -230,8 +230,8 @@ type Target struct {
 	// Controllers are the KRaft controllers provisioned for the ZooKeeper
 	// → KRaft migration (their node ids differ from every broker id; Hosts'
 	// Run reaches them by it).
-	Controllers []Host `json:"kraft_controllers,omitempty"`
-	Clients   []Client `json:"clients,omitempty"`
+	Controllers []Host   `json:"kraft_controllers,omitempty"`
+	Clients     []Client `json:"clients,omitempty"`
 }
 
 // Host returns the inventory entry for broker id.

@@ -38,7 +38,7 @@ type Kafka struct {
 	// Configs are every broker's other config values (min.insync.replicas,
 	// delete.topic.enable); a key in neither is an error, as an unknown
 	// config is.
-	Configs  map[string]string
+	Configs map[string]string
 	// KRaft is the metadata quorum Quorum describes (nil: none answers).
 	KRaft    *ports.Quorum
 	Created  []string
