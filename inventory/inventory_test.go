@@ -684,3 +684,47 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// kraft_controllers: read, written back the same, and refused with the
+// line and column of what is wrong.
+func TestKRaftControllers(t *testing.T) {
+	good := minimal + `    config: /etc/kafka/server.properties
+kraft_controllers:
+  - id: 3001
+    host: c1
+    listener: c1:9093
+    config: /etc/kafka/controller.properties
+    stop: systemctl stop kafka-controller
+    start: systemctl start kafka-controller
+`
+	inv, err := Parse("t.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := inv.KRaftControllers
+	if len(c) != 1 || c[0].ID != 3001 || c[0].Listener != "c1:9093" || c[0].Config != "/etc/kafka/controller.properties" || inv.Brokers[0].Config != "/etc/kafka/server.properties" {
+		t.Fatalf("read %+v", inv)
+	}
+	b, err := inv.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("t.yaml", b)
+	if err != nil || !reflect.DeepEqual(back.KRaftControllers, inv.KRaftControllers) || back.Brokers[0].Config != inv.Brokers[0].Config {
+		t.Fatalf("round trip: %v\n%s", err, b)
+	}
+	for _, c := range []struct{ old, new, want string }{
+		{"id: 3001", "id: 1", "t.yaml:15:9: kraft_controllers[0].id: node id 1 is also brokers[0]'s broker id"},
+		{"listener: c1:9093", "listener: c1", "t.yaml:17:15: kraft_controllers[0].listener \"c1\" is not host:port"},
+		{"config: /etc/kafka/controller.properties", "config: controller.properties", "t.yaml:18:13: kraft_controllers[0].config \"controller.properties\": use a clean absolute path"},
+		{"    config: /etc/kafka/server.properties\n", "    config: /etc/../kafka/server.properties\n", "t.yaml:13:13: brokers[0].config"},
+	} {
+		_, err := Parse("t.yaml", []byte(strings.Replace(good, c.old, c.new, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s → %s: %v, want %q", c.old, c.new, err, c.want)
+		}
+	}
+	if _, err := Parse("t.yaml", []byte(strings.Replace(good, "    listener: c1:9093\n", "    log_dirs: [/x]\n", 1))); err == nil || !strings.Contains(err.Error(), `unknown key "log_dirs" in kraft_controllers[0]`) {
+		t.Errorf("log_dirs on a controller: %v", err)
+	}
+}

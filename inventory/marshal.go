@@ -64,27 +64,15 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 			e.line(1, "connect_timeout: "+durationText(s.ConnectTimeout))
 		}
 	})
-	if len(inv.Brokers) > 0 {
-		e.line(0, "brokers:")
-		for _, b := range inv.Brokers {
-			e.item(func(e *emitter) {
-				e.line(2, "id: "+strconv.FormatInt(int64(b.ID), 10))
-				e.str(2, "host", b.Host)
-				e.int(2, "port", int64(b.Port))
-				e.str(2, "user", b.User)
-				e.str(2, "identity_file", b.IdentityFile)
-				e.str(2, "known_hosts", b.KnownHosts)
-				e.str(2, "become", b.Become)
-				e.str(2, "stop", b.Stop)
-				e.str(2, "start", b.Start)
-				e.strs(2, "log_dirs", b.LogDirs)
-				e.str(2, "config", b.Config)
-			})
+	for _, list := range []struct {
+		key   string
+		nodes []Broker
+	}{{"brokers", inv.Brokers}, {"kraft_controllers", inv.KRaftControllers}} {
+		if len(list.nodes) == 0 {
+			continue
 		}
-	}
-	if len(inv.KRaftControllers) > 0 {
-		e.line(0, "kraft_controllers:")
-		for _, b := range inv.KRaftControllers {
+		e.line(0, list.key+":")
+		for _, b := range list.nodes {
 			e.item(func(e *emitter) {
 				e.line(2, "id: "+strconv.FormatInt(int64(b.ID), 10))
 				e.str(2, "host", b.Host)
@@ -94,9 +82,10 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 				e.str(2, "known_hosts", b.KnownHosts)
 				e.str(2, "become", b.Become)
 				e.str(2, "listener", b.Listener)
-				e.str(2, "config", b.Config)
 				e.str(2, "stop", b.Stop)
 				e.str(2, "start", b.Start)
+				e.strs(2, "log_dirs", b.LogDirs)
+				e.str(2, "config", b.Config)
 			})
 		}
 	}

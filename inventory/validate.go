@@ -69,17 +69,7 @@ func (d *decoder) validate(inv *Inventory) {
 		} else {
 			seen[b.ID] = p
 		}
-		d.host(p+".host", b.Host)
-		d.user(p+".user", b.User)
-		d.localPath(p+".identity_file", b.IdentityFile)
-		d.localPath(p+".known_hosts", b.KnownHosts)
-		d.become(p+".become", b.Become)
-		d.command(p+".stop", b.Stop, "stops the broker")
-		d.command(p+".start", b.Start, "starts the broker")
-		if s.KnownHosts == "" && b.KnownHosts == "" {
-			d.Errorf(d.At(p), "%s has no known_hosts file: set ssh.known_hosts or %s.known_hosts; "+
-				"kremedy never trusts a host key on first use", p, p)
-		}
+		d.checkNode(inv, p, b, "broker")
 		d.logDirs(p+".log_dirs", b.LogDirs)
 		d.remoteFile(p+".config", b.Config)
 	}
@@ -251,13 +241,7 @@ func (d *decoder) validateControllers(inv *Inventory, brokers map[int32]string) 
 		default:
 			seen[c.ID] = p
 		}
-		d.host(p+".host", c.Host)
-		d.user(p+".user", c.User)
-		d.localPath(p+".identity_file", c.IdentityFile)
-		d.localPath(p+".known_hosts", c.KnownHosts)
-		d.become(p+".become", c.Become)
-		d.command(p+".stop", c.Stop, "stops the controller")
-		d.command(p+".start", c.Start, "starts the controller")
+		d.checkNode(inv, p, c, "controller")
 		if err := checkHostPort(c.Listener); err != nil {
 			d.Errorf(d.At(p+".listener"), "%s.listener %q %v: set it to the controller listener's host:port (its controller.quorum.voters entry)", p, c.Listener, err)
 		}
@@ -265,9 +249,22 @@ func (d *decoder) validateControllers(inv *Inventory, brokers map[int32]string) 
 			d.Errorf(d.At(p), "%s has no config: set it to the controller's controller.properties on its host", p)
 		}
 		d.remoteFile(p+".config", c.Config)
-		if inv.SSH.KnownHosts == "" && c.KnownHosts == "" {
-			d.Errorf(d.At(p), "%s has no known_hosts file: set ssh.known_hosts or %s.known_hosts; kremedy never trusts a host key on first use", p, p)
-		}
+	}
+}
+
+// checkNode checks what brokers and controllers share: the host, how to reach
+// it over SSH, and the stop and start commands.
+func (d *decoder) checkNode(inv *Inventory, p string, b Broker, what string) {
+	d.host(p+".host", b.Host)
+	d.user(p+".user", b.User)
+	d.localPath(p+".identity_file", b.IdentityFile)
+	d.localPath(p+".known_hosts", b.KnownHosts)
+	d.become(p+".become", b.Become)
+	d.command(p+".stop", b.Stop, "stops the "+what)
+	d.command(p+".start", b.Start, "starts the "+what)
+	if inv.SSH.KnownHosts == "" && b.KnownHosts == "" {
+		d.Errorf(d.At(p), "%s has no known_hosts file: set ssh.known_hosts or %s.known_hosts; "+
+			"kremedy never trusts a host key on first use", p, p)
 	}
 }
 

@@ -92,7 +92,7 @@ func (e *engine) walk(ctx context.Context) (Outcome, error) {
 			}
 			// Re-check, do not re-do.
 			checks, err := s.Kind.Verify(ctx, e.env(s, true))
-			if err == nil && allOK(checks) {
+			if err == nil && AllOK(checks) {
 				for _, c := range checks {
 					env.Check(c)
 				}
@@ -287,7 +287,7 @@ func (e *engine) checked(ctx context.Context, env *Env, s Step) error {
 	for _, c := range checks {
 		env.Check(c)
 	}
-	if err == nil && !allOK(checks) {
+	if err == nil && !AllOK(checks) {
 		err = fmt.Errorf("%w: %s", ErrCheckFailed, failedNames(checks))
 	}
 	return err
@@ -443,15 +443,6 @@ func (e *engine) answer(env *Env, s Step, ap Approval, digest string) (stepResul
 		return 0, err
 	}
 	return resApplied, nil
-}
-
-func allOK(cs []Check) bool {
-	for _, c := range cs {
-		if !c.OK {
-			return false
-		}
-	}
-	return true
 }
 
 func failedNames(cs []Check) string {

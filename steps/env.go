@@ -110,6 +110,14 @@ func (e *Env) BrokersDown(down, total int) {
 	_ = e.record(journal.Note, map[string]any{"text": fmt.Sprintf("%d of %d brokers down", down, total), "brokers_down": down, "brokers": total})
 }
 
+// Status says where the cluster stands, in a line the TUI keeps in its
+// header until the next one (a migration's phase and whether it can still
+// be reverted); it is journaled.
+func (e *Env) Status(text string) {
+	e.emit(Event{Kind: EvStatus, Text: text})
+	_ = e.record(journal.Note, map[string]any{"text": text, "status": true})
+}
+
 // ProgressEvery reports text() as progress every period until the
 // returned stop is called: for waits that block on a watch.
 func (e *Env) ProgressEvery(period time.Duration, text func() string) (stop func()) {

@@ -39,9 +39,10 @@ const (
 	EvPlan                      // a plan is ready
 	EvProgress                  // what a running step waits for now (not journaled)
 	EvBrokers                   // how many of the cluster's brokers are stopped now
+	EvStatus                    // where the cluster stands, for the run's header (a migration's phase); journaled as a note
 )
 
-var eventKindNames = [...]string{"state", "log", "output", "check", "plan", "progress", "brokers"}
+var eventKindNames = [...]string{"state", "log", "output", "check", "plan", "progress", "brokers", "status"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventKindNames) {

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,8 @@ func (s *Session) writeReport(out Outcome) error {
 	switch {
 	case out.Err == nil:
 		fmt.Fprintf(&b, "- outcome: **finished**\n")
+	case errors.Is(out.Err, ErrAborted) && len(out.NotDone) > 0:
+		fmt.Fprintf(&b, "- outcome: **stopped before `%s`** by the operator; nothing of it was done — go on with `%s`\n", out.NotDone[0], s.ResumeCommand(false))
 	case out.Interrupted != "":
 		fmt.Fprintf(&b, "- outcome: **interrupted during `%s`** — resume with `%s`\n", out.Interrupted, s.ResumeCommand(false))
 	default:

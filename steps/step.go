@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -115,4 +116,25 @@ type Kind interface {
 type Step struct {
 	Info Info
 	Kind Kind
+}
+
+// AllOK reports whether every check passed.
+func AllOK(cs []Check) bool {
+	for _, c := range cs {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// Failing lists the checks that failed, each with its detail.
+func Failing(cs []Check) string {
+	var out []string
+	for _, c := range cs {
+		if !c.OK {
+			out = append(out, c.Name+" ("+c.Detail+")")
+		}
+	}
+	return strings.Join(out, "; ")
 }

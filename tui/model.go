@@ -77,6 +77,8 @@ type Model struct {
 	parent context.Context
 	now    func() time.Time
 	began  time.Time
+	// status is where the cluster stands (EvStatus), shown in the header.
+	status string
 	// down of total brokers are stopped now, since downSince (EvBrokers).
 	down, total int
 	downSince   time.Time
@@ -271,6 +273,10 @@ func (m *Model) onEngine(msg engineMsg) tea.Cmd {
 
 // apply folds one engine event into the step views.
 func (m *Model) apply(e steps.Event) {
+	if e.Kind == steps.EvStatus {
+		m.status = e.Text
+		return
+	}
 	if e.Kind == steps.EvBrokers { // the cluster's, whatever the step
 		if e.Down > 0 && m.down == 0 {
 			m.downSince = e.Time

@@ -66,6 +66,9 @@ func (m *Model) layout() layout {
 		l.bar = l.bar[:maxBar]
 	}
 	l.bodyH = h - fixedRows - len(l.bar)
+	if m.status != "" {
+		l.bodyH-- // the status line under the header
+	}
 	l.leftW = clamp(w/3, 24, 34)
 	l.rightW = w - l.leftW - 1
 	l.twoRowsPerStep = l.bodyH >= 2*len(m.steps)
@@ -226,7 +229,11 @@ func (m *Model) headerLines(w int) []string {
 	if ansi.StringWidth(path) > room {
 		path = ansi.TruncateLeft(path, ansi.StringWidth(path)-room+1, "…")
 	}
-	return []string{left, dir + path + tail}
+	lines := []string{left, dir + path + tail}
+	if m.status != "" {
+		lines = append(lines, ansi.Truncate(st.Warn.Render(m.status), w, "…"))
+	}
+	return lines
 }
 
 func fmtClock(d time.Duration) string {

@@ -119,6 +119,8 @@ func (p *printer) Report(e steps.Event) {
 		fmt.Fprintf(p.w, "%s [%s] %s\n", ts, e.Step, e.Text)
 	case steps.EvBrokers:
 		fmt.Fprintf(p.w, "%s [%s] %s\n", ts, e.Step, e.Text)
+	case steps.EvStatus:
+		fmt.Fprintf(p.w, "%s [%s] STATUS %s\n", ts, e.Step, e.Text)
 	case steps.EvProgress:
 		fmt.Fprintf(p.w, "%s [%s] … %s\n", ts, e.Step, e.Text)
 	case steps.EvOutput:

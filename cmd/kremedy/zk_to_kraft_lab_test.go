@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -366,6 +367,15 @@ func TestZKToKRaftLab(t *testing.T) {
 			t.Fatalf("broker %d in dual-write still has ZooKeeper settings or no process.roles:\n%s", n, cf)
 		}
 	}
+	screen := tuiAtFinalize(t, filepath.Join(runs, "m2"))
+	for _, want := range []string{"ZooKeeper → KRaft: dual-write · revertible with zk-to-kraft-revert", "FINALIZE", "point of no return"} {
+		if !strings.Contains(screen, want) {
+			t.Fatalf("the TUI at finalize does not show %q:\n%s", want, screen)
+		}
+	}
+	if p := phaseOf(t, l); p != string(migrate.PhaseDualWrite) {
+		t.Fatalf("after declining finalize in the TUI the phase is %s", p)
+	}
 	migrateWithKill(t, l, "zk-to-kraft-revert", filepath.Join(runs, "r2"), "", "sigkill@action-end:brokers-back-to-migration:9", "sigkill@action-end:reset-znodes:2")
 	backInZooKeeper(t, l, c, original)
 	reformat(t, l)
@@ -445,4 +455,47 @@ func countAll(ctx context.Context, t *testing.T, l *lab.Lab, topic string, parts
 		n += len(msgs)
 	}
 	return n
+}
+
+// tuiAtFinalize resumes a run stopped before finalize in the terminal UI
+// (tmux, 120×40), returns the screen once finalize asks, and declines it.
+func tuiAtFinalize(t *testing.T, run string) string {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: install it (make deps)")
+	}
+	session := fmt.Sprintf("kremedy-kraft-%d", os.Getpid())
+	exitFile := filepath.Join(t.TempDir(), "exit")
+	shell := fmt.Sprintf("%s resume %s; echo $? > %s; sleep 600", bin, run, exitFile)
+	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
+	capture := func() string {
+		out, _ := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
+		return string(out)
+	}
+	var screen string
+	deadline := time.Now().Add(3 * time.Minute)
+	for ; time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		screen = capture()
+		if strings.Contains(screen, "FINALIZE") && strings.Contains(screen, "dual-write") && strings.Contains(screen, "no, stop here") {
+			break
+		}
+		if strings.Contains(screen, "NOTHING HAS CHANGED YET") {
+			_ = exec.Command("tmux", "send-keys", "-t", session, "Space").Run()
+		}
+	}
+	if !strings.Contains(screen, "no, stop here") {
+		t.Fatalf("the TUI never asked for finalize; screen:\n%s", screen)
+	}
+	_ = exec.Command("tmux", "send-keys", "-t", session, "n").Run()
+	for ; time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if _, err := os.Stat(exitFile); err == nil {
+			return screen
+		}
+		_ = exec.Command("tmux", "send-keys", "-t", session, "q").Run()
+	}
+	t.Fatalf("the TUI did not end after n; screen:\n%s", capture())
+	return ""
 }

@@ -287,7 +287,7 @@ func (k *startBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 			}
 		}
 		last = gate.Check(ctx, env.Cluster)
-		if allOK(last) {
+		if steps.AllOK(last) {
 			streak++
 			if streak >= n {
 				return last, nil
@@ -306,13 +306,4 @@ func (k *startBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-func allOK(cs []steps.Check) bool {
-	for _, c := range cs {
-		if !c.OK {
-			return false
-		}
-	}
-	return true
 }

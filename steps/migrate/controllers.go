@@ -109,17 +109,9 @@ func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
 
 func (k *startControllers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 	for _, a := range p.Actions {
-		var err error
-		c, _ := env.Target.Controller(a.Broker)
+		handled, err := k.o.doCtrl(ctx, env, a)
 		switch {
-		case strings.HasPrefix(a.ID, "start-"):
-			err = env.Do(a, func() error {
-				cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
-				defer cancel()
-				return runOn(cctx, env, c.ID, c.Start)
-			})
-		case strings.HasPrefix(a.ID, "up-"):
-			err = env.Do(a, func() error { return waitListening(ctx, env, c, true, k.o.StartTimeout) })
+		case handled:
 		case a.ID == "quorum":
 			err = env.Do(a, func() error { return waitQuorum(ctx, env, nil, k.o.StartTimeout) })
 		default:
@@ -130,6 +122,30 @@ func (k *startControllers) Apply(ctx context.Context, env *steps.Env, p *steps.P
 		}
 	}
 	return nil
+}
+
+// doCtrl performs a controller's stop-, down-, start- or up- action;
+// handled is false for any other action.
+func (o ctrlOpts) doCtrl(ctx context.Context, env *steps.Env, a steps.Action) (handled bool, err error) {
+	c, _ := env.Target.Controller(a.Broker)
+	run := func(cmd string, timeout time.Duration) error {
+		return env.Do(a, func() error {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			return runOn(cctx, env, c.ID, cmd)
+		})
+	}
+	switch {
+	case strings.HasPrefix(a.ID, "stop-"):
+		return true, run(c.Stop, o.StopTimeout)
+	case strings.HasPrefix(a.ID, "start-"):
+		return true, run(c.Start, o.StartTimeout)
+	case strings.HasPrefix(a.ID, "down-"):
+		return true, env.Do(a, func() error { return waitListening(ctx, env, c, false, o.StopTimeout) })
+	case strings.HasPrefix(a.ID, "up-"):
+		return true, env.Do(a, func() error { return waitListening(ctx, env, c, true, o.StartTimeout) })
+	}
+	return false, nil
 }
 
 func waitListening(ctx context.Context, env *steps.Env, c ports.Host, want bool, timeout time.Duration) error {
@@ -242,18 +258,8 @@ func brokersIn(st *State, m Mode) []int32 {
 
 func (k *stopControllers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 	for _, a := range p.Actions {
-		c, _ := env.Target.Controller(a.Broker)
-		var err error
-		switch {
-		case strings.HasPrefix(a.ID, "stop-"):
-			err = env.Do(a, func() error {
-				cctx, cancel := context.WithTimeout(ctx, k.o.StopTimeout)
-				defer cancel()
-				return runOn(cctx, env, c.ID, c.Stop)
-			})
-		case strings.HasPrefix(a.ID, "down-"):
-			err = env.Do(a, func() error { return waitListening(ctx, env, c, false, k.o.StopTimeout) })
-		default:
+		handled, err := k.o.doCtrl(ctx, env, a)
+		if !handled {
 			err = fmt.Errorf("stop-controllers: unknown action %s", a.ID)
 		}
 		if err != nil {
@@ -336,30 +342,14 @@ func (k *finalize) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error
 
 func (k *finalize) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 	for _, a := range p.Actions {
-		c, _ := env.Target.Controller(a.Broker)
-		var err error
+		handled, err := k.o.doCtrl(ctx, env, a)
 		switch {
+		case handled:
 		case strings.HasPrefix(a.ID, "edit-"):
 			err = applyEdit(ctx, env, a)
-		case strings.HasPrefix(a.ID, "stop-"):
-			err = env.Do(a, func() error {
-				cctx, cancel := context.WithTimeout(ctx, k.o.StopTimeout)
-				defer cancel()
-				return runOn(cctx, env, c.ID, c.Stop)
-			})
-		case strings.HasPrefix(a.ID, "down-"):
-			err = env.Do(a, func() error { return waitListening(ctx, env, c, false, k.o.StopTimeout) })
-		case strings.HasPrefix(a.ID, "start-"):
-			err = env.Do(a, func() error {
-				cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
-				defer cancel()
-				return runOn(cctx, env, c.ID, c.Start)
-			})
-		case strings.HasPrefix(a.ID, "up-"):
-			err = env.Do(a, func() error { return waitListening(ctx, env, c, true, k.o.StartTimeout) })
 		case strings.HasPrefix(a.ID, "gate-"):
+			id := a.Broker
 			err = env.Do(a, func() error {
-				id := c.ID
 				if err := waitQuorum(ctx, env, &id, k.o.HealthTimeout); err != nil {
 					return err
 				}

@@ -161,7 +161,7 @@ func holdHealth(ctx context.Context, env *steps.Env, want []int32, n int, timeou
 	var last []steps.Check
 	for round := 1; ; round++ {
 		last = readHealth(ctx, env, want).checks()
-		if allOK(last) {
+		if steps.AllOK(last) {
 			if streak++; streak >= n {
 				return last, nil
 			}
@@ -172,32 +172,13 @@ func holdHealth(ctx context.Context, env *steps.Env, want []int32, n int, timeou
 			env.Progress("%s", brokers.GateProgress(last, streak, n, env.Now().Sub(start), timeout))
 		}
 		if env.Now().Sub(start) > timeout || ctx.Err() != nil {
-			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, failed(last))
+			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, steps.Failing(last))
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-func allOK(cs []steps.Check) bool {
-	for _, c := range cs {
-		if !c.OK {
-			return false
-		}
-	}
-	return true
-}
-
-func failed(cs []steps.Check) string {
-	var out []string
-	for _, c := range cs {
-		if !c.OK {
-			out = append(out, c.Name+" ("+c.Detail+")")
-		}
-	}
-	return strings.Join(out, "; ")
 }
 
 // waitFor polls cond once a second until it holds or timeout passes,

@@ -199,7 +199,24 @@ func Observe(ctx context.Context, env *steps.Env) (*State, error) {
 		return nil, err
 	}
 	s.Phase, s.Why = s.phase()
+	s.announce(env)
 	return s, nil
+}
+
+// announce puts the phase and whether it can be reverted in the run's
+// header.
+func (s *State) announce(env *steps.Env) {
+	ok, _ := s.Phase.Revertible()
+	rev := "revertible with zk-to-kraft-revert"
+	switch {
+	case s.Phase == PhaseZooKeeper:
+		rev = "nothing to revert"
+	case !ok && s.Phase != PhaseUnknown:
+		rev = "NOT revertible: finalized"
+	case !ok:
+		rev = "revert unknown"
+	}
+	env.Status(fmt.Sprintf("ZooKeeper → KRaft: %s · %s", s.Phase, rev))
 }
 
 func (s *State) readZK(ctx context.Context, env *steps.Env) error {

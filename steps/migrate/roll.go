@@ -398,8 +398,8 @@ func (k *roll) apply(ctx context.Context, env *steps.Env, a steps.Action) error 
 	case strings.HasPrefix(a.ID, "safe-"):
 		return env.Do(a, func() error {
 			hl := readHealth(ctx, env, want)
-			if !allOK(hl.checks()) {
-				return fmt.Errorf("%w: broker %d was not stopped: the cluster is not healthy: %s", steps.ErrRefused, id, failed(hl.checks()))
+			if !steps.AllOK(hl.checks()) {
+				return fmt.Errorf("%w: broker %d was not stopped: the cluster is not healthy: %s", steps.ErrRefused, id, steps.Failing(hl.checks()))
 			}
 			other := want[0]
 			if other == id && len(want) > 1 {

@@ -600,7 +600,7 @@ func holdGate(ctx context.Context, env *steps.Env, g brokers.Gate, n int, timeou
 	var last []steps.Check
 	for round := 1; ; round++ {
 		last = g.Check(ctx, env.Cluster)
-		if allOK(last) {
+		if steps.AllOK(last) {
 			if streak++; streak >= n {
 				return last, nil
 			}
@@ -611,7 +611,7 @@ func holdGate(ctx context.Context, env *steps.Env, g brokers.Gate, n int, timeou
 			env.Progress("%s", brokers.GateProgress(last, streak, n, env.Now().Sub(start), timeout))
 		}
 		if env.Now().After(deadline) || ctx.Err() != nil {
-			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, failed(last))
+			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, steps.Failing(last))
 		}
 		select {
 		case <-ctx.Done():
@@ -644,23 +644,4 @@ func (k *Roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 	}
 	checks, _ := holdGate(ctx, env, brokers.Gate{Want: brokers.HostIDs(env.Target)}, n, timeout)
 	return append([]steps.Check{restartedAll}, checks...), nil
-}
-
-func allOK(cs []steps.Check) bool {
-	for _, c := range cs {
-		if !c.OK {
-			return false
-		}
-	}
-	return true
-}
-
-func failed(cs []steps.Check) string {
-	var out []string
-	for _, c := range cs {
-		if !c.OK {
-			out = append(out, c.Name+" ("+c.Detail+")")
-		}
-	}
-	return strings.Join(out, "; ")
 }
