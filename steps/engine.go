@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/journal"
@@ -239,8 +240,14 @@ func (e *engine) plan(ctx context.Context, env *Env, s Step) (*Plan, string, err
 		return nil, "", err
 	}
 	plan.Step, plan.Kind = s.Info.ID, s.Info.Kind
+	// The runbook's note first, then what the kind adds from this plan
+	// (the backups it will make, by host).
+	own := plan.Rollback
 	if plan.Rollback, err = e.run.render(s.Info.Rollback); err != nil {
 		return nil, "", fmt.Errorf("rollback note: %w", err)
+	}
+	if own != "" {
+		plan.Rollback = strings.TrimRight(plan.Rollback, "\n") + "\n" + own
 	}
 	digest := plan.Digest()
 	if err := env.record(journal.Plan, planRecord{Plan: plan, Digest: digest, Ahead: env.ahead}); err != nil {

@@ -103,7 +103,9 @@ type Plan struct {
 	// EndsRun, on a no-op plan, says the whole runbook has nothing to do
 	// (e.g. the topic is already consistent): the run finishes after this
 	// step and the steps after it are not needed.
-	EndsRun  bool   `json:"ends_run,omitempty"`
+	EndsRun bool `json:"ends_run,omitempty"`
+	// Rollback is the step's rollback note; a kind may set what this
+	// plan adds to the runbook's (its backups, by host).
 	Rollback string `json:"rollback,omitempty"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -352,6 +353,15 @@ func TestZKToKRaftLab(t *testing.T) {
 	if p := phaseOf(t, l); p != string(migrate.PhaseMigrated) {
 		t.Fatalf("after the roll into migration mode the phase is %s", p)
 	}
+	// The rollback note names this run's backups, and they hold the
+	// configs from before.
+	backup := filepath.Join(l.BrokerDir(1), "server.properties.kremedy-before-migration")
+	if n := count(records(t, filepath.Join(runs, "m1")), journal.Plan, "enter-migration", backup); n == 0 {
+		t.Fatalf("no plan of enter-migration names the backup %s in its rollback note", backup)
+	}
+	if b, err := os.ReadFile(backup); err != nil || string(b) != original[1] {
+		t.Fatalf("backup %s: %v, or not the config from before", backup, err)
+	}
 	migrateWithKill(t, l, "zk-to-kraft-revert", filepath.Join(runs, "r1"), "", "sigkill@action-end:stop-controllers:1", "sigkill@action-end:brokers-back-to-zookeeper:9")
 	backInZooKeeper(t, l, c, original)
 	reformat(t, l)
@@ -427,6 +437,26 @@ func TestZKToKRaftLab(t *testing.T) {
 	if _, err := c.kc.CreateTopic(ctx, "after-kraft", nil, 3, 3, nil); err != nil {
 		t.Fatalf("create a topic through the KRaft controllers: %v", err)
 	}
+	// Every broker learns the topic from the controller's metadata log; a
+	// producer asking one that has not yet gets UNKNOWN_TOPIC_OR_PARTITION.
+	for ids := []int32{1, 2, 3}; len(ids) > 0; time.Sleep(200 * time.Millisecond) {
+		if ctx.Err() != nil {
+			t.Fatalf("brokers %v never served the new topic", ids)
+		}
+		ids = slices.DeleteFunc(ids, func(id int32) bool {
+			v, err := c.kc.BrokerView(ctx, id, "after-kraft")
+			tv, ok := v.Topics["after-kraft"]
+			if err != nil || !ok || tv.Err != "" || len(tv.Partitions) != 3 {
+				return false
+			}
+			for _, p := range tv.Partitions {
+				if p.Leader < 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	stop2 := make(chan struct{})
 	done2 := produceDuring(t, l, "after-kraft", stop2)
 	time.Sleep(2 * time.Second)
@@ -458,7 +488,8 @@ func countAll(ctx context.Context, t *testing.T, l *lab.Lab, topic string, parts
 }
 
 // tuiAtFinalize resumes a run stopped before finalize in the terminal UI
-// (tmux, 120×40), returns the screen once finalize asks, and declines it.
+// (tmux, 120×40), returns the screen once finalize asks for the typed
+// confirmation, and declines it (esc, then n).
 func tuiAtFinalize(t *testing.T, run string) string {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -475,27 +506,35 @@ func tuiAtFinalize(t *testing.T, run string) string {
 		out, _ := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
 		return string(out)
 	}
+	send := func(k string) { _ = exec.Command("tmux", "send-keys", "-t", session, k).Run() }
+	asking := func(s string) bool {
+		return strings.Contains(s, "FINALIZE") && strings.Contains(s, "dual-write") && strings.Contains(s, "Type the cluster name")
+	}
 	var screen string
 	deadline := time.Now().Add(3 * time.Minute)
-	for ; time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+	for ; time.Now().Before(deadline) && !asking(screen); time.Sleep(300 * time.Millisecond) {
 		screen = capture()
-		if strings.Contains(screen, "FINALIZE") && strings.Contains(screen, "dual-write") && strings.Contains(screen, "no, stop here") {
-			break
-		}
-		if strings.Contains(screen, "NOTHING HAS CHANGED YET") {
-			_ = exec.Command("tmux", "send-keys", "-t", session, "Space").Run()
+		if strings.Contains(screen, "NOTHING HAS CHANGED") {
+			send("Space")
 		}
 	}
-	if !strings.Contains(screen, "no, stop here") {
+	if !asking(screen) {
 		t.Fatalf("the TUI never asked for finalize; screen:\n%s", screen)
 	}
-	_ = exec.Command("tmux", "send-keys", "-t", session, "n").Run()
-	for ; time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-		if _, err := os.Stat(exitFile); err == nil {
+	send("Escape")
+	for i := 0; time.Now().Before(deadline); i++ {
+		if b, err := os.ReadFile(exitFile); err == nil {
+			t.Logf("the TUI declined finalize and ended with exit %s", strings.TrimSpace(string(b)))
 			return screen
 		}
-		_ = exec.Command("tmux", "send-keys", "-t", session, "q").Run()
+		switch now := capture(); {
+		case strings.Contains(now, "STOPPED AT finalize") && strings.Contains(now, "nothing of it was done"):
+			send("q")
+		case i == 10:
+			send("n")
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
-	t.Fatalf("the TUI did not end after n; screen:\n%s", capture())
+	t.Fatalf("the TUI did not end after esc and n; screen:\n%s", capture())
 	return ""
 }

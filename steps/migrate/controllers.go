@@ -337,6 +337,7 @@ func (k *finalize) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error
 	if len(p.Actions) == 0 {
 		p.NoOp, p.Summary = true, "every KRaft controller is out of migration mode: the migration is finalized"
 	}
+	p.Rollback = backupsNote(p.Actions)
 	return p, nil
 }
 

@@ -223,6 +223,7 @@ func (k *roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		return p, nil
 	}
 	p.Notes = append(p.Notes, "controlled shutdown moves each broker's leaderships away first; producers with acks=all and retries lose nothing while every partition keeps min.insync.replicas")
+	p.Rollback = backupsNote(p.Actions)
 	return p, nil
 }
 
@@ -504,4 +505,19 @@ func (k *roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 	}
 	hc, _ := holdHealth(ctx, env, brokers.HostIDs(env.Target), n, timeout)
 	return append(checks, hc...), nil
+}
+
+// backupsNote lists the backups a plan's edits make, by node: what the
+// rollback note of this run restores from.
+func backupsNote(acts []steps.Action) string {
+	var lines []string
+	for _, a := range acts {
+		if e, ok := a.Args.(editArgs); ok {
+			lines = append(lines, fmt.Sprintf("  node %d: cp -p %s %s", e.Node, shell.Quote(e.Backup), shell.Quote(e.Path)))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "This run's backups, each made right before its edit (restore one by hand with the node stopped):\n" + strings.Join(lines, "\n")
 }
