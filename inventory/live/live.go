@@ -120,13 +120,21 @@ type Unit struct {
 
 // guessScript finds broker id's JVM on its host and prints what runs it:
 // its systemd unit, its server.properties and the Kafka home its jars
-// come from.
-func guessScript(id int32) string {
-	return shell.Script(fmt.Sprintf(`for p in $(ls /proc | grep -E '^[0-9]+$'); do
-  [ -r /proc/$p/cmdline ] || continue
-  props=$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null | awk 'f{print; exit} /^kafka\.Kafka$/{f=1}')
-  [ -n "$props" ] && [ -r "$props" ] || continue
-  grep -qE '^[[:space:]]*broker\.id[[:space:]]*[=:][[:space:]]*%d[[:space:]]*$' "$props" || continue
+// come from. Several JVMs with that broker.id on one host (brokers of
+// other clusters) are told apart by the broker's registered endpoints
+// (host:port) in their config; when none names one, the guess is
+// refused as ambiguous rather than made.
+func guessScript(id int32, endpoints []string) string {
+	eps := []string{"''"}
+	for _, e := range endpoints {
+		if _, hp, ok := strings.Cut(e, "://"); ok {
+			e = hp
+		}
+		eps = append(eps, shell.Quote(e))
+	}
+	return shell.Script(fmt.Sprintf(`props_of() { tr '\0' '\n' < /proc/$1/cmdline 2>/dev/null | awk 'f{print; exit} /^kafka\.Kafka$/{f=1}'; }
+emit() {
+  p=$1; props=$(props_of "$p")
   printf 'pid\t%%s\n' "$p"
   printf 'props\t%%s\n' "$props"
   printf 'unit\t%%s\n' "$(ps -o unit= -p "$p" 2>/dev/null | tr -d ' ')"
@@ -137,8 +145,24 @@ func guessScript(id int32) string {
     [ -x "$f" ] && printf 'exe\t%%s\n' "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"
   done
   exit 0
+}
+n=0; first=""; named=""
+for p in $(ls /proc | grep -E '^[0-9]+$'); do
+  [ -r /proc/$p/cmdline ] || continue
+  props=$(props_of "$p")
+  [ -n "$props" ] && [ -r "$props" ] || continue
+  grep -qE '^[[:space:]]*broker\.id[[:space:]]*[=:][[:space:]]*%d[[:space:]]*$' "$props" || continue
+  n=$((n+1)); [ -n "$first" ] || first=$p
+  for e in %s; do
+    [ -n "$e" ] && grep -qF -- "$e" "$props" && named="$named $p"
+  done
 done
-echo none`, id))
+set -- $named
+if [ $# -eq 1 ]; then emit "$1"; fi
+if [ $# -gt 1 ]; then printf 'ambiguous\t%%s\n' "$*"; exit 0; fi
+if [ $n -eq 1 ]; then emit "$first"; fi
+if [ $n -gt 1 ]; then printf 'ambiguous\t%%s JVMs\n' "$n"; exit 0; fi
+echo none`, id, strings.Join(eps, " ")))
 }
 
 // Guess asks broker id's host how the broker runs there: its systemd
@@ -146,9 +170,9 @@ echo none`, id))
 // scripts beside its server.properties; else Kafka's own
 // kafka-server-stop.sh/kafka-server-start.sh -daemon. Every guess must be
 // reviewed: the inventory says so.
-func Guess(ctx context.Context, h ports.Hosts, id int32) (Unit, error) {
+func Guess(ctx context.Context, h ports.Hosts, id int32, endpoints []string) (Unit, error) {
 	fields := map[string][]string{}
-	err := h.Run(ctx, id, guessScript(id), func(l ports.Line) {
+	err := h.Run(ctx, id, guessScript(id, endpoints), func(l ports.Line) {
 		if k, v, ok := strings.Cut(l.Text, "\t"); ok && !l.Stderr {
 			fields[k] = append(fields[k], v)
 		}
@@ -161,6 +185,9 @@ func Guess(ctx context.Context, h ports.Hosts, id int32) (Unit, error) {
 			return v[0]
 		}
 		return ""
+	}
+	if a := one("ambiguous"); a != "" {
+		return placeholder(id, "several Kafka JVMs with broker.id="+strconv.Itoa(int(id))+" run on the host ("+a+"), and not exactly one names the broker's endpoints "+strings.Join(endpoints, ", ")+" in its config: kremedy does not guess which"), nil
 	}
 	if len(fields["pid"]) == 0 {
 		return placeholder(id, "no Kafka JVM with broker.id="+strconv.Itoa(int(id))+" runs on the host"), nil
@@ -218,7 +245,7 @@ func Init(ctx context.Context, regs []Registration, kc ports.Kafka, hosts ports.
 		if len(dirs) == 0 {
 			notes = append(notes, fmt.Sprintf("broker %d: log.dirs not read (%v); kremedy asks the broker at run time", r.ID, err))
 		}
-		u, err := Guess(ctx, hosts, r.ID)
+		u, err := Guess(ctx, hosts, r.ID, r.Endpoints)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("broker %d: host %s not reached over SSH: %v", r.ID, r.Host, err))
 		}

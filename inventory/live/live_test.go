@@ -15,11 +15,11 @@ import (
 
 // fakeBroker runs a process whose command line is a broker's (`… kafka.Kafka
 // PROPS`), with broker.id=id in PROPS, in a Kafka-like home.
-func fakeBroker(t *testing.T, home string, id string) string {
+func fakeBroker(t *testing.T, home string, id string, extra ...string) string {
 	t.Helper()
 	props := filepath.Join(home, "config", "server-"+id+".properties")
 	os.MkdirAll(filepath.Dir(props), 0o755)
-	os.WriteFile(props, []byte("# a broker\nbroker.id="+id+"\nlog.dirs=/var/lib/kafka\n"), 0o644)
+	os.WriteFile(props, []byte("# a broker\nbroker.id="+id+"\nlog.dirs=/var/lib/kafka\n"+strings.Join(extra, "\n")+"\n"), 0o644)
 	// sh -c SCRIPT ARGS…: the arguments stay in sh's command line (the
 	// script's second command keeps sh from exec'ing sleep).
 	cmd := exec.Command("/bin/sh", "-c", "sleep 60; :", "-cp", filepath.Join(home, "libs", "*"), "kafka.Kafka", props)
@@ -44,7 +44,7 @@ func TestGuess(t *testing.T) {
 		os.WriteFile(filepath.Join(tarball, "bin", s), []byte("#!/bin/sh\n"), 0o755)
 	}
 	props := fakeBroker(t, tarball, "7001")
-	u, err := live.Guess(ctx, sh, 7001)
+	u, err := live.Guess(ctx, sh, 7001, nil)
 	if err != nil || !strings.HasSuffix(u.Stop, "/bin/kafka-server-stop.sh") || !strings.Contains(u.Start, "kafka-server-start.sh -daemon "+props) {
 		t.Fatalf("Kafka's scripts: %+v %v", u, err)
 	}
@@ -54,12 +54,29 @@ func TestGuess(t *testing.T) {
 	for _, s := range []string{"kafka-stop", "kafka-start"} {
 		os.WriteFile(filepath.Join(filepath.Dir(p2), s), []byte("#!/bin/sh\n"), 0o755)
 	}
-	u, err = live.Guess(ctx, sh, 7002)
+	u, err = live.Guess(ctx, sh, 7002, []string{"PLAINTEXT://b7002:9092"})
 	if err != nil || !strings.HasSuffix(u.Stop, "/config/kafka-stop") || !strings.HasSuffix(u.Start, "/config/kafka-start") {
 		t.Fatalf("unit-like scripts: %+v %v", u, err)
 	}
 
-	u, err = live.Guess(ctx, sh, 7999) // no such broker here
+	// Two clusters' brokers with the same broker.id on one host (two labs
+	// on one machine): the one whose config names the broker's registered
+	// endpoint is this one; when none or both do, no guess.
+	mine := fakeBroker(t, t.TempDir(), "7003", "listeners=SASL_SSL://10.1.1.3:9092")
+	fakeBroker(t, t.TempDir(), "7003", "listeners=PLAINTEXT://10.9.1.3:9092")
+	for _, a := range []string{"kafka-stop", "kafka-start"} {
+		os.WriteFile(filepath.Join(filepath.Dir(mine), a), []byte("#!/bin/sh\n"), 0o755)
+	}
+	u, err = live.Guess(ctx, sh, 7003, []string{"SASL_SSL://10.1.1.3:9092"})
+	if err != nil || !strings.HasPrefix(u.Stop, filepath.Dir(mine)) && !strings.HasPrefix(u.Stop, "'"+filepath.Dir(mine)) {
+		t.Fatalf("two brokers 7003, this one named by its endpoint: %+v %v (want the scripts beside %s)", u, err, mine)
+	}
+	u, err = live.Guess(ctx, sh, 7003, []string{"PLAINTEXT://10.5.5.5:9092"})
+	if err != nil || !strings.Contains(u.How, "several Kafka JVMs with broker.id=7003") {
+		t.Fatalf("two brokers 7003, neither named: %+v %v", u, err)
+	}
+
+	u, err = live.Guess(ctx, sh, 7999, nil) // no such broker here
 	if err != nil || !strings.Contains(u.How, "no Kafka JVM with broker.id=7999") {
 		t.Fatalf("nothing found: %+v %v", u, err)
 	}
