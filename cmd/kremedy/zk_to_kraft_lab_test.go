@@ -364,6 +364,17 @@ func TestZKToKRaftLab(t *testing.T) {
 	}
 	migrateWithKill(t, l, "zk-to-kraft-revert", filepath.Join(runs, "r1"), "", "sigkill@action-end:stop-controllers:1", "sigkill@action-end:brokers-back-to-zookeeper:9")
 	backInZooKeeper(t, l, c, original)
+	// A second attempt with the controllers as the first one left them
+	// would skip the initial metadata load: refused before they start.
+	r = kremedy(t, "run", "zk-to-kraft", "--inventory", l.InventoryPath(), "--run-dir", filepath.Join(runs, "again"), "--headless", "--yes", "--confirm", inv)
+	if r.code != exitFailed || !strings.Contains(r.out, "ran before") || !strings.Contains(r.out, "format it again") {
+		t.Fatalf("a second attempt on used controllers: exit %d, want a refusal\n%s", r.code, r.out)
+	}
+	for k := 1; k <= cfg.KRaftControllers; k++ {
+		if l.ControllerPID(k) != 0 {
+			t.Fatalf("controller %d was started by a refused attempt", k)
+		}
+	}
 	reformat(t, l)
 
 	// 2. To KRaft brokers (killed while starting the controllers and inside

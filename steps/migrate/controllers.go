@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -99,6 +100,18 @@ func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
 		}
 		if got, _ := meta.Props.Get("cluster.id"); got != clusterID {
 			why = append(why, fmt.Sprintf("controller %d: formatted with cluster id %q, this cluster's is %q (%s%s)", c.ID, got, clusterID, env.ZK.Chroot(), kafkazk.ClusterIDPath))
+		}
+		// A controller that ran before (an earlier, reverted attempt) keeps
+		// the migration's state in its metadata log: started again it would
+		// skip the initial metadata load. Only this run's own start counts.
+		if !slices.Contains(st.Running, c.ID) && !nodeProgress(env, c.ID).started {
+			log := path.Join(dir, "__cluster_metadata-0")
+			err := runOn(ctx, env, c.ID, shell.Command("test", "!", "-e", log))
+			if code, ok := brokers.ExitStatus(err); err != nil && !ok || ok && code != 1 {
+				why = append(why, fmt.Sprintf("controller %d: could not tell whether %s exists: %v", c.ID, log, err))
+			} else if ok {
+				why = append(why, fmt.Sprintf("controller %d: its metadata log %s exists — it ran before (an earlier attempt?) and would skip the initial metadata load: remove %s and format it again (kafka-storage format -t %s -c %s)", c.ID, log, log, clusterID, f.Path))
+			}
 		}
 	}
 	if len(why) > 0 {
