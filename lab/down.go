@@ -13,6 +13,19 @@ import (
 	"time"
 )
 
+// stopJVM stops a lab JVM with its stop script (a controlled shutdown of
+// up to 30 s), and with SIGKILL when that fails.
+func stopJVM(ctx context.Context, script string, pid int, label string, out io.Writer) {
+	sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	if b, err := exec.CommandContext(sctx, script, "30").CombinedOutput(); err != nil {
+		fmt.Fprintf(out, "  %s  did not stop cleanly (%v): %s; killing pid %d\n", label, err, firstLine(b), pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return
+	}
+	fmt.Fprintf(out, "  %s  stopped\n", label)
+}
+
 // Down stops every process the lab started — brokers with a controlled
 // shutdown first, then ZooKeeper and sshd — and finally sweeps for any
 // process still carrying the lab's marker, so no JVM is left behind even
@@ -53,15 +66,7 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 		wg.Add(1)
 		go func(n, pid int) {
 			defer wg.Done()
-			sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(sctx, l.StopScript(n), "30")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(out, "  broker    %d  did not stop cleanly (%v): %s; killing pid %d\n", n, err, firstLine(b), pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				return
-			}
-			fmt.Fprintf(out, "  broker    %d  stopped\n", n)
+			stopJVM(ctx, l.StopScript(n), pid, fmt.Sprintf("broker    %d", n), out)
 		}(n, pid)
 	}
 	wg.Wait()

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/zookeeper"
@@ -178,22 +176,11 @@ func (l *Lab) controllerPID(k int) int {
 // ControllerPID is controller k's JVM (for tests), 0 when it does not run.
 func (l *Lab) ControllerPID(k int) int { return l.controllerPID(k) }
 
-// stopControllers stops the controllers that run (their stop scripts,
-// SIGKILL when those fail).
+// stopControllers stops the controllers that run.
 func (l *Lab) stopControllers(ctx context.Context, out io.Writer) {
 	for k := 1; k <= l.State.Config.KRaftControllers; k++ {
-		pid := l.controllerPID(k)
-		if pid == 0 {
-			continue
+		if pid := l.controllerPID(k); pid > 0 {
+			stopJVM(ctx, l.controllerScript(k, "stop"), pid, fmt.Sprintf("kraft controller %d", k), out)
 		}
-		sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
-		b, err := exec.CommandContext(sctx, l.controllerScript(k, "stop"), "30").CombinedOutput()
-		cancel()
-		if err != nil {
-			fmt.Fprintf(out, "  kraft controller %d  did not stop cleanly (%v): %s; killing pid %d\n", k, err, firstLine(b), pid)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			continue
-		}
-		fmt.Fprintf(out, "  kraft controller %d  stopped\n", k)
 	}
 }

@@ -90,8 +90,11 @@ func HostIDs(t ports.Target) []int32 {
 // RunOn runs a command on a broker's host, streaming and journaling its
 // output.
 func RunOn(ctx context.Context, env *steps.Env, broker int32, cmd string) error {
-	h, _ := env.Target.Host(broker)
+	h, ok := env.Target.Host(broker)
 	host := fmt.Sprintf("broker %d (%s)", broker, h.Host)
+	if c, isCtrl := env.Target.Controller(broker); !ok && isCtrl {
+		host = fmt.Sprintf("controller %d (%s)", broker, c.Host)
+	}
 	return env.Hosts.Run(ctx, broker, cmd, func(l ports.Line) { env.Output(host, l) })
 }
 

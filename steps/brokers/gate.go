@@ -30,6 +30,35 @@ type Gate struct {
 	Pending []int32
 }
 
+// Hold runs check once a second until n rounds in a row pass, or timeout
+// (then ErrCheckFailed naming what failed last), reporting progress every
+// five rounds.
+func Hold(ctx context.Context, env *steps.Env, check func() []steps.Check, n int, timeout time.Duration) ([]steps.Check, error) {
+	start := env.Now()
+	streak := 0
+	var last []steps.Check
+	for round := 1; ; round++ {
+		last = check()
+		if steps.AllOK(last) {
+			if streak++; streak >= n {
+				return last, nil
+			}
+		} else {
+			streak = 0
+		}
+		if round%5 == 0 {
+			env.Progress("%s", GateProgress(last, streak, n, env.Now().Sub(start), timeout))
+		}
+		if env.Now().Sub(start) > timeout || ctx.Err() != nil {
+			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, steps.Failing(last))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // Check is one round of the gate's checks.
 func (g Gate) Check(ctx context.Context, c ports.Cluster) []steps.Check {
 	reg, err := Registered(ctx, c.ZK)

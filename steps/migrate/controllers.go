@@ -106,7 +106,7 @@ func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
 		// skip the initial metadata load. Only this run's own start counts.
 		if !slices.Contains(st.Running, c.ID) && !nodeProgress(env, c.ID).started {
 			log := path.Join(dir, "__cluster_metadata-0")
-			err := runOn(ctx, env, c.ID, shell.Command("test", "!", "-e", log))
+			err := brokers.RunOn(ctx, env, c.ID, shell.Command("test", "!", "-e", log))
 			if code, ok := brokers.ExitStatus(err); err != nil && !ok || ok && code != 1 {
 				why = append(why, fmt.Sprintf("controller %d: could not tell whether %s exists: %v", c.ID, log, err))
 			} else if ok {
@@ -145,7 +145,7 @@ func (o ctrlOpts) doCtrl(ctx context.Context, env *steps.Env, a steps.Action) (h
 		return env.Do(a, func() error {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			return runOn(cctx, env, c.ID, cmd)
+			return brokers.RunOn(cctx, env, c.ID, cmd)
 		})
 	}
 	switch {

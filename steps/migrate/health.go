@@ -156,29 +156,7 @@ func minISR(ctx context.Context, env *steps.Env, asked int32) (func(string) int,
 
 // holdHealth runs the gate until n rounds in a row pass, or timeout.
 func holdHealth(ctx context.Context, env *steps.Env, want []int32, n int, timeout time.Duration) ([]steps.Check, error) {
-	start := env.Now()
-	streak := 0
-	var last []steps.Check
-	for round := 1; ; round++ {
-		last = readHealth(ctx, env, want).checks()
-		if steps.AllOK(last) {
-			if streak++; streak >= n {
-				return last, nil
-			}
-		} else {
-			streak = 0
-		}
-		if round%5 == 0 {
-			env.Progress("%s", brokers.GateProgress(last, streak, n, env.Now().Sub(start), timeout))
-		}
-		if env.Now().Sub(start) > timeout || ctx.Err() != nil {
-			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, steps.Failing(last))
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
+	return brokers.Hold(ctx, env, func() []steps.Check { return readHealth(ctx, env, want).checks() }, n, timeout)
 }
 
 // waitFor polls cond once a second until it holds or timeout passes,

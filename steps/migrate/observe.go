@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -219,6 +220,12 @@ func (s *State) announce(env *steps.Env) {
 	env.Status(fmt.Sprintf("ZooKeeper → KRaft: %s · %s", s.Phase, rev))
 }
 
+// zkState reads only what ZooKeeper says: /migration and /controller.
+func zkState(ctx context.Context, env *steps.Env) (*State, error) {
+	s := &State{ZKController: -1}
+	return s, s.readZK(ctx, env)
+}
+
 func (s *State) readZK(ctx context.Context, env *steps.Env) error {
 	b, _, err := env.ZK.Get(ctx, kafkazk.MigrationPath)
 	switch {
@@ -283,7 +290,7 @@ func (s *State) phase() (Phase, string) {
 	case len(finals) == len(s.Controllers) && k == n:
 		return PhaseFinalized, "every broker is a KRaft broker and no controller migrates"
 	case len(finals) > 0:
-		return PhaseFinalizing, fmt.Sprintf("controllers %s no longer migrate", brokers.I32s(sorted(finals)))
+		return PhaseFinalizing, fmt.Sprintf("controllers %s no longer migrate", brokers.I32s(slices.Sorted(slices.Values(finals))))
 	case k == n:
 		return PhaseDualWrite, "every broker is a KRaft broker; the controllers still write ZooKeeper"
 	case k > 0:
@@ -300,8 +307,6 @@ func (s *State) phase() (Phase, string) {
 	return PhaseZooKeeper, "every broker a ZooKeeper broker, no KRaft controller runs"
 }
 
-func sorted(ids []int32) []int32 { slices.Sort(ids); return ids }
-
 // Facts are the lines a plan shows about the state.
 func (s *State) Facts() []string {
 	ok, how := s.Phase.Revertible()
@@ -311,12 +316,12 @@ func (s *State) Facts() []string {
 	}
 	out := []string{fmt.Sprintf("phase: %s (%s); %s: %s", s.Phase, s.Why, rev, how)}
 	var b []string
-	for _, id := range sortedKeys(s.Brokers) {
+	for _, id := range slices.Sorted(maps.Keys(s.Brokers)) {
 		b = append(b, fmt.Sprintf("%d %s", id, s.Brokers[id]))
 	}
 	out = append(out, "brokers' configs: "+strings.Join(b, ", "))
 	var c []string
-	for _, id := range sortedKeys(s.Controllers) {
+	for _, id := range slices.Sorted(maps.Keys(s.Controllers)) {
 		run := "stopped"
 		if slices.Contains(s.Running, id) {
 			run = "running"
@@ -344,13 +349,4 @@ func (s *State) Facts() []string {
 	}
 	out = append(out, fmt.Sprintf("/controller: %d (%s)", s.ZKController, who))
 	return out
-}
-
-func sortedKeys(m map[int32]Mode) []int32 {
-	var ids []int32
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -232,7 +233,7 @@ func (k *roll) precondition(st *State) error {
 	switch k.o.To {
 	case ToMigration, BackToMigration:
 		if st.Quorum == nil || st.Quorum.Leader < 0 {
-			return fmt.Errorf("%w: the KRaft controller quorum does not answer with a leader (%s); brokers in migration mode need it. Start the controllers first", steps.ErrRefused, cmpOr(st.QuorumErr, "no controller runs"))
+			return fmt.Errorf("%w: the KRaft controller quorum does not answer with a leader (%s); brokers in migration mode need it. Start the controllers first", steps.ErrRefused, cmp.Or(st.QuorumErr, "no controller runs"))
 		}
 	case ToKRaft:
 		if !st.Migrated() && st.Phase != PhaseToKRaft && st.Phase != PhaseDualWrite {
@@ -244,13 +245,6 @@ func (k *roll) precondition(st *State) error {
 		}
 	}
 	return nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // brokerPlan is what is left of broker id's roll.
@@ -348,17 +342,11 @@ func applyEdit(ctx context.Context, env *steps.Env, a steps.Action) error {
 	if err != nil {
 		return err
 	}
-	err = env.Do(a, func() error { return runOn(ctx, env, e.Node, editScript(e)) })
+	err = env.Do(a, func() error { return brokers.RunOn(ctx, env, e.Node, editScript(e)) })
 	if code, ok := brokers.ExitStatus(err); ok && code == 3 {
 		return fmt.Errorf("%w: %s on node %d changed since the plan; nothing was written", steps.ErrStalePlan, e.Path, e.Node)
 	}
 	return err
-}
-
-// runOn runs cmd on node id's host (a broker or a controller), streaming
-// its output.
-func runOn(ctx context.Context, env *steps.Env, id int32, cmd string) error {
-	return brokers.RunOn(ctx, env, id, cmd)
 }
 
 // metadataScript moves __cluster_metadata-0 out of each log dir.
@@ -419,7 +407,7 @@ func (k *roll) apply(ctx context.Context, env *steps.Env, a steps.Action) error 
 		err := env.Do(a, func() error {
 			cctx, cancel := context.WithTimeout(ctx, k.o.StopTimeout)
 			defer cancel()
-			return runOn(cctx, env, id, h.Stop)
+			return brokers.RunOn(cctx, env, id, h.Stop)
 		})
 		if code, ok := brokers.ExitStatus(err); ok {
 			return fmt.Errorf("broker %d's stop command exited %d: it is probably still running; its config was not edited: %w", id, code, err)
@@ -432,12 +420,12 @@ func (k *roll) apply(ctx context.Context, env *steps.Env, a steps.Action) error 
 			})
 		})
 	case strings.HasPrefix(a.ID, "metadata-"):
-		return env.Do(a, func() error { return runOn(ctx, env, id, metadataScript(h.LogDirs, env.RunID())) })
+		return env.Do(a, func() error { return brokers.RunOn(ctx, env, id, metadataScript(h.LogDirs, env.RunID())) })
 	case strings.HasPrefix(a.ID, "start-"):
 		err := env.Do(a, func() error {
 			cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
 			defer cancel()
-			return runOn(cctx, env, id, h.Start)
+			return brokers.RunOn(cctx, env, id, h.Start)
 		})
 		if err != nil {
 			return fmt.Errorf("broker %d did not start: %w (its log is on %s). Its config is the edited one (the backup is beside it); fix the cause and resume, which starts it and goes on", id, err, h.Host)

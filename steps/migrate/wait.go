@@ -47,9 +47,8 @@ func (k *waitMigration) Apply(ctx context.Context, env *steps.Env, p *steps.Plan
 	start := env.Now()
 	return env.Do(p.Actions[0], func() error {
 		err := waitFor(ctx, env, k.o.Timeout, "the metadata migration", func() (bool, string) {
-			var s State
-			s.ZKController = -1
-			if err := s.readZK(ctx, env); err != nil {
+			s, err := zkState(ctx, env)
+			if err != nil {
 				return false, err.Error()
 			}
 			if s.Migrated() {
@@ -72,9 +71,8 @@ func (k *waitMigration) Apply(ctx context.Context, env *steps.Env, p *steps.Plan
 }
 
 func (k *waitMigration) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
-	var s State
-	s.ZKController = -1
-	if err := s.readZK(ctx, env); err != nil {
+	s, err := zkState(ctx, env)
+	if err != nil {
 		return nil, err
 	}
 	d := "no /migration"
@@ -183,10 +181,9 @@ func (k *resetZnodes) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 		return nil, err
 	}
 	checks := []steps.Check{{Name: "/migration is gone", OK: !ok}}
-	var s State
-	s.ZKController = -1
+	s := &State{ZKController: -1}
 	err = waitFor(ctx, env, 60*time.Second, "a ZooKeeper broker to become controller", func() (bool, string) {
-		if err := s.readZK(ctx, env); err != nil {
+		if s, err = zkState(ctx, env); err != nil {
 			return false, err.Error()
 		}
 		return s.ZKController >= 0 && !s.KRaftController, fmt.Sprintf("/controller %d (KRaft: %v)", s.ZKController, s.KRaftController)

@@ -591,33 +591,9 @@ func (k *Roll) gate(ctx context.Context, env *steps.Env, sessions map[int32]int6
 	return err
 }
 
-// holdGate runs the gate's checks once a second until n rounds in a row
-// pass, or timeout.
+// holdGate holds the gate until n rounds in a row pass, or timeout.
 func holdGate(ctx context.Context, env *steps.Env, g brokers.Gate, n int, timeout time.Duration) ([]steps.Check, error) {
-	start := env.Now()
-	deadline := start.Add(timeout)
-	streak := 0
-	var last []steps.Check
-	for round := 1; ; round++ {
-		last = g.Check(ctx, env.Cluster)
-		if steps.AllOK(last) {
-			if streak++; streak >= n {
-				return last, nil
-			}
-		} else {
-			streak = 0
-		}
-		if round%5 == 0 {
-			env.Progress("%s", brokers.GateProgress(last, streak, n, env.Now().Sub(start), timeout))
-		}
-		if env.Now().After(deadline) || ctx.Err() != nil {
-			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, steps.Failing(last))
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
+	return brokers.Hold(ctx, env, func() []steps.Check { return g.Check(ctx, env.Cluster) }, n, timeout)
 }
 
 // Verify: every broker of the roll is a new process, and the whole cluster
