@@ -171,7 +171,7 @@ func (e *Env) Begin(a Action) (end func(error) error, err error) {
 	if err := e.record(journal.ActionStart, a); err != nil {
 		return nil, err
 	}
-	e.emit(Event{Kind: EvLog, Text: "→ " + a.String()})
+	e.emit(Event{Kind: EvAction, Text: a.String(), Action: &a})
 	start := e.Now()
 	return func(err error) error {
 		end := actionEnd{Action: a, OK: err == nil, TookMS: e.Now().Sub(start).Milliseconds()}

@@ -40,9 +40,10 @@ const (
 	EvProgress                  // what a running step waits for now (not journaled)
 	EvBrokers                   // how many of the cluster's brokers are stopped now
 	EvStatus                    // where the cluster stands, for the run's header (a migration's phase); journaled as a note
+	EvAction                    // an action of the plan starts (Action; Text is its one-line form); journaled as action-start
 )
 
-var eventKindNames = [...]string{"state", "log", "output", "check", "plan", "progress", "brokers", "status"}
+var eventKindNames = [...]string{"state", "log", "output", "check", "plan", "progress", "brokers", "status", "action"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventKindNames) {
@@ -61,7 +62,9 @@ type Event struct {
 	Text  string
 	Check *Check
 	Plan  *Plan
-	Err   error
+	// Action is the action that starts (EvAction).
+	Action *Action
+	Err    error
 	// Down of Total brokers are stopped (EvBrokers).
 	Down, Total int
 }
@@ -78,10 +81,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Text  string    `json:"text,omitempty"`
 		Check *Check    `json:"check,omitempty"`
 		Plan  *Plan     `json:"plan,omitempty"`
+		Act   *Action   `json:"action,omitempty"`
 		Err   string    `json:"error,omitempty"`
 		Down  *int      `json:"brokers_down,omitempty"`
 		Total int       `json:"brokers,omitempty"`
-	}{Time: e.Time.UTC(), Step: e.Step, Kind: e.Kind.String(), Host: e.Host, Text: e.Text, Check: e.Check, Plan: e.Plan}
+	}{Time: e.Time.UTC(), Step: e.Step, Kind: e.Kind.String(), Host: e.Host, Text: e.Text, Check: e.Check, Plan: e.Plan, Act: e.Action}
 	if e.Kind == EvBrokers {
 		v.Down, v.Total = &e.Down, e.Total
 	}

@@ -120,6 +120,11 @@ func (s *scene) log(step, text string) *scene {
 	return s.send(s.ev(step, steps.EvLog, func(e *steps.Event) { e.Text = text }))
 }
 
+// act reports that action a of step starts (what Env.Begin reports).
+func (s *scene) act(step string, a steps.Action) *scene {
+	return s.send(s.ev(step, steps.EvAction, func(e *steps.Event) { e.Text, e.Action = a.String(), &a }))
+}
+
 func (s *scene) ask(step string) *scene {
 	var info steps.Info
 	for _, i := range testInfos() {
@@ -169,8 +174,8 @@ func (s *scene) confirmYes() *scene { return s.diagnosis().keys("space") }
 func (s *scene) detachRunning() *scene {
 	s.confirmYes().keys("y")
 	s.at(12 * time.Second).send(s.state("detach-clients", steps.Running, ""))
-	s.log("detach-clients", "→ save offsets.json: committed offsets of 1 groups on orders")
-	s.log("detach-clients", "→ ssh app-1: systemctl stop billing")
+	s.act("detach-clients", steps.Action{ID: "save-offsets", Op: steps.OpSave, Target: "offsets.json", Detail: "committed offsets of 1 groups on orders"})
+	s.act("detach-clients", steps.Action{ID: "stop-billing", Op: steps.OpSSH, Target: "app-1", Detail: "systemctl stop billing"})
 	s.output("detach-clients", "app-1 (10.0.4.21)", 300, "billing[4121]: draining partition orders-%d, committed offset 18231")
 	s.log("detach-clients", "still attached to \"orders\": [group billing: 2 members], 0 active producers; waiting")
 	return s.at(47 * time.Second)
@@ -207,7 +212,7 @@ func (s *scene) success() *scene {
 	s.typedAsk().typeText(topic).keys("enter")
 	s.at(60 * time.Second).send(s.state("delete-znodes", steps.Running, ""))
 	for _, a := range s.plan["delete-znodes"].Actions {
-		s.log("delete-znodes", "→ "+a.String())
+		s.act("delete-znodes", a)
 	}
 	s.send(s.checks("delete-znodes")...)
 	s.at(62 * time.Second).send(s.state("delete-znodes", steps.Done, "done in 2s"))

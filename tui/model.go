@@ -338,12 +338,12 @@ func (m *Model) apply(e steps.Event) {
 	case steps.EvProgress:
 		sv.progress = sanitize(e.Text)
 
-	case steps.EvLog:
-		text := sanitize(e.Text)
-		if strings.HasPrefix(text, "→ ") {
-			sv.lastAction = text
-		}
+	case steps.EvAction:
+		text := "→ " + sanitize(e.Text)
+		sv.lastAction = text
 		sv.out.push(outLine{src: "kremedy", text: text})
+	case steps.EvLog:
+		sv.out.push(outLine{src: "kremedy", text: sanitize(e.Text)})
 	case steps.EvOutput:
 		sv.out.push(outLine{src: sanitize(e.Host), text: sanitize(e.Text)})
 	}

@@ -117,6 +117,8 @@ func (p *printer) Report(e steps.Event) {
 		printPlan(p.w, slices.Index(p.index, e.Step), p.infos[e.Step], e.Plan)
 	case steps.EvLog:
 		fmt.Fprintf(p.w, "%s [%s] %s\n", ts, e.Step, e.Text)
+	case steps.EvAction:
+		fmt.Fprintf(p.w, "%s [%s] → %s\n", ts, e.Step, e.Text)
 	case steps.EvBrokers:
 		fmt.Fprintf(p.w, "%s [%s] %s\n", ts, e.Step, e.Text)
 	case steps.EvStatus:
