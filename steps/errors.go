@@ -9,8 +9,8 @@ import (
 // Errors the engine and the kinds return; each is wrapped with the step and
 // the cause.
 var (
-	ErrCheckFailed = errors.New("check failed")
-	ErrRefused     = errors.New("refused")
+	ErrCheckFailed = ports.ErrCheckFailed
+	ErrRefused     = ports.ErrRefused
 	ErrAborted     = errors.New("aborted by the operator")
 	ErrStalePlan   = errors.New("the cluster changed after the plan was made")
 	ErrNotApproved = errors.New("confirmation does not match")

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -79,14 +80,29 @@ func (a Action) String() string {
 	return s
 }
 
-// ArgsOf returns an action's typed arguments.
+// ArgsOf returns an action's typed arguments: those of a plan just made,
+// or of an action read back from the journal (History), whose arguments
+// are JSON there — decoded strictly, so that another kind's arguments (a
+// field T does not have) are an error, never a T of zero values.
 func ArgsOf[T any](a Action) (T, error) {
-	v, ok := a.Args.(T)
-	if !ok {
-		var zero T
-		return zero, fmt.Errorf("action %s (%s): its arguments are %T, not %T", a.ID, a.Op, a.Args, zero)
+	var zero T
+	if v, ok := a.Args.(T); ok {
+		return v, nil
 	}
-	return v, nil
+	if m, ok := a.Args.(map[string]any); ok {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return zero, err
+		}
+		var v T
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&v); err != nil {
+			return zero, fmt.Errorf("action %s (%s): its arguments are not %T: %w", a.ID, a.Op, zero, err)
+		}
+		return v, nil
+	}
+	return zero, fmt.Errorf("action %s (%s): its arguments are %T, not %T", a.ID, a.Op, a.Args, zero)
 }
 
 // Plan is what a step will do, computed read-only from the cluster as it is

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -87,17 +86,6 @@ func HostIDs(t ports.Target) []int32 {
 	return ids
 }
 
-// RunOn runs a command on a broker's host, streaming and journaling its
-// output.
-func RunOn(ctx context.Context, env *steps.Env, broker int32, cmd string) error {
-	h, ok := env.Target.Host(broker)
-	host := fmt.Sprintf("broker %d (%s)", broker, h.Host)
-	if c, isCtrl := env.Target.Controller(broker); !ok && isCtrl {
-		host = fmt.Sprintf("controller %d (%s)", broker, c.Host)
-	}
-	return env.Hosts.Run(ctx, broker, cmd, func(l ports.Line) { env.Output(host, l) })
-}
-
 // ExitStatus extracts a remote command's exit status, if err carries one.
 func ExitStatus(err error) (int, bool) {
 	var es interface{ ExitStatus() int }
@@ -105,56 +93,6 @@ func ExitStatus(err error) (int, bool) {
 		return es.ExitStatus(), true
 	}
 	return 0, false
-}
-
-// WaitGone waits for broker id's registration to vanish (a watch, not a
-// poll) and its port addr to close, and logs how long after the stop
-// command the watch fired.
-func WaitGone(ctx context.Context, env *steps.Env, id int32, addr string, timeout time.Duration) error {
-	start := env.Now()
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	stop := env.ProgressEvery(5*time.Second, func() string {
-		return fmt.Sprintf("waiting for broker %d to leave %s%s (its controlled shutdown moves leadership away first): %s of %s", id, env.ZK.Chroot(), kafkazk.BrokerIDsPath, env.Now().Sub(start).Round(time.Second), timeout)
-	})
-	_, err := env.ZK.WaitChildren(wctx, kafkazk.BrokerIDsPath, func(kids []string) bool { return !slices.Contains(kids, fmt.Sprint(id)) })
-	stop()
-	if err != nil {
-		return fmt.Errorf("broker %d's stop command succeeded but %s%s/%d is still present after %s: %w", id, env.ZK.Chroot(), kafkazk.BrokerIDsPath, id, timeout, err)
-	}
-	gone := env.Now().Sub(start)
-	if addr != "" {
-		for i := 0; env.Kafka.Listening(ctx, addr); i++ {
-			if i > 100 {
-				return fmt.Errorf("broker %d: %s still accepts connections 10s after its registration vanished; something still runs there", id, addr)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	env.Logf("broker %d stopped: registration gone %s after the command returned, port %s closed", id, gone.Round(time.Millisecond), OrDash(addr))
-	ReportDown(ctx, env)
-	return nil
-}
-
-// ReportDown says how many of the inventory's brokers are not registered
-// now (Env.BrokersDown): the outage the operator watches.
-func ReportDown(ctx context.Context, env *steps.Env) {
-	reg, err := Registered(ctx, env.ZK)
-	if err != nil {
-		return
-	}
-	inv := HostIDs(env.Target)
-	down := 0
-	for _, id := range inv {
-		if !slices.Contains(reg, id) {
-			down++
-		}
-	}
-	env.BrokersDown(down, len(inv))
 }
 
 // WaitRegistered waits (a watch) until every broker of want is registered.
@@ -171,7 +109,7 @@ func WaitRegistered(ctx context.Context, zk ports.ZooKeeper, want []int32, timeo
 	})
 	if err != nil {
 		reg, _ := Registered(ctx, zk)
-		return fmt.Errorf("%w: not every broker registered: %s of %s after %s", steps.ErrCheckFailed, I32s(reg), I32s(want), timeout)
+		return fmt.Errorf("%w: not every broker registered: %s of %s after %s", ports.ErrCheckFailed, I32s(reg), I32s(want), timeout)
 	}
 	return nil
 }

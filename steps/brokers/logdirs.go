@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/kremedy/kremedy/internal/shell"
-	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/segments"
 )
@@ -59,7 +58,7 @@ type Listing struct {
 	// Entries maps broker → log dir → its entries.
 	Entries map[int32]map[string][]segments.Entry
 	// Errs are the hosts that could not be listed; a missing log dir is an
-	// error wrapping steps.ErrRefused.
+	// error wrapping ports.ErrRefused.
 	Errs map[int32]error
 	// Unexpected are lines a host printed that are not listing lines.
 	Unexpected map[int32][]string
@@ -106,7 +105,7 @@ func List(ctx context.Context, h ports.Hosts, t ports.Target, dirs map[int32][]s
 		}
 		if err := got[i].err; err != nil {
 			host, _ := t.Host(id)
-			if !errors.Is(err, steps.ErrRefused) {
+			if !errors.Is(err, ports.ErrRefused) {
 				err = fmt.Errorf("broker %d's host %s: %w", id, host.Host, err)
 			}
 			out.Errs[id] = err
@@ -143,10 +142,10 @@ func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (
 		return nil, bad, nil, fmt.Errorf("list log dirs on broker %d: %w", broker, err)
 	}
 	if len(unreadable) > 0 {
-		return nil, bad, nil, fmt.Errorf("%w: log dir(s) %v on broker %d's host exist but the user kremedy's commands run as cannot enter them (Kafka's data is usually its service user's alone): set `become: sudo` in the inventory (ssh.become, or the broker's become) so that every command runs through sudo -n, or log in as a user that may read them", steps.ErrRefused, unreadable, broker)
+		return nil, bad, nil, fmt.Errorf("%w: log dir(s) %v on broker %d's host exist but the user kremedy's commands run as cannot enter them (Kafka's data is usually its service user's alone): set `become: sudo` in the inventory (ssh.become, or the broker's become) so that every command runs through sudo -n, or log in as a user that may read them", ports.ErrRefused, unreadable, broker)
 	}
 	if len(missing) > 0 {
-		return nil, bad, nil, fmt.Errorf("%w: log dir(s) %v do not exist on broker %d's host; check log_dirs in the inventory", steps.ErrRefused, missing, broker)
+		return nil, bad, nil, fmt.Errorf("%w: log dir(s) %v do not exist on broker %d's host; check log_dirs in the inventory", ports.ErrRefused, missing, broker)
 	}
 	return out, bad, unwr, nil
 }

@@ -3,6 +3,7 @@ package brokers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,82 +12,201 @@ import (
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
-// StopRisks lists the partitions that stopping broker id now would take
-// offline or leave below min.insync.replicas (where acks=all producers
-// fail), the way Strimzi's KafkaRoller and Cruise Control decide whether a
-// broker can roll: for every partition ZooKeeper has, its in-sync replicas
-// without id must still be at least the topic's min.insync.replicas (its
-// /config/topics override, else defaultMinISR) and never none. Partitions
-// already offline or already below are listed too: stopping any broker of
-// a cluster in that state is not safe. Topics pending deletion are not
-// counted (their partitions go offline by design). The result is sorted.
-func StopRisks(st *kafkazk.ClusterState, id int32, defaultMinISR int) []string {
-	var out []string
+// Partition is what the stop-safety rule reads of one partition, from
+// whichever view the caller trusts in its mode: ZooKeeper's partition
+// states (PartitionsOfState) or a broker's own Metadata answer
+// (PartitionsOfView, the one view that holds in every phase of a ZooKeeper
+// → KRaft migration).
+type Partition struct {
+	Topic     string
+	Partition int32
+	Replicas  []int32
+	ISR       []int32
+	Leader    int32 // -1: none
+	// Unknown, when set, says why this partition's leader and ISR cannot
+	// be read (a topic znode that does not decode, a missing state znode):
+	// the rule cannot call any stop safe for it.
+	Unknown string
+}
+
+// Key is the partition's name as Kafka's tools print it ("orders-0").
+func (p Partition) Key() string { return fmt.Sprintf("%s-%d", p.Topic, p.Partition) }
+
+// PartitionsOfState reads every partition of ZooKeeper's state for the
+// rule, in topic and partition order. Topics pending deletion, and names
+// without a topic znode, are left out: their partitions go offline by
+// design. A topic whose znode does not decode is one Unknown entry.
+func PartitionsOfState(st *kafkazk.ClusterState) []Partition {
+	var out []Partition
 	for _, name := range st.Sorted() {
 		ts := st.Topics[name]
 		if ts.PendingDelete || !ts.Exists {
 			continue
 		}
 		if !ts.HasZnode() {
-			out = append(out, fmt.Sprintf("%s: its topic znode does not decode, so its partitions' in-sync replicas are unknown", name))
+			out = append(out, Partition{Topic: name, Partition: -1, Leader: -1, Unknown: fmt.Sprintf("%s: its topic znode does not decode, so its partitions' in-sync replicas are unknown", name)})
 			continue
-		}
-		minISR := defaultMinISR
-		if v, ok := ts.Config["min.insync.replicas"]; ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				minISR = n
-			}
 		}
 		assign, err := ts.Znode.Assignment()
 		if err != nil {
-			out = append(out, fmt.Sprintf("%s: %v, so its partitions' in-sync replicas are unknown", name, err))
+			out = append(out, Partition{Topic: name, Partition: -1, Leader: -1, Unknown: fmt.Sprintf("%s: %v, so its partitions' in-sync replicas are unknown", name, err)})
 			continue
 		}
-		parts := make([]int32, 0, len(assign))
-		for p := range assign {
-			parts = append(parts, p)
-		}
-		slices.Sort(parts)
-		for _, p := range parts {
-			s, ok := ts.States[p]
-			key := fmt.Sprintf("%s-%d", name, p)
-			switch {
-			case !ok:
-				out = append(out, fmt.Sprintf("%s has no state znode: its leader and ISR are unknown", key))
-			case s.Leader < 0:
-				out = append(out, fmt.Sprintf("%s is already offline (no leader, isr %s)", key, I32s(s.ISR)))
-			case slices.Contains(s.ISR, id) && len(s.ISR) == 1:
-				out = append(out, fmt.Sprintf("%s would go offline: broker %d is its only in-sync replica", key, id))
-			case slices.Contains(s.ISR, id) && len(s.ISR)-1 < minISR:
-				out = append(out, fmt.Sprintf("%s would fall below min.insync.replicas=%d: isr %s without broker %d", key, minISR, I32s(s.ISR), id))
-			case !slices.Contains(s.ISR, id) && len(s.ISR) < minISR:
-				out = append(out, fmt.Sprintf("%s is already below min.insync.replicas=%d (isr %s)", key, minISR, I32s(s.ISR)))
+		for _, p := range slices.Sorted(maps.Keys(assign)) {
+			part := Partition{Topic: name, Partition: p, Replicas: assign[p], Leader: -1}
+			if s, ok := ts.States[p]; ok {
+				part.Leader, part.ISR = s.Leader, s.ISR
+			} else {
+				part.Unknown = fmt.Sprintf("%s has no state znode: its leader and ISR are unknown", part.Key())
 			}
+			out = append(out, part)
 		}
 	}
 	return out
 }
 
-// Short lists the partitions ZooKeeper says are offline or under-replicated
-// (fewer in-sync replicas than replicas), sorted; topics pending deletion
-// are not counted. A rolling restart starts only from a cluster with none.
-func Short(st *kafkazk.ClusterState) []string {
+// PartitionsOfView reads every partition of one broker's Metadata answer
+// for the rule, in topic and partition order. A partition with a replica
+// on an offline log dir has no usable leader for the rule (offline).
+func PartitionsOfView(v ports.BrokerView) []Partition {
+	var out []Partition
+	for _, name := range slices.Sorted(maps.Keys(v.Topics)) {
+		t := v.Topics[name]
+		for _, p := range slices.Sorted(maps.Keys(t.Partitions)) {
+			pv := t.Partitions[p]
+			leader := pv.Leader
+			if pv.IsOffline() {
+				leader = -1
+			}
+			out = append(out, Partition{Topic: name, Partition: p, Replicas: pv.Replicas, ISR: pv.ISR, Leader: leader})
+		}
+	}
+	return out
+}
+
+// MinISR is min.insync.replicas as the brokers apply it: a topic's own
+// override, else the brokers' default. Every rule and finding that weighs
+// in-sync replicas against it resolves it here (ReadMinISR).
+type MinISR struct {
+	Default int
+	// Topics are the overrides that parse as numbers (an override that
+	// does not is ignored by Kafka's config validation too: it cannot be
+	// set through the admin API).
+	Topics map[string]int
+}
+
+// Of is topic's min.insync.replicas.
+func (m MinISR) Of(topic string) int {
+	if n, ok := m.Topics[topic]; ok {
+		return n
+	}
+	return m.Default
+}
+
+// ReadMinISR resolves min.insync.replicas: the default from the first
+// broker of ask that reports its effective value (DescribeConfigs), the
+// topics' overrides from overrides (topic → the override's text, from
+// ZooKeeper's /config/topics: OverridesOf). No broker reporting it is an
+// error: kremedy does not guess what a stop would cost.
+func ReadMinISR(ctx context.Context, k ports.Kafka, ask []int32, overrides map[string]string) (MinISR, error) {
+	m := MinISR{Default: -1, Topics: map[string]int{}}
+	var errs []string
+	for _, b := range ask {
+		v, err := k.BrokerConfig(ctx, b, "min.insync.replicas")
+		if err == nil {
+			if n, perr := strconv.Atoi(strings.TrimSpace(v)); perr == nil {
+				m.Default = n
+				break
+			}
+		}
+		errs = append(errs, fmt.Sprintf("broker %d: %v %q", b, err, v))
+	}
+	if m.Default < 0 {
+		return m, fmt.Errorf("%w: no broker reported its min.insync.replicas (%s), so kremedy cannot tell which stop is safe", ports.ErrRefused, strings.Join(errs, "; "))
+	}
+	for t, v := range overrides {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			m.Topics[t] = n
+		}
+	}
+	return m, nil
+}
+
+// OverridesOf lists the topics' min.insync.replicas overrides in
+// ZooKeeper's state (/config/topics).
+func OverridesOf(st *kafkazk.ClusterState) map[string]string {
+	out := map[string]string{}
+	for name, ts := range st.Topics {
+		if v, ok := ts.Config["min.insync.replicas"]; ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// StopRisks is the one stop-safety rule: it lists the partitions that
+// stopping the brokers in stopping now would take offline or leave below
+// min.insync.replicas (where acks=all producers fail), the way Strimzi's
+// KafkaRoller (KafkaAvailability.canRoll) and Cruise Control decide whether
+// a broker can roll: every partition's in-sync replicas without those
+// brokers must still be at least its topic's min.insync.replicas and never
+// none. Partitions already offline or already below, and partitions whose
+// state is unknown, are listed too: stopping any broker of a cluster in that
+// state is not safe. Of the two rules kremedy had, this is the stricter:
+// the other ignored partitions already below and capped min.insync.replicas
+// at the replica count. The result is sorted.
+func StopRisks(parts []Partition, stopping []int32, m MinISR) []string {
 	var out []string
-	for _, name := range st.Sorted() {
-		ts := st.Topics[name]
-		if !ts.HasZnode() || ts.PendingDelete {
+	name := func(ids []int32) string {
+		if len(ids) == 1 {
+			return fmt.Sprintf("broker %d", ids[0])
+		}
+		return "brokers " + I32s(ids)
+	}
+	for _, p := range parts {
+		if p.Unknown != "" {
+			out = append(out, p.Unknown)
 			continue
 		}
-		assign, _ := ts.Znode.Assignment()
-		for p, reps := range assign {
-			s, ok := ts.States[p]
-			switch {
-			case !ok:
-			case s.Leader < 0:
-				out = append(out, fmt.Sprintf("%s-%d offline (isr %s)", name, p, I32s(s.ISR)))
-			case len(s.ISR) < len(reps):
-				out = append(out, fmt.Sprintf("%s-%d under-replicated (replicas %s, isr %s)", name, p, I32s(reps), I32s(s.ISR)))
+		minISR := m.Of(p.Topic)
+		var hit, left []int32
+		for _, r := range p.ISR {
+			if slices.Contains(stopping, r) {
+				hit = append(hit, r)
+			} else {
+				left = append(left, r)
 			}
+		}
+		key := p.Key()
+		switch {
+		case p.Leader < 0:
+			out = append(out, fmt.Sprintf("%s is already offline (no leader, isr %s)", key, I32s(p.ISR)))
+		case len(hit) > 0 && len(left) == 0 && len(hit) == 1:
+			out = append(out, fmt.Sprintf("%s would go offline: broker %d is its only in-sync replica", key, hit[0]))
+		case len(hit) > 0 && len(left) == 0:
+			out = append(out, fmt.Sprintf("%s would go offline: %s are its only in-sync replicas", key, name(hit)))
+		case len(hit) > 0 && len(left) < minISR:
+			out = append(out, fmt.Sprintf("%s would fall below min.insync.replicas=%d: isr %s without %s", key, minISR, I32s(p.ISR), name(hit)))
+		case len(hit) == 0 && len(p.ISR) < minISR:
+			out = append(out, fmt.Sprintf("%s is already below min.insync.replicas=%d (isr %s)", key, minISR, I32s(p.ISR)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Short lists the partitions that are offline or under-replicated (fewer
+// in-sync replicas than replicas), sorted. A rolling restart starts only
+// from a cluster with none.
+func Short(parts []Partition) []string {
+	var out []string
+	for _, p := range parts {
+		switch {
+		case p.Unknown != "":
+		case p.Leader < 0:
+			out = append(out, fmt.Sprintf("%s offline (isr %s)", p.Key(), I32s(p.ISR)))
+		case len(p.ISR) < len(p.Replicas):
+			out = append(out, fmt.Sprintf("%s under-replicated (replicas %s, isr %s)", p.Key(), I32s(p.Replicas), I32s(p.ISR)))
 		}
 	}
 	slices.Sort(out)
@@ -117,36 +237,25 @@ func (l Loss) String() string {
 	return fmt.Sprintf("%s [%s] leads %d, keeps isr ≥ %d (min.insync.replicas %d)", l.Topic, list, l.Led, l.Keeps, l.MinISR)
 }
 
-// Losses lists, by topic, the partitions (of topics not pending deletion)
-// whose ISR holds broker id: what its stop costs the cluster.
-func Losses(st *kafkazk.ClusterState, id int32, defaultMinISR int) []Loss {
+// Losses lists, by topic, the partitions whose ISR holds broker id: what
+// its stop costs the cluster.
+func Losses(parts []Partition, id int32, m MinISR) []Loss {
 	var out []Loss
-	for _, name := range st.Sorted() {
-		ts := st.Topics[name]
-		if !ts.HasZnode() || ts.PendingDelete {
+	var cur *Loss
+	for _, p := range parts {
+		if p.Unknown != "" || !slices.Contains(p.ISR, id) {
 			continue
 		}
-		l := Loss{Topic: name, Keeps: -1, MinISR: defaultMinISR}
-		if v, ok := ts.Config["min.insync.replicas"]; ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				l.MinISR = n
-			}
+		if cur == nil || cur.Topic != p.Topic {
+			out = append(out, Loss{Topic: p.Topic, Keeps: -1, MinISR: m.Of(p.Topic)})
+			cur = &out[len(out)-1]
 		}
-		for p, s := range ts.States {
-			if !slices.Contains(s.ISR, id) {
-				continue
-			}
-			l.Partitions = append(l.Partitions, p)
-			if s.Leader == id {
-				l.Led++
-			}
-			if k := len(s.ISR) - 1; l.Keeps < 0 || k < l.Keeps {
-				l.Keeps = k
-			}
+		cur.Partitions = append(cur.Partitions, p.Partition)
+		if p.Leader == id {
+			cur.Led++
 		}
-		if len(l.Partitions) > 0 {
-			slices.Sort(l.Partitions)
-			out = append(out, l)
+		if k := len(p.ISR) - 1; cur.Keeps < 0 || k < cur.Keeps {
+			cur.Keeps = k
 		}
 	}
 	return out

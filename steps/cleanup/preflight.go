@@ -17,7 +17,7 @@ import (
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
-	"github.com/kremedy/kremedy/steps/restart"
+	"github.com/kremedy/kremedy/steps/roll"
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
@@ -159,7 +159,8 @@ func (g *gathering) rollable(ctx context.Context) error {
 	if g.mode != modeRolling || g.f.Clean || g.prior != nil {
 		return nil
 	}
-	why, err := restart.Rollable(ctx, g.env, g.topic)
+	r := rollOf(0, 0, 0, 0)
+	why, err := r.Rollable(ctx, g.env, g.topic)
 	if err != nil {
 		return fmt.Errorf("rolling mode: %w", err)
 	}
@@ -178,7 +179,7 @@ func (g *gathering) refuseForeignCluster(ctx context.Context) error {
 	if g.prior != nil {
 		prior = g.prior.ClusterID
 	}
-	id, check, err := brokers.CheckCluster(ctx, g.env, prior, "manual znode surgery now would corrupt the migration")
+	id, check, err := roll.CheckCluster(ctx, g.env, prior, "manual znode surgery now would corrupt the migration")
 	g.f.ClusterID = id
 	if check.OK { // passed, even when the resume is refused after it
 		g.checks = append(g.checks, check)

@@ -12,6 +12,7 @@ import (
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
 )
 
 // stopBrokers stops every broker over SSH with its own stop command, the
@@ -126,14 +127,14 @@ func (k *stopBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) 
 		switch a.Op {
 		case steps.OpSSH:
 			h, _ := env.Target.Host(b.Broker)
-			if err := env.Do(a, func() error { return brokers.RunOn(ctx, env, b.Broker, h.Stop) }); err != nil {
+			if err := env.Do(a, func() error { return roll.RunOn(ctx, env, b.Broker, h.Stop) }); err != nil {
 				if code, ok := brokers.ExitStatus(err); ok {
 					return fmt.Errorf("broker %d's stop command exited %d: the broker is probably still running. It and the brokers after it (%v) were not stopped, and no segment was wiped: %w", b.Broker, code, rest(p, i), err)
 				}
 				return fmt.Errorf("stop broker %d: %w. Its state is unknown; the brokers after it (%v) were not stopped and no segment was wiped", b.Broker, err, rest(p, i))
 			}
 		case steps.OpWait:
-			if err := env.Do(a, func() error { return brokers.WaitGone(ctx, env, b.Broker, b.Addr, k.o.Gone) }); err != nil {
+			if err := env.Do(a, func() error { return roll.WaitGone(ctx, env, b.Broker, b.Addr, k.o.Gone) }); err != nil {
 				return err
 			}
 		}
@@ -228,7 +229,7 @@ func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 		}
 		wg.Go(func() {
 			h, _ := env.Target.Host(b.Broker)
-			if err := env.Do(a, func() error { return brokers.RunOn(ctx, env, b.Broker, h.Start) }); err != nil {
+			if err := env.Do(a, func() error { return roll.RunOn(ctx, env, b.Broker, h.Start) }); err != nil {
 				errs[i] = fmt.Errorf("broker %d did not start: %w (its log is on %s)", b.Broker, err, h.Host)
 			}
 		})
@@ -249,7 +250,7 @@ func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 		})
 		err := env.Do(a, func() error { return brokers.WaitRegistered(ctx, env.ZK, want, k.o.Timeout) })
 		stop()
-		brokers.ReportDown(ctx, env)
+		roll.ReportDown(ctx, env)
 		if err != nil {
 			return err
 		}
@@ -275,7 +276,7 @@ func (k *startBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 	// other during the grace (they usually heal when they were only
 	// catching up), then no longer counted: a restart cannot repair them.
 	excuseFrom := env.Now().Add(k.o.Grace)
-	gate := brokers.Gate{Want: brokers.HostIDs(env.Target)}
+	gate := roll.Gate{Want: brokers.HostIDs(env.Target)}
 	streak, round := 0, 0
 	var last []steps.Check
 	for {
@@ -296,7 +297,7 @@ func (k *startBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 			streak = 0
 		}
 		if round++; round%5 == 0 {
-			env.Progress("%s", brokers.GateProgress(last, streak, n, env.Now().Sub(deadline.Add(-k.o.Timeout)), k.o.Timeout))
+			env.Progress("%s", roll.GateProgress(last, streak, n, env.Now().Sub(deadline.Add(-k.o.Timeout)), k.o.Timeout))
 		}
 		if env.Now().After(deadline) || ctx.Err() != nil {
 			return last, nil

@@ -11,7 +11,7 @@ import (
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
-	"github.com/kremedy/kremedy/steps/restart"
+	"github.com/kremedy/kremedy/steps/roll"
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
@@ -44,7 +44,7 @@ func (o modeOpts) Validate() error {
 // and docs/rolling-cleanup.md. In full mode it does nothing.
 type rollingWipe struct {
 	o    rollingOpts
-	roll restart.Roll
+	roll roll.Roll
 }
 
 type rollingOpts struct {
@@ -58,9 +58,15 @@ type rollingOpts struct {
 
 func newRollingWipe(o rollingOpts) *rollingWipe {
 	k := &rollingWipe{o: o}
-	k.roll = restart.Roll{Key: "topic-cleanup/sessions", StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout,
-		HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout, While: quarantineWhile{topic: o.Topic}}
+	k.roll = rollOf(o.StopTimeout, o.StartTimeout, o.HealthChecks, o.HealthTimeout)
+	k.roll.While = quarantineWhile{topic: o.Topic}
 	return k
+}
+
+// rollOf is the rolling mode's roll: every broker, seen in ZooKeeper.
+func rollOf(stop, start time.Duration, checks int, health time.Duration) roll.Roll {
+	return roll.Roll{Nodes: &roll.ZooKeeperBrokers{Key: "topic-cleanup/sessions", HealthChecks: checks, HealthTimeout: health},
+		StopTimeout: stop, StartTimeout: start}
 }
 
 func (k *rollingWipe) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
@@ -152,22 +158,22 @@ func (q quarantineWhile) matches(ctx context.Context, env *steps.Env, f *Facts, 
 	return out, why, nil
 }
 
-func (q quarantineWhile) Plan(ctx context.Context, env *steps.Env, id int32) ([]steps.Action, error) {
+func (q quarantineWhile) Plan(ctx context.Context, env *steps.Env, id int32) ([]steps.Action, string, error) {
 	f, err := facts(env)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	moves, why, err := q.matches(ctx, env, f, id)
 	if err != nil || len(moves) == 0 {
-		return nil, err
+		return nil, "", err
 	}
-	acts := []steps.Action{{ID: restart.WhileID(id, "manifest"), Op: steps.OpSave, Broker: id, Target: env.Artifact(artManifest),
+	acts := []steps.Action{{ID: roll.WhileID(id, "manifest"), Op: steps.OpSave, Broker: id, Target: env.Artifact(artManifest),
 		Detail: fmt.Sprintf("broker %d's moves recorded before and after they happen", id)}}
 	for i, mv := range moves {
-		acts = append(acts, steps.Action{ID: restart.WhileID(id, fmt.Sprintf("move-%d", i)), Op: steps.OpMove, Broker: id,
+		acts = append(acts, steps.Action{ID: roll.WhileID(id, fmt.Sprintf("move-%d", i)), Op: steps.OpMove, Broker: id,
 			Target: fmt.Sprintf("broker %d: %s", id, mv.From), Detail: "→ " + mv.To + " (" + why[i] + ")", Args: mv})
 	}
-	return acts, nil
+	return acts, "", nil
 }
 
 func (q quarantineWhile) Apply(ctx context.Context, env *steps.Env, id int32, acts []steps.Action) error {

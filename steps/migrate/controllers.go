@@ -13,6 +13,7 @@ import (
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
 )
 
 // ctrlOpts are the controller kinds' options.
@@ -30,8 +31,15 @@ type ctrlOpts struct {
 // its metadata dir was formatted with this cluster's id (/cluster/id).
 type startControllers struct{ o ctrlOpts }
 
-func ctrlAction(c ports.Host, op steps.Op, name, target, detail string) steps.Action {
-	return steps.Action{ID: fmt.Sprintf("%s-%d", name, c.ID), Op: op, Broker: c.ID, Target: target, Detail: detail, Args: nodeArgs{Node: c.ID, Addr: c.Addr}}
+// ctrlAction is controller c's action of phase ph (its own start or stop
+// command, or the wait for its port), typed like the roller's.
+func ctrlAction(c ports.Host, ph roll.Phase, op steps.Op, target, detail string) steps.Action {
+	return roll.Action(ph, c.ID, c.Addr, op, target, detail)
+}
+
+// quorumWait is the action that waits for the controllers' quorum.
+type quorumWait struct {
+	Voters []string `json:"voters"`
 }
 
 func (k *startControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
@@ -49,8 +57,8 @@ func (k *startControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Pla
 			continue
 		}
 		p.Actions = append(p.Actions,
-			ctrlAction(c, steps.OpSSH, "start", fmt.Sprintf("controller %d on %s", c.ID, c.Host), c.Start),
-			ctrlAction(c, steps.OpWait, "up", c.Addr, fmt.Sprintf("listening, at most %s", k.o.StartTimeout)))
+			ctrlAction(c, roll.PhaseStart, steps.OpSSH, fmt.Sprintf("controller %d on %s", c.ID, c.Host), c.Start),
+			ctrlAction(c, roll.PhaseBack, steps.OpWait, c.Addr, fmt.Sprintf("listening, at most %s", k.o.StartTimeout)))
 	}
 	if len(p.Actions) == 0 && st.Quorum != nil && st.Quorum.Leader >= 0 {
 		p.NoOp = true
@@ -58,7 +66,7 @@ func (k *startControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Pla
 		return p, nil
 	}
 	p.Actions = append(p.Actions, steps.Action{ID: "quorum", Op: steps.OpWait, Target: "metadata quorum",
-		Detail: fmt.Sprintf("a leader, and every controller a voter, at most %s", k.o.StartTimeout)})
+		Detail: fmt.Sprintf("a leader, and every controller a voter, at most %s", k.o.StartTimeout), Args: quorumWait{Voters: roll.ControllerAddrs(env.Target)}})
 	p.Notes = append(p.Notes, "nothing changes for clients: the controllers wait until every ZooKeeper broker registers with them in migration mode (the next step)")
 	return p, nil
 }
@@ -104,9 +112,9 @@ func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
 		// A controller that ran before (an earlier, reverted attempt) keeps
 		// the migration's state in its metadata log: started again it would
 		// skip the initial metadata load. Only this run's own start counts.
-		if !slices.Contains(st.Running, c.ID) && !nodeProgress(env, c.ID).started {
+		if !slices.Contains(st.Running, c.ID) && !roll.Began(env, roll.PhaseStart, c.ID) {
 			log := path.Join(dir, "__cluster_metadata-0")
-			err := brokers.RunOn(ctx, env, c.ID, shell.Command("test", "!", "-e", log))
+			err := roll.RunOn(ctx, env, c.ID, shell.Command("test", "!", "-e", log))
 			if code, ok := brokers.ExitStatus(err); err != nil && !ok || ok && code != 1 {
 				why = append(why, fmt.Sprintf("controller %d: could not tell whether %s exists: %v", c.ID, log, err))
 			} else if ok {
@@ -122,13 +130,14 @@ func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
 
 func (k *startControllers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 	for _, a := range p.Actions {
-		handled, err := k.o.doCtrl(ctx, env, a)
-		switch {
-		case handled:
-		case a.ID == "quorum":
-			err = env.Do(a, func() error { return waitQuorum(ctx, env, nil, k.o.StartTimeout) })
+		var err error
+		switch a.Args.(type) {
+		case roll.Args:
+			err = k.o.doCtrl(ctx, env, a)
+		case quorumWait:
+			err = env.Do(a, func() error { return roll.WaitQuorum(ctx, env, nil, k.o.StartTimeout) })
 		default:
-			err = fmt.Errorf("start-controllers: unknown action %s", a.ID)
+			err = fmt.Errorf("start-controllers: action %s is neither a controller's nor the quorum's wait", a.ID)
 		}
 		if err != nil {
 			return err
@@ -137,88 +146,36 @@ func (k *startControllers) Apply(ctx context.Context, env *steps.Env, p *steps.P
 	return nil
 }
 
-// doCtrl performs a controller's stop-, down-, start- or up- action;
-// handled is false for any other action.
-func (o ctrlOpts) doCtrl(ctx context.Context, env *steps.Env, a steps.Action) (handled bool, err error) {
-	c, _ := env.Target.Controller(a.Broker)
+// doCtrl performs a controller's own start or stop command, or the wait
+// for its port to open or close, by the action's phase.
+func (o ctrlOpts) doCtrl(ctx context.Context, env *steps.Env, a steps.Action) error {
+	args, err := steps.ArgsOf[roll.Args](a)
+	if err != nil {
+		return err
+	}
+	c, _ := env.Target.Controller(args.Node)
 	run := func(cmd string, timeout time.Duration) error {
 		return env.Do(a, func() error {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			return brokers.RunOn(cctx, env, c.ID, cmd)
+			return roll.RunOn(cctx, env, c.ID, cmd)
 		})
 	}
-	switch {
-	case strings.HasPrefix(a.ID, "stop-"):
-		return true, run(c.Stop, o.StopTimeout)
-	case strings.HasPrefix(a.ID, "start-"):
-		return true, run(c.Start, o.StartTimeout)
-	case strings.HasPrefix(a.ID, "down-"):
-		return true, env.Do(a, func() error { return waitListening(ctx, env, c, false, o.StopTimeout) })
-	case strings.HasPrefix(a.ID, "up-"):
-		return true, env.Do(a, func() error { return waitListening(ctx, env, c, true, o.StartTimeout) })
+	switch args.Phase {
+	case roll.PhaseStop:
+		return run(c.Stop, o.StopTimeout)
+	case roll.PhaseStart:
+		return run(c.Start, o.StartTimeout)
+	case roll.PhaseGone:
+		return env.Do(a, func() error { return roll.WaitListening(ctx, env, c, false, o.StopTimeout) })
+	case roll.PhaseBack:
+		return env.Do(a, func() error { return roll.WaitListening(ctx, env, c, true, o.StartTimeout) })
 	}
-	return false, nil
-}
-
-func waitListening(ctx context.Context, env *steps.Env, c ports.Host, want bool, timeout time.Duration) error {
-	what := fmt.Sprintf("controller %d to listen on %s", c.ID, c.Addr)
-	if !want {
-		what = fmt.Sprintf("controller %d's port %s to close", c.ID, c.Addr)
-	}
-	return waitFor(ctx, env, timeout, what, func() (bool, string) {
-		return env.Kafka.Listening(ctx, c.Addr) == want, map[bool]string{true: "still listening", false: "not listening"}[!want]
-	})
-}
-
-// waitQuorum waits for a leader and every controller a voter; with
-// caughtUp, controller id's log must also reach the high watermark the
-// quorum had when the wait began.
-func waitQuorum(ctx context.Context, env *steps.Env, caughtUp *int32, timeout time.Duration) error {
-	var ids []int32
-	for _, c := range env.Target.Controllers {
-		ids = append(ids, c.ID)
-	}
-	var hw int64 = -1
-	return waitFor(ctx, env, timeout, "the KRaft quorum", func() (bool, string) {
-		q, err := env.Kafka.Quorum(ctx, controllerAddrs(env.Target))
-		if err != nil {
-			return false, err.Error()
-		}
-		if q.Leader < 0 {
-			return false, "no leader"
-		}
-		var voters []int32
-		for _, v := range q.Voters {
-			voters = append(voters, v.ID)
-		}
-		for _, id := range ids {
-			if !slices.Contains(voters, id) {
-				return false, fmt.Sprintf("controller %d is not a voter (voters %s)", id, brokers.I32s(voters))
-			}
-		}
-		if caughtUp == nil {
-			env.Logf("KRaft quorum: leader %d, epoch %d, voters %s", q.Leader, q.Epoch, brokers.I32s(voters))
-			return true, ""
-		}
-		if hw < 0 {
-			hw = q.HighWatermark
-		}
-		for _, v := range q.Voters {
-			if v.ID == *caughtUp {
-				if v.LogEndOffset >= hw {
-					env.Logf("controller %d caught up: log end offset %d ≥ %d (leader %d)", v.ID, v.LogEndOffset, hw, q.Leader)
-					return true, ""
-				}
-				return false, fmt.Sprintf("controller %d at offset %d of %d", v.ID, v.LogEndOffset, hw)
-			}
-		}
-		return false, "not a voter"
-	})
+	return fmt.Errorf("controller %d: no %s action here", c.ID, args.Phase)
 }
 
 func (k *startControllers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
-	q, err := env.Kafka.Quorum(ctx, controllerAddrs(env.Target))
+	q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(env.Target))
 	c := steps.Check{Name: "the KRaft controller quorum has a leader", OK: err == nil && q.Leader >= 0}
 	if err != nil {
 		c.Detail = err.Error()
@@ -249,8 +206,8 @@ func (k *stopControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan
 			continue
 		}
 		p.Actions = append(p.Actions,
-			ctrlAction(c, steps.OpSSH, "stop", fmt.Sprintf("controller %d on %s", c.ID, c.Host), c.Stop),
-			ctrlAction(c, steps.OpWait, "down", c.Addr, fmt.Sprintf("port closed, at most %s", k.o.StopTimeout)))
+			ctrlAction(c, roll.PhaseStop, steps.OpSSH, fmt.Sprintf("controller %d on %s", c.ID, c.Host), c.Stop),
+			ctrlAction(c, roll.PhaseGone, steps.OpWait, c.Addr, fmt.Sprintf("port closed, at most %s", k.o.StopTimeout)))
 	}
 	if len(p.Actions) == 0 {
 		p.NoOp, p.Summary = true, "no KRaft controller runs"
@@ -271,11 +228,7 @@ func brokersIn(st *State, m Mode) []int32 {
 
 func (k *stopControllers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 	for _, a := range p.Actions {
-		handled, err := k.o.doCtrl(ctx, env, a)
-		if !handled {
-			err = fmt.Errorf("stop-controllers: unknown action %s", a.ID)
-		}
-		if err != nil {
+		if err := k.o.doCtrl(ctx, env, a); err != nil {
 			return err
 		}
 	}
@@ -292,12 +245,57 @@ func (k *stopControllers) Verify(ctx context.Context, env *steps.Env) ([]steps.C
 	return []steps.Check{{Name: "no KRaft controller listens", OK: len(up) == 0, Detail: orNone(up)}}, nil
 }
 
-// finalize takes the controllers out of migration mode, one at a time, the
-// quorum's leader last: the migration flag and the ZooKeeper settings are
-// removed from each one's config (a backup beside it), it restarts, and
-// its log catches up before the next. From then on no controller writes
-// ZooKeeper: the point of no return.
-type finalize struct{ o ctrlOpts }
+// finalize takes the controllers out of migration mode through the one
+// roller, one at a time, the quorum's leader last: the migration flag and
+// the ZooKeeper settings are removed from each one's config while it is
+// stopped (a backup beside it), it restarts, and its log catches up before
+// the next. From then on no controller writes ZooKeeper: the point of no
+// return.
+type finalize struct {
+	o ctrlOpts
+	w *finalizeWhile
+	r roll.Roll
+}
+
+func newFinalize(o ctrlOpts) *finalize {
+	k := &finalize{o: o, w: &finalizeWhile{}}
+	k.r = roll.Roll{Nodes: &roll.Controllers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
+		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w}
+	return k
+}
+
+// finalizeWhile edits a stopped controller's config out of migration mode.
+type finalizeWhile struct{ st *State }
+
+func (w *finalizeWhile) Skip(_ context.Context, _ *steps.Env, id int32) (string, error) {
+	if w.st.Controllers[id] == ModeController {
+		return "already out of migration mode", nil
+	}
+	return "", nil
+}
+
+func (w *finalizeWhile) Plan(_ context.Context, _ *steps.Env, id int32) ([]steps.Action, string, error) {
+	if w.st.Controllers[id] != ModeMigration {
+		return nil, "", nil
+	}
+	f := w.st.files[id]
+	text, d, err := f.Props.Apply(FinalizeController())
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: controller %d (%s): %v", steps.ErrRefused, id, f.Path, err)
+	}
+	e := editAction(f, text, backupOf(f.Path, "finalize"))
+	e.Detail = d.String() + "; backup first: " + backupOf(f.Path, "finalize")
+	return []steps.Action{e}, "out of migration mode", nil
+}
+
+func (w *finalizeWhile) Apply(ctx context.Context, env *steps.Env, id int32, acts []steps.Action) error {
+	for _, a := range acts {
+		if err := applyEdit(ctx, env, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (k *finalize) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	st, err := Observe(ctx, env)
@@ -307,80 +305,23 @@ func (k *finalize) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error
 	if st.Phase != PhaseDualWrite && st.Phase != PhaseFinalizing && st.Phase != PhaseFinalized {
 		return nil, fmt.Errorf("%w: the cluster is not in dual-write (phase %s: %s); finalize only once every broker is a KRaft broker", steps.ErrRefused, st.Phase, st.Why)
 	}
-	p := &steps.Plan{Summary: "finalize: take every KRaft controller out of migration mode, one at a time, the leader last — THE POINT OF NO RETURN: afterwards ZooKeeper is no longer written and the migration cannot be reverted", Facts: st.Facts()}
-	ids := make([]int32, 0, len(env.Target.Controllers))
-	for _, c := range env.Target.Controllers {
-		ids = append(ids, c.ID)
+	k.w.st = st
+	p, err := k.r.Plan(ctx, env)
+	if err != nil {
+		return nil, err
 	}
-	if st.Quorum != nil {
-		if i := slices.Index(ids, st.Quorum.Leader); i >= 0 {
-			ids = append(append(slices.Clone(ids[:i]), ids[i+1:]...), st.Quorum.Leader)
-		}
+	p.Facts = append(st.Facts(), p.Facts...)
+	if p.NoOp {
+		p.Summary = "every KRaft controller is out of migration mode: the migration is finalized"
+		return p, nil
 	}
-	for _, id := range ids {
-		c, _ := env.Target.Controller(id)
-		pr := nodeProgress(env, id)
-		if pr.gated {
-			continue
-		}
-		f := st.files[id]
-		if st.Controllers[id] == ModeController && !pr.stopped {
-			p.Facts = append(p.Facts, fmt.Sprintf("controller %d: already out of migration mode", id))
-			continue
-		}
-		if !pr.stopped {
-			p.Actions = append(p.Actions,
-				ctrlAction(c, steps.OpSSH, "stop", fmt.Sprintf("controller %d on %s", id, c.Host), c.Stop),
-				ctrlAction(c, steps.OpWait, "down", c.Addr, fmt.Sprintf("port closed, at most %s", k.o.StopTimeout)))
-		}
-		if st.Controllers[id] == ModeMigration {
-			text, d, err := f.Props.Apply(FinalizeController())
-			if err != nil {
-				return nil, fmt.Errorf("%w: controller %d (%s): %v", steps.ErrRefused, id, f.Path, err)
-			}
-			e := editAction(f, text, backupOf(f.Path, "finalize"))
-			e.Detail = d.String() + "; backup first: " + backupOf(f.Path, "finalize")
-			p.Actions = append(p.Actions, e)
-		}
-		p.Actions = append(p.Actions,
-			ctrlAction(c, steps.OpSSH, "start", fmt.Sprintf("controller %d on %s", id, c.Host), c.Start),
-			ctrlAction(c, steps.OpWait, "up", c.Addr, fmt.Sprintf("listening, at most %s", k.o.StartTimeout)),
-			ctrlAction(c, steps.OpWait, "gate", "metadata quorum and brokers", fmt.Sprintf("a leader, controller %d a voter caught up to the high watermark, and the brokers healthy; at most %s", id, k.o.HealthTimeout)))
-	}
-	if len(p.Actions) == 0 {
-		p.NoOp, p.Summary = true, "every KRaft controller is out of migration mode: the migration is finalized"
-	}
+	p.Summary = "finalize: take every KRaft controller out of migration mode, one at a time, the leader last — THE POINT OF NO RETURN: afterwards ZooKeeper is no longer written and the migration cannot be reverted"
 	p.Rollback = backupsNote(p.Actions)
 	return p, nil
 }
 
 func (k *finalize) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
-	for _, a := range p.Actions {
-		handled, err := k.o.doCtrl(ctx, env, a)
-		switch {
-		case handled:
-		case strings.HasPrefix(a.ID, "edit-"):
-			err = applyEdit(ctx, env, a)
-		case strings.HasPrefix(a.ID, "gate-"):
-			id := a.Broker
-			err = env.Do(a, func() error {
-				if err := waitQuorum(ctx, env, &id, k.o.HealthTimeout); err != nil {
-					return err
-				}
-				checks, err := holdHealth(ctx, env, brokers.HostIDs(env.Target), max(1, k.o.HealthChecks), k.o.HealthTimeout)
-				for _, ch := range checks {
-					env.Check(ch)
-				}
-				return err
-			})
-		default:
-			err = fmt.Errorf("finalize: unknown action %s", a.ID)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return k.r.Apply(ctx, env, p)
 }
 
 func (k *finalize) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
@@ -393,6 +334,6 @@ func (k *finalize) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, e
 	if env.Rechecking() {
 		n, timeout = 1, 0
 	}
-	hc, _ := holdHealth(ctx, env, brokers.HostIDs(env.Target), n, timeout)
+	hc, _ := roll.HoldHealth(ctx, env, brokers.HostIDs(env.Target), n, timeout)
 	return append(checks, hc...), nil
 }

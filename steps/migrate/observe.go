@@ -16,6 +16,7 @@ import (
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
 )
 
 // Phase is where a ZooKeeper → KRaft migration stands, as kremedy observes
@@ -132,15 +133,6 @@ type State struct {
 	files           map[int32]File
 }
 
-// controllerAddrs are the KRaft controllers' listeners.
-func controllerAddrs(t ports.Target) []string {
-	var out []string
-	for _, c := range t.Controllers {
-		out = append(out, c.Addr)
-	}
-	return out
-}
-
 // Observe reads every node's config file, /migration, /controller and the
 // quorum, and says the phase.
 func Observe(ctx context.Context, env *steps.Env) (*State, error) {
@@ -189,7 +181,7 @@ func Observe(ctx context.Context, env *steps.Env) (*State, error) {
 		}
 	}
 	if len(s.Running) > 0 {
-		q, err := env.Kafka.Quorum(ctx, controllerAddrs(t))
+		q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(t))
 		if err != nil {
 			s.QuorumErr = err.Error()
 		} else {

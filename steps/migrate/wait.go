@@ -11,6 +11,7 @@ import (
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/roll"
 )
 
 // waitOpts: how long the metadata migration may take.
@@ -46,7 +47,7 @@ func (k *waitMigration) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, 
 func (k *waitMigration) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 	start := env.Now()
 	return env.Do(p.Actions[0], func() error {
-		err := waitFor(ctx, env, k.o.Timeout, "the metadata migration", func() (bool, string) {
+		err := roll.WaitFor(ctx, env, k.o.Timeout, "the metadata migration", func() (bool, string) {
 			s, err := zkState(ctx, env)
 			if err != nil {
 				return false, err.Error()
@@ -182,7 +183,7 @@ func (k *resetZnodes) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 	}
 	checks := []steps.Check{{Name: "/migration is gone", OK: !ok}}
 	s := &State{ZKController: -1}
-	err = waitFor(ctx, env, 60*time.Second, "a ZooKeeper broker to become controller", func() (bool, string) {
+	err = roll.WaitFor(ctx, env, 60*time.Second, "a ZooKeeper broker to become controller", func() (bool, string) {
 		if s, err = zkState(ctx, env); err != nil {
 			return false, err.Error()
 		}

@@ -265,8 +265,16 @@ type Cluster struct {
 	Hosts  Hosts
 }
 
-// Errors the adapters wrap.
+// Errors the adapters and the shared readers wrap; package steps names
+// them too (steps.ErrRefused is ErrRefused), so that the packages below
+// the engine can refuse without importing it.
 var (
+	// ErrRefused: kremedy will not do what was asked now (it says why and
+	// what to do instead); nothing was changed.
+	ErrRefused = errors.New("refused")
+	// ErrCheckFailed: a condition kremedy checked or waited for does not
+	// hold.
+	ErrCheckFailed = errors.New("check failed")
 	// ErrUnhosted: every broker answered that it hosts no replica of the
 	// partition (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
 	ErrUnhosted = errors.New("no broker hosts it")

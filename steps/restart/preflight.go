@@ -8,6 +8,7 @@ import (
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/roll"
 )
 
 // preflight looks at the whole cluster before anything happens: it refuses
@@ -80,7 +81,7 @@ func (g *looking) chroot(ctx context.Context) error {
 	if g.prior != nil {
 		prior = g.prior.ClusterID
 	}
-	id, check, err := brokers.CheckCluster(ctx, g.env, prior, "its brokers are rolled by the migration's own phases")
+	id, check, err := roll.CheckCluster(ctx, g.env, prior, "its brokers are rolled by the migration's own phases")
 	g.f.ClusterID = id
 	if check.OK { // passed, even when the resume is refused after it
 		g.checks = append(g.checks, check)
@@ -136,7 +137,7 @@ func (g *looking) reachable(ctx context.Context) error {
 func (g *looking) health(ctx context.Context) error {
 	inv := brokers.HostIDs(g.env.Target)
 	healthy := true
-	for _, c := range (brokers.Gate{Want: inv, Rolling: true, Pending: inv}).Check(ctx, g.env.Cluster) {
+	for _, c := range (roll.Gate{Want: inv, Rolling: true, Pending: inv}).Check(ctx, g.env.Cluster) {
 		g.p.Facts = append(g.p.Facts, fmt.Sprintf("now: %s: %s", c.Name, okWord(c.OK, c.Detail)))
 		healthy = healthy && c.OK
 	}

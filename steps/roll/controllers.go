@@ -1,0 +1,158 @@
+package roll
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// Controllers rolls the KRaft controllers one at a time, the quorum's
+// leader last (the migration's finalize): a controller is up while its
+// controller listener accepts connections, and the gate after each is a
+// quorum leader with that controller a voter caught up to the high
+// watermark, and the brokers healthy. It is no Guard yet: the quorum's own
+// stop rule (a majority of caught-up voters without it) is not applied.
+type Controllers struct {
+	HealthChecks  int
+	HealthTimeout time.Duration
+}
+
+func (c *Controllers) Noun() string { return "controller" }
+func (c *Controllers) Hosts(env *steps.Env) []ports.Host {
+	hs := slices.Clone(env.Target.Controllers)
+	slices.SortFunc(hs, func(a, b ports.Host) int { return int(a.ID) - int(b.ID) })
+	return hs
+}
+func (c *Controllers) Begin(context.Context, *steps.Env) error { return nil }
+
+// Last is the quorum's leader, when the quorum answers.
+func (c *Controllers) Last(ctx context.Context, env *steps.Env) (int32, string) {
+	q, err := env.Kafka.Quorum(ctx, ControllerAddrs(env.Target))
+	if err != nil || q.Leader < 0 {
+		return -1, ""
+	}
+	return q.Leader, "the quorum's leader"
+}
+
+func (c *Controllers) Look(ctx context.Context, env *steps.Env, id int32) (Look, error) {
+	h, _ := env.Target.Controller(id)
+	up := env.Kafka.Listening(ctx, h.Addr)
+	return Look{Up: up, New: up, Addr: h.Addr}, nil
+}
+
+func (c *Controllers) Plain(_ *steps.Env, ph Phase, a Args, timeout time.Duration) (string, string) {
+	switch ph {
+	case PhaseGone:
+		return a.Addr, fmt.Sprintf("port closed, at most %s", timeout)
+	case PhaseBack:
+		return a.Addr, fmt.Sprintf("listening, at most %s", timeout)
+	case PhaseGate:
+		return "metadata quorum and brokers", fmt.Sprintf("a leader, controller %d a voter caught up to the high watermark, and the brokers healthy; at most %s", a.Node, c.HealthTimeout)
+	}
+	return "", ""
+}
+
+func (c *Controllers) Wait(ctx context.Context, env *steps.Env, a Args, timeout time.Duration) error {
+	h, _ := env.Target.Controller(a.Node)
+	switch a.Phase {
+	case PhaseGone:
+		return WaitListening(ctx, env, h, false, timeout)
+	case PhaseBack:
+		return WaitListening(ctx, env, h, true, timeout)
+	case PhaseGate:
+		id := a.Node
+		if err := WaitQuorum(ctx, env, &id, c.HealthTimeout); err != nil {
+			return err
+		}
+		checks, err := HoldHealth(ctx, env, brokers.HostIDs(env.Target), max(1, c.HealthChecks), c.HealthTimeout)
+		for _, ch := range checks {
+			env.Check(ch)
+		}
+		return err
+	}
+	return fmt.Errorf("roll: controller %d: nothing to wait for in phase %s", a.Node, a.Phase)
+}
+
+// Verify: the brokers healthy (the kind checks the quorum).
+func (c *Controllers) Verify(ctx context.Context, env *steps.Env) []steps.Check {
+	n, timeout := max(1, c.HealthChecks), c.HealthTimeout
+	if env.Rechecking() {
+		n, timeout = 1, 0
+	}
+	checks, _ := HoldHealth(ctx, env, brokers.HostIDs(env.Target), n, timeout)
+	return checks
+}
+
+var _ Nodes = (*Controllers)(nil)
+
+// ControllerAddrs are the KRaft controllers' listeners.
+func ControllerAddrs(t ports.Target) []string {
+	var out []string
+	for _, c := range t.Controllers {
+		out = append(out, c.Addr)
+	}
+	return out
+}
+
+// WaitListening waits until controller c listens (want) or its port is
+// closed (!want).
+func WaitListening(ctx context.Context, env *steps.Env, c ports.Host, want bool, timeout time.Duration) error {
+	what := fmt.Sprintf("controller %d to listen on %s", c.ID, c.Addr)
+	if !want {
+		what = fmt.Sprintf("controller %d's port %s to close", c.ID, c.Addr)
+	}
+	return WaitFor(ctx, env, timeout, what, func() (bool, string) {
+		return env.Kafka.Listening(ctx, c.Addr) == want, map[bool]string{true: "still listening", false: "not listening"}[!want]
+	})
+}
+
+// WaitQuorum waits for a leader and every controller a voter; with
+// caughtUp, controller id's log must also reach the high watermark the
+// quorum had when the wait began.
+func WaitQuorum(ctx context.Context, env *steps.Env, caughtUp *int32, timeout time.Duration) error {
+	var ids []int32
+	for _, c := range env.Target.Controllers {
+		ids = append(ids, c.ID)
+	}
+	var hw int64 = -1
+	return WaitFor(ctx, env, timeout, "the KRaft quorum", func() (bool, string) {
+		q, err := env.Kafka.Quorum(ctx, ControllerAddrs(env.Target))
+		if err != nil {
+			return false, err.Error()
+		}
+		if q.Leader < 0 {
+			return false, "no leader"
+		}
+		var voters []int32
+		for _, v := range q.Voters {
+			voters = append(voters, v.ID)
+		}
+		for _, id := range ids {
+			if !slices.Contains(voters, id) {
+				return false, fmt.Sprintf("controller %d is not a voter (voters %s)", id, brokers.I32s(voters))
+			}
+		}
+		if caughtUp == nil {
+			env.Logf("KRaft quorum: leader %d, epoch %d, voters %s", q.Leader, q.Epoch, brokers.I32s(voters))
+			return true, ""
+		}
+		if hw < 0 {
+			hw = q.HighWatermark
+		}
+		for _, v := range q.Voters {
+			if v.ID == *caughtUp {
+				if v.LogEndOffset >= hw {
+					env.Logf("controller %d caught up: log end offset %d ≥ %d (leader %d)", v.ID, v.LogEndOffset, hw, q.Leader)
+					return true, ""
+				}
+				return false, fmt.Sprintf("controller %d at offset %d of %d", v.ID, v.LogEndOffset, hw)
+			}
+		}
+		return false, "not a voter"
+	})
+}
