@@ -53,7 +53,15 @@ type Hosts struct {
 	OnStart func(broker int32)
 	// OnStop, if set, runs after a broker's stop command (the controller
 	// shrinking the ISRs it was in, say).
-	OnStop   func(broker int32)
+	OnStop func(broker int32)
+	// Local, when set, picks the commands (other than a node's stop and
+	// start) that run for real, under /bin/sh -c on this machine: a test's
+	// temporary files stand in for the hosts' files (config files, their
+	// backups, a controller's meta.properties), and kremedy's scripts meet
+	// a real shell, sha256sum and base64. Every other command is the
+	// fake's, strict as ever.
+	Local    func(node int32, cmd string) bool
+	local    LocalShell
 	Commands []string
 	// ClientRuns are the client commands run ("name: cmd").
 	ClientRuns []string
@@ -82,6 +90,13 @@ func NewHosts(t testing.TB, zk *ZK, target ports.Target) *Hosts {
 		h.register(b)
 	}
 	return h
+}
+
+// Runs reports whether node id's process runs.
+func (h *Hosts) Runs(id int32) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.Running[id]
 }
 
 // AddDir puts a directory into a broker's log dir.
@@ -154,11 +169,38 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(ports.
 	if err := h.Unreachable[broker]; err != nil {
 		return err
 	}
-	b, _ := h.target.Host(broker)
+	b, isBroker := h.target.Host(broker)
 	emit := func(s string) {
 		if out != nil {
 			out(ports.Line{Text: s})
 		}
+	}
+	if c, ok := h.target.Controller(broker); ok && !isBroker {
+		// A KRaft controller: its own stop and start toggle whether it
+		// runs (it registers nowhere in ZooKeeper).
+		switch cmd {
+		case c.Stop:
+			h.Running[broker] = false
+			emit("stopped")
+			return nil
+		case c.Start:
+			h.Running[broker] = true
+			emit("started")
+			if h.OnStart != nil {
+				h.OnStart(broker)
+			}
+			return nil
+		}
+	}
+	if h.Local != nil && cmd != b.Stop && cmd != b.Start && h.Local(broker, cmd) {
+		if h.local.Shell == "" {
+			h.local.Shell = "/bin/sh"
+		}
+		return h.local.Run(context.Background(), broker, cmd, func(l ports.Line) {
+			if out != nil {
+				out(l)
+			}
+		})
 	}
 	switch {
 	case cmd == "true":

@@ -40,7 +40,11 @@ type Kafka struct {
 	// config is.
 	Configs map[string]string
 	// KRaft is the metadata quorum Quorum describes (nil: none answers).
-	KRaft    *ports.Quorum
+	KRaft *ports.Quorum
+	// Live, when set, is the brokers every Metadata answer lists instead
+	// of ZooKeeper's registrations (KRaft brokers register with the
+	// controllers, not in ZooKeeper).
+	Live     func() []int32
 	Created  []string
 	Canaries int
 	Deleted  []string // group offsets deleted
@@ -95,10 +99,17 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (por
 	if !k.running(id) {
 		return ports.BrokerView{}, fmt.Errorf("broker %d: connection refused", id)
 	}
+	var live []int32
+	if k.Live != nil { // before k.mu: Live may look at the hosts
+		live = k.Live()
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	v := ports.BrokerView{Broker: id, Topics: map[string]ports.TopicView{}}
 	v.Brokers, _ = registered(ctx, k.zk)
+	if k.Live != nil {
+		v.Brokers = live
+	}
 	if b, _, err := k.zk.Get(ctx, kafkazk.ControllerPath); err == nil {
 		var c kafkazk.ControllerZNode
 		_ = json.Unmarshal(b, &c)
@@ -229,20 +240,41 @@ func (k *Kafka) Listening(_ context.Context, addr string) bool {
 			return k.running(h.ID)
 		}
 	}
+	for _, c := range k.hosts.target.Controllers {
+		if addr == c.Addr {
+			return k.running(c.ID)
+		}
+	}
 	return false
 }
 
 var _ ports.Kafka = (*Kafka)(nil)
 
-// Quorum answers with k.KRaft, or fails as a quorum no controller of
-// which listens.
-func (k *Kafka) Quorum(_ context.Context, addrs []string) (ports.Quorum, error) {
+// Quorum answers with k.KRaft from the first of addrs whose controller
+// runs, or fails as a quorum no controller of which listens.
+func (k *Kafka) Quorum(ctx context.Context, addrs []string) (ports.Quorum, error) {
+	asked := ""
+	for _, a := range addrs {
+		if k.Listening(ctx, a) {
+			asked = a
+			break
+		}
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.KRaft == nil {
+	if k.KRaft == nil || asked == "" {
 		return ports.Quorum{}, fmt.Errorf("no KRaft controller answered at %v", addrs)
 	}
-	return *k.KRaft, nil
+	q := *k.KRaft
+	q.AskedAt = asked
+	return q, nil
+}
+
+// SetQuorum changes the metadata quorum Quorum describes (nil: none).
+func (k *Kafka) SetQuorum(q *ports.Quorum) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.KRaft = q
 }
 
 // Releases answers for every running broker with k.Release (a 3.9 broker

@@ -3,6 +3,7 @@ package steptest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 
@@ -25,10 +26,18 @@ func (s LocalShell) Run(ctx context.Context, _ int32, cmd string, out func(ports
 		return err
 	}
 	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64*1024), 16<<20) // a file read as one base64 line
 	for sc.Scan() {
 		out(ports.Line{Text: sc.Text()})
 	}
-	return c.Wait()
+	if err := c.Wait(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return &ExitErr{ee.ExitCode()}
+		}
+		return err
+	}
+	return sc.Err()
 }
 
 func (LocalShell) Check(context.Context, int32) error { return nil }
