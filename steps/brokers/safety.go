@@ -107,7 +107,8 @@ func (m MinISR) Of(topic string) int {
 // broker of ask that reports its effective value (DescribeConfigs), the
 // topics' overrides from overrides (topic → the override's text, from
 // ZooKeeper's /config/topics: OverridesOf). No broker reporting it is an
-// error: kremedy does not guess what a stop would cost.
+// error (with the overrides read, and Default -1): kremedy does not guess
+// what a stop would cost.
 func ReadMinISR(ctx context.Context, k ports.Kafka, ask []int32, overrides map[string]string) (MinISR, error) {
 	m := MinISR{Default: -1, Topics: map[string]int{}}
 	var errs []string
@@ -121,13 +122,13 @@ func ReadMinISR(ctx context.Context, k ports.Kafka, ask []int32, overrides map[s
 		}
 		errs = append(errs, fmt.Sprintf("broker %d: %v %q", b, err, v))
 	}
-	if m.Default < 0 {
-		return m, fmt.Errorf("%w: no broker reported its min.insync.replicas (%s), so kremedy cannot tell which stop is safe", ports.ErrRefused, strings.Join(errs, "; "))
-	}
 	for t, v := range overrides {
 		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
 			m.Topics[t] = n
 		}
+	}
+	if m.Default < 0 {
+		return m, fmt.Errorf("%w: no broker reported its min.insync.replicas (%s), so kremedy cannot tell which stop is safe", ports.ErrRefused, strings.Join(errs, "; "))
 	}
 	return m, nil
 }

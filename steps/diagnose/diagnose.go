@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,7 +111,7 @@ type diagnosis struct {
 	topics []string // asked for: o.Topic, or nil for every topic
 	// the cluster's defaults, read once
 	deleteDisabled []int32
-	minISRDefault  int
+	minISR         brokers.MinISR
 	ibp            string // inter.broker.protocol.version, "" when no broker said
 	migrating      string // /migration's content when a migration has started
 	// how long the disagreements lasted: the first read that showed one,
@@ -134,7 +133,7 @@ func (g *diagnosis) add(f Finding) {
 // Metadata requests never auto-create topics.
 func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	start := time.Now()
-	g := &diagnosis{c: c, o: o, minISRDefault: 1}
+	g := &diagnosis{c: c, o: o, minISR: brokers.MinISR{Default: 1}}
 	if o.Topic != "" {
 		g.topics = []string{o.Topic}
 	}
@@ -341,12 +340,13 @@ func (g *diagnosis) readDefaults(ctx context.Context) {
 			Fix:      "enable delete.topic.enable on every broker (rolling restart) before deleting topics; the controller silently drops deletion requests while it is off",
 			DoNot:    "do not delete a topic's znodes by hand to work around it"})
 	}
-	for _, id := range sortedIDs(g.views) {
-		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "min.insync.replicas"); err == nil {
-			g.minISRDefault, _ = strconv.Atoi(v)
-			break
-		}
+	m, err := brokers.ReadMinISR(ctx, g.c.Kafka, sortedIDs(g.views), brokers.OverridesOf(g.st))
+	if err != nil {
+		// A diagnosis goes on without it, and says how it judged.
+		m.Default = 1
+		g.d.Methods = append(g.d.Methods, "min.insync.replicas: no broker reported its default (DescribeConfigs); partitions are judged against their topics' own overrides, else 1 (offline only)")
 	}
+	g.minISR = m
 	for _, id := range sortedIDs(g.views) {
 		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "inter.broker.protocol.version"); err == nil && v != "" {
 			g.ibp = v
@@ -545,10 +545,7 @@ func (g *diagnosis) staleMetadata(name string, ts *kafkazk.TopicState) {
 // replication reads ZooKeeper's partition states: offline, under-replicated,
 // below min.insync.replicas, leader outside the ISR.
 func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[int32][]int32) {
-	minISR := g.minISRDefault
-	if v, ok := ts.Config["min.insync.replicas"]; ok {
-		minISR, _ = strconv.Atoi(v)
-	}
+	minISR := g.minISR.Of(name)
 	var urp, offline, underMin, notInISR []int32
 	var urpEv, offEv, minEv, nisEv []string
 	var urpB, offB, minB []int32
