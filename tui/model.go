@@ -157,7 +157,7 @@ func newModel(ctx context.Context, o Options, st Styles) *Model {
 func (m *Model) setStyles(st Styles) {
 	m.st = st
 	m.help.Styles = st.Help
-	m.spin.Style = st.State[steps.Running]
+	m.spin.Style = st.State(steps.Running)
 	m.input.SetStyles(st.Input)
 }
 

@@ -280,21 +280,21 @@ func (m *Model) stateWord(sv *stepView, long bool) string {
 	case long:
 		return sv.state.String()
 	}
-	return stateLabel[sv.state]
+	return stateLabel(sv.state)
 }
 
 func (m *Model) icon(sv *stepView) string {
 	if (sv.state == steps.Planning || sv.state == steps.Running) && m.engineRunning {
 		return m.spin.View()
 	}
-	return m.st.State[sv.state].Render(plainIcon(sv))
+	return m.st.State(sv.state).Render(plainIcon(sv))
 }
 
 func plainIcon(sv *stepView) string {
 	if sv.state == steps.Failed && stopped(sv.err) {
 		return "■"
 	}
-	return stateIcon[sv.state]
+	return stateIcon(sv.state)
 }
 
 // panes draws the step list beside the step detail and its output.
@@ -350,7 +350,7 @@ func (m *Model) stepRows(l layout) []string {
 			marker = st.Selected.Render("›") + " "
 			id = st.Selected.Render(id)
 		}
-		word := st.State[sv.state].Render(m.stateWord(sv, false))
+		word := st.State(sv.state).Render(m.stateWord(sv, false))
 		dur := m.duration(sv)
 		if l.twoRowsPerStep {
 			rows = append(rows, marker+m.icon(sv)+" "+id, "    "+word+" "+st.Faint.Render(dur))
@@ -728,7 +728,7 @@ func (m *Model) endBanner(w int) []string {
 		report = " Report: " + m.o.ReportPath
 	}
 	if res == nil || res.err == nil {
-		out := []string{st.State[steps.Done].Render("✓ FINISHED") + " — every step is done, a no-op, or skipped with a reason."}
+		out := []string{st.State(steps.Done).Render("✓ FINISHED") + " — every step is done, a no-op, or skipped with a reason."}
 		if report != "" {
 			out = append(out, wrap(strings.TrimSpace(report), w, "", "  ")...)
 		}
