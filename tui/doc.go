@@ -9,5 +9,9 @@
 // (the topic, the cluster's name) typed, and Enter
 // alone never confirms. Quitting cancels the running step, waits for the
 // engine to journal the stop, then shows the final screen with the resume
-// command. Run is the entry point; the root Model is the only tea.Model.
+// command. Run is the entry point; the root Model is the only tea.Model
+// and the only one returning a tea.View. It keeps the panes, scrolling and
+// help; its child confirm (confirm.go: Update, View() string, SetSize) owns
+// answering a question, and the root turns the child's answer into the
+// Approval, with who answered and the plan's digest.
 package tui

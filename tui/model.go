@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/spinner"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kremedy/kremedy/steps"
 )
@@ -33,14 +30,6 @@ const (
 	paneDetail
 	paneOutput
 	paneSummary
-)
-
-type inputMode int
-
-const (
-	inputNone   inputMode = iota
-	inputTyped            // typing the runbook's confirmation word
-	inputReason           // typing why a step is skipped
 )
 
 // stepView is what the TUI knows about one step.
@@ -64,15 +53,19 @@ type tickMsg time.Time
 
 type ctxDoneMsg struct{}
 
-// Model is the root model, the only one that returns a tea.View.
+// Model is the root model, the only one that returns a tea.View. It keeps
+// the panes, scrolling and help, and talks to the engine; answering a
+// question is its confirmation child's.
 type Model struct {
-	o      Options
-	keys   KeyMap
-	st     Styles
-	dark   bool
-	help   help.Model
-	spin   spinner.Model
-	input  textinput.Model
+	o    Options
+	keys KeyMap
+	st   Styles
+	dark bool
+	help help.Model
+	spin spinner.Model
+	// confirm is embedded only so that its mode and input read as m.mode
+	// and m.input, as the tests read them; the model calls it as m.confirm.
+	confirm
 	b      *bridge
 	parent context.Context
 	now    func() time.Time
@@ -99,7 +92,6 @@ type Model struct {
 	showHelp      bool
 	ask           *ask
 	diagnosisSeen bool
-	mode          inputMode
 	flash         string
 	flashErr      bool
 
@@ -131,8 +123,12 @@ func newModel(ctx context.Context, o Options, st Styles) *Model {
 	}
 	m.help = help.New()
 	m.spin = spinner.New(spinner.WithSpinner(spinner.MiniDot))
-	m.input = textinput.New()
-	m.input.CharLimit = 300
+	where := ""
+	if o.Mode == Live {
+		where = " on the LIVE cluster " + o.Cluster
+	}
+	m.confirm = newConfirm(&m.keys, &m.st, o.Confirm, where)
+	m.confirm.SetSize(m.w, m.h)
 	m.setStyles(st)
 	if o.Resume != nil {
 		for _, id := range o.Resume.Done {
@@ -157,8 +153,8 @@ func newModel(ctx context.Context, o Options, st Styles) *Model {
 func (m *Model) setStyles(st Styles) {
 	m.st = st
 	m.help.Styles = st.Help
-	m.spin.Style = st.State[steps.Running]
-	m.input.SetStyles(st.Input)
+	m.spin.Style = st.State(steps.Running)
+	m.confirm.restyle()
 }
 
 // Init starts the engine (unless a resume is offered) behind the first
@@ -214,7 +210,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
-		m.fitInput()
+		m.confirm.SetSize(m.w, m.h)
 	case tea.BackgroundColorMsg:
 		if dark := msg.IsDark(); dark != m.dark && !m.st.NoColor {
 			m.dark = dark
@@ -240,9 +236,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case engineMsg:
 		cmd = tea.Batch(m.onEngine(msg), m.b.wait)
 	case tea.PasteMsg:
-		if m.mode != inputNone {
-			m.input, cmd = m.input.Update(msg)
-		}
+		cmd = m.updateConfirm(msg)
 	case tea.KeyPressMsg:
 		cmd = m.onKey(msg)
 	}
@@ -313,6 +307,7 @@ func (m *Model) apply(e steps.Event) {
 			if !m.flashErr {
 				m.flash = ""
 			}
+			m.confirm.fade()
 			switch sv.state {
 			case steps.Planning, steps.Confirming, steps.Running:
 				sv.ended = e.Time
@@ -371,53 +366,33 @@ func (m *Model) showAsk() tea.Cmd {
 		m.focus = paneDetail
 	}
 	m.flash, m.flashErr = "", false
-	if a.info.Confirm == steps.ConfirmTyped {
-		return m.openInput(inputTyped)
-	}
-	m.mode = inputNone
-	return nil
-}
-
-func (m *Model) openInput(mode inputMode) tea.Cmd {
-	m.mode = mode
-	m.input.Reset()
-	switch mode {
-	case inputTyped:
-		m.input.Prompt = fmt.Sprintf("Type the %s name %s to apply: ", m.o.Confirm.Noun, m.o.Confirm.Word)
-	case inputReason:
-		m.input.Prompt = "Reason to skip (journaled): "
-	}
-	m.fitInput()
-	return m.input.Focus()
-}
-
-// fitInput lets the field scroll within the line instead of being cut.
-func (m *Model) fitInput() {
-	w, _ := m.size()
-	m.input.SetWidth(max(8, w-ansi.StringWidth(m.input.Prompt)-2))
-}
-
-func (m *Model) closeInput() {
-	m.mode = inputNone
-	m.input.Blur()
-	m.input.Reset()
+	return m.confirm.Open(a.info, a.plan)
 }
 
 func (m *Model) setFlash(err bool, format string, a ...any) {
 	m.flash, m.flashErr = fmt.Sprintf(format, a...), err
 }
 
-// reply answers the engine and forgets the question.
-func (m *Model) reply(ap steps.Approval) {
+// updateConfirm hands a key or a paste to the confirmation child and sends
+// the engine its answer, once there is one.
+func (m *Model) updateConfirm(msg tea.Msg) tea.Cmd {
+	a, cmd := m.confirm.Update(msg)
+	if a != nil {
+		m.reply(*a)
+	}
+	return cmd
+}
+
+// reply answers the engine and forgets the question: the approval carries
+// who answered and the digest of the plan shown.
+func (m *Model) reply(a answer) {
 	if m.ask == nil {
 		return
 	}
-	ap.By = m.o.By
-	ap.Digest = m.ask.digest
+	ap := steps.Approval{Decision: a.decision, Typed: a.typed, Reason: a.reason, By: m.o.By, Digest: m.ask.digest}
 	m.ask.reply <- ap // capacity 1, one answer per question: never blocks
 	id := m.ask.info.ID
 	m.ask = nil
-	m.closeInput()
 	switch ap.Decision {
 	case steps.Approve:
 		m.setFlash(false, "Confirmed: applying %s.", id)
@@ -437,7 +412,7 @@ func (m *Model) stop() {
 	m.cancel()
 	m.phase = phaseStopping
 	m.ask = nil
-	m.closeInput()
+	m.confirm.Close()
 	m.flash = ""
 }
 
@@ -447,7 +422,7 @@ func (m *Model) finish(res *engineResult) tea.Cmd {
 	m.cancel()
 	m.phase = phaseFinished
 	m.ask = nil
-	m.closeInput()
+	m.confirm.Close()
 	m.focus, m.summaryTop = paneSummary, 0
 	m.flash = ""
 	if m.external {
@@ -480,21 +455,16 @@ func (m *Model) failedStep() *stepView {
 }
 
 func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
-	if m.mode != inputNone {
+	if m.confirm.typing() {
+		// The field takes every key but ctrl+c and paging: q is typed.
 		switch {
-		case key.Matches(k, m.keys.Submit):
-			return m.submit()
-		case key.Matches(k, m.keys.Back):
-			return m.back()
-		case k.Text == "" && key.Matches(k, m.keys.Quit): // ctrl+c; q is typed
+		case k.Text == "" && key.Matches(k, m.keys.Quit):
 			return m.quit()
 		case k.Text == "" && key.Matches(k, m.keys.PageUp, m.keys.PageDown):
 			m.scroll(k)
 			return nil
 		}
-		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(k)
-		return cmd
+		return m.updateConfirm(k)
 	}
 	if m.showHelp && key.Matches(k, m.keys.Help, m.keys.Back) {
 		m.showHelp = false
@@ -511,16 +481,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Continue):
 		m.diagnosisSeen = true
 		return m.showAsk()
-	case key.Matches(k, m.keys.Approve):
-		if m.ask.info.Confirm == steps.ConfirmTyped {
-			return m.openInput(inputTyped)
-		}
-		m.reply(steps.Approval{Decision: steps.Approve})
-	case key.Matches(k, m.keys.Decline):
-		m.reply(steps.Approval{Decision: steps.Abort})
-	case key.Matches(k, m.keys.Skip):
-		m.flash = ""
-		return m.openInput(inputReason)
+	case key.Matches(k, m.keys.Approve, m.keys.Decline, m.keys.Skip):
+		return m.updateConfirm(k)
 	case key.Matches(k, m.keys.Retry, m.keys.Recheck):
 		return m.restart(key.Matches(k, m.keys.Recheck))
 	case key.Matches(k, m.keys.NextPane, m.keys.PrevPane):
@@ -529,55 +491,10 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.scroll(k)
 	case k.String() == "enter":
 		switch {
-		case m.ask != nil && m.diagnosisSeen:
-			m.setFlash(true, "Enter alone never confirms: y applies, n stops here, s skips.")
-			if m.ask.info.Confirm == steps.ConfirmTyped {
-				m.setFlash(true, "Enter alone never confirms: y, then type %s; n stops here; s skips.", m.o.Confirm.Word)
-			}
+		case m.confirm.isOpen():
+			return m.updateConfirm(k) // it says why Enter alone does nothing
 		case m.ask != nil:
 			m.setFlash(false, "Press space to review the first change.")
-		}
-	}
-	return nil
-}
-
-func (m *Model) submit() tea.Cmd {
-	v := m.input.Value()
-	switch m.mode {
-	case inputTyped:
-		switch {
-		case v == "":
-			m.setFlash(true, "Enter alone never confirms: type the %s name %s, then Enter.", m.o.Confirm.Noun, m.o.Confirm.Word)
-		case v != m.o.Confirm.Word:
-			m.setFlash(true, "%q is not the %s name %q. Nothing was done; type it exactly.", v, m.o.Confirm.Noun, m.o.Confirm.Word)
-			m.input.Reset()
-		case m.tooSmall():
-			m.setFlash(true, "The terminal is too small to show the plan: enlarge it to confirm.")
-		default:
-			m.reply(steps.Approval{Decision: steps.Approve, Typed: v})
-		}
-	case inputReason:
-		r := strings.TrimSpace(v)
-		if r == "" {
-			m.setFlash(true, "A skip needs a reason: it is written to the journal. Type why, or esc to go back.")
-			return nil
-		}
-		m.reply(steps.Approval{Decision: steps.Skip, Reason: r})
-	}
-	return nil
-}
-
-func (m *Model) back() tea.Cmd {
-	if m.mode == inputReason && m.ask != nil && m.ask.info.Confirm == steps.ConfirmTyped {
-		m.flash = ""
-		return m.openInput(inputTyped)
-	}
-	m.closeInput()
-	if m.ask != nil {
-		if m.ask.info.Confirm == steps.ConfirmTyped {
-			m.setFlash(false, "Not confirmed. y types the %s name, n stops here, s skips.", m.o.Confirm.Noun)
-		} else {
-			m.setFlash(false, "Not confirmed. y applies, n stops here, s skips.")
 		}
 	}
 	return nil
@@ -667,7 +584,7 @@ func (m *Model) scroll(k tea.KeyPressMsg) {
 		delta = 1 << 30
 	}
 	focus := m.focus
-	if m.mode != inputNone {
+	if m.confirm.typing() {
 		focus = paneDetail // paging while typing reads the plan
 	}
 	switch focus {
@@ -707,7 +624,7 @@ func (m *Model) syncKeys() {
 		b.SetEnabled(false)
 	}
 	small := m.tooSmall()
-	typing := m.mode != inputNone
+	typing := m.confirm.typing()
 	asking := m.phase == phaseRunning && m.ask != nil && m.diagnosisSeen
 	k.Quit.SetEnabled(true)
 	k.Help.SetEnabled(!typing)
@@ -749,4 +666,8 @@ func (m *Model) syncKeys() {
 	k.Recheck.SetEnabled(failed && errors.Is(m.result.err, steps.ErrCheckFailed) && !m.showHelp)
 }
 
-func (m *Model) tooSmall() bool { return m.w < 60 || m.h < 16 }
+func (m *Model) tooSmall() bool { return tooSmallFor(m.w, m.h) }
+
+// tooSmallFor says whether a terminal of w×h is too small to show a plan:
+// it cannot confirm one.
+func tooSmallFor(w, h int) bool { return w < 60 || h < 16 }

@@ -24,7 +24,7 @@ type Styles struct {
 	Title                 lipgloss.Style
 	Faint                 lipgloss.Style
 	Selected              lipgloss.Style
-	State                 [7]lipgloss.Style // by steps.State
+	States                StateStyles // by steps.State: see State
 	OK, Fail, Warn        lipgloss.Style
 	Action, Note          lipgloss.Style
 	Source                lipgloss.Style
@@ -35,12 +35,81 @@ type Styles struct {
 	Input                 textinput.Styles
 }
 
-// Icons by steps.State; they carry the state without colour.
-var stateIcon = [...]string{"·", "…", "?", "▶", "✓", "✗", "↷"}
+// StateStyles styles a step by its state; Styles.State picks one.
+type StateStyles struct {
+	Pending, Planning, Confirming, Running, Done, Failed, Skipped lipgloss.Style
+	// Unknown is a state this TUI was not built with (a newer engine's):
+	// drawn plainly, never an index out of range.
+	Unknown lipgloss.Style
+}
+
+// State is the style of a step in state s.
+func (st *Styles) State(s steps.State) lipgloss.Style {
+	switch s {
+	case steps.Pending:
+		return st.States.Pending
+	case steps.Planning:
+		return st.States.Planning
+	case steps.Confirming:
+		return st.States.Confirming
+	case steps.Running:
+		return st.States.Running
+	case steps.Done:
+		return st.States.Done
+	case steps.Failed:
+		return st.States.Failed
+	case steps.Skipped:
+		return st.States.Skipped
+	default:
+		return st.States.Unknown
+	}
+}
+
+// stateIcon carries a state without colour.
+func stateIcon(s steps.State) string {
+	switch s {
+	case steps.Pending:
+		return "·"
+	case steps.Planning:
+		return "…"
+	case steps.Confirming:
+		return "?"
+	case steps.Running:
+		return "▶"
+	case steps.Done:
+		return "✓"
+	case steps.Failed:
+		return "✗"
+	case steps.Skipped:
+		return "↷"
+	default:
+		return "○"
+	}
+}
 
 // stateLabel is the state as the step list says it (short enough for 80
-// columns); the detail pane uses steps.State.String.
-var stateLabel = [...]string{"pending", "planning", "waiting for you", "running", "done", "failed", "skipped"}
+// columns); the detail pane uses steps.State.String, which is also what an
+// unknown state is called.
+func stateLabel(s steps.State) string {
+	switch s {
+	case steps.Pending:
+		return "pending"
+	case steps.Planning:
+		return "planning"
+	case steps.Confirming:
+		return "waiting for you"
+	case steps.Running:
+		return "running"
+	case steps.Done:
+		return "done"
+	case steps.Failed:
+		return "failed"
+	case steps.Skipped:
+		return "skipped"
+	default:
+		return s.String()
+	}
+}
 
 // NewStyles builds the styles for a dark or light background.
 func NewStyles(noColor, isDark bool) Styles {
@@ -59,11 +128,8 @@ func NewStyles(noColor, isDark bool) Styles {
 		s.Title = n().Bold(true)
 		s.Faint = n()
 		s.Selected = n().Bold(true)
-		for i := range s.State {
-			s.State[i] = n()
-		}
-		s.State[steps.Confirming] = n().Bold(true)
-		s.State[steps.Failed] = n().Bold(true)
+		s.States = StateStyles{Pending: n(), Planning: n(), Confirming: n().Bold(true), Running: n(), Done: n(),
+			Failed: n().Bold(true), Skipped: n(), Unknown: n()}
 		s.OK, s.Fail, s.Warn = n(), n().Bold(true), n().Bold(true)
 		s.Action, s.Note = n(), n()
 		s.Source = n()
@@ -98,9 +164,10 @@ func NewStyles(noColor, isDark bool) Styles {
 	s.Title = n().Bold(true)
 	s.Faint = n().Foreground(faint)
 	s.Selected = n().Bold(true)
-	s.State = [7]lipgloss.Style{
-		n().Foreground(faint), n().Foreground(blue), n().Bold(true).Foreground(yellow), n().Bold(true).Foreground(blue),
-		n().Foreground(green), n().Bold(true).Foreground(red), n().Foreground(faint),
+	s.States = StateStyles{
+		Pending: n().Foreground(faint), Planning: n().Foreground(blue), Confirming: n().Bold(true).Foreground(yellow),
+		Running: n().Bold(true).Foreground(blue), Done: n().Foreground(green), Failed: n().Bold(true).Foreground(red),
+		Skipped: n().Foreground(faint), Unknown: n(),
 	}
 	s.OK, s.Fail, s.Warn = n().Foreground(green), n().Bold(true).Foreground(red), n().Foreground(yellow)
 	s.Action, s.Note = n(), n().Foreground(yellow)

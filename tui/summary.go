@@ -42,7 +42,7 @@ func (m *Model) summaryLines(w int) []string {
 		}
 		word := m.stateWord(sv, false)
 		row := fmt.Sprintf("%s %s %-*s %-15s %7s", at, plainIcon(sv), idW, sv.info.ID, word, m.duration(sv))
-		row = st.State[sv.state].Render(row)
+		row = st.State(sv.state).Render(row)
 		if extra := m.timelineNote(sv); extra != "" {
 			row += "  " + st.Faint.Render(extra)
 		}

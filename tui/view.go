@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,8 +41,10 @@ func (l layout) pageFor(p pane) int {
 	}
 }
 
-func (m *Model) size() (int, int) {
-	w, h := m.w, m.h
+func (m *Model) size() (int, int) { return screenSize(m.w, m.h) }
+
+// screenSize is w×h, or 80×24 before the terminal said its size.
+func screenSize(w, h int) (int, int) {
 	if w <= 0 {
 		w = 80
 	}
@@ -109,8 +112,10 @@ func (m *Model) render() string {
 		lines = append(lines, "")
 		lines = append(lines, wrap(fmt.Sprintf("The terminal is %d×%d: kremedy needs at least 60×16 (80×24 or more is best). "+
 			"Confirming is off until the plan fits on screen; n says no, q stops (resumable).", l.w, l.h), l.w, "", "")...)
-		if m.flash != "" {
-			lines = append(lines, m.flashLine())
+		// The confirmation's message, or the model's: while a question is
+		// open the model has none.
+		if f := cmp.Or(m.confirm.noteView(), m.flashLine()); f != "" {
+			lines = append(lines, f)
 		}
 		return frame(lines, l.w, l.h)
 	}
@@ -280,21 +285,21 @@ func (m *Model) stateWord(sv *stepView, long bool) string {
 	case long:
 		return sv.state.String()
 	}
-	return stateLabel[sv.state]
+	return stateLabel(sv.state)
 }
 
 func (m *Model) icon(sv *stepView) string {
 	if (sv.state == steps.Planning || sv.state == steps.Running) && m.engineRunning {
 		return m.spin.View()
 	}
-	return m.st.State[sv.state].Render(plainIcon(sv))
+	return m.st.State(sv.state).Render(plainIcon(sv))
 }
 
 func plainIcon(sv *stepView) string {
 	if sv.state == steps.Failed && stopped(sv.err) {
 		return "■"
 	}
-	return stateIcon[sv.state]
+	return stateIcon(sv.state)
 }
 
 // panes draws the step list beside the step detail and its output.
@@ -350,7 +355,7 @@ func (m *Model) stepRows(l layout) []string {
 			marker = st.Selected.Render("›") + " "
 			id = st.Selected.Render(id)
 		}
-		word := st.State[sv.state].Render(m.stateWord(sv, false))
+		word := st.State(sv.state).Render(m.stateWord(sv, false))
 		dur := m.duration(sv)
 		if l.twoRowsPerStep {
 			rows = append(rows, marker+m.icon(sv)+" "+id, "    "+word+" "+st.Faint.Render(dur))
@@ -596,12 +601,7 @@ func (m *Model) outputRows(sv *stepView, l layout) []string {
 	return rows
 }
 
-func (m *Model) flashLine() string {
-	if m.flashErr {
-		return m.st.ErrMsg.Render("✗ " + m.flash)
-	}
-	return m.st.InfoMsg.Render(m.flash)
-}
+func (m *Model) flashLine() string { return noteLine(&m.st, m.flash, m.flashErr) }
 
 // barLines is the area above the help line: what kremedy needs from the
 // operator now.
@@ -629,7 +629,7 @@ func (m *Model) barLines(w, h int) []string {
 		case m.showHelp && m.ask != nil:
 			add(fmt.Sprintf("Help is open: ? or esc returns to the confirmation of %s.", m.ask.info.ID))
 		case m.ask != nil && m.diagnosisSeen:
-			add(m.confirmBar(w, h)...)
+			add(strings.Split(m.confirm.View(), "\n")...)
 		case m.ask != nil:
 			what := "Nothing has changed yet."
 			if m.o.Resume != nil {
@@ -683,43 +683,6 @@ func (m *Model) activity(sv *stepView) string {
 	}
 }
 
-func (m *Model) confirmBar(w, h int) []string {
-	st := m.st
-	a := m.ask
-	var out []string
-	where := ""
-	if m.o.Mode == Live {
-		where = " on the LIVE cluster " + m.o.Cluster
-	}
-	if a.info.Confirm == steps.ConfirmTyped {
-		out = append(out, st.Danger.Render(" DESTRUCTIVE ")+" "+st.Title.Render(a.info.ID)+where+" · risk "+a.info.Risk.String())
-	} else {
-		out = append(out, st.Confirm.Render(" CONFIRM ")+" "+st.Title.Render(a.info.ID)+where+" · risk "+a.info.Risk.String())
-	}
-	undo := "No rollback note: nothing to undo."
-	if a.plan != nil && a.plan.Rollback != "" {
-		undo = a.plan.Rollback
-	}
-	ls := wrap(undo, w, "Undo: ", "      ")
-	if maxUndo := clamp(h/6, 2, 8); len(ls) > maxUndo {
-		ls = append(ls[:maxUndo-1], st.Faint.Render("      … the whole note is in the step pane (tab, then ↓)"))
-	}
-	out = append(out, ls...)
-	key := st.Command.Render
-	switch {
-	case m.mode == inputTyped || m.mode == inputReason:
-		out = append(out, m.input.View())
-	case a.info.Confirm == steps.ConfirmTyped:
-		out = append(out, "Not confirmed. "+key("y")+" type the "+m.o.Confirm.Noun+" name · "+key("n")+" no, stop here · "+key("s")+" skip…")
-	default:
-		out = append(out, "Apply this plan? "+key("y")+" yes · "+key("n")+" no, stop here · "+key("s")+" skip…   (Enter alone does nothing)")
-	}
-	if m.flash != "" {
-		out = append(out, m.flashLine())
-	}
-	return out
-}
-
 func (m *Model) endBanner(w int) []string {
 	st := m.st
 	res := m.result
@@ -728,7 +691,7 @@ func (m *Model) endBanner(w int) []string {
 		report = " Report: " + m.o.ReportPath
 	}
 	if res == nil || res.err == nil {
-		out := []string{st.State[steps.Done].Render("✓ FINISHED") + " — every step is done, a no-op, or skipped with a reason."}
+		out := []string{st.State(steps.Done).Render("✓ FINISHED") + " — every step is done, a no-op, or skipped with a reason."}
 		if report != "" {
 			out = append(out, wrap(strings.TrimSpace(report), w, "", "  ")...)
 		}
