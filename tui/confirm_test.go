@@ -23,7 +23,7 @@ func TestTUIDiagnosisIsTheFirstScreen(t *testing.T) {
 	h.wantScreen("NOTHING HAS CHANGED YET", "space shows the first change: detach-clients",
 		"SEEN ON THE CLUSTER", "OLD topic ID", "✓ chroot /kafka")
 	h.press("y", "enter", "s", "n")
-	if h.m.ask == nil || !slices.Equal(f.rec.answers(), nil) || h.m.mode != inputNone {
+	if h.m.ask == nil || !slices.Equal(f.rec.answers(), nil) || h.m.confirm.mode != inputNone {
 		t.Fatalf("a key other than space answered the question under the diagnosis: answers %v", decisions(f.rec.answers()))
 	}
 	h.press("space")
@@ -94,7 +94,7 @@ func TestTUITypedConfirmation(t *testing.T) {
 	h.until("detach", h.asked("detach-clients"))
 	h.press("space", "y")
 	h.until("delete", h.asked("delete-znodes"))
-	if h.m.mode != inputTyped {
+	if h.m.confirm.mode != inputTyped {
 		t.Fatal("a destructive step did not open the topic-name field")
 	}
 	h.wantScreen("DESTRUCTIVE", "Type the topic name orders to apply",
@@ -107,8 +107,8 @@ func TestTUITypedConfirmation(t *testing.T) {
 		h.typeText(wrong)
 		h.press("enter")
 		h.wantScreen(fmt.Sprintf("%q is not the topic name", wrong))
-		if h.m.input.Value() != "" {
-			t.Fatalf("the field kept the wrong name %q", h.m.input.Value())
+		if h.m.confirm.input.Value() != "" {
+			t.Fatalf("the field kept the wrong name %q", h.m.confirm.input.Value())
 		}
 	}
 	// esc leaves the field; y opens it again, it does not confirm.
@@ -117,7 +117,7 @@ func TestTUITypedConfirmation(t *testing.T) {
 	h.press("enter")
 	h.wantScreen("Enter alone never confirms")
 	h.press("y")
-	if h.m.mode != inputTyped || h.m.ask == nil {
+	if h.m.confirm.mode != inputTyped || h.m.ask == nil {
 		t.Fatal("y on a destructive step did something other than open the field")
 	}
 	h.settle(50 * time.Millisecond)
@@ -267,8 +267,8 @@ func TestTUIQuitWhileConfirming(t *testing.T) {
 	h.press("space", "y")
 	h.until("delete", h.asked("delete-znodes"))
 	h.press("q")
-	if h.m.phase != phaseRunning || h.m.input.Value() != "q" {
-		t.Fatalf("q in the topic-name field did not type: phase %d, value %q", h.m.phase, h.m.input.Value())
+	if h.m.phase != phaseRunning || h.m.confirm.input.Value() != "q" {
+		t.Fatalf("q in the topic-name field did not type: phase %d, value %q", h.m.phase, h.m.confirm.input.Value())
 	}
 	h.press("ctrl+c")
 	h.until("the end", finished)

@@ -336,8 +336,8 @@ func TestTUIQuestionClosesHelp(t *testing.T) {
 	s.send(s.state("detach-clients", steps.Done, ""))
 	s.send(s.state("delete-znodes", steps.Planning, ""))
 	s.ask("delete-znodes")
-	if s.m.showHelp || s.m.mode != inputTyped {
-		t.Fatalf("help %v, mode %d", s.m.showHelp, s.m.mode)
+	if s.m.showHelp || s.m.confirm.mode != inputTyped {
+		t.Fatalf("help %v, mode %d", s.m.showHelp, s.m.confirm.mode)
 	}
 	if c := ansi.Strip(s.m.View().Content); !strings.Contains(c, "Type the topic name orders") {
 		t.Fatalf("no question on screen:\n%s", c)

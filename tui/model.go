@@ -65,11 +65,11 @@ type Model struct {
 	spin spinner.Model
 	// confirm is embedded only so that its mode and input read as m.mode
 	// and m.input, as the tests read them; the model calls it as m.confirm.
-	confirm
-	b      *bridge
-	parent context.Context
-	now    func() time.Time
-	began  time.Time
+	confirm confirm // the open question, if any: its own Update and View
+	b       *bridge
+	parent  context.Context
+	now     func() time.Time
+	began   time.Time
 	// status is where the cluster stands (EvStatus), shown in the header.
 	status string
 	// down of total brokers are stopped now, since downSince (EvBrokers).

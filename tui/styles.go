@@ -16,7 +16,7 @@ import (
 type Styles struct {
 	NoColor bool
 
-	Badge                 [3]lipgloss.Style // by Mode
+	Badges                BadgeStyles // by Mode: Badge
 	Header, HeaderFaint   lipgloss.Style
 	Rule                  lipgloss.Style
 	PaneTitle, PaneActive lipgloss.Style
@@ -118,7 +118,7 @@ func NewStyles(noColor, isDark bool) Styles {
 	n := lipgloss.NewStyle
 	s := Styles{NoColor: noColor}
 	if noColor {
-		s.Badge = [3]lipgloss.Style{n().Bold(true).Reverse(true), n().Reverse(true), n().Reverse(true)}
+		s.Badges = BadgeStyles{Live: n().Bold(true).Reverse(true), Lab: n().Reverse(true), DryRun: n().Reverse(true)}
 		s.Header = n().Bold(true)
 		s.HeaderFaint = n()
 		s.Rule = n()
@@ -150,10 +150,10 @@ func NewStyles(noColor, isDark bool) Styles {
 	red, green, yellow, blue := c("#af0000", "#ff6b6b"), c("#006f00", "#6bd66b"), c("#875f00", "#ffd75f"), c("#005fd7", "#87afff")
 	faint := c("#6c6c6c", "#9e9e9e")
 	white, black := lipgloss.Color("#ffffff"), lipgloss.Color("#000000")
-	s.Badge = [3]lipgloss.Style{
-		n().Bold(true).Foreground(white).Background(lipgloss.Color("#c00000")),
-		n().Bold(true).Foreground(black).Background(lipgloss.Color("#5fd75f")),
-		n().Bold(true).Foreground(black).Background(lipgloss.Color("#ffd75f")),
+	s.Badges = BadgeStyles{
+		Live:   n().Bold(true).Foreground(white).Background(lipgloss.Color("#c00000")),
+		Lab:    n().Bold(true).Foreground(black).Background(lipgloss.Color("#5fd75f")),
+		DryRun: n().Bold(true).Foreground(black).Background(lipgloss.Color("#ffd75f")),
 	}
 	s.Header = n().Bold(true)
 	s.HeaderFaint = n().Foreground(faint)
@@ -186,4 +186,19 @@ func NewStyles(noColor, isDark bool) Styles {
 	s.Input.Focused.Prompt = n().Bold(true)
 	s.Input.Cursor.Blink = false
 	return s
+}
+
+// BadgeStyles are the header badge's styles, one per Mode.
+type BadgeStyles struct{ Live, Lab, DryRun lipgloss.Style }
+
+// Badge is mode's badge style; an unknown mode gets the live one (the
+// loudest: when in doubt, the TUI says it acts on a real cluster).
+func (s *Styles) Badge(m Mode) lipgloss.Style {
+	switch m {
+	case Lab:
+		return s.Badges.Lab
+	case DryRun:
+		return s.Badges.DryRun
+	}
+	return s.Badges.Live
 }

@@ -203,7 +203,7 @@ func (m *Model) titleRule(title string, w int, active bool) string {
 
 func (m *Model) headerLines(w int) []string {
 	st := m.st
-	badge := st.Badge[m.o.Mode].Render(" " + strings.ToUpper(m.o.Mode.String()) + " ")
+	badge := st.Badge(m.o.Mode).Render(" " + strings.ToUpper(m.o.Mode.String()) + " ")
 	left := badge + " " + st.Header.Render(m.o.Cluster)
 	if c := m.o.Confirm; !(c.Noun == "cluster" && c.Word == m.o.Cluster) {
 		left += st.HeaderFaint.Render(" · "+c.Noun+" ") + st.Header.Render(c.Word)
