@@ -50,6 +50,41 @@ func (e *env) close() {
 	e.kc.Close()
 }
 
+// runFunc is a Scenario's Run.
+type runFunc = func(ctx context.Context, l *Lab, topic string, out io.Writer) (*Report, error)
+
+// play is a scenario's body made into its Run, given its name (the
+// report's and the first line's).
+type play func(name string) runFunc
+
+// withEnv is every scenario's prologue and epilogue around body: the lab's
+// clients (newEnv; nil report when they fail), then the report with the
+// time taken (close) and body's error.
+func withEnv(body func(e *env) error) play {
+	return func(name string) runFunc {
+		return func(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
+			e, err := newEnv(ctx, l, name, t, out)
+			if err != nil {
+				return nil, err
+			}
+			defer e.close()
+			return e.rep, body(e)
+		}
+	}
+}
+
+// onReady is withEnv with ready's precondition checked before body, which
+// is given the brokers' ids.
+func onReady(body func(e *env, ids []int32) error) play {
+	return withEnv(func(e *env) error {
+		ids, err := e.ready()
+		if err != nil {
+			return err
+		}
+		return body(e, ids)
+	})
+}
+
 func (e *env) did(format string, a ...any) {
 	s := fmt.Sprintf(format, a...)
 	e.rep.Did = append(e.rep.Did, s)

@@ -1,10 +1,12 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -27,24 +29,33 @@ type Scenario struct {
 }
 
 // ScenarioOrder lists the scenarios in the order the report tells them.
-var ScenarioOrder = []string{"stuck-delete", "ghost-topic", "reused-segments", "stale-metadata", "partition-increase", "ghost-assignment", "broker-crash"}
+var ScenarioOrder []string
 
 // Scenarios by name.
-var Scenarios = map[string]Scenario{
-	"stuck-delete": {Name: "stuck-delete", Run: runStuckDelete,
-		Summary: "T (replicated, with messages) is deleted while one replica's broker is down: T vanishes from listings, its znodes stay pending deletion, creating T again is refused"},
-	"ghost-topic": {Name: "ghost-topic", Run: runGhostTopic,
-		Summary: "after stuck-delete: T's znodes deleted by hand, the down broker returns with its old segments, T recreated: on 3.x INCONSISTENT_TOPIC_ID, NotLeaderOrFollower, under-replicated partitions; on 2.7–2.8 silent adoption; on 2.4–2.6 no leaders at all"},
-	"reused-segments": {Name: "reused-segments", Run: runReusedSegments,
-		Summary: "(a lab whose brokers adopt a stale directory: Kafka < 3.0, or --ibp 2.7) the same sequence: the recreated T silently adopts the old segments and consumers read old messages"},
-	"stale-metadata": {Name: "stale-metadata", Run: runStaleMetadata,
-		Summary: "T's znodes deleted by hand while brokers run: brokers still list T; after one broker restarts, brokers disagree about T"},
-	"partition-increase": {Name: "partition-increase", Run: runPartitionIncrease,
-		Summary: "T (2 partitions) raised to 3 by hand in ZooKeeper over a leftover state znode: ZooKeeper lists partition 2, no broker serves it (report 000, problem 4)"},
-	"broker-crash": {Name: "broker-crash", Run: runBrokerCrash,
-		Summary: "(report 001) T with 10 partitions replicated on every broker (up to 4), then broker 1 killed with SIGKILL: new leaders, broker 1 out of every ISR, messages still flow; the cause is one broker down, nothing to clean up"},
-	"ghost-assignment": {Name: "ghost-assignment", Run: runGhostAssignment,
-		Summary: "T's assignment rewritten by hand to name a broker that does not exist: ZooKeeper and every broker disagree about T's replicas"},
+var Scenarios = map[string]Scenario{}
+
+// scenarioRank is each registered scenario's place in ScenarioOrder.
+var scenarioRank = map[string]int{}
+
+// register adds the scenario name to Scenarios and ScenarioOrder. Each
+// scenario_<name>.go calls it once, from its init. rank places it in the
+// report's story (lower comes first; the built-in ones use multiples of
+// 10, so that a new one fits between two); run is its body, wrapped in the
+// prologue every scenario shares (onReady or withEnv). A name or a rank
+// taken twice panics when the package loads, in every test binary.
+func register(rank int, name string, run play, summary string) {
+	if _, dup := Scenarios[name]; dup {
+		panic(fmt.Sprintf("lab: scenario %q registered twice", name))
+	}
+	for n, r := range scenarioRank {
+		if r == rank {
+			panic(fmt.Sprintf("lab: scenarios %q and %q both have rank %d", n, name, rank))
+		}
+	}
+	Scenarios[name] = Scenario{Name: name, Summary: summary, Run: run(name)}
+	scenarioRank[name] = rank
+	ScenarioOrder = append(ScenarioOrder, name)
+	slices.SortFunc(ScenarioOrder, func(a, b string) int { return cmp.Compare(scenarioRank[a], scenarioRank[b]) })
 }
 
 // Observation is one symptom a scenario checked with a real client.

@@ -1,9 +1,7 @@
 package lab
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -11,41 +9,39 @@ import (
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-// runGhostAssignment rewrites a topic's assignment by hand so that it names
+func init() {
+	register(60, "ghost-assignment", onReady((*env).ghostAssignment),
+		"T's assignment rewritten by hand to name a broker that does not exist: ZooKeeper and every broker disagree about T's replicas")
+}
+
+// ghostAssignment rewrites a topic's assignment by hand so that it names
 // a broker that does not exist (a decommissioned broker, a hand edit gone
 // wrong): ZooKeeper and every broker then disagree about the replicas.
-func runGhostAssignment(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
-	e, err := newEnv(ctx, l, "ghost-assignment", t, out)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
-	ids, err := e.ready()
-	if err != nil {
-		return e.rep, err
-	}
+func (e *env) ghostAssignment(ids []int32) error {
+	t := e.t
+	var err error
 	e.rep.Assign = [][]int32{{ids[0], ids[1]}}
 	e.rep.Messages[0] = MessagesPerPartition
 	if e.rep.OldID, err = e.createAndFill(t, e.rep.Assign, "live"); err != nil {
-		return e.rep, err
+		return err
 	}
 	e.did("created %q (1 partition, replicas %v, topic ID %s) with %d messages", t, e.rep.Assign[0], orNone(e.rep.OldID), MessagesPerPartition)
 	ghost := slices.Max(ids) + 1
-	for l.State.Config.Brokers >= int(ghost) {
+	for e.l.State.Config.Brokers >= int(ghost) {
 		ghost++
 	}
 	e.rep.Victim = ghost
 	if err := e.rewriteAssignment(t, func(a map[string][]int32) { a["0"] = []int32{ids[0], ghost} }); err != nil {
-		return e.rep, err
+		return err
 	}
 	e.did("rewrote %s%s by hand (topic_id kept, version-checked) so that partition 0's replicas are [%d %d]: broker %d is in no inventory and not registered",
 		e.zk.Chroot(), kafkazk.TopicPath(t), ids[0], ghost, ghost)
 	if err := e.record(Applied{}); err != nil {
-		return e.rep, err
+		return err
 	}
 	time.Sleep(3 * time.Second) // the controller had its chance to act on the change
 	e.observe(fmt.Sprintf("ZooKeeper still assigns %s-0 to [%d %d] (the controller does not restore or apply an assignment changed by hand)", t, ids[0], ghost), 0, false, func() (bool, string) {
-		z, _, err := e.zk.Topic(ctx, t)
+		z, _, err := e.zk.Topic(e.ctx, t)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -56,11 +52,11 @@ func runGhostAssignment(ctx context.Context, l *Lab, t string, out io.Writer) (*
 		return e.replicasOn(ids, t, 0, e.rep.Assign[0])
 	})
 	e.observe(fmt.Sprintf("broker %d is not registered", ghost), 0, false, func() (bool, string) {
-		reg, err := e.zk.BrokerIDs(ctx)
+		reg, err := e.zk.BrokerIDs(e.ctx)
 		return err == nil && !slices.Contains(reg, ghost), fmt.Sprintf("registered %v", reg)
 	})
 	e.rep.Next = fmt.Sprintf("`kremedy diagnose --topic %s` names broker %d (not in the inventory: a reassignment fixes it) and ZooKeeper's and the brokers' replicas; a reassignment, a controller failover or the KRaft migration would stall on it", t, ghost)
-	return e.rep, e.verdict()
+	return e.verdict()
 }
 
 // replicasOn checks that every broker serves t-p with replicas want.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,8 +15,9 @@ import (
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-func runGhostTopic(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
-	return runRecreate(ctx, l, "ghost-topic", t, out)
+func init() {
+	register(20, "ghost-topic", withEnv((*env).ghostTopic),
+		"after stuck-delete: T's znodes deleted by hand, the down broker returns with its old segments, T recreated: on 3.x INCONSISTENT_TOPIC_ID, NotLeaderOrFollower, under-replicated partitions; on 2.7–2.8 silent adoption; on 2.4–2.6 no leaders at all")
 }
 
 // recreate creates the topic again under the same name and assignment. The
@@ -52,52 +52,54 @@ func (e *env) recreate(ctx context.Context) (string, error) {
 	return newID, nil
 }
 
-// runRecreate is the engineer's fix from report 000: stuck deletion, znodes
+// ghostTopic is the engineer's fix from report 000: stuck deletion, znodes
 // deleted by hand while brokers run, the down broker back with its old
-// segments, the topic recreated under the same name.
-func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*Report, error) {
-	e, err := newEnv(ctx, l, name, t, out)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// segments, the topic recreated under the same name. reused-segments is the
+// same sequence; what the recreated topic then does depends on the lab's
+// release (stuckSymptoms, ghostSymptoms, reuseSymptoms).
+func (e *env) ghostTopic() error {
+	ctx, t := e.ctx, e.t
 	pending, _, err := e.zk.Exists(ctx, kafkazk.DeleteTopicsPath+"/"+t)
 	if err != nil {
-		return e.rep, err
+		return err
 	}
 	if pending {
-		return e.rep, fmt.Errorf("%w: %q is already pending deletion from an earlier run; start from a clean topic name", ErrWrongLab, t)
+		return fmt.Errorf("%w: %q is already pending deletion from an earlier run; start from a clean topic name", ErrWrongLab, t)
 	}
-	fmt.Fprintf(out, "  first, the stuck deletion (stuck-delete):\n")
-	if err := e.stuckDelete(); err != nil {
-		return e.rep, fmt.Errorf("stuck-delete stage: %w", err)
+	fmt.Fprintf(e.out, "  first, the stuck deletion (stuck-delete):\n")
+	ids, err := e.ready()
+	if err == nil {
+		err = e.stuckDelete(ids)
+	}
+	if err != nil {
+		return fmt.Errorf("stuck-delete stage: %w", err)
 	}
 	e.rep.Observed = nil // stuck-delete's symptoms are now history
 	v := e.rep.Victim
 
 	for _, p := range []string{kafkazk.TopicPath(t), kafkazk.ConfigTopicsPath + "/" + t, kafkazk.DeleteTopicsPath + "/" + t} {
 		if err := e.zk.DeleteRecursive(ctx, p); err != nil {
-			return e.rep, err
+			return err
 		}
 	}
 	e.did("deleted %s%s (with its partition states), %s%s/%s and %s%s/%s by hand while brokers ran — the engineer's fix in the report",
 		e.zk.Chroot(), kafkazk.TopicPath(t), e.zk.Chroot(), kafkazk.ConfigTopicsPath, t, e.zk.Chroot(), kafkazk.DeleteTopicsPath, t)
 	if err := e.brokerCmd(v, "start"); err != nil {
-		return e.rep, err
+		return err
 	}
 	e.did("started broker %d over SSH; it came back with %d old partition directories of %q", v, len(e.partitionDirs(v, t)), t)
 	e.l.State.Scenarios[len(e.l.State.Scenarios)-1].DownBroker = 0
 	if err := e.l.Save(); err != nil {
-		return e.rep, err
+		return err
 	}
 	newID, err := e.recreate(ctx)
 	if err != nil {
-		return e.rep, err
+		return err
 	}
 	e.rep.NewID = newID
 	e.did("recreated %q under the same name and assignment %v (new topic ID %s); creation consulted ZooKeeper only, never broker %d's disk", t, e.rep.Assign, orNone(newID), v)
 	if err := e.record(Applied{}); err != nil {
-		return e.rep, err
+		return err
 	}
 
 	// Partitions the returning broker leads, and those it follows.
@@ -109,17 +111,17 @@ func runRecreate(ctx context.Context, l *Lab, name, t string, out io.Writer) (*R
 			followed = append(followed, int32(p))
 		}
 	}
-	if l.State.StuckRecreate() {
+	if e.l.State.StuckRecreate() {
 		e.stuckSymptoms(led)
 		e.rep.Next = fmt.Sprintf("run kremedy's topic-cleanup runbook on %s: the full restart gives the controller a fresh state, and the wipe removes the old segments broker %d brought back", e.l.InventoryPath(), v)
-	} else if l.State.RefusesStaleLog() {
+	} else if e.l.State.RefusesStaleLog() {
 		e.ghostSymptoms(v, led, followed)
 		e.rep.Next = fmt.Sprintf("run kremedy's topic-cleanup runbook on %s: detach clients, delete %q's znodes, stop every broker, wipe %q's segments, restart, verify", e.l.InventoryPath(), t, t)
 	} else {
 		e.reuseSymptoms(v, led)
 		e.rep.Next = fmt.Sprintf("the new %q serves the old topic's data. Repair with kremedy's topic-cleanup runbook (wipe the segments while every broker is stopped)", t)
 	}
-	return e.rep, e.verdict()
+	return e.verdict()
 }
 
 func (e *env) ghostSymptoms(v int32, led, followed []int32) {

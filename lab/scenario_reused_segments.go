@@ -16,13 +16,25 @@ import (
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-func runReusedSegments(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
-	if l.State.RefusesStaleLog() {
-		return nil, fmt.Errorf("%w: reused-segments needs a lab whose brokers adopt a stale directory (Kafka before 3.0, or IBP < 2.8): start one with `kremedy lab up --dir OTHER --ibp 2.7` or `--kafka-version 2.8.2`; on this lab (%s) the same sequence is `kremedy lab break ghost-topic`", ErrWrongLab, l.State.behaviour())
-	}
-	return runRecreate(ctx, l, "reused-segments", t, out)
+func init() {
+	register(30, "reused-segments", reusedSegments,
+		"(a lab whose brokers adopt a stale directory: Kafka < 3.0, or --ibp 2.7) the same sequence: the recreated T silently adopts the old segments and consumers read old messages")
 }
 
+// reusedSegments is ghost-topic's sequence, refused before it starts on a
+// lab whose brokers refuse a stale directory.
+func reusedSegments(name string) runFunc {
+	run := withEnv((*env).ghostTopic)(name)
+	return func(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
+		if l.State.RefusesStaleLog() {
+			return nil, fmt.Errorf("%w: reused-segments needs a lab whose brokers adopt a stale directory (Kafka before 3.0, or IBP < 2.8): start one with `kremedy lab up --dir OTHER --ibp 2.7` or `--kafka-version 2.8.2`; on this lab (%s) the same sequence is `kremedy lab break ghost-topic`", ErrWrongLab, l.State.behaviour())
+		}
+		return run(ctx, l, t, out)
+	}
+}
+
+// reuseSymptoms: a broker that adopts a stale directory (Kafka < 3.0, or
+// IBP < 2.8) serves the deleted topic's messages as the recreated one's.
 func (e *env) reuseSymptoms(v int32, led []int32) {
 	t := e.t
 	z, zst, _ := e.zk.Topic(e.ctx, t)

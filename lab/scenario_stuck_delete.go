@@ -1,10 +1,8 @@
 package lab
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -15,20 +13,15 @@ import (
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-func runStuckDelete(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
-	e, err := newEnv(ctx, l, "stuck-delete", t, out)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
-	return e.rep, e.stuckDelete()
+func init() {
+	register(10, "stuck-delete", onReady((*env).stuckDelete),
+		"T (replicated, with messages) is deleted while one replica's broker is down: T vanishes from listings, its znodes stay pending deletion, creating T again is refused")
 }
 
-func (e *env) stuckDelete() error {
-	ids, err := e.ready()
-	if err != nil {
-		return err
-	}
+// stuckDelete deletes T while the victim, which holds a replica of every
+// partition, is stopped; ghost-topic and reused-segments start with it.
+func (e *env) stuckDelete(ids []int32) error {
+	var err error
 	if err := e.ensureBystander(ids); err != nil {
 		return err
 	}
