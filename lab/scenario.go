@@ -78,14 +78,13 @@ type Report struct {
 	Took     time.Duration
 	Next     string
 	// Facts the tests and later scenarios use.
-	Victim    int32            // the broker the scenario stopped or restarted
-	OldID     string           // T's topic ID before the deletion ("" on IBP < 2.8)
-	NewID     string           // T's topic ID after recreation
-	Leaders   map[int32]int32  // partition -> preferred leader of the assignment
-	Assign    [][]int32        // the assignment used for T
-	Messages  map[int32]int    // partition -> messages written before the break
-	Bystander string           // the sibling topic that shares T's prefix
-	extra     map[string]int64 // internal
+	Victim    int32           // the broker the scenario stopped or restarted
+	OldID     string          // T's topic ID before the deletion ("" on IBP < 2.8)
+	NewID     string          // T's topic ID after recreation
+	Leaders   map[int32]int32 // partition -> preferred leader of the assignment
+	Assign    [][]int32       // the assignment used for T
+	Messages  map[int32]int   // partition -> messages written before the break
+	Bystander string          // the sibling topic that shares T's prefix
 }
 
 // Print writes the report for an operator.
