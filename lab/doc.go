@@ -8,8 +8,9 @@
 // unit-like kafka-stop/kafka-start commands, as on a real fleet. A lab lives
 // in one directory (lab.json, inventory.yaml, known_hosts, the user key, and
 // per-part configs, data and logs); Up is idempotent, Down leaves no process
-// behind. Scenarios (stuck-delete, ghost-topic, reused-segments,
-// stale-metadata, partition-increase, ghost-assignment, broker-crash)
-// reproduce the reports' states and prove each symptom with real clients
-// before they claim it — the symptoms of the lab's release.
+// behind. Scenarios reproduce the reports' states and prove each symptom
+// with real clients before they claim it — the symptoms of the lab's
+// release. Each lives in its own scenario_<name>.go, which registers it
+// (ScenarioOrder lists them in the report's order; `kremedy lab break
+// --help` prints them); harness.go holds what they share.
 package lab

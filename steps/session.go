@@ -89,14 +89,10 @@ func Open(dir string, bind func(Meta) (*Runbook, error)) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	if len(recs) == 0 || recs[0].Type != journal.RunStart {
-		j.Close()
-		return nil, fmt.Errorf("%s: %w: the journal has no run-start record", dir, ErrNotARun)
-	}
-	meta, err := journal.Decode[Meta](recs[0])
+	meta, err := metaOf(recs)
 	if err != nil {
 		j.Close()
-		return nil, fmt.Errorf("%s: %w: %v", dir, ErrNotARun, err)
+		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	rb, err := bind(meta)
 	if err != nil {
@@ -104,6 +100,34 @@ func Open(dir string, bind func(Meta) (*Runbook, error)) (*Session, error) {
 		return nil, err
 	}
 	return &Session{j: j, run: &run{meta: meta, rb: rb, dir: dir, rec: &recorder{j: j, recs: recs}}}, nil
+}
+
+// ReadMeta reads the run-start record of the run in dir, without opening
+// the run: no lock is taken, so the run may be going on (or be stopped) in
+// another kremedy. A directory whose journal is missing or has no run-start
+// record is an error (ErrNotARun for the latter).
+func ReadMeta(dir string) (Meta, error) {
+	recs, err := journal.Read(filepath.Join(dir, JournalFile))
+	if err != nil {
+		return Meta{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	meta, err := metaOf(recs)
+	if err != nil {
+		return Meta{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	return meta, nil
+}
+
+// metaOf decodes the run-start record, a run journal's first.
+func metaOf(recs []journal.Record) (Meta, error) {
+	if len(recs) == 0 || recs[0].Type != journal.RunStart {
+		return Meta{}, fmt.Errorf("%w: the journal has no run-start record", ErrNotARun)
+	}
+	meta, err := journal.Decode[Meta](recs[0])
+	if err != nil {
+		return Meta{}, fmt.Errorf("%w: %v", ErrNotARun, err)
+	}
+	return meta, nil
 }
 
 // Close releases the journal.

@@ -11,19 +11,14 @@ import (
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/cleanup"
-	"github.com/kremedy/kremedy/steps/journal"
 )
 
 // inventoryOf finds the inventory a run used, from the journal of the run
 // directory that holds path (the backup or the manifest).
 func inventoryOf(path string) (string, error) {
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
-		recs, err := journal.Read(filepath.Join(dir, "journal.jsonl"))
-		if err == nil && len(recs) > 0 && recs[0].Type == journal.RunStart {
-			meta, err := journal.Decode[steps.Meta](recs[0])
-			if err == nil && meta.Inventory != "" {
-				return meta.Inventory, nil
-			}
+		if meta, err := steps.ReadMeta(dir); err == nil && meta.Inventory != "" {
+			return meta.Inventory, nil
 		}
 		if dir == filepath.Dir(dir) {
 			return "", errors.New("no --inventory given and no run journal found beside the file; pass --inventory")

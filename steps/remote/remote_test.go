@@ -671,7 +671,7 @@ func TestRunCancel(t *testing.T) {
 // runUntilStarted runs cmd (which must print "started" first) and calls
 // then once that line arrives; it returns Run's outcome and duration
 // measured from the call to then.
-func runUntilStarted(t *testing.T, c *Client, cmd string, then func()) (Result, error, time.Duration) {
+func runUntilStarted(t *testing.T, c *Client, cmd string, then func()) (Result, time.Duration, error) {
 	t.Helper()
 	var at time.Time
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -685,14 +685,14 @@ func runUntilStarted(t *testing.T, c *Client, cmd string, then func()) (Result, 
 	if at.IsZero() {
 		t.Fatalf("command never printed started: %v", err)
 	}
-	return res, err, time.Since(at)
+	return res, time.Since(at), err
 }
 
 func TestRunSessionLost(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
 	c := dial(t, s, s.target(t))
-	res, err, took := runUntilStarted(t, c, "echo started; sleep 20", func() {
+	res, took, err := runUntilStarted(t, c, "echo started; sleep 20", func() {
 		if n := killTree(s.pid, syscall.SIGKILL, isSSHD); n == 0 {
 			t.Error("no per-connection sshd process found to kill")
 		}
@@ -721,7 +721,7 @@ func TestKeepaliveDetectsDeadPeer(t *testing.T) {
 	c := dial(t, s, s.target(t))
 	// SIGSTOP keeps the TCP connection open but silent, like a hung host or
 	// a dropped network path: only the keepalive can notice.
-	res, err, took := runUntilStarted(t, c, "echo started; sleep 20", func() {
+	res, took, err := runUntilStarted(t, c, "echo started; sleep 20", func() {
 		if n := killTree(s.pid, syscall.SIGSTOP, isSSHD); n == 0 {
 			t.Error("no per-connection sshd process found to stop")
 		}

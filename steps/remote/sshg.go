@@ -18,6 +18,9 @@ import (
 // so ssh_config cannot be evaluated the way ssh evaluates it.
 var ErrNoSSHClient = errors.New("the OpenSSH client (ssh) is not installed")
 
+// maxJumpDepth bounds ProxyJump chains resolved through `ssh -G`.
+const maxJumpDepth = 8
+
 // SSHClientPath is the ssh binary ResolveWithSSH runs; a variable for tests.
 var SSHClientPath = "ssh"
 

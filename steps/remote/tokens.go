@@ -8,9 +8,8 @@ import (
 	"strings"
 )
 
-// maxJumpDepth bounds ProxyJump chains resolved through ssh_config.
-const maxJumpDepth = 8
-
+// tokens are one connection's values of ssh_config's %-tokens: %h the
+// host name, %n the alias as given, %p the port, %r the remote user.
 type tokens struct{ h, n, p, r string }
 
 // expandTokens expands ssh_config's %% %h %n %p %r %u %d tokens.
@@ -55,8 +54,10 @@ func expandTokens(s string, t tokens) (string, error) {
 	return b.String(), nil
 }
 
-// expandPath expands tokens and a leading ~ (ssh_config does neither for
-// us).
+// expandPath expands tokens and a leading ~ in a path that `ssh -G`
+// printed: it prints IdentityFile and CertificateFile as the config wrote
+// them (ssh expands them only when it loads the keys, and kremedy loads
+// them itself).
 func expandPath(s string, t tokens) (string, error) {
 	p, err := expandTokens(s, t)
 	if err != nil {

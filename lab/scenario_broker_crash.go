@@ -1,9 +1,7 @@
 package lab
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"slices"
 	"syscall"
 	"time"
@@ -16,23 +14,20 @@ import (
 // field report 001 (`test`: 10 partitions).
 const CrashPartitions = 10
 
-// runBrokerCrash is field report 001: a topic replicated on every broker
+func init() {
+	register(70, "broker-crash", onReady((*env).brokerCrash),
+		"(report 001) T with 10 partitions replicated on every broker (up to 4), then broker 1 killed with SIGKILL: new leaders, broker 1 out of every ISR, messages still flow; the cause is one broker down, nothing to clean up")
+}
+
+// brokerCrash is field report 001: a topic replicated on every broker
 // (up to 4, the report's replication factor), then broker 1 killed with
 // SIGKILL. The controller moves leadership and shrinks every ISR while
 // messages still flow; nothing needs cleaning up.
-func runBrokerCrash(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
-	e, err := newEnv(ctx, l, "broker-crash", t, out)
+func (e *env) brokerCrash(ids []int32) error {
+	t := e.t
+	ctrl, err := e.zk.Controller(e.ctx)
 	if err != nil {
-		return nil, err
-	}
-	defer e.close()
-	ids, err := e.ready()
-	if err != nil {
-		return e.rep, err
-	}
-	ctrl, err := e.zk.Controller(ctx)
-	if err != nil {
-		return e.rep, err
+		return err
 	}
 	const victim = int32(1)
 	rf := min(4, len(ids))
@@ -51,16 +46,16 @@ func runBrokerCrash(ctx context.Context, l *Lab, t string, out io.Writer) (*Repo
 	}
 	id, err := e.createAndFill(t, assign, "old")
 	if err != nil {
-		return e.rep, err
+		return err
 	}
 	e.rep.OldID = id
 	e.did("created %q (%d partitions, replication factor %d, every broker a replica; topic ID %s) and wrote %d messages per partition with acks=all", t, CrashPartitions, rf, orNone(id), MessagesPerPartition)
-	pid := l.BrokerPID(int(victim))
+	pid := e.l.BrokerPID(int(victim))
 	if pid <= 0 {
-		return e.rep, fmt.Errorf("%w: broker %d has no process", ErrWrongLab, victim)
+		return fmt.Errorf("%w: broker %d has no process", ErrWrongLab, victim)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return e.rep, fmt.Errorf("SIGKILL broker %d (pid %d): %w", victim, pid, err)
+		return fmt.Errorf("SIGKILL broker %d (pid %d): %w", victim, pid, err)
 	}
 	note := ""
 	if victim == ctrl {
@@ -68,11 +63,11 @@ func runBrokerCrash(ctx context.Context, l *Lab, t string, out io.Writer) (*Repo
 	}
 	e.did("killed broker %d with SIGKILL (pid %d; no controlled shutdown)%s", victim, pid, note)
 	if err := e.record(Applied{DownBroker: victim}); err != nil {
-		return e.rep, err
+		return err
 	}
 	e.crashSymptoms(victim, ids[len(ids)-1], assign)
-	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names broker %d as the cause (broker-down) and the under-replicated partitions as its effect: start it again (`kremedy lab up --dir %s`); no cleanup is needed", victim, l.Dir)
-	return e.rep, e.verdict()
+	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names broker %d as the cause (broker-down) and the under-replicated partitions as its effect: start it again (`kremedy lab up --dir %s`); no cleanup is needed", victim, e.l.Dir)
+	return e.verdict()
 }
 
 // crashSymptoms are report 001's observations after the crash: the broker
