@@ -37,7 +37,7 @@ func ModeOf(lab, dryRun bool) Mode {
 }
 
 // StartFunc walks the runbook with the given Approver and Reporter and
-// returns how it ended. The caller owns the Run and the Engine; the TUI
+// returns how it ended. The caller owns the run's steps.Session (its journal); the TUI
 // calls it once to start, and again (never concurrently) when the operator
 // retries or re-checks a failed step, so it must continue from the journal
 // on every later call.

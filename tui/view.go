@@ -18,14 +18,13 @@ import (
 
 // layout is the geometry of one frame.
 type layout struct {
-	w, h            int
-	small           bool
-	bar             []string
-	bodyH           int
-	leftW, rightW   int // rightW includes the separator's trailing space
-	detailH, outH   int
-	twoRowsPerStep  bool
-	outputCollapsed bool
+	w, h           int
+	small          bool
+	bar            []string
+	bodyH          int
+	leftW, rightW  int // rightW includes the separator's trailing space
+	detailH, outH  int
+	twoRowsPerStep bool
 }
 
 func (l layout) contentW() int { return l.rightW - 1 }

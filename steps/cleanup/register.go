@@ -3,7 +3,6 @@ package cleanup
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
@@ -112,6 +111,3 @@ func exists(ctx context.Context, env *steps.Env, p string) (bool, error) {
 	ok, _, err := env.ZK.Exists(ctx, p)
 	return ok, err
 }
-
-// minuteish is a wait bound that is policy, not configuration.
-const minuteish = 60 * time.Second

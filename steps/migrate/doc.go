@@ -8,11 +8,13 @@
 // asked of the controllers says whether their quorum has a leader. The
 // phase (Observe) decides what each step plans and what a revert can do.
 //
-// Brokers and controllers are restarted one at a time with their own stop
-// and start commands; their config files are edited while they are stopped,
-// after a backup beside each file (<file>.kremedy-before-<where>), with a
-// check that the file is still what the plan read. Health between rolls is
-// read from the brokers over Kafka, because KRaft brokers no longer
-// register in ZooKeeper. A resumed run never restarts a broker again whose
-// roll this run already finished (its journal says so).
+// Brokers and controllers are restarted by the one roller (steps/roll),
+// one at a time with their own stop and start commands; their config files
+// are edited while they are stopped (the roll's While: configWhile,
+// finalizeWhile), after a backup beside each file
+// (<file>.kremedy-before-<where>), with a check that the file is still what
+// the plan read. The brokers are seen over Kafka (roll.KafkaBrokers),
+// because KRaft brokers no longer register in ZooKeeper, and each stop is
+// judged by the same stop-safety rule as a rolling restart's. A resumed
+// run never restarts a node again whose roll this run already finished.
 package migrate

@@ -265,13 +265,12 @@ func (s *State) phase() (Phase, string) {
 	if u := count[ModeUnknown]; len(u) > 0 {
 		return PhaseUnknown, fmt.Sprintf("brokers %s have configs that are neither ZooKeeper, migration nor KRaft brokers'", brokers.I32s(u))
 	}
-	var finals, migrating []int32
+	var finals []int32
 	for id, m := range s.Controllers {
 		switch m {
 		case ModeController:
 			finals = append(finals, id)
-		case ModeMigration:
-			migrating = append(migrating, id)
+		case ModeMigration: // still migrating: counted by what finals lacks
 		default:
 			return PhaseUnknown, fmt.Sprintf("controller %d's config is not a KRaft controller's (process.roles=controller)", id)
 		}

@@ -3,12 +3,11 @@
 // the inventory, every broker host answers over SSH, how healthy the cluster
 // is now) and rolling-restart, which restarts brokers one at a time, the
 // controller last, so that every broker reloads its metadata from ZooKeeper
-// without an outage. Before each stop it refuses when stopping that broker
-// would take any partition offline or below min.insync.replicas
-// (brokers.StopRisks); between brokers it holds the health gate. Each
-// broker's restart is a unit of actions (check, stop, gone, start, back,
-// gate) that the journal records; a resumed run skips the brokers whose
-// unit completed and never restarts a broker twice: a broker registered
-// under another ZooKeeper session than when the roll began is a new
-// process. The ZooKeeper → KRaft migration builds on it.
+// without an outage: the one roller (steps/roll) over the brokers seen in
+// ZooKeeper (roll.ZooKeeperBrokers). Before each stop it refuses when
+// stopping that broker would take any partition offline or below
+// min.insync.replicas (brokers.StopRisks); between brokers it holds the
+// health gate. A resumed run never restarts a broker twice: a broker
+// registered under another ZooKeeper session than when the roll began is
+// a new process.
 package restart

@@ -30,11 +30,10 @@ var (
 )
 
 type znode struct {
-	data  []byte
-	acl   []kafkazk.ACL
-	stat  kafkazk.ZStat
-	kids  map[string]bool
-	ephem bool
+	data []byte
+	acl  []kafkazk.ACL
+	stat kafkazk.ZStat
+	kids map[string]bool
 }
 
 // ZK is an in-memory ZooKeeper tree (chroot-relative) implementing
