@@ -29,6 +29,11 @@ type Kafka struct {
 	// answers of each broker: a broker catching up, as after a leader move.
 	StaleReads int
 	answered   map[int32]int
+	// Denied are topics kremedy's principal may not Describe (an ACL):
+	// every broker answers TOPIC_AUTHORIZATION_FAILED for one asked by
+	// name, whether it exists or not, and leaves it out of the list of all
+	// topics, as Kafka does.
+	Denied     []string
 	GroupsOn   []ports.GroupUse
 	ProducerOn []ports.ProducerUse
 	// ProducersErr is what Producers returns beside ProducerOn: partitions
@@ -72,7 +77,7 @@ func (k *Kafka) running(id int32) bool {
 func (k *Kafka) truth(ctx context.Context, t string) ports.TopicView {
 	b, _, err := k.zk.Get(ctx, kafkazk.TopicPath(t))
 	if err != nil {
-		return ports.TopicView{Name: t, Err: "UNKNOWN_TOPIC_OR_PARTITION"}
+		return ports.TopicView{Name: t, Err: ports.KafkaUnknownTopicOrPartition}
 	}
 	var z kafkazk.TopicZNode
 	_ = json.Unmarshal(b, &z)
@@ -91,6 +96,9 @@ func (k *Kafka) truth(ctx context.Context, t string) ports.TopicView {
 	return tv
 }
 
+// BrokerView answers as broker id's metadata cache: ZooKeeper's truth, or
+// what Stale makes it cache instead; a Denied topic is refused before
+// either is looked at.
 func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (ports.BrokerView, error) {
 	if !k.running(id) {
 		return ports.BrokerView{}, fmt.Errorf("broker %d: connection refused", id)
@@ -109,7 +117,8 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (por
 	}
 	k.answered[id]++
 	stale := k.StaleReads <= 0 || k.answered[id] <= k.StaleReads
-	if len(topics) == 0 {
+	all := len(topics) == 0
+	if all {
 		kids, _ := k.zk.Children(ctx, kafkazk.TopicsPath)
 		topics = kids
 		for t, tv := range k.Stale[id] {
@@ -119,16 +128,43 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (por
 		}
 	}
 	for _, t := range topics {
-		tv := k.truth(ctx, t)
-		if s, ok := k.Stale[id][t]; ok && stale {
-			tv = s
-		}
-		if len(topics) == 0 && !tv.Present() {
-			continue
+		tv := k.view(ctx, id, t, stale)
+		if all && !tv.Present() {
+			continue // Kafka lists only the topics it knows and lets the principal see
 		}
 		v.Topics[t] = tv
 	}
 	return v, nil
+}
+
+// Deny takes Describe on the topics away from kremedy's principal (adds
+// them to Denied), safely while a run asks the fake (from Hosts.OnStart).
+func (k *Kafka) Deny(topics ...string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.Denied = append(k.Denied, topics...)
+}
+
+// Cache makes broker cache tv instead of the truth (Stale[broker][tv.Name]),
+// safely while a run asks the fake (from Hosts.OnStart).
+func (k *Kafka) Cache(broker int32, tv ports.TopicView) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.Stale[broker] == nil {
+		k.Stale[broker] = map[string]ports.TopicView{}
+	}
+	k.Stale[broker][tv.Name] = tv
+}
+
+// view is broker id's answer about t; k.mu is held.
+func (k *Kafka) view(ctx context.Context, id int32, t string, stale bool) ports.TopicView {
+	if slices.Contains(k.Denied, t) {
+		return ports.TopicView{Name: t, Err: ports.KafkaTopicAuthorizationFailed}
+	}
+	if s, ok := k.Stale[id][t]; ok && stale {
+		return s
+	}
+	return k.truth(ctx, t)
 }
 
 func registered(ctx context.Context, zk *ZK) ([]int32, error) {
