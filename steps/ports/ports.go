@@ -130,7 +130,8 @@ type BrokerRelease struct {
 }
 
 // Kafka is the cluster's Kafka side. Every Metadata request it sends has
-// AllowAutoTopicCreation=false.
+// AllowAutoTopicCreation=false. steptest.KafkaConformance holds the
+// franz-go adapter (on kfake) and the fake to the same answers.
 type Kafka interface {
 	// BrokerView asks exactly one broker.
 	BrokerView(ctx context.Context, broker int32, topics ...string) (BrokerView, error)
