@@ -14,6 +14,7 @@ import (
 
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -232,7 +233,7 @@ func (e *env) waitServed(t string, parts int) error {
 				return false
 			}
 			for _, p := range tv.Partitions {
-				if p.Leader < 0 || p.Err != "" {
+				if p.Leader < 0 || p.Err != ports.KafkaNone {
 					return false
 				}
 			}

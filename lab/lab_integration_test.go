@@ -429,7 +429,7 @@ func TestLab(t *testing.T) {
 			}
 			if v.Topics[topic].Present() {
 				knows = append(knows, id)
-			} else if v.Topics[topic].Err == "UNKNOWN_TOPIC_OR_PARTITION" {
+			} else if v.Topics[topic].Gone() {
 				forgot = append(forgot, id)
 			}
 		}

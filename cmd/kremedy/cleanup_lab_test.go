@@ -230,7 +230,7 @@ func (c *clients) assertGone(t *testing.T, topic string) {
 	}
 	for id := int32(1); id <= int32(c.l.State.Config.Brokers); id++ {
 		v, err := c.kc.BrokerView(ctx, id, topic)
-		if err != nil || v.Topics[topic].Err != "UNKNOWN_TOPIC_OR_PARTITION" {
+		if err != nil || !v.Topics[topic].Gone() {
 			t.Fatalf("broker %d still knows %s: %+v %v", id, topic, v.Topics[topic], err)
 		}
 		for _, d := range c.l.LogDirs(int(id)) {

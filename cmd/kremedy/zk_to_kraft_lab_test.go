@@ -457,7 +457,7 @@ func TestZKToKRaftLab(t *testing.T) {
 		ids = slices.DeleteFunc(ids, func(id int32) bool {
 			v, err := c.kc.BrokerView(ctx, id, "after-kraft")
 			tv, ok := v.Topics["after-kraft"]
-			if err != nil || !ok || tv.Err != "" || len(tv.Partitions) != 3 {
+			if err != nil || !ok || !tv.Present() || len(tv.Partitions) != 3 {
 				return false
 			}
 			for _, p := range tv.Partitions {

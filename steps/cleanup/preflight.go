@@ -126,7 +126,9 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	if err := g.topicInZK(ctx); err != nil {
 		return g.p, g.checks, err
 	}
-	g.brokerViews(ctx)
+	if err := g.brokerViews(ctx); err != nil {
+		return g.p, g.checks, err
+	}
 	g.f.UnhealthyBefore, g.f.Baseline = baseline.wait(), true
 	if u := g.f.UnhealthyBefore; len(u) > 0 {
 		g.p.Notes = append(g.p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it waits for them during health_grace (%s), then names them and does not fail on them while they are no worse (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", brokers.Summarize(slices.Collect(maps.Keys(u))), g.grace))
@@ -359,8 +361,10 @@ func (g *gathering) mayDelete(ctx context.Context) error {
 }
 
 // brokerViews asks every registered broker, at once, what it serves of
-// the topic.
-func (g *gathering) brokerViews(ctx context.Context) {
+// the topic. A broker whose answer cannot say whether it knows the topic
+// (TOPIC_AUTHORIZATION_FAILED) refuses the run: whether the cleanup
+// applies, and later whether it worked, rests on these answers.
+func (g *gathering) brokerViews(ctx context.Context) error {
 	t, reg := g.topic, g.f.Registered
 	type answer struct {
 		v   ports.BrokerView
@@ -378,6 +382,9 @@ func (g *gathering) brokerViews(ctx context.Context) {
 			continue
 		}
 		tv := v.Topics[t]
+		if why := tv.Unsure(); why != "" {
+			return g.refuse("broker %d: %s. Nothing was changed", id, why)
+		}
 		if !tv.Present() {
 			g.fact("broker %d metadata: %s", id, tv.Err)
 			g.consistent = g.consistent && !g.hasTopic
@@ -385,7 +392,7 @@ func (g *gathering) brokerViews(ctx context.Context) {
 		}
 		urp := 0
 		for _, pv := range tv.Partitions {
-			if g.missingLive(pv) || pv.Err != "" {
+			if g.missingLive(pv) || pv.Err != ports.KafkaNone {
 				urp++
 			}
 		}
@@ -395,6 +402,7 @@ func (g *gathering) brokerViews(ctx context.Context) {
 		}
 		g.consistent = g.consistent && g.hasTopic && tv.ID == g.zt.TopicID && len(tv.Partitions) == len(g.zt.Partitions) && urp == 0
 	}
+	return nil
 }
 
 // missingLive reports whether a partition lacks a replica of a running

@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -268,7 +269,7 @@ func (k *verifyTopic) waitServed(ctx context.Context, env *steps.Env, parts int3
 			v, err := env.Kafka.BrokerView(wctx, id, t)
 			tv := v.Topics[t]
 			if err != nil || !tv.Present() || int32(len(tv.Partitions)) != parts {
-				all, last = false, fmt.Sprintf("broker %d: %v %s", id, err, tv.Err)
+				all, last = false, fmt.Sprintf("broker %d: %v %s", id, err, cmp.Or(tv.Unsure(), viewErr(tv)))
 				break
 			}
 			for _, pv := range tv.Partitions {
@@ -286,6 +287,14 @@ func (k *verifyTopic) waitServed(ctx context.Context, env *steps.Env, parts int3
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// viewErr is a view's Kafka error name, "" for none.
+func viewErr(tv ports.TopicView) string {
+	if tv.Present() {
+		return ""
+	}
+	return tv.Err.String()
 }
 
 // canaryBefore reports whether an earlier attempt of this step began its
@@ -430,8 +439,10 @@ func (k *verifyTopic) verifyAbsent(ctx context.Context, env *steps.Env, f *Facts
 			checks = append(checks, steps.Check{Name: name, OK: false, Detail: err.Error()})
 			continue
 		}
+		// Only UNKNOWN_TOPIC_OR_PARTITION says the broker does not know
+		// it; TOPIC_AUTHORIZATION_FAILED says nothing either way.
 		tv := v.Topics[t]
-		checks = append(checks, steps.Check{Name: name, OK: !tv.Present(), Detail: brokers.OrDash(tv.Err)})
+		checks = append(checks, steps.Check{Name: name, OK: tv.Gone(), Detail: cmp.Or(tv.Unsure(), brokers.OrDash(viewErr(tv)))})
 	}
 	left, err := topicDirs(ctx, env, f, t)
 	if err != nil {
@@ -462,7 +473,7 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 		}
 		tv := v.Topics[t]
 		if !tv.Present() || tv.ID != z.TopicID || len(tv.Partitions) != len(assign) {
-			idDiff = append(idDiff, fmt.Sprintf("broker %d: %s id %s, %d partitions", id, brokers.OrDash(tv.Err), brokers.OrDash(tv.ID), len(tv.Partitions)))
+			idDiff = append(idDiff, fmt.Sprintf("broker %d: %s id %s, %d partitions", id, cmp.Or(tv.Unsure(), brokers.OrDash(viewErr(tv))), brokers.OrDash(tv.ID), len(tv.Partitions)))
 		}
 		for _, pv := range tv.Partitions {
 			if !brokers.SameSet(pv.ISR, pv.Replicas) {

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -517,26 +518,29 @@ func (g *diagnosis) stuckDeletion(name string, ts *kafkazk.TopicState, assign ma
 // staleMetadata: brokers serve a topic ZooKeeper no longer has, or do not
 // serve one it has.
 func (g *diagnosis) staleMetadata(name string, ts *kafkazk.TopicState) {
-	var lists, missing []int32
+	var lists, missing, unsure []int32
 	for _, id := range sortedIDs(g.views) {
-		if tv, ok := g.views[id].Topics[name]; ok && tv.Present() {
+		switch tv, ok := g.views[id].Topics[name]; {
+		case ok && tv.Present():
 			lists = append(lists, id)
-		} else {
+		case !ok || tv.Gone():
 			missing = append(missing, id)
+		default: // TOPIC_AUTHORIZATION_FAILED…: not evidence that it does not serve it
+			unsure = append(unsure, id)
 		}
 	}
 	switch {
 	case !ts.Exists && len(lists) > 0:
 		g.add(Finding{Kind: FindStaleMetadata, Severity: Critical, Topic: name, Brokers: lists,
 			Summary:  fmt.Sprintf("brokers %s still serve %q, which ZooKeeper no longer has", brokers.I32s(lists), name),
-			Evidence: viewEvidence(g.views, name, lists, missing),
+			Evidence: viewEvidence(g.views, name, lists, append(missing, unsure...)),
 			Fix:      fmt.Sprintf(cleanupFix, name) + "; only a restart of every broker clears their caches",
 			DoNot:    "do not restart one broker at a time: the restarted one forgets the topic while the others still serve it, and clients get UNKNOWN_TOPIC_OR_PARTITION",
 			Runbook:  "topic-cleanup"})
 	case ts.HasZnode() && !ts.PendingDelete && len(missing) > 0 && len(g.views) > 0:
 		g.add(Finding{Kind: FindStaleMetadata, Severity: Critical, Topic: name, Brokers: missing,
 			Summary:  fmt.Sprintf("ZooKeeper has %q but brokers %s do not serve it", name, brokers.I32s(missing)),
-			Evidence: viewEvidence(g.views, name, lists, missing),
+			Evidence: viewEvidence(g.views, name, lists, append(missing, unsure...)),
 			Fix:      "restart the brokers that do not know the topic so they reload metadata; if the topic was recreated by hand, " + fmt.Sprintf(cleanupFix, name),
 			Runbook:  "topic-cleanup"})
 	}
@@ -713,9 +717,9 @@ func viewEvidence(views map[int32]ports.BrokerView, name string, lists, missing 
 		ev = append(ev, fmt.Sprintf("broker %d lists %q (%d partitions, topic id %s)", id, name, len(tv.Partitions), brokers.OrDash(tv.ID)))
 	}
 	for _, id := range missing {
-		e := "UNKNOWN_TOPIC_OR_PARTITION"
-		if tv, ok := views[id].Topics[name]; ok && tv.Err != "" {
-			e = tv.Err
+		e := ports.KafkaUnknownTopicOrPartition.String()
+		if tv, ok := views[id].Topics[name]; ok && !tv.Present() {
+			e = cmp.Or(tv.Unsure(), tv.Err.String())
 		}
 		ev = append(ev, fmt.Sprintf("broker %d: %s", id, e))
 	}

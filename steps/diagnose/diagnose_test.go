@@ -70,8 +70,11 @@ func TestDiagnoseDetectors(t *testing.T) {
 		}, []string{"offline-partitions:orders-v2", "under-replicated:orders-v2"}},
 		{"broker that does not answer", "orders-v2", func(f *fixture) { f.hosts.Running[2] = false }, []string{"broker-unreachable:"}},
 		{"stale cache on one broker", "orders-v2", func(f *fixture) {
-			f.kafka.Stale[1] = map[string]ports.TopicView{"orders-v2": {Name: "orders-v2", Err: "UNKNOWN_TOPIC_OR_PARTITION"}}
+			f.kafka.Stale[1] = map[string]ports.TopicView{"orders-v2": {Name: "orders-v2", Err: ports.KafkaUnknownTopicOrPartition}}
 		}, []string{"stale-metadata:orders-v2"}},
+		{"a broker kremedy may not ask about the topic has not lost it", "orders-v2", func(f *fixture) {
+			f.kafka.Stale[1] = map[string]ports.TopicView{"orders-v2": {Name: "orders-v2", Err: ports.KafkaTopicAuthorizationFailed}}
+		}, nil},
 		{"ghost: brokers serve a topic ZooKeeper lost", "gone", func(f *fixture) {
 			f.kafka.Stale[2] = map[string]ports.TopicView{"gone": {Name: "gone", ID: "X", Partitions: map[int32]ports.PartitionView{0: {Leader: 2, Replicas: []int32{2}, ISR: []int32{2}}}}}
 			f.hosts.AddDir(2, "/data/k1", "gone-0", "X")

@@ -57,24 +57,14 @@ func (c *Client) Kgo() *kgo.Client { return c.cl }
 // Admin exposes kadm for calls this adapter does not wrap.
 func (c *Client) Admin() *kadm.Client { return c.adm }
 
-// errName is Kafka's name for an error code ("" for none), e.g.
-// "UNKNOWN_TOPIC_OR_PARTITION".
-func errName(code int16) string {
-	err := kerr.ErrorForCode(code)
-	if err == nil {
-		return ""
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Message
-	}
-	return err.Error()
-}
-
 // BrokerView asks one broker — and only that broker — for its metadata
 // (connection errors are retried against the same broker, never another)
 // about the topics (all topics when none are named). The request never
-// auto-creates a topic and bypasses the client's metadata cache.
+// auto-creates a topic and bypasses the client's metadata cache. Each
+// topic's and partition's error is the broker's own code, typed
+// (ports.KafkaErr): UNKNOWN_TOPIC_OR_PARTITION for a topic it does not
+// know, TOPIC_AUTHORIZATION_FAILED for one kremedy may not Describe (which
+// a list of all topics leaves out instead).
 func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (ports.BrokerView, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.AllowAutoTopicCreation = false
@@ -100,7 +90,7 @@ func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (po
 		if t.Topic == nil {
 			continue
 		}
-		tv := ports.TopicView{Name: *t.Topic, Err: errName(t.ErrorCode), Partitions: map[int32]ports.PartitionView{}}
+		tv := ports.TopicView{Name: *t.Topic, Err: ports.KafkaErr(t.ErrorCode), Partitions: map[int32]ports.PartitionView{}}
 		if t.TopicID != ([16]byte{}) {
 			tv.ID = TopicIDString(t.TopicID)
 		}
@@ -108,7 +98,7 @@ func (c *Client) BrokerView(ctx context.Context, id int32, topics ...string) (po
 			tv.Partitions[p.Partition] = ports.PartitionView{
 				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, ISR: p.ISR, Offline: p.OfflineReplicas,
-				Err: errName(p.ErrorCode),
+				Err: ports.KafkaErr(p.ErrorCode),
 			}
 		}
 		v.Topics[tv.Name] = tv

@@ -3,6 +3,7 @@ package ports
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -35,13 +36,13 @@ type ZooKeeper interface {
 
 // PartitionView is one broker's cached view of one partition.
 type PartitionView struct {
-	Partition   int32   `json:"partition"`
-	Leader      int32   `json:"leader"`
-	LeaderEpoch int32   `json:"leader_epoch"`
-	Replicas    []int32 `json:"replicas"`
-	ISR         []int32 `json:"isr"`
-	Offline     []int32 `json:"offline,omitempty"`
-	Err         string  `json:"error,omitempty"` // Kafka error name, "" for none
+	Partition   int32    `json:"partition"`
+	Leader      int32    `json:"leader"`
+	LeaderEpoch int32    `json:"leader_epoch"`
+	Replicas    []int32  `json:"replicas"`
+	ISR         []int32  `json:"isr"`
+	Offline     []int32  `json:"offline,omitempty"`
+	Err         KafkaErr `json:"error,omitempty"` // written as Kafka's name; NONE is left out
 }
 
 // IsOffline: no leader, or a replica whose log dir is offline.
@@ -54,12 +55,36 @@ func (p PartitionView) UnderReplicated() bool { return len(p.ISR) < len(p.Replic
 type TopicView struct {
 	Name       string                  `json:"name"`
 	ID         string                  `json:"id,omitempty"` // Kafka's base64url topic id
-	Err        string                  `json:"error,omitempty"`
+	Err        KafkaErr                `json:"error,omitempty"`
 	Partitions map[int32]PartitionView `json:"partitions,omitempty"`
 }
 
-// Present reports whether the broker knows the topic.
-func (t TopicView) Present() bool { return t.Err == "" }
+// Present reports whether the broker answered for the topic without an
+// error: it knows the topic, and kremedy may see it.
+func (t TopicView) Present() bool { return t.Err == KafkaNone }
+
+// Gone reports whether the broker answered that it does not know the topic
+// (UNKNOWN_TOPIC_OR_PARTITION). A view that is neither Present nor Gone
+// (TOPIC_AUTHORIZATION_FAILED, INVALID_TOPIC_EXCEPTION…) cannot tell
+// whether the broker knows the topic: Kafka answers
+// TOPIC_AUTHORIZATION_FAILED for a topic the principal may not Describe
+// whether the topic exists or not (KafkaApis.handleTopicMetadataRequest).
+func (t TopicView) Gone() bool { return t.Err == KafkaUnknownTopicOrPartition }
+
+// Unsure explains a view that is neither Present nor Gone, for a check's
+// detail or a finding's evidence ("" for a view that is either): what the
+// broker answered, what that leaves open, and for
+// TOPIC_AUTHORIZATION_FAILED the ACL kremedy's principal lacks.
+func (t TopicView) Unsure() string {
+	switch {
+	case t.Present() || t.Gone():
+		return ""
+	case t.Err == KafkaTopicAuthorizationFailed:
+		return fmt.Sprintf("%s: kremedy may not Describe topic %q, so the broker's answer does not say whether it knows the topic; "+
+			"grant kremedy's principal Describe on it (kafka-acls.sh --add --allow-principal User:<principal> --operation Describe --topic %s) and run again", t.Err, t.Name, t.Name)
+	}
+	return fmt.Sprintf("%s: the broker's answer does not say whether it knows topic %q", t.Err, t.Name)
+}
 
 // BrokerView is what one broker answers to a Metadata request.
 type BrokerView struct {
@@ -105,7 +130,8 @@ type BrokerRelease struct {
 }
 
 // Kafka is the cluster's Kafka side. Every Metadata request it sends has
-// AllowAutoTopicCreation=false.
+// AllowAutoTopicCreation=false. steptest.KafkaConformance holds the
+// franz-go adapter (on kfake) and the fake to the same answers.
 type Kafka interface {
 	// BrokerView asks exactly one broker.
 	BrokerView(ctx context.Context, broker int32, topics ...string) (BrokerView, error)

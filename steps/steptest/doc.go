@@ -4,7 +4,8 @@
 // Hosts (broker hosts with log dirs and stop/start commands; any command it
 // does not know fails the test) and LocalShell (commands on this machine's
 // real shell) — the ghost-topic state the unit tests start from (Ghost),
-// and the conformance suites (CoordinatorConformance, StateConformance)
-// that the fakes and the real adapters against a real ZooKeeper both pass,
+// and the conformance suites (CoordinatorConformance, StateConformance,
+// KafkaConformance) that the fakes and the real adapters — against a real
+// ZooKeeper, and on franz-go's kfake — both pass,
 // so that a fake cannot drift from the real thing.
 package steptest

@@ -2,7 +2,10 @@ package steptest
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,6 +21,8 @@ import (
 // Kafka fakes the cluster side. By default every running broker answers
 // Metadata from the fake ZooKeeper (a consistent cluster); Stale overrides a
 // broker's cached view of a topic, as a broker that missed updates has.
+// KafkaConformance holds it, and the franz-go adapter on kfake, to the same
+// answers.
 type Kafka struct {
 	t     testing.TB
 	mu    sync.Mutex
@@ -29,6 +34,11 @@ type Kafka struct {
 	// answers of each broker: a broker catching up, as after a leader move.
 	StaleReads int
 	answered   map[int32]int
+	// Denied are topics kremedy's principal may not Describe (an ACL):
+	// every broker answers TOPIC_AUTHORIZATION_FAILED for one asked by
+	// name, whether it exists or not, leaves it out of the list of all
+	// topics, and refuses to list its offsets, as Kafka does.
+	Denied     []string
 	GroupsOn   []ports.GroupUse
 	ProducerOn []ports.ProducerUse
 	// ProducersErr is what Producers returns beside ProducerOn: partitions
@@ -44,19 +54,25 @@ type Kafka struct {
 	// Live, when set, is the brokers every Metadata answer lists instead
 	// of ZooKeeper's registrations (KRaft brokers register with the
 	// controllers, not in ZooKeeper).
-	Live     func() []int32
+	Live func() []int32
+	// Created are the topics CreateTopic was asked for, refused ones too.
 	Created  []string
 	Canaries int
 	Deleted  []string // group offsets deleted
 	nextID   int
+	// logs[topic][partition] is each partition's [log start, log end),
+	// moved by Produce.
+	logs map[string]map[int32][2]int64
 	// ZKDown are ZooKeeper servers (host:port of the connect string) that
 	// refuse connections; the others accept them.
 	ZKDown []string
 	// Release is what every running broker says about its release; the
 	// zero value is a 3.9 broker with every API.
 	Release ports.BrokerRelease
-	// Ends are partitions' log end offsets; EndsFn, when set, is asked
-	// instead (a producer writing between two reads).
+	// Ends are partitions' log end offsets, of whichever topic is asked;
+	// EndsFn, when set, is asked instead (a producer writing between two
+	// reads). With neither, EndOffsets answers from the topic's
+	// partitions and what Produce wrote.
 	Ends   map[int32]int64
 	EndsFn func() map[int32]int64
 }
@@ -76,7 +92,7 @@ func (k *Kafka) running(id int32) bool {
 func (k *Kafka) truth(ctx context.Context, t string) ports.TopicView {
 	b, _, err := k.zk.Get(ctx, kafkazk.TopicPath(t))
 	if err != nil {
-		return ports.TopicView{Name: t, Err: "UNKNOWN_TOPIC_OR_PARTITION"}
+		return ports.TopicView{Name: t, Err: ports.KafkaUnknownTopicOrPartition}
 	}
 	var z kafkazk.TopicZNode
 	_ = json.Unmarshal(b, &z)
@@ -95,6 +111,9 @@ func (k *Kafka) truth(ctx context.Context, t string) ports.TopicView {
 	return tv
 }
 
+// BrokerView answers as broker id's metadata cache: ZooKeeper's truth, or
+// what Stale makes it cache instead; a Denied topic is refused before
+// either is looked at.
 func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (ports.BrokerView, error) {
 	if !k.running(id) {
 		return ports.BrokerView{}, fmt.Errorf("broker %d: connection refused", id)
@@ -120,7 +139,8 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (por
 	}
 	k.answered[id]++
 	stale := k.StaleReads <= 0 || k.answered[id] <= k.StaleReads
-	if len(topics) == 0 {
+	all := len(topics) == 0
+	if all {
 		kids, _ := k.zk.Children(ctx, kafkazk.TopicsPath)
 		topics = kids
 		for t, tv := range k.Stale[id] {
@@ -130,16 +150,43 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (por
 		}
 	}
 	for _, t := range topics {
-		tv := k.truth(ctx, t)
-		if s, ok := k.Stale[id][t]; ok && stale {
-			tv = s
-		}
-		if len(topics) == 0 && !tv.Present() {
-			continue
+		tv := k.view(ctx, id, t, stale)
+		if all && !tv.Present() {
+			continue // Kafka lists only the topics it knows and lets the principal see
 		}
 		v.Topics[t] = tv
 	}
 	return v, nil
+}
+
+// Deny takes Describe on the topics away from kremedy's principal (adds
+// them to Denied), safely while a run asks the fake (from Hosts.OnStart).
+func (k *Kafka) Deny(topics ...string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.Denied = append(k.Denied, topics...)
+}
+
+// Cache makes broker cache tv instead of the truth (Stale[broker][tv.Name]),
+// safely while a run asks the fake (from Hosts.OnStart).
+func (k *Kafka) Cache(broker int32, tv ports.TopicView) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.Stale[broker] == nil {
+		k.Stale[broker] = map[string]ports.TopicView{}
+	}
+	k.Stale[broker][tv.Name] = tv
+}
+
+// view is broker id's answer about t; k.mu is held.
+func (k *Kafka) view(ctx context.Context, id int32, t string, stale bool) ports.TopicView {
+	if slices.Contains(k.Denied, t) {
+		return ports.TopicView{Name: t, Err: ports.KafkaTopicAuthorizationFailed}
+	}
+	if s, ok := k.Stale[id][t]; ok && stale {
+		return s
+	}
+	return k.truth(ctx, t)
 }
 
 func registered(ctx context.Context, zk *ZK) ([]int32, error) {
@@ -177,29 +224,124 @@ func (k *Kafka) BrokerConfig(_ context.Context, _ int32, key string) (string, er
 	return "", fmt.Errorf("unknown config %s", key)
 }
 
-// CreateTopic writes the topic's znode like the controller would.
+// CreateTopic writes the topic's znode and its partitions' state znodes
+// like the controller would: the assignment given, else partitions
+// partitions of rf replicas placed round-robin on the registered brokers;
+// each partition led by its first live replica, every live replica in
+// sync. It refuses what Kafka refuses: an invalid name, an existing topic,
+// no partition, a replication factor above the brokers registered or below
+// one (the fake has no broker defaults for -1), an assignment naming a
+// broker twice in a partition or a partition with no replica.
 func (k *Kafka) CreateTopic(ctx context.Context, t string, assignment [][]int32, partitions int32, rf int16, _ map[string]string) (string, error) {
 	k.mu.Lock()
-	k.nextID++
-	id := fmt.Sprintf("NEWID%017d", k.nextID)
 	k.Created = append(k.Created, t)
 	k.mu.Unlock()
+	refuse := func(code, why string) (string, error) {
+		return "", fmt.Errorf("create topic %s: %s: %s", t, code, why)
+	}
+	if err := kafkazk.ValidateTopic(t); err != nil {
+		return refuse("INVALID_TOPIC_EXCEPTION", err.Error())
+	}
+	if ok, _, _ := k.zk.Exists(ctx, kafkazk.TopicPath(t)); ok {
+		return refuse("TOPIC_ALREADY_EXISTS", fmt.Sprintf("Topic '%s' already exists.", t))
+	}
 	ids, _ := registered(ctx, k.zk)
-	parts := map[string][]int32{}
-	for p := int32(0); p < partitions; p++ {
-		var reps []int32
-		for i := 0; i < int(rf); i++ {
-			reps = append(reps, ids[(int(p)+i)%len(ids)])
+	as := assignment
+	if len(as) == 0 {
+		switch {
+		case partitions < 1:
+			return refuse("INVALID_PARTITIONS", fmt.Sprintf("Number of partitions must be larger than 0: %d", partitions))
+		case rf < 1 || int(rf) > len(ids):
+			return refuse("INVALID_REPLICATION_FACTOR", fmt.Sprintf("replication factor %d: the cluster has %d registered brokers", rf, len(ids)))
 		}
+		for p := 0; p < int(partitions); p++ {
+			var reps []int32
+			for i := 0; i < int(rf); i++ {
+				reps = append(reps, ids[(p+i)%len(ids)])
+			}
+			as = append(as, reps)
+		}
+	}
+	for p, reps := range as {
+		if len(reps) == 0 || len(slices.Compact(slices.Sorted(slices.Values(reps)))) != len(reps) {
+			return refuse("INVALID_REPLICA_ASSIGNMENT", fmt.Sprintf("partition %d: replicas %v", p, reps))
+		}
+	}
+	k.mu.Lock()
+	k.nextID++
+	var raw [16]byte
+	raw[0] = 0x6b // 'k': a fake's id, 16 bytes like Kafka's
+	binary.BigEndian.PutUint64(raw[8:], uint64(k.nextID))
+	id := base64.RawURLEncoding.EncodeToString(raw[:])
+	k.mu.Unlock()
+	parts := map[string][]int32{}
+	for p, reps := range as {
 		parts[fmt.Sprint(p)] = reps
 	}
 	b, _ := json.Marshal(kafkazk.TopicZNode{Version: 3, Partitions: parts, TopicID: id})
 	k.zk.Put(kafkazk.TopicPath(t), string(b))
+	for p, reps := range as {
+		st := kafkazk.PartitionState{Leader: -1, Version: 1, ISR: []int32{}}
+		for _, r := range reps {
+			if slices.Contains(ids, r) {
+				if st.Leader < 0 {
+					st.Leader = r
+				}
+				st.ISR = append(st.ISR, r)
+			}
+		}
+		sb, _ := json.Marshal(st)
+		k.zk.Put(kafkazk.PartitionStatePath(t, int32(p)), string(sb))
+	}
 	return id, nil
 }
 
-func (k *Kafka) Offsets(context.Context, int32, string, int32) (int64, int64, error) {
-	return 0, 0, nil
+// Offsets answers as the partition's leader does, from ZooKeeper's truth
+// and what Produce wrote: an unknown topic or partition is
+// UNKNOWN_TOPIC_OR_PARTITION, a broker that does not lead it answers
+// NOT_LEADER_OR_FOLLOWER, a Denied topic TOPIC_AUTHORIZATION_FAILED.
+func (k *Kafka) Offsets(ctx context.Context, id int32, t string, p int32) (int64, int64, error) {
+	if !k.running(id) {
+		return -1, -1, fmt.Errorf("list offsets %s-%d on broker %d: connection refused", t, p, id)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	fail := func(e ports.KafkaErr) (int64, int64, error) {
+		return -1, -1, fmt.Errorf("list offsets %s-%d on broker %d: %s", t, p, id, e)
+	}
+	if slices.Contains(k.Denied, t) {
+		return fail(ports.KafkaTopicAuthorizationFailed)
+	}
+	tv := k.truth(ctx, t)
+	pv, ok := tv.Partitions[p]
+	switch {
+	case !tv.Present() || !ok:
+		return fail(ports.KafkaUnknownTopicOrPartition)
+	case pv.Leader != id:
+		return fail(ports.KafkaNotLeaderOrFollower)
+	}
+	span := k.logs[t][p]
+	return span[0], span[1], nil
+}
+
+// Produce appends records to a partition of an existing topic. The fake
+// keeps only how many: Offsets and EndOffsets answer with it.
+func (k *Kafka) Produce(ctx context.Context, t string, p int32, values ...string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.truth(ctx, t).Partitions[p]; !ok {
+		return fmt.Errorf("produce to %s-%d: %s", t, p, ports.KafkaUnknownTopicOrPartition)
+	}
+	if k.logs == nil {
+		k.logs = map[string]map[int32][2]int64{}
+	}
+	if k.logs[t] == nil {
+		k.logs[t] = map[int32][2]int64{}
+	}
+	span := k.logs[t][p]
+	span[1] += int64(len(values))
+	k.logs[t][p] = span
+	return nil
 }
 
 func (k *Kafka) Canary(context.Context, string, int32, string) (ports.CanaryResult, error) {
@@ -209,9 +351,10 @@ func (k *Kafka) Canary(context.Context, string, int32, string) (ports.CanaryResu
 	return ports.CanaryResult{}, nil
 }
 
-// OnlyCanaries: the fake's partitions are always empty (Offsets says 0, 0).
-func (k *Kafka) OnlyCanaries(context.Context, string, int32, int64, int64) (bool, error) {
-	return false, nil
+// OnlyCanaries: an empty range holds only canaries; the fake's canaries
+// leave no record, so any record is another (one Produce wrote).
+func (k *Kafka) OnlyCanaries(_ context.Context, _ string, _ int32, from, to int64) (bool, error) {
+	return from >= to, nil
 }
 
 func (k *Kafka) DeleteGroupOffsets(_ context.Context, group, topic string) error {
@@ -295,12 +438,38 @@ func (k *Kafka) Releases(_ context.Context, ids []int32) []ports.BrokerRelease {
 	return out
 }
 
-// EndOffsets returns Ends (or EndsFn's answer).
-func (k *Kafka) EndOffsets(context.Context, string) (map[int32]int64, error) {
+// EndOffsets returns EndsFn's answer, or Ends; with neither, every
+// partition's log end from its leader, as Kafka does: a topic no broker
+// knows wraps ports.ErrUnhosted, a partition whose leader does not run is
+// absent (LEADER_NOT_AVAILABLE), a Denied topic is refused.
+func (k *Kafka) EndOffsets(ctx context.Context, t string) (map[int32]int64, error) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.EndsFn != nil {
+		defer k.mu.Unlock()
 		return k.EndsFn(), nil
 	}
-	return maps.Clone(k.Ends), nil
+	if k.Ends != nil {
+		defer k.mu.Unlock()
+		return maps.Clone(k.Ends), nil
+	}
+	denied := slices.Contains(k.Denied, t)
+	tv := k.truth(ctx, t)
+	ends := maps.Clone(k.logs[t])
+	k.mu.Unlock()
+	switch {
+	case denied:
+		return nil, fmt.Errorf("end offsets of %s: %s", t, ports.KafkaTopicAuthorizationFailed)
+	case !tv.Present():
+		return nil, fmt.Errorf("%s: %w (no broker's metadata has it)", t, ports.ErrUnhosted)
+	}
+	out := map[int32]int64{}
+	var errs []error
+	for p, pv := range tv.Partitions {
+		if pv.Leader < 0 || !k.running(pv.Leader) {
+			errs = append(errs, fmt.Errorf("%s-%d: %s", t, p, ports.KafkaLeaderNotAvailable))
+			continue
+		}
+		out[p] = ends[p][1]
+	}
+	return out, errors.Join(errs...)
 }

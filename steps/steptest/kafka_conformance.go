@@ -1,0 +1,396 @@
+package steptest
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// KafkaConformanceConfigs are the broker configs every broker of a
+// KafkaConformance subject runs with. auto.create.topics.enable=true makes
+// "asking about an unknown topic does not create it" prove the request's
+// AllowAutoTopicCreation=false, not the brokers' setting.
+var KafkaConformanceConfigs = map[string]string{
+	"auto.create.topics.enable":     "true",
+	"min.insync.replicas":           "2",
+	"inter.broker.protocol.version": "3.9-IV0",
+}
+
+// KafkaSubject is one ports.Kafka under KafkaConformance: a fresh cluster of
+// at least three running brokers and no topic, each broker started with
+// KafkaConformanceConfigs, and the few hooks the suite needs that the port
+// does not have.
+type KafkaSubject struct {
+	Kafka ports.Kafka
+	// Addrs are the running brokers' listeners (host:port) by broker id.
+	Addrs map[int32]string
+	// Closed is an address (host:port) nothing listens at.
+	Closed string
+	// Produce writes plain records (no canary) to a partition.
+	Produce func(ctx context.Context, topic string, partition int32, values ...string) error
+	// DenyDescribe takes Describe on topic away from the principal Kafka
+	// uses (a DENY ACL); topic need not exist.
+	DenyDescribe func(ctx context.Context, topic string) error
+	// Limits are the subtests (by their name under the suite, as "create
+	// with an assignment/replicas as assigned") the cluster under this
+	// subject cannot model, each with the reason, naming the limitation.
+	// They are skipped for this subject only; the fake may have none.
+	Limits map[string]string
+}
+
+// KafkaConformance holds a ports.Kafka to the answers the step kinds and
+// diagnose rely on, on a consistent cluster. steptest.Kafka passes it, and
+// so must the franz-go adapter (steps/kafka) on franz-go's kfake: the unit
+// tests' Kafka answers as Kafka does. Every subtest gets a fresh subject.
+//
+// It covers: one broker's metadata view of a topic created through the
+// port (by partitions and replication factor, and by an assignment) —
+// partitions, leader, replicas, ISR, topic ID, the brokers and the
+// controller, alike on every broker; a topic no broker knows (Gone, and
+// asking does not create it although the brokers would auto-create);
+// the list of all topics; a topic the principal may not Describe
+// (TOPIC_AUTHORIZATION_FAILED, existing or not, left out of the list);
+// refused creations; a broker id nobody has; broker configs; Offsets and
+// EndOffsets of an empty topic, after records, of a follower and of an
+// unknown topic; OnlyCanaries over plain records; Listening; Releases of
+// running brokers and of an unknown one; Quorum when no controller answers.
+//
+// It does not cover, because one side cannot honestly do it:
+//   - partitions under-replicated, offline or leaderless, leader epochs
+//     after creation, a broker's stale cache: kfake keeps ISR equal to the
+//     replicas, has no offline replica and one metadata state for every
+//     broker; the fake models these from ZooKeeper's znodes and Stale, and
+//     the lab tests them on real Kafka.
+//   - an assignment's exact brokers on kfake, which keeps only its
+//     partition count and replication factor (its subject's Limits).
+//   - which release a broker runs (Releases' Guess is only required to be
+//     there): franz-go's kversion reads kfake's API table as "between v1.0
+//     and v1.1"; the fake says what its Release field says.
+//   - Quorum answered: kfake has no DescribeQuorum (a broker answers it
+//     "too old"); the fake answers its KRaft field.
+//   - Groups, Producers, Canary, FirstRecordTime, DeleteGroupOffsets,
+//     LogDirs: the fake answers what a test sets (GroupsOn, ProducerOn),
+//     counts canaries without writing them, keeps no timestamps and
+//     refuses LogDirs; kfake lists only transactional producers.
+//   - TLS, SASL and which principal the adapter is: the subject's set-up.
+func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
+	known := map[string]bool{}
+	run := func(name string, fn func(t *testing.T, c *conformant)) {
+		t.Run(name, func(t *testing.T) {
+			s := subject(t)
+			for k := range s.Limits {
+				if _, ok := known[k]; !ok {
+					known[k] = false // true once a subtest skips it
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c := &conformant{KafkaSubject: s, ctx: ctx, brokers: slices.Sorted(maps.Keys(s.Addrs)), path: name, used: known}
+			if len(c.brokers) < 3 {
+				t.Fatalf("the subject runs brokers %v; the suite needs at least 3", c.brokers)
+			}
+			fn(t, c)
+		})
+	}
+	run("view of a created topic", func(t *testing.T, c *conformant) {
+		id := c.create(t, "orders", nil, 3, 2)
+		if raw, err := base64.RawURLEncoding.DecodeString(id); err != nil || len(raw) != 16 {
+			t.Errorf("CreateTopic's topic id %q is not Kafka's 16 bytes in base64url (%v)", id, err)
+		}
+		var first *ports.BrokerView
+		for _, b := range c.brokers {
+			v := c.view(t, b, "orders")
+			tv := v.Topics["orders"]
+			if v.Broker != b || !slices.Equal(v.Brokers, c.brokers) || !slices.Contains(c.brokers, v.Controller) {
+				t.Errorf("broker %d's view: broker %d, brokers %v, controller %d; want %d, %v, one of them", b, v.Broker, v.Brokers, v.Controller, b, c.brokers)
+			}
+			if !tv.Present() || tv.Gone() || tv.Unsure() != "" || tv.ID != id || tv.Name != "orders" {
+				t.Fatalf("broker %d: %+v; want orders present with id %s", b, tv, id)
+			}
+			c.partitions(t, b, tv, 3, 2)
+			if first == nil {
+				first = &v
+			} else if d := sameTopics(*first, v); d != "" {
+				t.Errorf("brokers %d and %d disagree on a consistent cluster: %s", first.Broker, b, d)
+			}
+		}
+	})
+	run("create with an assignment", func(t *testing.T, c *conformant) {
+		b := c.brokers
+		assign := [][]int32{{b[0], b[1]}, {b[1], b[2]}, {b[2], b[0]}}
+		c.create(t, "placed", assign, 0, 0)
+		tv := c.view(t, b[1], "placed").Topics["placed"]
+		if !tv.Present() {
+			t.Fatalf("placed: %+v", tv)
+		}
+		c.partitions(t, b[1], tv, 3, 2)
+		c.sub(t, "replicas as assigned", func(t *testing.T) {
+			for p, reps := range assign {
+				if got := tv.Partitions[int32(p)]; !slices.Equal(got.Replicas, reps) || got.Leader != reps[0] {
+					t.Errorf("placed-%d: replicas %v leader %d; assigned %v (leader its first)", p, got.Replicas, got.Leader, reps)
+				}
+			}
+		})
+	})
+	run("refused creations", func(t *testing.T, c *conformant) {
+		c.create(t, "orders", nil, 1, 1)
+		if _, err := c.Kafka.CreateTopic(c.ctx, "orders", nil, 1, 1, nil); err == nil {
+			t.Error("creating an existing topic succeeded; Kafka answers TOPIC_ALREADY_EXISTS")
+		}
+		if _, err := c.Kafka.CreateTopic(c.ctx, "toobig", nil, 1, int16(len(c.brokers)+1), nil); err == nil {
+			t.Errorf("replication factor %d on %d brokers succeeded; Kafka answers INVALID_REPLICATION_FACTOR", len(c.brokers)+1, len(c.brokers))
+		}
+		if tv, ok := c.view(t, c.brokers[0]).Topics["toobig"]; ok {
+			t.Errorf("a refused creation left a topic: %+v", tv)
+		}
+	})
+	run("unknown topic: gone, and not created by asking", func(t *testing.T, c *conformant) {
+		for _, b := range c.brokers {
+			if v, err := c.Kafka.BrokerConfig(c.ctx, b, "auto.create.topics.enable"); err != nil || v != "true" {
+				t.Fatalf("broker %d auto.create.topics.enable = %q %v; the subject must run KafkaConformanceConfigs", b, v, err)
+			}
+			tv, ok := c.view(t, b, "nope").Topics["nope"]
+			if !ok || tv.Name != "nope" || tv.Err != ports.KafkaUnknownTopicOrPartition || !tv.Gone() || tv.Present() || tv.Unsure() != "" || tv.ID != "" || len(tv.Partitions) != 0 {
+				t.Errorf("broker %d about an unknown topic: %+v (in the answer: %v); want UNKNOWN_TOPIC_OR_PARTITION, gone", b, tv, ok)
+			}
+		}
+		for _, b := range c.brokers {
+			if tv, ok := c.view(t, b).Topics["nope"]; ok {
+				t.Errorf("asking broker %d about an unknown topic created it: %+v", b, tv)
+			}
+		}
+	})
+	run("all topics", func(t *testing.T, c *conformant) {
+		ids := map[string]string{"a": c.create(t, "a", nil, 1, 3), "b": c.create(t, "b", nil, 2, 1)}
+		for _, b := range c.brokers {
+			v := c.view(t, b)
+			if got := slices.Sorted(maps.Keys(v.Topics)); !slices.Equal(got, []string{"a", "b"}) {
+				t.Errorf("broker %d lists %v, want [a b]", b, got)
+			}
+			for name, tv := range v.Topics {
+				if !tv.Present() || tv.Name != name || tv.ID != ids[name] || len(tv.Partitions) == 0 {
+					t.Errorf("broker %d lists %s as %+v", b, name, tv)
+				}
+			}
+		}
+	})
+	run("a topic kremedy may not describe", func(t *testing.T, c *conformant) {
+		c.create(t, "secret", nil, 1, 1)
+		c.create(t, "open", nil, 1, 1)
+		for _, topic := range []string{"secret", "hidden"} {
+			if err := c.DenyDescribe(c.ctx, topic); err != nil {
+				t.Fatalf("deny Describe on %s: %v", topic, err)
+			}
+		}
+		for _, b := range c.brokers {
+			v := c.view(t, b, "secret", "hidden", "open")
+			for _, topic := range []string{"secret", "hidden"} { // existing or not: Kafka does not say
+				tv := v.Topics[topic]
+				if tv.Err != ports.KafkaTopicAuthorizationFailed || tv.Present() || tv.Gone() || tv.ID != "" || len(tv.Partitions) != 0 ||
+					!strings.Contains(tv.Unsure(), "Describe") {
+					t.Errorf("broker %d about %s: %+v (%s); want TOPIC_AUTHORIZATION_FAILED, neither present nor gone", b, topic, tv, tv.Unsure())
+				}
+			}
+			if !v.Topics["open"].Present() {
+				t.Errorf("broker %d about open: %+v", b, v.Topics["open"])
+			}
+			if got := slices.Sorted(maps.Keys(c.view(t, b).Topics)); !slices.Equal(got, []string{"open"}) {
+				t.Errorf("broker %d lists %v; want [open]: Kafka leaves out what the principal may not Describe", b, got)
+			}
+		}
+	})
+	run("a broker id nobody has", func(t *testing.T, c *conformant) {
+		if v, err := c.Kafka.BrokerView(c.ctx, c.brokers[len(c.brokers)-1]+100, "orders"); err == nil {
+			t.Errorf("a view from a broker nobody runs: %+v", v)
+		}
+	})
+	run("broker configs", func(t *testing.T, c *conformant) {
+		for _, b := range c.brokers {
+			for _, key := range []string{"min.insync.replicas", "inter.broker.protocol.version"} {
+				if v, err := c.Kafka.BrokerConfig(c.ctx, b, key); err != nil || v != KafkaConformanceConfigs[key] {
+					t.Errorf("broker %d %s = %q %v, want %q", b, key, v, err, KafkaConformanceConfigs[key])
+				}
+			}
+			if v, err := c.Kafka.BrokerConfig(c.ctx, b, "kremedy.no.such.config"); err == nil {
+				t.Errorf("broker %d has kremedy.no.such.config = %q, want an error", b, v)
+			}
+		}
+	})
+	run("offsets", func(t *testing.T, c *conformant) {
+		c.create(t, "log", nil, 2, 2)
+		tv := c.view(t, c.brokers[0], "log").Topics["log"]
+		leader := map[int32]int32{}
+		for p, pv := range tv.Partitions {
+			leader[p] = pv.Leader
+			if e, l, err := c.Kafka.Offsets(c.ctx, pv.Leader, "log", p); err != nil || e != 0 || l != 0 {
+				t.Errorf("log-%d at its leader %d: %d %d %v, want 0 0 (empty)", p, pv.Leader, e, l, err)
+			}
+			for _, r := range pv.Replicas {
+				if r == pv.Leader {
+					continue
+				}
+				if e, l, err := c.Kafka.Offsets(c.ctx, r, "log", p); err == nil {
+					t.Errorf("log-%d at follower %d: %d %d; Kafka answers NOT_LEADER_OR_FOLLOWER", p, r, e, l)
+				}
+			}
+		}
+		if _, _, err := c.Kafka.Offsets(c.ctx, leader[0], "nope", 0); err == nil {
+			t.Error("offsets of an unknown topic: no error; Kafka answers UNKNOWN_TOPIC_OR_PARTITION")
+		}
+		if ends, err := c.Kafka.EndOffsets(c.ctx, "log"); err != nil || !maps.Equal(ends, map[int32]int64{0: 0, 1: 0}) {
+			t.Errorf("end offsets of an empty topic: %v %v, want every partition at 0", ends, err)
+		}
+		if only, err := c.Kafka.OnlyCanaries(c.ctx, "log", 1, 0, 0); err != nil || !only {
+			t.Errorf("an empty range holds only canaries: %v %v", only, err)
+		}
+		if err := c.Produce(c.ctx, "log", 0, "a", "b"); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		if e, l, err := c.Kafka.Offsets(c.ctx, leader[0], "log", 0); err != nil || e != 0 || l != 2 {
+			t.Errorf("log-0 after 2 records: %d %d %v, want 0 2", e, l, err)
+		}
+		if ends, err := c.Kafka.EndOffsets(c.ctx, "log"); err != nil || !maps.Equal(ends, map[int32]int64{0: 2, 1: 0}) {
+			t.Errorf("end offsets after 2 records on log-0: %v %v", ends, err)
+		}
+		if only, err := c.Kafka.OnlyCanaries(c.ctx, "log", 0, 0, 2); err != nil || only {
+			t.Errorf("plain records taken for canaries: %v %v", only, err)
+		}
+		if ends, err := c.Kafka.EndOffsets(c.ctx, "nope"); !errors.Is(err, ports.ErrUnhosted) {
+			t.Errorf("end offsets of an unknown topic: %v %v, want ports.ErrUnhosted", ends, err)
+		}
+	})
+	run("listening", func(t *testing.T, c *conformant) {
+		for _, b := range c.brokers {
+			if !c.Kafka.Listening(c.ctx, c.Addrs[b]) {
+				t.Errorf("broker %d's listener %s: not listening", b, c.Addrs[b])
+			}
+		}
+		if c.Kafka.Listening(c.ctx, c.Closed) {
+			t.Errorf("%s: listening, but nothing listens there", c.Closed)
+		}
+	})
+	run("releases", func(t *testing.T, c *conformant) {
+		unknown := c.brokers[len(c.brokers)-1] + 100
+		ask := append(slices.Clone(c.brokers), unknown)
+		got := c.Kafka.Releases(c.ctx, ask)
+		if len(got) != len(ask) {
+			t.Fatalf("%d answers for %d brokers: %+v", len(got), len(ask), got)
+		}
+		for i, r := range got {
+			switch {
+			case r.Broker != ask[i]:
+				t.Errorf("answer %d is broker %d's, want %d's (in the order asked)", i, r.Broker, ask[i])
+			case r.Broker == unknown && r.Err == "":
+				t.Errorf("broker %d, which nobody runs, answered: %+v", unknown, r)
+			case r.Broker != unknown && (r.Err != "" || r.Guess == "" || r.IBP != KafkaConformanceConfigs["inter.broker.protocol.version"] || !r.DescribeProducers || !r.MetadataIDs || !r.Release30):
+				t.Errorf("broker %d: %+v; want a 3.x release with every API, IBP %s", r.Broker, r, KafkaConformanceConfigs["inter.broker.protocol.version"])
+			}
+		}
+	})
+	run("quorum nobody answers", func(t *testing.T, c *conformant) {
+		if q, err := c.Kafka.Quorum(c.ctx, []string{c.Closed}); err == nil {
+			t.Errorf("a quorum from %s, where nothing listens: %+v", c.Closed, q)
+		}
+		if q, err := c.Kafka.Quorum(c.ctx, nil); err == nil {
+			t.Errorf("a quorum from no controller: %+v", q)
+		}
+	})
+	for k, used := range known {
+		if !used {
+			t.Errorf("the subject limits %q, which is no subtest of the suite", k)
+		}
+	}
+}
+
+// conformant is one subtest's subject.
+type conformant struct {
+	KafkaSubject
+	ctx     context.Context
+	brokers []int32
+	path    string
+	used    map[string]bool
+}
+
+// sub runs a nested subtest, unless the subject names it in Limits.
+func (c *conformant) sub(t *testing.T, name string, fn func(t *testing.T)) {
+	t.Run(name, func(t *testing.T) {
+		key := c.path + "/" + name
+		if why, ok := c.Limits[key]; ok {
+			c.used[key] = true
+			t.Skip(why)
+		}
+		fn(t)
+	})
+}
+
+func (c *conformant) create(t *testing.T, topic string, assignment [][]int32, partitions int32, rf int16) string {
+	t.Helper()
+	id, err := c.Kafka.CreateTopic(c.ctx, topic, assignment, partitions, rf, nil)
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	return id
+}
+
+func (c *conformant) view(t *testing.T, broker int32, topics ...string) ports.BrokerView {
+	t.Helper()
+	v, err := c.Kafka.BrokerView(c.ctx, broker, topics...)
+	if err != nil {
+		t.Fatalf("broker %d's view of %v: %v", broker, topics, err)
+	}
+	return v
+}
+
+// partitions checks a healthy topic's partitions 0..n-1, rf replicas each.
+func (c *conformant) partitions(t *testing.T, broker int32, tv ports.TopicView, n int, rf int) {
+	t.Helper()
+	if len(tv.Partitions) != n {
+		t.Fatalf("broker %d: %s has %d partitions, want %d", broker, tv.Name, len(tv.Partitions), n)
+	}
+	for p := int32(0); p < int32(n); p++ {
+		pv, ok := tv.Partitions[p]
+		reps := slices.Sorted(slices.Values(pv.Replicas))
+		isr := slices.Sorted(slices.Values(pv.ISR))
+		if !ok || pv.Partition != p || pv.Err != ports.KafkaNone || len(pv.Replicas) != rf || len(slices.Compact(slices.Clone(reps))) != rf ||
+			!slices.Contains(pv.Replicas, pv.Leader) || !slices.Equal(reps, isr) || len(pv.Offline) != 0 || pv.LeaderEpoch < 0 ||
+			pv.IsOffline() || pv.UnderReplicated() {
+			t.Errorf("broker %d: %s-%d is %+v; want %d distinct replicas, the leader among them, all in sync, none offline", broker, tv.Name, p, pv, rf)
+		}
+		for _, r := range pv.Replicas {
+			if !slices.Contains(c.brokers, r) {
+				t.Errorf("broker %d: %s-%d has replica %d, which is not one of the brokers %v", broker, tv.Name, p, r, c.brokers)
+			}
+		}
+	}
+}
+
+// sameTopics says how two brokers' views of the topics differ, "" if not.
+func sameTopics(a, b ports.BrokerView) string {
+	var d []string
+	if a.Controller != b.Controller || !slices.Equal(a.Brokers, b.Brokers) {
+		d = append(d, "controller or brokers")
+	}
+	for name, ta := range a.Topics {
+		tb := b.Topics[name]
+		if ta.Err != tb.Err || ta.ID != tb.ID || len(ta.Partitions) != len(tb.Partitions) {
+			d = append(d, name)
+			continue
+		}
+		for p, pa := range ta.Partitions {
+			pb := tb.Partitions[p]
+			if pa.Leader != pb.Leader || pa.LeaderEpoch != pb.LeaderEpoch || !slices.Equal(pa.Replicas, pb.Replicas) || !slices.Equal(pa.ISR, pb.ISR) {
+				d = append(d, fmt.Sprintf("%s-%d", name, p))
+			}
+		}
+	}
+	slices.Sort(d)
+	return strings.Join(d, ", ")
+}
