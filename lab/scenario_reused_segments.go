@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
@@ -91,7 +91,7 @@ func (e *env) reuseSymptoms(v int32, led []int32) {
 					continue
 				}
 				id := diskTopicID(d)
-				ev = append(ev, fmt.Sprintf("%s/partition.metadata topic_id=%s", d, brokers.OrDash(id)))
+				ev = append(ev, fmt.Sprintf("%s/partition.metadata topic_id=%s", d, text.OrDash(id)))
 				ok = ok && id != "" && id == e.rep.OldID && id != z.TopicID
 			}
 			ev = append(ev, fmt.Sprintf("%s%s topic_id=%s", e.zk.Chroot(), kafkazk.TopicPath(t), z.TopicID))

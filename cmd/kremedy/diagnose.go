@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
@@ -192,7 +192,7 @@ func printFinding(w io.Writer, n string, f diagnose.Finding, details bool) {
 		fmt.Fprintf(w, "  brokers %v", f.Brokers)
 	}
 	if len(f.Partitions) > 0 {
-		fmt.Fprintf(w, "  partitions %s", brokers.Summarize(strings.Fields(strings.Trim(fmt.Sprint(f.Partitions), "[]"))))
+		fmt.Fprintf(w, "  partitions %s", text.Summarize(strings.Fields(strings.Trim(fmt.Sprint(f.Partitions), "[]"))))
 	}
 	if f.Cause != "" {
 		fmt.Fprintf(w, "  (an effect of %s)", f.Cause)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -94,7 +95,7 @@ func reachBrokers(ctx context.Context, c ports.Cluster, become map[int32]bool) [
 			dirs[h.ID], _ = c.Kafka.LogDirs(ctx, h.ID)
 		}
 	}
-	checks := brokers.EachID(ids, func(id int32) error { return c.Hosts.Check(ctx, id) })
+	checks := par.Each(ids, func(id int32) error { return c.Hosts.Check(ctx, id) })
 	l := brokers.List(ctx, c.Hosts, t, dirs)
 	for i, id := range ids {
 		how := "host key verified, commands run as the login user"

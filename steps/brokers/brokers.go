@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -109,62 +107,7 @@ func WaitRegistered(ctx context.Context, zk ports.ZooKeeper, want []int32, timeo
 	})
 	if err != nil {
 		reg, _ := Registered(ctx, zk)
-		return fmt.Errorf("%w: not every broker registered: %s of %s after %s", ports.ErrCheckFailed, I32s(reg), I32s(want), timeout)
+		return fmt.Errorf("%w: not every broker registered: %s of %s after %s", ports.ErrCheckFailed, fmt.Sprint(reg), fmt.Sprint(want), timeout)
 	}
 	return nil
-}
-
-// EachID runs f for every id (brokers, partitions) at once, at most 16 at
-// a time, and returns the answers in the order of ids.
-func EachID[T any](ids []int32, f func(id int32) T) []T {
-	out := make([]T, len(ids))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i] = f(id)
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-// I32s formats ids as [1 2 3].
-func I32s(v []int32) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprint(x)
-	}
-	return "[" + strings.Join(s, " ") + "]"
-}
-
-// Summarize lists at most six items, sorted, and says how many more.
-func Summarize(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	slices.Sort(s)
-	if len(s) > 6 {
-		return strings.Join(s[:6], ", ") + fmt.Sprintf(" and %d more", len(s)-6)
-	}
-	return strings.Join(s, ", ")
-}
-
-// OrDash is s, or "-" when it is empty.
-func OrDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// SameSet reports whether a and b hold the same ids.
-func SameSet(a, b []int32) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/segments"
@@ -89,7 +90,7 @@ func List(ctx context.Context, h ports.Hosts, t ports.Target, dirs map[int32][]s
 		err  error
 	}
 	ids := HostIDs(t)
-	got := EachID(ids, func(id int32) res {
+	got := par.Each(ids, func(id int32) res {
 		l, bad, unwr, err := listHost(ctx, h, id, dirs[id])
 		return res{l, bad, unwr, err}
 	})

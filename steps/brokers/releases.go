@@ -93,7 +93,7 @@ func (r Releases) String() string {
 	}
 	var out []string
 	for k, ids := range groups {
-		out = append(out, fmt.Sprintf("broker %s: %s", I32s(ids), k))
+		out = append(out, fmt.Sprintf("broker %s: %s", fmt.Sprint(ids), k))
 	}
 	sort.Strings(out)
 	return strings.Join(out, "; ")

@@ -162,7 +162,7 @@ func StopRisks(parts []Partition, stopping []int32, m MinISR) []string {
 		if len(ids) == 1 {
 			return fmt.Sprintf("broker %d", ids[0])
 		}
-		return "brokers " + I32s(ids)
+		return "brokers " + fmt.Sprint(ids)
 	}
 	for _, p := range parts {
 		if p.Unknown != "" {
@@ -181,15 +181,15 @@ func StopRisks(parts []Partition, stopping []int32, m MinISR) []string {
 		key := p.Key()
 		switch {
 		case p.Leader < 0:
-			out = append(out, fmt.Sprintf("%s is already offline (no leader, isr %s)", key, I32s(p.ISR)))
+			out = append(out, fmt.Sprintf("%s is already offline (no leader, isr %s)", key, fmt.Sprint(p.ISR)))
 		case len(hit) > 0 && len(left) == 0 && len(hit) == 1:
 			out = append(out, fmt.Sprintf("%s would go offline: broker %d is its only in-sync replica", key, hit[0]))
 		case len(hit) > 0 && len(left) == 0:
 			out = append(out, fmt.Sprintf("%s would go offline: %s are its only in-sync replicas", key, name(hit)))
 		case len(hit) > 0 && len(left) < minISR:
-			out = append(out, fmt.Sprintf("%s would fall below min.insync.replicas=%d: isr %s without %s", key, minISR, I32s(p.ISR), name(hit)))
+			out = append(out, fmt.Sprintf("%s would fall below min.insync.replicas=%d: isr %s without %s", key, minISR, fmt.Sprint(p.ISR), name(hit)))
 		case len(hit) == 0 && len(p.ISR) < minISR:
-			out = append(out, fmt.Sprintf("%s is already below min.insync.replicas=%d (isr %s)", key, minISR, I32s(p.ISR)))
+			out = append(out, fmt.Sprintf("%s is already below min.insync.replicas=%d (isr %s)", key, minISR, fmt.Sprint(p.ISR)))
 		}
 	}
 	slices.Sort(out)
@@ -205,9 +205,9 @@ func Short(parts []Partition) []string {
 		switch {
 		case p.Unknown != "":
 		case p.Leader < 0:
-			out = append(out, fmt.Sprintf("%s offline (isr %s)", p.Key(), I32s(p.ISR)))
+			out = append(out, fmt.Sprintf("%s offline (isr %s)", p.Key(), fmt.Sprint(p.ISR)))
 		case len(p.ISR) < len(p.Replicas):
-			out = append(out, fmt.Sprintf("%s under-replicated (replicas %s, isr %s)", p.Key(), I32s(p.Replicas), I32s(p.ISR)))
+			out = append(out, fmt.Sprintf("%s under-replicated (replicas %s, isr %s)", p.Key(), fmt.Sprint(p.Replicas), fmt.Sprint(p.ISR)))
 		}
 	}
 	slices.Sort(out)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
@@ -14,7 +15,7 @@ func ViewDiff(a, b ports.BrokerView) string {
 		d = append(d, fmt.Sprintf("controller %d vs %d", a.Controller, b.Controller))
 	}
 	if !slices.Equal(a.Brokers, b.Brokers) {
-		d = append(d, fmt.Sprintf("live brokers %s vs %s", I32s(a.Brokers), I32s(b.Brokers)))
+		d = append(d, fmt.Sprintf("live brokers %s vs %s", fmt.Sprint(a.Brokers), fmt.Sprint(b.Brokers)))
 	}
 	for name, ta := range a.Topics {
 		tb, ok := b.Topics[name]
@@ -29,7 +30,7 @@ func ViewDiff(a, b ports.BrokerView) string {
 			for p, pa := range ta.Partitions {
 				pb := tb.Partitions[p]
 				if pa.Leader != pb.Leader || pa.LeaderEpoch != pb.LeaderEpoch || !slices.Equal(pa.ISR, pb.ISR) {
-					d = append(d, fmt.Sprintf("%s-%d leader %d/epoch %d isr %s vs leader %d/epoch %d isr %s", name, p, pa.Leader, pa.LeaderEpoch, I32s(pa.ISR), pb.Leader, pb.LeaderEpoch, I32s(pb.ISR)))
+					d = append(d, fmt.Sprintf("%s-%d leader %d/epoch %d isr %s vs leader %d/epoch %d isr %s", name, p, pa.Leader, pa.LeaderEpoch, fmt.Sprint(pa.ISR), pb.Leader, pb.LeaderEpoch, fmt.Sprint(pb.ISR)))
 				}
 			}
 		}
@@ -43,5 +44,5 @@ func ViewDiff(a, b ports.BrokerView) string {
 		return ""
 	}
 	slices.Sort(d)
-	return fmt.Sprintf("broker %d vs %d: %s", a.Broker, b.Broker, Summarize(d))
+	return fmt.Sprintf("broker %d vs %d: %s", a.Broker, b.Broker, text.Summarize(d))
 }

@@ -93,7 +93,7 @@ func (k *detach) watchEnds(ctx context.Context, env *steps.Env) (active []ports.
 	}
 	switch {
 	case len(moved) > 0:
-		note = fmt.Sprintf("log end offsets moved on partitions %s: something writes to %q", brokers.I32s(moved), k.o.Topic)
+		note = fmt.Sprintf("log end offsets moved on partitions %s: something writes to %q", fmt.Sprint(moved), k.o.Topic)
 	case quiet < k.o.ProducerIdle:
 		active = append(active, ports.ProducerUse{Partition: -1, ProducerID: -1, TxnStart: -1, LastTimestamp: now})
 		note = fmt.Sprintf("log end offsets unchanged for %s of producer_idle %s", quiet.Round(time.Second), k.o.ProducerIdle)

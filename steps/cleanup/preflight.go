@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/diagnose"
@@ -131,7 +133,7 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	}
 	g.f.UnhealthyBefore, g.f.Baseline = baseline.wait(), true
 	if u := g.f.UnhealthyBefore; len(u) > 0 {
-		g.p.Notes = append(g.p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it waits for them during health_grace (%s), then names them and does not fail on them while they are no worse (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", brokers.Summarize(slices.Collect(maps.Keys(u))), g.grace))
+		g.p.Notes = append(g.p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it waits for them during health_grace (%s), then names them and does not fail on them while they are no worse (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", text.Summarize(slices.Collect(maps.Keys(u))), g.grace))
 	}
 	if err := g.disks(listing.wait()); err != nil {
 		return g.p, g.checks, err
@@ -221,7 +223,7 @@ func (g *gathering) brokerFacts(ctx context.Context) error {
 			return g.refuse("broker %d is registered in ZooKeeper but not in the inventory: kremedy could not stop it, and a full restart with one broker left running would keep its stale state. Add it to the inventory; nothing was changed", id)
 		}
 	}
-	g.fact("brokers registered %s of inventory %s; controller %d", brokers.I32s(reg), brokers.I32s(inv), ctrl)
+	g.fact("brokers registered %s of inventory %s; controller %d", fmt.Sprint(reg), fmt.Sprint(inv), ctrl)
 	for _, id := range inv {
 		if !slices.Contains(reg, id) {
 			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed): its metadata cannot be asked, its disk is read over SSH; a broker that is down is not by itself a reason to clean up a topic", id))
@@ -280,7 +282,7 @@ func (g *gathering) autoCreate(ctx context.Context) {
 		err error
 	}
 	reg := g.f.Registered
-	got := brokers.EachID(reg, func(id int32) answer {
+	got := par.Each(reg, func(id int32) answer {
 		v, err := g.env.Kafka.BrokerConfig(ctx, id, "auto.create.topics.enable")
 		return answer{v, err}
 	})
@@ -312,7 +314,7 @@ func (g *gathering) topicInZK(ctx context.Context) error {
 		if g.zt.TopicID != "" {
 			g.ids[g.zt.TopicID] = true
 		}
-		g.fact("%s%s: %d partitions, topic_id %s, created %s", zk.Chroot(), kafkazk.TopicPath(t), len(g.zt.Partitions), brokers.OrDash(g.zt.TopicID), g.ctime.UTC().Format(time.RFC3339))
+		g.fact("%s%s: %d partitions, topic_id %s, created %s", zk.Chroot(), kafkazk.TopicPath(t), len(g.zt.Partitions), text.OrDash(g.zt.TopicID), g.ctime.UTC().Format(time.RFC3339))
 	} else if !zk.IsNoNode(err) {
 		return err
 	} else {
@@ -370,7 +372,7 @@ func (g *gathering) brokerViews(ctx context.Context) error {
 		v   ports.BrokerView
 		err error
 	}
-	views := brokers.EachID(reg, func(id int32) answer {
+	views := par.Each(reg, func(id int32) answer {
 		v, err := g.env.Kafka.BrokerView(ctx, id, t)
 		return answer{v, err}
 	})
@@ -396,7 +398,7 @@ func (g *gathering) brokerViews(ctx context.Context) error {
 				urp++
 			}
 		}
-		g.fact("broker %d metadata: lists %q, %d partitions, topic ID %s, %d partitions under-replicated or leaderless", id, t, len(tv.Partitions), brokers.OrDash(tv.ID), urp)
+		g.fact("broker %d metadata: lists %q, %d partitions, topic ID %s, %d partitions under-replicated or leaderless", id, t, len(tv.Partitions), text.OrDash(tv.ID), urp)
 		if tv.ID != "" {
 			g.ids[tv.ID] = true
 		}
@@ -451,7 +453,7 @@ func (g *gathering) disks(l brokers.Listing) error {
 			}
 			for _, m := range matches {
 				id := idOf(entries, m.Dir.Name)
-				g.fact("broker %d %s/%s (%s, topic id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, brokers.OrDash(id))
+				g.fact("broker %d %s/%s (%s, topic id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, text.OrDash(id))
 				assigned := slices.Contains(g.f.Partitions[m.Dir.Partition], h.ID)
 				if m.Dir.Kind != segments.Live || !g.hasTopic || !assigned || (g.zt.TopicID != "" && id != g.zt.TopicID) {
 					g.consistent = false
@@ -646,7 +648,7 @@ func unhealthyNow(ctx context.Context, env *steps.Env, topic string, reg []int32
 	seen := map[string]int{}
 	out := map[string]Unhealthy{}
 	views := 0
-	for _, v := range brokers.EachID(reg, func(id int32) *ports.BrokerView {
+	for _, v := range par.Each(reg, func(id int32) *ports.BrokerView {
 		if v, err := env.Kafka.BrokerView(ctx, id); err == nil {
 			return &v
 		}

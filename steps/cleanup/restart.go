@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -89,7 +90,7 @@ func (k *stopBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		args := brokerArgs{Broker: id, Addr: addrs[id]}
 		p.Actions = append(p.Actions,
 			steps.Action{ID: fmt.Sprintf("stop-%d", id), Op: steps.OpSSH, Broker: id, Target: fmt.Sprintf("broker %d on %s", id, h.Host), Detail: h.Stop + "   # " + state, Args: args},
-			steps.Action{ID: fmt.Sprintf("gone-%d", id), Op: steps.OpWait, Broker: id, Target: fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, id), Detail: "znode gone, port " + brokers.OrDash(addrs[id]) + " closed", Args: args})
+			steps.Action{ID: fmt.Sprintf("gone-%d", id), Op: steps.OpWait, Broker: id, Target: fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, id), Detail: "znode gone, port " + text.OrDash(addrs[id]) + " closed", Args: args})
 	}
 	if running == 0 {
 		p.NoOp = true
@@ -157,7 +158,7 @@ func (k *stopBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 			up = append(up, id)
 		}
 	}
-	return []steps.Check{{Name: "no broker of the inventory is registered", OK: len(up) == 0, Detail: "registered: " + brokers.I32s(up)}}, nil
+	return []steps.Check{{Name: "no broker of the inventory is registered", OK: len(up) == 0, Detail: "registered: " + fmt.Sprint(up)}}, nil
 }
 
 // startBrokers starts every broker and holds a health gate: all registered,
@@ -246,7 +247,7 @@ func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 		want := brokers.HostIDs(env.Target)
 		stop := env.ProgressEvery(5*time.Second, func() string {
 			reg, _ := brokers.Registered(ctx, env.ZK)
-			return fmt.Sprintf("waiting for brokers to register: %s of %s registered, %s of %s", brokers.I32s(reg), brokers.I32s(want), env.Now().Sub(start).Round(time.Second), k.o.Timeout)
+			return fmt.Sprintf("waiting for brokers to register: %s of %s registered, %s of %s", fmt.Sprint(reg), fmt.Sprint(want), env.Now().Sub(start).Round(time.Second), k.o.Timeout)
 		})
 		err := env.Do(a, func() error { return brokers.WaitRegistered(ctx, env.ZK, want, k.o.Timeout) })
 		stop()
@@ -254,7 +255,7 @@ func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 		if err != nil {
 			return err
 		}
-		env.Logf("all brokers %s registered %s after the start commands", brokers.I32s(want), env.Now().Sub(start).Round(time.Millisecond))
+		env.Logf("all brokers %s registered %s after the start commands", fmt.Sprint(want), env.Now().Sub(start).Round(time.Millisecond))
 	}
 	return nil
 }

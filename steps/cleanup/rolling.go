@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -117,7 +118,7 @@ func (k *rollingWipe) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 	if err != nil {
 		return nil, err
 	}
-	checks = append(checks, steps.Check{Name: fmt.Sprintf("no log dir holds a directory of %q", k.o.Topic), OK: len(left) == 0, Detail: brokers.Summarize(left)})
+	checks = append(checks, steps.Check{Name: fmt.Sprintf("no log dir holds a directory of %q", k.o.Topic), OK: len(left) == 0, Detail: text.Summarize(left)})
 	if c, err := reconcileManifest(ctx, env, k.o.Topic); err != nil {
 		return nil, err
 	} else if c != nil {

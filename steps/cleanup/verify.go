@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/diagnose"
@@ -370,7 +372,7 @@ func partitionOffsets(ctx context.Context, env *steps.Env, t string, parts int32
 	for p := range ps {
 		ps[p] = int32(p)
 	}
-	got := brokers.EachID(ps, func(p int32) partOffsets {
+	got := par.Each(ps, func(p int32) partOffsets {
 		leader, ok := leaders[p]
 		if !ok {
 			leader = ids[0]
@@ -442,13 +444,13 @@ func (k *verifyTopic) verifyAbsent(ctx context.Context, env *steps.Env, f *Facts
 		// Only UNKNOWN_TOPIC_OR_PARTITION says the broker does not know
 		// it; TOPIC_AUTHORIZATION_FAILED says nothing either way.
 		tv := v.Topics[t]
-		checks = append(checks, steps.Check{Name: name, OK: tv.Gone(), Detail: cmp.Or(tv.Unsure(), brokers.OrDash(viewErr(tv)))})
+		checks = append(checks, steps.Check{Name: name, OK: tv.Gone(), Detail: cmp.Or(tv.Unsure(), text.OrDash(viewErr(tv)))})
 	}
 	left, err := topicDirs(ctx, env, f, t)
 	if err != nil {
 		return nil, err
 	}
-	return append(checks, steps.Check{Name: fmt.Sprintf("no log dir holds a directory of %q", t), OK: len(left) == 0, Detail: brokers.Summarize(left)}), nil
+	return append(checks, steps.Check{Name: fmt.Sprintf("no log dir holds a directory of %q", t), OK: len(left) == 0, Detail: text.Summarize(left)}), nil
 }
 
 // verifyRecreated: the topic is new, empty and served alike everywhere.
@@ -463,7 +465,7 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 		return nil, err
 	}
 	assign, _ := z.Assignment()
-	checks := []steps.Check{{Name: fmt.Sprintf("%q exists in ZooKeeper", t), OK: true, Detail: fmt.Sprintf("%d partitions, topic_id %s", len(assign), brokers.OrDash(z.TopicID))}}
+	checks := []steps.Check{{Name: fmt.Sprintf("%q exists in ZooKeeper", t), OK: true, Detail: fmt.Sprintf("%d partitions, topic_id %s", len(assign), text.OrDash(z.TopicID))}}
 	var idDiff, urp []string
 	for _, id := range brokers.HostIDs(env.Target) {
 		v, err := env.Kafka.BrokerView(ctx, id, t)
@@ -473,17 +475,17 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 		}
 		tv := v.Topics[t]
 		if !tv.Present() || tv.ID != z.TopicID || len(tv.Partitions) != len(assign) {
-			idDiff = append(idDiff, fmt.Sprintf("broker %d: %s id %s, %d partitions", id, cmp.Or(tv.Unsure(), brokers.OrDash(viewErr(tv))), brokers.OrDash(tv.ID), len(tv.Partitions)))
+			idDiff = append(idDiff, fmt.Sprintf("broker %d: %s id %s, %d partitions", id, cmp.Or(tv.Unsure(), text.OrDash(viewErr(tv))), text.OrDash(tv.ID), len(tv.Partitions)))
 		}
 		for _, pv := range tv.Partitions {
-			if !brokers.SameSet(pv.ISR, pv.Replicas) {
-				urp = append(urp, fmt.Sprintf("broker %d sees %s-%d isr %s replicas %s", id, t, pv.Partition, brokers.I32s(pv.ISR), brokers.I32s(pv.Replicas)))
+			if !sameIDs(pv.ISR, pv.Replicas) {
+				urp = append(urp, fmt.Sprintf("broker %d sees %s-%d isr %s replicas %s", id, t, pv.Partition, fmt.Sprint(pv.ISR), fmt.Sprint(pv.Replicas)))
 			}
 		}
 	}
 	checks = append(checks,
-		steps.Check{Name: "every broker serves it with the znode's topic ID", OK: len(idDiff) == 0, Detail: brokers.Summarize(idDiff)},
-		steps.Check{Name: "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: brokers.Summarize(urp)})
+		steps.Check{Name: "every broker serves it with the znode's topic ID", OK: len(idDiff) == 0, Detail: text.Summarize(idDiff)},
+		steps.Check{Name: "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: text.Summarize(urp)})
 	var earliest []string
 	offs := partitionOffsets(ctx, env, t, int32(len(assign)))
 	for part := range assign {
@@ -520,18 +522,18 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 				case m.Dir.Kind == segments.Live && id == "" && z.TopicID != "" && lateIDs:
 					unwritten = append(unwritten, fmt.Sprintf("broker %d %s/%s", h.ID, dir, m.Dir.Name))
 				case m.Dir.Kind != segments.Live || (z.TopicID != "" && id != z.TopicID):
-					foreign = append(foreign, fmt.Sprintf("broker %d %s/%s (%s, id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, brokers.OrDash(id)))
+					foreign = append(foreign, fmt.Sprintf("broker %d %s/%s (%s, id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, text.OrDash(id)))
 				}
 			}
 		}
 	}
-	idCheck := steps.Check{Name: "every directory of the topic on disk carries its current topic ID", OK: len(foreign) == 0, Detail: brokers.Summarize(foreign)}
+	idCheck := steps.Check{Name: "every directory of the topic on disk carries its current topic ID", OK: len(foreign) == 0, Detail: text.Summarize(foreign)}
 	if len(unwritten) > 0 {
 		idCheck.Name = "no directory of the topic on disk carries another topic ID"
-		idCheck.Detail = fmt.Sprintf("another ID: %s; no partition.metadata yet, as Kafka 2.8 leaves a new partition until its next LeaderAndIsr (accepted): %s", brokers.Summarize(foreign), brokers.Summarize(unwritten))
+		idCheck.Detail = fmt.Sprintf("another ID: %s; no partition.metadata yet, as Kafka 2.8 leaves a new partition until its next LeaderAndIsr (accepted): %s", text.Summarize(foreign), text.Summarize(unwritten))
 	}
 	return append(checks,
-		steps.Check{Name: "every partition is empty (nothing adopted; the canary removed)", OK: len(earliest) == 0, Detail: brokers.Summarize(earliest)},
+		steps.Check{Name: "every partition is empty (nothing adopted; the canary removed)", OK: len(earliest) == 0, Detail: text.Summarize(earliest)},
 		idCheck), nil
 }
 
@@ -566,7 +568,7 @@ func (k *verifyTopic) ownsTopic(ctx context.Context, env *steps.Env, f *Facts) e
 	if mine.ID == "" {
 		for _, a := range env.History().Actions(env.Step().ID) {
 			if a.Action.ID == "create" && (!a.Ended || a.Outcome != "" || a.OK) {
-				env.Logf("%q exists; an earlier attempt of this run was creating it when it stopped, so it is taken as this run's (topic id %s) and checked", t, brokers.OrDash(z.TopicID))
+				env.Logf("%q exists; an earlier attempt of this run was creating it when it stopped, so it is taken as this run's (topic id %s) and checked", t, text.OrDash(z.TopicID))
 				return nil
 			}
 		}
@@ -583,5 +585,10 @@ func (k *verifyTopic) ownsTopic(ctx context.Context, env *steps.Env, f *Facts) e
 		why = fmt.Sprintf("most likely a client still attached auto-created it (auto.create.topics.enable=true on brokers %v)", auto)
 	}
 	return fmt.Errorf("%w: %q exists again (topic id %s, %d partitions) although this run deleted it and did not create it: %s. kremedy neither adopts nor deletes a topic it did not make. Stop that client, delete the topic (kafka-topics --delete --topic %s; the brokers are up), then resume",
-		steps.ErrRefused, t, brokers.OrDash(z.TopicID), len(z.Partitions), why, t)
+		steps.ErrRefused, t, text.OrDash(z.TopicID), len(z.Partitions), why, t)
+}
+
+// sameIDs reports whether a and b hold the same ids, in any order.
+func sameIDs(a, b []int32) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kremedy/kremedy/internal/atomicfile"
 	"github.com/kremedy/kremedy/internal/shell"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -370,7 +371,7 @@ func (k *wipeSegments) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 	if err != nil {
 		return nil, err
 	}
-	checks := []steps.Check{{Name: fmt.Sprintf("no log dir holds a directory of %q", k.o.Topic), OK: len(left) == 0, Detail: brokers.Summarize(left)}}
+	checks := []steps.Check{{Name: fmt.Sprintf("no log dir holds a directory of %q", k.o.Topic), OK: len(left) == 0, Detail: text.Summarize(left)}}
 	if c, err := reconcileManifest(ctx, env, k.o.Topic); err != nil {
 		return nil, err
 	} else if c != nil {
@@ -418,7 +419,7 @@ func reconcileManifest(ctx context.Context, env *steps.Env, topic string) (*step
 			return nil, err
 		}
 	}
-	return &steps.Check{Name: "every directory in the manifest is in quarantine", OK: len(lost) == 0, Detail: brokers.Summarize(lost)}, nil
+	return &steps.Check{Name: "every directory in the manifest is in quarantine", OK: len(lost) == 0, Detail: text.Summarize(lost)}, nil
 }
 
 // requireZnodesGone refuses to wipe a topic ZooKeeper still has: its

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/kremedy/kremedy/steps/brokers"
 )
 
 // topicRoots are, in order of precedence, the findings that are the cause
@@ -41,7 +39,7 @@ func linkCauses(fs []Finding) []Finding {
 		if fs[i].Topic != "" {
 			id += fs[i].Topic
 		} else {
-			id += strings.Trim(strings.ReplaceAll(brokers.I32s(fs[i].Brokers), " ", ","), "[]")
+			id += strings.Trim(strings.ReplaceAll(fmt.Sprint(fs[i].Brokers), " ", ","), "[]")
 		}
 		if seen[id]++; seen[id] > 1 {
 			id += fmt.Sprintf("#%d", seen[id])

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -268,7 +270,7 @@ func (g *diagnosis) clusterFindings(unreachable map[int32]error) {
 	if g.st.Controller < 0 && len(g.st.Brokers) > 0 {
 		g.add(Finding{Kind: FindNoController, Severity: Critical, Brokers: g.st.Brokers,
 			Summary:  "no controller is elected: /controller is absent, so no leader election, ISR change, topic creation or deletion happens until one is",
-			Evidence: []string{fmt.Sprintf("%s/controller absent; registered brokers %s", g.c.ZK.Chroot(), brokers.I32s(g.st.Brokers))},
+			Evidence: []string{fmt.Sprintf("%s/controller absent; registered brokers %s", g.c.ZK.Chroot(), fmt.Sprint(g.st.Brokers))},
 			Fix:      "find why no registered broker wins the election: its server.log and controller.log (ZooKeeper session expiring, a broker stuck in start-up); restarting the broker that should be controller usually ends it",
 			DoNot:    "do not delete znodes or restart every broker at once while no controller runs: nothing would carry the change out"})
 	}
@@ -284,7 +286,7 @@ func (g *diagnosis) clusterFindings(unreachable map[int32]error) {
 		if !agreesOnCluster(v, g.st) {
 			g.add(Finding{Kind: FindDisagreement, Severity: Warning, Brokers: []int32{id},
 				Summary:  fmt.Sprintf("broker %d's metadata disagrees with ZooKeeper about the cluster", id),
-				Evidence: []string{fmt.Sprintf("broker %d: controller %d, live brokers %s; ZooKeeper: controller %d, registered %s", id, v.Controller, brokers.I32s(v.Brokers), g.st.Controller, brokers.I32s(g.st.Brokers))},
+				Evidence: []string{fmt.Sprintf("broker %d: controller %d, live brokers %s; ZooKeeper: controller %d, registered %s", id, v.Controller, fmt.Sprint(v.Brokers), g.st.Controller, fmt.Sprint(g.st.Brokers))},
 				Fix:      "usually transient during a controller change; if it lasts, restart that broker so it reloads metadata"})
 		}
 	}
@@ -314,9 +316,9 @@ func (g *diagnosis) brokersDown(names []string) {
 			}
 		}
 		slices.Sort(hit)
-		ev := []string{fmt.Sprintf("broker %d (host %s in the inventory) is not registered under /brokers/ids; registered: %s", h.ID, h.Host, brokers.I32s(g.st.Brokers))}
+		ev := []string{fmt.Sprintf("broker %d (host %s in the inventory) is not registered under /brokers/ids; registered: %s", h.ID, h.Host, fmt.Sprint(g.st.Brokers))}
 		if len(hit) > 0 {
-			ev = append(ev, fmt.Sprintf("replica of %d partitions of %d topics: %s", len(hit), len(topics), brokers.Summarize(hit)))
+			ev = append(ev, fmt.Sprintf("replica of %d partitions of %d topics: %s", len(hit), len(topics), text.Summarize(hit)))
 		}
 		g.add(Finding{Kind: FindBrokerDown, Severity: Critical, Brokers: []int32{h.ID}, Partitions: nil,
 			Summary:  fmt.Sprintf("broker %d is down: it is in the inventory but not registered in ZooKeeper (%d partitions of %d topics lost a replica)", h.ID, len(hit), len(topics)),
@@ -337,7 +339,7 @@ func (g *diagnosis) readDefaults(ctx context.Context) {
 	if len(g.deleteDisabled) > 0 {
 		g.add(Finding{Kind: FindDeleteDisabled, Severity: Warning, Brokers: g.deleteDisabled,
 			Summary:  "topic deletion is disabled (delete.topic.enable=false)",
-			Evidence: []string{fmt.Sprintf("brokers %s report delete.topic.enable=false", brokers.I32s(g.deleteDisabled))},
+			Evidence: []string{fmt.Sprintf("brokers %s report delete.topic.enable=false", fmt.Sprint(g.deleteDisabled))},
 			Fix:      "enable delete.topic.enable on every broker (rolling restart) before deleting topics; the controller silently drops deletion requests while it is off",
 			DoNot:    "do not delete a topic's znodes by hand to work around it"})
 	}
@@ -395,7 +397,7 @@ func brokerViews(ctx context.Context, kc ports.Kafka, ids []int32, topics []stri
 		v   ports.BrokerView
 		err error
 	}
-	got := brokers.EachID(ids, func(id int32) answer {
+	got := par.Each(ids, func(id int32) answer {
 		v, err := kc.BrokerView(ctx, id, topics...)
 		return answer{v, err}
 	})
@@ -489,7 +491,7 @@ func (g *diagnosis) stuckDeletion(name string, ts *kafkazk.TopicState, assign ma
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		missing = slices.Compact(missing)
-		why = append(why, fmt.Sprintf("replica brokers %s are not registered in %s", brokers.I32s(missing), kafkazk.BrokerIDsPath))
+		why = append(why, fmt.Sprintf("replica brokers %s are not registered in %s", fmt.Sprint(missing), kafkazk.BrokerIDsPath))
 	}
 	if len(ts.Znode.AddingReplicas)+len(ts.Znode.RemovingReplicas) > 0 {
 		why = append(why, "a reassignment is in progress (adding/removing replicas in the topic znode)")
@@ -504,7 +506,7 @@ func (g *diagnosis) stuckDeletion(name string, ts *kafkazk.TopicState, assign ma
 		why = append(why, "no blocking reason found: the deletion may still be in progress")
 	}
 	ev = append(ev, why...)
-	fix := "start the missing broker(s) " + brokers.I32s(missing) + " again: the controller resumes the deletion by itself when a replica's broker returns"
+	fix := "start the missing broker(s) " + fmt.Sprint(missing) + " again: the controller resumes the deletion by itself when a replica's broker returns"
 	if len(missing) == 0 {
 		fix = "wait for the controller, or force a controller failover; if it does not complete, " + fmt.Sprintf(cleanupFix, name)
 	}
@@ -532,14 +534,14 @@ func (g *diagnosis) staleMetadata(name string, ts *kafkazk.TopicState) {
 	switch {
 	case !ts.Exists && len(lists) > 0:
 		g.add(Finding{Kind: FindStaleMetadata, Severity: Critical, Topic: name, Brokers: lists,
-			Summary:  fmt.Sprintf("brokers %s still serve %q, which ZooKeeper no longer has", brokers.I32s(lists), name),
+			Summary:  fmt.Sprintf("brokers %s still serve %q, which ZooKeeper no longer has", fmt.Sprint(lists), name),
 			Evidence: viewEvidence(g.views, name, lists, append(missing, unsure...)),
 			Fix:      fmt.Sprintf(cleanupFix, name) + "; only a restart of every broker clears their caches",
 			DoNot:    "do not restart one broker at a time: the restarted one forgets the topic while the others still serve it, and clients get UNKNOWN_TOPIC_OR_PARTITION",
 			Runbook:  "topic-cleanup"})
 	case ts.HasZnode() && !ts.PendingDelete && len(missing) > 0 && len(g.views) > 0:
 		g.add(Finding{Kind: FindStaleMetadata, Severity: Critical, Topic: name, Brokers: missing,
-			Summary:  fmt.Sprintf("ZooKeeper has %q but brokers %s do not serve it", name, brokers.I32s(missing)),
+			Summary:  fmt.Sprintf("ZooKeeper has %q but brokers %s do not serve it", name, fmt.Sprint(missing)),
 			Evidence: viewEvidence(g.views, name, lists, append(missing, unsure...)),
 			Fix:      "restart the brokers that do not know the topic so they reload metadata; if the topic was recreated by hand, " + fmt.Sprintf(cleanupFix, name),
 			Runbook:  "topic-cleanup"})
@@ -566,10 +568,10 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 					offB = append(offB, r) // the replicas' brokers that are down
 				}
 			}
-			offEv = append(offEv, fmt.Sprintf("%s-%d: no leader (replicas %s, isr %s)", name, p, brokers.I32s(reps), brokers.I32s(zs.ISR)))
+			offEv = append(offEv, fmt.Sprintf("%s-%d: no leader (replicas %s, isr %s)", name, p, fmt.Sprint(reps), fmt.Sprint(zs.ISR)))
 		case !slices.Contains(zs.ISR, zs.Leader):
 			notInISR = append(notInISR, p)
-			nisEv = append(nisEv, fmt.Sprintf("%s-%d: leader %d not in isr %s", name, p, zs.Leader, brokers.I32s(zs.ISR)))
+			nisEv = append(nisEv, fmt.Sprintf("%s-%d: leader %d not in isr %s", name, p, zs.Leader, fmt.Sprint(zs.ISR)))
 		}
 		if len(zs.ISR) < len(reps) {
 			urp = append(urp, p)
@@ -578,7 +580,7 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 					urpB = append(urpB, r)
 				}
 			}
-			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s", name, p, zs.Leader, brokers.I32s(reps), brokers.I32s(zs.ISR)))
+			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s", name, p, zs.Leader, fmt.Sprint(reps), fmt.Sprint(zs.ISR)))
 		}
 		if zs.Leader >= 0 && len(zs.ISR) < minISR {
 			underMin = append(underMin, p)
@@ -587,7 +589,7 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 					minB = append(minB, r)
 				}
 			}
-			minEv = append(minEv, fmt.Sprintf("%s-%d: isr %s < min.insync.replicas %d", name, p, brokers.I32s(zs.ISR), minISR))
+			minEv = append(minEv, fmt.Sprintf("%s-%d: isr %s < min.insync.replicas %d", name, p, fmt.Sprint(zs.ISR), minISR))
 		}
 	}
 	if len(offline) > 0 {
@@ -600,12 +602,12 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 		slices.Sort(urpB)
 		urpB = slices.Compact(urpB)
 		f := Finding{Kind: FindUnderReplicated, Severity: Warning, Topic: name, Partitions: urp, Brokers: urpB,
-			Summary:  fmt.Sprintf("%d partitions of %q are under-replicated (brokers %s out of the ISR)", len(urp), name, brokers.I32s(urpB)),
+			Summary:  fmt.Sprintf("%d partitions of %q are under-replicated (brokers %s out of the ISR)", len(urp), name, fmt.Sprint(urpB)),
 			Evidence: urpEv, Fix: "bring the lagging brokers back; if they run but never catch up, " + g.staleHint() + " and " + fmt.Sprintf(cleanupFix, name)}
 		if !slices.ContainsFunc(urpB, func(b int32) bool { return slices.Contains(g.st.Brokers, b) }) {
 			// Every broker out of the ISR is simply down: that is the cause
 			// (broker-down), and no cleanup is needed.
-			f.Fix = fmt.Sprintf("caused by broker %s being down (see broker-down): start it; these partitions catch up by themselves, no cleanup is needed", brokers.I32s(urpB))
+			f.Fix = fmt.Sprintf("caused by broker %s being down (see broker-down): start it; these partitions catch up by themselves, no cleanup is needed", fmt.Sprint(urpB))
 			f.DoNot = "do not run topic-cleanup for partitions whose only missing replicas are on a stopped broker"
 		}
 		g.add(f)
@@ -705,7 +707,7 @@ func (g *diagnosis) unsafeAutoCreate(ctx context.Context, name string) {
 	if len(auto) > 0 {
 		g.add(Finding{Kind: FindUnsafeAutoCreate, Severity: Warning, Topic: name, Brokers: auto,
 			Summary:  fmt.Sprintf("auto.create.topics.enable=true while groups %v consume %q", attached, name),
-			Evidence: []string{fmt.Sprintf("brokers %s have auto.create.topics.enable=true", brokers.I32s(auto))},
+			Evidence: []string{fmt.Sprintf("brokers %s have auto.create.topics.enable=true", fmt.Sprint(auto))},
 			Fix:      "detach the clients before any cleanup (topic-cleanup's detach step waits for it)", DoNot: "do not delete the topic while clients are attached: they would recreate it with default settings"})
 	}
 }
@@ -714,7 +716,7 @@ func viewEvidence(views map[int32]ports.BrokerView, name string, lists, missing 
 	var ev []string
 	for _, id := range lists {
 		tv := views[id].Topics[name]
-		ev = append(ev, fmt.Sprintf("broker %d lists %q (%d partitions, topic id %s)", id, name, len(tv.Partitions), brokers.OrDash(tv.ID)))
+		ev = append(ev, fmt.Sprintf("broker %d lists %q (%d partitions, topic id %s)", id, name, len(tv.Partitions), text.OrDash(tv.ID)))
 	}
 	for _, id := range missing {
 		e := ports.KafkaUnknownTopicOrPartition.String()
@@ -745,7 +747,7 @@ func listDisks(ctx context.Context, c ports.Cluster, registered []int32) diskLis
 			ask = append(ask, h.ID)
 		}
 	}
-	for i, d := range brokers.EachID(ask, func(id int32) []string { d, _ := c.Kafka.LogDirs(ctx, id); return d }) {
+	for i, d := range par.Each(ask, func(id int32) []string { d, _ := c.Kafka.LogDirs(ctx, id); return d }) {
 		dirs[ask[i]] = d
 	}
 	return diskListing{dirs: dirs, Listing: brokers.List(ctx, c.Hosts, c.Target, dirs)}
@@ -913,7 +915,7 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 				continue
 			}
 			if !slices.Equal(pv.Replicas, reps) {
-				note(key{p, "replicas"}, brokers.I32s(reps), brokers.I32s(pv.Replicas), id)
+				note(key{p, "replicas"}, fmt.Sprint(reps), fmt.Sprint(pv.Replicas), id)
 			}
 			zs, ok := ts.States[p]
 			if !ok {
@@ -925,8 +927,8 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 			if pv.LeaderEpoch != zs.LeaderEpoch {
 				note(key{p, "leader epoch"}, fmt.Sprint(zs.LeaderEpoch), fmt.Sprint(pv.LeaderEpoch), id)
 			}
-			if !brokers.SameSet(pv.ISR, zs.ISR) {
-				note(key{p, "isr"}, brokers.I32s(zs.ISR), brokers.I32s(pv.ISR), id)
+			if !sameIDs(pv.ISR, zs.ISR) {
+				note(key{p, "isr"}, fmt.Sprint(zs.ISR), fmt.Sprint(pv.ISR), id)
 			}
 		}
 	}
@@ -939,7 +941,7 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 		for _, v := range slices.Sorted(maps.Keys(vals)) {
 			ids := vals[v]
 			slices.Sort(ids)
-			parts = append(parts, fmt.Sprintf("brokers %s %s", brokers.I32s(ids), v))
+			parts = append(parts, fmt.Sprintf("brokers %s %s", fmt.Sprint(ids), v))
 		}
 		dis = append(dis, fmt.Sprintf("%s %s: ZooKeeper %s; %s", what, k.field, zk[k], strings.Join(parts, "; ")))
 	}
@@ -956,4 +958,9 @@ func servingBrokers(name string, views map[int32]ports.BrokerView) []int32 {
 		}
 	}
 	return out
+}
+
+// sameIDs reports whether a and b hold the same ids, in any order.
+func sameIDs(a, b []int32) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/kremedy/kremedy/internal/kafkaver"
-	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/segments"
 )
@@ -76,7 +76,7 @@ func (g *diagnosis) migration(ctx context.Context, disks *diskListing) {
 		max          int
 		controlPlane string
 	}
-	got := brokers.EachID(g.st.Brokers, func(id int32) configs {
+	got := par.Each(g.st.Brokers, func(id int32) configs {
 		c := configs{max: 1000}
 		if v, err := g.c.Kafka.BrokerConfig(ctx, id, "reserved.broker.max.id"); err == nil {
 			if n, err := strconv.Atoi(v); err == nil {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -72,7 +71,7 @@ func (g *diagnosis) zkFindings(name string, ts *kafkazk.TopicState, assign map[i
 	if len(ts.MissingStates) > 0 {
 		var ev []string
 		for _, p := range ts.MissingStates {
-			ev = append(ev, fmt.Sprintf("%s%s has no state znode (replicas %s)", g.c.ZK.Chroot(), kafkazk.PartitionStatePath(name, p), brokers.I32s(assign[p])))
+			ev = append(ev, fmt.Sprintf("%s%s has no state znode (replicas %s)", g.c.ZK.Chroot(), kafkazk.PartitionStatePath(name, p), fmt.Sprint(assign[p])))
 		}
 		g.add(Finding{Kind: FindMissingPartitionState, Severity: Critical, Topic: name, Partitions: ts.MissingStates,
 			Summary:  fmt.Sprintf("%d partitions of %q have no state znode: ZooKeeper holds no leader or ISR for them", len(ts.MissingStates), name),
@@ -99,9 +98,9 @@ func (g *diagnosis) zkFindings(name string, ts *kafkazk.TopicState, assign map[i
 		for _, p := range toBrokers {
 			state := "no state znode"
 			if zs, ok := ts.States[p]; ok {
-				state = fmt.Sprintf("state leader %d epoch %d isr %s", zs.Leader, zs.LeaderEpoch, brokers.I32s(zs.ISR))
+				state = fmt.Sprintf("state leader %d epoch %d isr %s", zs.Leader, zs.LeaderEpoch, fmt.Sprint(zs.ISR))
 			}
-			ev = append(ev, fmt.Sprintf("%s-%d: ZooKeeper assigns replicas %s (%s); brokers %s serve %q without it", name, p, brokers.I32s(assign[p]), state, brokers.I32s(servingBrokers(name, g.views)), name))
+			ev = append(ev, fmt.Sprintf("%s-%d: ZooKeeper assigns replicas %s (%s); brokers %s serve %q without it", name, p, fmt.Sprint(assign[p]), state, fmt.Sprint(servingBrokers(name, g.views)), name))
 		}
 		g.add(Finding{Kind: FindUnknownToBrokers, Severity: Critical, Topic: name, Partitions: toBrokers,
 			Summary:  fmt.Sprintf("%d partitions of %q are in ZooKeeper but no broker serves them: clients that use them get UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER", len(toBrokers), name),
@@ -117,7 +116,7 @@ func (g *diagnosis) zkFindings(name string, ts *kafkazk.TopicState, assign map[i
 			ids := toZK[p]
 			slices.Sort(ids)
 			bs = append(bs, ids...)
-			ev = append(ev, fmt.Sprintf("%s-%d: brokers %s serve it; ZooKeeper assigns partitions %s only", name, p, brokers.I32s(ids), brokers.I32s(slices.Sorted(mapsKeys(assign)))))
+			ev = append(ev, fmt.Sprintf("%s-%d: brokers %s serve it; ZooKeeper assigns partitions %s only", name, p, fmt.Sprint(ids), fmt.Sprint(slices.Sorted(mapsKeys(assign)))))
 		}
 		g.add(Finding{Kind: FindUnknownToZooKeeper, Severity: Critical, Topic: name, Partitions: parts, Brokers: bs,
 			Summary:  fmt.Sprintf("brokers serve %d partitions of %q that ZooKeeper does not assign: their metadata is stale", len(parts), name),
@@ -145,14 +144,14 @@ func (g *diagnosis) unregistered(name string, ts *kafkazk.TopicState, assign map
 		slices.Sort(ps)
 		var ev []string
 		for _, p := range ps {
-			e := fmt.Sprintf("%s-%d: replicas %s", name, p, brokers.I32s(assign[p]))
+			e := fmt.Sprintf("%s-%d: replicas %s", name, p, fmt.Sprint(assign[p]))
 			key := strconv.Itoa(int(p))
 			if a, r := ts.Znode.AddingReplicas[key], ts.Znode.RemovingReplicas[key]; len(a)+len(r) > 0 {
-				e += fmt.Sprintf(", a reassignment in progress (adding %s, removing %s)", brokers.I32s(a), brokers.I32s(r))
+				e += fmt.Sprintf(", a reassignment in progress (adding %s, removing %s)", fmt.Sprint(a), fmt.Sprint(r))
 			}
 			ev = append(ev, e)
 		}
-		ev = append(ev, fmt.Sprintf("registered brokers %s", brokers.I32s(g.st.Brokers)))
+		ev = append(ev, fmt.Sprintf("registered brokers %s", fmt.Sprint(g.st.Brokers)))
 		f := Finding{Kind: FindUnregisteredReplica, Topic: name, Brokers: []int32{id}, Partitions: ps, Evidence: ev}
 		if _, inInventory := g.c.Target.Host(id); inInventory {
 			f.Severity = Warning
@@ -162,7 +161,7 @@ func (g *diagnosis) unregistered(name string, ts *kafkazk.TopicState, assign map
 		} else {
 			f.Severity = Critical
 			f.Summary = fmt.Sprintf("the assignment of %q names broker %d, which is neither registered nor in the inventory (likely decommissioned): those partitions have fewer copies than they claim", name, id)
-			f.Fix = fmt.Sprintf(reassignFix, name, strings.Trim(strings.ReplaceAll(brokers.I32s(g.st.Brokers), " ", ","), "[]")) +
+			f.Fix = fmt.Sprintf(reassignFix, name, strings.Trim(strings.ReplaceAll(fmt.Sprint(g.st.Brokers), " ", ","), "[]")) +
 				". A reassignment, a controller failover and the ZooKeeper → KRaft migration (which waits forever for every assigned broker to register) all stall on it"
 			f.DoNot = "do not edit /brokers/topics/" + name + " by hand: a znode written without its topic_id gets a new one (INCONSISTENT_TOPIC_ID)"
 		}
@@ -190,7 +189,7 @@ func (g *diagnosis) stateOutsideAssignment(name string, ts *kafkazk.TopicState, 
 		if len(out) > 0 {
 			slices.Sort(out)
 			ps, bs = append(ps, p), append(bs, out...)
-			ev = append(ev, fmt.Sprintf("%s-%d: state leader %d isr %s, but the assignment is %s (brokers %s are not in it)", name, p, zs.Leader, brokers.I32s(zs.ISR), brokers.I32s(reps), brokers.I32s(out)))
+			ev = append(ev, fmt.Sprintf("%s-%d: state leader %d isr %s, but the assignment is %s (brokers %s are not in it)", name, p, zs.Leader, fmt.Sprint(zs.ISR), fmt.Sprint(reps), fmt.Sprint(out)))
 		}
 	}
 	if len(ps) == 0 {

@@ -198,7 +198,7 @@ func (k *stopControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan
 		return nil, fmt.Errorf("%w: %s", steps.ErrRefused, how)
 	}
 	if n := brokersIn(st, ModeKRaft); len(n) > 0 {
-		return nil, fmt.Errorf("%w: brokers %s are KRaft brokers and need the controllers: roll them back to migration mode first", steps.ErrRefused, brokers.I32s(n))
+		return nil, fmt.Errorf("%w: brokers %s are KRaft brokers and need the controllers: roll them back to migration mode first", steps.ErrRefused, fmt.Sprint(n))
 	}
 	p := &steps.Plan{Summary: "stop every KRaft controller", Facts: st.Facts()}
 	for _, c := range env.Target.Controllers {

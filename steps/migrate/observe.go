@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps"
-	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/roll"
@@ -150,7 +150,7 @@ func Observe(ctx context.Context, env *steps.Env) (*State, error) {
 		f   File
 		err error
 	}
-	files := brokers.EachID(ids, func(id int32) got {
+	files := par.Each(ids, func(id int32) got {
 		h, ok := t.Host(id)
 		if !ok {
 			h, _ = t.Controller(id)
@@ -263,7 +263,7 @@ func (s *State) phase() (Phase, string) {
 		slices.Sort(ids)
 	}
 	if u := count[ModeUnknown]; len(u) > 0 {
-		return PhaseUnknown, fmt.Sprintf("brokers %s have configs that are neither ZooKeeper, migration nor KRaft brokers'", brokers.I32s(u))
+		return PhaseUnknown, fmt.Sprintf("brokers %s have configs that are neither ZooKeeper, migration nor KRaft brokers'", fmt.Sprint(u))
 	}
 	var finals []int32
 	for id, m := range s.Controllers {
@@ -281,19 +281,19 @@ func (s *State) phase() (Phase, string) {
 	case len(finals) == len(s.Controllers) && k == n:
 		return PhaseFinalized, "every broker is a KRaft broker and no controller migrates"
 	case len(finals) > 0:
-		return PhaseFinalizing, fmt.Sprintf("controllers %s no longer migrate", brokers.I32s(slices.Sorted(slices.Values(finals))))
+		return PhaseFinalizing, fmt.Sprintf("controllers %s no longer migrate", fmt.Sprint(slices.Sorted(slices.Values(finals))))
 	case k == n:
 		return PhaseDualWrite, "every broker is a KRaft broker; the controllers still write ZooKeeper"
 	case k > 0:
-		return PhaseToKRaft, fmt.Sprintf("brokers %s are KRaft brokers, %s not yet", brokers.I32s(count[ModeKRaft]), brokers.I32s(append(count[ModeMigration], count[ModeZK]...)))
+		return PhaseToKRaft, fmt.Sprintf("brokers %s are KRaft brokers, %s not yet", fmt.Sprint(count[ModeKRaft]), fmt.Sprint(append(count[ModeMigration], count[ModeZK]...)))
 	case m == n && s.Migrated():
 		return PhaseMigrated, fmt.Sprintf("every broker in migration mode; metadata migrated at offset %d, /controller is KRaft controller %d", s.Migration.MetadataOffset, s.ZKController)
 	case m == n:
 		return PhaseMigration, "every broker in migration mode; the metadata is not migrated yet"
 	case m > 0:
-		return PhaseEntering, fmt.Sprintf("brokers %s in migration mode, %s not yet", brokers.I32s(count[ModeMigration]), brokers.I32s(count[ModeZK]))
+		return PhaseEntering, fmt.Sprintf("brokers %s in migration mode, %s not yet", fmt.Sprint(count[ModeMigration]), fmt.Sprint(count[ModeZK]))
 	case len(s.Running) > 0:
-		return PhaseControllers, fmt.Sprintf("KRaft controllers %s run; the brokers are ZooKeeper brokers", brokers.I32s(s.Running))
+		return PhaseControllers, fmt.Sprintf("KRaft controllers %s run; the brokers are ZooKeeper brokers", fmt.Sprint(s.Running))
 	}
 	return PhaseZooKeeper, "every broker a ZooKeeper broker, no KRaft controller runs"
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/internal/shell"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/roll"
@@ -233,7 +234,7 @@ func (k *rollBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		p.Summary = fmt.Sprintf("every broker's config is already %s and none is left to restart", k.o.To)
 		return p, nil
 	}
-	p.Summary = fmt.Sprintf("roll brokers %s to %s one at a time: each stopped, its config edited (a backup beside it first), started, and the cluster healthy before the next", brokers.I32s(nodesOf(p)), k.o.To)
+	p.Summary = fmt.Sprintf("roll brokers %s to %s one at a time: each stopped, its config edited (a backup beside it first), started, and the cluster healthy before the next", fmt.Sprint(nodesOf(p)), k.o.To)
 	p.Rollback = backupsNote(p.Actions)
 	return p, nil
 }
@@ -262,7 +263,7 @@ func (k *rollBrokers) precondition(st *State) error {
 		}
 	case BackToZooKeeper:
 		if len(st.Running) > 0 {
-			return fmt.Errorf("%w: KRaft controllers %s still run; the revert stops them and deletes /controller and /migration before the brokers leave migration mode", steps.ErrRefused, brokers.I32s(st.Running))
+			return fmt.Errorf("%w: KRaft controllers %s still run; the revert stops them and deletes /controller and /migration before the brokers leave migration mode", steps.ErrRefused, fmt.Sprint(st.Running))
 		}
 	}
 	return nil
@@ -301,7 +302,7 @@ func (k *rollBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 		if err != nil && !errors.Is(err, context.Canceled) {
 			reg = nil
 		}
-		checks = append(checks, steps.Check{Name: "no broker registers in ZooKeeper any more (KRaft brokers register with the controllers)", OK: len(reg) == 0, Detail: "registered: " + brokers.I32s(reg)})
+		checks = append(checks, steps.Check{Name: "no broker registers in ZooKeeper any more (KRaft brokers register with the controllers)", OK: len(reg) == 0, Detail: "registered: " + fmt.Sprint(reg)})
 	}
 	rc, err := k.r.Verify(ctx, env)
 	return append(checks, rc...), err
@@ -394,5 +395,5 @@ func orNone(s []string) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	return brokers.Summarize(s)
+	return text.Summarize(s)
 }

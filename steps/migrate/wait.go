@@ -9,7 +9,6 @@ import (
 
 	"github.com/kremedy/kremedy/internal/atomicfile"
 	"github.com/kremedy/kremedy/steps"
-	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/roll"
 )
@@ -104,7 +103,7 @@ func (k *resetZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return nil, err
 	}
 	if len(st.Running) > 0 {
-		return nil, fmt.Errorf("%w: KRaft controllers %s still run: they would take /controller back; stop them first", steps.ErrRefused, brokers.I32s(st.Running))
+		return nil, fmt.Errorf("%w: KRaft controllers %s still run: they would take /controller back; stop them first", steps.ErrRefused, fmt.Sprint(st.Running))
 	}
 	if ok, how := st.Phase.Revertible(); !ok {
 		return nil, fmt.Errorf("%w: %s", steps.ErrRefused, how)

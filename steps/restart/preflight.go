@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/roll"
@@ -108,7 +109,7 @@ func (g *looking) brokers(ctx context.Context) error {
 			return g.refuse("broker %d is registered in ZooKeeper but not in the inventory: kremedy could not restart it, and it would keep its stale metadata. Add it to the inventory; nothing was changed", id)
 		}
 	}
-	g.p.Facts = append(g.p.Facts, fmt.Sprintf("brokers registered %s of inventory %s; controller %d", brokers.I32s(reg), brokers.I32s(inv), ctrl))
+	g.p.Facts = append(g.p.Facts, fmt.Sprintf("brokers registered %s of inventory %s; controller %d", fmt.Sprint(reg), fmt.Sprint(inv), ctrl))
 	for _, id := range inv {
 		if !slices.Contains(reg, id) {
 			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d is in the inventory but not registered in ZooKeeper (stopped or crashed): a rolling restart starts from a cluster with every broker up", id))
@@ -121,7 +122,7 @@ func (g *looking) brokers(ctx context.Context) error {
 func (g *looking) reachable(ctx context.Context) error {
 	inv := brokers.HostIDs(g.env.Target)
 	var unreachable []string
-	for i, err := range brokers.EachID(inv, func(id int32) error { return g.env.Hosts.Check(ctx, id) }) {
+	for i, err := range par.Each(inv, func(id int32) error { return g.env.Hosts.Check(ctx, id) }) {
 		if err != nil {
 			unreachable = append(unreachable, fmt.Sprintf("broker %d: %v", inv[i], err))
 		}

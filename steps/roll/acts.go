@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -63,7 +64,7 @@ func WaitGone(ctx context.Context, env *steps.Env, id int32, addr string, timeou
 			}
 		}
 	}
-	env.Logf("broker %d stopped: registration gone %s after the command returned, port %s closed", id, gone.Round(time.Millisecond), brokers.OrDash(addr))
+	env.Logf("broker %d stopped: registration gone %s after the command returned, port %s closed", id, gone.Round(time.Millisecond), text.OrDash(addr))
 	ReportDown(ctx, env)
 	return nil
 }

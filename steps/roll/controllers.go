@@ -134,11 +134,11 @@ func WaitQuorum(ctx context.Context, env *steps.Env, caughtUp *int32, timeout ti
 		}
 		for _, id := range ids {
 			if !slices.Contains(voters, id) {
-				return false, fmt.Sprintf("controller %d is not a voter (voters %s)", id, brokers.I32s(voters))
+				return false, fmt.Sprintf("controller %d is not a voter (voters %s)", id, fmt.Sprint(voters))
 			}
 		}
 		if caughtUp == nil {
-			env.Logf("KRaft quorum: leader %d, epoch %d, voters %s", q.Leader, q.Epoch, brokers.I32s(voters))
+			env.Logf("KRaft quorum: leader %d, epoch %d, voters %s", q.Leader, q.Epoch, fmt.Sprint(voters))
 			return true, ""
 		}
 		if hw < 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -37,7 +38,7 @@ func (g Gate) Check(ctx context.Context, c ports.Cluster) []steps.Check {
 	}
 	ctrl, _ := brokers.Controller(ctx, c.ZK)
 	checks := []steps.Check{
-		{Name: "every broker registered", OK: slices.Equal(reg, g.Want), Detail: "registered " + brokers.I32s(reg)},
+		{Name: "every broker registered", OK: slices.Equal(reg, g.Want), Detail: "registered " + fmt.Sprint(reg)},
 		{Name: "a controller is elected", OK: ctrl >= 0, Detail: fmt.Sprintf("controller %d", ctrl)},
 	}
 	var inZK map[string]bool
@@ -94,19 +95,19 @@ func (g Gate) Check(ctx context.Context, c ports.Cluster) []steps.Check {
 	slices.Sort(before)
 	already := ""
 	if before = slices.Compact(before); len(before) > 0 {
-		already = "; no longer counted after the grace, already so before the run and no worse now: " + brokers.Summarize(before)
+		already = "; no longer counted after the grace, already so before the run and no worse now: " + text.Summarize(before)
 	}
-	agree := brokers.Summarize(disagree)
+	agree := text.Summarize(disagree)
 	if len(pendingStale) > 0 {
-		agree += "; not compared: " + brokers.Summarize(pendingStale)
+		agree += "; not compared: " + text.Summarize(pendingStale)
 	}
 	checks = append(checks,
-		steps.Check{Name: "no offline partition", OK: len(offline) == 0, Detail: brokers.Summarize(offline) + already},
-		steps.Check{Name: "no under-replicated partition", OK: len(urp) == 0, Detail: brokers.Summarize(urp) + already},
+		steps.Check{Name: "no offline partition", OK: len(offline) == 0, Detail: text.Summarize(offline) + already},
+		steps.Check{Name: "no under-replicated partition", OK: len(urp) == 0, Detail: text.Summarize(urp) + already},
 		steps.Check{Name: "every broker's metadata agrees", OK: len(disagree) == 0, Detail: agree},
 	)
 	if g.Rolling {
-		checks = append(checks, steps.Check{Name: "no restarted broker serves a topic ZooKeeper does not have", OK: len(stale) == 0, Detail: brokers.Summarize(stale)})
+		checks = append(checks, steps.Check{Name: "no restarted broker serves a topic ZooKeeper does not have", OK: len(stale) == 0, Detail: text.Summarize(stale)})
 	}
 	return checks
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -29,7 +31,7 @@ func ReadHealth(ctx context.Context, env *steps.Env, want []int32) *Health {
 		v   ports.BrokerView
 		err error
 	}
-	res := brokers.EachID(want, func(id int32) got {
+	res := par.Each(want, func(id int32) got {
 		v, err := env.Kafka.BrokerView(ctx, id)
 		return got{v, err}
 	})
@@ -104,7 +106,7 @@ func orNone(s []string) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	return brokers.Summarize(s)
+	return text.Summarize(s)
 }
 
 // HoldHealth runs the Metadata gate until n rounds in a row pass, or

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -141,7 +142,7 @@ func (s *Snapshot) Without(topic string) *Snapshot {
 func (s *Snapshot) Broken() string {
 	why := slices.Clone(s.Problems)
 	if short := brokers.Short(s.Partitions); len(short) > 0 {
-		why = append(why, "partitions already short: "+brokers.Summarize(short))
+		why = append(why, "partitions already short: "+text.Summarize(short))
 	}
 	return strings.Join(why, "; ")
 }
@@ -261,7 +262,7 @@ func (r *Roll) order(ctx context.Context, env *steps.Env) ([]int32, int32, strin
 		ids = nil
 		for _, id := range r.Only {
 			if !slices.Contains(all, id) {
-				return nil, 0, "", fmt.Errorf("%w: %s %d is not in the inventory (its %ss are %s); nothing was changed", steps.ErrRefused, r.Nodes.Noun(), id, r.Nodes.Noun(), brokers.I32s(all))
+				return nil, 0, "", fmt.Errorf("%w: %s %d is not in the inventory (its %ss are %s); nothing was changed", steps.ErrRefused, r.Nodes.Noun(), id, r.Nodes.Noun(), fmt.Sprint(all))
 			}
 			ids = append(ids, id)
 		}
@@ -346,7 +347,7 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	if last >= 0 {
 		lastText = fmt.Sprintf(" (%s, %d, last)", what, last)
 	}
-	p := &steps.Plan{Summary: fmt.Sprintf("restart %ss %s one at a time, in this order%s: each stopped with its own command, started again, and the cluster healthy before the next", noun, brokers.I32s(ids), lastText)}
+	p := &steps.Plan{Summary: fmt.Sprintf("restart %ss %s one at a time, in this order%s: each stopped with its own command, started again, and the cluster healthy before the next", noun, fmt.Sprint(ids), lastText)}
 	if refusals := r.refusals(ids, lefts, snap); len(refusals) > 0 {
 		return nil, fmt.Errorf("%w: %s. No %s was stopped", steps.ErrRefused, strings.Join(refusals, "; "), noun)
 	}
@@ -363,7 +364,7 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	}
 	if pending == 0 {
 		p.NoOp = true
-		p.Summary = fmt.Sprintf("every %s of %s was restarted by this run already", noun, brokers.I32s(ids))
+		p.Summary = fmt.Sprintf("every %s of %s was restarted by this run already", noun, fmt.Sprint(ids))
 		return p, nil
 	}
 	if snap != nil {
@@ -406,7 +407,7 @@ func (r *Roll) refusals(ids []int32, lefts map[int32]left, snap *Snapshot) []str
 			continue
 		}
 		if rs := snap.Risks(id); len(rs) > 0 {
-			out = append(out, fmt.Sprintf("stopping %s %d now is not safe: %s", noun, id, brokers.Summarize(rs)))
+			out = append(out, fmt.Sprintf("stopping %s %d now is not safe: %s", noun, id, text.Summarize(rs)))
 		}
 	}
 	return out
@@ -596,7 +597,7 @@ func (r *Roll) safeNow(ctx context.Context, env *steps.Env, id int32, not func()
 		return fmt.Errorf("%w: %s %d was not stopped: the cluster is not whole (%s); %s", steps.ErrRefused, r.Nodes.Noun(), id, why, not())
 	}
 	if rs := s.Risks(id); len(rs) > 0 {
-		return fmt.Errorf("%w: stopping %s %d now is not safe: %s. It was not stopped; %s", steps.ErrRefused, r.Nodes.Noun(), id, brokers.Summarize(rs), not())
+		return fmt.Errorf("%w: stopping %s %d now is not safe: %s. It was not stopped; %s", steps.ErrRefused, r.Nodes.Noun(), id, text.Summarize(rs), not())
 	}
 	return nil
 }
@@ -612,7 +613,7 @@ func (r *Roll) notYet(p *steps.Plan, current int32, done []int32) string {
 	if len(rest) == 0 {
 		return fmt.Sprintf("no other %s is left", r.Nodes.Noun())
 	}
-	return fmt.Sprintf("%ss %s were not touched", r.Nodes.Noun(), brokers.I32s(rest))
+	return fmt.Sprintf("%ss %s were not touched", r.Nodes.Noun(), fmt.Sprint(rest))
 }
 
 // Verify: every node of the roll that had to restart was started by this
@@ -650,7 +651,7 @@ func (r *Roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 			same = append(same, fmt.Sprintf("%s %d", r.Nodes.Noun(), id))
 		}
 	}
-	restarted := steps.Check{Name: fmt.Sprintf("every %s of the roll was started by this run and runs as a new process", r.Nodes.Noun()), OK: len(same) == 0, Detail: "not restarted: " + brokers.Summarize(same)}
+	restarted := steps.Check{Name: fmt.Sprintf("every %s of the roll was started by this run and runs as a new process", r.Nodes.Noun()), OK: len(same) == 0, Detail: "not restarted: " + text.Summarize(same)}
 	return append([]steps.Check{restarted}, r.Nodes.Verify(ctx, env)...), nil
 }
 
@@ -676,7 +677,7 @@ func (r *Roll) Rollable(ctx context.Context, env *steps.Env, skip string) (strin
 	}
 	for _, h := range r.Nodes.Hosts(env) {
 		if rs := s.Risks(h.ID); len(rs) > 0 {
-			why = append(why, fmt.Sprintf("stopping %s %d would not be safe: %s", r.Nodes.Noun(), h.ID, brokers.Summarize(rs)))
+			why = append(why, fmt.Sprintf("stopping %s %d would not be safe: %s", r.Nodes.Noun(), h.ID, text.Summarize(rs)))
 		}
 	}
 	return strings.Join(why, "; "), nil

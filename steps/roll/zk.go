@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -89,7 +90,7 @@ func (z *ZooKeeperBrokers) Plain(env *steps.Env, ph Phase, a Args, timeout time.
 	case PhaseSafe:
 		return fmt.Sprintf("broker %d", a.Node), "read right before the stop: every broker registered, no partition short, and stopping it leaves every partition online and at or above min.insync.replicas"
 	case PhaseGone:
-		return zn, fmt.Sprintf("znode gone, port %s closed, at most %s", brokers.OrDash(a.Addr), timeout)
+		return zn, fmt.Sprintf("znode gone, port %s closed, at most %s", text.OrDash(a.Addr), timeout)
 	case PhaseBack:
 		return zn, fmt.Sprintf("registered again under a new session, at most %s", timeout)
 	case PhaseGate:
@@ -181,7 +182,7 @@ func (z *ZooKeeperBrokers) Snapshot(ctx context.Context, env *steps.Env) (*Snaps
 		}
 	}
 	if len(down) > 0 {
-		s.Problems = append(s.Problems, fmt.Sprintf("brokers %s are not registered", brokers.I32s(down)))
+		s.Problems = append(s.Problems, fmt.Sprintf("brokers %s are not registered", fmt.Sprint(down)))
 	}
 	if s.MinISR, err = brokers.ReadMinISR(ctx, env.Kafka, st.Brokers, brokers.OverridesOf(st)); err != nil {
 		return nil, err
