@@ -238,6 +238,12 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(ports.
 		h.t.Errorf("shell.Script on broker %d is not one shell word: %q", broker, wrapped)
 		return &ExitErr{127}
 	}
+	return h.script(broker, cmd, emit)
+}
+
+// script plays one of kremedy's scripts on the fake filesystem: a
+// log-dir listing, a quarantine move, a restore or a where-is-it check.
+func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
 	if strings.HasPrefix(cmd, "kremedy_list() {") {
 		for _, m := range listRe.FindAllStringSubmatch(cmd, -1) {
 			idx, dir := m[1], unquote(m[2])

@@ -100,7 +100,22 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 			fn(t, c)
 		})
 	}
-	run("view of a created topic", func(t *testing.T, c *conformant) {
+	for _, k := range kafkaCases {
+		run(k.name, k.fn)
+	}
+	for k, used := range known {
+		if !used {
+			t.Errorf("the subject limits %q, which is no subtest of the suite", k)
+		}
+	}
+}
+
+// kafkaCases are the suite's cases, each run on a fresh subject.
+var kafkaCases = []struct {
+	name string
+	fn   func(t *testing.T, c *conformant)
+}{
+	{"view of a created topic", func(t *testing.T, c *conformant) {
 		id := c.create(t, "orders", nil, 3, 2)
 		if raw, err := base64.RawURLEncoding.DecodeString(id); err != nil || len(raw) != 16 {
 			t.Errorf("CreateTopic's topic id %q is not Kafka's 16 bytes in base64url (%v)", id, err)
@@ -122,8 +137,8 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 				t.Errorf("brokers %d and %d disagree on a consistent cluster: %s", first.Broker, b, d)
 			}
 		}
-	})
-	run("create with an assignment", func(t *testing.T, c *conformant) {
+	}},
+	{"create with an assignment", func(t *testing.T, c *conformant) {
 		b := c.brokers
 		assign := [][]int32{{b[0], b[1]}, {b[1], b[2]}, {b[2], b[0]}}
 		c.create(t, "placed", assign, 0, 0)
@@ -139,8 +154,8 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 				}
 			}
 		})
-	})
-	run("refused creations", func(t *testing.T, c *conformant) {
+	}},
+	{"refused creations", func(t *testing.T, c *conformant) {
 		c.create(t, "orders", nil, 1, 1)
 		if _, err := c.Kafka.CreateTopic(c.ctx, "orders", nil, 1, 1, nil); err == nil {
 			t.Error("creating an existing topic succeeded; Kafka answers TOPIC_ALREADY_EXISTS")
@@ -151,8 +166,8 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 		if tv, ok := c.view(t, c.brokers[0]).Topics["toobig"]; ok {
 			t.Errorf("a refused creation left a topic: %+v", tv)
 		}
-	})
-	run("unknown topic: gone, and not created by asking", func(t *testing.T, c *conformant) {
+	}},
+	{"unknown topic: gone, and not created by asking", func(t *testing.T, c *conformant) {
 		for _, b := range c.brokers {
 			if v, err := c.Kafka.BrokerConfig(c.ctx, b, "auto.create.topics.enable"); err != nil || v != "true" {
 				t.Fatalf("broker %d auto.create.topics.enable = %q %v; the subject must run KafkaConformanceConfigs", b, v, err)
@@ -167,8 +182,8 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 				t.Errorf("asking broker %d about an unknown topic created it: %+v", b, tv)
 			}
 		}
-	})
-	run("all topics", func(t *testing.T, c *conformant) {
+	}},
+	{"all topics", func(t *testing.T, c *conformant) {
 		ids := map[string]string{"a": c.create(t, "a", nil, 1, 3), "b": c.create(t, "b", nil, 2, 1)}
 		for _, b := range c.brokers {
 			v := c.view(t, b)
@@ -181,8 +196,8 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 				}
 			}
 		}
-	})
-	run("a topic kremedy may not describe", func(t *testing.T, c *conformant) {
+	}},
+	{"a topic kremedy may not describe", func(t *testing.T, c *conformant) {
 		c.create(t, "secret", nil, 1, 1)
 		c.create(t, "open", nil, 1, 1)
 		for _, topic := range []string{"secret", "hidden"} {
@@ -206,13 +221,13 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 				t.Errorf("broker %d lists %v; want [open]: Kafka leaves out what the principal may not Describe", b, got)
 			}
 		}
-	})
-	run("a broker id nobody has", func(t *testing.T, c *conformant) {
+	}},
+	{"a broker id nobody has", func(t *testing.T, c *conformant) {
 		if v, err := c.Kafka.BrokerView(c.ctx, c.brokers[len(c.brokers)-1]+100, "orders"); err == nil {
 			t.Errorf("a view from a broker nobody runs: %+v", v)
 		}
-	})
-	run("broker configs", func(t *testing.T, c *conformant) {
+	}},
+	{"broker configs", func(t *testing.T, c *conformant) {
 		for _, b := range c.brokers {
 			for _, key := range []string{"min.insync.replicas", "inter.broker.protocol.version"} {
 				if v, err := c.Kafka.BrokerConfig(c.ctx, b, key); err != nil || v != KafkaConformanceConfigs[key] {
@@ -223,8 +238,8 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 				t.Errorf("broker %d has kremedy.no.such.config = %q, want an error", b, v)
 			}
 		}
-	})
-	run("offsets", func(t *testing.T, c *conformant) {
+	}},
+	{"offsets", func(t *testing.T, c *conformant) {
 		c.create(t, "log", nil, 2, 2)
 		tv := c.view(t, c.brokers[0], "log").Topics["log"]
 		leader := map[int32]int32{}
@@ -266,8 +281,8 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 		if ends, err := c.Kafka.EndOffsets(c.ctx, "nope"); !errors.Is(err, ports.ErrUnhosted) {
 			t.Errorf("end offsets of an unknown topic: %v %v, want ports.ErrUnhosted", ends, err)
 		}
-	})
-	run("listening", func(t *testing.T, c *conformant) {
+	}},
+	{"listening", func(t *testing.T, c *conformant) {
 		for _, b := range c.brokers {
 			if !c.Kafka.Listening(c.ctx, c.Addrs[b]) {
 				t.Errorf("broker %d's listener %s: not listening", b, c.Addrs[b])
@@ -276,8 +291,8 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 		if c.Kafka.Listening(c.ctx, c.Closed) {
 			t.Errorf("%s: listening, but nothing listens there", c.Closed)
 		}
-	})
-	run("releases", func(t *testing.T, c *conformant) {
+	}},
+	{"releases", func(t *testing.T, c *conformant) {
 		unknown := c.brokers[len(c.brokers)-1] + 100
 		ask := append(slices.Clone(c.brokers), unknown)
 		got := c.Kafka.Releases(c.ctx, ask)
@@ -294,20 +309,15 @@ func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 				t.Errorf("broker %d: %+v; want a 3.x release with every API, IBP %s", r.Broker, r, KafkaConformanceConfigs["inter.broker.protocol.version"])
 			}
 		}
-	})
-	run("quorum nobody answers", func(t *testing.T, c *conformant) {
+	}},
+	{"quorum nobody answers", func(t *testing.T, c *conformant) {
 		if q, err := c.Kafka.Quorum(c.ctx, []string{c.Closed}); err == nil {
 			t.Errorf("a quorum from %s, where nothing listens: %+v", c.Closed, q)
 		}
 		if q, err := c.Kafka.Quorum(c.ctx, nil); err == nil {
 			t.Errorf("a quorum from no controller: %+v", q)
 		}
-	})
-	for k, used := range known {
-		if !used {
-			t.Errorf("the subject limits %q, which is no subtest of the suite", k)
-		}
-	}
+	}},
 }
 
 // conformant is one subtest's subject.
