@@ -306,18 +306,10 @@ func (k *finalize) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error
 		return nil, fmt.Errorf("%w: the cluster is not in dual-write (phase %s: %s); finalize only once every broker is a KRaft broker", steps.ErrRefused, st.Phase, st.Why)
 	}
 	k.w.st = st
-	p, err := k.r.Plan(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	p.Facts = append(st.Facts(), p.Facts...)
-	if p.NoOp {
-		p.Summary = "every KRaft controller is out of migration mode: the migration is finalized"
-		return p, nil
-	}
-	p.Summary = "finalize: take every KRaft controller out of migration mode, one at a time, the leader last — THE POINT OF NO RETURN: afterwards ZooKeeper is no longer written and the migration cannot be reverted"
-	p.Rollback = backupsNote(p.Actions)
-	return p, nil
+	return planRoll(ctx, env, &k.r, st, "every KRaft controller is out of migration mode: the migration is finalized",
+		func(*steps.Plan) string {
+			return "finalize: take every KRaft controller out of migration mode, one at a time, the leader last — THE POINT OF NO RETURN: afterwards ZooKeeper is no longer written and the migration cannot be reverted"
+		})
 }
 
 func (k *finalize) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
@@ -330,10 +322,5 @@ func (k *finalize) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, e
 		return nil, err
 	}
 	checks := []steps.Check{{Name: "the migration is finalized: every broker a KRaft broker, no controller migrates", OK: st.Phase == PhaseFinalized, Detail: fmt.Sprintf("phase %s: %s", st.Phase, st.Why)}}
-	n, timeout := max(1, k.o.HealthChecks), k.o.HealthTimeout
-	if env.Rechecking() {
-		n, timeout = 1, 0
-	}
-	hc, _ := roll.HoldHealth(ctx, env, brokers.HostIDs(env.Target), n, timeout)
-	return append(checks, hc...), nil
+	return append(checks, roll.VerifyHealth(ctx, env, k.o.HealthChecks, k.o.HealthTimeout)...), nil
 }

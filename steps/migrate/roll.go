@@ -225,16 +225,26 @@ func (k *rollBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return nil, err
 	}
 	k.w.st = st
-	p, err := k.r.Plan(ctx, env)
+	return planRoll(ctx, env, &k.r, st, fmt.Sprintf("every broker's config is already %s and none is left to restart", k.o.To),
+		func(p *steps.Plan) string {
+			return fmt.Sprintf("roll brokers %s to %s one at a time: each stopped, its config edited (a backup beside it first), started, and the cluster healthy before the next", fmt.Sprint(nodesOf(p)), k.o.To)
+		})
+}
+
+// planRoll plans one of the migration's rolls: the roller's plan, with the
+// migration's state first among its facts, the migration's own summary,
+// and the backups its edits make in the rollback note.
+func planRoll(ctx context.Context, env *steps.Env, r *roll.Roll, st *State, noop string, summary func(*steps.Plan) string) (*steps.Plan, error) {
+	p, err := r.Plan(ctx, env)
 	if err != nil {
 		return nil, err
 	}
 	p.Facts = append(st.Facts(), p.Facts...)
 	if p.NoOp {
-		p.Summary = fmt.Sprintf("every broker's config is already %s and none is left to restart", k.o.To)
+		p.Summary = noop
 		return p, nil
 	}
-	p.Summary = fmt.Sprintf("roll brokers %s to %s one at a time: each stopped, its config edited (a backup beside it first), started, and the cluster healthy before the next", fmt.Sprint(nodesOf(p)), k.o.To)
+	p.Summary = summary(p)
 	p.Rollback = backupsNote(p.Actions)
 	return p, nil
 }

@@ -1,9 +1,13 @@
 package restart_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -347,5 +351,49 @@ func TestRollRefusesAClusterThatIsNotWhole(t *testing.T) {
 				t.Fatalf("brokers were touched: %v", r)
 			}
 		})
+	}
+}
+
+// TestRollRefusesAJournalWithoutPhases: a roll begun by a kremedy that
+// named sub-actions only by their IDs (no phase in their args) is refused
+// on resume, never guessed from the IDs: nothing more is stopped.
+func TestRollRefusesAJournalWithoutPhases(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.s.AfterRecord(func(typ, step string) {
+		if typ == "action-end" && step == "roll" && slices.Contains(history(f), "gone-1") {
+			cancel()
+		}
+	})
+	if out := f.run(ctx); out.Interrupted != "roll" {
+		t.Fatalf("first attempt: %+v", out)
+	}
+	f.s.AfterRecord(nil)
+	f.s.Close()
+	path := filepath.Join(f.s.Dir(), steps.JournalFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the earlier kremedy wrote: {"broker":1,"addr":…}, no phase.
+	old := regexp.MustCompile(`"phase":"[a-z]+","node":`).ReplaceAll(b, []byte(`"broker":`))
+	if bytes.Equal(old, b) {
+		t.Fatal("the journal holds no phased roller action to rewrite")
+	}
+	if err := os.WriteFile(path, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := steps.Open(f.s.Dir(), func(m steps.Meta) (*steps.Runbook, error) { return f.s.Runbook(), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := len(f.restarts())
+	out := s.Run(context.Background(), f.Ports, typing, nil)
+	if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "names a roll's sub-actions only by their IDs") {
+		t.Fatalf("resume of a journal without phases: %v", out.Err)
+	}
+	if got := f.restarts(); len(got) != before {
+		t.Fatalf("brokers touched after the refusal: %v", got[before:])
 	}
 }

@@ -80,12 +80,7 @@ func (c *Controllers) Wait(ctx context.Context, env *steps.Env, a Args, timeout 
 
 // Verify: the brokers healthy (the kind checks the quorum).
 func (c *Controllers) Verify(ctx context.Context, env *steps.Env) []steps.Check {
-	n, timeout := max(1, c.HealthChecks), c.HealthTimeout
-	if env.Rechecking() {
-		n, timeout = 1, 0
-	}
-	checks, _ := HoldHealth(ctx, env, brokers.HostIDs(env.Target), n, timeout)
-	return checks
+	return VerifyHealth(ctx, env, c.HealthChecks, c.HealthTimeout)
 }
 
 var _ Nodes = (*Controllers)(nil)

@@ -228,7 +228,13 @@ func (k *KafkaBrokers) reportDown(ctx context.Context, env *steps.Env) {
 }
 
 func (k *KafkaBrokers) Verify(ctx context.Context, env *steps.Env) []steps.Check {
-	n, timeout := max(1, k.HealthChecks), k.HealthTimeout
+	return VerifyHealth(ctx, env, k.HealthChecks, k.HealthTimeout)
+}
+
+// VerifyHealth is the Metadata gate as a step's Verify holds it: n rounds
+// in a row within timeout, or one round when the engine only re-checks.
+func VerifyHealth(ctx context.Context, env *steps.Env, n int, timeout time.Duration) []steps.Check {
+	n = max(1, n)
 	if env.Rechecking() {
 		n, timeout = 1, 0
 	}
