@@ -12,6 +12,15 @@ import (
 	"github.com/kremedy/kremedy/internal/strictyaml"
 )
 
+// The inventory's modes.
+const (
+	ModeZooKeeper = "zookeeper"
+	ModeKRaft     = "kraft"
+)
+
+// KRaft reports whether the inventory describes a KRaft-mode cluster.
+func (inv *Inventory) KRaft() bool { return inv.Mode == ModeKRaft }
+
 // DefaultSSHPort is the port SSHFor uses when neither the broker nor the
 // ssh defaults name one.
 const DefaultSSHPort = 22
@@ -19,12 +28,17 @@ const DefaultSSHPort = 22
 // MaxSize is the largest inventory file Parse accepts.
 const MaxSize = 256 << 10
 
-// Inventory describes one Kafka cluster in ZooKeeper mode: where its
-// ZooKeeper ensemble and brokers are, how to reach each broker host over
-// SSH, and which commands stop and start brokers and clients.
+// Inventory describes one Kafka cluster: where its ZooKeeper ensemble (in
+// ZooKeeper mode) or KRaft controllers (in KRaft mode) and brokers are,
+// how to reach each host over SSH, and which commands stop and start
+// brokers, controllers and clients.
 type Inventory struct {
-	Name      string    `yaml:"name"`
-	Lab       bool      `yaml:"lab"`
+	Name string `yaml:"name"`
+	Lab  bool   `yaml:"lab"`
+	// Mode is how the cluster keeps its metadata: ModeZooKeeper (the
+	// default; a zookeeper section is required) or ModeKRaft (no
+	// zookeeper section; kraft_controllers are the quorum).
+	Mode      string    `yaml:"mode"`
 	ZooKeeper ZooKeeper `yaml:"zookeeper"`
 	Kafka     Kafka     `yaml:"kafka"`
 	SSH       SSH       `yaml:"ssh"`

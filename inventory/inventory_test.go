@@ -728,3 +728,64 @@ kraft_controllers:
 		t.Errorf("log_dirs on a controller: %v", err)
 	}
 }
+
+// TestKRaftMode: mode: kraft is an inventory without a zookeeper section,
+// with the controllers as the quorum; it reads back as written, and every
+// misuse is an error at its line and column.
+func TestKRaftMode(t *testing.T) {
+	good := `name: test
+mode: kraft
+kafka:
+  bootstrap: [b1:9092]
+ssh:
+  known_hosts: /etc/kremedy/known_hosts
+brokers:
+  - id: 1
+    host: b1
+    stop: systemctl stop kafka
+    start: systemctl start kafka
+kraft_controllers:
+  - id: 3001
+    host: c1
+    listener: c1:9093
+    config: /etc/kafka/controller.properties
+    stop: systemctl stop kafka-controller
+    start: systemctl start kafka-controller
+`
+	inv, err := Parse("t.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inv.KRaft() || inv.ZooKeeper.Connect != "" || len(inv.KRaftControllers) != 1 {
+		t.Fatalf("read %+v", inv)
+	}
+	b, err := inv.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("t.yaml", b)
+	if err != nil || !reflect.DeepEqual(back, inv) {
+		t.Fatalf("round trip: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "in KRaft mode") || strings.Contains(string(b), "zookeeper") {
+		t.Errorf("a KRaft inventory's file:\n%s", b)
+	}
+	zk, err := Parse("t.yaml", []byte(minimal))
+	if err != nil || zk.KRaft() {
+		t.Fatalf("an inventory without mode is ZooKeeper mode: %+v %v", zk, err)
+	}
+	for _, c := range []struct{ old, new, want string }{
+		{"mode: kraft\n", "mode: kraft\nzookeeper:\n  connect: zk:2181\n", "t.yaml:3:1: a KRaft-mode inventory (mode: kraft) has no zookeeper section"},
+		{"mode: kraft\n", "mode: raft\n", `t.yaml:2:7: mode "raft": it is zookeeper`},
+		{"mode: kraft\n", "", "t.yaml:1:1: zookeeper.connect is required"},
+	} {
+		_, err := Parse("t.yaml", []byte(strings.Replace(good, c.old, c.new, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q → %q: %v, want %q", c.old, c.new, err, c.want)
+		}
+	}
+	noCtrl := good[:strings.Index(good, "kraft_controllers:")]
+	if _, err := Parse("t.yaml", []byte(noCtrl)); err == nil || !strings.Contains(err.Error(), "t.yaml:2:7: mode: kraft needs kraft_controllers") {
+		t.Errorf("kraft without controllers: %v", err)
+	}
+}

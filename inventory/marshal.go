@@ -14,13 +14,22 @@ const header = `# kremedy inventory: one Kafka cluster in ZooKeeper mode.
 # Passwords never go in this file: use zookeeper.auth.password_env or password_file.
 `
 
+const headerKRaft = `# kremedy inventory: one Kafka cluster in KRaft mode.
+# The format is described, key by key, in inventory/example.yaml in kremedy's source.
+# Passwords never go in this file: the client properties file names where they are.
+`
+
 // Marshal renders inv as YAML in the order of example.yaml, after a header
 // comment, leaving out empty values. Parse reads the result back to an equal
 // Inventory (Path aside, which is not part of the file). It fails only on
 // text that is not valid UTF-8.
 func (inv *Inventory) Marshal() ([]byte, error) {
 	e := &emitter{}
-	e.b.WriteString(header)
+	if inv.KRaft() {
+		e.b.WriteString(headerKRaft)
+	} else {
+		e.b.WriteString(header)
+	}
 	for _, l := range strings.Split(strings.TrimSpace(inv.Note), "\n") {
 		if l != "" {
 			e.b.WriteString("# " + l + "\n")
@@ -29,6 +38,9 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 	e.str(0, "name", inv.Name)
 	if inv.Lab {
 		e.line(0, "lab: true")
+	}
+	if inv.KRaft() {
+		e.line(0, "mode: "+ModeKRaft)
 	}
 	e.section(0, "zookeeper", func(e *emitter) {
 		e.str(1, "connect", inv.ZooKeeper.Connect)

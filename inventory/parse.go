@@ -74,6 +74,7 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 	d.Object("", root, map[string]field{
 		"name": d.Str(&inv.Name),
 		"lab":  d.Bool(&inv.Lab),
+		"mode": d.Str(&inv.Mode),
 		"zookeeper": func(path string, at pos, n ast.Node) {
 			z := &inv.ZooKeeper
 			d.Object(path, n, map[string]field{

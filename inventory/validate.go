@@ -27,7 +27,19 @@ func (d *decoder) validate(inv *Inventory) {
 		d.Errorf(d.At("name"), "name is required: it is shown in the header so you always know which cluster you are on")
 	}
 
-	d.validateZooKeeper(&inv.ZooKeeper)
+	switch inv.Mode {
+	case "", ModeZooKeeper:
+		d.validateZooKeeper(&inv.ZooKeeper)
+	case ModeKRaft:
+		if d.Has("zookeeper") {
+			d.Errorf(d.At("zookeeper"), "a KRaft-mode inventory (mode: kraft) has no zookeeper section: the cluster keeps its metadata in the controllers' quorum (kraft_controllers). Remove it, or set mode: zookeeper")
+		}
+		if len(inv.KRaftControllers) == 0 {
+			d.Errorf(d.At("mode"), "mode: kraft needs kraft_controllers: list every KRaft controller with its id (node.id), host, listener, config, stop and start")
+		}
+	default:
+		d.Errorf(d.At("mode"), "mode %q: it is %s (brokers keep their metadata in ZooKeeper, the default) or %s (a KRaft controller quorum)", inv.Mode, ModeZooKeeper, ModeKRaft)
+	}
 
 	if len(inv.Kafka.Bootstrap) == 0 {
 		d.Errorf(d.At("kafka.bootstrap"), "kafka.bootstrap is required: list at least one broker as host:port")
