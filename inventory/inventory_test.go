@@ -311,6 +311,7 @@ func TestParseExample(t *testing.T) {
 	}
 	want := &Inventory{
 		Name: "prod-eu1",
+		Mode: ModeZooKeeper,
 		ZooKeeper: ZooKeeper{
 			Connect: "zk1:2181,zk2:2181,zk3:2181/kafka",
 			Auth:    &ZKAuth{User: "kremedy", PasswordEnv: "KREMEDY_ZK_PASSWORD"},

@@ -39,9 +39,7 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 	if inv.Lab {
 		e.line(0, "lab: true")
 	}
-	if inv.KRaft() {
-		e.line(0, "mode: "+ModeKRaft)
-	}
+	e.str(0, "mode", inv.Mode)
 	e.section(0, "zookeeper", func(e *emitter) {
 		e.str(1, "connect", inv.ZooKeeper.Connect)
 		if a := inv.ZooKeeper.Auth; a != nil {
