@@ -592,10 +592,103 @@ func (c *Client) quorumAt(ctx context.Context, addr string) (ports.Quorum, error
 	conv := func(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []ports.Voter {
 		var out []ports.Voter
 		for _, r := range rs {
-			out = append(out, ports.Voter{ID: r.ReplicaID, LogEndOffset: r.LogEndOffset, LastCaughtUpMs: r.LastCaughtUpTimestamp})
+			out = append(out, ports.Voter{ID: r.ReplicaID, LogEndOffset: r.LogEndOffset, LastCaughtUpMs: r.LastCaughtUpTimestamp, LastFetchMs: r.LastFetchTimestamp})
 		}
 		return out
 	}
 	q.Voters, q.Observers = conv(p.CurrentVoters), conv(p.Observers)
 	return q, nil
+}
+
+// DescribeCluster asks any broker for the cluster's id, controller and
+// brokers, the fenced ones too where the broker answers v2 (Kafka 4.0+).
+func (c *Client) DescribeCluster(ctx context.Context) (ports.ClusterView, error) {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeFencedBrokers = true
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return ports.ClusterView{}, fmt.Errorf("describe cluster: %w", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return ports.ClusterView{}, fmt.Errorf("describe cluster: %w", err)
+	}
+	v := ports.ClusterView{ClusterID: resp.ClusterID, Controller: resp.ControllerID, FencedKnown: resp.Version >= 2}
+	for _, b := range resp.Brokers {
+		n := ports.BrokerNode{ID: b.NodeID, Host: b.Host, Port: b.Port, Fenced: b.IsFenced}
+		if b.Rack != nil {
+			n.Rack = *b.Rack
+		}
+		v.Brokers = append(v.Brokers, n)
+	}
+	slices.SortFunc(v.Brokers, func(a, b ports.BrokerNode) int { return int(a.ID) - int(b.ID) })
+	return v, nil
+}
+
+// Features asks each broker for the features it supports and the levels
+// finalized in the cluster (ApiVersions v3+).
+func (c *Client) Features(ctx context.Context, ids []int32) (ports.Features, error) {
+	f := ports.Features{Finalized: map[string]int16{}, Supported: map[int32]map[string][2]int16{}, Errs: map[int32]string{}}
+	epoch := int64(-1)
+	for _, id := range ids {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "kremedy", "1"
+		raw, err := c.cl.Broker(int(id)).Request(ctx, req)
+		if err == nil {
+			if e := kerr.ErrorForCode(raw.(*kmsg.ApiVersionsResponse).ErrorCode); e != nil {
+				err = e
+			}
+		}
+		if err != nil {
+			f.Errs[id] = err.Error()
+			continue
+		}
+		resp := raw.(*kmsg.ApiVersionsResponse)
+		sup := map[string][2]int16{}
+		for _, s := range resp.SupportedFeatures {
+			sup[s.Name] = [2]int16{s.MinVersion, s.MaxVersion}
+		}
+		f.Supported[id] = sup
+		// The newest epoch's levels: every broker caches them, one may lag.
+		if resp.FinalizedFeaturesEpoch >= epoch {
+			epoch = resp.FinalizedFeaturesEpoch
+			clear(f.Finalized)
+			for _, fin := range resp.FinalizedFeatures {
+				f.Finalized[fin.Name] = fin.MaxVersionLevel
+			}
+		}
+	}
+	if len(f.Supported) == 0 && len(ids) > 0 {
+		return f, fmt.Errorf("no broker answered ApiVersions: %v", f.Errs)
+	}
+	return f, nil
+}
+
+// TopicOverrides returns the topics' own value of key: what DescribeConfigs
+// says was set on the topic (a dynamic topic config), nothing for a topic
+// that inherits the broker's default.
+func (c *Client) TopicOverrides(ctx context.Context, key string, topics []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	rcs, err := c.adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("describe topic configs: %w", err)
+	}
+	var errs []string
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", rc.Name, rc.Err))
+			continue
+		}
+		for _, cfg := range rc.Configs {
+			if cfg.Key == key && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig && cfg.Value != nil {
+				out[rc.Name] = *cfg.Value
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("describe topic configs: %s", strings.Join(errs, "; "))
+	}
+	return out, nil
 }

@@ -171,8 +171,55 @@ type Kafka interface {
 	// Listening reports whether something accepts TCP connections at addr.
 	Listening(ctx context.Context, addr string) bool
 	// Quorum asks the KRaft controllers at addrs, one after another until
-	// one answers, for the metadata quorum (DescribeQuorum, KIP-595/919).
+	// one answers, for the metadata quorum (DescribeQuorum, KIP-595/919);
+	// a broker's address works too (it forwards the request to the active
+	// controller).
 	Quorum(ctx context.Context, addrs []string) (Quorum, error)
+	// DescribeCluster asks the cluster for its id, controller and brokers
+	// (DescribeCluster, KIP-700); from Kafka 4.0 the fenced brokers too
+	// (KIP-1073).
+	DescribeCluster(ctx context.Context) (ClusterView, error)
+	// Features asks the brokers for the cluster's finalized feature levels
+	// (metadata.version, kraft.version) and the levels each one supports
+	// (ApiVersions v3+, KIP-584).
+	Features(ctx context.Context, brokers []int32) (Features, error)
+	// TopicOverrides returns the topics' own value of a topic config (an
+	// override set on the topic; topics without one are absent), asked
+	// over Kafka (DescribeConfigs): the one source in KRaft mode.
+	TopicOverrides(ctx context.Context, key string, topics []string) (map[string]string, error)
+}
+
+// ClusterView is the cluster as DescribeCluster describes it.
+type ClusterView struct {
+	ClusterID string `json:"cluster_id"`
+	// Controller is what the brokers name as controller: ZooKeeper's
+	// controller, or in KRaft mode a broker (clients never reach the
+	// controllers).
+	Controller int32        `json:"controller"`
+	Brokers    []BrokerNode `json:"brokers"`
+	// FencedKnown: the cluster answered with its fenced brokers too
+	// (Kafka 4.0+); otherwise only unfenced brokers are listed.
+	FencedKnown bool `json:"fenced_known"`
+}
+
+// BrokerNode is one broker of a ClusterView.
+type BrokerNode struct {
+	ID     int32  `json:"id"`
+	Host   string `json:"host"`
+	Port   int32  `json:"port"`
+	Rack   string `json:"rack,omitempty"`
+	Fenced bool   `json:"fenced,omitempty"`
+}
+
+// Features are a cluster's feature flags (KIP-584): the finalized levels
+// and what each broker's release supports.
+type Features struct {
+	Finalized map[string]int16 `json:"finalized"`
+	// Supported[broker][feature] is the [min, max] level that broker's
+	// release supports.
+	Supported map[int32]map[string][2]int16 `json:"supported"`
+	// Errs are the brokers that did not answer.
+	Errs map[int32]string `json:"errors,omitempty"`
 }
 
 // Quorum is the KRaft metadata quorum as a controller describes it.
@@ -192,6 +239,8 @@ type Voter struct {
 	LogEndOffset int64 `json:"log_end_offset"`
 	// CaughtUp: the leader saw it fetch up to its end recently (-1 unknown).
 	LastCaughtUpMs int64 `json:"last_caught_up_ms"`
+	// LastFetchMs is when the leader last saw it fetch (-1 unknown).
+	LastFetchMs int64 `json:"last_fetch_ms"`
 }
 
 // Controller returns the inventory entry for KRaft controller id.

@@ -51,6 +51,13 @@ type Kafka struct {
 	Configs map[string]string
 	// KRaft is the metadata quorum Quorum describes (nil: none answers).
 	KRaft *ports.Quorum
+	// Fenced are brokers that run but are fenced (KRaft: registered with
+	// the controllers, not serving); DescribeCluster says so.
+	Fenced map[int32]bool
+	// FeatureLevels are the cluster's finalized features, FeatureRange the
+	// levels every running broker supports (Features).
+	FeatureLevels map[string]int16
+	FeatureRange  map[string][2]int16
 	// Live, when set, is the brokers every Metadata answer lists instead
 	// of ZooKeeper's registrations (KRaft brokers register with the
 	// controllers, not in ZooKeeper).
@@ -232,7 +239,7 @@ func (k *Kafka) BrokerConfig(_ context.Context, _ int32, key string) (string, er
 // no partition, a replication factor above the brokers registered or below
 // one (the fake has no broker defaults for -1), an assignment naming a
 // broker twice in a partition or a partition with no replica.
-func (k *Kafka) CreateTopic(ctx context.Context, t string, assignment [][]int32, partitions int32, rf int16, _ map[string]string) (string, error) {
+func (k *Kafka) CreateTopic(ctx context.Context, t string, assignment [][]int32, partitions int32, rf int16, configs map[string]string) (string, error) {
 	k.mu.Lock()
 	k.Created = append(k.Created, t)
 	k.mu.Unlock()
@@ -280,6 +287,13 @@ func (k *Kafka) CreateTopic(ctx context.Context, t string, assignment [][]int32,
 	}
 	b, _ := json.Marshal(kafkazk.TopicZNode{Version: 3, Partitions: parts, TopicID: id})
 	k.zk.Put(kafkazk.TopicPath(t), string(b))
+	if len(configs) > 0 {
+		cb, _ := json.Marshal(struct {
+			Version int               `json:"version"`
+			Config  map[string]string `json:"config"`
+		}{1, configs})
+		k.zk.Put(kafkazk.ConfigTopicPath(t), string(cb))
+	}
 	for p, reps := range as {
 		st := kafkazk.PartitionState{Leader: -1, Version: 1, ISR: []int32{}}
 		for _, r := range reps {
@@ -472,4 +486,81 @@ func (k *Kafka) EndOffsets(ctx context.Context, t string) (map[int32]int64, erro
 		out[p] = ends[p][1]
 	}
 	return out, errors.Join(errs...)
+}
+
+// DescribeCluster answers from the fake ZooKeeper's /cluster/id and
+// /controller and the running brokers (Live, else the registered ones),
+// fenced ones marked.
+func (k *Kafka) DescribeCluster(ctx context.Context) (ports.ClusterView, error) {
+	var live []int32
+	if k.Live != nil {
+		live = k.Live()
+	} else {
+		live, _ = registered(ctx, k.zk)
+	}
+	if len(live) == 0 {
+		return ports.ClusterView{}, fmt.Errorf("describe cluster: no broker answered")
+	}
+	v := ports.ClusterView{Controller: -1, FencedKnown: true}
+	if b, _, err := k.zk.Get(ctx, kafkazk.ClusterIDPath); err == nil {
+		v.ClusterID = kafkazk.ClusterID(b)
+	}
+	if b, _, err := k.zk.Get(ctx, kafkazk.ControllerPath); err == nil {
+		var c kafkazk.ControllerZNode
+		if json.Unmarshal(b, &c) == nil {
+			v.Controller = c.BrokerID
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, id := range slices.Sorted(slices.Values(live)) {
+		h, _ := k.hosts.target.Host(id)
+		v.Brokers = append(v.Brokers, ports.BrokerNode{ID: id, Host: h.Host, Port: 9092, Fenced: k.Fenced[id]})
+	}
+	return v, nil
+}
+
+// Features answers FeatureLevels and, for every running broker of ids,
+// FeatureRange; a broker that does not run is in Errs.
+func (k *Kafka) Features(_ context.Context, ids []int32) (ports.Features, error) {
+	f := ports.Features{Finalized: map[string]int16{}, Supported: map[int32]map[string][2]int16{}, Errs: map[int32]string{}}
+	for _, id := range ids {
+		if !k.running(id) {
+			f.Errs[id] = "connection refused"
+			continue
+		}
+		k.mu.Lock()
+		f.Supported[id] = maps.Clone(k.FeatureRange)
+		if f.Supported[id] == nil {
+			f.Supported[id] = map[string][2]int16{}
+		}
+		k.mu.Unlock()
+	}
+	k.mu.Lock()
+	maps.Copy(f.Finalized, k.FeatureLevels)
+	k.mu.Unlock()
+	if len(f.Supported) == 0 && len(ids) > 0 {
+		return f, fmt.Errorf("no broker answered ApiVersions: %v", f.Errs)
+	}
+	return f, nil
+}
+
+// TopicOverrides reads the topics' /config/topics znodes.
+func (k *Kafka) TopicOverrides(ctx context.Context, key string, topics []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range topics {
+		b, _, err := k.zk.Get(ctx, kafkazk.ConfigTopicPath(t))
+		if err != nil {
+			continue
+		}
+		var c struct {
+			Config map[string]string `json:"config"`
+		}
+		if json.Unmarshal(b, &c) == nil {
+			if v, ok := c.Config[key]; ok {
+				out[t] = v
+			}
+		}
+	}
+	return out, nil
 }

@@ -61,7 +61,11 @@ type KafkaSubject struct {
 // refused creations; a broker id nobody has; broker configs; Offsets and
 // EndOffsets of an empty topic, after records, of a follower and of an
 // unknown topic; OnlyCanaries over plain records; Listening; Releases of
-// running brokers and of an unknown one; Quorum when no controller answers.
+// running brokers and of an unknown one; Quorum when no controller answers;
+// DescribeCluster (the running brokers in order, unfenced, with host and
+// port; a controller among them; a cluster id); a topic's own config
+// override (and none for a topic that inherits); Features answered by every
+// running broker, a broker nobody runs in its errors.
 //
 // It does not cover, because one side cannot honestly do it:
 //   - partitions under-replicated, offline or leaderless, leader epochs
@@ -316,6 +320,53 @@ var kafkaCases = []struct {
 		}
 		if q, err := c.Kafka.Quorum(c.ctx, nil); err == nil {
 			t.Errorf("a quorum from no controller: %+v", q)
+		}
+	}},
+	{"describe cluster", func(t *testing.T, c *conformant) {
+		v, err := c.Kafka.DescribeCluster(c.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int32
+		for _, b := range v.Brokers {
+			ids = append(ids, b.ID)
+			if b.Fenced || b.Host == "" || b.Port <= 0 {
+				t.Errorf("broker %+v: a running broker, unfenced, with its host and port", b)
+			}
+		}
+		if !slices.Equal(ids, c.brokers) || !slices.Contains(c.brokers, v.Controller) || v.ClusterID == "" {
+			t.Errorf("DescribeCluster %+v; want brokers %v in order, one of them controller, a cluster id", v, c.brokers)
+		}
+	}},
+	{"topic overrides", func(t *testing.T, c *conformant) {
+		if _, err := c.Kafka.CreateTopic(c.ctx, "strict", nil, 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+			t.Fatal(err)
+		}
+		c.create(t, "loose", nil, 1, 3)
+		got, err := c.Kafka.TopicOverrides(c.ctx, "min.insync.replicas", []string{"strict", "loose"})
+		if err != nil || len(got) != 1 || got["strict"] != "2" {
+			t.Fatalf("overrides %v %v; want only strict's min.insync.replicas=2 (loose inherits the default)", got, err)
+		}
+		if got, err := c.Kafka.TopicOverrides(c.ctx, "min.insync.replicas", nil); err != nil || len(got) != 0 {
+			t.Fatalf("no topics asked: %v %v", got, err)
+		}
+	}},
+	{"features", func(t *testing.T, c *conformant) {
+		unknown := slices.Max(c.brokers) + 100
+		f, err := c.Kafka.Features(c.ctx, append(slices.Clone(c.brokers), unknown))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range c.brokers {
+			if _, ok := f.Supported[b]; !ok {
+				t.Errorf("broker %d's supported features missing: %+v", b, f)
+			}
+		}
+		if _, ok := f.Errs[unknown]; !ok {
+			t.Errorf("broker %d, which nobody runs, is not in Errs: %+v", unknown, f)
+		}
+		if _, err := c.Kafka.Features(c.ctx, []int32{unknown}); err == nil {
+			t.Error("features from no broker answering: no error")
 		}
 	}},
 }
