@@ -92,7 +92,12 @@ func topicsOf(cmd *cobra.Command) []string {
 		return nil
 	}
 	defer cl.Close()
-	names, err := cl.zk.Children(ctx, kafkazk.TopicsPath)
+	var names []string
+	if cl.zk != nil {
+		names, err = cl.zk.Children(ctx, kafkazk.TopicsPath)
+	} else {
+		names, err = cl.kafka.ListTopics(ctx) // a KRaft cluster
+	}
 	if err != nil {
 		return nil
 	}

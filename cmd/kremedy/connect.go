@@ -110,7 +110,7 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		return nil, err
 	}
 	c.secrets = secrets
-	c.ports.Target = ports.Target{Name: inv.Name, Lab: inv.Lab, ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
+	c.ports.Target = ports.Target{Name: inv.Name, Lab: inv.Lab, KRaft: inv.KRaft(), ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
 	brokers := map[int32]remote.Target{}
 	for _, b := range inv.Brokers {
 		c.ports.Target.Hosts = append(c.ports.Target.Hosts, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs, Config: b.Config})
@@ -157,12 +157,16 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		opts.DigestAuth = inv.ZooKeeper.Auth.User + ":" + pw
 		c.secrets = append(c.secrets, pw)
 	}
-	zctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if c.zk, err = zookeeper.Dial(zctx, inv.ZooKeeper.Connect, opts); err != nil {
-		// Not reached: nothing was attempted. Exit 2 from every command
-		// (diagnose, plan, run, resume, restore) alike.
-		return nil, usageErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
+	// A KRaft cluster has no ZooKeeper: its ports.ZK stays nil, and what
+	// needs ZooKeeper says so.
+	if !inv.KRaft() {
+		zctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if c.zk, err = zookeeper.Dial(zctx, inv.ZooKeeper.Connect, opts); err != nil {
+			// Not reached: nothing was attempted. Exit 2 from every command
+			// (diagnose, plan, run, resume, restore) alike.
+			return nil, usageErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
+		}
 	}
 	if c.kafka, err = kafka.New(inv.Kafka.Bootstrap, kopts...); err != nil {
 		c.Close()
@@ -172,6 +176,9 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		c.Close()
 		return nil, usageErr(fmt.Errorf("%s: %w", inv.Kafka.ClientProperties, err))
 	}
-	c.ports.ZK, c.ports.Kafka, c.ports.Hosts = c.zk, c.kafka, c.fleet
+	if c.zk != nil { // never an interface holding a nil *Conn
+		c.ports.ZK = c.zk
+	}
+	c.ports.Kafka, c.ports.Hosts = c.kafka, c.fleet
 	return c, nil
 }

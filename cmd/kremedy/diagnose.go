@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +15,7 @@ import (
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 func newDiagnoseCmd() *cobra.Command {
@@ -119,8 +122,16 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 	if d.Topic != "" {
 		scope = fmt.Sprintf("topic %q", d.Topic)
 	}
-	fmt.Fprintf(w, "diagnosis of %s on %s: brokers %v, controller %d, %d topics, disks checked: %v (%s)\n",
-		scope, d.Cluster, d.Brokers, d.Controller, d.Topics, d.Disk, d.Took)
+	if d.Mode == "kraft" {
+		fmt.Fprintf(w, "diagnosis of %s on %s (KRaft): brokers %v, %s, %d topics, disks checked: %v (%s)\n",
+			scope, d.Cluster, d.Brokers, quorumLine(d.Quorum), d.Topics, d.Disk, d.Took)
+		if f := d.Features; f != nil && len(f.Finalized) > 0 {
+			fmt.Fprintf(w, "features: %s\n", featureLine(f.Finalized))
+		}
+	} else {
+		fmt.Fprintf(w, "diagnosis of %s on %s: brokers %v, controller %d, %d topics, disks checked: %v (%s)\n",
+			scope, d.Cluster, d.Brokers, d.Controller, d.Topics, d.Disk, d.Took)
+	}
 	if len(d.Releases) > 0 {
 		fmt.Fprintf(w, "releases: %s\n", d.Releases)
 		for _, m := range d.Methods {
@@ -128,7 +139,18 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 		}
 	}
 	if d.Healthy {
-		fmt.Fprintln(w, "no findings: ZooKeeper, every broker's metadata and every disk agree")
+		agree := "ZooKeeper, every broker's metadata and every disk agree"
+		if d.Mode == "kraft" {
+			agree = "the quorum has its margin, every broker serves, their metadata and every disk agree"
+		}
+		if len(d.Findings) == 0 {
+			fmt.Fprintln(w, "no findings: "+agree)
+			return
+		}
+		fmt.Fprintf(w, "no problem found (%s); %s:\n", agree, plural(len(d.Findings), "note"))
+		for _, f := range d.Findings {
+			fmt.Fprintf(w, "  [%s] %s\n     → %s\n", strings.ToUpper(string(f.Severity)), f.Summary, firstSentence(f.Fix))
+		}
 		return
 	}
 	causes := d.Causes()
@@ -181,6 +203,26 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 			}
 		}
 	}
+}
+
+// quorumLine says who leads the metadata quorum and who votes.
+func quorumLine(q *ports.Quorum) string {
+	if q == nil {
+		return "metadata quorum: no answer"
+	}
+	ids := make([]int32, len(q.Voters))
+	for i, v := range q.Voters {
+		ids[i] = v.ID
+	}
+	return fmt.Sprintf("quorum leader %d (epoch %d, high watermark %d, voters %v)", q.Leader, q.Epoch, q.HighWatermark, ids)
+}
+
+func featureLine(f map[string]int16) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(f)) {
+		out = append(out, fmt.Sprintf("%s %d", k, f[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func printFinding(w io.Writer, n string, f diagnose.Finding, details bool) {

@@ -86,6 +86,9 @@ func (j *jsonLines) line(v any) {
 // what befalls it (lost, re-established, expired, replaced): a step that ran
 // across an expiry must say so. It returns the function that stops it.
 func journalSession(cl *cluster, s *steps.Session) func() {
+	if cl.zk == nil {
+		return func() {}
+	}
 	s.Notef("zookeeper", "ZooKeeper: session %s", cl.zk.Session())
 	cl.zk.OnSession(func(msg string) { s.Notef("zookeeper", "%s", msg) })
 	return func() { cl.zk.OnSession(nil) }

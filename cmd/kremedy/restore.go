@@ -64,6 +64,9 @@ func newZnodesCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
+			if cl.zk == nil {
+				return usageErr(fmt.Errorf("znodes restore writes the run's backup into ZooKeeper, and %s describes a KRaft cluster (mode: kraft), which has none; nothing was done", cl.inv.Path))
+			}
 			return restoreErr(cleanup.RestoreZnodes(cmd.Context(), cl.zk, args[0], force, cmd.OutOrStdout()))
 		},
 	}

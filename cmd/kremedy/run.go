@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,11 +70,43 @@ func bindRunbook(name string, set []string, invPath, confirm string) (*steps.Run
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}
+	if err := modeErr(rb, inv); err != nil {
+		return nil, nil, err
+	}
 	b, err := rb.Bind(kv, inv.Name)
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}
 	return b, inv, nil
+}
+
+// modeErr refuses a runbook on an inventory of a cluster in another mode:
+// a ZooKeeper-mode runbook's kinds read and write ZooKeeper, which a KRaft
+// cluster has none of.
+func modeErr(rb *runbooks.Runbook, inv *inventory.Inventory) error {
+	mode := cmp.Or(inv.Mode, inventory.ModeZooKeeper)
+	if rb.Mode == mode {
+		return nil
+	}
+	return usageErr(fmt.Errorf("runbook %s repairs %s-mode clusters, and %s describes a %s-mode cluster (mode: %s); nothing was done. kremedy has no runbook for KRaft clusters yet: `kremedy diagnose --inventory %s` sees it", rb.Name, rb.Mode, inv.Path, mode, mode, inv.Path))
+}
+
+// connectRun connects to an inventory's cluster for a run of runbook,
+// refusing one of another mode.
+func connectRun(ctx context.Context, runbook, path string) (*cluster, error) {
+	rb, err := runbooks.Get(runbook)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	cl, err := connect(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := modeErr(rb, cl.inv); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
 }
 
 // rebind binds a run's runbook again from its run-start record (resume).
@@ -268,12 +302,12 @@ func newResumeCmd() *cobra.Command {
 				return usageErr(fmt.Errorf("--confirm %q does not match the run's %s name %q; nothing was done", f.confirm, word.Noun, word.Word))
 			}
 			if !f.headless {
-				return runTUI(cmd.Context(), cmd.OutOrStdout(), s, dialer(meta.Inventory), false)
+				return runTUI(cmd.Context(), cmd.OutOrStdout(), s, dialer(meta.Runbook, meta.Inventory), false)
 			}
 			if _, err := faultsFor(meta.Lab); err != nil {
 				return err
 			}
-			cl, err := connect(cmd.Context(), meta.Inventory)
+			cl, err := connectRun(cmd.Context(), meta.Runbook, meta.Inventory)
 			if err != nil {
 				return err
 			}

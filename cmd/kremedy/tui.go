@@ -21,9 +21,9 @@ import (
 // and closes what it returned.
 type dial func(ctx context.Context) (*cluster, error)
 
-// dialer dials the cluster of an inventory.
-func dialer(inventory string) dial {
-	return func(ctx context.Context) (*cluster, error) { return connect(ctx, inventory) }
+// dialer dials the cluster of an inventory for a run of runbook.
+func dialer(runbook, inventory string) dial {
+	return func(ctx context.Context) (*cluster, error) { return connectRun(ctx, runbook, inventory) }
 }
 
 // runTUINew is `kremedy run` without --headless: the run directory is
@@ -39,7 +39,7 @@ func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inve
 		if s.Finished() {
 			return usageErr(fmt.Errorf("%s holds run %s, which finished; choose another --run-dir", dir, s.Meta().ID))
 		}
-		return runTUI(ctx, w, s, dialer(s.Meta().Inventory), true)
+		return runTUI(ctx, w, s, dialer(s.Meta().Runbook, s.Meta().Inventory), true)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return sessionErr(err)
 	}
@@ -48,7 +48,7 @@ func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inve
 		return sessionErr(err)
 	}
 	defer s.Close()
-	return runTUI(ctx, w, s, dialer(inventory), false)
+	return runTUI(ctx, w, s, dialer(meta.Runbook, inventory), false)
 }
 
 // runTUI walks a run in the terminal UI: the TUI is its Reporter and

@@ -2,11 +2,15 @@ package brokers
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -110,4 +114,71 @@ func WaitRegistered(ctx context.Context, zk ports.ZooKeeper, want []int32, timeo
 		return fmt.Errorf("%w: not every broker registered: %s of %s after %s", ports.ErrCheckFailed, fmt.Sprint(reg), fmt.Sprint(want), timeout)
 	}
 	return nil
+}
+
+// ReadFile reads a file on node id's host exactly (base64 over SSH, so no
+// byte is lost or added).
+func ReadFile(ctx context.Context, h ports.Hosts, id int32, path string) ([]byte, error) {
+	var b strings.Builder
+	var errs []string
+	err := h.Run(ctx, id, shell.Command("base64", "-w0", "--", path), func(l ports.Line) {
+		if l.Stderr {
+			errs = append(errs, l.Text)
+			return
+		}
+		b.WriteString(l.Text)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s on node %d: %w %s", path, id, err, strings.Join(errs, "; "))
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b.String()))
+	if err != nil {
+		return nil, fmt.Errorf("read %s on node %d: %w", path, id, err)
+	}
+	return raw, nil
+}
+
+// sizesFunc prints, for each path, its size in KiB, its modification time
+// (seconds since the epoch) and the path, tab-separated.
+const sizesFunc = `kremedy_sizes() {
+  for p in "$@"; do
+    s=$(du -sk -- "$p" 2>/dev/null | cut -f1); m=$(stat -c %Y -- "$p" 2>/dev/null)
+    printf '%s\t%s\t%s\n' "${s:--1}" "${m:--1}" "$p"
+  done
+}
+`
+
+// Size is a directory's size and age on its host.
+type Size struct {
+	KiB      int64
+	Modified time.Time // zero when unknown
+}
+
+// Sizes says how big and how old each path on node id's host is, in one
+// command (du, stat). A path it could not measure is absent.
+func Sizes(ctx context.Context, h ports.Hosts, id int32, paths []string) (map[string]Size, error) {
+	out := map[string]Size{}
+	if len(paths) == 0 {
+		return out, nil
+	}
+	err := h.Run(ctx, id, shell.Script(sizesFunc+"kremedy_sizes "+shell.Command(paths...)), func(l ports.Line) {
+		if l.Stderr {
+			return
+		}
+		f := strings.SplitN(l.Text, "\t", 3)
+		if len(f) != 3 {
+			return
+		}
+		kib, err1 := strconv.ParseInt(f[0], 10, 64)
+		mod, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil || kib < 0 {
+			return
+		}
+		s := Size{KiB: kib}
+		if mod > 0 {
+			s.Modified = time.Unix(mod, 0)
+		}
+		out[f[2]] = s
+	})
+	return out, err
 }

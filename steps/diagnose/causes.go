@@ -48,7 +48,7 @@ func linkCauses(fs []Finding) []Finding {
 	}
 	down := map[int32]string{}
 	for _, f := range fs {
-		if f.Kind == FindBrokerDown {
+		if f.Kind == FindBrokerDown || f.Kind == FindBrokerFenced {
 			for _, b := range f.Brokers {
 				down[b] = f.ID
 			}

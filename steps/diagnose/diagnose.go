@@ -90,6 +90,11 @@ type Diagnosis struct {
 	Methods  []string         `json:"methods,omitempty"`
 	// Migration is the ZooKeeper → KRaft readiness verdict (--migration).
 	Migration *Readiness `json:"migration,omitempty"`
+	// Mode is "kraft" for a KRaft cluster ("" in ZooKeeper mode); such a
+	// diagnosis has the metadata quorum and the finalized features.
+	Mode     string          `json:"mode,omitempty"`
+	Quorum   *ports.Quorum   `json:"quorum,omitempty"`
+	Features *ports.Features `json:"features,omitempty"`
 }
 
 // Options narrow or widen a diagnosis.
@@ -135,6 +140,12 @@ func (g *diagnosis) add(f Finding) {
 // broker's log dirs, and reports what disagrees. It never changes anything:
 // Metadata requests never auto-create topics.
 func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
+	if c.ZK == nil {
+		if o.Migration {
+			return nil, fmt.Errorf("%w: --migration checks a ZooKeeper-mode cluster's readiness; this inventory is a KRaft cluster's (mode: kraft): it has no migration ahead of it", ports.ErrRefused)
+		}
+		return runKRaft(ctx, c, o)
+	}
 	start := time.Now()
 	g := &diagnosis{c: c, o: o, minISR: brokers.MinISR{Default: 1}}
 	if o.Topic != "" {
@@ -194,7 +205,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		return a.Kind < b.Kind
 	})
 	g.d.Findings = linkCauses(g.d.Findings)
-	g.d.Healthy = len(g.d.Findings) == 0
+	g.d.Healthy = healthy(g.d.Findings)
 	if o.Migration {
 		g.readiness()
 	}

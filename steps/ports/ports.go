@@ -297,8 +297,12 @@ type Client struct {
 
 // Target is the cluster a run acts on.
 type Target struct {
-	Name      string   `json:"name"`
-	Lab       bool     `json:"lab"`
+	Name string `json:"name"`
+	Lab  bool   `json:"lab"`
+	// KRaft: the cluster keeps its metadata in a KRaft quorum
+	// (Controllers); it has no ZooKeeper (ZKConnect is empty, the
+	// Cluster's ZK nil).
+	KRaft     bool     `json:"kraft,omitempty"`
 	ZKConnect string   `json:"zookeeper"`
 	Bootstrap []string `json:"bootstrap"`
 	Hosts     []Host   `json:"brokers"`

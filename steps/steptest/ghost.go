@@ -62,3 +62,55 @@ func Ghost(t testing.TB) *Cluster {
 	kafka := NewKafka(t, zk, hosts)
 	return &Cluster{ZK: zk, Hosts: hosts, Kafka: kafka, Ports: ports.Cluster{Target: target, ZK: zk, Kafka: kafka, Hosts: hosts}}
 }
+
+// KRaft is a healthy KRaft-mode fake cluster: brokers 1–3 and controllers
+// 3001–3003 all running, the quorum led by 3001 with every voter caught
+// up, "orders" (CurID) and "orders-v2" (V2ID) with replication factor 3,
+// each broker holding their live directories (and Kafka's own
+// __cluster_metadata-0) in /data/k1 and /data/k2. Its ports have no
+// ZooKeeper; the fake Kafka keeps its truth in a fake ZooKeeper of its own.
+func KRaft(t testing.TB) *Cluster {
+	t.Helper()
+	target := Ghost(t).Ports.Target
+	target.KRaft, target.ZKConnect = true, ""
+	for k := int32(1); k <= 3; k++ {
+		target.Controllers = append(target.Controllers, ports.Host{ID: 3000 + k, Host: fmt.Sprintf("c%d", k), Addr: fmt.Sprintf("c%d:9093", k),
+			Stop: fmt.Sprintf("systemctl stop kafka-controller-%d", k), Start: fmt.Sprintf("systemctl start kafka-controller-%d", k)})
+	}
+	zk := NewZK(t, "")
+	zk.Put("/cluster/id", `{"version":"1","id":"kraft-cluster"}`).Put("/controller", `{"version":2,"brokerid":1}`)
+	for topic, id := range map[string]string{"orders": CurID, "orders-v2": V2ID} {
+		zk.Put(kafkazk.TopicPath(topic), fmt.Sprintf(`{"version":3,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2]},"topic_id":"%s"}`, id))
+		for p := 0; p < 3; p++ {
+			zk.Put(kafkazk.PartitionStatePath(topic, int32(p)), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
+		}
+	}
+	hosts := NewHosts(t, zk, target)
+	for _, c := range target.Controllers {
+		hosts.Running[c.ID] = true
+	}
+	for id := int32(1); id <= 3; id++ {
+		hosts.AddDir(id, "/data/k1", "__cluster_metadata-0", "")
+		for p := 0; p < 3; p++ {
+			hosts.AddDir(id, "/data/k1", fmt.Sprintf("orders-%d", p), CurID)
+			hosts.AddDir(id, "/data/k2", fmt.Sprintf("orders-v2-%d", p), V2ID)
+		}
+	}
+	kafka := NewKafka(t, zk, hosts)
+	kafka.Configs = map[string]string{"min.insync.replicas": "2"}
+	kafka.Live = func() []int32 {
+		var up []int32
+		for _, h := range target.Hosts {
+			if hosts.Runs(h.ID) {
+				up = append(up, h.ID)
+			}
+		}
+		return up
+	}
+	q := &ports.Quorum{Leader: 3001, Epoch: 4, HighWatermark: 1000}
+	for _, c := range target.Controllers {
+		q.Voters = append(q.Voters, ports.Voter{ID: c.ID, LogEndOffset: 1000, LastCaughtUpMs: 1_700_000_000_000, LastFetchMs: 1_700_000_000_000})
+	}
+	kafka.SetQuorum(q)
+	return &Cluster{ZK: zk, Hosts: hosts, Kafka: kafka, Ports: ports.Cluster{Target: target, Kafka: kafka, Hosts: hosts}}
+}

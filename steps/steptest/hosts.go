@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -118,7 +119,11 @@ func (h *Hosts) Names(broker int32, dir string) []string {
 	return out
 }
 
+// SizedAt is when the fake hosts say every directory last changed.
+var SizedAt = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
 var (
+	sizesRe = regexp.MustCompile(`(?m)^kremedy_sizes (.+)$`)
 	listRe  = regexp.MustCompile(`(?m)^kremedy_list (\d+) (\S+)$`)
 	moveRe  = regexp.MustCompile(`(?m)^kremedy_move (\S+) (\S+) \|\| exit \$\?$`)
 	backRe  = regexp.MustCompile(`(?s)^set -e\nsrc=(\S+); dst=(\S+)\n`)
@@ -244,6 +249,23 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(ports.
 // script plays one of kremedy's scripts on the fake filesystem: a
 // log-dir listing, a quarantine move, a restore or a where-is-it check.
 func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
+	if strings.HasPrefix(cmd, "kremedy_sizes() {") {
+		// Every directory the fake holds is 4 KiB, changed at SizedAt.
+		m := sizesRe.FindStringSubmatch(cmd)
+		if m == nil {
+			h.t.Errorf("kremedy_sizes on broker %d names no path: %q", broker, cmd)
+			return &ExitErr{2}
+		}
+		for _, w := range strings.Fields(m[1]) {
+			p := unquote(w)
+			if _, ok := h.FS[broker][filepath.Dir(p)][filepath.Base(p)]; ok {
+				emit(fmt.Sprintf("4\t%d\t%s", SizedAt.Unix(), p))
+			} else {
+				emit("-1\t-1\t" + p)
+			}
+		}
+		return nil
+	}
 	if strings.HasPrefix(cmd, "kremedy_list() {") {
 		for _, m := range listRe.FindAllStringSubmatch(cmd, -1) {
 			idx, dir := m[1], unquote(m[2])

@@ -1,0 +1,747 @@
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/javaprops"
+	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/segments"
+)
+
+// Finding kinds of a KRaft cluster.
+const (
+	FindQuorumMargin        = "quorum-margin"              // a voter down or lagging: the margin left
+	FindQuorumNoLeader      = "quorum-no-leader"           // the metadata quorum answers without a leader
+	FindQuorumUnreachable   = "quorum-unreachable"         // no controller nor broker answers DescribeQuorum
+	FindControllerNotVoter  = "controller-not-voter"       // an inventory controller the quorum does not list
+	FindBrokerFenced        = "broker-fenced"              // registered with the controllers, not serving
+	FindStrayLogs           = "stray-logs"                 // -stray directories Kafka set aside
+	FindWouldBeStray        = "would-be-stray"             // a log Kafka will set aside at the broker's next start
+	FindNoPartitionMetadata = "missing-partition-metadata" // a partition directory without partition.metadata
+	FindFeatureLevel        = "feature-level"              // metadata.version below what the brokers run
+	FindMigratedToKRaft     = "migrated-to-kraft"          // a ZooKeeper inventory of a cluster that migrated
+	FindMigrationLeftover   = "migration-leftover"         // a config or znode the migration left behind
+)
+
+// Info is a finding that needs no repair (an upgrade available, a state
+// that settles by itself): it is shown, and the diagnosis stays healthy.
+const Info Severity = "info"
+
+// defaultFetchTimeout is controller.quorum.fetch.timeout.ms's default: a
+// voter whose last caught-up time is further behind the leader's is not
+// caught up (Strimzi's rule for rolling controllers).
+const defaultFetchTimeout = 2 * time.Second
+
+// kraftDiag is one diagnosis of a KRaft cluster being made.
+type kraftDiag struct {
+	c      ports.Cluster
+	o      Options
+	d      *Diagnosis
+	cv     ports.ClusterView
+	views  map[int32]ports.BrokerView
+	minISR brokers.MinISR
+}
+
+// runKRaft diagnoses a KRaft cluster over Kafka alone (no ZooKeeper): the
+// metadata quorum, the brokers registered and unfenced against the
+// inventory, every broker's own metadata, the partitions' replication and,
+// with Disk, every broker's log dirs (stray logs, logs Kafka will set aside,
+// logs without partition.metadata), the finalized features, and what a
+// migration from ZooKeeper left behind in the nodes' configs.
+func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
+	start := time.Now()
+	g := &kraftDiag{c: c, o: o, d: &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic, Mode: "kraft", Controller: -1}}
+	cv, err := c.Kafka.DescribeCluster(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("describe the cluster over Kafka (%s): %w", strings.Join(c.Target.Bootstrap, ","), err)
+	}
+	g.cv = cv
+	live := g.unfenced()
+	g.d.Brokers = live
+	var disks *diskListing
+	var disksDone chan struct{}
+	if o.Disk && c.Hosts != nil {
+		disks, disksDone = &diskListing{}, make(chan struct{})
+		go func() { defer close(disksDone); *disks = listDisks(ctx, c, live) }()
+		defer func() { <-disksDone }()
+	}
+	g.quorum(ctx)
+	g.d.Releases = brokers.Probe(ctx, c.Kafka, live)
+	g.d.Methods = g.d.Releases.Methods()
+	g.brokers()
+	var topics []string
+	if o.Topic != "" {
+		topics = []string{o.Topic}
+	}
+	g.readViews(ctx, live, topics)
+	names := g.topicNames()
+	g.d.Topics = len(names)
+	g.readMinISR(ctx, live, names)
+	for _, name := range names {
+		g.partitions(name)
+	}
+	g.features(ctx, live)
+	if disks != nil {
+		<-disksDone
+		g.d.Disk = true
+		g.disks(ctx, *disks)
+		g.leftovers(ctx)
+	}
+	sortFindings(g.d.Findings)
+	g.d.Findings = linkCauses(g.d.Findings)
+	g.d.Healthy = healthy(g.d.Findings)
+	g.d.Took = time.Since(start).Round(time.Millisecond).String()
+	return g.d, nil
+}
+
+func (g *kraftDiag) add(f Finding) {
+	slices.Sort(f.Brokers)
+	f.Brokers = slices.Compact(f.Brokers)
+	slices.Sort(f.Partitions)
+	f.Partitions = slices.Compact(f.Partitions)
+	g.d.Findings = append(g.d.Findings, f)
+}
+
+// unfenced are the brokers DescribeCluster lists as serving.
+func (g *kraftDiag) unfenced() []int32 {
+	var out []int32
+	for _, b := range g.cv.Brokers {
+		if !b.Fenced {
+			out = append(out, b.ID)
+		}
+	}
+	return out
+}
+
+func (g *kraftDiag) controllerAddrs() []string {
+	var out []string
+	for _, c := range g.c.Target.Controllers {
+		if c.Addr != "" {
+			out = append(out, c.Addr)
+		}
+	}
+	return out
+}
+
+// readQuorum asks the controllers (KIP-919), else the brokers (which
+// forward DescribeQuorum to the active controller).
+func (g *kraftDiag) readQuorum(ctx context.Context) (ports.Quorum, error) {
+	q, err := g.c.Kafka.Quorum(ctx, g.controllerAddrs())
+	if err == nil {
+		return q, nil
+	}
+	if q2, err2 := g.c.Kafka.Quorum(ctx, g.c.Target.Bootstrap); err2 == nil {
+		return q2, nil
+	}
+	return q, err
+}
+
+// lagging are the voters not caught up with the leader: their last
+// caught-up time further than the fetch timeout behind the leader's (the
+// leader's own is now), or never.
+func lagging(q ports.Quorum, timeout time.Duration) map[int32]string {
+	out := map[int32]string{}
+	var leaderAt int64 = -1
+	for _, v := range q.Voters {
+		if v.ID == q.Leader {
+			leaderAt = v.LastCaughtUpMs
+		}
+	}
+	for _, v := range q.Voters {
+		switch {
+		case v.ID == q.Leader:
+		case v.LastCaughtUpMs < 0:
+			out[v.ID] = "never caught up"
+		case leaderAt >= 0 && time.Duration(leaderAt-v.LastCaughtUpMs)*time.Millisecond > timeout:
+			out[v.ID] = fmt.Sprintf("last caught up %s before the leader, log end offset %d of high watermark %d", (time.Duration(leaderAt-v.LastCaughtUpMs) * time.Millisecond).Round(time.Millisecond), v.LogEndOffset, q.HighWatermark)
+		}
+	}
+	return out
+}
+
+// quorum: a leader, every inventory controller a voter, and the voters
+// caught up. A voter seen lagging is read again a second later before it
+// counts (a voter between two fetches is not a voter down).
+func (g *kraftDiag) quorum(ctx context.Context) {
+	q, err := g.readQuorum(ctx)
+	if err != nil {
+		g.add(Finding{Kind: FindQuorumUnreachable, Severity: Critical,
+			Summary:  "the metadata quorum does not answer: no controller and no broker answered DescribeQuorum",
+			Evidence: []string{err.Error()},
+			Fix:      "check the controllers' processes and their controller listener (kafka-metadata-quorum describe --status); with a majority of voters gone the metadata stops: no topic, ISR or config change happens until a majority is back",
+			DoNot:    "do not reformat a controller's metadata log to bring it back: a quorum-loss recovery is a procedure of its own"})
+		return
+	}
+	bad := lagging(q, defaultFetchTimeout)
+	if len(bad) > 0 {
+		time.Sleep(time.Second)
+		if q2, err := g.readQuorum(ctx); err == nil {
+			q, bad = q2, lagging(q2, defaultFetchTimeout)
+		}
+	}
+	g.d.Quorum = &q
+	g.d.Controller = q.Leader
+	if q.Leader < 0 {
+		g.add(Finding{Kind: FindQuorumNoLeader, Severity: Critical,
+			Summary:  fmt.Sprintf("the metadata quorum has no leader (epoch %d): no metadata change happens until one is elected", q.Epoch),
+			Evidence: []string{fmt.Sprintf("DescribeQuorum at %s: leader -1, voters %s", q.AskedAt, voterIDs(q))},
+			Fix:      "find why no voter wins the election: the controllers' server logs (network between them, a majority stopped)"})
+		return
+	}
+	var voters []int32
+	for _, v := range q.Voters {
+		voters = append(voters, v.ID)
+	}
+	for _, c := range g.c.Target.Controllers {
+		if !slices.Contains(voters, c.ID) {
+			g.add(Finding{Kind: FindControllerNotVoter, Severity: Warning, Brokers: []int32{c.ID},
+				Summary:  fmt.Sprintf("controller %d is in the inventory but not a voter of the metadata quorum (voters %s)", c.ID, fmt.Sprint(voters)),
+				Evidence: []string{fmt.Sprintf("DescribeQuorum at %s: voters %s, observers %s", q.AskedAt, fmt.Sprint(voters), voterIDsOf(q.Observers))},
+				Fix:      "check the inventory's kraft_controllers against controller.quorum.voters (static) or the quorum's voter set (kafka-metadata-quorum describe --replication)"})
+		}
+	}
+	down := map[int32]string{}
+	for id, why := range bad {
+		down[id] = why
+	}
+	for _, c := range g.c.Target.Controllers {
+		if slices.Contains(voters, c.ID) && c.Addr != "" && !g.c.Kafka.Listening(ctx, c.Addr) {
+			down[c.ID] = fmt.Sprintf("its controller listener %s accepts no connection", c.Addr)
+		}
+	}
+	if len(down) == 0 {
+		return
+	}
+	n := len(voters)
+	majority := n/2 + 1
+	caughtUp := n - len(down)
+	margin := caughtUp - majority
+	sev := Warning
+	if margin <= 0 {
+		sev = Critical
+	}
+	var ids []int32
+	var ev []string
+	for _, id := range slices.Sorted(maps.Keys(down)) {
+		ids = append(ids, id)
+		ev = append(ev, fmt.Sprintf("controller %d: %s", id, down[id]))
+	}
+	ev = append(ev, fmt.Sprintf("leader %d, epoch %d, high watermark %d; %d of %d voters caught up, a majority is %d", q.Leader, q.Epoch, q.HighWatermark, caughtUp, n, majority))
+	summary := fmt.Sprintf("controllers %s of the metadata quorum are down or lagging: %d of %d voters caught up; the quorum tolerates %d more lost", fmt.Sprint(ids), caughtUp, n, max(margin, 0))
+	if margin < 0 {
+		summary = fmt.Sprintf("controllers %s of the metadata quorum are down or lagging: %d of %d voters caught up, fewer than a majority (%d): metadata changes may stall", fmt.Sprint(ids), caughtUp, n, majority)
+	}
+	g.add(Finding{Kind: FindQuorumMargin, Severity: sev, Brokers: ids, Summary: summary, Evidence: ev,
+		Fix:   "start those controllers again (their start command; their server log says why they stopped) and wait until each is caught up (kafka-metadata-quorum describe --replication: Lag 0)",
+		DoNot: "do not restart or stop another controller until they are back: one more lost stops the metadata"})
+}
+
+func voterIDs(q ports.Quorum) string { return voterIDsOf(q.Voters) }
+
+func voterIDsOf(vs []ports.Voter) string {
+	ids := make([]int32, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+	}
+	return fmt.Sprint(ids)
+}
+
+// brokers: every inventory broker registered with the controllers and
+// unfenced; a broker missing or fenced is the cause of what it explains.
+func (g *kraftDiag) brokers() {
+	listed := map[int32]ports.BrokerNode{}
+	for _, b := range g.cv.Brokers {
+		listed[b.ID] = b
+	}
+	for _, h := range g.c.Target.Hosts {
+		b, ok := listed[h.ID]
+		switch {
+		case !ok:
+			ev := fmt.Sprintf("DescribeCluster lists brokers %s", fmt.Sprint(clusterIDs(g.cv)))
+			if !g.cv.FencedKnown {
+				ev += " (unfenced only: the cluster is older than 4.0, so a fenced broker is not told apart from one that is down)"
+			}
+			g.add(Finding{Kind: FindBrokerDown, Severity: Critical, Brokers: []int32{h.ID},
+				Summary:  fmt.Sprintf("broker %d is down: it is in the inventory but not registered with the controllers", h.ID),
+				Evidence: []string{fmt.Sprintf("broker %d (host %s in the inventory)", h.ID, h.Host), ev},
+				Fix:      fmt.Sprintf("start broker %d again (its start command; its server log says why it stopped). Its partitions catch up by themselves once it is back", h.ID),
+				DoNot:    "do not reassign partitions or clean up logs because a broker is down"})
+		case b.Fenced:
+			g.add(Finding{Kind: FindBrokerFenced, Severity: Critical, Brokers: []int32{h.ID},
+				Summary:  fmt.Sprintf("broker %d is registered with the controllers but fenced: it serves no partition", h.ID),
+				Evidence: []string{fmt.Sprintf("DescribeCluster: broker %d (%s:%d) fenced", b.ID, b.Host, b.Port)},
+				Fix:      fmt.Sprintf("read broker %d's server log: a broker stays fenced while it catches up with the metadata log, or when it cannot heartbeat the active controller (network, controller listener, a log dir offline)", h.ID)})
+		}
+	}
+}
+
+func clusterIDs(cv ports.ClusterView) []int32 {
+	ids := make([]int32, len(cv.Brokers))
+	for i, b := range cv.Brokers {
+		ids[i] = b.ID
+	}
+	return ids
+}
+
+// readViews asks every unfenced broker for its own metadata; views that
+// disagree are read again, up to 3 times 1 s apart, before they count (a
+// broker learns of a leader or ISR change a moment after the others). In
+// KRaft mode a broker names a random live broker as "controller": that is
+// not compared.
+func (g *kraftDiag) readViews(ctx context.Context, live []int32, topics []string) {
+	var since time.Time
+	for attempt := 0; ; attempt++ {
+		at := time.Now()
+		views, unreachable := brokerViews(ctx, g.c.Kafka, live, topics)
+		g.views = views
+		diffs := viewDiffs(views)
+		if len(diffs) == 0 || attempt == 2 || ctx.Err() != nil {
+			for _, id := range live {
+				if err, ok := unreachable[id]; ok {
+					g.add(Finding{Kind: FindBrokerUnreachable, Severity: Critical, Brokers: []int32{id},
+						Summary:  fmt.Sprintf("broker %d is registered and unfenced but does not answer Metadata", id),
+						Evidence: []string{err.Error()},
+						Fix:      "check the broker's process and network; a broker that is registered but not serving is a zombie or overloaded"})
+				}
+			}
+			if len(diffs) > 0 {
+				g.add(Finding{Kind: FindDisagreement, Severity: Warning, Brokers: diffBrokers(views),
+					Summary:  fmt.Sprintf("the brokers' metadata disagree (lasted at least %s: seen in %d reads)", time.Since(since).Round(100*time.Millisecond), attempt+1),
+					Evidence: diffs,
+					Fix:      "usually a broker catching up with the metadata log; if it lasts, restart the broker that lags so it reloads the metadata image"})
+			}
+			return
+		}
+		if since.IsZero() {
+			since = at
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// viewDiffs compares every broker's view with the first's, controllers
+// aside.
+func viewDiffs(views map[int32]ports.BrokerView) []string {
+	var out []string
+	var ref *ports.BrokerView
+	for _, id := range sortedIDs(views) {
+		v := views[id]
+		v.Controller = -1
+		if ref == nil {
+			ref = &v
+			continue
+		}
+		if d := brokers.ViewDiff(*ref, v); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func diffBrokers(views map[int32]ports.BrokerView) []int32 { return sortedIDs(views) }
+
+// topicNames are the topics any broker serves (or the one asked for),
+// Kafka's own metadata log left out.
+func (g *kraftDiag) topicNames() []string {
+	if g.o.Topic != "" {
+		return []string{g.o.Topic}
+	}
+	seen := map[string]bool{}
+	for _, v := range g.views {
+		for name, t := range v.Topics {
+			if t.Present() {
+				seen[name] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// readMinISR resolves min.insync.replicas over Kafka: the brokers' default
+// and the topics' own overrides (DescribeConfigs).
+func (g *kraftDiag) readMinISR(ctx context.Context, live []int32, names []string) {
+	over, err := g.c.Kafka.TopicOverrides(ctx, "min.insync.replicas", names)
+	if err != nil {
+		g.d.Methods = append(g.d.Methods, "min.insync.replicas: the topics' overrides could not all be read ("+err.Error()+"); those topics are judged against the brokers' default")
+	}
+	m, err := brokers.ReadMinISR(ctx, g.c.Kafka, live, over)
+	if err != nil {
+		m.Default = 1
+		g.d.Methods = append(g.d.Methods, "min.insync.replicas: no broker reported its default (DescribeConfigs); partitions are judged against their topics' own overrides, else 1 (offline only)")
+	}
+	g.minISR = m
+}
+
+// view is one unfenced broker's view of topic, the lowest id's.
+func (g *kraftDiag) view(name string) (ports.TopicView, bool) {
+	for _, id := range sortedIDs(g.views) {
+		if t, ok := g.views[id].Topics[name]; ok && t.Present() {
+			return t, true
+		}
+	}
+	return ports.TopicView{}, false
+}
+
+// partitions: a topic's offline, under-replicated and under-min-ISR
+// partitions, as the brokers see them.
+func (g *kraftDiag) partitions(name string) {
+	t, ok := g.view(name)
+	if !ok {
+		return
+	}
+	minISR := g.minISR.Of(name)
+	var offline, urp, underMin []int32
+	var offEv, urpEv, minEv []string
+	var offB, urpB, minB []int32
+	for _, p := range slices.Sorted(maps.Keys(t.Partitions)) {
+		pv := t.Partitions[p]
+		missing := without(pv.Replicas, pv.ISR)
+		switch {
+		case pv.IsOffline():
+			offline = append(offline, p)
+			offEv = append(offEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s, offline replicas %s", name, p, pv.Leader, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR), fmt.Sprint(pv.Offline)))
+			offB = append(offB, missing...)
+		case len(pv.ISR) < len(pv.Replicas):
+			urp = append(urp, p)
+			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s", name, p, pv.Leader, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR)))
+			urpB = append(urpB, missing...)
+		}
+		if !pv.IsOffline() && len(pv.ISR) < minISR {
+			underMin = append(underMin, p)
+			minEv = append(minEv, fmt.Sprintf("%s-%d: isr %s < min.insync.replicas %d", name, p, fmt.Sprint(pv.ISR), minISR))
+			minB = append(minB, missing...)
+		}
+	}
+	if len(offline) > 0 {
+		g.add(Finding{Kind: FindOffline, Severity: Critical, Topic: name, Brokers: offB, Partitions: offline,
+			Summary:  fmt.Sprintf("%d partitions of %q are offline: no leader, neither produce nor consume works", len(offline), name),
+			Evidence: offEv,
+			Fix:      "bring their replicas' brokers back; if every replica is gone, an unclean election (kafka-leader-election --election-type unclean) loses data: weigh it first"})
+	}
+	if len(urp) > 0 {
+		g.add(Finding{Kind: FindUnderReplicated, Severity: Warning, Topic: name, Brokers: urpB, Partitions: urp,
+			Summary:  fmt.Sprintf("%d partitions of %q are under-replicated (brokers %s out of the ISR)", len(urp), name, fmt.Sprint(uniq(urpB))),
+			Evidence: urpEv,
+			Fix:      "bring the lagging brokers back; if they run but never catch up, read their server logs"})
+	}
+	if len(underMin) > 0 {
+		g.add(Finding{Kind: FindUnderMinISR, Severity: Critical, Topic: name, Brokers: minB, Partitions: underMin,
+			Summary:  fmt.Sprintf("%d partitions of %q are below min.insync.replicas: acks=all producers fail", len(underMin), name),
+			Evidence: minEv,
+			Fix:      "restore the missing replicas (bring their brokers back)"})
+	}
+}
+
+func without(all, some []int32) []int32 {
+	var out []int32
+	for _, x := range all {
+		if !slices.Contains(some, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func uniq(ids []int32) []int32 { return slices.Compact(slices.Sorted(slices.Values(ids))) }
+
+// features: the finalized metadata.version and kraft.version against what
+// every broker's release supports. A lower metadata.version is no fault (an
+// upgrade not finalized yet): info, with how to raise it safely.
+func (g *kraftDiag) features(ctx context.Context, live []int32) {
+	f, err := g.c.Kafka.Features(ctx, live)
+	if err != nil {
+		g.d.Methods = append(g.d.Methods, "features: "+err.Error())
+		return
+	}
+	g.d.Features = &f
+	mv, ok := f.Finalized["metadata.version"]
+	if !ok {
+		return
+	}
+	top := int16(-1)
+	for _, sup := range f.Supported {
+		if r, ok := sup["metadata.version"]; ok && (top < 0 || r[1] < top) {
+			top = r[1]
+		}
+	}
+	if top > mv {
+		kv := "unknown"
+		if v, ok := f.Finalized["kraft.version"]; ok {
+			kv = strconv.Itoa(int(v))
+		}
+		g.add(Finding{Kind: FindFeatureLevel, Severity: Info,
+			Summary:  fmt.Sprintf("metadata.version is finalized at level %d; every broker runs a release that supports level %d", mv, top),
+			Evidence: []string{fmt.Sprintf("finalized: metadata.version %d, kraft.version %s; supported by every broker up to metadata.version %d", mv, kv, top)},
+			Fix:      fmt.Sprintf("when the whole cluster runs the new release for good, raise it feature by feature: `kafka-features upgrade --feature metadata.version=%d` — not `--release-version`, which also raises kraft.version (a static quorum then becomes dynamic and cannot go back: KAFKA-21426)", top),
+			DoNot:    "do not finalize while a broker may still roll back to the older release"})
+	}
+}
+
+// disks: every broker's log dirs over SSH — the stray logs Kafka set aside
+// (DescribeLogDirs does not list them), the logs it will set aside at the
+// broker's next start (topic ID not in the metadata, or the partition no
+// longer assigned to that broker), and partition directories without
+// partition.metadata. Kafka's own metadata log is never a candidate.
+func (g *kraftDiag) disks(ctx context.Context, l diskListing) {
+	for _, h := range g.c.Target.Hosts {
+		if err := l.Errs[h.ID]; err != nil {
+			g.add(Finding{Kind: FindDiskUnlisted, Severity: Critical, Brokers: []int32{h.ID},
+				Summary:  fmt.Sprintf("broker %d's log dirs could not be listed over SSH: its disk was not examined", h.ID),
+				Evidence: []string{err.Error()},
+				Fix:      "fix SSH to the host (reachability, user, key, known_hosts) and diagnose again"})
+		}
+	}
+	var strays []stray
+	would := map[string][]string{} // topic -> evidence
+	wouldB := map[string][]int32{}
+	noMeta := map[int32][]string{}
+	for _, h := range g.c.Target.Hosts {
+		for _, dir := range l.dirs[h.ID] {
+			for _, e := range l.Entries[h.ID][dir] {
+				if !e.IsDir {
+					continue
+				}
+				d, err := segments.ParseDir(e.Name)
+				if err != nil || d.Topic == "__cluster_metadata" {
+					continue
+				}
+				path := dir + "/" + e.Name
+				switch d.Kind {
+				case segments.Stray:
+					strays = append(strays, stray{h.ID, path, d, e.TopicID})
+				case segments.Live:
+					if e.TopicID == "" {
+						noMeta[h.ID] = append(noMeta[h.ID], path)
+						continue
+					}
+					if why := g.wouldStray(h.ID, d, e.TopicID); why != "" {
+						would[d.Topic] = append(would[d.Topic], fmt.Sprintf("broker %d %s: %s", h.ID, path, why))
+						wouldB[d.Topic] = append(wouldB[d.Topic], h.ID)
+					}
+				}
+			}
+		}
+	}
+	if len(strays) > 0 {
+		sizes := g.sizes(ctx, strays)
+		byBroker := map[int32][]string{}
+		var ev []string
+		var ids []int32
+		for _, s := range strays {
+			insync := "no live partition of that name on this broker"
+			if t, ok := g.view(s.d.Topic); ok {
+				if pv, ok := t.Partitions[s.d.Partition]; ok && slices.Contains(pv.Replicas, s.broker) {
+					insync = fmt.Sprintf("the live %s-%d (topic id %s) is %s on it", s.d.Topic, s.d.Partition, t.ID, map[bool]string{true: "in sync", false: "NOT in sync"}[slices.Contains(pv.ISR, s.broker)])
+				}
+			}
+			old := s.id
+			if old == "" {
+				old = "none (no partition.metadata)"
+			}
+			ev = append(ev, fmt.Sprintf("broker %d %s: %s-%d, old topic id %s, %s; %s", s.broker, s.path, s.d.Topic, s.d.Partition, old, sizes[s.path], insync))
+			byBroker[s.broker] = append(byBroker[s.broker], s.path)
+			ids = append(ids, s.broker)
+		}
+		var per []string
+		for _, id := range slices.Sorted(maps.Keys(byBroker)) {
+			per = append(per, fmt.Sprintf("broker %d: %d", id, len(byBroker[id])))
+		}
+		g.add(Finding{Kind: FindStrayLogs, Severity: Warning, Brokers: ids,
+			Summary:  fmt.Sprintf("%d stray log directories (-stray) on the brokers' disks (%s): logs Kafka set aside and will never delete", len(strays), strings.Join(per, ", ")),
+			Evidence: ev,
+			Fix:      "once the live partition on that broker is in sync, move them off the log dirs (keep a copy until you are sure): the stray-cleanup runbook; Kafka only renamed them and they use disk until removed",
+			DoNot:    "do not rename a -stray directory back: its topic ID is gone from the metadata, and the broker would set it aside again or refuse it"})
+	}
+	for _, topic := range slices.Sorted(maps.Keys(would)) {
+		g.add(Finding{Kind: FindWouldBeStray, Severity: Warning, Topic: topic, Brokers: wouldB[topic],
+			Summary:  fmt.Sprintf("%d log directories of %q will become stray at their broker's next start", len(would[topic]), topic),
+			Evidence: would[topic],
+			Fix:      "nothing is lost yet: at the broker's next start Kafka renames them -stray and fetches the live partition from its leader; clean the strays up afterwards"})
+	}
+	for _, id := range slices.Sorted(maps.Keys(noMeta)) {
+		g.add(Finding{Kind: FindNoPartitionMetadata, Severity: Warning, Brokers: []int32{id},
+			Summary:  fmt.Sprintf("broker %d holds %d partition directories without partition.metadata: Kafka 3.7.1+ sets them aside as stray at its next start (3.7.0 refuses to start, KAFKA-16814)", id, len(noMeta[id])),
+			Evidence: noMeta[id],
+			Fix:      "find what wrote them (a copy, a restore from backup, a pre-2.8 broker's data) before the broker restarts"})
+	}
+}
+
+// stray is one -stray directory on a broker's disk.
+type stray struct {
+	broker int32
+	path   string
+	d      segments.Dir
+	id     string // the topic id in its partition.metadata
+}
+
+// wouldStray says why Kafka will set a live log directory aside at its
+// broker's next start, "" when it will not: its topic is not in the
+// metadata, its topic ID differs, or the partition is no longer assigned to
+// that broker (KAFKA-14616, LogManager).
+func (g *kraftDiag) wouldStray(broker int32, d segments.Dir, id string) string {
+	if g.o.Topic != "" && d.Topic != g.o.Topic {
+		return ""
+	}
+	t, ok := g.view(d.Topic)
+	switch {
+	case !ok:
+		return fmt.Sprintf("topic id %s, and the metadata has no topic %q", id, d.Topic)
+	case t.ID != "" && t.ID != id:
+		return fmt.Sprintf("topic id %s, the live topic's is %s", id, t.ID)
+	}
+	if pv, ok := t.Partitions[d.Partition]; !ok || !slices.Contains(pv.Replicas, broker) {
+		return fmt.Sprintf("partition %d is no longer assigned to broker %d", d.Partition, broker)
+	}
+	return ""
+}
+
+// sizes says each stray directory's size and age, one command per host
+// (du and stat: strays are few).
+func (g *kraftDiag) sizes(ctx context.Context, strays []stray) map[string]string {
+	by := map[int32][]string{}
+	for _, s := range strays {
+		by[s.broker] = append(by[s.broker], s.path)
+	}
+	ids := slices.Sorted(maps.Keys(by))
+	got := par.Each(ids, func(id int32) map[string]brokers.Size {
+		m, _ := brokers.Sizes(ctx, g.c.Hosts, id, by[id])
+		return m
+	})
+	out := map[string]string{}
+	for i, id := range ids {
+		for _, p := range by[id] {
+			sz, ok := got[i][p]
+			switch {
+			case !ok:
+				out[p] = "size and age unknown"
+			case sz.Modified.IsZero():
+				out[p] = fmt.Sprintf("%s, age unknown", kib(sz.KiB))
+			default:
+				out[p] = fmt.Sprintf("%s, last changed %s ago", kib(sz.KiB), time.Since(sz.Modified).Round(time.Minute))
+			}
+		}
+	}
+	return out
+}
+
+func kib(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d KiB", n)
+}
+
+// leftovers: what a migration from ZooKeeper left in the nodes' configs (the
+// inventory's config files, read over SSH) — a broker still naming
+// zookeeper.connect or the migration flag, a controller still in migration
+// mode.
+func (g *kraftDiag) leftovers(ctx context.Context) {
+	type node struct {
+		h          ports.Host
+		controller bool
+	}
+	var nodes []node
+	for _, h := range g.c.Target.Hosts {
+		if h.Config != "" {
+			nodes = append(nodes, node{h, false})
+		}
+	}
+	for _, h := range g.c.Target.Controllers {
+		if h.Config != "" {
+			nodes = append(nodes, node{h, true})
+		}
+	}
+	type got struct {
+		keys []string
+		err  error
+	}
+	res := make([]got, len(nodes))
+	for i, r := range par.Each(idsOf(nodes, func(n node) int32 { return n.h.ID }), func(id int32) got {
+		var n node
+		for _, x := range nodes {
+			if x.h.ID == id {
+				n = x
+			}
+		}
+		b, err := brokers.ReadFile(ctx, g.c.Hosts, id, n.h.Config)
+		if err != nil {
+			return got{err: err}
+		}
+		p, err := javaprops.Parse(b)
+		if err != nil {
+			return got{err: fmt.Errorf("%s: %w", n.h.Config, err)}
+		}
+		var keys []string
+		if v, ok := p.Get("zookeeper.metadata.migration.enable"); ok && strings.EqualFold(strings.TrimSpace(v), "true") {
+			keys = append(keys, "zookeeper.metadata.migration.enable=true")
+		}
+		if v, ok := p.Get("zookeeper.connect"); ok && !n.controller {
+			keys = append(keys, "zookeeper.connect="+v)
+		}
+		return got{keys: keys}
+	}) {
+		res[i] = r
+	}
+	for i, n := range nodes {
+		r := res[i]
+		what := map[bool]string{true: "controller", false: "broker"}[n.controller]
+		switch {
+		case r.err != nil:
+			g.d.Methods = append(g.d.Methods, fmt.Sprintf("%s %d's config not read: %v", what, n.h.ID, r.err))
+		case len(r.keys) > 0:
+			fix := "remove them (the migration's finalize does; a config edited by hand may have brought them back) and restart the node when convenient: a KRaft node does not use them"
+			if n.controller {
+				fix = "finalize the migration for this controller (kremedy run zk-to-kraft resumes there), or, if it was finalized, remove the migration flag and zookeeper.* and restart it"
+			}
+			g.add(Finding{Kind: FindMigrationLeftover, Severity: Warning, Brokers: []int32{n.h.ID},
+				Summary:  fmt.Sprintf("%s %d's config (%s) still has ZooKeeper-era settings: %s", what, n.h.ID, n.h.Config, strings.Join(r.keys, ", ")),
+				Evidence: []string{fmt.Sprintf("%s on %s", n.h.Config, n.h.Host)},
+				Fix:      fix})
+		}
+	}
+}
+
+func idsOf[T any](xs []T, id func(T) int32) []int32 {
+	out := make([]int32, len(xs))
+	for i, x := range xs {
+		out[i] = id(x)
+	}
+	return out
+}
+
+// sortFindings puts the critical first, then by topic and kind.
+func sortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		if a.Severity != b.Severity {
+			return rank(a.Severity) - rank(b.Severity)
+		}
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
+}
+
+// healthy: no finding that needs a repair (info findings do not).
+func healthy(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity != Info {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,136 @@
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/steptest"
+)
+
+// TestKRaftDiagnosis: a table of KRaft cluster states on the fakes, each
+// with the findings it must give (kind, and the brokers or topic named)
+// and whether the diagnosis is healthy; nothing about ZooKeeper, and never
+// Kafka's own metadata log.
+func TestKRaftDiagnosis(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup   func(c *steptest.Cluster)
+		want    []string // "kind" or "kind:topic" or "kind:[brokers]"
+		healthy bool
+		evident []string // substrings of some finding's summary or evidence
+	}{
+		"healthy": {func(*steptest.Cluster) {}, nil, true, nil},
+		"a controller down": {func(c *steptest.Cluster) {
+			c.Hosts.Running[3002] = false
+		}, []string{"quorum-margin:[3002]"}, false, []string{"2 of 3 voters caught up; the quorum tolerates 0 more lost"}},
+		"a voter lagging": {func(c *steptest.Cluster) {
+			q, _ := c.Kafka.Quorum(context.Background(), []string{"c1:9093"})
+			q.Voters[2].LastCaughtUpMs -= 30_000
+			c.Kafka.SetQuorum(&q)
+		}, []string{"quorum-margin:[3003]"}, false, []string{"last caught up 30s before the leader"}},
+		"a broker down": {func(c *steptest.Cluster) {
+			c.Hosts.Running[3] = false
+			for p := 0; p < 3; p++ {
+				c.ZK.Put(kafkazk.PartitionStatePath("orders-v2", int32(p)), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
+			}
+		}, []string{"broker-down:[3]", "under-replicated:orders-v2"}, false, []string{"not registered with the controllers"}},
+		"a broker fenced": {func(c *steptest.Cluster) {
+			c.Kafka.Fenced = map[int32]bool{2: true}
+		}, []string{"broker-fenced:[2]"}, false, nil},
+		"stray logs on a broker": {func(c *steptest.Cluster) {
+			c.Hosts.AddDir(3, "/data/k1", "orders-0.0123456789abcdef0123456789abcdef-stray", steptest.OldID)
+			c.Hosts.AddDir(3, "/data/k1", "orders-1.0123456789abcdef0123456789abcdee-stray", steptest.OldID)
+		}, []string{"stray-logs:[3]"}, false, []string{"2 stray log directories", "old topic id " + steptest.OldID, "4 KiB, last changed", "the live orders-0 (topic id " + steptest.CurID + ") is in sync on it"}},
+		"logs that will become strays": {func(c *steptest.Cluster) {
+			for p := 0; p < 3; p++ {
+				c.Hosts.AddDir(2, "/data/k1", fmt.Sprintf("orders-%d", p), steptest.OldID) // the recreated topic's old logs
+			}
+		}, []string{"would-be-stray:orders"}, false, []string{"topic id " + steptest.OldID + ", the live topic's is " + steptest.CurID}},
+		"a topic the metadata does not have": {func(c *steptest.Cluster) {
+			c.Hosts.AddDir(1, "/data/k2", "gone-0", steptest.OldID)
+		}, []string{"would-be-stray:gone"}, false, []string{`the metadata has no topic "gone"`}},
+		"a log without partition.metadata": {func(c *steptest.Cluster) {
+			c.Hosts.AddDir(1, "/data/k2", "orders-v2-0", "")
+		}, []string{"missing-partition-metadata:[1]"}, false, nil},
+		"metadata.version below the release": {func(c *steptest.Cluster) {
+			c.Kafka.FeatureLevels = map[string]int16{"metadata.version": 21, "kraft.version": 0}
+			c.Kafka.FeatureRange = map[string][2]int16{"metadata.version": {7, 27}, "kraft.version": {0, 1}}
+		}, []string{"feature-level"}, true, []string{"not `--release-version`", "KAFKA-21426"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := steptest.KRaft(t)
+			tc.setup(c)
+			d, err := Run(context.Background(), c.Ports, Options{Disk: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			var text []string
+			for _, f := range d.Findings {
+				k := f.Kind
+				switch {
+				case f.Topic != "":
+					k += ":" + f.Topic
+				case len(f.Brokers) > 0:
+					k += ":" + fmt.Sprint(f.Brokers)
+				}
+				got = append(got, k)
+				text = append(text, f.Summary)
+				text = append(text, f.Evidence...)
+				text = append(text, f.Fix)
+				if strings.Contains(f.Summary+strings.Join(f.Evidence, " "), "__cluster_metadata") {
+					t.Errorf("a finding about Kafka's own metadata log: %+v", f)
+				}
+				if strings.Contains(strings.ToLower(f.Summary+f.Fix), "zookeeper") && f.Kind != FindMigrationLeftover {
+					t.Errorf("a KRaft finding speaks of ZooKeeper: %+v", f)
+				}
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Fatalf("findings %v, want %v:\n%s", got, want, strings.Join(text, "\n"))
+			}
+			if d.Healthy != tc.healthy || d.Mode != "kraft" || d.Quorum == nil && name != "healthy" && !strings.Contains(name, "controller") {
+				t.Errorf("healthy %v (want %v), mode %q, quorum %v", d.Healthy, tc.healthy, d.Mode, d.Quorum)
+			}
+			all := strings.Join(text, "\n")
+			for _, e := range tc.evident {
+				if !strings.Contains(all, e) {
+					t.Errorf("no finding says %q:\n%s", e, all)
+				}
+			}
+		})
+	}
+}
+
+// TestKRaftDiagnosisCauses: a broker that is down is the cause of the
+// partitions it leaves under-replicated, as in ZooKeeper mode.
+func TestKRaftDiagnosisCauses(t *testing.T) {
+	c := steptest.KRaft(t)
+	c.Hosts.Running[3] = false
+	for p := 0; p < 3; p++ {
+		c.ZK.Put(kafkazk.PartitionStatePath("orders", int32(p)), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
+	}
+	d, err := Run(context.Background(), c.Ports, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	causes := d.Causes()
+	if len(causes) != 1 || causes[0].Kind != FindBrokerDown || len(d.Explained(causes[0].ID)) == 0 {
+		t.Fatalf("causes %+v, findings %+v", causes, d.Findings)
+	}
+}
+
+// TestKRaftDiagnosisRefusesMigrationReadiness: --migration is a
+// ZooKeeper-mode question; a KRaft inventory gets a refusal saying so.
+func TestKRaftDiagnosisRefusesMigrationReadiness(t *testing.T) {
+	c := steptest.KRaft(t)
+	if _, err := Run(context.Background(), c.Ports, Options{Migration: true}); err == nil || !strings.Contains(err.Error(), "KRaft cluster") {
+		t.Fatalf("--migration on a KRaft cluster: %v", err)
+	}
+	var _ ports.Cluster = c.Ports
+}
