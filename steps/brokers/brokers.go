@@ -51,6 +51,39 @@ func Controller(ctx context.Context, zk ports.ZooKeeper) (int32, error) {
 	return z.BrokerID, nil
 }
 
+// ControllerZNode reads /controller; ok is false when it is absent.
+func ControllerZNode(ctx context.Context, zk ports.ZooKeeper) (z kafkazk.ControllerZNode, ok bool, err error) {
+	b, _, err := zk.Get(ctx, kafkazk.ControllerPath)
+	if err != nil {
+		if zk.IsNoNode(err) {
+			return z, false, nil
+		}
+		return z, false, err
+	}
+	return z, true, kafkazk.DecodeZNode(zk.Chroot()+kafkazk.ControllerPath, b, &z)
+}
+
+// Migrated says, of a ZooKeeper-mode view of a cluster, whether the
+// cluster runs in KRaft mode since a ZooKeeper → KRaft migration: a KRaft
+// controller holds /controller and no broker registers in ZooKeeper any
+// more (every broker a KRaft broker: dual-write or finalized). It returns
+// the KRaft controller's id.
+func Migrated(ctx context.Context, zk ports.ZooKeeper) (int32, bool, error) {
+	z, ok, err := ControllerZNode(ctx, zk)
+	if err != nil || !ok || !z.KRaft() {
+		return -1, false, err
+	}
+	reg, err := Registered(ctx, zk)
+	if err != nil || len(reg) > 0 {
+		return -1, false, err
+	}
+	return z.BrokerID, true, nil
+}
+
+// MigratedHint is what a ZooKeeper-mode command says of a migrated
+// cluster: where its KRaft inventory comes from.
+const MigratedHint = "use its KRaft inventory: `kremedy run zk-to-kraft` writes RUN_DIR/inventory-kraft.yaml at finalize, or `kremedy inventory init --bootstrap HOST:PORT` writes one from the running cluster"
+
 // Registration reads broker id's registration: its listener and the
 // ZooKeeper session that owns the ephemeral znode (a new broker process
 // registers with a new session). ok is false when it is not registered.

@@ -31,6 +31,18 @@ func CheckCluster(ctx context.Context, zk ports.ZooKeeper, connect, inventory, p
 	if ok, _, err := zk.Exists(ctx, kafkazk.MigrationPath); err != nil {
 		return "", "", err
 	} else if ok {
+		ctrl, found, err := ControllerZNode(ctx, zk)
+		if err != nil {
+			return "", "", err
+		}
+		if kid, migrated, err := Migrated(ctx, zk); err != nil {
+			return "", "", err
+		} else if migrated {
+			return "", "", fmt.Errorf("%w: this cluster runs in KRaft mode since its migration from ZooKeeper: KRaft controller %d holds %s%s and no broker registers in ZooKeeper any more, so this ZooKeeper-mode inventory no longer describes it; %s. Nothing was changed", ports.ErrRefused, kid, zk.Chroot(), kafkazk.ControllerPath, MigratedHint)
+		}
+		if !found || !ctrl.KRaft() {
+			return "", "", fmt.Errorf("%w: %s%s exists but no KRaft controller holds %s%s: it is left from an earlier, reverted migration attempt (a later attempt would skip the metadata sync, Strimzi #11262) — or the cluster is migrating and its KRaft controller has not taken over yet. If no migration is under way, delete it after reading it (`get %s%s`; zk-to-kraft-revert's reset-znodes step deletes it with a copy); %s. Nothing was changed", ports.ErrRefused, zk.Chroot(), kafkazk.MigrationPath, zk.Chroot(), kafkazk.ControllerPath, zk.Chroot(), kafkazk.MigrationPath, migrating)
+		}
 		return "", "", fmt.Errorf("%w: %s%s exists: the cluster is migrating from ZooKeeper to KRaft; %s. Nothing was changed", ports.ErrRefused, zk.Chroot(), kafkazk.MigrationPath, migrating)
 	}
 	passed = fmt.Sprintf("%s has %s and %s, no %s", chroot, kafkazk.BrokerIDsPath, kafkazk.ClusterIDPath, kafkazk.MigrationPath)

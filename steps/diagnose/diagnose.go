@@ -152,6 +152,11 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		g.topics = []string{o.Topic}
 	}
 	var err error
+	if kid, migrated, err := brokers.Migrated(ctx, c.ZK); err != nil {
+		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
+	} else if migrated {
+		return migratedDiagnosis(c, o, kid, start), nil
+	}
 	if g.st, err = c.ZK.ReadState(ctx, g.topics...); err != nil {
 		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
 	}
@@ -211,6 +216,22 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	}
 	g.d.Took = time.Since(start).Round(time.Millisecond).String()
 	return g.d, nil
+}
+
+// migratedDiagnosis is the one finding a ZooKeeper-mode inventory of a
+// cluster that migrated to KRaft gets: its brokers do not register in
+// ZooKeeper because they are KRaft brokers, not because they are down, and
+// its disks hold Kafka's own metadata log, not a ghost.
+func migratedDiagnosis(c ports.Cluster, o Options, kraftController int32, start time.Time) *Diagnosis {
+	d := &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic, Controller: kraftController}
+	d.Findings = linkCauses([]Finding{{Kind: FindMigratedToKRaft, Severity: Warning,
+		Summary: "this cluster runs in KRaft mode since its migration from ZooKeeper (dual-write or finalized): this ZooKeeper-mode inventory no longer describes it",
+		Evidence: []string{fmt.Sprintf("%s%s is held by KRaft controller %d (kraftControllerEpoch set)", c.ZK.Chroot(), kafkazk.ControllerPath, kraftController),
+			fmt.Sprintf("no broker registers under %s%s: KRaft brokers register with the controllers", c.ZK.Chroot(), kafkazk.BrokerIDsPath)},
+		Fix:   brokers.MigratedHint + "; then `kremedy diagnose --inventory` that file",
+		DoNot: "do not start the brokers in ZooKeeper mode or repair znodes: ZooKeeper is no longer where the cluster's metadata lives"}})
+	d.Took = time.Since(start).Round(time.Millisecond).String()
+	return d
 }
 
 // readAgreeing asks each registered broker for its own view, in parallel.

@@ -134,3 +134,36 @@ func TestKRaftDiagnosisRefusesMigrationReadiness(t *testing.T) {
 	}
 	var _ ports.Cluster = c.Ports
 }
+
+// TestZooKeeperInventoryOfAMigratedCluster: a ZooKeeper-mode inventory of a
+// cluster whose brokers are KRaft brokers now (no registration, a KRaft
+// controller in /controller) gets one finding saying so — never "broker
+// down" — and nothing about the metadata log on the disks.
+func TestZooKeeperInventoryOfAMigratedCluster(t *testing.T) {
+	g := steptest.Ghost(t)
+	g.ZK.Remove(kafkazk.DeleteTopicPath("orders"))
+	for id := 1; id <= 3; id++ {
+		g.ZK.Remove(fmt.Sprintf("/brokers/ids/%d", id))
+		g.Hosts.AddDir(int32(id), "/data/k1", "__cluster_metadata-0", "")
+	}
+	g.ZK.Put("/controller", `{"version":2,"brokerid":3001,"timestamp":"1","kraftControllerEpoch":7}`)
+	g.ZK.Put("/migration", `{"version":0,"kraft_metadata_offset":42,"kraft_metadata_epoch":1,"kraft_controller_id":3001,"kraft_controller_epoch":7}`)
+	d, err := Run(context.Background(), g.Ports, Options{Disk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Findings) != 1 || d.Findings[0].Kind != FindMigratedToKRaft || !strings.Contains(d.Findings[0].Fix, "inventory-kraft.yaml") {
+		t.Fatalf("findings %+v", d.Findings)
+	}
+	// A ZooKeeper cluster with its brokers down is still "brokers down".
+	g.ZK.Put("/controller", `{"version":2,"brokerid":3,"timestamp":"1","kraftControllerEpoch":-1}`)
+	d, err = Run(context.Background(), g.Ports, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.Findings {
+		if f.Kind == FindMigratedToKRaft {
+			t.Fatalf("a ZooKeeper controller's cluster called migrated: %+v", f)
+		}
+	}
+}

@@ -97,7 +97,14 @@ func (b BrokerRegistration) Addr() string {
 type ControllerZNode struct {
 	Version  int   `json:"version"`
 	BrokerID int32 `json:"brokerid"`
+	// KRaftControllerEpoch is written by a KRaft controller that holds
+	// ZooKeeper's controller role in a migration (≥ 0); a ZooKeeper broker
+	// writes -1 (3.4+) or nothing (ZkData.scala, ControllerZNode).
+	KRaftControllerEpoch *int32 `json:"kraftControllerEpoch,omitempty"`
 }
+
+// KRaft reports whether a KRaft controller holds /controller.
+func (z ControllerZNode) KRaft() bool { return z.KRaftControllerEpoch != nil && *z.KRaftControllerEpoch >= 0 }
 
 // TopicConfigZNode is the data of /config/topics/<t>.
 type TopicConfigZNode struct {
