@@ -104,7 +104,9 @@ type ControllerZNode struct {
 }
 
 // KRaft reports whether a KRaft controller holds /controller.
-func (z ControllerZNode) KRaft() bool { return z.KRaftControllerEpoch != nil && *z.KRaftControllerEpoch >= 0 }
+func (z ControllerZNode) KRaft() bool {
+	return z.KRaftControllerEpoch != nil && *z.KRaftControllerEpoch >= 0
+}
 
 // TopicConfigZNode is the data of /config/topics/<t>.
 type TopicConfigZNode struct {
