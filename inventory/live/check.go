@@ -35,6 +35,9 @@ func res(part string, err error, okDetail string) Result {
 // run as) and every client host. become says, per broker, whether its
 // commands go through sudo (for the words only).
 func Check(ctx context.Context, c ports.Cluster, become map[int32]bool) []Result {
+	if c.ZK == nil {
+		return checkKRaft(ctx, c, become)
+	}
 	var out []Result
 	zk, t := c.ZK, c.Target
 	id, _, err := zk.Get(ctx, kafkazk.ClusterIDPath)
@@ -72,7 +75,107 @@ func Check(ctx context.Context, c ports.Cluster, become map[int32]bool) []Result
 	}
 	out = append(out, res("zookeeper rights", err, "may delete topics' znodes (probed, nothing changed)"))
 
-	return append(out, reachBrokers(ctx, c, become)...)
+	out = append(out, reachBrokers(ctx, c, become)...)
+	return append(out, reachControllers(ctx, c)...)
+}
+
+// checkKRaft is Check for a KRaft cluster: the cluster over Kafka
+// (DescribeCluster: its id, every inventory broker registered with the
+// controllers and unfenced, none unknown), the metadata quorum (a leader,
+// every inventory controller a voter), then the brokers and controllers as
+// in ZooKeeper mode.
+func checkKRaft(ctx context.Context, c ports.Cluster, become map[int32]bool) []Result {
+	var out []Result
+	t := c.Target
+	cv, err := c.Kafka.DescribeCluster(ctx)
+	out = append(out, res("kafka "+strings.Join(t.Bootstrap, ","), err, "cluster id "+cv.ClusterID))
+	if err == nil {
+		listed := map[int32]ports.BrokerNode{}
+		for _, b := range cv.Brokers {
+			listed[b.ID] = b
+		}
+		var missing, fenced, unknown []string
+		for _, h := range t.Hosts {
+			switch b, ok := listed[h.ID]; {
+			case !ok:
+				missing = append(missing, fmt.Sprint(h.ID))
+			case b.Fenced:
+				fenced = append(fenced, fmt.Sprint(h.ID))
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(listed)) {
+			if _, ok := t.Host(id); !ok {
+				unknown = append(unknown, fmt.Sprint(id))
+			}
+		}
+		if len(missing)+len(fenced)+len(unknown) > 0 {
+			out = append(out, Result{Part: "brokers registered", Detail: fmt.Sprintf("in the inventory, not registered with the controllers (down?): [%s]; fenced: [%s]; registered, not in the inventory: [%s]", strings.Join(missing, " "), strings.Join(fenced, " "), strings.Join(unknown, " "))})
+		} else {
+			out = append(out, Result{Part: "brokers registered", OK: true, Detail: fmt.Sprintf("every inventory broker %v, unfenced, no other", brokers.HostIDs(t))})
+		}
+	}
+	var addrs []string
+	for _, h := range t.Controllers {
+		addrs = append(addrs, h.Addr)
+	}
+	q, err := c.Kafka.Quorum(ctx, addrs)
+	if err == nil {
+		var voters, notVoter []int32
+		for _, v := range q.Voters {
+			voters = append(voters, v.ID)
+		}
+		for _, h := range t.Controllers {
+			if !slices.Contains(voters, h.ID) {
+				notVoter = append(notVoter, h.ID)
+			}
+		}
+		switch {
+		case q.Leader < 0:
+			err = fmt.Errorf("no leader (voters %v)", voters)
+		case len(notVoter) > 0:
+			err = fmt.Errorf("controllers %v of the inventory are not voters (voters %v)", notVoter, voters)
+		}
+	}
+	out = append(out, res("metadata quorum "+strings.Join(addrs, ","), err, fmt.Sprintf("leader %d, epoch %d, voters %s", q.Leader, q.Epoch, voterList(q.Voters))))
+	out = append(out, reachBrokers(ctx, c, become)...)
+	return append(out, reachControllers(ctx, c)...)
+}
+
+func voterList(vs []ports.Voter) string {
+	ids := make([]int32, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+	}
+	return fmt.Sprint(ids)
+}
+
+// reachControllers reaches every KRaft controller of the inventory over
+// SSH (host key) and its controller listener over TCP; in ZooKeeper mode
+// (controllers provisioned for the migration) one not started yet is
+// expected.
+func reachControllers(ctx context.Context, c ports.Cluster) []Result {
+	var out []Result
+	hs := c.Target.Controllers
+	ids := make([]int32, len(hs))
+	for i, h := range hs {
+		ids[i] = h.ID
+	}
+	checks := par.Each(ids, func(id int32) error { return c.Hosts.Check(ctx, id) })
+	for i, h := range hs {
+		out = append(out, res(fmt.Sprintf("controller %d ssh", h.ID), checks[i], "host key verified"))
+		var err error
+		ok := h.Addr + " accepts connections"
+		if h.Addr != "" && !c.Kafka.Listening(ctx, h.Addr) {
+			if c.Target.KRaft {
+				err = fmt.Errorf("nothing accepts connections at %s (stopped, or not reachable from here)", h.Addr)
+			} else {
+				// Provisioned for the migration: zk-to-kraft starts it.
+				ok = h.Addr + " not listening: not started yet (zk-to-kraft's start-controllers starts it)"
+			}
+		}
+		out = append(out, res(fmt.Sprintf("controller %d listener", h.ID), err, ok))
+	}
+	return out
 }
 
 // reachBrokers asks every broker over Kafka and every host over SSH.

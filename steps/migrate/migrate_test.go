@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -134,6 +135,23 @@ func (c *cluster) mode(t *testing.T, id int32) migrate.Mode {
 	return p.ControllerMode()
 }
 
+// inventory writes the cluster's ZooKeeper-mode inventory file.
+func (c *cluster) inventory(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nzookeeper:\n  connect: zk:2181/kafka\nkafka:\n  bootstrap: [b1:9092]\nssh:\n  known_hosts: %s/known_hosts\nbrokers:\n", c.Ports.Target.Name, c.dir)
+	for _, h := range c.Ports.Target.Hosts {
+		fmt.Fprintf(&b, "  - id: %d\n    host: %s\n    stop: %s\n    start: %s\n    config: %s\n    log_dirs: [/data/k1, /data/k2]\n", h.ID, h.Host, h.Stop, h.Start, h.Config)
+	}
+	b.WriteString("kraft_controllers:\n")
+	for _, k := range c.Ports.Target.Controllers {
+		fmt.Fprintf(&b, "  - id: %d\n    host: %s\n    listener: %s\n    stop: %s\n    start: %s\n    config: %s\n", k.ID, k.Host, k.Addr, k.Stop, k.Start, k.Config)
+	}
+	path := filepath.Join(c.dir, "inventory.yaml")
+	write(t, path, b.String())
+	return path
+}
+
 // onStart is what Kafka does when a node starts (Hosts.OnStart runs it
 // with the hosts' lock held: it reads files and the fake ZooKeeper only).
 func (c *cluster) onStart(id int32) {
@@ -191,7 +209,7 @@ func (c *cluster) session(t *testing.T, runbook string) *steps.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := steps.Create(t.TempDir(), bound, steps.Meta{ID: "m1", Runbook: rb.Name, Params: bound.Params, Cluster: c.Ports.Target.Name})
+	s, err := steps.Create(t.TempDir(), bound, steps.Meta{ID: "m1", Runbook: rb.Name, Params: bound.Params, Cluster: c.Ports.Target.Name, Inventory: c.inventory(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +273,10 @@ func TestMigrationOnTheFakes(t *testing.T) {
 		if m := c.mode(t, id); m != migrate.ModeController {
 			t.Errorf("controller %d's config is %s, want out of migration mode", id, m)
 		}
+	}
+	k, err := inventory.Load(filepath.Join(s.Dir(), "inventory-kraft.yaml"))
+	if err != nil || !k.KRaft() || k.ZooKeeper.Connect != "" || len(k.Brokers) != 3 || len(k.KRaftControllers) != 3 || k.Brokers[0].Config == "" {
+		t.Errorf("the cluster's KRaft inventory: %+v %v", k, err)
 	}
 	got := c.restarts()
 	want := []string{

@@ -10,5 +10,6 @@ func Register(r *steps.Registry) {
 	steps.Register(r, "wait-migration", nil, func(o waitOpts) steps.Kind { return &waitMigration{o: o} })
 	steps.Register(r, "finalize-migration", nil, func(o ctrlOpts) steps.Kind { return newFinalize(o) })
 	steps.Register(r, "stop-controllers", nil, func(o ctrlOpts) steps.Kind { return &stopControllers{o: o} })
+	steps.Register(r, "kraft-inventory", []string{artKRaftInventory}, func(struct{}) steps.Kind { return &kraftInventory{} })
 	steps.Register(r, "reset-migration-znodes", []string{artZnodes}, func(struct{}) steps.Kind { return &resetZnodes{} })
 }
