@@ -36,16 +36,16 @@ func newInventoryInitCmd() *cobra.Command {
 		force               bool
 	)
 	c := &cobra.Command{
-		Use:   "init --zookeeper CONNECT [--bootstrap B,…] [--client-properties F] [--ssh-user U] [-o FILE]",
-		Short: "Write an inventory from the live cluster: brokers from ZooKeeper, log.dirs from Kafka, stop/start guessed over SSH (to review)",
+		Use:   "init (--zookeeper CONNECT [--bootstrap B,…] | --bootstrap B,…) [--client-properties F] [--ssh-user U] [-o FILE]",
+		Short: "Write an inventory from the live cluster: brokers from ZooKeeper (or, for a KRaft cluster, from Kafka and its controllers), log.dirs from Kafka, stop/start guessed over SSH (to review)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return inventoryInit(cmd, o, initFlags{zkConnect, zkUser, zkPasswordFile, out, force})
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&zkConnect, "zookeeper", "", "the brokers' zookeeper.connect, chroot included (host:2181,host2:2181/kafka)")
-	f.StringSliceVar(&o.Bootstrap, "bootstrap", nil, "bootstrap servers (default: every broker's listener that speaks the client properties' security.protocol)")
+	f.StringVar(&zkConnect, "zookeeper", "", "a ZooKeeper-mode cluster: the brokers' zookeeper.connect, chroot included (host:2181,host2:2181/kafka)")
+	f.StringSliceVar(&o.Bootstrap, "bootstrap", nil, "bootstrap servers (with --zookeeper, default: every broker's listener that speaks the client properties' security.protocol); without --zookeeper the cluster is read as a KRaft cluster through them")
 	f.StringVar(&o.ClientProperties, "client-properties", "", "a Kafka client.properties for TLS/SASL (JKS, PKCS12 or PEM stores; config providers)")
 	f.StringVar(&o.SSH.User, "ssh-user", "", "SSH login on the broker hosts (default: ssh config, then your user)")
 	f.IntVar(&o.SSH.Port, "ssh-port", 0, "SSH port (default: ssh config, then 22)")
@@ -58,7 +58,6 @@ func newInventoryInitCmd() *cobra.Command {
 	f.StringVar(&o.Name, "name", "my-cluster", "the cluster's name in the inventory (runbooks may ask to type it)")
 	f.StringVarP(&out, "output", "o", "", "write the inventory to FILE (default: stdout)")
 	f.BoolVar(&force, "force", false, "replace --output if it exists")
-	_ = c.MarkFlagRequired("zookeeper")
 	return c
 }
 
@@ -134,6 +133,15 @@ type initFlags struct {
 func inventoryInit(cmd *cobra.Command, o live.Options, fl initFlags) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 	defer cancel()
+	if fl.zkConnect == "" {
+		if len(o.Bootstrap) == 0 {
+			return usageErr(errors.New("give --zookeeper CONNECT (a ZooKeeper-mode cluster) or --bootstrap HOST:PORT (a KRaft cluster); nothing was written"))
+		}
+		if fl.zkUser != "" {
+			return usageErr(errors.New("--zookeeper-user without --zookeeper: a KRaft cluster has no ZooKeeper; nothing was written"))
+		}
+		return inventoryInitKRaft(ctx, cmd, o, fl)
+	}
 	o.ZooKeeper.Connect = fl.zkConnect
 	zopts, err := initZKAuth(&o, fl)
 	if err != nil {
@@ -183,6 +191,69 @@ func inventoryInit(cmd *cobra.Command, o live.Options, fl initFlags) error {
 	if err != nil {
 		return failedErr(err)
 	}
+	return writeInit(cmd, inv, fl)
+}
+
+// inventoryInitKRaft reads a KRaft cluster through its brokers and writes
+// its inventory: brokers from DescribeCluster, controllers from the
+// brokers' controller.quorum.voters.
+func inventoryInitKRaft(ctx context.Context, cmd *cobra.Command, o live.Options, fl initFlags) error {
+	if fl.out != "" && !fl.force {
+		if _, err := os.Stat(fl.out); err == nil {
+			return usageErr(fmt.Errorf("%s exists; nothing was written (--force replaces it)", fl.out))
+		}
+	}
+	kopts, _, _, err := clientProperties(o.ClientProperties)
+	if err != nil {
+		return err
+	}
+	kc, err := kafka.New(o.Bootstrap, kopts...)
+	if err != nil {
+		return failedErr(err)
+	}
+	defer kc.Close()
+	if err := kc.CheckSecurity(ctx); err != nil {
+		return usageErr(err)
+	}
+	cv, err := kc.DescribeCluster(ctx)
+	if err != nil {
+		return failedErr(fmt.Errorf("%w; nothing was written", err))
+	}
+	var voters []live.Voter
+	for _, b := range cv.Brokers {
+		v, err := kc.BrokerConfig(ctx, b.ID, "controller.quorum.voters")
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(v) != "" {
+			if voters, err = live.ParseVoters(v); err != nil {
+				return failedErr(fmt.Errorf("broker %d: %w; nothing was written", b.ID, err))
+			}
+		}
+		break
+	}
+	targets := map[int32]remote.Target{}
+	for _, b := range cv.Brokers {
+		if targets[b.ID], err = sshTarget(o.SSH, b.Host); err != nil {
+			return usageErr(fmt.Errorf("broker %d (%s): %w", b.ID, b.Host, err))
+		}
+	}
+	for _, v := range voters {
+		if targets[v.ID], err = sshTarget(o.SSH, v.Host); err != nil {
+			return usageErr(fmt.Errorf("controller %d (%s): %w", v.ID, v.Host, err))
+		}
+	}
+	fleet := remote.NewFleet(targets, nil)
+	defer fleet.Close()
+	inv, err := live.InitKRaft(ctx, cv, voters, kc, fleet, o)
+	if err != nil {
+		return failedErr(err)
+	}
+	return writeInit(cmd, inv, fl)
+}
+
+// writeInit checks an inventory init wrote and puts it out.
+func writeInit(cmd *cobra.Command, inv *inventory.Inventory, fl initFlags) error {
 	b, err := inv.Marshal()
 	if err != nil {
 		return failedErr(err)
@@ -195,14 +266,14 @@ func inventoryInit(cmd *cobra.Command, o live.Options, fl initFlags) error {
 	for _, n := range strings.Split(inv.Note, "\n") {
 		fmt.Fprintln(cmd.ErrOrStderr(), n)
 	}
-	if out == "" {
+	if fl.out == "" {
 		_, err := cmd.OutOrStdout().Write(b)
 		return err
 	}
-	if err := inventory.Write(out, inv); err != nil {
+	if err := inventory.Write(fl.out, inv); err != nil {
 		return failedErr(err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: review it, then `kremedy inventory check --inventory %s`\n", out, out)
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: review it, then `kremedy inventory check --inventory %s`\n", fl.out, fl.out)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -482,6 +484,30 @@ func TestZKToKRaftLab(t *testing.T) {
 		t.Fatalf("a revert after finalize: exit %d, want a refusal\n%s", r.code, r.out)
 	}
 	assertNoActions(t, filepath.Join(runs, "late"))
+
+	// The cluster's KRaft inventory, written at finalize, reaches every
+	// part and diagnoses clean (disks and configs included); the
+	// ZooKeeper-mode inventory gets the one "migrated" finding — no broker
+	// down, nothing about the metadata log on the disks.
+	kinv := filepath.Join(runs, "m3", "inventory-kraft.yaml")
+	if r := kremedy(t, "inventory", "check", "--inventory", kinv); r.code != 0 {
+		t.Fatalf("inventory check of the KRaft inventory: exit %d\n%s", r.code, r.out)
+	}
+	if r := kremedy(t, "diagnose", "--inventory", kinv, "--disk"); r.code != 0 {
+		t.Fatalf("diagnose with the KRaft inventory: exit %d\n%s", r.code, r.out)
+	}
+	r = kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--disk", "--json")
+	var d diagnose.Diagnosis
+	if err := json.Unmarshal([]byte(r.out[strings.Index(r.out, "{"):]), &d); err != nil || r.code != exitFailed {
+		t.Fatalf("diagnose with the ZooKeeper-mode inventory: exit %d, %v\n%s", r.code, err, r.out)
+	}
+	if len(d.Findings) != 1 || d.Findings[0].Kind != diagnose.FindMigratedToKRaft || strings.Contains(r.out, "__cluster_metadata") {
+		t.Fatalf("the ZooKeeper-mode inventory of the migrated cluster: %+v", d.Findings)
+	}
+	r = kremedy(t, "plan", "rolling-restart", "--inventory", l.InventoryPath())
+	if !strings.Contains(r.out, "runs in KRaft mode since its migration") {
+		t.Fatalf("plan rolling-restart with the ZooKeeper-mode inventory: exit %d\n%s", r.code, r.out)
+	}
 }
 
 // countAll counts the records of every partition of a topic.

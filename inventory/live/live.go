@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,6 +114,8 @@ type Options struct {
 // Unit is what Guess found about how a broker is run on its host.
 type Unit struct {
 	Stop, Start string
+	// Config is the properties file the JVM was started with ("" unknown).
+	Config string
 	// How says where the commands come from ("" when nothing was found:
 	// Stop and Start are then commands that fail, saying what to set).
 	How string
@@ -151,7 +154,7 @@ for p in $(ls /proc | grep -E '^[0-9]+$'); do
   [ -r /proc/$p/cmdline ] || continue
   props=$(props_of "$p")
   [ -n "$props" ] && [ -r "$props" ] || continue
-  grep -qE '^[[:space:]]*broker\.id[[:space:]]*[=:][[:space:]]*%d[[:space:]]*$' "$props" || continue
+  grep -qE '^[[:space:]]*(broker|node)\.id[[:space:]]*[=:][[:space:]]*%d[[:space:]]*$' "$props" || continue
   n=$((n+1)); [ -n "$first" ] || first=$p
   for e in %s; do
     [ -n "$e" ] && grep -qF -- "$e" "$props" && named="$named $p"
@@ -193,7 +196,7 @@ func Guess(ctx context.Context, h ports.Hosts, id int32, endpoints []string) (Un
 		return placeholder(id, "no Kafka JVM with broker.id="+strconv.Itoa(int(id))+" runs on the host"), nil
 	}
 	if u := one("unit"); strings.HasSuffix(u, ".service") {
-		return Unit{Stop: "systemctl stop " + shell.Quote(u), Start: "systemctl start " + shell.Quote(u), How: "systemd unit " + u + " runs the broker (pid " + one("pid") + ")"}, nil
+		return Unit{Stop: "systemctl stop " + shell.Quote(u), Start: "systemctl start " + shell.Quote(u), Config: one("props"), How: "systemd unit " + u + " runs the broker (pid " + one("pid") + ")"}, nil
 	}
 	exe := fields["exe"]
 	find := func(suffix string) string {
@@ -205,11 +208,11 @@ func Guess(ctx context.Context, h ports.Hosts, id int32, endpoints []string) (Un
 		return ""
 	}
 	if stop, start := find("kafka-stop"), find("kafka-start"); stop != "" && start != "" {
-		return Unit{Stop: shell.Quote(stop), Start: shell.Quote(start), How: "unit-like scripts beside " + one("props")}, nil
+		return Unit{Stop: shell.Quote(stop), Start: shell.Quote(start), Config: one("props"), How: "unit-like scripts beside " + one("props")}, nil
 	}
 	if stop, start := find("kafka-server-stop.sh"), find("kafka-server-start.sh"); stop != "" && start != "" {
 		// kafka-server-stop.sh stops every broker of the host.
-		return Unit{Stop: shell.Quote(stop), Start: shell.Quote(start) + " -daemon " + shell.Quote(one("props")),
+		return Unit{Stop: shell.Quote(stop), Start: shell.Quote(start) + " -daemon " + shell.Quote(one("props")), Config: one("props"),
 			How: "Kafka's scripts beside " + one("props") + " (kafka-server-stop.sh stops every broker on that host)"}, nil
 	}
 	return placeholder(id, "broker "+strconv.Itoa(int(id))+" runs (pid "+one("pid")+", "+one("props")+") but not under a systemd unit kremedy recognises"), nil
@@ -249,9 +252,89 @@ func Init(ctx context.Context, regs []Registration, kc ports.Kafka, hosts ports.
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("broker %d: host %s not reached over SSH: %v", r.ID, r.Host, err))
 		}
-		b.Stop, b.Start = u.Stop, u.Start
+		b.Stop, b.Start, b.Config = u.Stop, u.Start, cleanAbs(u.Config)
 		notes = append(notes, fmt.Sprintf("REVIEW broker %d (%s): stop/start from %s", r.ID, r.Host, u.How))
 		inv.Brokers = append(inv.Brokers, b)
+	}
+	inv.Note = strings.Join(notes, "\n")
+	return inv, nil
+}
+
+// cleanAbs is p when it is a clean absolute path (what an inventory
+// accepts for a config file), else "": a JVM started with a relative one
+// leaves the operator to name it.
+func cleanAbs(p string) string {
+	if path.IsAbs(p) && path.Clean(p) == p {
+		return p
+	}
+	return ""
+}
+
+// Voter is one controller of a static quorum (controller.quorum.voters).
+type Voter struct {
+	ID   int32
+	Host string
+	Addr string // host:port of its controller listener
+}
+
+// ParseVoters reads controller.quorum.voters: id@host:port, comma-separated.
+func ParseVoters(v string) ([]Voter, error) {
+	var out []Voter
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(e, "@")
+		n, err := strconv.ParseInt(id, 10, 32)
+		host, _, hok := strings.Cut(addr, ":")
+		if bracket := strings.LastIndex(addr, "]:"); strings.HasPrefix(addr, "[") && bracket > 0 {
+			host, hok = addr[1:bracket], true
+		}
+		if !ok || err != nil || !hok || host == "" {
+			return nil, fmt.Errorf("controller.quorum.voters entry %q is not id@host:port", e)
+		}
+		out = append(out, Voter{ID: int32(n), Host: host, Addr: addr})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("controller.quorum.voters is empty")
+	}
+	return out, nil
+}
+
+// InitKRaft reads a KRaft cluster and writes the inventory for it: brokers
+// from DescribeCluster, controllers from controller.quorum.voters (a static
+// quorum; a dynamic one is left for the operator to list), log.dirs,
+// configs and stop/start commands as Init finds them. hosts must reach the
+// controllers by their node ids.
+func InitKRaft(ctx context.Context, cv ports.ClusterView, voters []Voter, kc ports.Kafka, hosts ports.Hosts, o Options) (*inventory.Inventory, error) {
+	var regs []Registration
+	for _, b := range cv.Brokers {
+		regs = append(regs, Registration{ID: b.ID, Host: b.Host, Endpoints: []string{fmt.Sprintf("%s:%d", b.Host, b.Port)}})
+	}
+	o.ZooKeeper = inventory.ZooKeeper{}
+	inv, err := Init(ctx, regs, kc, hosts, o)
+	if err != nil {
+		return nil, err
+	}
+	inv.Mode = inventory.ModeKRaft
+	notes := []string{inv.Note}
+	if len(voters) == 0 {
+		notes = append(notes, "REVIEW kraft_controllers: the brokers name no controller.quorum.voters (a dynamic quorum, KIP-853): list every controller by hand (id, host, listener, config, stop, start)")
+	}
+	for _, v := range voters {
+		c := inventory.Broker{ID: v.ID, Host: v.Host, Listener: v.Addr}
+		u, err := Guess(ctx, hosts, v.ID, []string{v.Addr})
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("controller %d: host %s not reached over SSH: %v", v.ID, v.Host, err))
+		}
+		c.Stop, c.Start, c.Config = u.Stop, u.Start, cleanAbs(u.Config)
+		if c.Config == "" {
+			c.Config = "/REVIEW/controller.properties"
+			notes = append(notes, fmt.Sprintf("controller %d: its config file was not found: set kraft_controllers[].config", v.ID))
+		}
+		notes = append(notes, fmt.Sprintf("REVIEW controller %d (%s): stop/start from %s", v.ID, v.Host, u.How))
+		inv.KRaftControllers = append(inv.KRaftControllers, c)
 	}
 	inv.Note = strings.Join(notes, "\n")
 	return inv, nil

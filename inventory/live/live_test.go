@@ -102,3 +102,17 @@ func TestBootstrapPicksTheClientsProtocol(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestParseVoters: controller.quorum.voters as Kafka writes it, IPv6
+// included; anything else is refused, not guessed.
+func TestParseVoters(t *testing.T) {
+	v, err := live.ParseVoters("3001@c1:9093, 3002@10.0.0.2:9093,3003@[::1]:9093")
+	if err != nil || len(v) != 3 || v[0] != (live.Voter{3001, "c1", "c1:9093"}) || v[2].Host != "::1" || v[2].Addr != "[::1]:9093" {
+		t.Fatalf("%+v %v", v, err)
+	}
+	for _, bad := range []string{"", "c1:9093", "x@c1:9093", "3001@c1", "3001@:9093"} {
+		if _, err := live.ParseVoters(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
