@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ func newInventoryCheckCmd() *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
-			fmt.Fprintf(w, "ok\tinventory\t%s: valid, %d brokers, %d clients\n", path, len(inv.Brokers), len(inv.Clients))
+			fmt.Fprintf(w, "ok\tinventory\t%s: valid, %s mode, %d brokers, %d controllers, %d clients\n", path, cmp.Or(inv.Mode, inventory.ModeZooKeeper), len(inv.Brokers), len(inv.KRaftControllers), len(inv.Clients))
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 			defer cancel()
 			cl, err := connect(ctx, path)
@@ -83,7 +84,9 @@ func newInventoryCheckCmd() *cobra.Command {
 				return failedErr(errors.New("the inventory does not reach its cluster (see above)"))
 			}
 			defer cl.Close()
-			fmt.Fprintf(w, "ok\tzookeeper session\t%s%s\n", inv.ZooKeeper.Connect, authNote(inv))
+			if !inv.KRaft() {
+				fmt.Fprintf(w, "ok\tzookeeper session\t%s%s\n", inv.ZooKeeper.Connect, authNote(inv))
+			}
 			fmt.Fprintf(w, "ok\tkafka security\t%s\n", orPlain(inv.Kafka.ClientProperties))
 			become := map[int32]bool{}
 			for _, b := range inv.Brokers {

@@ -493,10 +493,10 @@ func TestZKToKRaftLab(t *testing.T) {
 	if r := kremedy(t, "inventory", "check", "--inventory", kinv); r.code != 0 {
 		t.Fatalf("inventory check of the KRaft inventory: exit %d\n%s", r.code, r.out)
 	}
-	if r := kremedy(t, "diagnose", "--inventory", kinv, "--disk"); r.code != 0 {
+	if r := kremedy(t, "diagnose", "--inventory", kinv); r.code != 0 {
 		t.Fatalf("diagnose with the KRaft inventory: exit %d\n%s", r.code, r.out)
 	}
-	r = kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--disk", "--json")
+	r = kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--json")
 	var d diagnose.Diagnosis
 	if err := json.Unmarshal([]byte(r.out[strings.Index(r.out, "{"):]), &d); err != nil || r.code != exitFailed {
 		t.Fatalf("diagnose with the ZooKeeper-mode inventory: exit %d, %v\n%s", r.code, err, r.out)
