@@ -118,26 +118,7 @@ const (
 // to do, which runbook), then their details; the findings a cause explains
 // are folded under it as counts, printed in full with details.
 func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
-	scope := "the whole cluster"
-	if d.Topic != "" {
-		scope = fmt.Sprintf("topic %q", d.Topic)
-	}
-	if d.Mode == "kraft" {
-		fmt.Fprintf(w, "diagnosis of %s on %s (KRaft): brokers %v, %s, %d topics, disks checked: %v (%s)\n",
-			scope, d.Cluster, d.Brokers, quorumLine(d.Quorum), d.Topics, d.Disk, d.Took)
-		if f := d.Features; f != nil && len(f.Finalized) > 0 {
-			fmt.Fprintf(w, "features: %s\n", featureLine(f.Finalized))
-		}
-	} else {
-		fmt.Fprintf(w, "diagnosis of %s on %s: brokers %v, controller %d, %d topics, disks checked: %v (%s)\n",
-			scope, d.Cluster, d.Brokers, d.Controller, d.Topics, d.Disk, d.Took)
-	}
-	if len(d.Releases) > 0 {
-		fmt.Fprintf(w, "releases: %s\n", d.Releases)
-		for _, m := range d.Methods {
-			fmt.Fprintf(w, "  method: %s\n", m)
-		}
-	}
+	printHeader(w, d)
 	if d.Healthy {
 		agree := "ZooKeeper, every broker's metadata and every disk agree"
 		if d.Mode == "kraft" {
@@ -201,6 +182,31 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 			for j, f := range ex {
 				printFinding(w, fmt.Sprintf("%d.%d", i+1, j+1), f, true)
 			}
+		}
+	}
+}
+
+// printHeader is the diagnosis's first lines: what was read, the
+// releases and how each version-dependent check was made.
+func printHeader(w io.Writer, d *diagnose.Diagnosis) {
+	scope := "the whole cluster"
+	if d.Topic != "" {
+		scope = fmt.Sprintf("topic %q", d.Topic)
+	}
+	if d.Mode == "kraft" {
+		fmt.Fprintf(w, "diagnosis of %s on %s (KRaft): brokers %v, %s, %d topics, disks checked: %v (%s)\n",
+			scope, d.Cluster, d.Brokers, quorumLine(d.Quorum), d.Topics, d.Disk, d.Took)
+		if f := d.Features; f != nil && len(f.Finalized) > 0 {
+			fmt.Fprintf(w, "features: %s\n", featureLine(f.Finalized))
+		}
+	} else {
+		fmt.Fprintf(w, "diagnosis of %s on %s: brokers %v, controller %d, %d topics, disks checked: %v (%s)\n",
+			scope, d.Cluster, d.Brokers, d.Controller, d.Topics, d.Disk, d.Took)
+	}
+	if len(d.Releases) > 0 {
+		fmt.Fprintf(w, "releases: %s\n", d.Releases)
+		for _, m := range d.Methods {
+			fmt.Fprintf(w, "  method: %s\n", m)
 		}
 	}
 }

@@ -534,34 +534,7 @@ func (g *kraftDiag) disks(ctx context.Context, l diskListing) {
 		}
 	}
 	if len(strays) > 0 {
-		sizes := g.sizes(ctx, strays)
-		byBroker := map[int32][]string{}
-		var ev []string
-		var ids []int32
-		for _, s := range strays {
-			insync := "no live partition of that name on this broker"
-			if t, ok := g.view(s.d.Topic); ok {
-				if pv, ok := t.Partitions[s.d.Partition]; ok && slices.Contains(pv.Replicas, s.broker) {
-					insync = fmt.Sprintf("the live %s-%d (topic id %s) is %s on it", s.d.Topic, s.d.Partition, t.ID, map[bool]string{true: "in sync", false: "NOT in sync"}[slices.Contains(pv.ISR, s.broker)])
-				}
-			}
-			old := s.id
-			if old == "" {
-				old = "none (no partition.metadata)"
-			}
-			ev = append(ev, fmt.Sprintf("broker %d %s: %s-%d, old topic id %s, %s; %s", s.broker, s.path, s.d.Topic, s.d.Partition, old, sizes[s.path], insync))
-			byBroker[s.broker] = append(byBroker[s.broker], s.path)
-			ids = append(ids, s.broker)
-		}
-		var per []string
-		for _, id := range slices.Sorted(maps.Keys(byBroker)) {
-			per = append(per, fmt.Sprintf("broker %d: %d", id, len(byBroker[id])))
-		}
-		g.add(Finding{Kind: FindStrayLogs, Severity: Warning, Brokers: ids,
-			Summary:  fmt.Sprintf("%d stray log directories (-stray) on the brokers' disks (%s): logs Kafka set aside and will never delete", len(strays), strings.Join(per, ", ")),
-			Evidence: ev,
-			Fix:      "once the live partition on that broker is in sync, move them off the log dirs (keep a copy until you are sure): the stray-cleanup runbook; Kafka only renamed them and they use disk until removed",
-			DoNot:    "do not rename a -stray directory back: its topic ID is gone from the metadata, and the broker would set it aside again or refuse it"})
+		g.add(g.strayFinding(ctx, strays))
 	}
 	for _, topic := range slices.Sorted(maps.Keys(would)) {
 		g.add(Finding{Kind: FindWouldBeStray, Severity: Warning, Topic: topic, Brokers: wouldB[topic],
@@ -583,6 +556,39 @@ type stray struct {
 	path   string
 	d      segments.Dir
 	id     string // the topic id in its partition.metadata
+}
+
+// strayFinding is one finding for every -stray directory: where, what it
+// was, how big and old, and whether the live partition is in sync there.
+func (g *kraftDiag) strayFinding(ctx context.Context, strays []stray) Finding {
+	sizes := g.sizes(ctx, strays)
+	byBroker := map[int32][]string{}
+	var ev []string
+	var ids []int32
+	for _, s := range strays {
+		insync := "no live partition of that name on this broker"
+		if t, ok := g.view(s.d.Topic); ok {
+			if pv, ok := t.Partitions[s.d.Partition]; ok && slices.Contains(pv.Replicas, s.broker) {
+				insync = fmt.Sprintf("the live %s-%d (topic id %s) is %s on it", s.d.Topic, s.d.Partition, t.ID, map[bool]string{true: "in sync", false: "NOT in sync"}[slices.Contains(pv.ISR, s.broker)])
+			}
+		}
+		old := s.id
+		if old == "" {
+			old = "none (no partition.metadata)"
+		}
+		ev = append(ev, fmt.Sprintf("broker %d %s: %s-%d, old topic id %s, %s; %s", s.broker, s.path, s.d.Topic, s.d.Partition, old, sizes[s.path], insync))
+		byBroker[s.broker] = append(byBroker[s.broker], s.path)
+		ids = append(ids, s.broker)
+	}
+	var per []string
+	for _, id := range slices.Sorted(maps.Keys(byBroker)) {
+		per = append(per, fmt.Sprintf("broker %d: %d", id, len(byBroker[id])))
+	}
+	return Finding{Kind: FindStrayLogs, Severity: Warning, Brokers: ids,
+		Summary:  fmt.Sprintf("%d stray log directories (-stray) on the brokers' disks (%s): logs Kafka set aside and will never delete", len(strays), strings.Join(per, ", ")),
+		Evidence: ev,
+		Fix:      "once the live partition on that broker is in sync, move them off the log dirs (keep a copy until you are sure): the stray-cleanup runbook; Kafka only renamed them and they use disk until removed",
+		DoNot:    "do not rename a -stray directory back: its topic ID is gone from the metadata, and the broker would set it aside again or refuse it"}
 }
 
 // wouldStray says why Kafka will set a live log directory aside at its
