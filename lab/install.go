@@ -158,7 +158,7 @@ func checkMode(v kafkaver.Version, kraft bool) error {
 	case kraft && !m.Has(KRaftMode):
 		return fmt.Errorf("--kraft with Kafka %s: the KRaft lab runs 3.7 and later (3.7 marks a recreated topic's old logs stray and answers DescribeQuorum on the controller listener); use --kafka-version %s or %s", v, KafkaVersion, NewestKafka)
 	case !kraft && !m.Has(ZooKeeperMode):
-		return fmt.Errorf("Kafka %s: Kafka 4.x has no ZooKeeper mode: add --kraft", v)
+		return fmt.Errorf("Kafka %s: Kafka 4.x has no ZooKeeper mode: add --kraft (`kremedy lab up --kraft --kafka-version %s`)", v, v)
 	}
 	return nil
 }

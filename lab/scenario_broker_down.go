@@ -11,7 +11,7 @@ import (
 
 func init() {
 	registerKRaft(110, "broker-down", onKRaft((*env).brokerDown),
-		"(KRaft) T with RF 3, then broker B stopped with its own stop command: B leaves the registered, unfenced brokers; T's partitions are under-replicated, messages still flow")
+		"T with RF 3, then broker B stopped with its own stop command: B leaves the registered, unfenced brokers; T's partitions are under-replicated, messages still flow")
 }
 
 // brokerDown stops one broker the way an operator does (its stop command,

@@ -10,7 +10,7 @@ import (
 
 func init() {
 	registerKRaft(100, "controller-down", onKRaft((*env).controllerDown),
-		"(KRaft) one follower voter killed with SIGKILL: the quorum keeps its leader with one fewer voter and metadata still commits; the margin left (3 voters: one more failure stops metadata)")
+		"one follower voter killed with SIGKILL: the quorum keeps its leader with one fewer voter and metadata still commits; the margin left (3 voters: one more failure stops metadata)")
 }
 
 // controllerDown kills a follower voter of the metadata quorum. The

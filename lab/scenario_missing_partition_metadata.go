@@ -11,7 +11,7 @@ import (
 
 func init() {
 	registerKRaft(90, "missing-partition-metadata", onKRaft((*env).missingPartitionMetadata),
-		"(KRaft, 3.7.1+) broker B stopped, partition.metadata removed from one of its directories of T, B started: the directory becomes T-N.<uuid>-stray and B copies the partition again from its leader (3.7.0 refused to start instead, KAFKA-16814)")
+		"(3.7.1+) broker B stopped, partition.metadata removed from one of its directories of T, B started: the directory becomes T-N.<uuid>-stray and B copies the partition again from its leader (3.7.0 refused to start instead, KAFKA-16814)")
 }
 
 // missingPartitionMetadata leaves a broker a log directory without

@@ -9,7 +9,7 @@ import (
 
 func init() {
 	registerKRaft(80, "stray-logs", onKRaft((*env).strayLogs),
-		"(KRaft) T with RF 3 written to; broker B stopped; T deleted and created again under the same name; B started: Kafka renames B's old directories T-N.<uuid>-stray and never deletes them — clients are fine, B's disks hold the strays")
+		"T with RF 3 written to; broker B stopped; T deleted and created again under the same name; B started: Kafka renames B's old directories T-N.<uuid>-stray and never deletes them — clients are fine, B's disks hold the strays")
 }
 
 // strayLogs is issue 24's stray case: a topic deleted while a broker is

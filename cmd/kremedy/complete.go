@@ -81,7 +81,7 @@ func completeScenarios(cmd *cobra.Command, args []string, _ string) ([]string, c
 	var out []string
 	for _, n := range lab.ScenarioOrder {
 		if sc := lab.Scenarios[n]; mode == 0 || sc.Mode == mode {
-			out = append(out, n+"\t"+sc.Summary)
+			out = append(out, n+"\t["+scenarioMode(sc)+" labs] "+sc.Summary)
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

@@ -281,15 +281,19 @@ func scenarioNames() string {
 	return s
 }
 
+// scenarioMode names the kind of lab a scenario breaks.
+func scenarioMode(sc lab.Scenario) string {
+	if sc.Mode == lab.KRaftMode {
+		return "KRaft"
+	}
+	return "ZooKeeper"
+}
+
 func scenarioHelp() string {
 	s := ""
 	for _, n := range lab.ScenarioOrder {
 		sc := lab.Scenarios[n]
-		mode := "ZooKeeper"
-		if sc.Mode == lab.KRaftMode {
-			mode = "KRaft"
-		}
-		s += fmt.Sprintf("  %-26s [%s labs] %s\n", n, mode, sc.Summary)
+		s += fmt.Sprintf("  %-26s [%s labs] %s\n", n, scenarioMode(sc), sc.Summary)
 	}
 	return s
 }
