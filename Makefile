@@ -12,8 +12,9 @@ build:
 deps:
 	./lab/install-deps.sh
 
-# Kafka 3.9.2 (the default), and the older releases the version matrix runs.
-LAB_VERSIONS ?= 3.9.2,2.4.1,2.7.2,2.8.2
+# Kafka 3.9.2 (the default), the older releases the version matrix runs,
+# and 4.1.2 for the KRaft lab test (KRaft only, log4j2).
+LAB_VERSIONS ?= 3.9.2,2.4.1,2.7.2,2.8.2,4.1.2
 lab-install: deps build
 	$(BIN) lab install --kafka-version $(LAB_VERSIONS)
 
@@ -57,11 +58,15 @@ test: lab-install lab-users
 
 # The version matrix on every release the lab is tested with (make test runs
 # 2.4.1, 2.7.2 and 2.8.2 beside 3.9.2's own lab tests; this adds 3.4.1 and
-# runs all five releases' labs one after another).
+# runs all five releases' labs one after another), and the KRaft lab on
+# every KRaft release it is tested with (make test runs 3.9.2 and 4.1.2;
+# this adds the newest 4.x).
 ALL_VERSIONS := 2.4.1,2.7.2,2.8.2,3.4.1,3.9.2
+KRAFT_VERSIONS := 3.9.2,4.1.2,4.4.0
 test-versions: deps build
-	$(BIN) lab install --kafka-version $(ALL_VERSIONS)
-	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) $(GO) test -count=1 -timeout 40m -run '^TestVersionsLab$$' -v ./cmd/kremedy
+	$(BIN) lab install --kafka-version $(ALL_VERSIONS),$(KRAFT_VERSIONS)
+	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) KREMEDY_KRAFT_LAB_VERSIONS=$(KRAFT_VERSIONS) \
+		$(GO) test -count=1 -timeout 40m -run '^(TestVersionsLab|TestKRaftLab)$$' -v ./cmd/kremedy
 
 # A short, bounded run of every fuzz target (their seed corpora also run in
 # every `go test`). FUZZTIME=5m make fuzz for a longer hunt; the default is a number of inputs, not a duration, so that a loaded machine runs the same work (and Go's fuzzer does not trip over its own deadline).

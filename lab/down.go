@@ -80,7 +80,7 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 	for _, n := range l.sshHosts() {
 		if pid := l.sshdPID(n); pid > 0 {
 			terminate(pid, 5*time.Second)
-			fmt.Fprintf(out, "  sshd      %d  stopped\n", n)
+			fmt.Fprintf(out, "  %s  stopped\n", sshLabel(n))
 		}
 	}
 	sweep(abs, out)
@@ -103,20 +103,26 @@ func sweep(dir string, out io.Writer) int {
 	return len(pids)
 }
 
-// looksLikeLab reports a directory with a kremedy lab's layout.
+// looksLikeLab reports a directory with a kremedy lab's layout: a
+// ZooKeeper lab's zk/ or a KRaft lab's controller/ beside the rest.
 func looksLikeLab(dir string) bool {
-	for _, p := range []string{"lab.json", "inventory.yaml", "broker", "zk", "sshd"} {
+	for _, p := range []string{"lab.json", "inventory.yaml", "broker", "sshd"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			return false
 		}
 	}
-	return true
+	for _, p := range []string{"zk", "controller"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func purgeDir(dir string, out io.Writer) error {
 	home, _ := os.UserHomeDir()
 	if dir == "/" || dir == home || !looksLikeLab(dir) {
-		return fmt.Errorf("refusing to purge %s: it does not have a kremedy lab's layout (lab.json, inventory.yaml, broker/, zk/, sshd/); nothing was deleted", dir)
+		return fmt.Errorf("refusing to purge %s: it does not have a kremedy lab's layout (lab.json, inventory.yaml, broker/, sshd/, and zk/ or controller/); nothing was deleted", dir)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("purge %s: %w", dir, err)

@@ -85,19 +85,41 @@ func (l *Lab) writeBroker(n int) error {
 			return err
 		}
 	}
+	props := l.kraftBrokerProps(n)
+	if !c.KRaft {
+		var err error
+		if props, err = l.zkBrokerProps(n); err != nil {
+			return err
+		}
+	}
+	cfg := filepath.Join(dir, "server.properties")
+	// A lab provisioned for the ZooKeeper → KRaft migration hands its
+	// brokers' configs to the operator (the zk-to-kraft runbook edits them
+	// over SSH): `lab up` writes them once and never undoes an edit.
+	if _, err := os.Stat(cfg); err == nil && c.KRaftControllers > 0 && !c.KRaft {
+		props = ""
+	}
+	if props != "" {
+		if err := os.WriteFile(cfg, []byte(props), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := l.writeLogConfig(dir, brokerLogs(filepath.Join(dir, "logs"))); err != nil {
+		return err
+	}
+	return l.writeBrokerScripts(n)
+}
+
+// brokerDefaults are the settings every lab broker shares, in either mode:
+// small thread pools, replication sized to the lab, quick deletes.
+func (l *Lab) brokerDefaults() string {
+	c := l.State.Config
 	rf := min(3, c.Brokers)
 	minISR := 1
 	if rf == 3 {
 		minISR = 2
 	}
-	props := fmt.Sprintf(`# Kafka broker %d of the kremedy lab (ZooKeeper mode)
-broker.id=%d
-listeners=PLAINTEXT://%s:%d
-log.dirs=%s
-zookeeper.connect=%s
-zookeeper.session.timeout.ms=6000
-zookeeper.connection.timeout.ms=10000
-delete.topic.enable=true
+	return fmt.Sprintf(`delete.topic.enable=true
 auto.create.topics.enable=true
 num.partitions=3
 default.replication.factor=%d
@@ -117,56 +139,31 @@ num.io.threads=2
 num.replica.fetchers=1
 background.threads=2
 controlled.shutdown.enable=true
-controlled.shutdown.max.retries=1
-`, n, n, c.BrokerHost(n), KafkaPort, strings.Join(l.LogDirs(n), ","), c.ZKConnect(), rf, minISR, rf, rf, minISR)
+`, rf, minISR, rf, rf, minISR)
+}
+
+// zkBrokerProps is broker n's server.properties in ZooKeeper mode.
+func (l *Lab) zkBrokerProps(n int) (string, error) {
+	c := l.State.Config
+	props := fmt.Sprintf(`# Kafka broker %d of the kremedy lab (ZooKeeper mode)
+broker.id=%d
+listeners=PLAINTEXT://%s:%d
+log.dirs=%s
+zookeeper.connect=%s
+zookeeper.session.timeout.ms=6000
+zookeeper.connection.timeout.ms=10000
+`, n, n, c.BrokerHost(n), KafkaPort, strings.Join(l.LogDirs(n), ","), c.ZKConnect()) + l.brokerDefaults() + "controlled.shutdown.max.retries=1\n"
 	if c.IBP != "" {
 		props += "inter.broker.protocol.version=" + c.IBP + "\n"
 	}
 	if c.Secure {
 		sec, err := l.brokerSecurity(n)
 		if err != nil {
-			return err
+			return "", err
 		}
 		props = strings.Replace(props, fmt.Sprintf("listeners=PLAINTEXT://%s:%d\n", c.BrokerHost(n), KafkaPort), sec, 1)
 	}
-	cfg := filepath.Join(dir, "server.properties")
-	// A lab provisioned for the ZooKeeper → KRaft migration hands its
-	// brokers' configs to the operator (the zk-to-kraft runbook edits them
-	// over SSH): `lab up` writes them once and never undoes an edit.
-	if _, err := os.Stat(cfg); err == nil && c.KRaftControllers > 0 {
-		props = ""
-	}
-	if props != "" {
-		if err := os.WriteFile(cfg, []byte(props), 0o644); err != nil {
-			return err
-		}
-	}
-	logs := filepath.Join(dir, "logs")
-	log4j := fmt.Sprintf(`# as Kafka's config/log4j.properties: server, controller and state-change logs
-log4j.rootLogger=INFO, server
-log4j.appender.server=org.apache.log4j.FileAppender
-log4j.appender.server.File=%[1]s/server.log
-log4j.appender.server.layout=org.apache.log4j.PatternLayout
-log4j.appender.server.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
-log4j.appender.controller=org.apache.log4j.FileAppender
-log4j.appender.controller.File=%[1]s/controller.log
-log4j.appender.controller.layout=org.apache.log4j.PatternLayout
-log4j.appender.controller.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
-log4j.appender.stateChange=org.apache.log4j.FileAppender
-log4j.appender.stateChange.File=%[1]s/state-change.log
-log4j.appender.stateChange.layout=org.apache.log4j.PatternLayout
-log4j.appender.stateChange.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
-log4j.logger.org.apache.zookeeper=WARN
-log4j.logger.kafka.request.logger=WARN
-log4j.logger.kafka.controller=TRACE, controller
-log4j.additivity.kafka.controller=false
-log4j.logger.state.change.logger=INFO, stateChange
-log4j.additivity.state.change.logger=false
-`, logs)
-	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4j), 0o644); err != nil {
-		return err
-	}
-	return l.writeBrokerScripts(n)
+	return props, nil
 }
 
 // StartScript and StopScript are broker n's unit-like commands; the
@@ -196,7 +193,7 @@ func (l *Lab) writeScripts(pr proc) error {
 	jvm := []string{l.State.Java,
 		"-Xms128m", pr.heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
 		"-Dkremedy.lab=" + l.Dir, pr.marker,
-		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
+		l.logJVMArg(dir),
 		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs")}
 	if l.State.Config.Secure {
 		// As a service unit's User=: the broker runs as the service user.

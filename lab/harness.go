@@ -30,14 +30,21 @@ type env struct {
 	start time.Time
 }
 
+// newEnv opens the lab's clients: Kafka, and ZooKeeper unless the lab is
+// a KRaft one (env.zk is then nil).
 func newEnv(ctx context.Context, l *Lab, name, topic string, out io.Writer) (*env, error) {
-	zc, err := zookeeper.Dial(ctx, l.State.Config.ZKConnect(), l.ZKOptions())
-	if err != nil {
-		return nil, fmt.Errorf("lab ZooKeeper: %w (is the lab up? `kremedy lab status --dir %s`)", err, l.Dir)
+	var zc *zookeeper.Conn
+	if !l.State.KRaft() {
+		var err error
+		if zc, err = zookeeper.Dial(ctx, l.State.Config.ZKConnect(), l.ZKOptions()); err != nil {
+			return nil, fmt.Errorf("lab ZooKeeper: %w (is the lab up? `kremedy lab status --dir %s`)", err, l.Dir)
+		}
 	}
 	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
 	if err != nil {
-		zc.Close()
+		if zc != nil {
+			zc.Close()
+		}
 		return nil, err
 	}
 	fmt.Fprintf(out, "breaking the lab: %s on topic %q\n", name, topic)
@@ -47,7 +54,9 @@ func newEnv(ctx context.Context, l *Lab, name, topic string, out io.Writer) (*en
 
 func (e *env) close() {
 	e.rep.Took = time.Since(e.start)
-	e.zk.Close()
+	if e.zk != nil {
+		e.zk.Close()
+	}
 	e.kc.Close()
 }
 
@@ -213,10 +222,20 @@ func (e *env) createAndFill(t string, assign [][]int32, generation string) (stri
 	return id, nil
 }
 
-// waitServed waits until every registered broker's metadata shows t with a
+// liveBrokers are the brokers that serve: registered in ZooKeeper, or in
+// a KRaft lab registered and unfenced.
+func (e *env) liveBrokers() ([]int32, error) {
+	if e.zk == nil {
+		st, err := kraftBrokers(e.ctx, e.kc)
+		return st.Unfenced, err
+	}
+	return e.zk.BrokerIDs(e.ctx)
+}
+
+// waitServed waits until every live broker's metadata shows t with a
 // leader for every partition.
 func (e *env) waitServed(t string, parts int) error {
-	ids, err := e.zk.BrokerIDs(e.ctx)
+	ids, err := e.liveBrokers()
 	if err != nil {
 		return err
 	}

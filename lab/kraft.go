@@ -54,6 +54,15 @@ func (l *Lab) hostAddr(n int) string {
 	return l.State.Config.BrokerHost(n)
 }
 
+// sshLabel names SSH host n in `lab up` and `lab down` output: "sshd
+// 2" for broker host 2, "sshd c1" for controller host 1.
+func sshLabel(n int) string {
+	if n > ctrlHostBase {
+		return fmt.Sprintf("sshd      c%d", n-ctrlHostBase)
+	}
+	return fmt.Sprintf("sshd      %d", n)
+}
+
 // sshHosts are the lab's SSH hosts: every broker's, every controller's.
 func (l *Lab) sshHosts() []int {
 	var out []int
@@ -83,8 +92,10 @@ func (l *Lab) controllerScript(k int, action string) string {
 
 func (l *Lab) controllerMarker(k int) string { return "-Dkremedy.lab.controller=" + l.ControllerDir(k) }
 
-// writeController writes controller k's controller.properties (once: the
-// runbook's finalize edits it afterwards), log4j and scripts.
+// writeController writes controller k's controller.properties, logging
+// config and scripts. A migration lab's controller.properties is written
+// once (the runbook's finalize edits it afterwards); a KRaft lab's is the
+// lab's and written on every `lab up`.
 func (l *Lab) writeController(k int) error {
 	c := l.State.Config
 	dir := l.ControllerDir(k)
@@ -93,8 +104,14 @@ func (l *Lab) writeController(k int) error {
 			return err
 		}
 	}
-	host := c.ControllerHost(k)
-	props := fmt.Sprintf(`# KRaft controller %d of the kremedy lab, provisioned for the ZooKeeper
+	logs := logSetup{dir: filepath.Join(dir, "logs"), appenders: []string{"server"}}
+	if c.KRaft {
+		if err := os.WriteFile(l.controllerProps(k), []byte(l.kraftControllerProps(k)), 0o644); err != nil {
+			return err
+		}
+	} else {
+		host := c.ControllerHost(k)
+		props := fmt.Sprintf(`# KRaft controller %d of the kremedy lab, provisioned for the ZooKeeper
 # → KRaft migration (KIP-866): migration enabled, the ZooKeeper cluster's
 # zookeeper.connect, node ids apart from the brokers'.
 process.roles=controller
@@ -112,21 +129,14 @@ num.network.threads=2
 num.io.threads=2
 background.threads=2
 `, k, ControllerID(k), c.Voters(), host, ControllerPort, l.controllerMetadataDir(k), c.ZKConnect())
-	if _, err := os.Stat(l.controllerProps(k)); err != nil {
-		if err := os.WriteFile(l.controllerProps(k), []byte(props), 0o644); err != nil {
-			return err
+		if _, err := os.Stat(l.controllerProps(k)); err != nil {
+			if err := os.WriteFile(l.controllerProps(k), []byte(props), 0o644); err != nil {
+				return err
+			}
 		}
+		logs.loggers = []logTarget{{"org.apache.zookeeper", "WARN", ""}, {"org.apache.kafka.metadata.migration", "DEBUG", ""}}
 	}
-	logs := filepath.Join(dir, "logs")
-	log4j := fmt.Sprintf(`log4j.rootLogger=INFO, server
-log4j.appender.server=org.apache.log4j.FileAppender
-log4j.appender.server.File=%s/server.log
-log4j.appender.server.layout=org.apache.log4j.PatternLayout
-log4j.appender.server.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
-log4j.logger.org.apache.zookeeper=WARN
-log4j.logger.org.apache.kafka.metadata.migration=DEBUG
-`, logs)
-	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4j), 0o644); err != nil {
+	if err := l.writeLogConfig(dir, logs); err != nil {
 		return err
 	}
 	return l.writeScripts(proc{n: k, name: "kraft controller", dir: dir, marker: l.controllerMarker(k),
@@ -152,15 +162,26 @@ func (l *Lab) formatControllers(ctx context.Context, zc *zookeeper.Conn, out io.
 		if _, err := os.Stat(filepath.Join(l.controllerMetadataDir(k), "meta.properties")); err == nil {
 			continue
 		}
-		cmd := exec.CommandContext(ctx, l.State.Java, "-Xmx128m", "-XX:TieredStopAtLevel=1",
-			"-Dlog4j.configuration=file:"+filepath.Join(l.ControllerDir(k), "log4j.properties"),
-			"-cp", filepath.Join(l.libsDir(), "*"), "kafka.tools.StorageTool",
-			"format", "-t", id, "-c", l.controllerProps(k))
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("kafka-storage format of KRaft controller %d: %v\n%s", k, err, indent(string(b)))
+		if err := l.storageFormat(ctx, id, l.controllerProps(k), l.ControllerDir(k)); err != nil {
+			return fmt.Errorf("kafka-storage format of KRaft controller %d: %w", k, err)
 		}
 		fmt.Fprintf(out, "  kraft controller %d  %s:%d  node.id %d, formatted with cluster id %s (not started: zk-to-kraft starts it)\n",
 			k, c.ControllerHost(k), ControllerPort, ControllerID(k), id)
+	}
+	return nil
+}
+
+// storageFormat runs Kafka's own storage tool (`kafka-storage format -t
+// ID -c PROPS --ignore-formatted`: kafka.tools.StorageTool, as
+// bin/kafka-storage.sh does) on a node's config: every log dir it names,
+// the metadata log dir included, gets meta.properties with the cluster
+// id and the node id; the directories formatted already are left alone.
+func (l *Lab) storageFormat(ctx context.Context, clusterID, props, dir string) error {
+	cmd := exec.CommandContext(ctx, l.State.Java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		l.logJVMArg(dir), "-cp", filepath.Join(l.libsDir(), "*"), "kafka.tools.StorageTool",
+		"format", "-t", clusterID, "-c", props, "--ignore-formatted")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v\n%s", err, indent(string(b)))
 	}
 	return nil
 }

@@ -55,9 +55,13 @@ type Config struct {
 	Net int `json:"net"`
 	// Secure makes the lab a secured cluster (secure.go).
 	Secure bool `json:"secure,omitempty"`
-	// KRaftControllers provisions a KRaft controller quorum for the
-	// ZooKeeper → KRaft migration (kraft.go): 0 for none.
+	// KRaftControllers is the KRaft controller quorum: in a ZooKeeper lab
+	// one provisioned for the ZooKeeper → KRaft migration (kraft.go; 0 for
+	// none), in a KRaft lab the cluster's own quorum.
 	KRaftControllers int `json:"kraft_controllers,omitempty"`
+	// KRaft makes the lab a KRaft-only cluster (kraftlab.go): no ZooKeeper,
+	// KRaftControllers controllers and Brokers brokers in KRaft mode.
+	KRaft bool `json:"kraft,omitempty"`
 }
 
 // DefaultConfig is a 3-broker, 3-node lab under /kafka.
@@ -65,12 +69,22 @@ func DefaultConfig() Config {
 	return Config{Brokers: 3, ZooKeepers: 3, Chroot: "/kafka", LogDirsPerBroker: 1}
 }
 
+// KRaftConfig is a KRaft-only lab: 3 controllers, 3 brokers, no ZooKeeper.
+func KRaftConfig() Config {
+	return Config{Brokers: 3, KRaftControllers: 3, LogDirsPerBroker: 1, KRaft: true}
+}
+
 // Validate checks the numbers before anything is written.
 func (c Config) Validate() error {
+	if c.KRaft {
+		if err := c.validateKRaft(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case c.Brokers < 1 || c.Brokers > 9:
 		return fmt.Errorf("--brokers %d: the lab runs 1 to 9 brokers", c.Brokers)
-	case c.ZooKeepers < 1 || c.ZooKeepers > 7 || c.ZooKeepers%2 == 0:
+	case !c.KRaft && (c.ZooKeepers < 1 || c.ZooKeepers > 7 || c.ZooKeepers%2 == 0):
 		return fmt.Errorf("--zookeepers %d: use an odd ensemble size from 1 to 7", c.ZooKeepers)
 	case c.LogDirsPerBroker < 1 || c.LogDirsPerBroker > 4:
 		return fmt.Errorf("--log-dirs-per-broker %d: use 1 to 4", c.LogDirsPerBroker)
@@ -80,7 +94,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--kraft-controllers %d: use 0 (none), 1, 3 or 5", c.KRaftControllers)
 	case c.KRaftControllers > 0 && c.Secure:
 		return fmt.Errorf("--kraft-controllers with --secure: the secured lab has no KRaft controllers yet; use one or the other")
-	case c.Chroot != "" && (c.Chroot[0] != '/' || filepath.Clean(c.Chroot) != c.Chroot || c.Chroot == "/"):
+	case !c.KRaft && c.Chroot != "" && (c.Chroot[0] != '/' || filepath.Clean(c.Chroot) != c.Chroot || c.Chroot == "/"):
 		return fmt.Errorf("--chroot %q: use a clean absolute path such as /kafka, or \"\" for none", c.Chroot)
 	}
 	if c.IBP != "" {
@@ -93,9 +107,29 @@ func (c Config) Validate() error {
 		if err != nil || v.Patch < 0 {
 			return fmt.Errorf("--kafka-version %q: expected a Kafka release such as %s", c.KafkaVersion, KafkaVersion)
 		}
-		if err := v.Runnable(); err != nil {
+		if err := runnable(v); err != nil {
 			return err
 		}
+		if err := checkMode(v, c.KRaft); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateKRaft refuses what a KRaft lab does not have.
+func (c Config) validateKRaft() error {
+	switch {
+	case c.ZooKeepers != 0:
+		return fmt.Errorf("--kraft with --zookeepers %d: a KRaft lab runs no ZooKeeper; leave --zookeepers out", c.ZooKeepers)
+	case c.Chroot != "":
+		return fmt.Errorf("--kraft with --chroot %s: a KRaft lab has no ZooKeeper to chroot; leave --chroot out", c.Chroot)
+	case c.IBP != "":
+		return fmt.Errorf("--kraft with --ibp %s: a KRaft cluster has metadata.version, not inter.broker.protocol.version; leave --ibp out", c.IBP)
+	case c.Secure:
+		return fmt.Errorf("--kraft with --secure: not yet: the secured KRaft lab is issue 27's")
+	case c.KRaftControllers < 1:
+		return fmt.Errorf("--kraft with --kraft-controllers %d: a KRaft cluster needs a controller quorum; use 1, 3 or 5", c.KRaftControllers)
 	}
 	return nil
 }
@@ -112,6 +146,17 @@ func (s State) ibp() kafkaver.Version {
 	}
 	v, _ := kafkaver.Parse(s.Config.IBP)
 	return v
+}
+
+// KRaft reports whether the lab is a KRaft-only cluster.
+func (s State) KRaft() bool { return s.Config.KRaft }
+
+// StraysMissingMetadata reports whether a KRaft broker of the lab's
+// release marks a log without partition.metadata stray (3.7.1 and later,
+// KAFKA-16814); 3.7.0 refuses to start on it instead.
+func (s State) StraysMissingMetadata() bool {
+	v := s.software()
+	return v.AtLeast(3, 8) || v.Major == 3 && v.Minor == 7 && v.Patch >= 1
 }
 
 // TopicIDs reports whether the brokers use topic IDs (software and IBP at
@@ -162,16 +207,22 @@ type Applied struct {
 	At       time.Time `json:"at"`
 	// DownBroker is a broker the scenario left stopped on purpose (0: none).
 	DownBroker int32 `json:"down_broker,omitempty"`
+	// DownController is a KRaft controller's node.id the scenario left
+	// stopped on purpose (0: none).
+	DownController int32 `json:"down_controller,omitempty"`
 }
 
 // State is DIR/lab.json.
 type State struct {
-	Format    int       `json:"format"`
-	Created   time.Time `json:"created"`
-	Config    Config    `json:"config"`
-	User      string    `json:"user"`
-	Java      string    `json:"java"`
-	Kafka     string    `json:"kafka_version"`
+	Format  int       `json:"format"`
+	Created time.Time `json:"created"`
+	Config  Config    `json:"config"`
+	User    string    `json:"user"`
+	Java    string    `json:"java"`
+	Kafka   string    `json:"kafka_version"`
+	// ClusterID is a KRaft lab's cluster.id, every node formatted with it
+	// (kafka-storage format -t).
+	ClusterID string    `json:"cluster_id,omitempty"`
 	Scenarios []Applied `json:"scenarios,omitempty"`
 }
 

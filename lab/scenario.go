@@ -25,7 +25,10 @@ const MessagesPerPartition = 20
 type Scenario struct {
 	Name    string
 	Summary string
-	Run     func(ctx context.Context, l *Lab, topic string, out io.Writer) (*Report, error)
+	// Mode is the kind of lab it breaks: ZooKeeperMode or KRaftMode. Run
+	// refuses a lab of the other kind (ErrWrongLab) before it touches it.
+	Mode Modes
+	Run  func(ctx context.Context, l *Lab, topic string, out io.Writer) (*Report, error)
 }
 
 // ScenarioOrder lists the scenarios in the order the report tells them.
@@ -44,6 +47,16 @@ var scenarioRank = map[string]int{}
 // prologue every scenario shares (onReady or withEnv). A name or a rank
 // taken twice panics when the package loads, in every test binary.
 func register(rank int, name string, run play, summary string) {
+	registerFor(ZooKeeperMode, rank, name, run, summary)
+}
+
+// registerKRaft is register for a scenario that breaks KRaft labs
+// (`lab up --kraft`); its body is wrapped in onKRaft or withEnv.
+func registerKRaft(rank int, name string, run play, summary string) {
+	registerFor(KRaftMode, rank, name, run, summary)
+}
+
+func registerFor(mode Modes, rank int, name string, run play, summary string) {
 	if _, dup := Scenarios[name]; dup {
 		panic(fmt.Sprintf("lab: scenario %q registered twice", name))
 	}
@@ -52,10 +65,38 @@ func register(rank int, name string, run play, summary string) {
 			panic(fmt.Sprintf("lab: scenarios %q and %q both have rank %d", n, name, rank))
 		}
 	}
-	Scenarios[name] = Scenario{Name: name, Summary: summary, Run: run(name)}
+	Scenarios[name] = Scenario{Name: name, Summary: summary, Mode: mode, Run: forMode(mode, name, run(name))}
 	scenarioRank[name] = rank
 	ScenarioOrder = append(ScenarioOrder, name)
 	slices.SortFunc(ScenarioOrder, func(a, b string) int { return cmp.Compare(scenarioRank[a], scenarioRank[b]) })
+}
+
+// forMode refuses, before run touches anything, a lab of the other mode:
+// a ZooKeeper scenario edits znodes and reads /brokers/ids, a KRaft one
+// needs the quorum and the brokers' KRaft registrations.
+func forMode(mode Modes, name string, run runFunc) runFunc {
+	return func(ctx context.Context, l *Lab, t string, out io.Writer) (*Report, error) {
+		switch kraft := l.State.KRaft(); {
+		case mode == ZooKeeperMode && kraft:
+			return nil, fmt.Errorf("%w: %s reproduces a ZooKeeper-mode incident (it works on znodes and /brokers/ids), and this lab (%s) runs KRaft with no ZooKeeper. On a KRaft lab: %s; or start a ZooKeeper lab (`kremedy lab up --dir OTHER`)",
+				ErrWrongLab, name, strings.TrimPrefix(ibpNote(l.State), ", "), strings.Join(ScenariosFor(KRaftMode), ", "))
+		case mode == KRaftMode && !kraft:
+			return nil, fmt.Errorf("%w: %s breaks a KRaft cluster, and this lab (%s) runs in ZooKeeper mode. Start a KRaft lab (`kremedy lab up --kraft --dir OTHER`, Kafka %s or 4.x), or on this lab: %s",
+				ErrWrongLab, name, strings.TrimPrefix(ibpNote(l.State), ", "), KafkaVersion, strings.Join(ScenariosFor(ZooKeeperMode), ", "))
+		}
+		return run(ctx, l, t, out)
+	}
+}
+
+// ScenariosFor lists, in the report's order, the scenarios of labs of mode.
+func ScenariosFor(mode Modes) []string {
+	var out []string
+	for _, n := range ScenarioOrder {
+		if Scenarios[n].Mode == mode {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Observation is one symptom a scenario checked with a real client.

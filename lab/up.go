@@ -52,7 +52,11 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		if l, err = create(abs, want); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "new lab in %s: %d ZooKeeper nodes, %d brokers%s\n", abs, l.State.Config.ZooKeepers, l.State.Config.Brokers, ibpNote(l.State))
+		if l.State.KRaft() {
+			fmt.Fprintf(out, "new KRaft lab in %s: %d controllers, %d brokers%s\n", abs, l.State.Config.KRaftControllers, l.State.Config.Brokers, ibpNote(l.State))
+		} else {
+			fmt.Fprintf(out, "new lab in %s: %d ZooKeeper nodes, %d brokers%s\n", abs, l.State.Config.ZooKeepers, l.State.Config.Brokers, ibpNote(l.State))
+		}
 	default:
 		return nil, err
 	}
@@ -94,7 +98,13 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		if err := l.startSSHD(n, sshd); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "  sshd      %d  %s:%d  started\n", n, l.hostAddr(n), SSHPort)
+		fmt.Fprintf(out, "  %s  %s:%d  started\n", sshLabel(n), l.hostAddr(n), SSHPort)
+	}
+	if c.KRaft {
+		if err := l.upKRaft(ctx, start, out); err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
 	zc, err := l.waitQuorum(ctx)
 	if err != nil {
@@ -175,6 +185,9 @@ func (s State) behaviour() string {
 }
 
 func ibpNote(s State) string {
+	if s.KRaft() {
+		return kraftNote(s)
+	}
 	ibp := "default"
 	if s.Config.IBP != "" {
 		ibp = s.Config.IBP
@@ -194,6 +207,10 @@ func create(dir string, c Config) (*Lab, error) {
 		return nil, err
 	}
 	c.KafkaHome = home
+	sw := kafkaver.MustParse(version)
+	if err := checkMode(sw, c.KRaft); err != nil {
+		return nil, fmt.Errorf("%w (%s holds it); %w", err, home, ErrBadConfig)
+	}
 	if c.IBP != "" {
 		sw, ibp := kafkaver.MustParse(version), kafkaver.MustParse(c.IBP)
 		if ibp.Major > sw.Major || ibp.Major == sw.Major && ibp.Minor > sw.Minor {
@@ -202,6 +219,9 @@ func create(dir string, c Config) (*Lab, error) {
 	}
 	java, err := FindJava()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkJava(java, sw); err != nil {
 		return nil, err
 	}
 	if _, err := FindSSHD(); err != nil {
@@ -220,6 +240,11 @@ func create(dir string, c Config) (*Lab, error) {
 		return nil, err
 	}
 	l := &Lab{Dir: dir, State: State{Format: FormatVersion, Created: time.Now().UTC(), Config: c, User: u.Username, Java: java, Kafka: version}}
+	if c.KRaft {
+		if l.State.ClusterID, err = newClusterID(); err != nil {
+			return nil, err
+		}
+	}
 	return l, l.Save()
 }
 
@@ -240,6 +265,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("net", want.Net, have.Net)
 	check("secure", want.Secure, have.Secure)
 	check("kraft-controllers", want.KRaftControllers, have.KRaftControllers)
+	check("kraft", want.KRaft, have.KRaft)
 	check("kafka-version", want.KafkaVersion, l.State.Kafka)
 	if explicit != nil && explicit("kafka-home") {
 		if abs, _ := filepath.Abs(want.KafkaHome); abs != have.KafkaHome {
@@ -295,15 +321,15 @@ func (l *Lab) writeAll(ctx context.Context, sshd string) error {
 	return l.Save()
 }
 
-// Inventory describes the lab the way a user describes a real cluster.
+// Inventory describes the lab the way a user describes a real cluster: a
+// KRaft lab's says mode: kraft and has no zookeeper section.
 func (l *Lab) Inventory() *inventory.Inventory {
 	c := l.State.Config
 	inv := &inventory.Inventory{
-		Name:      "kremedy-lab",
-		Lab:       true,
-		Note:      "written by `kremedy lab up`" + ibpNote(l.State),
-		ZooKeeper: inventory.ZooKeeper{Connect: c.ZKConnect()},
-		Kafka:     inventory.Kafka{Bootstrap: c.Bootstrap()},
+		Name:  "kremedy-lab",
+		Lab:   true,
+		Note:  "written by `kremedy lab up`" + ibpNote(l.State),
+		Kafka: inventory.Kafka{Bootstrap: c.Bootstrap()},
 		SSH: inventory.SSH{
 			User: l.State.User, Port: SSHPort, IdentityFile: l.KeyPath(), KnownHosts: l.KnownHostsPath(),
 			ConnectTimeout: inventory.Duration{Duration: 10 * time.Second},
@@ -311,6 +337,11 @@ func (l *Lab) Inventory() *inventory.Inventory {
 			// machine's user (a ProxyJump for 127.*, say) applies to them.
 			Config: inventory.SSHConfigNone,
 		},
+	}
+	if c.KRaft {
+		inv.Mode = inventory.ModeKRaft
+	} else {
+		inv.ZooKeeper = inventory.ZooKeeper{Connect: c.ZKConnect()}
 	}
 	if c.Secure {
 		inv.Note += "; secured: SASL_SSL (SCRAM-SHA-512), ZooKeeper SASL ACLs (kremedy uses the superDigest operator), SSH as " + OperatorUser + " with sudo"

@@ -63,13 +63,26 @@ func setValues(cmd *cobra.Command, args []string, toComplete string) ([]string, 
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
-func completeScenarios(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+// completeScenarios lists the scenarios; when --dir names a lab, only
+// those of its kind (ZooKeeper or KRaft).
+func completeScenarios(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	var mode lab.Modes
+	if f := cmd.Flags().Lookup("dir"); f != nil {
+		if l, err := lab.Open(f.Value.String()); err == nil {
+			mode = lab.ZooKeeperMode
+			if l.State.KRaft() {
+				mode = lab.KRaftMode
+			}
+		}
+	}
 	var out []string
 	for _, n := range lab.ScenarioOrder {
-		out = append(out, n+"\t"+lab.Scenarios[n].Summary)
+		if sc := lab.Scenarios[n]; mode == 0 || sc.Mode == mode {
+			out = append(out, n+"\t["+scenarioMode(sc)+" labs] "+sc.Summary)
+		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }

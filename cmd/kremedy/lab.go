@@ -15,9 +15,9 @@ import (
 func newLabCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
-		Short: "A local rehearsal cluster (real ZooKeeper, Kafka 2.4–3.9 and OpenSSH on loopback) that breaks like the incident",
+		Short: "A local rehearsal cluster (real ZooKeeper and Kafka 2.4–3.9, or KRaft on 3.9 and 4.x, and OpenSSH on loopback) that breaks like the incident",
 	}
-	cmd.AddCommand(newLabInstallCmd(), newLabUpCmd(), newLabStatusCmd(), newLabDownCmd(), newLabBrokerCmd(), newLabBreakCmd())
+	cmd.AddCommand(newLabInstallCmd(), newLabUpCmd(), newLabStatusCmd(), newLabDownCmd(), newLabBrokerCmd(), newLabControllerCmd(), newLabBreakCmd())
 	return group(cmd)
 }
 
@@ -45,14 +45,15 @@ func newLabInstallCmd() *cobra.Command {
 	var versions []string
 	var tested []string
 	for _, r := range lab.Releases {
-		tested = append(tested, r.Version)
+		tested = append(tested, fmt.Sprintf("%s (%s)", r.Version, r.Modes))
 	}
 	c := &cobra.Command{
 		Use:   "install",
 		Short: "Fetch Kafka releases and their classpath from Maven Central into the kremedy cache (one directory per release)",
 		Long: "Fetch Kafka releases and their classpath from Maven Central into the kremedy cache, one Kafka home per release,\n" +
-			"each with the logging backend its tarball ships and its own ZooKeeper. Tested releases: " + strings.Join(tested, ", ") +
-			".\nAny other ZooKeeper-mode release from 2.4.0 to 3.9.x is accepted, untested.",
+			"each with the logging backend its tarball ships (log4j 1.2 or reload4j up to 3.9, log4j2 from 4.0) and, up to 3.9,\n" +
+			"its own ZooKeeper (4.x has none: it runs KRaft only, `lab up --kraft`). Tested releases: " + strings.Join(tested, ", ") +
+			".\nAny other release from 2.4.0 (ZooKeeper mode up to 3.9.x; KRaft from 3.7) is accepted, untested.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if home != "" && len(versions) > 1 {
@@ -74,20 +75,27 @@ func newLabInstallCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringSliceVar(&versions, "kafka-version", []string{lab.KafkaVersion}, "releases to install (comma-separated or repeated), e.g. 2.7.2,2.8.2,3.9.2")
+	c.Flags().StringSliceVar(&versions, "kafka-version", []string{lab.KafkaVersion}, "releases to install (comma-separated or repeated), e.g. 2.7.2,2.8.2,3.9.2,4.1.2")
 	c.Flags().StringVar(&home, "kafka-home", "", "install into this Kafka home instead (libs/ is filled; default: the cache's kafka-VERSION)")
 	return c
 }
 
 func newLabUpCmd() *cobra.Command {
 	var dir string
+	var kraft bool
 	cfg := lab.DefaultConfig()
 	c := &cobra.Command{
 		Use:   "up",
-		Short: "Start (or resume) the lab; exit 0 once every broker is registered and a controller elected",
+		Short: "Start (or resume) the lab; exit 0 once every broker is registered and a controller elected (with --kraft: the quorum has a leader, every broker is unfenced)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := lab.Up(cmd.Context(), dir, cfg, cmd.Flags().Changed, cmd.OutOrStdout())
+			changed := cmd.Flags().Changed
+			if kraft {
+				if err := kraftFlags(changed, &cfg); err != nil {
+					return usageErr(err)
+				}
+			}
+			_, err := lab.Up(cmd.Context(), dir, cfg, changed, cmd.OutOrStdout())
 			return labErr(err)
 		},
 	}
@@ -98,12 +106,36 @@ func newLabUpCmd() *cobra.Command {
 	f.StringVar(&cfg.Chroot, "chroot", cfg.Chroot, "ZooKeeper chroot of the Kafka cluster")
 	f.IntVar(&cfg.LogDirsPerBroker, "log-dirs-per-broker", cfg.LogDirsPerBroker, "log.dirs entries per broker (JBOD)")
 	f.StringVar(&cfg.IBP, "ibp", "", "inter.broker.protocol.version (2.7: no topic IDs, the pre-2.8 behaviour)")
-	f.StringVar(&cfg.KafkaVersion, "kafka-version", "", "Kafka release to run, installed with `lab install --kafka-version` (default: --kafka-home, $KAFKA_HOME, then "+lab.KafkaVersion+")")
-	f.StringVar(&cfg.KafkaHome, "kafka-home", "", "an Apache Kafka 2.4–3.9 home (default $KAFKA_HOME, then the `lab install` cache)")
+	f.StringVar(&cfg.KafkaVersion, "kafka-version", "", "Kafka release to run, installed with `lab install --kafka-version` (default: --kafka-home, $KAFKA_HOME, then "+lab.KafkaVersion+"); 4.x needs --kraft")
+	f.StringVar(&cfg.KafkaHome, "kafka-home", "", "an Apache Kafka 2.4–4.x home (default $KAFKA_HOME, then the `lab install` cache)")
 	f.BoolVar(&cfg.Secure, "secure", false, "a secured cluster: SASL_SSL (SCRAM-SHA-512, TLS from a lab CA, JKS and PKCS12 keystores), ZooKeeper SASL with ACLs, brokers run as "+lab.ServiceUser+", SSH as "+lab.OperatorUser+" with sudo (needs root and `make lab-users`)")
-	f.IntVar(&cfg.KRaftControllers, "kraft-controllers", 0, "provision a KRaft controller quorum of this many (1, 3 or 5) for the ZooKeeper → KRaft migration: own hosts 127.NET.3.K with sshd, formatted with the cluster's id, not started (the zk-to-kraft runbook starts them); the brokers' server.properties are then written once and left to the runbook")
+	f.IntVar(&cfg.KRaftControllers, "kraft-controllers", 0, "provision a KRaft controller quorum of this many (1, 3 or 5) for the ZooKeeper → KRaft migration: own hosts 127.NET.3.K with sshd, formatted with the cluster's id, not started (the zk-to-kraft runbook starts them); the brokers' server.properties are then written once and left to the runbook. With --kraft: the cluster's quorum (default 3)")
+	f.BoolVar(&kraft, "kraft", false, "a KRaft-only cluster (Kafka 3.7+, the only mode of 4.x): --kraft-controllers controllers (node.id 3001…, hosts 127.NET.3.K with sshd) and --brokers brokers in KRaft mode, every node formatted with kafka-storage, no ZooKeeper")
 	f.IntVar(&cfg.Net, "net", 0, "second octet of the lab's loopback addresses (127.NET.1.N), to run a second lab beside the first")
 	return c
+}
+
+// kraftFlags turns the flags of `lab up --kraft` into a KRaft lab's config,
+// refusing the ones a KRaft lab has no use for.
+func kraftFlags(changed func(string) bool, cfg *lab.Config) error {
+	for _, f := range []struct{ flag, why string }{
+		{"zookeepers", "a KRaft lab runs no ZooKeeper"},
+		{"chroot", "a KRaft lab has no ZooKeeper to chroot"},
+		{"ibp", "a KRaft cluster has metadata.version, not inter.broker.protocol.version"},
+	} {
+		if changed(f.flag) {
+			return fmt.Errorf("--kraft with --%s: %s; leave --%s out", f.flag, f.why, f.flag)
+		}
+	}
+	if cfg.Secure {
+		return fmt.Errorf("--kraft with --secure: not yet: the secured KRaft lab is issue 27's")
+	}
+	k := lab.KRaftConfig()
+	cfg.KRaft, cfg.ZooKeepers, cfg.Chroot = true, 0, ""
+	if !changed("kraft-controllers") {
+		cfg.KRaftControllers = k.KRaftControllers
+	}
+	return nil
 }
 
 func openLab(dir string) (*lab.Lab, error) {
@@ -178,6 +210,34 @@ func newLabBrokerCmd() *cobra.Command {
 	return c
 }
 
+func newLabControllerCmd() *cobra.Command {
+	var dir string
+	c := &cobra.Command{
+		Use:       "controller stop|start ID",
+		Short:     "Run one KRaft controller's stop or start command over SSH, as an operator would (ID: its node.id 3001… or its number 1…)",
+		Args:      cobra.ExactArgs(2),
+		ValidArgs: []string{"stop", "start"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			action := args[0]
+			if action != "stop" && action != "start" {
+				return usageErr(fmt.Errorf("unknown action %q: use stop or start", action))
+			}
+			l, err := openLab(dir)
+			if err != nil {
+				return err
+			}
+			k, err := l.ControllerNumber(args[1])
+			if err != nil {
+				return labErr(err)
+			}
+			err = l.ControllerCommand(cmd.Context(), k, action, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
+			return labErr(err)
+		},
+	}
+	addDirFlag(c, &dir)
+	return c
+}
+
 func newLabBreakCmd() *cobra.Command {
 	var dir, topic string
 	c := &cobra.Command{
@@ -221,10 +281,19 @@ func scenarioNames() string {
 	return s
 }
 
+// scenarioMode names the kind of lab a scenario breaks.
+func scenarioMode(sc lab.Scenario) string {
+	if sc.Mode == lab.KRaftMode {
+		return "KRaft"
+	}
+	return "ZooKeeper"
+}
+
 func scenarioHelp() string {
 	s := ""
 	for _, n := range lab.ScenarioOrder {
-		s += fmt.Sprintf("  %-16s %s\n", n, lab.Scenarios[n].Summary)
+		sc := lab.Scenarios[n]
+		s += fmt.Sprintf("  %-26s [%s labs] %s\n", n, scenarioMode(sc), sc.Summary)
 	}
 	return s
 }
