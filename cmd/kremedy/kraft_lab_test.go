@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -123,6 +125,7 @@ func kraftLabOf(t *testing.T, v string, net int) {
 	kraftIsKRaft(t, l, dir, kc)
 	kraftRoundTrip(t, l, kc)
 	kraftInventory(t, l)
+	kraftKremedySees(t, l)
 	if r := kremedy(t, "lab", "status", "--dir", dir); r.code != 0 || !strings.Contains(r.out, "quorum leader") || strings.Contains(r.out, "DOWN") {
 		t.Fatalf("lab status of a healthy KRaft lab: exit %d\n%s", r.code, r.out)
 	}
@@ -375,6 +378,11 @@ func kraftStrayLogs(t *testing.T, l *lab.Lab, kc *kafka.Client) {
 		}
 	}
 	t.Logf("stray-logs on %s: %s", l.State.Kafka, strings.Join(ss, ", "))
+	d := kraftDiagnose(t, l, exitFailed, diagnose.FindStrayLogs)
+	f := findingOf(d, diagnose.FindStrayLogs)
+	if !slices.Contains(f.Brokers, rep.Victim) || !strings.Contains(strings.Join(f.Evidence, "\n"), "old topic id "+rep.OldID) || !strings.Contains(strings.Join(f.Evidence, "\n"), "is in sync on it") {
+		t.Fatalf("the stray finding on Kafka %s: %+v", l.State.Kafka, f)
+	}
 }
 
 func kraftMissingPartitionMetadata(t *testing.T, l *lab.Lab, kc *kafka.Client) {
@@ -392,6 +400,9 @@ func kraftMissingPartitionMetadata(t *testing.T, l *lab.Lab, kc *kafka.Client) {
 		t.Fatalf("the recreated %s has topic id %q, want %s", live, id, rep.OldID)
 	}
 	t.Logf("missing-partition-metadata on %s: %s", l.State.Kafka, ss[0])
+	if f := findingOf(kraftDiagnose(t, l, exitFailed, diagnose.FindStrayLogs), diagnose.FindStrayLogs); !strings.Contains(strings.Join(f.Evidence, "\n"), ss[0]+": ") || !strings.Contains(strings.Join(f.Evidence, "\n"), "none (no partition.metadata)") {
+		t.Fatalf("the stray finding does not name %s without partition.metadata: %+v", ss[0], f)
+	}
 }
 
 func kraftControllerDown(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string) {
@@ -411,6 +422,10 @@ func kraftControllerDown(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string)
 	}
 	if q.Leader == rep.Victim || len(q.Voters) != 3 {
 		t.Fatalf("quorum: leader %d, %d voters", q.Leader, len(q.Voters))
+	}
+	f := findingOf(kraftDiagnose(t, l, exitFailed, diagnose.FindQuorumMargin), diagnose.FindQuorumMargin)
+	if f.Severity != diagnose.Critical || !slices.Equal(f.Brokers, []int32{rep.Victim}) || !strings.Contains(f.Summary, "tolerates 0 more lost") {
+		t.Fatalf("the quorum finding with controller %d killed: %+v", rep.Victim, f)
 	}
 	if r := kremedy(t, "lab", "controller", "start", strconv.Itoa(int(rep.Victim)), "--dir", dir); r.code != 0 {
 		t.Fatalf("lab controller start %d: exit %d\n%s", rep.Victim, r.code, r.out)
@@ -438,11 +453,84 @@ func kraftBrokerDown(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string, up 
 			t.Fatalf("payments-%d: isr %v with broker %d down", p, pv.ISR, rep.Victim)
 		}
 	}
+	d := kraftDiagnose(t, l, exitFailed)
+	var cause *diagnose.Finding
+	for _, c := range d.Causes() {
+		if (c.Kind == diagnose.FindBrokerDown || c.Kind == diagnose.FindBrokerFenced) && slices.Equal(c.Brokers, []int32{rep.Victim}) {
+			cause = &c
+		}
+	}
+	if cause == nil || len(d.Explained(cause.ID)) == 0 {
+		t.Fatalf("broker %d stopped: no broker-down/broker-fenced cause explaining its partitions: %+v", rep.Victim, d.Findings)
+	}
 	r := kremedy(t, up...)
 	if r.code != 0 || !strings.Contains(r.out, fmt.Sprintf("broker    %d", rep.Victim)) {
 		t.Fatalf("lab up after broker-down: exit %d\n%s", r.code, r.out)
 	}
 	t.Logf("FIGURE lab up --kraft (restarting one stopped broker, Kafka %s) took %.1fs", l.State.Kafka, r.took.Seconds())
+}
+
+// kraftKremedySees: kremedy reaches every part of the lab's KRaft inventory
+// (inventory check), diagnoses the healthy lab clean, and writes an
+// inventory from the running cluster that passes the same check.
+func kraftKremedySees(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	if r := kremedy(t, "inventory", "check", "--inventory", l.InventoryPath()); r.code != 0 || strings.Contains(r.out, "zookeeper") {
+		t.Fatalf("inventory check of the KRaft lab: exit %d\n%s", r.code, r.out)
+	}
+	if d := kraftDiagnose(t, l, 0); !d.Healthy || len(d.Findings) != 0 || d.Quorum == nil || d.Quorum.Leader < 3001 {
+		t.Fatalf("diagnose of the healthy KRaft lab: %+v", d)
+	}
+	inv, err := inventory.Load(l.InventoryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "init.yaml")
+	r := kremedy(t, "inventory", "init", "--bootstrap", inv.Kafka.Bootstrap[0], "--ssh-user", inv.SSH.User, "--ssh-port", strconv.Itoa(inv.SSH.Port),
+		"--identity-file", inv.SSH.IdentityFile, "--known-hosts", inv.SSH.KnownHosts, "--ssh-config", "none", "--name", inv.Name, "-o", out)
+	if r.code != 0 {
+		t.Fatalf("inventory init --bootstrap on the KRaft lab: exit %d\n%s", r.code, r.out)
+	}
+	got, err := inventory.Load(out)
+	if err != nil || !got.KRaft() || len(got.Brokers) != 3 || len(got.KRaftControllers) != 3 {
+		t.Fatalf("inventory init wrote %+v, %v", got, err)
+	}
+	if r := kremedy(t, "inventory", "check", "--inventory", out); r.code != 0 {
+		t.Fatalf("inventory check of what init wrote: exit %d\n%s", r.code, r.out)
+	}
+}
+
+// kraftDiagnose runs `kremedy diagnose --json` with the lab's inventory,
+// wants exit code and, among the findings, each kind of want.
+func kraftDiagnose(t *testing.T, l *lab.Lab, code int, want ...string) *diagnose.Diagnosis {
+	t.Helper()
+	r := kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--json")
+	var d diagnose.Diagnosis
+	i := strings.Index(r.out, "{")
+	if i < 0 || json.Unmarshal([]byte(r.out[i:strings.LastIndex(r.out, "}")+1]), &d) != nil || r.code != code {
+		t.Fatalf("diagnose of the KRaft lab: exit %d, want %d\n%s", r.code, code, r.out)
+	}
+	for _, k := range want {
+		if findingOf(&d, k) == nil {
+			t.Fatalf("diagnose of the KRaft lab (Kafka %s) has no %s finding: %+v", l.State.Kafka, k, d.Findings)
+		}
+	}
+	for _, f := range d.Findings {
+		if strings.Contains(f.Summary+strings.Join(f.Evidence, " "), "__cluster_metadata") {
+			t.Fatalf("a finding about Kafka's own metadata log: %+v", f)
+		}
+	}
+	t.Logf("FIGURE kremedy diagnose of the KRaft lab (Kafka %s) took %s: %d findings", l.State.Kafka, d.Took, len(d.Findings))
+	return &d
+}
+
+func findingOf(d *diagnose.Diagnosis, kind string) *diagnose.Finding {
+	for i := range d.Findings {
+		if d.Findings[i].Kind == kind {
+			return &d.Findings[i]
+		}
+	}
+	return nil
 }
 
 // kraftBreak runs a scenario through the CLI's engine (lab.Scenarios) and

@@ -230,7 +230,7 @@ func (c *Client) BrokerConfig(ctx context.Context, broker int32, key string) (st
 			}
 		}
 	}
-	return "", fmt.Errorf("broker %d does not report %s", broker, key)
+	return "", fmt.Errorf("broker %d does not report %s: %w", broker, key, ports.ErrNoConfig)
 }
 
 // Offsets asks one broker for a partition's earliest and latest offsets.
@@ -497,7 +497,8 @@ func (c *Client) release(ctx context.Context, id int32) ports.BrokerRelease {
 	r.Release30 = maxOf[kmsg.ListOffsets.Int16()] >= 7
 	r.Guess = kversion.FromApiVersionsResponse(resp).VersionGuess()
 	ibp, err := c.BrokerConfig(rctx, id, "inter.broker.protocol.version")
-	if err != nil {
+	if err != nil && !errors.Is(err, ports.ErrNoConfig) {
+		// A 4.x broker has no IBP (metadata.version took its place): "".
 		r.Err = err.Error()
 	}
 	r.IBP = ibp

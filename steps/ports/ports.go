@@ -354,6 +354,9 @@ var (
 	// ErrCheckFailed: a condition kremedy checked or waited for does not
 	// hold.
 	ErrCheckFailed = errors.New("check failed")
+	// ErrNoConfig: the broker answered DescribeConfigs without that key (a
+	// config its release does not have, such as the IBP on Kafka 4.x).
+	ErrNoConfig = errors.New("no such config")
 	// ErrUnhosted: every broker answered that it hosts no replica of the
 	// partition (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
 	ErrUnhosted = errors.New("no broker hosts it")

@@ -228,7 +228,7 @@ func (k *Kafka) BrokerConfig(_ context.Context, _ int32, key string) (string, er
 	if v, ok := k.Configs[key]; ok {
 		return v, nil
 	}
-	return "", fmt.Errorf("unknown config %s", key)
+	return "", fmt.Errorf("unknown config %s: %w", key, ports.ErrNoConfig)
 }
 
 // CreateTopic writes the topic's znode and its partitions' state znodes

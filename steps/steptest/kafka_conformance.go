@@ -238,8 +238,8 @@ var kafkaCases = []struct {
 					t.Errorf("broker %d %s = %q %v, want %q", b, key, v, err, KafkaConformanceConfigs[key])
 				}
 			}
-			if v, err := c.Kafka.BrokerConfig(c.ctx, b, "kremedy.no.such.config"); err == nil {
-				t.Errorf("broker %d has kremedy.no.such.config = %q, want an error", b, v)
+			if v, err := c.Kafka.BrokerConfig(c.ctx, b, "kremedy.no.such.config"); !errors.Is(err, ports.ErrNoConfig) {
+				t.Errorf("broker %d has kremedy.no.such.config = %q (%v), want an error wrapping ports.ErrNoConfig", b, v, err)
 			}
 		}
 	}},
