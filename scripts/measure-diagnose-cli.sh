@@ -24,13 +24,13 @@ boot=$(python3 -c 'import sys,re; t=open(sys.argv[1]).read(); print(re.search(r"
 cp="$home/libs/*:$tools/*"
 log4j=(-Dlog4j.configuration=file:/dev/null -Dlog4j2.configurationFile=/dev/null)
 cli() {
-  java "${log4j[@]}" -cp "$cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$boot" --describe >/dev/null
-  java "${log4j[@]}" -cp "$cp" org.apache.kafka.tools.LogDirsCommand --bootstrap-server "$boot" --describe >/dev/null
+  java "${log4j[@]}" -cp "$cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$boot" --describe >/dev/null 2>&1
+  java "${log4j[@]}" -cp "$cp" org.apache.kafka.tools.LogDirsCommand --bootstrap-server "$boot" --describe >/dev/null 2>&1
   if [ "$kraft" = True ]; then
-    java "${log4j[@]}" -cp "$cp" org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$boot" describe --status >/dev/null
+    java "${log4j[@]}" -cp "$cp" org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$boot" describe --status >/dev/null 2>&1
   fi
 }
-kremedy() { bin/kremedy diagnose --inventory "$lab/inventory.yaml" >/dev/null || true; }
+kremedy() { bin/kremedy diagnose --inventory "$lab/inventory.yaml" >/dev/null 2>&1 || true; }
 ms() { local s=$(date +%s%N); "$@"; echo $(( ($(date +%s%N) - s) / 1000000 )); }
 k=(); c=()
 for i in $(seq 1 "$n"); do
