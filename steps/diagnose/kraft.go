@@ -88,6 +88,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	for _, name := range names {
 		g.partitions(name)
 	}
+	g.eligibleLeaders(ctx)
 	g.features(ctx, live)
 	if disks != nil {
 		<-disksDone
@@ -440,6 +441,41 @@ func (g *kraftDiag) partitions(name string) {
 			Summary:  fmt.Sprintf("%d partitions of %q are below min.insync.replicas: acks=all producers fail", len(underMin), name),
 			Evidence: minEv,
 			Fix:      "restore the missing replicas (bring their brokers back)"})
+	}
+}
+
+// eligibleLeaders adds, to every offline or under-min-ISR partition's
+// finding, its eligible leader replicas (KIP-966: replicas that left the
+// ISR while it was below min.insync.replicas, which a clean election may
+// still pick), where the brokers' release answers DescribeTopicPartitions.
+func (g *kraftDiag) eligibleLeaders(ctx context.Context) {
+	var topics []string
+	for _, f := range g.d.Findings {
+		if (f.Kind == FindOffline || f.Kind == FindUnderMinISR) && !slices.Contains(topics, f.Topic) {
+			topics = append(topics, f.Topic)
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	elr, err := g.c.Kafka.EligibleLeaders(ctx, topics)
+	if err != nil {
+		g.d.Methods = append(g.d.Methods, "eligible leader replicas: not read ("+err.Error()+")")
+		return
+	}
+	for i, f := range g.d.Findings {
+		if f.Kind != FindOffline && f.Kind != FindUnderMinISR {
+			continue
+		}
+		for _, p := range f.Partitions {
+			e := elr[f.Topic][p]
+			switch {
+			case len(e.Eligible) > 0:
+				g.d.Findings[i].Evidence = append(g.d.Findings[i].Evidence, fmt.Sprintf("%s-%d: eligible leader replicas %s: a clean election may pick them (KIP-966)", f.Topic, p, fmt.Sprint(e.Eligible)))
+			case len(e.LastKnown) > 0:
+				g.d.Findings[i].Evidence = append(g.d.Findings[i].Evidence, fmt.Sprintf("%s-%d: no eligible leader replica; last known %s", f.Topic, p, fmt.Sprint(e.LastKnown)))
+			}
+		}
 	}
 }
 

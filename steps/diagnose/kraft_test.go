@@ -56,6 +56,10 @@ func TestKRaftDiagnosis(t *testing.T) {
 		"a log without partition.metadata": {func(c *steptest.Cluster) {
 			c.Hosts.AddDir(1, "/data/k2", "orders-v2-0", "")
 		}, []string{"missing-partition-metadata:[1]"}, false, nil},
+		"below min.insync.replicas, with eligible leaders": {func(c *steptest.Cluster) {
+			c.ZK.Put(kafkazk.PartitionStatePath("orders", 0), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":2,"isr":[1]}`)
+			c.Kafka.ELRs = map[string]map[int32]ports.ELR{"orders": {0: {Eligible: []int32{2, 3}}}}
+		}, []string{"under-min-isr:orders", "under-replicated:orders"}, false, []string{"orders-0: eligible leader replicas [2 3]: a clean election may pick them"}},
 		"metadata.version below the release": {func(c *steptest.Cluster) {
 			c.Kafka.FeatureLevels = map[string]int16{"metadata.version": 21, "kraft.version": 0}
 			c.Kafka.FeatureRange = map[string][2]int16{"metadata.version": {7, 27}, "kraft.version": {0, 1}}

@@ -693,3 +693,58 @@ func (c *Client) TopicOverrides(ctx context.Context, key string, topics []string
 	}
 	return out, nil
 }
+
+// EligibleLeaders pages through DescribeTopicPartitions for the topics'
+// eligible leader replicas (KIP-966), when every broker answers it.
+func (c *Client) EligibleLeaders(ctx context.Context, topics []string) (map[string]map[int32]ports.ELR, error) {
+	out := map[string]map[int32]ports.ELR{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	vs, err := c.adm.ApiVersions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("api versions: %w", err)
+	}
+	supported := len(vs) > 0
+	vs.Each(func(v kadm.BrokerApiVersions) {
+		if _, ok := v.KeyMaxVersion(kmsg.DescribeTopicPartitions.Int16()); v.Err != nil || !ok {
+			supported = false
+		}
+	})
+	if !supported {
+		return nil, fmt.Errorf("DescribeTopicPartitions: %w (Kafka 3.8+)", ports.ErrUnsupported)
+	}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.ResponsePartitionLimit = 2000
+	for _, t := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = t
+		req.Topics = append(req.Topics, rt)
+	}
+	for range 10000 { // pages: bounded, as every loop that asks a cluster
+		resp, err := req.RequestWith(ctx, c.cl)
+		if err != nil {
+			return nil, fmt.Errorf("describe topic partitions: %w", err)
+		}
+		for _, t := range resp.Topics {
+			if t.Topic == nil || kerr.ErrorForCode(t.ErrorCode) != nil {
+				continue
+			}
+			m := out[*t.Topic]
+			if m == nil {
+				m = map[int32]ports.ELR{}
+				out[*t.Topic] = m
+			}
+			for _, p := range t.Partitions {
+				m[p.Partition] = ports.ELR{Eligible: p.EligibleLeaderReplicas, LastKnown: p.LastKnownELR}
+			}
+		}
+		if resp.NextCursor == nil {
+			return out, nil
+		}
+		cur := kmsg.NewDescribeTopicPartitionsRequestCursor()
+		cur.Topic, cur.Partition = resp.NextCursor.Topic, resp.NextCursor.Partition
+		req.Cursor = &cur
+	}
+	return out, errors.New("describe topic partitions: more than 10000 pages")
+}

@@ -187,6 +187,18 @@ type Kafka interface {
 	// override set on the topic; topics without one are absent), asked
 	// over Kafka (DescribeConfigs): the one source in KRaft mode.
 	TopicOverrides(ctx context.Context, key string, topics []string) (map[string]string, error)
+	// EligibleLeaders asks for the topics' partitions' eligible leader
+	// replicas (DescribeTopicPartitions, KIP-966, Kafka 3.8+): replicas a
+	// clean election may pick although they left the ISR. A cluster whose
+	// brokers do not answer it is ErrUnsupported.
+	EligibleLeaders(ctx context.Context, topics []string) (map[string]map[int32]ELR, error)
+}
+
+// ELR is one partition's eligible leader replicas and the last ones known
+// (KIP-966).
+type ELR struct {
+	Eligible  []int32 `json:"eligible,omitempty"`
+	LastKnown []int32 `json:"last_known,omitempty"`
 }
 
 // ClusterView is the cluster as DescribeCluster describes it.
@@ -354,6 +366,8 @@ var (
 	// ErrCheckFailed: a condition kremedy checked or waited for does not
 	// hold.
 	ErrCheckFailed = errors.New("check failed")
+	// ErrUnsupported: the cluster's release does not answer the request.
+	ErrUnsupported = errors.New("not supported by the brokers' release")
 	// ErrNoConfig: the broker answered DescribeConfigs without that key (a
 	// config its release does not have, such as the IBP on Kafka 4.x).
 	ErrNoConfig = errors.New("no such config")

@@ -58,6 +58,10 @@ type Kafka struct {
 	// levels every running broker supports (Features).
 	FeatureLevels map[string]int16
 	FeatureRange  map[string][2]int16
+	// ELRs are partitions' eligible leader replicas (EligibleLeaders);
+	// NoELR makes the brokers a release without DescribeTopicPartitions.
+	ELRs  map[string]map[int32]ports.ELR
+	NoELR bool
 	// Live, when set, is the brokers every Metadata answer lists instead
 	// of ZooKeeper's registrations (KRaft brokers register with the
 	// controllers, not in ZooKeeper).
@@ -561,6 +565,29 @@ func (k *Kafka) TopicOverrides(ctx context.Context, key string, topics []string)
 				out[t] = v
 			}
 		}
+	}
+	return out, nil
+}
+
+// EligibleLeaders answers ELRs for the topics that exist, every partition
+// (empty when the test set none); NoELR is a release without it.
+func (k *Kafka) EligibleLeaders(ctx context.Context, topics []string) (map[string]map[int32]ports.ELR, error) {
+	if k.NoELR {
+		return nil, fmt.Errorf("DescribeTopicPartitions: %w", ports.ErrUnsupported)
+	}
+	out := map[string]map[int32]ports.ELR{}
+	for _, t := range topics {
+		tv := k.truth(ctx, t)
+		if !tv.Present() {
+			continue
+		}
+		m := map[int32]ports.ELR{}
+		k.mu.Lock()
+		for p := range tv.Partitions {
+			m[p] = k.ELRs[t][p]
+		}
+		k.mu.Unlock()
+		out[t] = m
 	}
 	return out, nil
 }

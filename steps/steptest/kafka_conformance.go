@@ -65,7 +65,8 @@ type KafkaSubject struct {
 // DescribeCluster (the running brokers in order, unfenced, with host and
 // port; a controller among them; a cluster id); a topic's own config
 // override (and none for a topic that inherits); Features answered by every
-// running broker, a broker nobody runs in its errors.
+// running broker, a broker nobody runs in its errors; eligible leader
+// replicas (DescribeTopicPartitions) of a healthy topic: none.
 //
 // It does not cover, because one side cannot honestly do it:
 //   - partitions under-replicated, offline or leaderless, leader epochs
@@ -349,6 +350,21 @@ var kafkaCases = []struct {
 		}
 		if got, err := c.Kafka.TopicOverrides(c.ctx, "min.insync.replicas", nil); err != nil || len(got) != 0 {
 			t.Fatalf("no topics asked: %v %v", got, err)
+		}
+	}},
+	{"eligible leaders", func(t *testing.T, c *conformant) {
+		c.create(t, "elr", nil, 2, 3)
+		got, err := c.Kafka.EligibleLeaders(c.ctx, []string{"elr", "kremedy-no-such-topic"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || len(got["elr"]) != 2 {
+			t.Fatalf("ELRs %+v: want both partitions of elr, nothing of a topic that does not exist", got)
+		}
+		for p, e := range got["elr"] {
+			if len(e.Eligible) != 0 {
+				t.Errorf("elr-%d: ELR %v on a healthy partition (its ISR is whole)", p, e.Eligible)
+			}
 		}
 	}},
 	{"features", func(t *testing.T, c *conformant) {
