@@ -498,7 +498,7 @@ func TestZKToKRaftLab(t *testing.T) {
 	}
 	r = kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--json")
 	var d diagnose.Diagnosis
-	if err := json.Unmarshal([]byte(r.out[strings.Index(r.out, "{"):]), &d); err != nil || r.code != exitFailed {
+	if err := json.Unmarshal([]byte(r.out[strings.Index(r.out, "{"):strings.LastIndex(r.out, "}")+1]), &d); err != nil || r.code != exitFailed {
 		t.Fatalf("diagnose with the ZooKeeper-mode inventory: exit %d, %v\n%s", r.code, err, r.out)
 	}
 	if len(d.Findings) != 1 || d.Findings[0].Kind != diagnose.FindMigratedToKRaft || strings.Contains(r.out, "__cluster_metadata") {

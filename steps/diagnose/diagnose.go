@@ -223,7 +223,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 // ZooKeeper because they are KRaft brokers, not because they are down, and
 // its disks hold Kafka's own metadata log, not a ghost.
 func migratedDiagnosis(c ports.Cluster, o Options, kraftController int32, start time.Time) *Diagnosis {
-	d := &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic, Controller: kraftController}
+	d := &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic, Controller: kraftController, Brokers: []int32{}}
 	d.Findings = linkCauses([]Finding{{Kind: FindMigratedToKRaft, Severity: Warning,
 		Summary: "this cluster runs in KRaft mode since its migration from ZooKeeper (dual-write or finalized): this ZooKeeper-mode inventory no longer describes it",
 		Evidence: []string{fmt.Sprintf("%s%s is held by KRaft controller %d (kraftControllerEpoch set)", c.ZK.Chroot(), kafkazk.ControllerPath, kraftController),
