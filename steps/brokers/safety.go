@@ -66,19 +66,17 @@ func PartitionsOfState(st *kafkazk.ClusterState) []Partition {
 }
 
 // PartitionsOfView reads every partition of one broker's Metadata answer
-// for the rule, in topic and partition order. A partition with a replica
-// on an offline log dir has no usable leader for the rule (offline).
+// for the rule, in topic and partition order. A replica Metadata calls
+// offline (its broker fenced or down, its log dir failed) is out of the
+// ISR already: the rule counts the ISR, and a partition is offline when it
+// has no leader.
 func PartitionsOfView(v ports.BrokerView) []Partition {
 	var out []Partition
 	for _, name := range slices.Sorted(maps.Keys(v.Topics)) {
 		t := v.Topics[name]
 		for _, p := range slices.Sorted(maps.Keys(t.Partitions)) {
 			pv := t.Partitions[p]
-			leader := pv.Leader
-			if pv.IsOffline() {
-				leader = -1
-			}
-			out = append(out, Partition{Topic: name, Partition: p, Replicas: pv.Replicas, ISR: pv.ISR, Leader: leader})
+			out = append(out, Partition{Topic: name, Partition: p, Replicas: pv.Replicas, ISR: pv.ISR, Leader: pv.Leader})
 		}
 	}
 	return out

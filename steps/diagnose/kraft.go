@@ -76,7 +76,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	g.quorum(ctx)
 	g.d.Releases = brokers.Probe(ctx, c.Kafka, live)
 	g.d.Methods = g.d.Releases.Methods()
-	g.brokers()
+	g.brokers(ctx)
 	var topics []string
 	if o.Topic != "" {
 		topics = []string{o.Topic}
@@ -257,7 +257,7 @@ func voterIDsOf(vs []ports.Voter) string {
 
 // brokers: every inventory broker registered with the controllers and
 // unfenced; a broker missing or fenced is the cause of what it explains.
-func (g *kraftDiag) brokers() {
+func (g *kraftDiag) brokers(ctx context.Context) {
 	listed := map[int32]ports.BrokerNode{}
 	for _, b := range g.cv.Brokers {
 		listed[b.ID] = b
@@ -273,6 +273,13 @@ func (g *kraftDiag) brokers() {
 			g.add(Finding{Kind: FindBrokerDown, Severity: Critical, Brokers: []int32{h.ID},
 				Summary:  fmt.Sprintf("broker %d is down: it is in the inventory but not registered with the controllers", h.ID),
 				Evidence: []string{fmt.Sprintf("broker %d (host %s in the inventory)", h.ID, h.Host), ev},
+				Fix:      fmt.Sprintf("start broker %d again (its start command; its server log says why it stopped). Its partitions catch up by themselves once it is back", h.ID),
+				DoNot:    "do not reassign partitions or clean up logs because a broker is down"})
+		case b.Fenced && !g.c.Kafka.Listening(ctx, fmt.Sprintf("%s:%d", b.Host, b.Port)):
+			// Stopped: its registration outlives the process, fenced.
+			g.add(Finding{Kind: FindBrokerDown, Severity: Critical, Brokers: []int32{h.ID},
+				Summary:  fmt.Sprintf("broker %d is down: its registration with the controllers is fenced and nothing accepts connections at %s:%d", h.ID, b.Host, b.Port),
+				Evidence: []string{fmt.Sprintf("DescribeCluster: broker %d (%s:%d) fenced; its listener refuses connections", b.ID, b.Host, b.Port)},
 				Fix:      fmt.Sprintf("start broker %d again (its start command; its server log says why it stopped). Its partitions catch up by themselves once it is back", h.ID),
 				DoNot:    "do not reassign partitions or clean up logs because a broker is down"})
 		case b.Fenced:
@@ -408,17 +415,23 @@ func (g *kraftDiag) partitions(name string) {
 	for _, p := range slices.Sorted(maps.Keys(t.Partitions)) {
 		pv := t.Partitions[p]
 		missing := without(pv.Replicas, pv.ISR)
+		// Offline is no leader: a KRaft broker lists the replicas of fenced
+		// brokers as offline replicas while the partition still has one.
+		off := ""
+		if len(pv.Offline) > 0 {
+			off = ", offline replicas " + fmt.Sprint(pv.Offline)
+		}
 		switch {
-		case pv.IsOffline():
+		case pv.Leader < 0:
 			offline = append(offline, p)
-			offEv = append(offEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s, offline replicas %s", name, p, pv.Leader, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR), fmt.Sprint(pv.Offline)))
+			offEv = append(offEv, fmt.Sprintf("%s-%d: no leader, replicas %s, isr %s%s", name, p, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR), off))
 			offB = append(offB, missing...)
 		case len(pv.ISR) < len(pv.Replicas):
 			urp = append(urp, p)
-			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s", name, p, pv.Leader, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR)))
+			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s%s", name, p, pv.Leader, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR), off))
 			urpB = append(urpB, missing...)
 		}
-		if !pv.IsOffline() && len(pv.ISR) < minISR {
+		if pv.Leader >= 0 && len(pv.ISR) < minISR {
 			underMin = append(underMin, p)
 			minEv = append(minEv, fmt.Sprintf("%s-%d: isr %s < min.insync.replicas %d", name, p, fmt.Sprint(pv.ISR), minISR))
 			minB = append(minB, missing...)
