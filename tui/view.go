@@ -479,7 +479,7 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 	if sv.note != "" && sv.err == nil && !(sv.plan != nil && sv.plan.NoOp) {
 		add(wrap("Note: "+sv.note, w, "", "  ")...)
 	}
-	if sv.progress != "" && sv.state == steps.Running {
+	if sv.progress != "" && (sv.state == steps.Running || sv.state == steps.Confirming) {
 		add(styled(st.Warn, wrap("Waiting: "+sv.progress, w, "", "  "))...)
 	}
 	if sv.err != nil {
@@ -676,6 +676,9 @@ func (m *Model) activity(sv *stepView) string {
 		}
 		return m.spin.View() + fmt.Sprintf(" Running %s · %s — q stops it cleanly (resumable).", sv.info.ID, m.duration(sv))
 	case steps.Confirming:
+		if sv.progress != "" { // confirmed; a policy waits for another person
+			return m.spin.View() + fmt.Sprintf(" %s — q stops it cleanly (resumable).", sv.progress)
+		}
 		return m.spin.View() + fmt.Sprintf(" Preparing the confirmation of %s…", sv.info.ID)
 	default:
 		return m.spin.View() + " Working…"
