@@ -96,8 +96,12 @@ type lines struct {
 	evs []steps.Event
 }
 
-func (l *lines) log(step, text string) { l.mu.Lock(); l.all = append(l.all, step+": "+text); l.mu.Unlock() }
-func (l *lines) Report(e steps.Event)  { l.mu.Lock(); l.evs = append(l.evs, e); l.mu.Unlock() }
+func (l *lines) log(step, text string) {
+	l.mu.Lock()
+	l.all = append(l.all, step+": "+text)
+	l.mu.Unlock()
+}
+func (l *lines) Report(e steps.Event) { l.mu.Lock(); l.evs = append(l.evs, e); l.mu.Unlock() }
 func (l *lines) text() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -345,7 +349,7 @@ func TestARunWaitsForTheSecondApproval(t *testing.T) {
 					}
 				}
 				time.Sleep(200 * time.Millisecond) // it waits: nothing is done meanwhile
-				wantApplies := 0 // nothing of the step before its approval
+				wantApplies := 0                   // nothing of the step before its approval
 				if prev != "" {
 					wantApplies = 1 // the apply that found the plan stale
 				}
