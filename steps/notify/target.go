@@ -3,9 +3,9 @@ package notify
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"strings"
+
+	"github.com/kremedy/kremedy/internal/webhook"
 )
 
 // Format is the body a webhook gets.
@@ -52,10 +52,7 @@ var ErrTarget = errors.New("not a webhook kremedy can notify")
 
 // IsSlack reports whether u is a Slack incoming webhook
 // (https://hooks.slack.com/services/…), whose URL is its secret.
-func IsSlack(u string) bool {
-	p, err := url.Parse(u)
-	return err == nil && strings.EqualFold(p.Hostname(), "hooks.slack.com") && strings.HasPrefix(p.Path, "/services/")
-}
+func IsSlack(u string) bool { return webhook.IsSlack(u) }
 
 // Check refuses what kremedy must not POST to: not an absolute http(s)
 // URL, a user and password in it, or a token that would travel in clear
@@ -69,19 +66,12 @@ func (t Target) Check() error {
 		return fmt.Errorf("%w: %s: use an http:// or https:// URL with a host", ErrTarget, Name(t.URL))
 	case u.User != nil:
 		return fmt.Errorf("%w: %s has a user or password in it; give a bearer token from an environment variable or a file instead", ErrTarget, Name(t.URL))
-	case t.Token != "" && u.Scheme == "http" && !loopback(u.Hostname()):
+	case t.Token != "" && u.Scheme == "http" && !webhook.Loopback(u.Hostname()):
 		return fmt.Errorf("%w: %s: a token is sent over https only (or to this machine's loopback); nothing was sent", ErrTarget, Name(t.URL))
 	}
 	return nil
 }
 
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // format is the body t gets.
 func (t Target) format() Format {
@@ -96,10 +86,4 @@ func (t Target) format() Format {
 
 // Name is how messages name a webhook: its scheme and host, never its
 // path or query (a Slack webhook's path is its secret).
-func Name(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "a webhook (not a URL)"
-	}
-	return u.Scheme + "://" + u.Host + "/…"
-}
+func Name(raw string) string { return webhook.Name(raw) }
