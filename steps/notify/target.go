@@ -72,7 +72,6 @@ func (t Target) Check() error {
 	return nil
 }
 
-
 // format is the body t gets.
 func (t Target) format() Format {
 	if t.Format != Auto {
