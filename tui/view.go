@@ -281,6 +281,8 @@ func (m *Model) stateWord(sv *stepView, long bool) string {
 		return "stopped"
 	case sv.earlier && (sv.state == steps.Done || sv.state == steps.Skipped) && sv.started.IsZero():
 		return sv.state.String() + " earlier"
+	case sv.state == steps.Confirming && sv.progress != "":
+		return "waiting for an approval" // confirmed; a policy waits for another person
 	case long:
 		return sv.state.String()
 	}
