@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -214,7 +215,11 @@ func TestTeamLab(t *testing.T) {
 		run := filepath.Join(t.TempDir(), "run")
 		r := kremedy(t, "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab",
 			"--notify", plain.url("/hook"), "--notify", silent, "--notify", dead)
-		t.Logf("FIGURE rolling restart with 4 webhooks (one restarted, one silent, one refusing) took %s", r.took.Round(100*time.Millisecond))
+		ran := "?"
+		if m := runTookRe.FindStringSubmatch(r.out); m != nil {
+			ran = m[1] + "s"
+		}
+		t.Logf("FIGURE rolling restart with 4 webhooks (one restarted, one silent, one refusing): the run %s, the process %s (connecting, the last notifications' wait, exit)", ran, r.took.Round(100*time.Millisecond))
 		if r.code != 0 {
 			t.Fatalf("rolling-restart: exit %d\n%s", r.code, r.out)
 		}
@@ -427,6 +432,9 @@ func TestTeamLab(t *testing.T) {
 		}
 	})
 }
+
+// runTookRe finds the time the headless runner says the run took.
+var runTookRe = regexp.MustCompile(`\(([0-9.]+)s\)\nreport: `)
 
 // lockedBuffer is a process's output, read by the test while it runs.
 type lockedBuffer struct {
