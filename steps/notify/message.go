@@ -103,7 +103,7 @@ type End struct {
 	Report                 string
 }
 
-// messages turns one engine event into what the team is told (none for
+// message turns one engine event into what the team is told (none for
 // most events: logs, output, checks and progress stay on the operator's
 // screen).
 func (r *Run) message(e steps.Event) (Message, bool) {
