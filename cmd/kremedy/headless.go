@@ -53,12 +53,12 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags, tc 
 	out := tm.run(ctx, headlessApprover{w: w, yes: f.yes, confirm: f.confirm, stopBefore: f.stopBefore}, rep, func(a steps.Approver, rep steps.Reporter) steps.Outcome {
 		return s.Run(ctx, cl.ports, a, rep)
 	})
-	tm.close()
 	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v", out.Done, out.NoOp, out.Skipped)
 	if len(out.NotNeeded) > 0 {
 		fmt.Fprintf(w, "; not needed: %v", out.NotNeeded)
 	}
 	fmt.Fprintf(w, " (%.1fs)\nreport: %s\n", time.Since(start).Seconds(), s.ReportPath())
+	tm.close() // the last notifications: at most a second more
 	end := exitFor(s.End(ctx, out, true))
 	if jl != nil {
 		e := map[string]any{"kind": "run-end", "ending": out.Ending(ctx).String(), "done": out.Done, "no_op": out.NoOp, "skipped": out.Skipped,
