@@ -48,6 +48,12 @@ type Inventory struct {
 	// ZooKeeper → KRaft migration (zk-to-kraft): hosts, stop/start
 	// commands and each one's controller.properties.
 	KRaftControllers []Broker `yaml:"kraft_controllers"`
+	// Notify are the webhooks a run tells what it does (besides run's
+	// --notify).
+	Notify []Notify `yaml:"notify"`
+	// Policy is the approval policy of the cluster's runs; nil: the
+	// operator's confirmation is the approval.
+	Policy *Policy `yaml:"policy"`
 
 	// Path is the file the inventory was loaded from, set by Load.
 	Path string `yaml:"-"`
@@ -137,6 +143,50 @@ type Client struct {
 	Start string `yaml:"start"`
 }
 
+// Notify is one webhook. Its URL is written here (url), or, when the URL is
+// itself a credential (a Slack incoming webhook), named: an environment
+// variable (url_env) or a file (url_file). A bearer token is never written
+// here either: token_env or token_file.
+type Notify struct {
+	URL       string `yaml:"url"`
+	URLEnv    string `yaml:"url_env"`
+	URLFile   string `yaml:"url_file"`
+	TokenEnv  string `yaml:"token_env"`
+	TokenFile string `yaml:"token_file"`
+	// Format is "slack", "json" or "" (Slack for a Slack webhook's URL,
+	// JSON otherwise).
+	Format string `yaml:"format"`
+}
+
+// The Notify formats.
+const (
+	FormatSlack = "slack"
+	FormatJSON  = "json"
+)
+
+// Policy is the approval policy: Approvals people approve a destructive
+// step's plan, the operator included, each an allowed signer.
+type Policy struct {
+	// Approvals is 1 (the operator's confirmation, the default) to 9.
+	Approvals int `yaml:"approvals"`
+	// AllowedSigners is an OpenSSH allowed_signers file (a path on this
+	// machine): who may approve, the operator included.
+	AllowedSigners string `yaml:"allowed_signers"`
+	// Timeout bounds a run's wait for the approvals (0: kremedy's 30m).
+	Timeout Duration `yaml:"timeout"`
+	// InLab makes a lab inventory (lab: true) enforce the policy too: the
+	// lab ignores it otherwise.
+	InLab bool `yaml:"in_lab"`
+}
+
+// Enforced reports whether runs on this inventory enforce its approval
+// policy: one that asks for more than the operator's approval, on a live
+// cluster, or on a lab that asks for it (policy.in_lab).
+func (inv *Inventory) Enforced() bool {
+	p := inv.Policy
+	return p != nil && p.Approvals >= 2 && (!inv.Lab || p.InLab)
+}
+
 // Duration is a time.Duration written the Go way in YAML ("10s", "1m30s").
 type Duration struct{ time.Duration }
 
@@ -219,6 +269,12 @@ func (inv *Inventory) resolvePaths(dir string) error {
 	}
 	for i := range inv.Brokers {
 		ps = append(ps, &inv.Brokers[i].IdentityFile, &inv.Brokers[i].KnownHosts)
+	}
+	for i := range inv.Notify {
+		ps = append(ps, &inv.Notify[i].URLFile, &inv.Notify[i].TokenFile)
+	}
+	if inv.Policy != nil {
+		ps = append(ps, &inv.Policy.AllowedSigners)
 	}
 	for _, p := range ps {
 		if err := resolve(p); err != nil {
@@ -345,3 +401,56 @@ func (inv *Inventory) ZKPassword() (string, error) {
 
 // ErrNoPassword is wrapped by ZKPassword's errors.
 var ErrNoPassword = errors.New("no ZooKeeper password")
+
+// ErrNoCredential is wrapped by ResolveURL's and Token's errors.
+var ErrNoCredential = errors.New("a webhook's credential is missing")
+
+// ResolveURL is the webhook's URL: url, or read from url_env or url_file
+// (one trailing newline removed). Errors name the variable or file, never
+// the value.
+func (n Notify) ResolveURL() (string, error) {
+	switch {
+	case n.URL != "":
+		return n.URL, nil
+	case n.URLEnv != "":
+		return secretEnv(n.URLEnv, "notify url_env")
+	case n.URLFile != "":
+		return secretFile(n.URLFile, "notify url_file")
+	}
+	return "", fmt.Errorf("%w: the webhook names neither url, url_env nor url_file", ErrNoCredential)
+}
+
+// Token is the webhook's bearer token from token_env or token_file; ""
+// when it has none.
+func (n Notify) Token() (string, error) {
+	switch {
+	case n.TokenEnv != "":
+		return secretEnv(n.TokenEnv, "notify token_env")
+	case n.TokenFile != "":
+		return secretFile(n.TokenFile, "notify token_file")
+	}
+	return "", nil
+}
+
+func secretEnv(name, key string) (string, error) {
+	v, ok := os.LookupEnv(name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%w: environment variable %s is not set (%s)", ErrNoCredential, name, key)
+	case strings.TrimSpace(v) == "":
+		return "", fmt.Errorf("%w: environment variable %s is empty (%s)", ErrNoCredential, name, key)
+	}
+	return strings.TrimSpace(v), nil
+}
+
+func secretFile(path, key string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s (%s): %w", ErrNoCredential, path, key, err)
+	}
+	v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if strings.TrimSpace(v) == "" {
+		return "", fmt.Errorf("%w: %s (%s) is empty", ErrNoCredential, path, key)
+	}
+	return strings.TrimSpace(v), nil
+}

@@ -333,6 +333,9 @@ func TestParseExample(t *testing.T) {
 		},
 		Clients: []Client{{Name: "orders-consumer", Host: "app1.internal",
 			Stop: "sudo -n systemctl stop orders-consumer", Start: "sudo -n systemctl start orders-consumer"}},
+		Notify: []Notify{{URLEnv: "KREMEDY_SLACK_WEBHOOK"},
+			{URL: "https://ops.example.com/hooks/kremedy", TokenEnv: "KREMEDY_NOTIFY_TOKEN", Format: "json"}},
+		Policy: &Policy{Approvals: 2, AllowedSigners: "~/.config/kremedy/allowed_signers", Timeout: Duration{30 * time.Minute}},
 	}
 	if !reflect.DeepEqual(inv, want) {
 		t.Errorf("example.yaml parsed to\n%+v\nwant\n%+v", inv, want)
@@ -356,6 +359,9 @@ func tricky() *Inventory {
 				Stop: "stop\\ \"quoted\" \u00a0nbsp", Start: "start:", LogDirs: []string{"/d"}},
 		},
 		Clients: []Client{{Name: "orders: consumer", Host: "app1", Stop: "*stop", Start: "[start]"}},
+		Notify: []Notify{{URL: "https://ops.example.com/h?a=1&b=#x", TokenFile: "~/tok en"},
+			{URLFile: "rel/slack url", Format: "slack"}, {URLEnv: "X_1", TokenEnv: "Y"}, {URL: "http://[::1]:8080/", TokenEnv: "T"}},
+		Policy: &Policy{Approvals: 9, AllowedSigners: "#signers: yes", Timeout: Duration{90 * time.Second}, InLab: true},
 	}
 }
 

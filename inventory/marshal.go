@@ -110,6 +110,34 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 			})
 		}
 	}
+	if len(inv.Notify) > 0 {
+		e.line(0, "notify:")
+		for _, n := range inv.Notify {
+			e.item(func(e *emitter) {
+				e.str(2, "url", n.URL)
+				e.str(2, "url_env", n.URLEnv)
+				e.str(2, "url_file", n.URLFile)
+				e.str(2, "token_env", n.TokenEnv)
+				e.str(2, "token_file", n.TokenFile)
+				e.str(2, "format", n.Format)
+			})
+		}
+	}
+	if p := inv.Policy; p != nil {
+		e.section(0, "policy", func(e *emitter) {
+			e.int(1, "approvals", int64(p.Approvals))
+			e.str(1, "allowed_signers", p.AllowedSigners)
+			if p.Timeout.Duration != 0 {
+				e.line(1, "timeout: "+durationText(p.Timeout))
+			}
+			if p.InLab {
+				e.line(1, "in_lab: true")
+			}
+		})
+		if !e.wrote {
+			e.line(0, "policy: {}")
+		}
+	}
 	if e.err != nil {
 		return nil, e.err
 	}

@@ -50,11 +50,19 @@ type (
 // refusePassword refuses, anywhere in the file, a key that looks like a
 // password.
 func refusePassword(path, key string) string {
+	if strings.HasPrefix(path, "notify[") && isTokenKey(key) {
+		return "kremedy never reads a webhook's token from the inventory; remove it and set token_env (an environment variable) or token_file (a file only you can read)"
+	}
 	if !isPasswordKey(key) {
 		return ""
 	}
 	return "kremedy never reads a password from the inventory; remove it and set " +
 		"zookeeper.auth.password_env (an environment variable) or zookeeper.auth.password_file (a file only you can read)"
+}
+
+func isTokenKey(k string) bool {
+	k = strings.ToLower(k)
+	return k == "token" || k == "bearer" || k == "authorization" || k == "api_key" || k == "apikey"
 }
 
 func isPasswordKey(k string) bool {
@@ -129,6 +137,36 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 					d.Errorf(at, "%s is empty; a KRaft controller needs id, host, listener, config, stop and start", path)
 				}
 				inv.KRaftControllers = append(inv.KRaftControllers, d.node(path, n, "a node.id from 0 to 2147483647", true))
+			})
+		},
+		"notify": func(path string, at pos, n ast.Node) {
+			d.List(path, n, func(path string, at pos, n ast.Node) {
+				var w Notify
+				if isNull(n) {
+					d.Errorf(at, "%s is empty; a webhook needs url, url_env or url_file", path)
+				}
+				d.Object(path, n, map[string]field{
+					"url":        d.Str(&w.URL),
+					"url_env":    d.Str(&w.URLEnv),
+					"url_file":   d.Str(&w.URLFile),
+					"token_env":  d.Str(&w.TokenEnv),
+					"token_file": d.Str(&w.TokenFile),
+					"format":     d.Str(&w.Format),
+				})
+				inv.Notify = append(inv.Notify, w)
+			})
+		},
+		"policy": func(path string, at pos, n ast.Node) {
+			if isNull(n) {
+				return // "policy:" with nothing under it: no policy
+			}
+			p := &Policy{}
+			inv.Policy = p
+			d.Object(path, n, map[string]field{
+				"approvals":       d.Int(1, 9, "how many people approve a destructive step's plan, the operator included: 1 to 9", func(x int64) { p.Approvals = int(x) }),
+				"allowed_signers": d.Str(&p.AllowedSigners),
+				"timeout":         d.Duration(&p.Timeout.Duration),
+				"in_lab":          d.Bool(&p.InLab),
 			})
 		},
 		"clients": func(path string, at pos, n ast.Node) {

@@ -3,11 +3,13 @@ package inventory
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"path"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/kremedy/kremedy/internal/webhook"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
@@ -105,6 +107,67 @@ func (d *decoder) validate(inv *Inventory) {
 	if len(inv.Clients) > 0 && s.KnownHosts == "" {
 		d.Errorf(d.At("clients"), "clients need ssh.known_hosts to reach their hosts; kremedy never trusts a host key on first use")
 	}
+	for i, n := range inv.Notify {
+		d.notify(fmt.Sprintf("notify[%d]", i), n)
+	}
+	if inv.Policy != nil {
+		d.policy(inv.Policy)
+	}
+}
+
+// notify checks one webhook: one source of its URL, an http(s) URL with no
+// credential in it, at most one source of its token, and its format.
+func (d *decoder) notify(p string, n Notify) {
+	set := 0
+	for _, v := range []string{n.URL, n.URLEnv, n.URLFile} {
+		if v != "" {
+			set++
+		}
+	}
+	switch {
+	case set == 0:
+		d.Errorf(d.At(p), "%s needs url (the webhook), or url_env or url_file (an environment variable or a file that holds it, for a URL that is a secret, like a Slack webhook's)", p)
+	case set > 1:
+		d.Errorf(d.At(p), "%s has more than one of url, url_env and url_file; keep one", p)
+	}
+	if n.URL != "" {
+		u, err := url.Parse(n.URL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			d.Errorf(d.At(p+".url"), "%s: use an http:// or https:// URL with a host, such as https://ops.example.com/hooks/kremedy", p+".url")
+		case webhook.IsSlack(n.URL):
+			d.Errorf(d.At(p+".url"), "%s is a Slack incoming webhook, whose URL is its secret: kremedy never reads it from the inventory; put it in an environment variable (url_env) or a file only you can read (url_file)", p+".url")
+		case u.User != nil:
+			d.Errorf(d.At(p+".url"), "%s has a user or password in it: kremedy never reads a credential from the inventory; use token_env or token_file (a bearer token)", p+".url")
+		case u.Scheme == "http" && (n.TokenEnv != "" || n.TokenFile != "") && !webhook.Loopback(u.Hostname()):
+			d.Errorf(d.At(p+".url"), "%s is http:// and the webhook has a token: a token is sent over https only (or to this machine's loopback)", p+".url")
+		}
+	}
+	if n.TokenEnv != "" && n.TokenFile != "" {
+		d.Errorf(d.At(p+".token_file"), "%s has both token_env and token_file; keep one", p)
+	}
+	for _, k := range []struct{ key, v string }{{"url_env", n.URLEnv}, {"token_env", n.TokenEnv}} {
+		if k.v != "" && !envRe.MatchString(k.v) {
+			d.Errorf(d.At(p+"."+k.key), "%s.%s %q is not an environment variable name (letters, digits, _)", p, k.key, k.v)
+		}
+	}
+	d.localPath(p+".url_file", n.URLFile)
+	d.localPath(p+".token_file", n.TokenFile)
+	if n.Format != "" && n.Format != FormatSlack && n.Format != FormatJSON {
+		d.Errorf(d.At(p+".format"), "%s.format %q: it is slack (a Slack incoming-webhook message) or json (the event itself); leave it out to choose by the URL", p, n.Format)
+	}
+}
+
+// policy checks the approval policy: the allowed signers of a policy that
+// asks for more than the operator's approval.
+func (d *decoder) policy(p *Policy) {
+	if !d.Has("policy.approvals") {
+		d.Errorf(d.At("policy"), "policy needs approvals: how many people approve a destructive step's plan, the operator included (2: one more person)")
+	}
+	if p.Approvals >= 2 && p.AllowedSigners == "" {
+		d.Errorf(d.At("policy"), "policy approvals: %d needs allowed_signers: an OpenSSH allowed_signers file of who may approve (man ssh-keygen, ALLOWED SIGNERS)", p.Approvals)
+	}
+	d.localPath("policy.allowed_signers", p.AllowedSigners)
 }
 
 func (d *decoder) validateZooKeeper(z *ZooKeeper) {

@@ -20,7 +20,10 @@
 // Confirming — the Approver must answer with the digest of the plan it
 // showed, and a destructive step needs the runbook's confirmation word
 // typed exactly (the topic, or the cluster's name); Enter alone never
-// confirms, a skip needs a reason. Running — the kind's Apply performs that
+// confirms, a skip needs a reason. An Approver that enforces a policy
+// (steps/signoff: a second person's approval) adds Signoffs, each of the
+// same digest; the engine journals them with the approval and refuses one
+// of another plan. Every decision is reported (EvApproval). Running — the kind's Apply performs that
 // plan action by action, each journaled before and after (Env.Do); the
 // engine refuses a plan whose digest changed after the approval. A stale
 // plan (ErrStalePlan: the cluster changed under it) is planned and confirmed

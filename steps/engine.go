@@ -368,13 +368,12 @@ func (e *engine) confirmWindow(ctx context.Context, s Step) error {
 		if err := e.checkAnswer(env, o, ap, digest); err != nil {
 			return err
 		}
-		rec := map[string]any{"decision": ap.Decision.String(), "by": ap.By, "digest": ap.Digest, "ahead": true}
-		if ap.Reason != "" {
-			rec["reason"] = ap.Reason
-		}
+		rec := approvalRecord(ap)
+		rec["ahead"] = true
 		if err := env.record(journal.Note, map[string]any{"text": fmt.Sprintf("confirmed ahead, before %s runs: %s", s.Info.ID, ap.Decision), "approval": rec}); err != nil {
 			return err
 		}
+		env.emit(Event{Kind: EvApproval, Approval: &ap, Text: fmt.Sprintf("%s ahead, before %s runs, by %s", ap.Decision, s.Info.ID, ap.By)})
 		if ap.Decision == Abort {
 			_ = env.record(journal.Approval, rec)
 			return ErrAborted
@@ -419,7 +418,26 @@ func (e *engine) checkAnswer(env *Env, s Step, ap Approval, digest string) error
 		_ = env.record(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By, "digest": ap.Digest})
 		return fmt.Errorf("%w: the approval is for another plan than this one (digest %.12s, approved %.12s); nothing was done", ErrNotApproved, digest, ap.Digest)
 	}
+	for _, so := range ap.Signoffs {
+		if so.Digest != digest {
+			_ = env.record(journal.Approval, map[string]any{"decision": "rejected", "by": ap.By, "digest": ap.Digest, "signoffs": ap.Signoffs})
+			return fmt.Errorf("%w: %s signed another plan than this one (digest %.12s, signed %.12s); nothing was done", ErrNotApproved, so.By, digest, so.Digest)
+		}
+	}
 	return nil
+}
+
+// approvalRecord is an approval as the journal keeps it: never what was
+// typed, always the digest, and the signoffs a policy asked for.
+func approvalRecord(ap Approval) map[string]any {
+	rec := map[string]any{"decision": ap.Decision.String(), "by": ap.By, "digest": ap.Digest}
+	if ap.Reason != "" {
+		rec["reason"] = ap.Reason
+	}
+	if len(ap.Signoffs) > 0 {
+		rec["signoffs"] = ap.Signoffs
+	}
+	return rec
 }
 
 // answer journals an operator's decision about a step's plan and says what
@@ -428,16 +446,23 @@ func (e *engine) answer(env *Env, s Step, ap Approval, digest string) (stepResul
 	if err := e.checkAnswer(env, s, ap, digest); err != nil {
 		return 0, err
 	}
-	rec := map[string]any{"decision": ap.Decision.String(), "by": ap.By, "digest": ap.Digest}
+	rec := approvalRecord(ap)
+	journaled := func() error {
+		if err := env.record(journal.Approval, rec); err != nil {
+			return err
+		}
+		env.emit(Event{Kind: EvApproval, Approval: &ap, Text: fmt.Sprintf("%s by %s", ap.Decision, ap.By)})
+		return nil
+	}
 	switch ap.Decision {
 	case Abort:
-		if err := env.record(journal.Approval, rec); err != nil {
+		if err := journaled(); err != nil {
 			return 0, err
 		}
 		return 0, ErrAborted
 	case Skip:
 		rec["reason"] = ap.Reason
-		if err := env.record(journal.Approval, rec); err != nil {
+		if err := journaled(); err != nil {
 			return 0, err
 		}
 		if err := env.record(journal.StepSkipped, map[string]string{"reason": ap.Reason}); err != nil {
@@ -446,7 +471,7 @@ func (e *engine) answer(env *Env, s Step, ap Approval, digest string) (stepResul
 		env.emit(Event{Kind: EvState, State: Skipped, Text: ap.Reason})
 		return resSkipped, nil
 	}
-	if err := env.record(journal.Approval, rec); err != nil {
+	if err := journaled(); err != nil {
 		return 0, err
 	}
 	return resApplied, nil

@@ -19,6 +19,9 @@ type recorder struct {
 	rep   Reporter
 	after func(typ, step string)
 	now   func() time.Time
+	// outage follows the outage window as records are written (EvOutage).
+	outage outageTracker
+	primed bool
 }
 
 func (r *recorder) clock() time.Time {
@@ -48,12 +51,54 @@ func (r *recorder) append(typ, step string, data any) error {
 		}
 	}
 	r.recs = append(r.recs, rec)
+	r.prime()
+	changed := r.outage.feed(rec)
 	after := r.after
 	r.mu.Unlock()
+	if changed != nil {
+		r.emit(outageEvent(*changed, step, rec.Time))
+	}
 	if after != nil && r.j != nil {
 		after(typ, step)
 	}
 	return nil
+}
+
+// prime feeds the outage tracker the records an earlier attempt wrote
+// (once; r.mu held).
+func (r *recorder) prime() {
+	if r.primed {
+		return
+	}
+	r.primed = true
+	for _, rec := range r.recs[:len(r.recs)-1] {
+		r.outage.feed(rec)
+	}
+}
+
+// openOutage is the outage window if it is open now (an earlier attempt
+// left brokers down), else nil.
+func (r *recorder) openOutage() *Outage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.primed {
+		r.primed = true
+		for _, rec := range r.recs {
+			r.outage.feed(rec)
+		}
+	}
+	if o := r.outage.current(); o != nil && o.Open {
+		return o
+	}
+	return nil
+}
+
+func outageEvent(o Outage, step string, at time.Time) Event {
+	text := fmt.Sprintf("outage window opened: %d of %d brokers down", o.MaxDown, o.Total)
+	if !o.Open {
+		text = fmt.Sprintf("outage window closed after %s (up to %d of %d brokers down; the health gate passed)", o.Length().Round(100*time.Millisecond), o.MaxDown, o.Total)
+	}
+	return Event{Time: at, Kind: EvOutage, Step: step, Outage: &o, Text: text}
 }
 
 // records returns the records so far (the slice is never modified).

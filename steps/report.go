@@ -50,6 +50,7 @@ func (s *Session) writeReport(out Outcome) error {
 		}
 	}
 	b.WriteString(reportTimes(recs))
+	b.WriteString(reportApprovals(recs))
 	timeline, changed, rollbacks := reportTimeline(recs)
 	b.WriteString("\n## Timeline\n\n| time (UTC) | step | event |\n|---|---|---|\n")
 	b.WriteString(timeline)
@@ -165,8 +166,11 @@ func reportTimeline(recs []journal.Record) (timeline string, changed, rollbacks 
 				rollbacks = append(rollbacks, fmt.Sprintf("### %s\n\n%s\n", rec.Step, p.Rollback))
 			}
 		case journal.Approval:
-			a, _ := journal.Decode[map[string]any](rec)
-			ev = fmt.Sprintf("confirmation: %v by %v", a["decision"], a["by"])
+			a, _ := journal.Decode[approval](rec)
+			ev = fmt.Sprintf("confirmation: %v by %v", a.Decision, a.By)
+			if len(a.Signoffs) > 0 {
+				ev += "; signed off by " + signers(a.Signoffs)
+			}
 		case journal.ActionEnd:
 			a, _ := journal.Decode[actionEnd](rec)
 			if a.OK {
@@ -207,4 +211,63 @@ func compact(d map[string]any) string {
 		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 	}
 	return strings.Join(parts, " ")
+}
+
+// reportApprovals is the report's account of who approved what, when:
+// every decision journaled (those given ahead of a window too) with the
+// digest of the plan it was for and the signoffs a policy asked for.
+func reportApprovals(recs []journal.Record) string {
+	var b strings.Builder
+	for _, rec := range recs {
+		var a approval
+		ahead := ""
+		switch rec.Type {
+		case journal.Approval:
+			a, _ = journal.Decode[approval](rec)
+		case journal.Note:
+			n, err := journal.Decode[struct {
+				Approval *approval `json:"approval"`
+			}](rec)
+			if err != nil || n.Approval == nil {
+				continue
+			}
+			a, ahead = *n.Approval, " (ahead)"
+		default:
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n## Approvals\n\n| time (UTC) | step | decision | by | plan digest | signed off by |\n|---|---|---|---|---|---|\n")
+		}
+		so := "-"
+		if len(a.Signoffs) > 0 {
+			var parts []string
+			for _, s := range a.Signoffs {
+				parts = append(parts, s.String())
+			}
+			so = strings.Join(parts, "; ")
+		}
+		digest := "-"
+		if a.Digest != "" {
+			digest = fmt.Sprintf("`%.12s`", a.Digest)
+		}
+		row := []string{rec.Time.UTC().Format("15:04:05"), rec.Step, a.Decision + ahead, a.By, digest, so}
+		for i := range row {
+			row[i] = strings.ReplaceAll(row[i], "|", "\\|")
+		}
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+	}
+	return b.String()
+}
+
+// signers names who signed off, with their keys.
+func signers(ss []Signoff) string {
+	var parts []string
+	for _, s := range ss {
+		w := s.By
+		if s.Operator {
+			w += " (operator)"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", w, s.Key))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -155,13 +155,19 @@ func (s *Session) Redact(secrets ...string) { s.j.Redact(secrets...) }
 // (fault injection on a lab: cmd/kremedy's KREMEDY_FAULT).
 func (s *Session) AfterRecord(f func(typ, step string)) { s.run.rec.after = f }
 
-// Finished reports whether the run ended with every step done.
+// Finished reports whether the run ended with every step done. Notes
+// journaled after the run's end (the notifications' last word) do not
+// change how it ended.
 func (s *Session) Finished() bool {
 	recs := s.run.rec.records()
-	if len(recs) == 0 || recs[len(recs)-1].Type != journal.RunEnd {
+	i := len(recs) - 1
+	for i >= 0 && recs[i].Type == journal.Note {
+		i--
+	}
+	if i < 0 || recs[i].Type != journal.RunEnd {
 		return false
 	}
-	d, _ := journal.Decode[map[string]any](recs[len(recs)-1])
+	d, _ := journal.Decode[map[string]any](recs[i])
 	return d["ok"] == true
 }
 
@@ -241,6 +247,12 @@ func (s *Session) Run(ctx context.Context, c ports.Cluster, a Approver, rep Repo
 	defer s.run.rec.setReporter(nil)
 	if s.Resumed() {
 		_ = s.run.rec.append(journal.Note, "", map[string]string{"text": fmt.Sprintf("continuing from the journal (%d records): finished steps are re-checked, not re-done", len(s.run.rec.records()))})
+	}
+	if o := s.run.rec.openOutage(); o != nil {
+		// An earlier attempt left brokers down: the window is still open.
+		ev := outageEvent(*o, "", s.run.rec.clock())
+		ev.Text = fmt.Sprintf("the outage window opened at %s UTC by an earlier attempt is still open: %d of %d brokers were down at most", o.Start.UTC().Format("15:04:05"), o.MaxDown, o.Total)
+		s.run.rec.emit(ev)
 	}
 	e := &engine{run: s.run, cluster: c, approver: a}
 	out, err := e.walk(ctx)

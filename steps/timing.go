@@ -17,15 +17,66 @@ type stepTime struct {
 	Ended            bool
 }
 
-// outage is the window in which brokers were down, from the journal's
-// "brokers down" notes: from the first note with a broker down to the end
-// of the step that brought the count back to 0 (its health gate included).
+// outage is the report's outage window (Outage) and the operator time
+// inside it.
 type outage struct {
-	Start, End time.Time
-	Open       bool // still down when the journal ends
-	MaxDown    int
-	Total      int
-	Waiting    time.Duration // operator time inside the window
+	Outage
+	Waiting time.Duration // operator time inside the window
+}
+
+// outageTracker follows the outage window record by record: the report
+// reads it over the whole journal, the recorder as records are written (to
+// report EvOutage when the window opens and closes).
+type outageTracker struct {
+	out     *Outage
+	backTo0 string // the step that brought the count back to 0, until it ends
+}
+
+// feed folds one record in; it returns the window when r opened or closed
+// it, else nil.
+func (t *outageTracker) feed(r journal.Record) *Outage {
+	switch r.Type {
+	case journal.Note:
+		d, _ := journal.Decode[map[string]any](r)
+		down, ok := d["brokers_down"].(float64)
+		if !ok {
+			return nil
+		}
+		total, _ := d["brokers"].(float64)
+		var changed *Outage
+		switch {
+		case down > 0 && t.out == nil:
+			t.out = &Outage{Start: r.Time, Open: true, Total: int(total)}
+			changed = t.out
+		case down > 0:
+			t.backTo0 = "" // down again before that step ended
+		case t.out != nil && t.out.Open:
+			t.backTo0 = r.Step
+		}
+		if t.out != nil && t.out.Open {
+			t.out.MaxDown = max(t.out.MaxDown, int(down))
+		}
+		if changed != nil {
+			c := *changed
+			return &c
+		}
+	case journal.StepDone:
+		if t.out != nil && t.out.Open && t.backTo0 == r.Step {
+			t.out.End, t.out.Open = r.Time, false
+			c := *t.out
+			return &c
+		}
+	}
+	return nil
+}
+
+// current is the window so far (nil: no broker was down).
+func (t *outageTracker) current() *Outage {
+	if t.out == nil {
+		return nil
+	}
+	c := *t.out
+	return &c
 }
 
 // timings reads the journal's step times and the outage window.
@@ -41,10 +92,10 @@ func timings(recs []journal.Record) ([]stepTime, *outage) {
 	}
 	start := map[string]time.Time{}
 	shown := map[string]time.Time{} // step -> when its plan awaited an answer
-	var out *outage
-	backTo0 := ""
+	var tr outageTracker
 	var waits [][2]time.Time
 	for _, r := range recs {
+		tr.feed(r)
 		switch r.Type {
 		case journal.StepStart:
 			start[r.Step] = r.Time
@@ -66,22 +117,6 @@ func timings(recs []journal.Record) ([]stepTime, *outage) {
 					delete(shown, r.Step)
 				}
 			}
-			down, ok := d["brokers_down"].(float64)
-			if !ok {
-				continue
-			}
-			total, _ := d["brokers"].(float64)
-			switch {
-			case down > 0 && out == nil:
-				out = &outage{Start: r.Time, Open: true, Total: int(total)}
-			case down > 0:
-				backTo0 = "" // down again before that step ended
-			case out != nil && out.Open:
-				backTo0 = r.Step
-			}
-			if out != nil && out.Open {
-				out.MaxDown = max(out.MaxDown, int(down))
-			}
 		case journal.StepDone, journal.StepFailed, journal.StepSkipped:
 			st := get(r.Step)
 			if t, ok := start[r.Step]; ok {
@@ -89,10 +124,11 @@ func timings(recs []journal.Record) ([]stepTime, *outage) {
 				// inside it (an answer given ahead for a later step too).
 				st.Working, st.Ended = r.Time.Sub(t)-overlap(waits, t, r.Time), true
 			}
-			if out != nil && out.Open && backTo0 == r.Step && r.Type == journal.StepDone {
-				out.End, out.Open = r.Time, false
-			}
 		}
+	}
+	var out *outage
+	if o := tr.current(); o != nil {
+		out = &outage{Outage: *o}
 	}
 	var steps []stepTime
 	for _, id := range order {

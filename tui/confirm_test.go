@@ -23,7 +23,7 @@ func TestTUIDiagnosisIsTheFirstScreen(t *testing.T) {
 	h.wantScreen("NOTHING HAS CHANGED YET", "space shows the first change: detach-clients",
 		"SEEN ON THE CLUSTER", "OLD topic ID", "✓ chroot /kafka")
 	h.press("y", "enter", "s", "n")
-	if h.m.ask == nil || !slices.Equal(f.rec.answers(), nil) || h.m.confirm.mode != inputNone {
+	if h.m.ask == nil || len(f.rec.answers()) != 0 || h.m.confirm.mode != inputNone {
 		t.Fatalf("a key other than space answered the question under the diagnosis: answers %v", decisions(f.rec.answers()))
 	}
 	h.press("space")

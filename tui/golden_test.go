@@ -417,3 +417,23 @@ func TestProgressInTheStepPane(t *testing.T) {
 		t.Fatalf("progress kept after the step ended:\n%s", s.screen())
 	}
 }
+
+// TestWaitingForASecondApproval: once the operator confirmed, a policy's
+// wait for another person is the activity line and the step pane's
+// waiting line, until the step runs.
+func TestWaitingForASecondApproval(t *testing.T) {
+	s := newScene(t, 160, 30, true, nil)
+	p := s.plan["delete-znodes"]
+	s.send(s.ev("delete-znodes", steps.EvState, func(e *steps.Event) { e.State, e.Plan = steps.Confirming, &p }))
+	s.m.selectStep(2)
+	const wait = "waiting for a second approval of delete-znodes, digest 9f2c4e1a7b3d (confirmed by alice@example.com)"
+	s.send(s.ev("delete-znodes", steps.EvWaiting, func(e *steps.Event) { e.Text, e.Plan = wait, &p }))
+	if sc := s.screen(); !strings.Contains(sc, "Waiting: waiting for a second approval of delete-znodes") || !strings.Contains(sc, "⠋ "+wait) ||
+		!strings.Contains(sc, "waiting for an approval") || strings.Contains(sc, "waiting for you") {
+		t.Fatalf("no waiting line:\n%s", sc)
+	}
+	s.send(s.state("delete-znodes", steps.Running, ""))
+	if strings.Contains(s.screen(), "second approval") {
+		t.Fatalf("the waiting line stayed once the step ran:\n%s", s.screen())
+	}
+}

@@ -330,7 +330,8 @@ func (m *Model) apply(e steps.Event) {
 		if e.Check != nil {
 			sv.checks = append(sv.checks, *e.Check)
 		}
-	case steps.EvProgress:
+	case steps.EvProgress, steps.EvWaiting:
+		// A waiting step: what it waits for (brokers, a second approval).
 		sv.progress = sanitize(e.Text)
 
 	case steps.EvAction:

@@ -281,6 +281,8 @@ func (m *Model) stateWord(sv *stepView, long bool) string {
 		return "stopped"
 	case sv.earlier && (sv.state == steps.Done || sv.state == steps.Skipped) && sv.started.IsZero():
 		return sv.state.String() + " earlier"
+	case sv.state == steps.Confirming && sv.progress != "":
+		return "waiting for an approval" // confirmed; a policy waits for another person
 	case long:
 		return sv.state.String()
 	}
@@ -479,7 +481,7 @@ func (m *Model) detailLines(sv *stepView, w int) []string {
 	if sv.note != "" && sv.err == nil && !(sv.plan != nil && sv.plan.NoOp) {
 		add(wrap("Note: "+sv.note, w, "", "  ")...)
 	}
-	if sv.progress != "" && sv.state == steps.Running {
+	if sv.progress != "" && (sv.state == steps.Running || sv.state == steps.Confirming) {
 		add(styled(st.Warn, wrap("Waiting: "+sv.progress, w, "", "  "))...)
 	}
 	if sv.err != nil {
@@ -676,6 +678,9 @@ func (m *Model) activity(sv *stepView) string {
 		}
 		return m.spin.View() + fmt.Sprintf(" Running %s · %s — q stops it cleanly (resumable).", sv.info.ID, m.duration(sv))
 	case steps.Confirming:
+		if sv.progress != "" { // confirmed; a policy waits for another person
+			return m.spin.View() + fmt.Sprintf(" %s — q stops it cleanly (resumable).", sv.progress)
+		}
 		return m.spin.View() + fmt.Sprintf(" Preparing the confirmation of %s…", sv.info.ID)
 	default:
 		return m.spin.View() + " Working…"

@@ -19,7 +19,7 @@ import (
 
 // headless walks a run without a terminal: every event printed, the
 // confirmations answered by --yes and --confirm, and how it ended said.
-func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) error {
+func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags, tc *teamConfig) error {
 	ctx, w := cmd.Context(), cmd.OutOrStdout()
 	meta, rb := s.Meta(), s.Runbook()
 	s.Redact(cl.secrets...)
@@ -49,12 +49,16 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags) err
 	if f.stopBefore != "" && !slices.Contains(p.index, f.stopBefore) {
 		return usageErr(fmt.Errorf("--stop-before %s: %s has no such step; its steps are %s", f.stopBefore, rb.Name, strings.Join(p.index, ", ")))
 	}
-	out := s.Run(ctx, cl.ports, headlessApprover{w: w, yes: f.yes, confirm: f.confirm, stopBefore: f.stopBefore}, rep)
+	tm := tc.attach(s, true, w)
+	out := tm.run(ctx, headlessApprover{w: w, yes: f.yes, confirm: f.confirm, stopBefore: f.stopBefore}, rep, func(a steps.Approver, rep steps.Reporter) steps.Outcome {
+		return s.Run(ctx, cl.ports, a, rep)
+	})
 	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v", out.Done, out.NoOp, out.Skipped)
 	if len(out.NotNeeded) > 0 {
 		fmt.Fprintf(w, "; not needed: %v", out.NotNeeded)
 	}
 	fmt.Fprintf(w, " (%.1fs)\nreport: %s\n", time.Since(start).Seconds(), s.ReportPath())
+	tm.close() // the last notifications: at most a second more
 	end := exitFor(s.End(ctx, out, true))
 	if jl != nil {
 		e := map[string]any{"kind": "run-end", "ending": out.Ending(ctx).String(), "done": out.Done, "no_op": out.NoOp, "skipped": out.Skipped,
@@ -126,8 +130,14 @@ func (p *printer) Report(e steps.Event) {
 		fmt.Fprintf(p.w, "%s [%s] %s\n", ts, e.Step, e.Text)
 	case steps.EvStatus:
 		fmt.Fprintf(p.w, "%s [%s] STATUS %s\n", ts, e.Step, e.Text)
-	case steps.EvProgress:
+	case steps.EvProgress, steps.EvWaiting:
 		fmt.Fprintf(p.w, "%s [%s] … %s\n", ts, e.Step, e.Text)
+	case steps.EvOutage:
+		fmt.Fprintf(p.w, "%s [%s] %s\n", ts, e.Step, e.Text)
+	case steps.EvApproval:
+		if a := e.Approval; a != nil && len(a.Signoffs) > 0 {
+			fmt.Fprintf(p.w, "%s [%s] approved (digest %.12s), signed off by %s\n", ts, e.Step, a.Digest, signoffNames(a.Signoffs))
+		}
 	case steps.EvOutput:
 		fmt.Fprintf(p.w, "%s [%s]   %s | %s\n", ts, e.Step, e.Host, e.Text)
 	case steps.EvCheck:
@@ -165,4 +175,16 @@ func (a headlessApprover) Approve(_ context.Context, info steps.Info, p *steps.P
 	}
 	fmt.Fprintf(a.w, "approved %s (%s)\n", info.ID, by)
 	return steps.Approval{Decision: steps.Approve, By: by, Digest: p.Digest()}, nil
+}
+
+func signoffNames(ss []steps.Signoff) string {
+	var out []string
+	for _, s := range ss {
+		n := s.By
+		if s.Operator {
+			n += " (operator)"
+		}
+		out = append(out, n)
+	}
+	return strings.Join(out, ", ")
 }

@@ -49,7 +49,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "print the adapters' own logs (ZooKeeper client, Kafka client) on stderr")
-	root.AddCommand(newVersionCmd(), newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newInventoryCmd(), newPlanCmd(), newRunCmd(), newResumeCmd(), newZnodesCmd(), newSegmentsCmd())
+	root.AddCommand(newVersionCmd(), newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newInventoryCmd(), newPlanCmd(), newRunCmd(), newResumeCmd(), newApproveCmd(), newZnodesCmd(), newSegmentsCmd())
 	return root
 }
 

@@ -30,6 +30,13 @@ type runFlags struct {
 	// stopBefore: headless, the run ends (resumable) when it reaches this
 	// step, before asking for it.
 	stopBefore string
+	// notify are webhooks told what the run does, besides the inventory's
+	// (a URL, env:NAME or file:PATH); notifyToken their bearer token.
+	notify      []string
+	notifyToken string
+	// key is the operator's signing key, for an inventory whose policy
+	// wants a second approval.
+	key string
 }
 
 func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
@@ -45,6 +52,9 @@ func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
 	c.Flags().StringVar(&f.confirm, "confirm", "", "headless: the runbook's confirmation word (the topic, or the cluster's name), typed to approve destructive steps")
 	c.Flags().StringVar(&f.stopBefore, "stop-before", "", "headless: end the run, resumable, when it reaches this step (its id), before it changes anything — e.g. --stop-before finalize leaves a zk-to-kraft run in dual-write")
 	c.Flags().StringVar(&f.output, "output", "text", "headless: text, or jsonl (one JSON event per line on stdout, for automation; the rest on stderr)")
+	c.Flags().StringArrayVar(&f.notify, "notify", nil, "POST the run's events to this webhook (repeatable; besides the inventory's notify): a URL, or env:NAME / file:PATH holding it (a Slack webhook's URL is a secret); never blocks or fails the run")
+	c.Flags().StringVar(&f.notifyToken, "notify-token", "", "the --notify webhooks' bearer token: env:NAME or file:PATH (never the token itself)")
+	c.Flags().StringVar(&f.key, "key", "", "your signing key (a private key, or the .pub of a key in ssh-agent), for an inventory whose policy wants a second approval: it signs your confirmation of each destructive step")
 }
 
 // bindRunbook resolves a runbook and checks the --set values (hostile
@@ -258,8 +268,12 @@ func newRunCmd() *cobra.Command {
 			if dir == "" {
 				dir = filepath.Join(stateDir(), "runs", meta.ID)
 			}
+			tc, err := resolveTeam(cmd.Context(), inv, f, meta.DryRun)
+			if err != nil {
+				return err
+			}
 			if !f.headless {
-				return runTUINew(cmd, rb, meta, dir, f.inventory)
+				return runTUINew(cmd, rb, meta, dir, f.inventory, tc)
 			}
 			cl, err := connect(cmd.Context(), f.inventory)
 			if err != nil {
@@ -271,7 +285,7 @@ func newRunCmd() *cobra.Command {
 				return sessionErr(err)
 			}
 			defer s.Close()
-			return headless(cmd, s, cl, f)
+			return headless(cmd, s, cl, f, tc)
 		},
 	}
 	addRunFlags(c, &f, true)
@@ -301,8 +315,16 @@ func newResumeCmd() *cobra.Command {
 			if word := s.Runbook().Confirm; f.confirm != "" && f.confirm != word.Word {
 				return usageErr(fmt.Errorf("--confirm %q does not match the run's %s name %q; nothing was done", f.confirm, word.Noun, word.Word))
 			}
+			inv, err := inventory.Load(meta.Inventory)
+			if err != nil {
+				return usageErr(fmt.Errorf("run %s: %w", meta.ID, err))
+			}
+			tc, err := resolveTeam(cmd.Context(), inv, f, meta.DryRun)
+			if err != nil {
+				return err
+			}
 			if !f.headless {
-				return runTUI(cmd.Context(), cmd.OutOrStdout(), s, dialer(meta.Runbook, meta.Inventory), false)
+				return runTUI(cmd.Context(), cmd.OutOrStdout(), s, dialer(meta.Runbook, meta.Inventory), false, tc)
 			}
 			if _, err := faultsFor(meta.Lab); err != nil {
 				return err
@@ -313,7 +335,7 @@ func newResumeCmd() *cobra.Command {
 			}
 			defer cl.Close()
 			fmt.Fprintf(cmd.ErrOrStderr(), "resuming run %s from %s (%d journal records)\n", meta.ID, s.Dir(), s.Progress().Records)
-			return headless(cmd, s, cl, f)
+			return headless(cmd, s, cl, f, tc)
 		},
 	}
 	addRunFlags(c, &f, false)

@@ -29,7 +29,7 @@ func dialer(runbook, inventory string) dial {
 // runTUINew is `kremedy run` without --headless: the run directory is
 // created (or the unfinished run it holds offered) before the first frame;
 // the cluster is dialled behind it.
-func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inventory string) error {
+func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inventory string, tc *teamConfig) error {
 	ctx, w := cmd.Context(), cmd.OutOrStdout()
 	if !isTerminal(os.Stdin) || !isTerminal(w) {
 		return usageErr(fmt.Errorf("the terminal UI needs a terminal on stdin and stdout: add --headless --yes (and --confirm %s for destructive steps); nothing was done, no run directory was created", rb.Confirm.Word))
@@ -39,7 +39,7 @@ func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inve
 		if s.Finished() {
 			return usageErr(fmt.Errorf("%s holds run %s, which finished; choose another --run-dir", dir, s.Meta().ID))
 		}
-		return runTUI(ctx, w, s, dialer(s.Meta().Runbook, s.Meta().Inventory), true)
+		return runTUI(ctx, w, s, dialer(s.Meta().Runbook, s.Meta().Inventory), true, tc)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return sessionErr(err)
 	}
@@ -48,15 +48,16 @@ func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inve
 		return sessionErr(err)
 	}
 	defer s.Close()
-	return runTUI(ctx, w, s, dialer(meta.Runbook, inventory), false)
+	return runTUI(ctx, w, s, dialer(meta.Runbook, inventory), false, tc)
 }
 
 // runTUI walks a run in the terminal UI: the TUI is its Reporter and
 // Approver. offer asks the operator before resuming (the run directory
 // already held an unfinished run). After the UI closes it prints how the
-// run ended, like the headless runner, with the resume command. opts are
-// for tests; without them stdin and w must be terminals.
-func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bool, opts ...tea.ProgramOption) error {
+// run ended, like the headless runner, with the resume command. tc is who
+// else the run tells and asks (webhooks, a second approver; nil: nobody).
+// opts are for tests; without them stdin and w must be terminals.
+func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bool, tc *teamConfig, opts ...tea.ProgramOption) error {
 	meta, rb := s.Meta(), s.Runbook()
 	if len(opts) == 0 {
 		if !isTerminal(os.Stdin) || !isTerminal(w) {
@@ -74,6 +75,7 @@ func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bo
 	}
 	// start is called by the UI once, then again (never concurrently) for
 	// every retry: each call continues from the journal, like `resume`.
+	tm := tc.attach(s, false, w)
 	var cl *cluster
 	defer func() {
 		if cl != nil {
@@ -99,7 +101,7 @@ func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bo
 			s.Redact(cl.secrets...)
 		}
 		defer journalSession(cl, s)()
-		out := s.Run(ctx, cl.ports, a, rep)
+		out := tm.run(ctx, a, rep, func(a steps.Approver, rep steps.Reporter) steps.Outcome { return s.Run(ctx, cl.ports, a, rep) })
 		return out, out.Err
 	}
 	o := tui.Options{
@@ -118,6 +120,7 @@ func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bo
 		ProgramOptions: opts,
 	}
 	out, err := tui.Run(ctx, o)
+	tm.close()
 	if errors.Is(err, tui.ErrNotStarted) {
 		fmt.Fprintf(w, "run %s in %s was left as it was; nothing was done.\n  resume: %s\n", meta.ID, s.Dir(), s.ResumeCommand(false))
 		return &exitError{exitInterrupted, err}

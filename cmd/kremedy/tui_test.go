@@ -85,7 +85,7 @@ func TestTUINeedsATerminal(t *testing.T) {
 	err := runTUI(context.Background(), &w, s, func(context.Context) (*cluster, error) {
 		t.Fatal("dialled without a terminal")
 		return nil, nil
-	}, false)
+	}, false, nil)
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "--headless") {
 		t.Fatalf("err = %v", err)
@@ -105,7 +105,7 @@ func TestTUIFirstFrameBeforeConnecting(t *testing.T) {
 		done <- runTUI(ctx, &w, s, func(ctx context.Context) (*cluster, error) {
 			<-ctx.Done() // ZooKeeper never answers
 			return nil, ctx.Err()
-		}, false, tuiOpts(screen, nil)...)
+		}, false, nil, tuiOpts(screen, nil)...)
 	}()
 	select {
 	case <-screen.wrote:
@@ -142,7 +142,7 @@ func TestTUIConnectFailure(t *testing.T) {
 		done <- runTUI(context.Background(), &w, s, func(context.Context) (*cluster, error) {
 			dials++
 			return nil, dialErr
-		}, false, tuiOpts(screen, in)...)
+		}, false, nil, tuiOpts(screen, in)...)
 	}()
 	screen.waitFor(t, "kremedy could not start")
 	io.WriteString(keys, "r") // retry: dials again

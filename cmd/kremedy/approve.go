@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/signoff"
+)
+
+// newApproveCmd is the second approver's command: it shows the plan a run
+// waits to have approved, as the run's journal has it, and signs its
+// digest with the approver's key.
+func newApproveCmd() *cobra.Command {
+	var step, key string
+	var yes bool
+	c := &cobra.Command{
+		Use:   "approve RUN_DIR",
+		Short: "Approve, as a second person, the plan a run waits for: shows it and signs its digest with your SSH key (ssh-keygen -Y sign)",
+		Long: `approve is the second pair of eyes of an inventory whose policy wants two
+approvals of each destructive step (policy: approvals: 2, allowed_signers:
+FILE). The run, once its operator confirmed a step, waits; approve shows the
+plan it waits for (from the run's journal: every action, the rollback note,
+the digest), asks you to type the step's id, and signs the digest — for this
+run and step only — with your key, which must be in the allowed signers and
+not the operator's. The run counts the signature within a second. A plan
+that changes (re-planned, stale) needs a new approval.
+
+It reads and writes RUN_DIR (approvals/ in it): run it where the run
+directory is, as a user who can write there.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key == "" {
+				return usageErr(errors.New("--key KEY is required: your signing key (a private key, or the .pub of a key in ssh-agent)"))
+			}
+			return approve(cmd, args[0], step, key, yes)
+		},
+	}
+	c.Flags().StringVar(&step, "step", "", "the step to approve (default: the one the run waits for)")
+	c.Flags().StringVar(&key, "key", "", "your signing key: a private key, or the .pub of a key in ssh-agent (required)")
+	c.Flags().BoolVar(&yes, "yes", false, "sign without asking to type the step's id (you have read the plan)")
+	return c
+}
+
+func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
+	ctx, w := cmd.Context(), cmd.OutOrStdout()
+	meta, err := steps.ReadMeta(dir)
+	if err != nil {
+		return usageErr(err)
+	}
+	reqs, err := signoff.Requests(dir, step)
+	switch {
+	case errors.Is(err, signoff.ErrNoRequest) && step != "":
+		return failedErr(fmt.Errorf("run %s does not wait for an approval of %s now (a run asks when its operator has confirmed a destructive step); nothing was signed", meta.ID, step))
+	case errors.Is(err, signoff.ErrNoRequest):
+		return failedErr(fmt.Errorf("run %s waits for no approval now (a run asks when its operator has confirmed a destructive step); nothing was signed", meta.ID))
+	case err != nil:
+		return failedErr(err)
+	case len(reqs) > 1:
+		var ids []string
+		for _, r := range reqs {
+			ids = append(ids, r.Step)
+		}
+		return usageErr(fmt.Errorf("run %s waits for approvals of %s: name one with --step; nothing was signed", meta.ID, strings.Join(ids, ", ")))
+	}
+	req := reqs[0]
+	if req.Run != meta.ID {
+		return failedErr(fmt.Errorf("%s: the request is for run %s, not this directory's run %s; nothing was signed", signoff.RequestPath(dir, req.Step), req.Run, meta.ID))
+	}
+	plan, err := journaledPlan(dir, req)
+	if err != nil {
+		return failedErr(err)
+	}
+	showRequest(w, meta, req, plan)
+	if err := (signoff.Keygen{}).Check(ctx); err != nil {
+		return failedErr(err)
+	}
+	if !yes {
+		if !isTerminal(os.Stdin) {
+			return usageErr(errors.New("without a terminal, pass --yes once you have read the plan; nothing was signed"))
+		}
+		fmt.Fprintf(w, "\nType %s to sign this plan (anything else signs nothing): ", req.Step)
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		if strings.TrimSpace(line) != req.Step {
+			return &exitError{exitInterrupted, errors.New("not signed")}
+		}
+	}
+	msg := signoff.Message(req.Run, req.Step, req.Digest)
+	sig, err := (signoff.Keygen{}).Sign(ctx, key, msg, true)
+	if err != nil {
+		return failedErr(fmt.Errorf("%w; nothing was written", err))
+	}
+	id, err := (signoff.Keygen{}).Verify(ctx, req.AllowedSigners, msg, sig)
+	switch {
+	case errors.Is(err, signoff.ErrNotAllowed):
+		return failedErr(fmt.Errorf("your key %s is not in the allowed signers (%s): your approval would not count; nothing was written", id.Key, req.AllowedSigners))
+	case err != nil:
+		return failedErr(fmt.Errorf("your signature does not verify against %s: %w; nothing was written", req.AllowedSigners, err))
+	case id.Key == req.Operator.Key || id.Principal == req.Operator.Principal:
+		return failedErr(fmt.Errorf("you signed as %s (key %s), the operator of this run, whose approval already counts once: another person must approve; nothing was written", id.Principal, id.Key))
+	}
+	// The run may have moved on, or re-planned, while the plan was read.
+	if now, err := signoff.Requests(dir, req.Step); err != nil || now[0].Digest != req.Digest {
+		return failedErr(fmt.Errorf("run %s no longer waits for this plan of %s (digest %.12s): it changed or was answered meanwhile; nothing was written — run approve again to see what it waits for now", meta.ID, req.Step, req.Digest))
+	}
+	path, err := signoff.WriteSignature(dir, req, id.Principal, sig)
+	if err != nil {
+		return failedErr(fmt.Errorf("%w; the signature was not stored", err))
+	}
+	fmt.Fprintf(w, "\nsigned: %s (key %s) approved the plan of %s, digest %.12s, in run %s.\n  signature: %s\n  the run counts it within a second.\n", id.Principal, id.Key, req.Step, req.Digest, meta.ID, path)
+	return nil
+}
+
+// journaledPlan is the plan of req's step as the run's journal has it last:
+// what the operator was shown. It must be the plan the request is for.
+func journaledPlan(dir string, req signoff.Request) (*steps.Plan, error) {
+	recs, err := journal.Read(filepath.Join(dir, steps.JournalFile))
+	if err != nil {
+		return nil, err
+	}
+	type planRecord struct {
+		steps.Plan
+		Digest string `json:"digest"`
+	}
+	var last *planRecord
+	for _, r := range recs {
+		if r.Type != journal.Plan || r.Step != req.Step {
+			continue
+		}
+		p, err := journal.Decode[planRecord](r)
+		if err != nil {
+			return nil, fmt.Errorf("the journal's plan of %s: %w", req.Step, err)
+		}
+		last = &p
+	}
+	switch {
+	case last == nil:
+		return nil, fmt.Errorf("the run's journal has no plan of %s; nothing was signed", req.Step)
+	case last.Digest != req.Digest:
+		return nil, fmt.Errorf("the journal's latest plan of %s (digest %.12s) is not the one the run waits for (%.12s); nothing was signed — run approve again", req.Step, last.Digest, req.Digest)
+	}
+	return &last.Plan, nil
+}
+
+func showRequest(w io.Writer, meta steps.Meta, req signoff.Request, p *steps.Plan) {
+	fmt.Fprintf(w, "run %s: %s on %s (%s)\n", meta.ID, meta.Runbook, meta.Cluster, modeName(meta.Lab))
+	fmt.Fprintf(w, "step %s — %s [%s]\n", req.Step, req.Title, req.Risk)
+	fmt.Fprintf(w, "confirmed by %s (key %s) at %s UTC; the run waits until %s UTC\n", req.Operator.Principal, req.Operator.Key,
+		req.Since.UTC().Format("15:04:05"), req.Until.UTC().Format(time.DateTime))
+	fmt.Fprintf(w, "\nthe plan you sign (digest %s):\n   %s\n", req.Digest, p.Summary)
+	for _, f := range p.Facts {
+		fmt.Fprintf(w, "   · %s\n", f)
+	}
+	for _, a := range p.Actions {
+		fmt.Fprintf(w, "   → %s\n", a)
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "   ! %s\n", n)
+	}
+	if p.Rollback != "" {
+		fmt.Fprintf(w, "   rollback: %s\n", strings.ReplaceAll(p.Rollback, "\n", "\n             "))
+	}
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/notify"
+	"github.com/kremedy/kremedy/steps/signoff"
+)
+
+// teamConfig is what a run tells and asks of other people, resolved before
+// anything is done: the webhooks it notifies (--notify, the inventory's
+// notify) and the approval policy it enforces (the inventory's policy,
+// with the operator's --key).
+type teamConfig struct {
+	targets []notify.Target
+	// warnings are the inventory's webhooks that cannot be used: said at
+	// the run's start, and the run goes on without them.
+	warnings []string
+	policy   *signoff.Policy
+	key      string
+	// notes are said at the run's start (a policy a lab ignores).
+	notes []string
+	// secrets are the webhook URLs read from the environment or files, and
+	// the tokens: the journal never shows them.
+	secrets []string
+}
+
+// resolveTeam reads --notify, --notify-token and --key and the
+// inventory's notify and policy. A flag that cannot be used is a usage
+// error; an inventory webhook that cannot be used is a warning (a
+// notification never stops a repair); a policy the run cannot enforce
+// stops it before anything is done.
+func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryRun bool) (*teamConfig, error) {
+	tc := &teamConfig{}
+	token := ""
+	if f.notifyToken != "" {
+		t, err := secretArg("--notify-token", f.notifyToken)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		token = t
+		tc.secrets = append(tc.secrets, t)
+	}
+	for _, arg := range f.notify {
+		u, err := secretArg("--notify", arg)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		t := notify.Target{URL: u, Token: token}
+		if err := t.Check(); err != nil {
+			return nil, usageErr(fmt.Errorf("--notify: %w", err))
+		}
+		if u != arg || notify.IsSlack(u) {
+			tc.secrets = append(tc.secrets, u)
+		}
+		tc.targets = append(tc.targets, t)
+	}
+	if f.notifyToken != "" && len(f.notify) == 0 {
+		return nil, usageErr(errors.New("--notify-token is the bearer token of the --notify webhooks; there are none"))
+	}
+	for i, n := range inv.Notify {
+		name := fmt.Sprintf("%s: notify[%d]", inv.Path, i)
+		u, err := n.ResolveURL()
+		if err != nil {
+			tc.warnings = append(tc.warnings, fmt.Sprintf("%s is not notified: %v; the run goes on without it", name, err))
+			continue
+		}
+		tok, err := n.Token()
+		if err != nil {
+			tc.warnings = append(tc.warnings, fmt.Sprintf("%s (%s) is not notified: %v; the run goes on without it", name, notify.Name(u), err))
+			continue
+		}
+		format, _ := notify.ParseFormat(n.Format) // the loader checked it
+		t := notify.Target{URL: u, Token: tok, Format: format}
+		if err := t.Check(); err != nil {
+			tc.warnings = append(tc.warnings, fmt.Sprintf("%s is not notified: %v; the run goes on without it", name, err))
+			continue
+		}
+		if n.URL == "" || notify.IsSlack(u) {
+			tc.secrets = append(tc.secrets, u)
+		}
+		if tok != "" {
+			tc.secrets = append(tc.secrets, tok)
+		}
+		tc.targets = append(tc.targets, t)
+	}
+
+	p := inv.Policy
+	switch {
+	case p == nil || p.Approvals < 2:
+		if f.key != "" {
+			tc.notes = append(tc.notes, fmt.Sprintf("--key %s: %s has no approval policy (policy: approvals: 2), so the key signs nothing", f.key, inv.Path))
+		}
+		return tc, nil
+	case dryRun || !inv.Enforced():
+		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy of %s (approvals: %d) is not enforced on a lab: set policy.in_lab: true to rehearse it", inv.Path, p.Approvals))
+		return tc, nil
+	}
+	if f.key == "" {
+		return nil, usageErr(fmt.Errorf("%s's policy wants %d approvals of every destructive step: pass --key KEY, your signing key (a private key file, or the .pub of a key in ssh-agent) in %s; your confirmation is signed with it, and another person approves with `kremedy approve`; nothing was done", inv.Path, p.Approvals, p.AllowedSigners))
+	}
+	key, err := filepath.Abs(f.key)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	if _, err := os.Stat(key); err != nil {
+		return nil, usageErr(fmt.Errorf("--key: %w; nothing was done", err))
+	}
+	if _, err := os.Stat(p.AllowedSigners); err != nil {
+		return nil, usageErr(fmt.Errorf("%s policy.allowed_signers: %w; a run under the policy cannot check an approval without it; nothing was done", inv.Path, err))
+	}
+	if err := (signoff.Keygen{}).Check(ctx); err != nil {
+		return nil, usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
+	}
+	tc.policy = &signoff.Policy{Approvals: p.Approvals, AllowedSigners: p.AllowedSigners, Timeout: p.Timeout.Duration}
+	tc.key = key
+	return tc, nil
+}
+
+// secretArg reads a flag's value as OpenSSL's -passin reads one: env:NAME
+// (an environment variable) or file:PATH (a file, one trailing newline
+// ignored); a --notify URL may also be written out.
+func secretArg(flag, v string) (string, error) {
+	switch {
+	case strings.HasPrefix(v, "env:"):
+		name := strings.TrimPrefix(v, "env:")
+		s, ok := os.LookupEnv(name)
+		if !ok || strings.TrimSpace(s) == "" {
+			return "", fmt.Errorf("%s %s: the environment variable %s is not set or empty; nothing was done", flag, v, name)
+		}
+		return strings.TrimSpace(s), nil
+	case strings.HasPrefix(v, "file:"):
+		b, err := os.ReadFile(strings.TrimPrefix(v, "file:"))
+		if err != nil {
+			return "", fmt.Errorf("%s %s: %w; nothing was done", flag, v, err)
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return "", fmt.Errorf("%s %s: the file is empty; nothing was done", flag, v)
+		}
+		return s, nil
+	case flag == "--notify-token":
+		return "", fmt.Errorf("--notify-token: write env:NAME or file:PATH; a token on the command line is seen by every user of the machine (ps); nothing was done")
+	}
+	return v, nil
+}
+
+// team is a teamConfig at work in one session: the notifier (one more
+// Reporter) and the policy's Approver around the operator's.
+type team struct {
+	tc *teamConfig
+	s  *steps.Session
+	n  *notify.Notifier
+	w  io.Writer // where lines go once no run reports them
+	// over: no attempt is running, so the notifier's lines are printed
+	// here as well as journaled.
+	over atomic.Bool
+	once sync.Once
+}
+
+// attach starts the team's work for s; headless chooses the resume
+// command the notifications carry. tc may be nil (no flags resolved: a
+// test).
+func (tc *teamConfig) attach(s *steps.Session, headless bool, w io.Writer) *team {
+	if tc == nil {
+		tc = &teamConfig{}
+	}
+	tm := &team{tc: tc, s: s, w: w}
+	tm.over.Store(true)
+	s.Redact(tc.secrets...)
+	if len(tc.targets) > 0 {
+		meta := s.Meta()
+		tm.n = notify.New(notify.Run{ID: meta.ID, Runbook: meta.Runbook, Cluster: meta.Cluster, Lab: meta.Lab, Operator: operator(),
+			Version: version, Dir: s.Dir(), Resume: s.ResumeCommand(headless), Steps: s.Runbook().Infos()},
+			tc.targets, notify.Options{Problem: tm.problem})
+	}
+	return tm
+}
+
+// problem journals a line about the notifications and shows it: through
+// the run's reporter while it runs, on w once it does not.
+func (tm *team) problem(text string) {
+	tm.s.Notef("notify", "%s", text)
+	if tm.over.Load() {
+		fmt.Fprintln(tm.w, "kremedy: "+text)
+	}
+}
+
+// run is one attempt: it tells the team it starts, composes rep with the
+// notifier and a with the policy, walks the run, and tells how it ended.
+func (tm *team) run(ctx context.Context, a steps.Approver, rep steps.Reporter, walk func(steps.Approver, steps.Reporter) steps.Outcome) steps.Outcome {
+	tm.over.Store(false)
+	defer tm.over.Store(true)
+	tm.once.Do(func() {
+		for _, l := range append(tm.tc.notes, tm.tc.warnings...) {
+			tm.s.Notef("kremedy", "%s", l)
+			rep.Report(steps.Event{Time: time.Now(), Kind: steps.EvLog, Step: "kremedy", Text: l})
+		}
+	})
+	if tm.n != nil {
+		rep = steps.Reporters(rep, tm.n)
+		tm.n.RunStart(tm.s.Resumed())
+	}
+	if p := tm.tc.policy; p != nil {
+		meta := tm.s.Meta()
+		a = &signoff.Approver{Inner: a, Policy: *p, Run: meta.ID, Dir: tm.s.Dir(), Runbook: meta.Runbook, Cluster: meta.Cluster, Lab: meta.Lab,
+			Key: tm.tc.key, Signer: signoff.Keygen{}, Report: rep, Log: func(step, text string) { tm.s.Notef(step, "%s", text) }}
+	}
+	out := walk(a, rep)
+	if tm.n != nil {
+		tm.n.RunEnd(notify.End{Ending: out.Ending(ctx), Done: out.Done, Skipped: out.Skipped, NotDone: out.NotDone, Err: out.Err, Report: tm.s.ReportPath()})
+	}
+	return out
+}
+
+// close waits a little for the last notifications and journals what was
+// not delivered (and shows it, unless the webhook was already reported).
+func (tm *team) close() {
+	if tm.n == nil {
+		return
+	}
+	for _, u := range tm.n.Close() {
+		tm.s.Notef("notify", "%s", u.Line)
+		if !u.Reported {
+			fmt.Fprintln(tm.w, "kremedy: "+u.Line)
+		}
+	}
+}
+
+// operator is who runs kremedy, as the team is told: user@host.
+func operator() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if h, err := os.Hostname(); err == nil {
+		name += "@" + h
+	}
+	return name
+}

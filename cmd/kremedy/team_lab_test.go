@@ -1,0 +1,455 @@
+package main
+
+// Lab tests of what a run tells and asks of the team: webhooks on loopback
+// receiving a real rolling restart's events, and a second approver whose
+// signature the run waits for before any broker stops.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/notify"
+	"github.com/kremedy/kremedy/steps/signoff"
+)
+
+// hook is a webhook on loopback that keeps every body it answered 200, in
+// order; it can go away and come back on the same port.
+type hook struct {
+	t    *testing.T
+	addr string
+
+	mu     sync.Mutex
+	srv    *http.Server
+	bodies [][]byte
+	// seen is called with each message's event (JSON hooks).
+	seen func(event string)
+}
+
+func newHook(t *testing.T) *hook {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hook{t: t, addr: ln.Addr().String()}
+	h.serve(ln)
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+func (h *hook) url(path string) string { return "http://" + h.addr + path }
+
+func (h *hook) serve(ln net.Listener) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.bodies = append(h.bodies, b)
+		seen := h.seen
+		h.mu.Unlock()
+		var m struct{ Event string }
+		if json.Unmarshal(b, &m) == nil && seen != nil {
+			seen(m.Event)
+		}
+	})}
+	h.mu.Lock()
+	h.srv = srv
+	h.mu.Unlock()
+	go srv.Serve(ln)
+}
+
+func (h *hook) stop() {
+	h.mu.Lock()
+	srv := h.srv
+	h.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// restart stops the hook now and serves again on its address after d.
+func (h *hook) restart(d time.Duration) {
+	h.stop()
+	time.AfterFunc(d, func() {
+		ln, err := net.Listen("tcp", h.addr)
+		if err != nil {
+			h.t.Errorf("the hook could not come back on %s: %v", h.addr, err)
+			return
+		}
+		h.serve(ln)
+	})
+}
+
+func (h *hook) got() [][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.bodies)
+}
+
+// events decodes a JSON hook's messages.
+func (h *hook) events() []notify.Message {
+	var out []notify.Message
+	for _, b := range h.got() {
+		var m notify.Message
+		if err := json.Unmarshal(b, &m); err != nil {
+			h.t.Fatalf("not a JSON message: %v\n%s", err, b)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// labInventory writes a copy of the lab's inventory with edit applied.
+func labInventory(t *testing.T, l *lab.Lab, edit func(*inventory.Inventory)) string {
+	t.Helper()
+	inv, err := inventory.Load(l.InventoryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(inv)
+	path := filepath.Join(t.TempDir(), "inventory.yaml")
+	if err := inventory.Write(path, inv); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// silentHook accepts connections and never answers.
+func silentHook(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return "http://" + ln.Addr().String() + "/never"
+}
+
+// deadHook is an address nothing listens on.
+func deadHook(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr + "/gone"
+}
+
+func needKeygen(t *testing.T) {
+	t.Helper()
+	if err := (signoff.Keygen{}).Check(context.Background()); err != nil {
+		t.Fatalf("%v", err) // a missing dependency fails, with its fix
+	}
+}
+
+// TestTeamLab: a rolling restart of a real lab tells webhooks what it does
+// — in order, to Slack in Slack's shape, across a webhook's restart, and
+// finishing although two webhooks never answer — and, under a policy of
+// two approvals, waits (no broker stopped) until a second person's key
+// approves the plan, refusing a key not allowed, the operator's own and a
+// stale digest.
+func TestTeamLab(t *testing.T) {
+	needLab(t)
+	needKeygen(t)
+	t.Parallel()
+	cfg := lab.DefaultConfig()
+	cfg.Net = 50
+	l := startLab(t, cfg)
+
+	t.Run("webhooks: order, Slack's shape, a restart, dead ones", func(t *testing.T) {
+		plain, slack := newHook(t), newHook(t)
+		silent, dead := silentHook(t), deadHook(t)
+		// The JSON hook goes away when the outage window opens and comes
+		// back 4 s later: what it missed is retried, in order.
+		var once sync.Once
+		plain.seen = func(ev string) {
+			if ev == notify.EvOutageOpen {
+				// Once this answer is sent: a retry of a message that
+				// did arrive would be a duplicate, not a loss.
+				once.Do(func() { time.AfterFunc(300*time.Millisecond, func() { plain.restart(4 * time.Second) }) })
+			}
+		}
+		inv := labInventory(t, l, func(inv *inventory.Inventory) {
+			inv.Notify = []inventory.Notify{{URL: slack.url("/services/T0/B0"), Format: inventory.FormatSlack}}
+			// A lab ignores an approval policy unless it asks.
+			inv.Policy = &inventory.Policy{Approvals: 2, AllowedSigners: filepath.Join(t.TempDir(), "nobody")}
+		})
+		run := filepath.Join(t.TempDir(), "run")
+		r := kremedy(t, "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab",
+			"--notify", plain.url("/hook"), "--notify", silent, "--notify", dead)
+		ran := "?"
+		if m := runTookRe.FindStringSubmatch(r.out); m != nil {
+			ran = m[1] + "s"
+		}
+		t.Logf("FIGURE rolling restart with 4 webhooks (one restarted, one silent, one refusing): the run %s, the process %s (connecting, the last notifications' wait, exit)", ran, r.took.Round(100*time.Millisecond))
+		if r.code != 0 {
+			t.Fatalf("rolling-restart: exit %d\n%s", r.code, r.out)
+		}
+		if !strings.Contains(r.out, "is not enforced on a lab: set policy.in_lab: true") {
+			t.Errorf("the run does not say the lab ignores the policy:\n%s", r.out)
+		}
+		// Each dead webhook is reported once, on screen and in the journal.
+		journal, _ := os.ReadFile(filepath.Join(run, "journal.jsonl"))
+		for _, u := range []string{silent, dead} {
+			name := notify.Name(u)
+			if n := strings.Count(r.out, "notifications to "+name); n != 1 {
+				t.Errorf("%s reported %d times on screen, want once:\n%s", name, n, r.out)
+			}
+			if !strings.Contains(string(journal), "notifications to "+name) {
+				t.Errorf("%s is not in the journal", name)
+			}
+		}
+		if strings.Contains(r.out, "notifications to "+notify.Name(plain.url(""))) {
+			t.Errorf("the restarted webhook was reported:\n%s", r.out)
+		}
+
+		evs := plain.events()
+		shown := map[string]bool{}
+		for _, b := range plain.got() {
+			var m notify.Message
+			if json.Unmarshal(b, &m) == nil && !shown[m.Event] {
+				shown[m.Event] = true
+				t.Logf("SHAPE %s", b)
+			}
+		}
+		if b := slack.got(); len(b) > 0 {
+			t.Logf("SHAPE slack %s", b[len(b)-2])
+		}
+		var names []string
+		for _, m := range evs {
+			names = append(names, m.Event)
+		}
+		at := func(ev string) int { return slices.Index(names, ev) }
+		if !(at(notify.EvRunStart) == 0 && at(notify.EvRunStart) < at(notify.EvOutageOpen) && at(notify.EvOutageOpen) < at(notify.EvOutageClose) &&
+			at(notify.EvOutageClose) < at(notify.EvRunEnd) && at(notify.EvRunEnd) == len(names)-1) {
+			t.Fatalf("events out of order: %v", names)
+		}
+		for i, m := range evs {
+			if m.Seq != i+1 {
+				t.Fatalf("message %d has seq %d: one was lost or repeated across the restart: %v", i, m.Seq, names)
+			}
+		}
+		start, closed, end := evs[0], evs[at(notify.EvOutageClose)], evs[len(evs)-1]
+		if start.Runbook != "rolling-restart" || start.Cluster != "kremedy-lab" || !start.Lab || start.Operator == "" || start.Kremedy == "" {
+			t.Errorf("run-start: %+v", start)
+		}
+		if closed.LengthMS <= 0 || closed.Brokers != 3 || closed.BrokersDown != 1 {
+			t.Errorf("outage-close: %+v", closed)
+		}
+		if end.Ending != "finished" || !slices.Contains(end.Done, "roll") {
+			t.Errorf("run-end: %+v", end)
+		}
+		for _, want := range []string{notify.EvPlan, notify.EvApproval, notify.EvStepStart, notify.EvStepEnd} {
+			if at(want) < 0 {
+				t.Errorf("no %s event: %v", want, names)
+			}
+		}
+		if report, _ := os.ReadFile(filepath.Join(run, "report.md")); !strings.Contains(string(report), "## Outage window") {
+			t.Errorf("the report has no outage window")
+		}
+
+		// The Slack hook got the same events, each as text and blocks.
+		bodies := slack.got()
+		if len(bodies) != len(evs) {
+			t.Errorf("the Slack hook got %d messages, the JSON one %d", len(bodies), len(evs))
+		}
+		var closeText string
+		for i, b := range bodies {
+			var s struct {
+				Text   string `json:"text"`
+				Blocks []struct {
+					Type     string                        `json:"type"`
+					Text     *struct{ Type, Text string }  `json:"text"`
+					Elements []struct{ Type, Text string } `json:"elements"`
+				} `json:"blocks"`
+			}
+			var top map[string]json.RawMessage
+			if json.Unmarshal(b, &top) != nil || len(top) != 2 || json.Unmarshal(b, &s) != nil || s.Text == "" || len(s.Blocks) != 2 ||
+				s.Blocks[0].Type != "section" || s.Blocks[0].Text == nil || s.Blocks[0].Text.Type != "mrkdwn" || s.Blocks[1].Type != "context" {
+				t.Fatalf("Slack message %d is not text plus a section and a context:\n%s", i, b)
+			}
+			if strings.Contains(s.Blocks[0].Text.Text, "outage window closed") {
+				closeText = s.Blocks[0].Text.Text
+			}
+		}
+		if !strings.Contains(closeText, "after *") {
+			t.Errorf("no outage-close with its length in Slack: %q", closeText)
+		}
+	})
+
+	t.Run("approvals: 2: the run waits for a second key", func(t *testing.T) {
+		keys := t.TempDir()
+		var lines []string
+		for _, name := range []string{"alice", "bob", "carol"} {
+			k := filepath.Join(keys, name)
+			if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", k).CombinedOutput(); err != nil {
+				t.Fatalf("ssh-keygen: %v\n%s", err, out)
+			}
+			if name != "carol" {
+				pub, _ := os.ReadFile(k + ".pub")
+				f := strings.Fields(string(pub))
+				lines = append(lines, fmt.Sprintf("%s@example.com namespaces=%q %s %s", name, signoff.Namespace, f[0], f[1]))
+			}
+		}
+		signers := filepath.Join(keys, "allowed_signers")
+		if err := os.WriteFile(signers, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		inv := labInventory(t, l, func(inv *inventory.Inventory) {
+			inv.Policy = &inventory.Policy{Approvals: 2, AllowedSigners: signers, Timeout: inventory.Duration{Duration: 5 * time.Minute}, InLab: true}
+		})
+		run := filepath.Join(t.TempDir(), "run")
+		before := brokerPIDs(l)
+		var out lockedBuffer
+		cmd := exec.Command(bin, "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab",
+			"--key", filepath.Join(keys, "alice"))
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		defer func() {
+			if cmd.ProcessState == nil {
+				_ = cmd.Process.Kill()
+			}
+		}()
+		var req signoff.Request
+		for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			if rs, err := signoff.Requests(run, "roll"); err == nil {
+				req = rs[0]
+				break
+			}
+			select {
+			case err := <-exited:
+				t.Fatalf("the run ended (%v) without waiting for an approval:\n%s", err, out.String())
+			default:
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the run never asked for an approval:\n%s", out.String())
+			}
+		}
+		approve := func(key string) result {
+			return kremedy(t, "approve", run, "--step", "roll", "--key", filepath.Join(keys, key), "--yes")
+		}
+		// A key not allowed, the operator's own: refused, nothing written.
+		if r := approve("carol"); r.code != 1 || !strings.Contains(r.out, "is not in the allowed signers") {
+			t.Errorf("carol's approval: exit %d\n%s", r.code, r.out)
+		}
+		if r := approve("alice"); r.code != 1 || !strings.Contains(r.out, "the operator of this run") {
+			t.Errorf("the operator's own approval: exit %d\n%s", r.code, r.out)
+		}
+		// Bob's signature of a stale digest (an earlier plan of roll) is
+		// found and refused by the run.
+		stale := req
+		stale.Digest = strings.Repeat("0", 64)
+		sig, err := (signoff.Keygen{}).Sign(context.Background(), filepath.Join(keys, "bob"), signoff.Message(stale.Run, stale.Step, stale.Digest), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := signoff.WriteSignature(run, stale, "bob", sig); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "an earlier plan of roll"); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("the stale approval was not refused:\n%s", out.String())
+			}
+		}
+		time.Sleep(2 * time.Second)
+		if got := stops(t, run); len(got) != 0 {
+			t.Fatalf("brokers were stopped before the second approval: %v", got)
+		}
+		if after := brokerPIDs(l); !maps.Equal(before, after) {
+			t.Fatalf("a broker was restarted before the second approval: %v -> %v", before, after)
+		}
+		waited := time.Since(start)
+		r := approve("bob")
+		if r.code != 0 || !strings.Contains(r.out, "the plan you sign (digest "+req.Digest+")") || !strings.Contains(r.out, "signed: bob@example.com") {
+			t.Fatalf("bob's approval: exit %d\n%s", r.code, r.out)
+		}
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("the run failed after the approval: %v\n%s", err, out.String())
+			}
+		case <-time.After(10 * time.Minute):
+			t.Fatalf("the run did not end:\n%s", out.String())
+		}
+		t.Logf("FIGURE the run waited %s for the second approval; the roll took %s after it", waited.Round(100*time.Millisecond), (time.Since(start) - waited).Round(100*time.Millisecond))
+		text := out.String()
+		for _, w := range []string{"waiting for a second approval of roll, digest " + req.Digest[:12], "approved by bob@example.com", "signed off by alice@example.com (operator), bob@example.com"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("the run's output lacks %q:\n%s", w, text)
+			}
+		}
+		if got := stops(t, run); len(got) != 3 {
+			t.Errorf("stops per broker %v, want every broker once", got)
+		}
+		report, _ := os.ReadFile(filepath.Join(run, "report.md"))
+		for _, w := range []string{"## Approvals", "| roll | approve |", "alice@example.com (operator), key SHA256:", "bob@example.com, key SHA256:", "outcome: **finished**"} {
+			if !strings.Contains(string(report), w) {
+				t.Errorf("report lacks %q:\n%s", w, report)
+			}
+		}
+	})
+}
+
+// runTookRe finds the time the headless runner says the run took.
+var runTookRe = regexp.MustCompile(`\(([0-9.]+)s\)\nreport: `)
+
+// lockedBuffer is a process's output, read by the test while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,419 @@
+package signoff_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/signoff"
+)
+
+// keys are ed25519 keys made for the test, and an allowed_signers file:
+// alice (the operator) and bob and dave may approve; eve's key is allowed
+// for git signatures only; carol's is in no file.
+type keys struct {
+	dir, allowed string
+}
+
+func newKeys(t *testing.T) keys {
+	t.Helper()
+	if err := (signoff.Keygen{}).Check(context.Background()); err != nil {
+		t.Fatal(err) // the machine needs OpenSSH's ssh-keygen: not a skip
+	}
+	k := keys{dir: t.TempDir()}
+	var lines []string
+	for _, name := range []string{"alice", "bob", "carol", "dave", "eve"} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", k.key(name)).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+		pub, err := os.ReadFile(k.key(name) + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(pub))
+		switch name {
+		case "alice", "dave":
+			lines = append(lines, fmt.Sprintf("%s@example.com %s %s", name, f[0], f[1]))
+		case "bob":
+			lines = append(lines, fmt.Sprintf("bob@example.com,bob namespaces=%q %s %s", signoff.Namespace, f[0], f[1]))
+		case "eve":
+			lines = append(lines, fmt.Sprintf("eve@example.com namespaces=\"git\" %s %s", f[0], f[1]))
+		}
+	}
+	k.allowed = filepath.Join(k.dir, "allowed_signers")
+	if err := os.WriteFile(k.allowed, []byte("# who approves\n"+strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func (k keys) key(name string) string { return filepath.Join(k.dir, name) }
+
+// strictApprover is the operator: it expects exactly the steps in want to
+// be asked, in order, and answers each with answer.
+type strictApprover struct {
+	t      *testing.T
+	mu     sync.Mutex
+	want   []string
+	asked  []string
+	answer func(steps.Info, *steps.Plan) steps.Approval
+}
+
+func (s *strictApprover) Approve(_ context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.asked) >= len(s.want) || s.want[len(s.asked)] != info.ID {
+		s.t.Errorf("unexpected question about %s (asked %v, want %v)", info.ID, s.asked, s.want)
+	}
+	s.asked = append(s.asked, info.ID)
+	if s.answer != nil {
+		return s.answer(info, p), nil
+	}
+	return steps.Approval{Decision: steps.Approve, Typed: "word", By: "tui (alice)", Digest: p.Digest()}, nil
+}
+
+func (s *strictApprover) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.asked) != len(s.want) {
+		s.t.Errorf("asked %v, want %v", s.asked, s.want)
+	}
+}
+
+// lines keeps what the approver journals and shows.
+type lines struct {
+	mu  sync.Mutex
+	all []string
+	evs []steps.Event
+}
+
+func (l *lines) log(step, text string) {
+	l.mu.Lock()
+	l.all = append(l.all, step+": "+text)
+	l.mu.Unlock()
+}
+func (l *lines) Report(e steps.Event) { l.mu.Lock(); l.evs = append(l.evs, e); l.mu.Unlock() }
+func (l *lines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
+// signing is one approver's signature, made once the run waits: by key,
+// of the plan's digest (or another), in this run (or another).
+type signing struct {
+	key, digest, run string
+}
+
+var plan = &steps.Plan{Step: "stop-brokers", Kind: "stop", Summary: "stop 3 brokers", Actions: []steps.Action{{ID: "stop-1", Op: steps.OpSSH, Target: "b1"}}}
+
+// approveWhenAsked signs, in order, once the run's request appears.
+func approveWhenAsked(t *testing.T, k keys, dir string, ss []signing) {
+	t.Helper()
+	go func() {
+		var req signoff.Request
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			rs, err := signoff.Requests(dir, "")
+			if err == nil {
+				req = rs[0]
+				break
+			}
+			if time.Now().After(end) {
+				t.Error("the run never asked for an approval")
+				return
+			}
+		}
+		for i, s := range ss {
+			digest, run := req.Digest, req.Run
+			if s.digest != "" {
+				digest = s.digest
+			}
+			if s.run != "" {
+				run = s.run
+			}
+			sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key(s.key), signoff.Message(run, req.Step, digest), false)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			r := req
+			r.Digest = digest
+			if _, err := signoff.WriteSignature(dir, r, fmt.Sprintf("%s-%d", s.key, i), sig); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+}
+
+// TestApprover: a destructive step's plan is approved when another allowed
+// signer signs its digest in this run; every other signature is refused
+// with a reason, and the run keeps waiting.
+func TestApprover(t *testing.T) {
+	k := newKeys(t)
+	other := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name      string
+		approvals int
+		risk      steps.Risk
+		operator  string // the operator's key (default alice)
+		sign      []signing
+		timeout   time.Duration
+		answer    func(steps.Info, *steps.Plan) steps.Approval
+		wantBy    []string // signoffs, operator first; nil: none
+		wantErr   error
+		wantLog   []string
+	}{
+		{name: "bob approves", approvals: 2, sign: []signing{{key: "bob"}},
+			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"waits for a second approval", "approved by bob@example.com", "(2 of 2 approvals)"}},
+		{name: "a key in no allowed_signers, then bob", approvals: 2, sign: []signing{{key: "carol"}, {key: "bob"}},
+			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"not an allowed signer: key SHA256:", "approved by bob@example.com"}},
+		{name: "the operator's own key does not count twice", approvals: 2, sign: []signing{{key: "alice"}}, timeout: 2 * time.Second,
+			wantErr: steps.ErrNotApproved, wantLog: []string{"signed by the operator (alice@example.com", "no a second approval of stop-brokers within 2s"}},
+		{name: "a stale digest, then the plan's", approvals: 2, sign: []signing{{key: "bob", digest: other}, {key: "bob"}},
+			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"refused bob@example.com's approval", "is for digest ababababab", "a re-planned step needs a new approval"}},
+		{name: "another run's signature of the same plan", approvals: 2, sign: []signing{{key: "bob", run: "another-run"}, {key: "dave"}},
+			wantBy: []string{"alice@example.com", "dave@example.com"}, wantLog: []string{"it is not a signature of stop-brokers's plan"}},
+		{name: "a key allowed for git only", approvals: 2, sign: []signing{{key: "eve"}, {key: "bob"}},
+			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"eve-0.sig: it is not a signature"}},
+		{name: "three approvals: bob twice counts once", approvals: 3, sign: []signing{{key: "bob"}, {key: "bob"}, {key: "dave"}},
+			wantBy: []string{"alice@example.com", "bob@example.com", "dave@example.com"}, wantLog: []string{"waits for 2 more approvals", "already approved stop-brokers; it counts once"}},
+		{name: "nobody approves: the timeout", approvals: 2, timeout: 500 * time.Millisecond,
+			wantErr: steps.ErrNotApproved, wantLog: []string{"waits for a second approval"}},
+		{name: "the operator's key is not allowed", approvals: 2, operator: "carol",
+			wantErr: steps.ErrNotApproved},
+		{name: "a step that is not destructive", approvals: 2, risk: steps.Low},
+		{name: "approvals: 1", approvals: 1},
+		{name: "a skip is the operator's alone", approvals: 2, answer: func(_ steps.Info, p *steps.Plan) steps.Approval {
+			return steps.Approval{Decision: steps.Skip, Reason: "done by hand", By: "tui", Digest: p.Digest()}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			risk := steps.Destructive
+			if tc.risk != 0 {
+				risk = tc.risk
+			}
+			op := "alice"
+			if tc.operator != "" {
+				op = tc.operator
+			}
+			timeout := tc.timeout
+			if timeout == 0 {
+				timeout = 20 * time.Second
+			}
+			inner := &strictApprover{t: t, want: []string{"stop-brokers"}, answer: tc.answer}
+			var l lines
+			a := &signoff.Approver{Inner: inner, Policy: signoff.Policy{Approvals: tc.approvals, AllowedSigners: k.allowed, Timeout: timeout},
+				Run: "run-1", Dir: dir, Key: k.key(op), Signer: signoff.Keygen{}, Report: &l, Log: l.log, Poll: 20 * time.Millisecond}
+			approveWhenAsked(t, k, dir, tc.sign)
+			ap, err := a.Approve(context.Background(), steps.Info{ID: "stop-brokers", Risk: risk}, plan)
+			inner.done()
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("error %v, want %v\n%s", err, tc.wantErr, l.text())
+			}
+			var by []string
+			for _, so := range ap.Signoffs {
+				by = append(by, so.By)
+				if so.Digest != plan.Digest() || !strings.HasPrefix(so.Key, "SHA256:") || so.At.IsZero() {
+					t.Errorf("signoff %+v", so)
+				}
+			}
+			if err == nil && strings.Join(by, " ") != strings.Join(tc.wantBy, " ") {
+				t.Errorf("signed off by %v, want %v\n%s", by, tc.wantBy, l.text())
+			}
+			if err == nil && len(ap.Signoffs) > 0 && !ap.Signoffs[0].Operator {
+				t.Errorf("the first signoff is not the operator's: %+v", ap.Signoffs)
+			}
+			logs := l.text()
+			if err != nil {
+				logs += "\n" + err.Error()
+			}
+			for _, w := range tc.wantLog {
+				if !strings.Contains(logs, w) {
+					t.Errorf("nothing says %q:\n%s", w, logs)
+				}
+			}
+			if _, err := os.Stat(signoff.RequestPath(dir, "stop-brokers")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the request is still there after the wait: %v", err)
+			}
+			if len(tc.wantBy) > 0 {
+				var waiting bool
+				for _, e := range l.evs {
+					waiting = waiting || e.Kind == steps.EvWaiting && e.Step == "stop-brokers" && strings.Contains(e.Text, "waiting for") && strings.Contains(e.Text, "kremedy approve")
+				}
+				if !waiting {
+					t.Errorf("no waiting event: %+v", l.evs)
+				}
+			}
+		})
+	}
+}
+
+// TestApproverStopsOnCtrlC: an interrupted wait ends at once, resumable,
+// with the context's error.
+func TestApproverStopsOnCtrlC(t *testing.T) {
+	k := newKeys(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &signoff.Approver{Inner: &strictApprover{t: t, want: []string{"stop-brokers"}}, Policy: signoff.Policy{Approvals: 2, AllowedSigners: k.allowed},
+		Run: "run-1", Dir: t.TempDir(), Key: k.key("alice"), Signer: signoff.Keygen{}, Poll: 20 * time.Millisecond}
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := a.Approve(ctx, steps.Info{ID: "stop-brokers", Risk: steps.Destructive}, plan)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing of it was done") || time.Since(start) > 2*time.Second {
+		t.Fatalf("%v after %s", err, time.Since(start))
+	}
+}
+
+// stopKind is a destructive step that counts its applies; its plan's
+// summary is the plan's version, and its first apply finds the plan
+// stale (the cluster changed under it) when stale is set.
+type stopKind struct {
+	mu      sync.Mutex
+	applies int
+	version int
+	stale   bool
+}
+
+func (k *stopKind) Plan(context.Context, *steps.Env) (*steps.Plan, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.version++
+	return &steps.Plan{Summary: fmt.Sprintf("stop 3 brokers (plan %d)", k.version), Actions: []steps.Action{{ID: "stop-1", Op: steps.OpSSH, Target: "b1"}}}, nil
+}
+
+func (k *stopKind) Apply(context.Context, *steps.Env, *steps.Plan) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.applies++
+	if k.stale && k.applies == 1 {
+		return fmt.Errorf("%w: broker 1 moved", steps.ErrStalePlan)
+	}
+	return nil
+}
+
+func (k *stopKind) Verify(context.Context, *steps.Env) ([]steps.Check, error) {
+	return []steps.Check{{Name: "stopped", OK: true}}, nil
+}
+
+func (k *stopKind) count() int { k.mu.Lock(); defer k.mu.Unlock(); return k.applies }
+
+// TestARunWaitsForTheSecondApproval: under the policy, a run does nothing
+// of a destructive step until another person approved its plan; the
+// journal and the report say who approved which digest; a re-planned step
+// (a stale plan) needs a new approval, and the old one is refused.
+func TestARunWaitsForTheSecondApproval(t *testing.T) {
+	k := newKeys(t)
+	for _, stale := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stale=%v", stale), func(t *testing.T) {
+			dir := t.TempDir()
+			kind := &stopKind{stale: stale}
+			rb := &steps.Runbook{Name: "test", Confirm: steps.Confirmation{Word: "word", Noun: "cluster"}, Steps: []steps.Step{
+				{Info: steps.Info{ID: "stop-brokers", Kind: "stop", Title: "Stop", Risk: steps.Destructive, Confirm: steps.ConfirmTyped}, Kind: kind}}}
+			s, err := steps.Create(dir, rb, steps.Meta{ID: "run-1", Runbook: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			want := []string{"stop-brokers"}
+			if stale {
+				want = append(want, "stop-brokers")
+			}
+			inner := &strictApprover{t: t, want: want}
+			var l lines
+			a := &signoff.Approver{Inner: inner, Policy: signoff.Policy{Approvals: 2, AllowedSigners: k.allowed, Timeout: 20 * time.Second},
+				Run: "run-1", Dir: dir, Key: k.key("alice"), Signer: signoff.Keygen{}, Report: &l,
+				Log: func(step, text string) { s.Notef(step, "%s", text) }, Poll: 20 * time.Millisecond}
+			done := make(chan steps.Outcome)
+			go func() { done <- s.Run(context.Background(), ports.Cluster{}, a, &l) }()
+
+			sign := func(prev string) signoff.Request {
+				t.Helper()
+				var req signoff.Request
+				for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					if rs, err := signoff.Requests(dir, "stop-brokers"); err == nil && rs[0].Digest != prev {
+						req = rs[0]
+						break
+					}
+					if time.Now().After(end) {
+						t.Fatal("the run never asked for the approval")
+					}
+				}
+				time.Sleep(200 * time.Millisecond) // it waits: nothing is done meanwhile
+				wantApplies := 0                   // nothing of the step before its approval
+				if prev != "" {
+					wantApplies = 1 // the apply that found the plan stale
+				}
+				if n := kind.count(); n != wantApplies {
+					t.Fatalf("%d applies while waiting for the approval, want %d", n, wantApplies)
+				}
+				sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key("bob"), signoff.Message(req.Run, req.Step, req.Digest), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := signoff.WriteSignature(dir, req, "bob", sig); err != nil {
+					t.Fatal(err)
+				}
+				return req
+			}
+			first := sign("")
+			if stale {
+				sign(first.Digest) // the re-planned step asks again, for its new digest
+			}
+			out := <-done
+			inner.done()
+			if out.Err != nil {
+				t.Fatalf("run: %v\n%s", out.Err, l.text())
+			}
+			if n := kind.count(); n != len(want) {
+				t.Errorf("%d applies, want %d", n, len(want))
+			}
+			report, err := os.ReadFile(s.ReportPath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []string{"## Approvals", "| stop-brokers | approve | tui (alice) |", "alice@example.com (operator), key SHA256:", "; bob@example.com, key SHA256:",
+				"confirmation: approve by tui (alice); signed off by alice@example.com (operator) (SHA256:"} {
+				if !strings.Contains(string(report), w) {
+					t.Errorf("report lacks %q:\n%s", w, report)
+				}
+			}
+			journal, _ := os.ReadFile(s.JournalPath())
+			if !strings.Contains(string(journal), `"signoffs":[{"by":"alice@example.com"`) {
+				t.Errorf("the journal's approval has no signoffs:\n%s", journal)
+			}
+			if stale && !strings.Contains(string(journal), "an earlier plan of stop-brokers") {
+				t.Errorf("the first approval was not refused for the re-planned step:\n%s", journal)
+			}
+		})
+	}
+}
+
+// TestEngineRefusesASignoffOfAnotherPlan: an Approver (a buggy policy)
+// that returns a signoff of another digest is refused by the engine.
+func TestEngineRefusesASignoffOfAnotherPlan(t *testing.T) {
+	kind := &stopKind{}
+	rb := &steps.Runbook{Name: "test", Confirm: steps.Confirmation{Word: "word", Noun: "cluster"}, Steps: []steps.Step{
+		{Info: steps.Info{ID: "stop-brokers", Kind: "stop", Title: "Stop", Risk: steps.Destructive, Confirm: steps.ConfirmTyped}, Kind: kind}}}
+	s, err := steps.Create(t.TempDir(), rb, steps.Meta{ID: "run-1", Runbook: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	inner := &strictApprover{t: t, want: []string{"stop-brokers"}, answer: func(_ steps.Info, p *steps.Plan) steps.Approval {
+		return steps.Approval{Decision: steps.Approve, Typed: "word", By: "tui", Digest: p.Digest(), Signoffs: []steps.Signoff{{By: "bob", Digest: "0123"}}}
+	}}
+	out := s.Run(context.Background(), ports.Cluster{}, inner, nil)
+	if !errors.Is(out.Err, steps.ErrNotApproved) || !strings.Contains(out.Err.Error(), "bob signed another plan") || kind.count() != 0 {
+		t.Fatalf("%v, %d applies", out.Err, kind.count())
+	}
+}
