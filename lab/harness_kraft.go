@@ -218,3 +218,17 @@ func kraftVictim(ids []int32) int32 { return ids[len(ids)-1] }
 func (e *env) diagnoseNext() string {
 	return fmt.Sprintf("`kremedy diagnose --inventory %s`", e.l.InventoryPath())
 }
+
+// victimTopic is the KRaft scenarios' prologue: topic e.t created with
+// replication factor 3 over ids and written to (the "old" messages), and
+// the broker the scenario breaks (Report.Victim).
+func (e *env) victimTopic(ids []int32) (assign [][]int32, victim int32, err error) {
+	assign = assignment(ids)
+	e.fillAssign(assign)
+	if e.rep.OldID, err = e.createAndFill(e.t, assign, "old"); err != nil {
+		return nil, 0, err
+	}
+	e.did("created %q (replicas %v, topic ID %s) and wrote %d messages per partition with acks=all", e.t, assign, e.rep.OldID, MessagesPerPartition)
+	e.rep.Victim = kraftVictim(ids)
+	return assign, e.rep.Victim, nil
+}

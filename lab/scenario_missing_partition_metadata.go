@@ -25,16 +25,11 @@ func (e *env) missingPartitionMetadata(ids []int32) error {
 		return fmt.Errorf("%w: on Kafka %s a KRaft broker refuses to start on a log without partition.metadata (fixed in 3.7.1, KAFKA-16814): this scenario shows 3.7.1+'s stray behaviour; run it on a %s or 4.x KRaft lab", ErrWrongLab, e.l.State.Kafka, KafkaVersion)
 	}
 	t := e.t
-	assign := assignment(ids)
-	e.fillAssign(assign)
-	var err error
-	if e.rep.OldID, err = e.createAndFill(t, assign, "old"); err != nil {
+	assign, b, err := e.victimTopic(ids)
+	if err != nil {
 		return err
 	}
 	e.rep.NewID = e.rep.OldID
-	e.did("created %q (replicas %v, topic ID %s) and wrote %d messages per partition with acks=all", t, assign, e.rep.OldID, MessagesPerPartition)
-	b := kraftVictim(ids)
-	e.rep.Victim = b
 	if err := e.brokerCmd(b, "stop"); err != nil {
 		return err
 	}

@@ -21,15 +21,10 @@ func init() {
 // them: only the disk shows them.
 func (e *env) strayLogs(ids []int32) error {
 	t := e.t
-	assign := assignment(ids)
-	e.fillAssign(assign)
-	var err error
-	if e.rep.OldID, err = e.createAndFill(t, assign, "old"); err != nil {
+	assign, b, err := e.victimTopic(ids)
+	if err != nil {
 		return err
 	}
-	e.did("created %q (replicas %v, topic ID %s) and wrote %d messages per partition with acks=all", t, assign, e.rep.OldID, MessagesPerPartition)
-	b := kraftVictim(ids)
-	e.rep.Victim = b
 	old := e.partitionDirs(b, t)
 	if err := e.brokerCmd(b, "stop"); err != nil {
 		return err
