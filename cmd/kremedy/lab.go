@@ -190,9 +190,9 @@ func newLabBrokerCmd() *cobra.Command {
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{"stop", "start"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			action := args[0]
-			if action != "stop" && action != "start" {
-				return usageErr(fmt.Errorf("unknown action %q: use stop or start", action))
+			action, err := stopOrStart(args[0])
+			if err != nil {
+				return err
 			}
 			id, err := strconv.ParseInt(args[1], 10, 32)
 			if err != nil {
@@ -218,9 +218,9 @@ func newLabControllerCmd() *cobra.Command {
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{"stop", "start"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			action := args[0]
-			if action != "stop" && action != "start" {
-				return usageErr(fmt.Errorf("unknown action %q: use stop or start", action))
+			action, err := stopOrStart(args[0])
+			if err != nil {
+				return err
 			}
 			l, err := openLab(dir)
 			if err != nil {
@@ -296,4 +296,12 @@ func scenarioHelp() string {
 		s += fmt.Sprintf("  %-26s [%s labs] %s\n", n, scenarioMode(sc), sc.Summary)
 	}
 	return s
+}
+
+// stopOrStart is the action of `lab broker` and `lab controller`.
+func stopOrStart(a string) (string, error) {
+	if a != "stop" && a != "start" {
+		return "", usageErr(fmt.Errorf("unknown action %q: use stop or start", a))
+	}
+	return a, nil
 }

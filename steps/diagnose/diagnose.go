@@ -128,12 +128,15 @@ type diagnosis struct {
 	reads int
 }
 
-func (g *diagnosis) add(f Finding) {
+func (g *diagnosis) add(f Finding) { g.d.Findings = appendFinding(g.d.Findings, f) }
+
+// appendFinding adds f with its brokers and partitions sorted, once each.
+func appendFinding(fs []Finding, f Finding) []Finding {
 	slices.Sort(f.Brokers)
 	f.Brokers = slices.Compact(f.Brokers)
 	slices.Sort(f.Partitions)
 	f.Partitions = slices.Compact(f.Partitions)
-	g.d.Findings = append(g.d.Findings, f)
+	return append(fs, f)
 }
 
 // Run reads ZooKeeper, every broker's own metadata and, with Disk, every
@@ -199,16 +202,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	if o.Migration {
 		g.migration(ctx, disks)
 	}
-	sort.SliceStable(g.d.Findings, func(i, j int) bool {
-		a, b := g.d.Findings[i], g.d.Findings[j]
-		if a.Severity != b.Severity {
-			return rank(a.Severity) < rank(b.Severity)
-		}
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Kind < b.Kind
-	})
+	sortFindings(g.d.Findings)
 	g.d.Findings = linkCauses(g.d.Findings)
 	g.d.Healthy = healthy(g.d.Findings)
 	if o.Migration {

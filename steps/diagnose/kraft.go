@@ -103,13 +103,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	return g.d, nil
 }
 
-func (g *kraftDiag) add(f Finding) {
-	slices.Sort(f.Brokers)
-	f.Brokers = slices.Compact(f.Brokers)
-	slices.Sort(f.Partitions)
-	f.Partitions = slices.Compact(f.Partitions)
-	g.d.Findings = append(g.d.Findings, f)
-}
+func (g *kraftDiag) add(f Finding) { g.d.Findings = appendFinding(g.d.Findings, f) }
 
 // unfenced are the brokers DescribeCluster lists as serving.
 func (g *kraftDiag) unfenced() []int32 {
@@ -321,7 +315,7 @@ func (g *kraftDiag) readViews(ctx context.Context, live []int32, topics []string
 				}
 			}
 			if len(diffs) > 0 {
-				g.add(Finding{Kind: FindDisagreement, Severity: Warning, Brokers: diffBrokers(views),
+				g.add(Finding{Kind: FindDisagreement, Severity: Warning, Brokers: sortedIDs(views),
 					Summary:  fmt.Sprintf("the brokers' metadata disagree (lasted at least %s: seen in %d reads)", time.Since(since).Round(100*time.Millisecond), attempt+1),
 					Evidence: diffs,
 					Fix:      "usually a broker catching up with the metadata log; if it lasts, restart the broker that lags so it reloads the metadata image"})
@@ -356,8 +350,6 @@ func viewDiffs(views map[int32]ports.BrokerView) []string {
 	}
 	return out
 }
-
-func diffBrokers(views map[int32]ports.BrokerView) []int32 { return sortedIDs(views) }
 
 // topicNames are the topics any broker serves (or the one asked for),
 // Kafka's own metadata log left out.

@@ -3,7 +3,6 @@ package migrate
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -12,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/kremedy/kremedy/internal/par"
-	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/roll"
@@ -69,21 +68,9 @@ func readFile(ctx context.Context, env *steps.Env, id int32, path string) (File,
 	if path == "" {
 		return File{}, fmt.Errorf("%w: node %d has no config in the inventory: set brokers[].config (server.properties) and kraft_controllers[].config; kremedy edits those files for the migration", steps.ErrRefused, id)
 	}
-	var b strings.Builder
-	var errs []string
-	err := env.Hosts.Run(ctx, id, shell.Command("base64", "-w0", "--", path), func(l ports.Line) {
-		if l.Stderr {
-			errs = append(errs, l.Text)
-			return
-		}
-		b.WriteString(l.Text)
-	})
+	raw, err := brokers.ReadFile(ctx, env.Hosts, id, path)
 	if err != nil {
-		return File{}, fmt.Errorf("read %s on node %d: %w %s", path, id, err, strings.Join(errs, "; "))
-	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b.String()))
-	if err != nil {
-		return File{}, fmt.Errorf("read %s on node %d: %w", path, id, err)
+		return File{}, err
 	}
 	p, err := ParseProps(string(raw))
 	if err != nil {
