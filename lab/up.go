@@ -120,7 +120,7 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 
 	// A broker killed outright leaves its ephemeral /brokers/ids/N until its
 	// ZooKeeper session expires; a new process with the same id would fail
-	// to register. Wait for the old registration to go (a watch, not sleep).
+	// to register. Wait for the old registration to go.
 	for n := 1; n <= c.Brokers; n++ {
 		if l.brokerPID(n) > 0 {
 			continue

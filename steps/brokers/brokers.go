@@ -130,7 +130,7 @@ func ExitStatus(err error) (int, bool) {
 	return 0, false
 }
 
-// WaitRegistered waits (a watch) until every broker of want is registered.
+// WaitRegistered waits until every broker of want is registered.
 func WaitRegistered(ctx context.Context, zk ports.ZooKeeper, want []int32, timeout time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -26,7 +26,7 @@ type ZooKeeper interface {
 	// Delete removes one node if its version matches; ErrNoNode and
 	// ErrBadVersion (the adapter's sentinels) come back wrapped.
 	Delete(ctx context.Context, path string, version int32) error
-	// WaitChildren blocks on a child watch until cond holds.
+	// WaitChildren blocks until cond holds for path's children (a missing path has none).
 	WaitChildren(ctx context.Context, path string, cond func([]string) bool) ([]string, error)
 	Chroot() string
 	// IsNoNode and IsBadVersion classify the adapter's errors.

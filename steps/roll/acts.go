@@ -36,9 +36,9 @@ func CheckCluster(ctx context.Context, env *steps.Env, priorID, migrating string
 	return id, c, err
 }
 
-// WaitGone waits for broker id's registration to vanish (a watch, not a
-// poll) and its port addr to close, and logs how long after the stop
-// command the watch fired.
+// WaitGone waits for broker id's registration to vanish (read every 100 ms)
+// and its port addr to close, and logs how long after the stop command
+// it went.
 func WaitGone(ctx context.Context, env *steps.Env, id int32, addr string, timeout time.Duration) error {
 	start := env.Now()
 	wctx, cancel := context.WithTimeout(ctx, timeout)

@@ -55,7 +55,7 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	if acl, err := c.GetACL(ctx, p); err != nil || len(acl) == 0 {
 		t.Fatalf("acl: %v %v", acl, err)
 	}
-	// A watch, not a poll: WaitChildren returns once another call adds a child.
+	// WaitChildren returns soon after another call adds a child.
 	done := make(chan []string, 1)
 	go func() {
 		kids, _ := c.WaitChildren(ctx, p, func(k []string) bool { return slices.Contains(k, "c") })

@@ -375,60 +375,60 @@ func (c *Conn) DeleteRecursive(ctx context.Context, p string) error {
 	return nil
 }
 
-// WaitChildren blocks until cond holds for p's children, re-arming a
-// ZooKeeper child watch after each change: no sleep-polling. A missing p
-// counts as no children (the watch is then set with ExistsW).
+// waitEvery is how often WaitChildren and WaitExists read again. They poll
+// rather than watch: go-zookeeper v1.0.4 (the newest release) reads
+// Conn.lastZxid in sendSetWatches while the new connection's recvLoop writes
+// it, unsynchronised, whenever it reconnects with watches outstanding
+// (samuel/go-zookeeper#260, go-zookeeper/zk#35 unmerged); CI's race detector
+// caught it during a lab scenario on a loaded machine. A session that never
+// sets a watch never takes that path. Ten reads a second of one znode's
+// children cost ZooKeeper next to nothing, and a broker's registration
+// takes seconds to come or go.
+const waitEvery = 100 * time.Millisecond
+
+// WaitChildren blocks until cond holds for p's children, reading them every
+// waitEvery. A missing p counts as no children.
 func (c *Conn) WaitChildren(ctx context.Context, p string, cond func([]string) bool) ([]string, error) {
-	for {
-		type wv struct {
-			kids []string
-			ch   <-chan zk.Event
+	return poll(ctx, func() ([]string, bool, error) {
+		kids, err := c.Children(ctx, p)
+		if errors.Is(err, ErrNoNode) {
+			kids, err = nil, nil
 		}
-		r, err := bound(ctx, func() (wv, error) {
-			kids, _, ch, err := c.zc.ChildrenW(c.Full(p))
-			if errors.Is(err, zk.ErrNoNode) {
-				_, _, ch, err = c.zc.ExistsW(c.Full(p))
-				return wv{nil, ch}, err
-			}
-			return wv{kids, ch}, err
-		})
 		if err != nil {
-			return nil, fmt.Errorf("watch %s: %w", c.Full(p), err)
+			return nil, false, fmt.Errorf("wait for the children of %s: %w", c.Full(p), err)
 		}
-		sort.Strings(r.kids)
-		if cond(r.kids) {
-			return r.kids, nil
-		}
-		select {
-		case <-r.ch:
-		case <-ctx.Done():
-			return r.kids, ctx.Err()
-		}
-	}
+		sort.Strings(kids)
+		return kids, cond(kids), nil
+	})
 }
 
 // WaitExists blocks until p exists (want=true) or is gone (want=false),
-// using an exists watch.
+// reading it every waitEvery.
 func (c *Conn) WaitExists(ctx context.Context, p string, want bool) error {
-	for {
-		type wv struct {
-			ok bool
-			ch <-chan zk.Event
-		}
-		r, err := bound(ctx, func() (wv, error) {
-			ok, _, ch, err := c.zc.ExistsW(c.Full(p))
-			return wv{ok, ch}, err
-		})
+	_, err := poll(ctx, func() (struct{}, bool, error) {
+		ok, _, err := c.Exists(ctx, p)
 		if err != nil {
-			return fmt.Errorf("watch %s: %w", c.Full(p), err)
+			return struct{}{}, false, fmt.Errorf("wait for %s: %w", c.Full(p), err)
 		}
-		if r.ok == want {
-			return nil
+		return struct{}{}, ok == want, nil
+	})
+	return err
+}
+
+// poll calls read until it reports done, fails, or ctx ends; the last value
+// read is returned in every case.
+func poll[T any](ctx context.Context, read func() (T, bool, error)) (T, error) {
+	t := time.NewTicker(waitEvery)
+	defer t.Stop()
+	for {
+		v, done, err := read()
+		if err != nil || done {
+			return v, err
 		}
 		select {
-		case <-r.ch:
+		case <-t.C:
 		case <-ctx.Done():
-			return ctx.Err()
+			return v, ctx.Err()
 		}
 	}
 }

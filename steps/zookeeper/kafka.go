@@ -71,7 +71,7 @@ func (c *Conn) Controller(ctx context.Context) (int32, error) {
 }
 
 // WaitBrokers blocks until the set of registered broker ids satisfies cond,
-// driven by a child watch on /brokers/ids.
+// reading /brokers/ids every 100 ms.
 func (c *Conn) WaitBrokers(ctx context.Context, cond func([]int32) bool) ([]int32, error) {
 	var last []int32
 	_, err := c.WaitChildren(ctx, kafkazk.BrokerIDsPath, func(kids []string) bool {

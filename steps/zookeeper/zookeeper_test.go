@@ -199,7 +199,7 @@ func TestDialUnreachable(t *testing.T) {
 }
 
 // BenchmarkWatchNotice measures how long after a broker-like znode appears
-// or vanishes a WaitChildren watcher in another session returns, measured
+// or vanishes a WaitChildren waiter in another session returns, measured
 // from the moment the change was requested (an upper bound: it includes the
 // writer's own round trip).
 func BenchmarkWatchNotice(b *testing.B) {
