@@ -1,0 +1,116 @@
+package drill
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+func fakeCluster(t *testing.T, topics ...string) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// countRecords reads topic from its start with a client of its own — an
+// independent count of what the traffic wrote.
+func countRecords(t *testing.T, addrs []string, topic string) (ours, other int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for idle := 0; idle < 5; {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			if _, ok := parseValue(r.Value); ok {
+				ours++
+			} else {
+				other++
+			}
+		})
+		if n == 0 {
+			idle++
+		}
+	}
+	return ours, other
+}
+
+func TestTrafficCountsWhatItWrites(t *testing.T) {
+	c := fakeCluster(t, "orders", "bystander")
+	addrs := c.ListenAddrs()
+	tr, err := Start(Options{Bootstrap: addrs, Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 100, DeliveryTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s := tr.Snapshot(); s["orders"].Consumed < 50 || s["bystander"].Consumed < 50; s = tr.Snapshot() {
+		if time.Now().After(deadline) {
+			t.Fatalf("traffic did not flow: %+v", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := tr.Snapshot()["orders"]; !s.Flowing(time.Now(), 2*time.Second) {
+		t.Fatalf("not flowing: %+v", s)
+	}
+	final := tr.Stop(10 * time.Second)
+	for _, topic := range []string{"orders", "bystander"} {
+		f := final[topic]
+		if f.Sent == 0 || f.Acked != f.Sent || f.Failed != 0 || f.Consumed != f.Acked || f.Lost != 0 || f.Duplicated != 0 || f.Foreign != 0 {
+			t.Fatalf("%s: %+v", topic, f)
+		}
+		if ours, other := countRecords(t, addrs, topic); int64(ours) != f.Acked || other != 0 {
+			t.Fatalf("%s: the topic holds %d of our records and %d others; the traffic says %d acknowledged", topic, ours, other, f.Acked)
+		}
+	}
+	if again := tr.Stop(time.Second); again["orders"].Acked != final["orders"].Acked || again["orders"].Lost != final["orders"].Lost {
+		t.Fatalf("a second Stop changed the counts: %+v vs %+v", again["orders"], final["orders"])
+	}
+}
+
+// A topic whose writes the cluster refuses (no ACL lets the traffic's user
+// at it): every send fails, none is acknowledged, none counts as lost, and
+// the error is kept; the bystander flows.
+func TestTrafficCountsRefusedWrites(t *testing.T) {
+	allow := func(rt kmsg.ACLResourceType, name string) kfake.ACL {
+		return kfake.ACL{Resource: rt, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true}
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "orders", "bystander"),
+		kfake.EnableSASL(), kfake.EnableACLs(), kfake.Superuser("SCRAM-SHA-256", "admin", "admin"),
+		kfake.User("PLAIN", "app", "app", allow(kmsg.ACLResourceTypeCluster, "kafka-cluster"),
+			allow(kmsg.ACLResourceTypeTopic, "bystander"), allow(kmsg.ACLResourceTypeGroup, "drill")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	tr, err := Start(Options{Bootstrap: c.ListenAddrs(), Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 50,
+		DeliveryTimeout: 3 * time.Second, Client: []kgo.Opt{kgo.SASL(plain.Auth{User: "app", Pass: "app"}.AsMechanism())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	final := tr.Stop(5 * time.Second)
+	o, b := final["orders"], final["bystander"]
+	if o.Sent == 0 || o.Acked != 0 || o.Failed != o.Sent || o.Lost != 0 || len(o.Errors) == 0 || !strings.Contains(strings.Join(o.Errors, "\n"), "TOPIC_AUTHORIZATION_FAILED") {
+		t.Fatalf("orders: %+v", o)
+	}
+	if b.Acked == 0 || b.Failed != 0 || b.Lost != 0 || b.Consumed != b.Acked {
+		t.Fatalf("bystander: %+v", b)
+	}
+}
