@@ -62,23 +62,26 @@ type topicLog struct {
 	sent  map[int64]time.Time
 	acked map[int64]bool
 	read  map[int64]bool
+
+	paused   bool
+	consumer *kgo.Client // nil while paused
+	reading  sync.WaitGroup
 }
 
 // Traffic is a running drill's customers: one acks=all idempotent producer
-// writing numbered records to every topic, and one consumer group reading
-// them back from the start of each topic (a recreated topic is read again
-// from its start).
+// writing numbered records to every topic, and per topic one consumer
+// group (Group-topic) reading them back from the topic's start (a
+// recreated topic is read again from its start). A paused topic is
+// detached as its customers would detach: no writes, and its group left.
 type Traffic struct {
 	opts     Options
 	producer *kgo.Client
-	consumer *kgo.Client
 	mu       sync.Mutex
 	logs     map[string]*topicLog
 
 	stopProducing chan struct{}
 	produced      chan struct{} // closed when the producer loop returned
 	stopOnce      sync.Once
-	wg            sync.WaitGroup
 }
 
 // Start connects both clients and starts writing and reading.
@@ -100,24 +103,22 @@ func Start(o Options) (*Traffic, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drill traffic: producer: %w", err)
 	}
-	co, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(o.Bootstrap...),
-		kgo.ConsumerGroup(o.Group),
-		kgo.ConsumeTopics(o.Topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(250 * time.Millisecond),
-	}, o.Client...)...)
-	if err != nil {
-		pr.Close()
-		return nil, fmt.Errorf("drill traffic: consumer: %w", err)
-	}
-	t := &Traffic{opts: o, producer: pr, consumer: co, logs: map[string]*topicLog{},
+	t := &Traffic{opts: o, producer: pr, logs: map[string]*topicLog{},
 		stopProducing: make(chan struct{}), produced: make(chan struct{})}
 	for _, name := range o.Topics {
-		t.logs[name] = &topicLog{sent: map[int64]time.Time{}, acked: map[int64]bool{}, read: map[int64]bool{}}
+		l := &topicLog{sent: map[int64]time.Time{}, acked: map[int64]bool{}, read: map[int64]bool{}}
+		t.logs[name] = l
+		if err := t.attach(name, l); err != nil {
+			for _, other := range t.logs {
+				if other.consumer != nil {
+					other.consumer.Close()
+				}
+			}
+			pr.Close()
+			return nil, err
+		}
 	}
 	go func() { defer close(t.produced); t.produce() }()
-	t.wg.Go(t.consume)
 	return t, nil
 }
 
@@ -149,6 +150,10 @@ func (t *Traffic) produce() {
 			now := time.Now()
 			t.mu.Lock()
 			l := t.logs[name]
+			if l.paused {
+				t.mu.Unlock()
+				continue
+			}
 			l.sent[seq] = now
 			l.c.Sent++
 			t.mu.Unlock()
@@ -169,35 +174,100 @@ func (t *Traffic) produce() {
 	}
 }
 
-func (t *Traffic) consume() {
+// attach starts topic name's consumer group member; t.mu is held or the
+// traffic not yet running.
+func (t *Traffic) attach(name string, l *topicLog) error {
+	co, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(t.opts.Bootstrap...),
+		kgo.ConsumerGroup(t.opts.Group + "-" + name),
+		kgo.ConsumeTopics(name),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(250 * time.Millisecond),
+	}, t.opts.Client...)...)
+	if err != nil {
+		return fmt.Errorf("drill traffic: consumer of %s: %w", name, err)
+	}
+	l.consumer = co
+	l.reading.Go(func() { t.consume(name, co) })
+	return nil
+}
+
+func (t *Traffic) consume(name string, co *kgo.Client) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		fs := t.consumer.PollFetches(ctx)
+		fs := co.PollFetches(ctx)
 		cancel()
 		if fs.IsClientClosed() {
 			return
 		}
 		now := time.Now()
 		t.mu.Lock()
+		l := t.logs[name]
 		fs.EachError(func(topic string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
 				return
 			}
-			if l := t.logs[topic]; l != nil {
-				l.c.addErr(fmt.Sprintf("consume %s-%d: %v", topic, p, err))
+			if topic == "" { // the group's own error
+				l.c.addErr(fmt.Sprintf("consume %s (group %s-%s): %v", name, t.opts.Group, name, err))
+				return
 			}
+			l.c.addErr(fmt.Sprintf("consume %s-%d: %v", topic, p, err))
 		})
 		fs.EachRecord(func(r *kgo.Record) { t.read(r, now) })
 		t.mu.Unlock()
 	}
 }
 
+// Pause detaches topic's customers: its writes stop and its group member
+// leaves. Resume attaches them again.
+func (t *Traffic) Pause(topic string) error {
+	t.mu.Lock()
+	l := t.logs[topic]
+	if l == nil {
+		t.mu.Unlock()
+		return fmt.Errorf("drill traffic: no traffic on %q (topics: %v)", topic, t.opts.Topics)
+	}
+	co := l.consumer
+	l.paused, l.consumer = true, nil
+	t.mu.Unlock()
+	if co != nil {
+		co.Close() // leaves the group
+		l.reading.Wait()
+	}
+	return nil
+}
+
+// Resume attaches topic's customers again after Pause.
+func (t *Traffic) Resume(topic string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.logs[topic]
+	if l == nil {
+		return fmt.Errorf("drill traffic: no traffic on %q (topics: %v)", topic, t.opts.Topics)
+	}
+	if !l.paused {
+		return nil
+	}
+	l.paused = false
+	return t.attach(topic, l)
+}
+
+// Paused lists the topics whose customers are detached.
+func (t *Traffic) Paused() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, name := range t.opts.Topics {
+		if t.logs[name].paused {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // read scores one record the group read; t.mu is held.
 func (t *Traffic) read(r *kgo.Record, now time.Time) {
 	l := t.logs[r.Topic]
-	if l == nil {
-		return
-	}
 	seq, ok := parseValue(r.Value)
 	at, sent := l.sent[seq]
 	if !ok || !sent {
@@ -263,8 +333,9 @@ func (t *Traffic) Stop(drain time.Duration) map[string]Counts {
 		for deadline := time.Now().Add(drain); time.Now().Before(deadline) && t.pending() > 0; {
 			time.Sleep(100 * time.Millisecond)
 		}
-		t.consumer.Close() // ends the consumer loop
-		t.wg.Wait()
+		for _, name := range t.opts.Topics {
+			_ = t.Pause(name) // ends its consumer loop
+		}
 		t.producer.Close()
 	})
 	t.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -94,7 +95,7 @@ func TestTrafficCountsRefusedWrites(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "orders", "bystander"),
 		kfake.EnableSASL(), kfake.EnableACLs(), kfake.Superuser("SCRAM-SHA-256", "admin", "admin"),
 		kfake.User("PLAIN", "app", "app", allow(kmsg.ACLResourceTypeCluster, "kafka-cluster"),
-			allow(kmsg.ACLResourceTypeTopic, "bystander"), allow(kmsg.ACLResourceTypeGroup, "drill")))
+			allow(kmsg.ACLResourceTypeTopic, "bystander"), allow(kmsg.ACLResourceTypeGroup, "drill-bystander")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,5 +113,65 @@ func TestTrafficCountsRefusedWrites(t *testing.T) {
 	}
 	if b.Acked == 0 || b.Failed != 0 || b.Lost != 0 || b.Consumed != b.Acked {
 		t.Fatalf("bystander: %+v", b)
+	}
+}
+
+// A paused topic's customers detach — no writes, no member in its group —
+// and come back on Resume; the bystander flows throughout.
+func TestTrafficPauseDetaches(t *testing.T) {
+	c := fakeCluster(t, "orders", "bystander")
+	addrs := c.ListenAddrs()
+	tr, err := Start(Options{Bootstrap: addrs, Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 100, DeliveryTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func(map[string]Counts) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(tr.Snapshot()); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v", what, tr.Snapshot())
+			}
+		}
+	}
+	waitFor("flowing", func(s map[string]Counts) bool { return s["orders"].Consumed > 20 })
+	if err := tr.Pause("orders"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // what was in flight lands
+	before := tr.Snapshot()
+	time.Sleep(time.Second)
+	after := tr.Snapshot()
+	if after["orders"].Sent != before["orders"].Sent || after["bystander"].Sent <= before["bystander"].Sent {
+		t.Fatalf("paused orders still written, or bystander stopped: %+v → %+v", before, after)
+	}
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	groups, err := adm.DescribeGroups(context.Background(), "drill-orders", "drill-bystander")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(groups["drill-orders"].Members); n != 0 {
+		t.Fatalf("paused orders' group still has %d members", n)
+	}
+	if n := len(groups["drill-bystander"].Members); n != 1 {
+		t.Fatalf("bystander's group has %d members", n)
+	}
+	if got := tr.Paused(); len(got) != 1 || got[0] != "orders" {
+		t.Fatalf("Paused() = %v", got)
+	}
+	if err := tr.Pause("nope"); err == nil {
+		t.Fatal("pausing an unknown topic: no error")
+	}
+	if err := tr.Resume("orders"); err != nil {
+		t.Fatal(err)
+	}
+	sent := tr.Snapshot()["orders"].Sent
+	waitFor("resumed", func(s map[string]Counts) bool { return s["orders"].Consumed > sent })
+	final := tr.Stop(10 * time.Second)
+	if o := final["orders"]; o.Lost != 0 || o.Duplicated != 0 || o.Consumed != o.Acked {
+		t.Fatalf("orders: %+v", o)
 	}
 }
