@@ -26,7 +26,13 @@ type Counts struct {
 	Consumed   int64 `json:"consumed"`   // distinct records the group read
 	Duplicated int64 `json:"duplicated"` // reads of a record already read
 	Pending    int64 `json:"pending"`    // acknowledged, not read yet
-	Lost       int64 `json:"lost"`       // acknowledged, never read (after Stop)
+	InFlight   int64 `json:"in_flight"`  // sent, neither acknowledged nor failed yet
+	// The oldest record in flight and the oldest acknowledged unread one,
+	// in seconds: a partition that takes no writes, or serves no reads,
+	// shows here long before the producer gives up.
+	OldestInFlightS float64 `json:"oldest_in_flight_s"`
+	OldestUnreadS   float64 `json:"oldest_unread_s"`
+	Lost            int64   `json:"lost"` // acknowledged, never read (after Stop)
 	// Foreign counts records the group read that this traffic did not send
 	// (an old segment served again, another writer).
 	Foreign      int64     `json:"foreign"`
@@ -38,9 +44,11 @@ type Counts struct {
 }
 
 // Flowing says whether records were acknowledged and read within the last
-// d: the customers see a working topic again.
+// d and none waits longer than d for its acknowledgement: the customers see
+// a working topic. (An acknowledged record that never comes — lost with a
+// wiped topic — is counted, not held against the topic's recovery.)
 func (c Counts) Flowing(now time.Time, d time.Duration) bool {
-	return now.Sub(c.LastAck) <= d && now.Sub(c.LastRead) <= d
+	return now.Sub(c.LastAck) <= d && now.Sub(c.LastRead) <= d && c.OldestInFlightS <= d.Seconds()
 }
 
 // Options shape the traffic. Rate is records per second per topic.
@@ -58,26 +66,32 @@ const maxErrors = 8
 // topicLog is one topic's ledger: the records sent (by sequence number,
 // with their send time), acknowledged and read.
 type topicLog struct {
-	c     Counts
-	sent  map[int64]time.Time
-	acked map[int64]bool
-	read  map[int64]bool
+	c      Counts
+	sent   map[int64]time.Time
+	acked  map[int64]bool
+	failed map[int64]bool
+	read   map[int64]bool
 
 	paused   bool
+	producer *kgo.Client // nil while paused
 	consumer *kgo.Client // nil while paused
 	reading  sync.WaitGroup
+	// sending is held (read) around a Produce call, so that Pause waits for
+	// it before it flushes and closes the producer.
+	sending sync.RWMutex
 }
 
-// Traffic is a running drill's customers: one acks=all idempotent producer
-// writing numbered records to every topic, and per topic one consumer
-// group (Group-topic) reading them back from the topic's start (a
-// recreated topic is read again from its start). A paused topic is
-// detached as its customers would detach: no writes, and its group left.
+// Traffic is a running drill's customers: per topic, one acks=all
+// idempotent producer writing numbered records and one consumer group
+// member (group Group-topic) reading them back from the topic's start (a
+// recreated topic is read again from its start). A paused topic's
+// customers are stopped as a client process is: what is in flight is
+// flushed, both clients closed (the member leaves its group); Resume starts
+// new ones, with fresh metadata, as a restarted process would.
 type Traffic struct {
-	opts     Options
-	producer *kgo.Client
-	mu       sync.Mutex
-	logs     map[string]*topicLog
+	opts Options
+	mu   sync.Mutex
+	logs map[string]*topicLog
 
 	stopProducing chan struct{}
 	produced      chan struct{} // closed when the producer loop returned
@@ -93,28 +107,16 @@ func Start(o Options) (*Traffic, error) {
 	if o.DeliveryTimeout <= 0 {
 		o.DeliveryTimeout = 30 * time.Second
 	}
-	pr, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(o.Bootstrap...),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordDeliveryTimeout(o.DeliveryTimeout),
-		kgo.ProducerLinger(0),
-		kgo.MaxBufferedRecords(10_000),
-	}, o.Client...)...)
-	if err != nil {
-		return nil, fmt.Errorf("drill traffic: producer: %w", err)
-	}
-	t := &Traffic{opts: o, producer: pr, logs: map[string]*topicLog{},
+	t := &Traffic{opts: o, logs: map[string]*topicLog{},
 		stopProducing: make(chan struct{}), produced: make(chan struct{})}
 	for _, name := range o.Topics {
-		l := &topicLog{sent: map[int64]time.Time{}, acked: map[int64]bool{}, read: map[int64]bool{}}
-		t.logs[name] = l
-		if err := t.attach(name, l); err != nil {
+		t.logs[name] = &topicLog{sent: map[int64]time.Time{}, acked: map[int64]bool{}, failed: map[int64]bool{}, read: map[int64]bool{}}
+	}
+	for _, name := range o.Topics {
+		if err := t.attach(name, t.logs[name]); err != nil {
 			for _, other := range t.logs {
-				if other.consumer != nil {
-					other.consumer.Close()
-				}
+				other.close()
 			}
-			pr.Close()
 			return nil, err
 		}
 	}
@@ -150,18 +152,22 @@ func (t *Traffic) produce() {
 			now := time.Now()
 			t.mu.Lock()
 			l := t.logs[name]
-			if l.paused {
+			l.sending.RLock()
+			pr := l.producer
+			if l.paused || pr == nil {
 				t.mu.Unlock()
+				l.sending.RUnlock()
 				continue
 			}
 			l.sent[seq] = now
 			l.c.Sent++
 			t.mu.Unlock()
 			rec := &kgo.Record{Topic: name, Key: []byte(strconv.FormatInt(seq, 10)), Value: value(seq, now)}
-			t.producer.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+			pr.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
 				t.mu.Lock()
 				defer t.mu.Unlock()
 				if err != nil {
+					l.failed[seq] = true
 					l.c.Failed++
 					l.c.addErr("produce: " + err.Error())
 					return
@@ -170,13 +176,24 @@ func (t *Traffic) produce() {
 				l.c.Acked++
 				l.c.LastAck = time.Now()
 			})
+			l.sending.RUnlock()
 		}
 	}
 }
 
-// attach starts topic name's consumer group member; t.mu is held or the
-// traffic not yet running.
+// attach starts topic name's producer and consumer group member; t.mu is
+// held or the traffic not yet running.
 func (t *Traffic) attach(name string, l *topicLog) error {
+	pr, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(t.opts.Bootstrap...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(t.opts.DeliveryTimeout),
+		kgo.ProducerLinger(0),
+		kgo.MaxBufferedRecords(10_000),
+	}, t.opts.Client...)...)
+	if err != nil {
+		return fmt.Errorf("drill traffic: producer of %s: %w", name, err)
+	}
 	co, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(t.opts.Bootstrap...),
 		kgo.ConsumerGroup(t.opts.Group + "-" + name),
@@ -185,9 +202,10 @@ func (t *Traffic) attach(name string, l *topicLog) error {
 		kgo.FetchMaxWait(250 * time.Millisecond),
 	}, t.opts.Client...)...)
 	if err != nil {
+		pr.Close()
 		return fmt.Errorf("drill traffic: consumer of %s: %w", name, err)
 	}
-	l.consumer = co
+	l.producer, l.consumer = pr, co
 	l.reading.Go(func() { t.consume(name, co) })
 	return nil
 }
@@ -227,14 +245,32 @@ func (t *Traffic) Pause(topic string) error {
 		t.mu.Unlock()
 		return fmt.Errorf("drill traffic: no traffic on %q (topics: %v)", topic, t.opts.Topics)
 	}
-	co := l.consumer
-	l.paused, l.consumer = true, nil
+	l.paused = true
 	t.mu.Unlock()
+	l.sending.Lock() // no Produce call in progress, none to come
+	pr, co := l.producer, l.consumer
+	l.producer, l.consumer = nil, nil
+	l.sending.Unlock()
+	if pr != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), t.opts.DeliveryTimeout+5*time.Second)
+		_ = pr.Flush(ctx) // what is in flight is acknowledged or fails
+		cancel()
+	}
+	(&topicLog{producer: pr, consumer: co}).close()
 	if co != nil {
-		co.Close() // leaves the group
 		l.reading.Wait()
 	}
 	return nil
+}
+
+// close closes l's clients (the consumer's member leaves its group).
+func (l *topicLog) close() {
+	if l.consumer != nil {
+		l.consumer.Close()
+	}
+	if l.producer != nil {
+		l.producer.Close()
+	}
 }
 
 // Resume attaches topic's customers again after Pause.
@@ -303,9 +339,17 @@ func (t *Traffic) countsLocked(final bool) map[string]Counts {
 		c := l.c
 		c.Errors = slices.Clone(c.Errors)
 		var missing int64
+		now := time.Now()
 		for seq := range l.acked {
 			if !l.read[seq] {
 				missing++
+				c.OldestUnreadS = max(c.OldestUnreadS, now.Sub(l.sent[seq]).Seconds())
+			}
+		}
+		for seq, at := range l.sent {
+			if !l.acked[seq] && !l.failed[seq] {
+				c.InFlight++
+				c.OldestInFlightS = max(c.OldestInFlightS, now.Sub(at).Seconds())
 			}
 		}
 		if final {
@@ -328,15 +372,18 @@ func (t *Traffic) Stop(drain time.Duration) map[string]Counts {
 		close(t.stopProducing)
 		<-t.produced
 		ctx, cancel := context.WithTimeout(context.Background(), t.opts.DeliveryTimeout+5*time.Second)
-		_ = t.producer.Flush(ctx)
+		for _, name := range t.opts.Topics {
+			if pr := t.logs[name].producer; pr != nil { // the producer loop has ended: no one else changes it
+				_ = pr.Flush(ctx)
+			}
+		}
 		cancel()
 		for deadline := time.Now().Add(drain); time.Now().Before(deadline) && t.pending() > 0; {
 			time.Sleep(100 * time.Millisecond)
 		}
 		for _, name := range t.opts.Topics {
-			_ = t.Pause(name) // ends its consumer loop
+			_ = t.Pause(name) // closes its clients, ends its consumer loop
 		}
-		t.producer.Close()
 	})
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -199,4 +200,18 @@ func reportTimes(recs []journal.Record) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.ID, work, s.Waiting.Round(time.Millisecond))
 	}
 	return b.String()
+}
+
+// RunOutage reads run dir's journal: its outage window (nil when no broker
+// was down) and the operator's time inside it. Drills score runs with it.
+func RunOutage(dir string) (*Outage, time.Duration, error) {
+	recs, err := journal.Read(filepath.Join(dir, JournalFile))
+	if err != nil {
+		return nil, 0, err
+	}
+	_, o := timings(recs)
+	if o == nil {
+		return nil, 0, nil
+	}
+	return &o.Outage, o.Waiting, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -49,15 +50,18 @@ func newRoot() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "print the adapters' own logs (ZooKeeper client, Kafka client) on stderr")
-	root.AddCommand(newVersionCmd(), newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newInventoryCmd(), newPlanCmd(), newRunCmd(), newResumeCmd(), newApproveCmd(), newZnodesCmd(), newSegmentsCmd())
+	root.AddCommand(newVersionCmd(), newLabCmd(), newRunbooksCmd(), newDiagnoseCmd(), newInventoryCmd(), newPlanCmd(), newRunCmd(), newResumeCmd(), newApproveCmd(), newZnodesCmd(), newSegmentsCmd(), newDrillCmd())
 	return root
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newRoot().ExecuteContext(ctx)
-	os.Exit(report(err, ctx))
+	start := time.Now()
+	cmd, err := newRoot().ExecuteContextC(ctx)
+	code := report(err, ctx)
+	recordForDrill(cmd, err, code, start)
+	os.Exit(code)
 }
 
 func report(err error, ctx context.Context) int {
