@@ -435,3 +435,19 @@ func TestTUISanitize(t *testing.T) {
 		}
 	}
 }
+
+// A run against a drill's inventory shows the drill's clock and hints in
+// the header, beside the run's own clock.
+func TestTUIDrillHeader(t *testing.T) {
+	f := newFixture(t, "preflight", "detach-clients")
+	o := f.options()
+	hints := 2
+	o.Drill = &Drill{Started: time.Now().Add(-95 * time.Second), Hints: func() int { return hints }}
+	h := newHarness(t, o)
+	h.wantScreen("DRILL 00:01:3", "· hints 2 · elapsed ")
+	hints = 3
+	h.wantScreen("· hints 3 · elapsed")
+	h.until("the first question", func(m *Model) bool { return m.ask != nil })
+	h.press("space", "n")
+	h.until("the end", finished)
+}

@@ -79,6 +79,9 @@ type Options struct {
 	Next []string
 	// By names who approves in the journal (default "tui").
 	By string
+	// Drill, when the run's inventory is a running drill's, puts the
+	// drill's clock and hint count in the header (never its scenario).
+	Drill *Drill
 
 	// Now is the clock (tests pin it).
 	Now func() time.Time
@@ -87,6 +90,14 @@ type Options struct {
 	// ProgramOptions are added to the program's (tests: input, output,
 	// window size); NO_COLOR still wins over a colour profile given here.
 	ProgramOptions []tea.ProgramOption
+}
+
+// Drill is what the header shows of a drill: its clock runs from Started
+// (the page); Hints is called at each render (the trainee may ask for one
+// in another terminal).
+type Drill struct {
+	Started time.Time
+	Hints   func() int
 }
 
 // ErrNotStarted is returned when the operator leaves before the engine

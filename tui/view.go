@@ -211,6 +211,14 @@ func (m *Model) headerLines(w int) []string {
 		left += st.HeaderFaint.Render(" · " + m.o.Runbook)
 	}
 	right := st.HeaderFaint.Render("elapsed ") + fmtClock(m.now().Sub(m.began))
+	if d := m.o.Drill; d != nil {
+		hints := 0
+		if d.Hints != nil {
+			hints = d.Hints()
+		}
+		right = st.Badge(Lab).Render(" DRILL ") + fmtClock(m.now().Sub(d.Started)) +
+			st.HeaderFaint.Render(fmt.Sprintf(" · hints %d · ", hints)) + right
+	}
 	if gap := w - ansi.StringWidth(left) - ansi.StringWidth(right); gap >= 1 {
 		left += strings.Repeat(" ", gap) + right
 	}

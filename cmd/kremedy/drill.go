@@ -25,6 +25,7 @@ import (
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/tui"
 )
 
 func newDrillCmd() *cobra.Command {
@@ -707,4 +708,22 @@ func recordForDrill(cmd *cobra.Command, err error, code int, start time.Time) {
 	if rerr := drill.Record(dir, c); rerr != nil {
 		fmt.Fprintf(os.Stderr, "kremedy: this command was not recorded for the drill's debrief: %v\n", rerr)
 	}
+}
+
+// drillHeader is the TUI's drill header when inv is a running drill's.
+func drillHeader(inv string) *tui.Drill {
+	dir := drill.DirOfInventory(inv)
+	if dir == "" {
+		return nil
+	}
+	st, err := drill.Load(dir)
+	if err != nil {
+		return nil
+	}
+	return &tui.Drill{Started: st.Started, Hints: func() int {
+		if now, err := drill.Load(dir); err == nil {
+			return len(now.Hints)
+		}
+		return len(st.Hints)
+	}}
 }

@@ -118,6 +118,7 @@ func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bo
 		},
 		Next:           s.Next(),
 		ProgramOptions: opts,
+		Drill:          drillHeader(meta.Inventory),
 	}
 	out, err := tui.Run(ctx, o)
 	tm.close()
