@@ -99,12 +99,15 @@ func Score(in Inputs) Debrief {
 	for _, c := range in.Commands {
 		line := "kremedy " + strings.Join(c.Args, " ")
 		what := fmt.Sprintf("%s → exit %d (%.1fs)", line, c.Exit, c.TookS)
+		if c.Exit < 0 {
+			what = line + " → did not end (killed, or still running)"
+		}
 		d.Timeline = append(d.Timeline, Event{At: c.At, From: "trainee", What: what})
 		if c.Verb == "diagnose" && d.TimeToFirstDiagnoseS == nil {
 			v := secs(c.At.Sub(s.Started))
 			d.TimeToFirstDiagnoseS = &v
 		}
-		if c.Exit != 0 && (c.Verb == "run" || c.Verb == "resume" || c.Verb == "plan") {
+		if c.Exit > 0 && (c.Verb == "run" || c.Verb == "resume" || c.Verb == "plan") {
 			d.RefusedActions = append(d.RefusedActions, Refusal{At: c.At, Command: line, Why: firstLine(c.Error)})
 		}
 	}

@@ -213,9 +213,23 @@ func Record(dir string, c Command) error {
 	return f.Close()
 }
 
-// Commands reads the drill's recorded commands, oldest first.
+// Commands reads the drill's recorded commands, oldest first: a command's
+// end record (Exit ≥ 0) replaces its start record (Exit -1, the same At
+// and Args); a command with no end record was killed, and keeps Exit -1.
 func Commands(dir string) ([]Command, error) {
-	return readLines[Command](Path(dir, commandsFile))
+	all, err := readLines[Command](Path(dir, commandsFile))
+	var out []Command
+	at := map[string]int{}
+	for _, c := range all {
+		key := c.At.Format(time.RFC3339Nano) + strings.Join(c.Args, "\x00")
+		if i, ok := at[key]; ok {
+			out[i] = c
+			continue
+		}
+		at[key] = len(out)
+		out = append(out, c)
+	}
+	return out, err
 }
 
 func readLines[T any](path string) ([]T, error) {

@@ -61,6 +61,16 @@ func TestRecordOnlyARunningDrill(t *testing.T) {
 		t.Fatal("the drill's own diagnose would be recorded")
 	}
 	os.Unsetenv(internalEnv)
+	at := time.Now()
+	for _, c := range []Command{{At: at, Args: []string{"diagnose"}, Exit: -1}, {At: at.Add(time.Second), Args: []string{"plan"}, Exit: -1},
+		{At: at, Args: []string{"diagnose"}, Exit: 1}} {
+		if err := Record(dir, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cs, err := Commands(dir); err != nil || len(cs) != 2 || cs[0].Exit != 1 || cs[1].Exit != -1 {
+		t.Fatalf("a start and an end record are one command, a lone start a killed one: %+v %v", cs, err)
+	}
 	now := time.Now()
 	s.Ended = &now
 	_ = s.Save(dir)

@@ -249,6 +249,9 @@ func newDrillStatusCmd() *cobra.Command {
 					if slices.Contains(tr.Paused, name) {
 						flow = "detached"
 					}
+					if tr.Final {
+						flow = "stopped (the drill ended)"
+					}
 					fmt.Fprintf(out, "  %s: %s — %d sent, %d acknowledged, %d failed, %d in flight (oldest %.0f s), %d read, %d not read yet (oldest %.0f s), %d duplicated\n",
 						name, flow, c.Sent, c.Acked, c.Failed, c.InFlight, c.OldestInFlightS, c.Consumed, c.Pending, c.OldestUnreadS, c.Duplicated)
 				}
@@ -380,6 +383,8 @@ func victoryCheck(ctx context.Context, dir string, st *drill.State) []string {
 		for _, name := range []string{st.Topic, st.Bystander} {
 			c := tr.Topics[name]
 			switch {
+			case tr.Final:
+				remains = append(remains, "the customers were stopped before the victory check")
 			case slices.Contains(tr.Paused, name):
 				remains = append(remains, fmt.Sprintf("the customers of %s are still detached (the runbook's reattach step, or `kremedy drill clients resume --dir %s --topic %s`)", name, dir, name))
 			case !c.Flowing(tr.At, 10*time.Second):
@@ -669,8 +674,9 @@ func autoEnd(ctx context.Context, dir string, tr *drill.Traffic, write func(map[
 }
 
 // recordForDrill records, for the debrief, a command run against a
-// running drill's inventory — the trainee does nothing special. A failure
-// to record is said on stderr and changes nothing else.
+// running drill's inventory — the trainee does nothing special: once as it
+// starts (code -1), once as it ends. A failure to record is said on stderr
+// and changes nothing else.
 func recordForDrill(cmd *cobra.Command, err error, code int, start time.Time) {
 	if cmd == nil {
 		return

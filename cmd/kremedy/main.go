@@ -58,7 +58,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	cmd, err := newRoot().ExecuteContextC(ctx)
+	root := newRoot()
+	// A drill records the command before it runs, too: a command killed
+	// (SIGPIPE into `| head`, a kill) still counts as run.
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { recordForDrill(cmd, nil, -1, start) }
+	cmd, err := root.ExecuteContextC(ctx)
 	code := report(err, ctx)
 	recordForDrill(cmd, err, code, start)
 	os.Exit(code)
