@@ -23,36 +23,6 @@ func fakeCluster(t *testing.T, topics ...string) *kfake.Cluster {
 	return c
 }
 
-// countRecords reads topic from its start with a client of its own — an
-// independent count of what the traffic wrote.
-func countRecords(t *testing.T, addrs []string, topic string) (ours, other int) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for idle := 0; idle < 5; {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			if _, ok := parseValue(r.Value); ok {
-				ours++
-			} else {
-				other++
-			}
-		})
-		if n == 0 {
-			idle++
-		}
-	}
-	return ours, other
-}
-
 func TestTrafficCountsWhatItWrites(t *testing.T) {
 	c := fakeCluster(t, "orders", "bystander")
 	addrs := c.ListenAddrs()
@@ -76,7 +46,7 @@ func TestTrafficCountsWhatItWrites(t *testing.T) {
 		if f.Sent == 0 || f.Acked != f.Sent || f.Failed != 0 || f.Consumed != f.Acked || f.Lost != 0 || f.Duplicated != 0 || f.Foreign != 0 {
 			t.Fatalf("%s: %+v", topic, f)
 		}
-		if ours, other := countRecords(t, addrs, topic); int64(ours) != f.Acked || other != 0 {
+		if ours, other, err := ReadBack(context.Background(), addrs, topic); err != nil || int64(ours) != f.Acked || other != 0 {
 			t.Fatalf("%s: the topic holds %d of our records and %d others; the traffic says %d acknowledged", topic, ours, other, f.Acked)
 		}
 	}
