@@ -24,9 +24,10 @@ const (
 	TypeBool               // true or false
 	TypeDuration           // 30s, 5m
 	TypeBrokers            // broker ids, comma-separated; empty means every broker
+	TypeTopics             // topic names, comma-separated, or * for every one; empty means none
 )
 
-var valueTypeNames = [...]string{"string", "topic", "int", "bool", "duration", "brokers"}
+var valueTypeNames = [...]string{"string", "topic", "int", "bool", "duration", "brokers", "topics"}
 
 func (t ValueType) String() string {
 	if t < 0 || int(t) >= len(valueTypeNames) {
@@ -85,6 +86,8 @@ func (t ValueType) parse(v string) (any, error) {
 		return d, nil
 	case TypeBrokers:
 		return parseBrokers(v)
+	case TypeTopics:
+		return parseTopics(v)
 	}
 	return nil, fmt.Errorf("unknown type %d", int(t))
 }
@@ -105,6 +108,34 @@ func parseBrokers(v string) ([]int32, error) {
 		ids = append(ids, int32(n))
 	}
 	return ids, nil
+}
+
+// AllTopics is the topics value that names every topic ("*").
+const AllTopics = "*"
+
+// ParseTopics reads a topics value (TypeTopics): topic names,
+// comma-separated, or AllTopics; empty is none.
+func ParseTopics(v string) ([]string, error) { return parseTopics(v) }
+
+func parseTopics(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	if strings.TrimSpace(v) == AllTopics {
+		return []string{AllTopics}, nil
+	}
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		t := strings.TrimSpace(f)
+		if err := kafkazk.ValidateTopic(t); err != nil {
+			return nil, fmt.Errorf("%q is not a list of topic names such as orders,payments (or * for every one): %w", v, err)
+		}
+		if slices.Contains(out, t) {
+			return nil, fmt.Errorf("%q names topic %s twice", v, t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // Option is one option of a step kind, from its options struct: a field
@@ -240,6 +271,8 @@ func Register[O any](r *Registry, name string, needs []string, newKind func(O) K
 			o.Type = TypeBool
 		case f.Type == reflect.TypeFor[[]int32]():
 			o.Type = TypeBrokers
+		case f.Type == reflect.TypeFor[[]string]():
+			o.Type = TypeTopics
 		default:
 			panic(fmt.Sprintf("steps: option %s of step kind %s has type %s, which no runbook value can fill", on, name, f.Type))
 		}

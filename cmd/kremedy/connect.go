@@ -113,25 +113,31 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	c.ports.Target = ports.Target{Name: inv.Name, Lab: inv.Lab, KRaft: inv.KRaft(), ZKConnect: inv.ZooKeeper.Connect, Bootstrap: inv.Kafka.Bootstrap}
 	brokers := map[int32]remote.Target{}
 	for _, b := range inv.Brokers {
-		c.ports.Target.Hosts = append(c.ports.Target.Hosts, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs, Config: b.Config})
 		if brokers[b.ID], err = sshTarget(inv.SSHFor(b), b.Host); err != nil {
 			return nil, usageErr(fmt.Errorf("%s: broker %d: %w", path, b.ID, err))
 		}
+		t := brokers[b.ID]
+		c.ports.Target.Hosts = append(c.ports.Target.Hosts, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, LogDirs: b.LogDirs, Config: b.Config,
+			Login: t.User, Sudo: t.Become == inventory.BecomeSudo})
 	}
 	// KRaft controllers' node ids differ from every broker id (the
 	// inventory checks it): the fleet reaches both by id.
 	for _, b := range inv.KRaftControllers {
-		c.ports.Target.Controllers = append(c.ports.Target.Controllers, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, Addr: b.Listener, Config: b.Config})
 		if brokers[b.ID], err = sshTarget(inv.SSHFor(b), b.Host); err != nil {
 			return nil, usageErr(fmt.Errorf("%s: KRaft controller %d: %w", path, b.ID, err))
 		}
+		t := brokers[b.ID]
+		c.ports.Target.Controllers = append(c.ports.Target.Controllers, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, Addr: b.Listener, Config: b.Config,
+			Login: t.User, Sudo: t.Become == inventory.BecomeSudo})
 	}
 	clients := map[string]remote.Target{}
 	for _, cl := range inv.Clients {
-		c.ports.Target.Clients = append(c.ports.Target.Clients, ports.Client{Name: cl.Name, Host: cl.Host, Stop: cl.Stop, Start: cl.Start})
 		if clients[cl.Name], err = sshTarget(inv.SSHFor(inventory.Broker{}), cl.Host); err != nil {
 			return nil, usageErr(fmt.Errorf("%s: client %s: %w", path, cl.Name, err))
 		}
+		t := clients[cl.Name]
+		c.ports.Target.Clients = append(c.ports.Target.Clients, ports.Client{Name: cl.Name, Host: cl.Host, Stop: cl.Stop, Start: cl.Start,
+			Login: t.User, Sudo: t.Become == inventory.BecomeSudo})
 	}
 	c.fleet = remote.NewFleet(brokers, clients)
 	opts := zookeeper.Options{}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kremedy/kremedy/internal/text"
+	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -21,6 +22,7 @@ import (
 func newDiagnoseCmd() *cobra.Command {
 	var inv, topic string
 	var asJSON, noDisk, details, migration bool
+	var accept string
 	var output string
 	c := &cobra.Command{
 		Use:   "diagnose",
@@ -39,6 +41,13 @@ func newDiagnoseCmd() *cobra.Command {
 					return usageErr(err)
 				}
 			}
+			accepted, err := steps.ParseTopics(accept)
+			if err != nil {
+				return usageErr(fmt.Errorf("--accept-unavailable: %w", err))
+			}
+			if accept != "" && !migration {
+				return usageErr(errors.New("--accept-unavailable weighs the migration's rolls: it goes with --migration"))
+			}
 			if migration && (topic != "" || noDisk) {
 				return usageErr(errors.New("--migration reads the whole cluster and every disk: it takes neither --topic nor --no-disk"))
 			}
@@ -47,7 +56,7 @@ func newDiagnoseCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration})
+			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration, Accept: accepted})
 			if err != nil {
 				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
 			}
@@ -102,6 +111,7 @@ func newDiagnoseCmd() *cobra.Command {
 	c.Flags().BoolVar(&noDisk, "no-disk", false, "do not list log dirs over SSH")
 	c.Flags().StringVar(&output, "output", "text", "text, json (as --json) or jsonl (one JSON object per line: each finding, type finding, then the diagnosis, type diagnosis; for automation)")
 	c.Flags().BoolVar(&migration, "migration", false, "also check ZooKeeper → KRaft migration readiness (Kafka 3.9, KIP-866): every condition that stalls or corrupts it, and a verdict; exit 0 ready, 1 not ready")
+	c.Flags().StringVar(&accept, "accept-unavailable", "", "with --migration: topics (comma-separated, or *) whose partitions no restart can keep available that the migration's rolls are to accept (zk-to-kraft's accept_unavailable): advice instead of a blocker")
 	c.Flags().BoolVar(&details, "details", false, "print every evidence line and every finding a cause explains (the text output is bounded otherwise)")
 	_ = c.MarkFlagRequired("inventory")
 	return c
@@ -144,7 +154,7 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 	fmt.Fprintf(w, "\nSUMMARY: %s (%d critical), explaining %s\n", plural(len(causes), "cause"), critical, plural(len(d.Findings)-len(causes), "more finding"))
 	for i, c := range causes {
 		if i == maxCauses && !details {
-			fmt.Fprintf(w, "  … and %d more causes below\n", len(causes)-maxCauses)
+			fmt.Fprintf(w, "  … and %d more causes like these: %s (--details or --json lists every one)\n", len(causes)-maxCauses, kindCounts(causes[maxCauses:]))
 			break
 		}
 		fmt.Fprintf(w, "%3d. [%s] %s\n", i+1, strings.ToUpper(string(c.Severity)), c.Summary)
@@ -163,6 +173,10 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 	}
 	fmt.Fprintln(w)
 	for i, c := range causes {
+		if i == maxCauses && !details {
+			fmt.Fprintf(w, "\n … %d more causes not shown (--details prints them, --json holds everything)\n", len(causes)-maxCauses)
+			break
+		}
 		printFinding(w, fmt.Sprint(i+1), c, details)
 		if ex := d.Explained(c.ID); len(ex) > 0 {
 			if !details {

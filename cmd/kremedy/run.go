@@ -157,17 +157,16 @@ func newPlanCmd() *cobra.Command {
 				return printPlanJSON(w, rb, inv.Name, inv.Lab, previews)
 			}
 			fmt.Fprintf(w, "plan of %s on %s (%s) — nothing is changed\n", rb.Name, rb.Confirm.Subject(inv.Name), modeName(inv.Lab))
+			var cannot []string
 			for i, p := range previews {
 				if p.Err != nil {
 					fmt.Fprintf(w, "\n%d. %s [%s]\n   cannot plan now: %v\n", i, p.Info.Title, p.Info.ID, p.Err)
-					if errors.Is(p.Err, steps.ErrRefused) && i == 0 {
-						return failedErr(p.Err)
-					}
+					cannot = append(cannot, p.Info.ID)
 					continue
 				}
 				printPlan(w, i, p.Info, p.Plan)
 			}
-			return nil
+			return cannotPlan(w, cannot, previews)
 		},
 	}
 	addRunFlags(c, &f, true)
@@ -193,14 +192,12 @@ func printPlanJSON(w io.Writer, rb *steps.Runbook, cluster string, isLab bool, p
 		Params  map[string]string `json:"params"`
 		Steps   []step            `json:"steps"`
 	}{rb.Name, cluster, isLab, rb.Params, nil}
-	var refused error
-	for i, p := range previews {
+	var cannot []string
+	for _, p := range previews {
 		s := step{Info: p.Info, Plan: p.Plan}
 		if p.Err != nil {
 			s.Plan, s.Error = nil, p.Err.Error()
-			if errors.Is(p.Err, steps.ErrRefused) && i == 0 {
-				refused = p.Err
-			}
+			cannot = append(cannot, p.Info.ID)
 		} else {
 			s.Digest = p.Plan.Digest()
 		}
@@ -211,8 +208,22 @@ func printPlanJSON(w io.Writer, rb *steps.Runbook, cluster string, isLab bool, p
 	if err := enc.Encode(out); err != nil {
 		return err
 	}
-	if refused != nil {
-		return failedErr(refused)
+	return cannotPlan(nil, cannot, previews)
+}
+
+// cannotPlan is plan's exit: 0 only when every step could be planned, 1
+// (failed) naming the steps that could not — a refusal is not a plan.
+func cannotPlan(w io.Writer, cannot []string, previews []steps.PreviewStep) error {
+	if len(cannot) == 0 {
+		return nil
+	}
+	if w != nil {
+		fmt.Fprintf(w, "\nthis plan cannot run now: step %s cannot be planned (the reason is above); nothing was changed\n", strings.Join(cannot, ", "))
+	}
+	for _, p := range previews {
+		if p.Err != nil {
+			return failedErr(fmt.Errorf("step %s cannot be planned: %w", p.Info.ID, p.Err))
+		}
 	}
 	return nil
 }

@@ -27,3 +27,11 @@ func OrDash(s string) string {
 	}
 	return s
 }
+
+// Count is n and noun, plural unless n is 1 ("1 partition", "3 partitions").
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -151,7 +151,9 @@ func OverridesOf(st *kafkazk.ClusterState) map[string]string {
 // brokers must still be at least its topic's min.insync.replicas and never
 // none. Partitions already offline or already below, and partitions whose
 // state is unknown, are listed too: stopping any broker of a cluster in that
-// state is not safe. Of the two rules kremedy had, this is the stricter:
+// state is not safe. A partition no restart can keep available (Unavoidable)
+// is not a risk of this stop but of its topic: Unavailables lists it, and
+// the roll refuses it unless the operator accepts it (Accept). Of the two rules kremedy had, this is the stricter:
 // the other ignored partitions already below and capped min.insync.replicas
 // at the replica count. The result is sorted.
 func StopRisks(parts []Partition, stopping []int32, m MinISR) []string {
@@ -168,6 +170,9 @@ func StopRisks(parts []Partition, stopping []int32, m MinISR) []string {
 			continue
 		}
 		minISR := m.Of(p.Topic)
+		if p.Leader >= 0 && Unavoidable(p, minISR) {
+			continue // Unavailables lists it: no order of restarts helps
+		}
 		var hit, left []int32
 		for _, r := range p.ISR {
 			if slices.Contains(stopping, r) {
@@ -192,6 +197,91 @@ func StopRisks(parts []Partition, stopping []int32, m MinISR) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Unavoidable reports whether no restart of a replica of p can keep it
+// available: its replication factor is not above its min.insync.replicas
+// (replication factor 1 included). While one of its in-sync replicas is down
+// it is offline (none left) or refuses acks=all writes, whatever the order
+// of the restarts. Strimzi's availability check does not let such a
+// partition hold a roll back (KafkaAvailability: a partition whose replicas
+// are not more than its min ISR); kremedy neither refuses it forever nor
+// rolls it silently: the operator accepts it by topic (Accept).
+func Unavoidable(p Partition, minISR int) bool {
+	return p.Unknown == "" && len(p.Replicas) > 0 && len(p.Replicas) <= minISR
+}
+
+// Unavailable is a partition no restart can keep available, and what
+// stopping the brokers of a stop does to it.
+type Unavailable struct {
+	Topic     string
+	Partition int32
+	Replicas  int
+	MinISR    int
+	// Offline: the stop leaves it no in-sync replica; otherwise it
+	// refuses acks=all writes while the broker is down.
+	Offline bool
+}
+
+// Key is the partition's name ("scratch-0").
+func (u Unavailable) Key() string { return fmt.Sprintf("%s-%d", u.Topic, u.Partition) }
+
+func (u Unavailable) String() string {
+	what := "refuses acks=all writes"
+	if u.Offline {
+		what = "goes offline"
+	}
+	return fmt.Sprintf("%s %s while its broker is down (replication factor %d, min.insync.replicas %d)", u.Key(), what, u.Replicas, u.MinISR)
+}
+
+// Unavailables lists, in order, the partitions no restart can keep
+// available (Unavoidable) that stopping the brokers in stopping takes out
+// of service: one of their in-sync replicas stops. StopRisks leaves them
+// out. A partition already offline is StopRisks' (it is a risk).
+func Unavailables(parts []Partition, stopping []int32, m MinISR) []Unavailable {
+	var out []Unavailable
+	for _, p := range parts {
+		minISR := m.Of(p.Topic)
+		if p.Leader < 0 || !Unavoidable(p, minISR) {
+			continue
+		}
+		left := 0
+		hit := false
+		for _, r := range p.ISR {
+			if slices.Contains(stopping, r) {
+				hit = true
+			} else {
+				left++
+			}
+		}
+		if hit {
+			out = append(out, Unavailable{Topic: p.Topic, Partition: p.Partition, Replicas: len(p.Replicas), MinISR: minISR, Offline: left == 0})
+		}
+	}
+	return out
+}
+
+// Accept is the operator's acceptance of the partitions no restart can keep
+// available, by topic: a runbook's accept_unavailable (topic names, or
+// steps.AllTopics for every topic the plan lists).
+type Accept []string
+
+// Covers reports whether the acceptance covers topic.
+func (a Accept) Covers(topic string) bool {
+	return slices.Contains(a, topic) || slices.Contains(a, "*")
+}
+
+// All reports whether it covers every topic.
+func (a Accept) All() bool { return slices.Contains(a, "*") }
+
+// AcceptParam is the runbook parameter that accepts the partitions no
+// restart can keep available (Accept).
+const AcceptParam = "accept_unavailable"
+
+// WayOut says how an operator gets past partitions no restart can keep
+// available, of topics.
+func WayOut(topics []string) string {
+	return fmt.Sprintf("no order of restarts keeps a partition available whose replication factor is not above its min.insync.replicas: accept them for this run with --set %s=%s (or * for every such topic; the acceptance is part of the approved plan and the report), or first raise their replication factor with a reviewed reassignment (kafka-reassign-partitions), or lower the topic's min.insync.replicas (kafka-configs --alter --entity-type topics --entity-name TOPIC --add-config min.insync.replicas=N)", AcceptParam, strings.Join(topics, ","))
 }
 
 // Short lists the partitions that are offline or under-replicated (fewer

@@ -67,18 +67,22 @@ func TestStopRisksOneRuleForEveryView(t *testing.T) {
 		override map[string]string
 		stopping []int32
 		want     []string // substrings, one risk each; none: safe
+		unavail  []string // Unavailables, one each: no restart keeps them
 	}{
-		"full ISR, one broker":           {[]part{{"a", 0, rf3, rf3, 1}}, nil, []int32{1}, nil},
-		"full ISR, two of three brokers": {[]part{{"a", 0, rf3, rf3, 1}}, nil, []int32{1, 2}, []string{"a-0 would fall below min.insync.replicas=2: isr [1 2 3] without brokers [1 2]"}},
+		"full ISR, one broker":           {[]part{{"a", 0, rf3, rf3, 1}}, nil, []int32{1}, nil, nil},
+		"full ISR, two of three brokers": {[]part{{"a", 0, rf3, rf3, 1}}, nil, []int32{1, 2}, []string{"a-0 would fall below min.insync.replicas=2: isr [1 2 3] without brokers [1 2]"}, nil},
 		"ISR at min, the stopped one in it": {[]part{{"a", 0, rf3, []int32{1, 2}, 1}}, nil, []int32{2},
-			[]string{"a-0 would fall below min.insync.replicas=2: isr [1 2] without broker 2"}},
-		"ISR at min, the stopped one not in it": {[]part{{"a", 0, rf3, []int32{1, 2}, 1}}, nil, []int32{3}, nil},
-		"already below, another broker":         {[]part{{"a", 0, rf3, []int32{1}, 1}}, nil, []int32{3}, []string{"a-0 is already below min.insync.replicas=2 (isr [1])"}},
-		"already offline":                       {[]part{{"a", 0, rf3, []int32{}, -1}}, nil, []int32{3}, []string{"a-0 is already offline (no leader, isr [])"}},
-		"only in-sync replica":                  {[]part{{"s", 0, []int32{2}, []int32{2}, 2}}, map[string]string{"s": "1"}, []int32{2}, []string{"s-0 would go offline: broker 2 is its only in-sync replica"}},
-		"the topic's own min.insync.replicas":   {[]part{{"a", 0, rf3, rf3, 1}}, map[string]string{"a": "3"}, []int32{1}, []string{"a-0 would fall below min.insync.replicas=3"}},
-		"replication factor 2, min 2":           {[]part{{"p", 0, []int32{1, 2}, []int32{1, 2}, 1}}, map[string]string{"p": "2"}, []int32{1}, []string{"p-0 would fall below min.insync.replicas=2"}},
-		"a broker without replicas":             {[]part{{"p", 0, []int32{1, 2}, []int32{1, 2}, 1}}, map[string]string{"p": "2"}, []int32{3}, nil},
+			[]string{"a-0 would fall below min.insync.replicas=2: isr [1 2] without broker 2"}, nil},
+		"ISR at min, the stopped one not in it": {[]part{{"a", 0, rf3, []int32{1, 2}, 1}}, nil, []int32{3}, nil, nil},
+		"already below, another broker":         {[]part{{"a", 0, rf3, []int32{1}, 1}}, nil, []int32{3}, []string{"a-0 is already below min.insync.replicas=2 (isr [1])"}, nil},
+		"already offline":                       {[]part{{"a", 0, rf3, []int32{}, -1}}, nil, []int32{3}, []string{"a-0 is already offline (no leader, isr [])"}, nil},
+		"only in-sync replica of two":           {[]part{{"s", 0, []int32{2, 3}, []int32{2}, 2}}, map[string]string{"s": "1"}, []int32{2}, []string{"s-0 would go offline: broker 2 is its only in-sync replica"}, nil},
+		"replication factor 1":                  {[]part{{"s", 0, []int32{2}, []int32{2}, 2}}, map[string]string{"s": "1"}, []int32{2}, nil, []string{"s-0 goes offline while its broker is down (replication factor 1, min.insync.replicas 1)"}},
+		"replication factor 1 under min 2":      {[]part{{"s", 0, []int32{2}, []int32{2}, 2}}, nil, []int32{3}, nil, nil},
+		"the topic's own min.insync.replicas":   {[]part{{"a", 0, rf3, rf3, 1}}, map[string]string{"a": "3"}, []int32{1}, nil, []string{"a-0 refuses acks=all writes while its broker is down (replication factor 3, min.insync.replicas 3)"}},
+		"replication factor 2, min 2":           {[]part{{"p", 0, []int32{1, 2}, []int32{1, 2}, 1}}, map[string]string{"p": "2"}, []int32{1}, nil, []string{"p-0 refuses acks=all writes"}},
+		"two brokers of replication factor 2":   {[]part{{"p", 0, []int32{1, 2}, []int32{1, 2}, 1}}, map[string]string{"p": "2"}, []int32{1, 2}, nil, []string{"p-0 goes offline"}},
+		"a broker without replicas":             {[]part{{"p", 0, []int32{1, 2}, []int32{1, 2}, 1}}, map[string]string{"p": "2"}, []int32{3}, nil, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := MinISR{Default: 2, Topics: map[string]int{}}
@@ -96,6 +100,18 @@ func TestStopRisksOneRuleForEveryView(t *testing.T) {
 			for i, w := range tc.want {
 				if !strings.Contains(fromZK[i], w) {
 					t.Errorf("risk %q lacks %q", fromZK[i], w)
+				}
+			}
+			uZK := Unavailables(PartitionsOfState(state(tc.parts, tc.override)), tc.stopping, m)
+			if uView := Unavailables(PartitionsOfView(view(tc.parts)), tc.stopping, m); !slices.Equal(uZK, uView) {
+				t.Fatalf("unavailables differ by view:\nZooKeeper %v\nMetadata  %v", uZK, uView)
+			}
+			if len(uZK) != len(tc.unavail) {
+				t.Fatalf("unavailable %v, want %d like %q", uZK, len(tc.unavail), tc.unavail)
+			}
+			for i, w := range tc.unavail {
+				if !strings.Contains(uZK[i].String(), w) {
+					t.Errorf("unavailable %q lacks %q", uZK[i], w)
 				}
 			}
 		})

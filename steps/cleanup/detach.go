@@ -212,7 +212,7 @@ func (k *detach) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 			Detail: fmt.Sprintf("committed offsets of %d groups on %s", withOffsets, t), Args: saveArgs{Groups: groups}})
 	}
 	for i, c := range env.Target.Clients {
-		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("stop-client-%d", i), Op: steps.OpSSH, Target: c.Host,
+		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("stop-client-%d", i), Op: steps.OpSSH, Target: c.On(),
 			Detail: fmt.Sprintf("%s (stop client %s)", c.Stop, c.Name), Args: c})
 	}
 	if m := membersOn(groups); len(m) > 0 || len(active) > 0 {

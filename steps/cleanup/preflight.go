@@ -64,6 +64,7 @@ type gathering struct {
 	topic  string
 	grace  time.Duration
 	mode   string
+	accept []string
 	prior  *Facts // an earlier attempt's facts (resume), nil on a first run
 	f      Facts
 	p      *steps.Plan
@@ -89,7 +90,7 @@ func (g *gathering) refuse(format string, a ...any) error {
 }
 
 func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
-	g := &gathering{env: env, topic: k.o.Topic, grace: k.o.HealthGrace, mode: k.o.Mode, ids: map[string]bool{}}
+	g := &gathering{env: env, topic: k.o.Topic, grace: k.o.HealthGrace, mode: k.o.Mode, accept: k.o.Accept, ids: map[string]bool{}}
 	g.p = &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at %q on cluster %s", g.topic, env.Target.Name)}
 	var prior Facts
 	if ok, err := env.Load(factsKey, &prior); err != nil {
@@ -164,6 +165,7 @@ func (g *gathering) rollable(ctx context.Context) error {
 		return nil
 	}
 	r := rollOf(0, 0, 0, 0)
+	r.Accept = g.accept
 	why, err := r.Rollable(ctx, g.env, g.topic)
 	if err != nil {
 		return fmt.Errorf("rolling mode: %w", err)

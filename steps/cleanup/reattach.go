@@ -67,7 +67,7 @@ func (k *reattach) Plan(_ context.Context, env *steps.Env) (*steps.Plan, error) 
 			continue
 		}
 		p.Actions = append(p.Actions, steps.Action{ID: "start-client-" + c.Name, Op: steps.OpSSH, Target: "client " + c.Name,
-			Detail: fmt.Sprintf("%s on %s (start client %s)", c.Start, c.Host, c.Name), Args: c})
+			Detail: fmt.Sprintf("%s on %s (start client %s)", c.Start, c.On(), c.Name), Args: c})
 	}
 	if !k.o.Recreate && len(p.Actions) > 0 {
 		// The safer reading: a producer would recreate the topic with the

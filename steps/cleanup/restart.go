@@ -89,7 +89,7 @@ func (k *stopBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		}
 		args := brokerArgs{Broker: id, Addr: addrs[id]}
 		p.Actions = append(p.Actions,
-			steps.Action{ID: fmt.Sprintf("stop-%d", id), Op: steps.OpSSH, Broker: id, Target: fmt.Sprintf("broker %d on %s", id, h.Host), Detail: h.Stop + "   # " + state, Args: args},
+			steps.Action{ID: fmt.Sprintf("stop-%d", id), Op: steps.OpSSH, Broker: id, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Stop + "   # " + state, Args: args},
 			steps.Action{ID: fmt.Sprintf("gone-%d", id), Op: steps.OpWait, Broker: id, Target: fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, id), Detail: "znode gone, port " + text.OrDash(addrs[id]) + " closed", Args: args})
 	}
 	if running == 0 {
@@ -201,7 +201,7 @@ func (k *startBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 			continue
 		}
 		h, _ := env.Target.Host(id)
-		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("start-%d", id), Op: steps.OpSSH, Broker: id, Target: fmt.Sprintf("broker %d on %s", id, h.Host), Detail: h.Start, Args: brokerArgs{Broker: id}})
+		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("start-%d", id), Op: steps.OpSSH, Broker: id, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Start, Args: brokerArgs{Broker: id}})
 	}
 	if len(p.Actions) == 0 {
 		p.NoOp = true

@@ -27,6 +27,9 @@ const (
 // modeOpts is the mode option the brokers' steps share.
 type modeOpts struct {
 	Mode string `opt:"mode" default:"full"`
+	// Accept: rolling mode's acceptance of the partitions no restart can
+	// keep available (roll.AcceptParam), by topic.
+	Accept []string `opt:"accept_unavailable" default:""`
 }
 
 func (o modeOpts) Validate() error {
@@ -60,6 +63,7 @@ type rollingOpts struct {
 func newRollingWipe(o rollingOpts) *rollingWipe {
 	k := &rollingWipe{o: o}
 	k.roll = rollOf(o.StopTimeout, o.StartTimeout, o.HealthChecks, o.HealthTimeout)
+	k.roll.Accept = o.Accept
 	k.roll.While = quarantineWhile{topic: o.Topic}
 	return k
 }
@@ -172,7 +176,7 @@ func (q quarantineWhile) Plan(ctx context.Context, env *steps.Env, id int32) ([]
 		Detail: fmt.Sprintf("broker %d's moves recorded before and after they happen", id)}}
 	for i, mv := range moves {
 		acts = append(acts, steps.Action{ID: roll.WhileID(id, fmt.Sprintf("move-%d", i)), Op: steps.OpMove, Broker: id,
-			Target: fmt.Sprintf("broker %d: %s", id, mv.From), Detail: "→ " + mv.To + " (" + why[i] + ")", Args: mv})
+			Target: fmt.Sprintf("broker %d on %s: %s", id, env.Target.Node(id).On(), mv.From), Detail: "→ " + mv.To + " (" + why[i] + ")", Args: mv})
 	}
 	return acts, "", nil
 }

@@ -100,7 +100,7 @@ func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 			for _, m := range matches {
 				mv := Move{Broker: h.ID, Host: h.Host, From: filepath.Join(dir, m.Dir.Name), To: filepath.Join(q, m.Dir.Name), Kind: m.Dir.Kind.String(), State: "planned"}
 				p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("move-%d", len(p.Actions)), Op: steps.OpMove, Broker: h.ID,
-					Target: fmt.Sprintf("broker %d: %s", h.ID, mv.From), Detail: "→ " + mv.To + " (" + m.Reason + ")", Args: mv})
+					Target: fmt.Sprintf("broker %d on %s: %s", h.ID, h.On(), mv.From), Detail: "→ " + mv.To + " (" + m.Reason + ")", Args: mv})
 			}
 		}
 	}

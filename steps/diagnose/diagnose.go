@@ -105,6 +105,10 @@ type Options struct {
 	// Migration adds the ZooKeeper → KRaft migration's readiness checks
 	// and verdict (Diagnosis.Migration).
 	Migration bool
+	// Accept: the topics whose partitions no restart can keep available
+	// that the migration's rolls are to accept (brokers.AcceptParam; "*"
+	// for every one): advice, not a blocker.
+	Accept []string
 }
 
 const cleanupFix = "run the topic-cleanup runbook: `kremedy run topic-cleanup --inventory INV --set topic=%s` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything and verifies)"
@@ -120,6 +124,7 @@ type diagnosis struct {
 	// the cluster's defaults, read once
 	deleteDisabled []int32
 	minISR         brokers.MinISR
+	fewer          fewer
 	ibp            string // inter.broker.protocol.version, "" when no broker said
 	migrating      string // /migration's content when a migration has started
 	// how long the disagreements lasted: the first read that showed one,
@@ -193,6 +198,9 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		g.topic(ctx, name, ts)
 	}
 	g.d.Topics = len(names)
+	if f := g.fewer.finding(g.minISR); f != nil {
+		g.add(*f)
+	}
 	g.brokersDown(names)
 	if disks != nil {
 		<-disksDone
@@ -608,7 +616,7 @@ func (g *diagnosis) replication(name string, ts *kafkazk.TopicState, assign map[
 			}
 			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s", name, p, zs.Leader, fmt.Sprint(reps), fmt.Sprint(zs.ISR)))
 		}
-		if zs.Leader >= 0 && len(zs.ISR) < minISR {
+		if zs.Leader >= 0 && len(zs.ISR) < minISR && !g.fewer.below(name, len(reps), g.minISR) {
 			underMin = append(underMin, p)
 			for _, r := range reps {
 				if !slices.Contains(zs.ISR, r) {

@@ -48,6 +48,7 @@ type kraftDiag struct {
 	cv     ports.ClusterView
 	views  map[int32]ports.BrokerView
 	minISR brokers.MinISR
+	fewer  fewer
 }
 
 // runKRaft diagnoses a KRaft cluster over Kafka alone (no ZooKeeper): the
@@ -87,6 +88,9 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	g.readMinISR(ctx, live, names)
 	for _, name := range names {
 		g.partitions(name)
+	}
+	if f := g.fewer.finding(g.minISR); f != nil {
+		g.add(*f)
 	}
 	g.eligibleLeaders(ctx)
 	g.features(ctx, live)
@@ -423,7 +427,7 @@ func (g *kraftDiag) partitions(name string) {
 			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s%s", name, p, pv.Leader, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR), off))
 			urpB = append(urpB, missing...)
 		}
-		if pv.Leader >= 0 && len(pv.ISR) < minISR {
+		if pv.Leader >= 0 && len(pv.ISR) < minISR && !g.fewer.below(name, len(pv.Replicas), g.minISR) {
 			underMin = append(underMin, p)
 			minEv = append(minEv, fmt.Sprintf("%s-%d: isr %s < min.insync.replicas %d", name, p, fmt.Sprint(pv.ISR), minISR))
 			minB = append(minB, missing...)

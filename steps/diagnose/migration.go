@@ -3,12 +3,15 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kremedy/kremedy/internal/kafkaver"
 	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/internal/text"
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/segments"
 )
@@ -22,6 +25,11 @@ const (
 	FindMigrationZnode        = "migration-znode"
 	FindMigrationNoMetadata   = "migration-partition-metadata-missing"
 	FindMigrationControlPlane = "migration-control-plane-listener"
+	// The migration's rolls would take partitions no restart can keep
+	// available out of service: unaccepted, a blocker; accepted
+	// (Options.Accept), advice.
+	FindMigrationUnavailable = "migration-roll-unavailable"
+	FindMigrationAccepted    = "migration-roll-accepted"
 )
 
 // Readiness is the verdict of a ZooKeeper → KRaft migration readiness
@@ -53,14 +61,16 @@ var whyBlocks = map[string]string{
 	FindForeignSegments:       "stale segments under a topic's name become -stray directories on a hybrid broker and are never deleted",
 	FindAdoptedSegments:       "adopted segments are migrated as the topic's data: consumers would read the old records",
 	FindOrphanedSegments:      "directories of topics that no longer exist become -stray directories that no one deletes",
+	FindMigrationUnavailable:  "the migration restarts every broker, one at a time, twice (into migration mode, then into KRaft); the roll refuses a broker whose stop takes these partitions out of service, so it would stop half-way — the controllers started, a broker in migration mode",
 }
 
 // advisory findings do not stop a migration.
-var advisory = map[string]bool{FindMigrationControlPlane: true, FindUnsafeAutoCreate: true, FindDeleteDisabled: true}
+var advisory = map[string]bool{FindMigrationControlPlane: true, FindUnsafeAutoCreate: true, FindDeleteDisabled: true, FindMigrationAccepted: true}
 
 // migration adds the checks only a migration needs.
 func (g *diagnosis) migration(ctx context.Context, disks *diskListing) {
 	g.migrationRelease(ctx)
+	g.migrationRolls()
 	if disks != nil {
 		g.migrationDisks(*disks)
 	}
@@ -110,6 +120,64 @@ func (g *diagnosis) migration(ctx context.Context, disks *diskListing) {
 			Fix:      "delete " + zk.Chroot() + kafkazk.MigrationPath + " before the migration: with it the migration stalls (KAFKA-19480)"})
 	case err == nil:
 		g.migrating = fmt.Sprintf("%s%s holds %s: a migration has started (a KRaft controller took over)", zk.Chroot(), kafkazk.MigrationPath, strings.TrimSpace(string(b)))
+	}
+}
+
+// migrationRolls judges every broker of the migration's rolls before the
+// first change, by the one stop-safety rule: the partitions no restart can
+// keep available (brokers.Unavailables) that the operator has not accepted
+// block it, with both ways out.
+func (g *diagnosis) migrationRolls() {
+	parts := brokers.PartitionsOfState(g.st)
+	byTopic := map[string][]string{}
+	keys := map[string][]string{}
+	var on []int32
+	for _, id := range g.st.Brokers {
+		us := brokers.Unavailables(parts, []int32{id}, g.minISR)
+		if len(us) > 0 {
+			on = append(on, id)
+		}
+		for _, u := range us {
+			byTopic[u.Topic] = append(byTopic[u.Topic], fmt.Sprintf("broker %d: %s", id, u))
+			if !slices.Contains(keys[u.Topic], u.Key()) {
+				keys[u.Topic] = append(keys[u.Topic], u.Key())
+			}
+		}
+	}
+	listed := slices.Sorted(maps.Keys(byTopic))
+	var stray []string
+	for _, t := range g.o.Accept {
+		if t != "*" && !slices.Contains(listed, t) {
+			stray = append(stray, t)
+		}
+	}
+	if len(stray) > 0 {
+		g.add(Finding{Kind: FindMigrationUnavailable, Severity: Critical,
+			Summary:  fmt.Sprintf("%s=%s names %s, but no partition of it is one the migration's rolls cannot keep available (those topics: %s): a typo must not accept nothing", brokers.AcceptParam, strings.Join(g.o.Accept, ","), strings.Join(stray, ", "), text.OrDash(strings.Join(listed, ", "))),
+			Evidence: []string{"accepted: " + strings.Join(g.o.Accept, ",")},
+			Fix:      "correct the topic names (or leave them out)"})
+	}
+	var ev, open, accepted, sample []string
+	for _, t := range listed {
+		ev = append(ev, byTopic[t]...)
+		if brokers.Accept(g.o.Accept).Covers(t) {
+			accepted = append(accepted, t)
+		} else {
+			open = append(open, t)
+			sample = append(sample, keys[t]...)
+		}
+	}
+	if len(open) > 0 {
+		g.add(Finding{Kind: FindMigrationUnavailable, Severity: Critical, Brokers: on,
+			Summary:  fmt.Sprintf("the migration's rolls cannot keep %s available: stopping brokers %s takes partitions offline or below min.insync.replicas whatever the order (%s)", text.Count(len(open), "topic"), fmt.Sprint(on), text.Summarize(sample)),
+			Evidence: ev,
+			Fix:      brokers.WayOut(open) + " — on zk-to-kraft, and on this check with --accept-unavailable"})
+	}
+	if len(accepted) > 0 {
+		g.add(Finding{Kind: FindMigrationAccepted, Severity: Info, Brokers: on,
+			Summary:  fmt.Sprintf("accepted (%s): the migration's rolls take partitions of %s out of service while each of their brokers restarts", brokers.AcceptParam, strings.Join(accepted, ", ")),
+			Evidence: ev,
+			Fix:      "expect those partitions offline or refusing acks=all writes during each broker's restart (twice: into migration mode, then into KRaft); tell their producers first"})
 	}
 }
 

@@ -57,7 +57,7 @@ func (k *startControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Pla
 			continue
 		}
 		p.Actions = append(p.Actions,
-			ctrlAction(c, roll.PhaseStart, steps.OpSSH, fmt.Sprintf("controller %d on %s", c.ID, c.Host), c.Start),
+			ctrlAction(c, roll.PhaseStart, steps.OpSSH, fmt.Sprintf("controller %d on %s", c.ID, c.On()), c.Start),
 			ctrlAction(c, roll.PhaseBack, steps.OpWait, c.Addr, fmt.Sprintf("listening, at most %s", k.o.StartTimeout)))
 	}
 	if len(p.Actions) == 0 && st.Quorum != nil && st.Quorum.Leader >= 0 {
@@ -206,7 +206,7 @@ func (k *stopControllers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan
 			continue
 		}
 		p.Actions = append(p.Actions,
-			ctrlAction(c, roll.PhaseStop, steps.OpSSH, fmt.Sprintf("controller %d on %s", c.ID, c.Host), c.Stop),
+			ctrlAction(c, roll.PhaseStop, steps.OpSSH, fmt.Sprintf("controller %d on %s", c.ID, c.On()), c.Stop),
 			ctrlAction(c, roll.PhaseGone, steps.OpWait, c.Addr, fmt.Sprintf("port closed, at most %s", k.o.StopTimeout)))
 	}
 	if len(p.Actions) == 0 {
@@ -274,7 +274,7 @@ func (w *finalizeWhile) Skip(_ context.Context, _ *steps.Env, id int32) (string,
 	return "", nil
 }
 
-func (w *finalizeWhile) Plan(_ context.Context, _ *steps.Env, id int32) ([]steps.Action, string, error) {
+func (w *finalizeWhile) Plan(_ context.Context, env *steps.Env, id int32) ([]steps.Action, string, error) {
 	if w.st.Controllers[id] != ModeMigration {
 		return nil, "", nil
 	}
@@ -284,6 +284,7 @@ func (w *finalizeWhile) Plan(_ context.Context, _ *steps.Env, id int32) ([]steps
 		return nil, "", fmt.Errorf("%w: controller %d (%s): %v", steps.ErrRefused, id, f.Path, err)
 	}
 	e := editAction(f, text, backupOf(f.Path, "finalize"))
+	e.Target += " on " + env.Target.Node(id).On()
 	e.Detail = d.String() + "; backup first: " + backupOf(f.Path, "finalize")
 	return []steps.Action{e}, "out of migration mode", nil
 }

@@ -199,13 +199,17 @@ func (a *typing) Approve(_ context.Context, info steps.Info, p *steps.Plan) (ste
 	return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}, nil
 }
 
-func (c *cluster) session(t *testing.T, runbook string) *steps.Session {
+func (c *cluster) session(t *testing.T, runbook string, set ...string) *steps.Session {
 	t.Helper()
 	rb, err := runbooks.Get(runbook)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := rb.Bind(map[string]string{"health_checks": "1", "health_timeout": "3s", "migration_timeout": "5s"}, c.Ports.Target.Name)
+	params := map[string]string{"health_checks": "1", "health_timeout": "3s", "migration_timeout": "5s"}
+	for i := 0; i+1 < len(set); i += 2 {
+		params[set[i]] = set[i+1]
+	}
+	bound, err := rb.Bind(params, c.Ports.Target.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,11 +295,12 @@ func TestMigrationOnTheFakes(t *testing.T) {
 }
 
 // TestMigrationRollRefusesAnUnsafeStop: a fully replicated topic whose
-// replication factor is its min.insync.replicas (2 and 2) passes readiness,
-// but no broker of it can stop: the roll into migration mode is refused
-// when it is planned, before any broker is stopped or any config edited,
-// naming the partition (the one stop-safety rule, as in the rolling
-// restart).
+// replication factor is its min.insync.replicas (2 and 2): no broker of it
+// can stop without acks=all writes failing, whatever the order. The
+// readiness check judges every broker of the rolls, so the migration is
+// refused at its preflight — no controller started, no config edited —
+// naming the partition, its brokers and both ways out; accepted with
+// accept_unavailable, the migration runs.
 func TestMigrationRollRefusesAnUnsafeStop(t *testing.T) {
 	c := newCluster(t)
 	c.ZK.Put(kafkazk.TopicPath("pair"), `{"version":3,"partitions":{"0":[1,2]},"topic_id":"DDDDDDDDDDDDDDDDDDDDDD"}`)
@@ -306,21 +311,34 @@ func TestMigrationRollRefusesAnUnsafeStop(t *testing.T) {
 	if !errors.Is(out.Err, steps.ErrRefused) {
 		t.Fatalf("want a refusal, got %v (%+v)", out.Err, out)
 	}
-	if out.Failed != "enter-migration" {
+	if out.Failed != "preflight" {
 		t.Fatalf("refused at %q", out.Failed)
 	}
-	if !strings.Contains(out.Err.Error(), "pair-0 would fall below min.insync.replicas=2") || !strings.Contains(out.Err.Error(), "No broker was stopped") {
-		t.Errorf("the refusal does not name the partition and what was not done:\n%v", out.Err)
-	}
-	for _, r := range c.restarts() {
-		if !strings.HasPrefix(r, "300") {
-			t.Errorf("a broker was touched: %s", r)
+	for _, w := range []string{"(pair-0)",
+		"the migration's rolls cannot keep 1 topic available: stopping brokers [1 2]", "--set accept_unavailable=pair", "Nothing was changed"} {
+		if !strings.Contains(out.Err.Error(), w) {
+			t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
 		}
+	}
+	if r := c.restarts(); len(r) != 0 {
+		t.Errorf("nodes were touched: %v", r)
 	}
 	for _, id := range []int32{1, 2, 3} {
 		if m := c.mode(t, id); m != migrate.ModeZK {
 			t.Errorf("broker %d's config is %s: it was edited", id, m)
 		}
+	}
+	// A typo accepts nothing: refused before anything changes too.
+	s = c.session(t, "zk-to-kraft", "accept_unavailable", "piar")
+	if out := s.Run(context.Background(), c.Ports, &typing{}, nil); !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "preflight" || len(c.restarts()) != 0 {
+		t.Fatalf("accept_unavailable=piar: %v at %q, restarts %v", out.Err, out.Failed, c.restarts())
+	}
+	s = c.session(t, "zk-to-kraft", "accept_unavailable", "pair")
+	if out := s.Run(context.Background(), c.Ports, &typing{}, nil); out.Err != nil {
+		t.Fatalf("accept_unavailable=pair: %v", out.Err)
+	}
+	if r := c.restarts(); !slices.Contains(r, "1: stop") || !slices.Contains(r, "2: stop") {
+		t.Errorf("accepted, the brokers were not rolled: %v", r)
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 // preflightOpts: the migration's preflight, or the revert's.
 type preflightOpts struct {
 	Revert bool `opt:"revert" default:"false"`
+	// Accept: the topics whose partitions no restart can keep available
+	// that the rolls accept (roll.AcceptParam); readiness judges them so.
+	Accept []string `opt:"accept_unavailable" default:""`
 }
 
 // preflight says where the migration stands and whether it may go on. For
@@ -77,7 +80,7 @@ func (k *preflight) forward(ctx context.Context, env *steps.Env, st *State, p *s
 		p.Facts = append(p.Facts, "the migration is under way: the readiness check ran before it began (a half-migrated cluster is checked by each step's own gate)")
 		return nil
 	}
-	d, err := diagnose.Run(ctx, env.Cluster, diagnose.Options{Disk: true, Migration: true})
+	d, err := diagnose.Run(ctx, env.Cluster, diagnose.Options{Disk: true, Migration: true, Accept: k.o.Accept})
 	if err != nil {
 		return fmt.Errorf("readiness check: %w", err)
 	}

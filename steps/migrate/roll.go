@@ -35,6 +35,9 @@ type rollOpts struct {
 	// the controllers (migration mode).
 	ControllerListener string `opt:"controller_listener" default:"CONTROLLER"`
 	ControllerProtocol string `opt:"controller_protocol" default:"PLAINTEXT"`
+	// Accept: the topics whose partitions no restart can keep available
+	// that the operator accepts (roll.AcceptParam).
+	Accept []string `opt:"accept_unavailable" default:""`
 }
 
 // rollBrokers restarts the brokers one at a time through the one roller,
@@ -52,7 +55,7 @@ func newRollBrokers(o rollOpts) *rollBrokers {
 	k := &rollBrokers{o: o}
 	k.w = &configWhile{o: o}
 	k.r = roll.Roll{Nodes: &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
-		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w}
+		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w, Accept: o.Accept}
 	return k
 }
 
@@ -164,12 +167,13 @@ func (w *configWhile) Plan(ctx context.Context, env *steps.Env, id int32) ([]ste
 	f := w.st.files[id]
 	if change {
 		e := editAction(f, text, backupOf(f.Path, w.o.To))
+		e.Target += " on " + env.Target.Node(id).On()
 		e.Detail = diffText(f.Text, text) + "; backup first: " + backupOf(f.Path, w.o.To)
 		acts = append(acts, e)
 	}
 	if w.o.To == BackToZooKeeper {
 		h, _ := env.Target.Host(id)
-		acts = append(acts, steps.Action{ID: roll.WhileID(id, "metadata"), Op: steps.OpMove, Broker: id, Target: fmt.Sprintf("broker %d's log dirs", id),
+		acts = append(acts, steps.Action{ID: roll.WhileID(id, "metadata"), Op: steps.OpMove, Broker: id, Target: fmt.Sprintf("broker %d's log dirs on %s", id, h.On()),
 			Detail: "move __cluster_metadata-0 (the KRaft metadata log a KRaft broker left) out of each log dir, beside it, if there is one",
 			Args:   metadataArgs{Node: id, Dirs: h.LogDirs}})
 	}

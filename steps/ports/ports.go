@@ -265,6 +265,18 @@ func (t Target) Controller(id int32) (Host, bool) {
 	return Host{}, false
 }
 
+// Node returns the inventory entry for node id, a broker or a KRaft
+// controller (their ids differ); a bare Host{ID: id} when neither.
+func (t Target) Node(id int32) Host {
+	if h, ok := t.Host(id); ok {
+		return h
+	}
+	if h, ok := t.Controller(id); ok {
+		return h
+	}
+	return Host{ID: id}
+}
+
 // Line is one line of remote output.
 type Line struct {
 	Stderr bool
@@ -296,6 +308,27 @@ type Host struct {
 	// Config is the settings file the process reads (server.properties,
 	// controller.properties), "" when the inventory does not name it.
 	Config string `json:"config,omitempty"`
+	// Login is the user kremedy logs in as over SSH ("" when unknown);
+	// Sudo: each command runs through `sudo -n` (become: sudo).
+	Login string `json:"login,omitempty"`
+	Sudo  bool   `json:"sudo,omitempty"`
+}
+
+// On says where a command for this host runs, as a plan names it: the
+// login and host, and sudo when it runs through it ("deploy@10.0.0.1 via
+// sudo -n").
+func (h Host) On() string { return On(h.Login, h.Host, h.Sudo) }
+
+// On names a login on host, and sudo when commands run through it.
+func On(login, host string, sudo bool) string {
+	s := host
+	if login != "" {
+		s = login + "@" + host
+	}
+	if sudo {
+		s += " via sudo -n"
+	}
+	return s
 }
 
 // Client is a producer or consumer the inventory knows how to stop and
@@ -305,7 +338,13 @@ type Client struct {
 	Host  string `json:"host"`
 	Stop  string `json:"stop"`
 	Start string `json:"start,omitempty"`
+	// Login and Sudo: as Host's.
+	Login string `json:"login,omitempty"`
+	Sudo  bool   `json:"sudo,omitempty"`
 }
+
+// On says where the client's commands run (Host.On).
+func (c Client) On() string { return On(c.Login, c.Host, c.Sudo) }
 
 // Target is the cluster a run acts on.
 type Target struct {

@@ -121,11 +121,16 @@ func TestRollRefusesBeforeStoppingAnything(t *testing.T) {
 		"a topic's own min.insync.replicas": {func(f *fixture) {
 			f.Kafka.Configs["min.insync.replicas"] = "1"
 			f.ZK.Put(kafkazk.ConfigTopicPath("orders-v2"), `{"version":1,"config":{"min.insync.replicas":"3"}}`)
-		}, []string{"orders-v2-0 would fall below min.insync.replicas=3"}},
+		}, []string{"orders-v2-0 refuses acks=all writes while its broker is down (replication factor 3, min.insync.replicas 3): no restart can keep it available",
+			"--set accept_unavailable=orders-v2 (or * for every such topic"}},
 		"a partition with a single replica": {func(f *fixture) {
 			f.ZK.Put(kafkazk.TopicPath("single"), `{"version":3,"partitions":{"0":[2]},"topic_id":"DDDDDDDDDDDDDDDDDDDDDD"}`)
 			f.ZK.Put(kafkazk.PartitionStatePath("single", 0), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":0,"isr":[2]}`)
-		}, []string{"stopping broker 2 now is not safe: single-0 would go offline: broker 2 is its only in-sync replica"}},
+		}, []string{"stopping broker 2 now is not safe: single-0 goes offline while its broker is down (replication factor 1, min.insync.replicas 2)",
+			"raise their replication factor", "lower the topic's min.insync.replicas"}},
+		"a partition only just above min.insync.replicas, out of sync": {func(f *fixture) {
+			f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 2), `{"controller_epoch":7,"leader":3,"version":1,"leader_epoch":1,"isr":[3]}`)
+		}, []string{"the cluster is not whole", "orders-v2-2 under-replicated"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, nil)
@@ -395,5 +400,114 @@ func TestRollRefusesAJournalWithoutPhases(t *testing.T) {
 	}
 	if got := f.restarts(); len(got) != before {
 		t.Fatalf("brokers touched after the refusal: %v", got[before:])
+	}
+}
+
+// single adds a topic of replication factor 1 on broker 2 and one of
+// replication factor 2 (at the cluster's min.insync.replicas=2) on 1 and 3.
+func (f *fixture) single() {
+	f.ZK.Put(kafkazk.TopicPath("single"), `{"version":3,"partitions":{"0":[2]},"topic_id":"DDDDDDDDDDDDDDDDDDDDDD"}`)
+	f.ZK.Put(kafkazk.PartitionStatePath("single", 0), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":0,"isr":[2]}`)
+	f.ZK.Put(kafkazk.TopicPath("pairs"), `{"version":3,"partitions":{"0":[1,3]},"topic_id":"EEEEEEEEEEEEEEEEEEEEEE"}`)
+	f.ZK.Put(kafkazk.PartitionStatePath("pairs", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,3]}`)
+}
+
+// TestRollAcceptsWhatNoRestartCanKeep: partitions no restart can keep
+// available (replication factor 1; replication factor ≤ min.insync.replicas)
+// refuse the roll, naming both ways out, until accept_unavailable names
+// their topics (or *); then every broker restarts once and the plan says
+// what happens to them. A topic accepted that the plan does not list is
+// refused (a typo accepts nothing).
+func TestRollAcceptsWhatNoRestartCanKeep(t *testing.T) {
+	all := []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2", "2: systemctl start kafka-2",
+		"3: systemctl stop kafka-3", "3: systemctl start kafka-3"}
+	for name, tc := range map[string]struct {
+		accept string
+		refuse []string
+	}{
+		"none": {"", []string{"stopping broker 2 now is not safe: single-0 goes offline", "stopping broker 1 now is not safe: pairs-0 refuses acks=all writes",
+			"stopping broker 3 now is not safe: pairs-0 refuses", "--set accept_unavailable=pairs,single (or *"}},
+		"one of two":   {"single", []string{"stopping broker 1 now is not safe: pairs-0", "--set accept_unavailable=pairs (or *"}},
+		"a typo":       {"pairs,singel", []string{"accept_unavailable=pairs,singel names singel, but the topics whose partitions no restart can keep available are pairs, single: a typo must not accept nothing"}},
+		"both by name": {"pairs,single", nil},
+		"every one":    {"*", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{"accept_unavailable": tc.accept})
+			f.single()
+			var plans []string
+			ap := approver(func(info steps.Info, p *steps.Plan) steps.Approval {
+				if info.ID == "roll" {
+					plans = append(plans, strings.Join(append(p.Facts, p.Notes...), "\n"))
+				}
+				return typing(info, p)
+			})
+			out := f.s.Run(context.Background(), f.Ports, ap, nil)
+			if tc.refuse != nil {
+				if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" {
+					t.Fatalf("want the roll refused, got %v", out.Err)
+				}
+				for _, w := range tc.refuse {
+					if !strings.Contains(out.Err.Error(), w) {
+						t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+					}
+				}
+				if r := f.restarts(); len(r) != 0 {
+					t.Fatalf("brokers were touched: %v", r)
+				}
+				return
+			}
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			if got := f.restarts(); !slices.Equal(got, all) {
+				t.Fatalf("restarts %v, want %v", got, all)
+			}
+			if len(plans) != 1 {
+				t.Fatalf("%d roll plans approved", len(plans))
+			}
+			for _, w := range []string{"ACCEPTED by accept_unavailable=" + tc.accept, "pairs (replication factor 2, min.insync.replicas 2): acks=all writes refused on 1 partition",
+				"single (replication factor 1, min.insync.replicas 2): 1 partition offline",
+				"broker 2: ", "ACCEPTED (accept_unavailable), no restart can keep these available: single-0 goes offline while its broker is down"} {
+				if !strings.Contains(plans[0], w) {
+					t.Errorf("the approved plan lacks %q:\n%s", w, plans[0])
+				}
+			}
+		})
+	}
+}
+
+// TestPlanNamesLoginAndSudo: every host command of the plan names the
+// login it runs as and sudo when it runs through it.
+func TestPlanNamesLoginAndSudo(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := range f.Ports.Target.Hosts {
+		f.Ports.Target.Hosts[i].Login, f.Ports.Target.Hosts[i].Sudo = "deploy", i != 1
+	}
+	rb, err := runbooks.Get("rolling-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(map[string]string{}, f.Ports.Target.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := steps.Preview(context.Background(), bound, steps.Meta{ID: "p", Runbook: rb.Name, Params: bound.Params}, f.Ports)
+	var ssh []string
+	for _, s := range pv {
+		if s.Err != nil {
+			t.Fatalf("step %s: %v", s.Info.ID, s.Err)
+		}
+		for _, a := range s.Plan.Actions {
+			if a.Op == steps.OpSSH {
+				ssh = append(ssh, a.String())
+			}
+		}
+	}
+	want := []string{"ssh broker 1 on deploy@b1 via sudo -n: systemctl stop kafka-1", "ssh broker 2 on deploy@b2: systemctl stop kafka-2"}
+	for _, w := range want {
+		if !slices.Contains(ssh, w) {
+			t.Errorf("no plan line %q in %q", w, ssh)
+		}
 	}
 }

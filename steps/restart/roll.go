@@ -15,6 +15,7 @@ func newRoll(o rollOpts) *rollKind {
 		Nodes:       &roll.ZooKeeperBrokers{Key: "restart/sessions", HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
 		Only:        o.Brokers,
 		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout,
+		Accept: o.Accept,
 	}}
 }
 
@@ -31,4 +32,7 @@ type rollOpts struct {
 	// one a second, within Timeout.
 	HealthChecks  int           `opt:"health_checks"`
 	HealthTimeout time.Duration `opt:"health_timeout"`
+	// Accept: the topics whose partitions no restart can keep available
+	// that the operator accepts (roll.AcceptParam).
+	Accept []string `opt:"accept_unavailable" default:""`
 }

@@ -3,6 +3,7 @@ package roll
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -147,9 +148,67 @@ func (s *Snapshot) Broken() string {
 	return strings.Join(why, "; ")
 }
 
-// Risks is what stopping node id now would break (the one rule).
-func (s *Snapshot) Risks(id int32) []string {
-	return brokers.StopRisks(s.Partitions, []int32{id}, s.MinISR)
+// Risks is what stopping node id now would break (the one rule), with the
+// partitions no restart can keep available (brokers.Unavailables) that
+// accept does not cover.
+func (s *Snapshot) Risks(id int32, accept brokers.Accept) []string {
+	rs := brokers.StopRisks(s.Partitions, []int32{id}, s.MinISR)
+	for _, u := range brokers.Unavailables(s.Partitions, []int32{id}, s.MinISR) {
+		if !accept.Covers(u.Topic) {
+			rs = append(rs, u.String()+": no restart can keep it available")
+		}
+	}
+	slices.Sort(rs)
+	return rs
+}
+
+// Unavailable lists, by topic, the partitions no restart can keep
+// available that the roll of ids takes out of service (each while one of
+// its brokers is down), each partition once.
+func (s *Snapshot) Unavailable(ids []int32) map[string][]brokers.Unavailable {
+	out := map[string][]brokers.Unavailable{}
+	seen := map[string]int{}
+	for _, id := range ids {
+		for _, u := range brokers.Unavailables(s.Partitions, []int32{id}, s.MinISR) {
+			if i, ok := seen[u.Key()]; ok {
+				out[u.Topic][i].Offline = out[u.Topic][i].Offline || u.Offline
+				continue
+			}
+			seen[u.Key()] = len(out[u.Topic])
+			out[u.Topic] = append(out[u.Topic], u)
+		}
+	}
+	return out
+}
+
+// AcceptParam is the runbook parameter that accepts the partitions no
+// restart can keep available (Roll.Accept).
+const AcceptParam = brokers.AcceptParam
+
+// checkAccept refuses an acceptance that names a topic the roll lists no
+// such partition of (a typo must not silently accept nothing), and says
+// which topics are still not accepted.
+func checkAccept(accept brokers.Accept, unavail map[string][]brokers.Unavailable) (refusal string, unaccepted []string) {
+	listed := slices.Sorted(maps.Keys(unavail))
+	var stray []string
+	for _, t := range accept {
+		if t != "*" && !slices.Contains(listed, t) {
+			stray = append(stray, t)
+		}
+	}
+	for _, t := range listed {
+		if !accept.Covers(t) {
+			unaccepted = append(unaccepted, t)
+		}
+	}
+	if len(stray) > 0 {
+		what := "the roll takes no partition out of service that no restart can keep available"
+		if len(listed) > 0 {
+			what = "the topics whose partitions no restart can keep available are " + strings.Join(listed, ", ")
+		}
+		refusal = fmt.Sprintf("%s=%s names %s, but %s: a typo must not accept nothing. Correct it (or leave it out)", AcceptParam, strings.Join(accept, ","), strings.Join(stray, ", "), what)
+	}
+	return refusal, unaccepted
 }
 
 // While is work a roll does on a node's host while the node is stopped
@@ -191,6 +250,10 @@ type Roll struct {
 	// gone; StartTimeout its start command and the wait until it is back.
 	StopTimeout, StartTimeout time.Duration
 	While                     While
+	// Accept is the operator's acceptance (AcceptParam) of the partitions
+	// no restart can keep available: they do not hold the roll back, and
+	// the plan says what happens to them.
+	Accept brokers.Accept
 }
 
 // left is what is left of one node's restart.
@@ -247,7 +310,7 @@ func (r *Roll) host(env *steps.Env, id int32) ports.Host {
 			return h
 		}
 	}
-	return ports.Host{ID: id}
+	return env.Target.Node(id)
 }
 
 // order is the nodes to restart, ascending, the last one last.
@@ -351,6 +414,10 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	if refusals := r.refusals(ids, lefts, snap); len(refusals) > 0 {
 		return nil, fmt.Errorf("%w: %s. No %s was stopped", steps.ErrRefused, strings.Join(refusals, "; "), noun)
 	}
+	var unavail map[string][]brokers.Unavailable
+	if snap != nil {
+		unavail = snap.Unavailable(ids)
+	}
 	pending := 0
 	for _, id := range ids {
 		fact, acts, err := r.nodePlan(ctx, env, id, lefts[id], looks[id], snap)
@@ -369,6 +436,9 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	}
 	if snap != nil {
 		p.Notes = append(p.Notes, "controlled shutdown moves each broker's leaderships away before it stops; clients retry NOT_LEADER_OR_FOLLOWER and reconnect, and producers with acks=all and retries lose nothing while every partition keeps min.insync.replicas")
+	}
+	if len(unavail) > 0 {
+		p.Notes = append(p.Notes, r.acceptedNote(env, unavail))
 	}
 	return p, nil
 }
@@ -396,7 +466,15 @@ func (r *Roll) refusals(ids []int32, lefts map[int32]left, snap *Snapshot) []str
 			restoring = true
 		}
 	}
-	if restoring || snap == nil {
+	if snap == nil {
+		return out
+	}
+	// The acceptance is checked on resume too: it is part of the plan.
+	refusal, unaccepted := checkAccept(r.Accept, snap.Unavailable(ids))
+	if refusal != "" {
+		out = append(out, refusal)
+	}
+	if restoring {
 		return out
 	}
 	if why := snap.Broken(); why != "" {
@@ -406,11 +484,66 @@ func (r *Roll) refusals(ids []int32, lefts map[int32]left, snap *Snapshot) []str
 		if lefts[id] != leftFull {
 			continue
 		}
-		if rs := snap.Risks(id); len(rs) > 0 {
+		if rs := snap.Risks(id, r.Accept); len(rs) > 0 {
 			out = append(out, fmt.Sprintf("stopping %s %d now is not safe: %s", noun, id, text.Summarize(rs)))
 		}
 	}
+	if len(unaccepted) > 0 {
+		out = append(out, brokers.WayOut(unaccepted))
+	}
 	return out
+}
+
+// acceptedNote says, for the plan, which partitions no restart can keep
+// available the operator accepted, what happens to them and for how long.
+func (r *Roll) acceptedNote(env *steps.Env, unavail map[string][]brokers.Unavailable) string {
+	var each []string
+	for _, t := range slices.Sorted(maps.Keys(unavail)) {
+		us := unavail[t]
+		offline := 0
+		for _, u := range us {
+			if u.Offline {
+				offline++
+			}
+		}
+		what := fmt.Sprintf("acks=all writes refused on %s", text.Count(len(us), "partition"))
+		if offline == len(us) {
+			what = fmt.Sprintf("%s offline", text.Count(len(us), "partition"))
+		} else if offline > 0 {
+			what = fmt.Sprintf("%s offline, acks=all writes refused on %d more", text.Count(offline, "partition"), len(us)-offline)
+		}
+		each = append(each, fmt.Sprintf("%s (replication factor %d, min.insync.replicas %d): %s", t, us[0].Replicas, us[0].MinISR, what))
+	}
+	how := "each while its broker restarts"
+	if d, id, ok := lastRestart(env); ok {
+		how = fmt.Sprintf("each while its broker restarts — %s %d's restart in this run took %s from its stop to its return", r.Nodes.Noun(), id, d.Round(time.Second))
+	}
+	return fmt.Sprintf("ACCEPTED by %s=%s — no restart can keep these available: %s; %s", AcceptParam, strings.Join(r.Accept, ","), strings.Join(each, "; "), how)
+}
+
+// lastRestart is how long the last node this step restarted was out of
+// service: from its stop's start to its gate's start (the gate begins as
+// soon as it is back).
+func lastRestart(env *steps.Env) (time.Duration, int32, bool) {
+	stops := map[int32]time.Time{}
+	var d time.Duration
+	var id int32
+	ok := false
+	for _, rec := range env.History().Actions(env.Step().ID) {
+		a, err := steps.ArgsOf[Args](rec.Action)
+		if err != nil {
+			continue
+		}
+		switch a.Phase {
+		case PhaseStop:
+			stops[a.Node] = rec.Started
+		case PhaseGate:
+			if t, seen := stops[a.Node]; seen {
+				d, id, ok = rec.Started.Sub(t), a.Node, true
+			}
+		}
+	}
+	return d, id, ok
 }
 
 func upWord(noun string) string {
@@ -446,7 +579,7 @@ func (r *Roll) nodePlan(ctx context.Context, env *steps.Env, id int32, l left, l
 		target, detail := r.Nodes.Plain(env, ph, a, timeout)
 		return Action(ph, id, look.Addr, op, target, detail)
 	}
-	on := fmt.Sprintf("%s %d on %s", noun, id, h.Host)
+	on := fmt.Sprintf("%s %d on %s", noun, id, h.On())
 	gate := act(PhaseGate, steps.OpWait, 0)
 	if l == leftGate {
 		return fmt.Sprintf("%s %d: started by an earlier attempt of this run and a new process now; only its health gate is left", noun, id), []steps.Action{gate}, nil
@@ -490,9 +623,18 @@ func (r *Roll) nodePlan(ctx context.Context, env *steps.Env, id int32, l left, l
 // how many it leads, and the fewest in-sync replicas they keep — never
 // below min.insync.replicas (Plan refuses otherwise).
 func losses(s *Snapshot, id int32) string {
-	ls := brokers.Losses(s.Partitions, id, s.MinISR)
+	parts := slices.DeleteFunc(slices.Clone(s.Partitions), func(p brokers.Partition) bool { return brokers.Unavoidable(p, s.MinISR.Of(p.Topic)) })
+	ls := brokers.Losses(parts, id, s.MinISR)
+	var accepted string
+	if us := brokers.Unavailables(s.Partitions, []int32{id}, s.MinISR); len(us) > 0 {
+		each := make([]string, len(us))
+		for i, u := range us {
+			each[i] = u.String()
+		}
+		accepted = fmt.Sprintf("; ACCEPTED (%s), no restart can keep these available: %s", AcceptParam, text.Summarize(each))
+	}
 	if len(ls) == 0 {
-		return fmt.Sprintf("broker %d: no partition loses an in-sync replica while it restarts", id)
+		return fmt.Sprintf("broker %d: no other partition loses an in-sync replica while it restarts%s", id, accepted)
 	}
 	n, led := 0, 0
 	var each []string
@@ -503,7 +645,7 @@ func losses(s *Snapshot, id int32) string {
 	if len(each) > 12 {
 		each = append(each[:12], fmt.Sprintf("and %d more topics", len(each)-12))
 	}
-	return fmt.Sprintf("broker %d: %d partitions lose an in-sync replica while it restarts (it leads %d: controlled shutdown moves those first), none below its min.insync.replicas: %s", id, n, led, strings.Join(each, "; "))
+	return fmt.Sprintf("broker %d: %d partitions lose an in-sync replica while it restarts (it leads %d: controlled shutdown moves those first), none below its min.insync.replicas: %s%s", id, n, led, strings.Join(each, "; "), accepted)
 }
 
 // Apply performs the plan's actions in order: the roller's by their phase,
@@ -596,7 +738,7 @@ func (r *Roll) safeNow(ctx context.Context, env *steps.Env, id int32, not func()
 	if why := s.Broken(); why != "" {
 		return fmt.Errorf("%w: %s %d was not stopped: the cluster is not whole (%s); %s", steps.ErrRefused, r.Nodes.Noun(), id, why, not())
 	}
-	if rs := s.Risks(id); len(rs) > 0 {
+	if rs := s.Risks(id, r.Accept); len(rs) > 0 {
 		return fmt.Errorf("%w: stopping %s %d now is not safe: %s. It was not stopped; %s", steps.ErrRefused, r.Nodes.Noun(), id, text.Summarize(rs), not())
 	}
 	return nil
@@ -675,10 +817,19 @@ func (r *Roll) Rollable(ctx context.Context, env *steps.Env, skip string) (strin
 	if w := s.Broken(); w != "" {
 		why = append(why, "the cluster is not whole: "+w)
 	}
+	var ids []int32
 	for _, h := range r.Nodes.Hosts(env) {
-		if rs := s.Risks(h.ID); len(rs) > 0 {
+		ids = append(ids, h.ID)
+		if rs := s.Risks(h.ID, r.Accept); len(rs) > 0 {
 			why = append(why, fmt.Sprintf("stopping %s %d would not be safe: %s", r.Nodes.Noun(), h.ID, text.Summarize(rs)))
 		}
+	}
+	refusal, unaccepted := checkAccept(r.Accept, s.Unavailable(ids))
+	if refusal != "" {
+		why = append(why, refusal)
+	}
+	if len(unaccepted) > 0 {
+		why = append(why, brokers.WayOut(unaccepted))
 	}
 	return strings.Join(why, "; "), nil
 }
