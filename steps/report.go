@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +29,13 @@ func (s *Session) writeReport(out Outcome) error {
 	fmt.Fprintf(&b, "# kremedy run %s\n\n", m.ID)
 	fmt.Fprintf(&b, "- runbook: `%s` on %s (%s)\n", m.Runbook, rb.Confirm.Subject(m.Cluster), mode)
 	fmt.Fprintf(&b, "- inventory: `%s`\n- run directory: `%s`\n- kremedy: %s\n", m.Inventory, dir, m.Version)
+	if len(m.Params) > 0 {
+		var ps []string
+		for _, k := range slices.Sorted(maps.Keys(m.Params)) {
+			ps = append(ps, fmt.Sprintf("`%s=%s`", k, m.Params[k]))
+		}
+		fmt.Fprintf(&b, "- parameters: %s\n", strings.Join(ps, " "))
+	}
 	switch {
 	case out.Err == nil:
 		fmt.Fprintf(&b, "- outcome: **finished**\n")

@@ -215,6 +215,77 @@ func TestRollingRestartLab(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("topics no restart can keep available: refused with the ways out, then accepted", func(t *testing.T) { unavailableTopics(t, l, c) })
+}
+
+// unavailableTopics is the subtest of TestRollingRestartLab for topics no
+// restart can keep available: a replication-factor-1 topic and one of
+// replication factor 2 at min.insync.replicas=2. plan names both with the
+// ways out and exits 1; a typo in accept_unavailable is refused; accepted,
+// the roll restarts every broker once while an acks=all producer on the
+// replication-factor-3 ledger loses nothing, and the acceptance is in the
+// approved plan and the report.
+func unavailableTopics(t *testing.T, l *lab.Lab, c *clients) {
+	waitHealthy(t, l)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.kc.CreateTopic(ctx, "scratch", [][]int32{{2}}, 0, 0, map[string]string{"min.insync.replicas": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.kc.CreateTopic(ctx, "pairs", [][]int32{{1, 3}}, 0, 0, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, tp := range []string{"scratch", "pairs"} {
+			if err := c.kc.DeleteTopic(context.Background(), tp); err != nil {
+				t.Errorf("delete %s: %v", tp, err)
+			}
+		}
+	}()
+	waitHealthy(t, l)
+	inv := l.InventoryPath()
+	r := kremedy(t, "plan", "rolling-restart", "--inventory", inv)
+	for _, w := range []string{"stopping broker 2 now is not safe: scratch-0 goes offline while its broker is down (replication factor 1, min.insync.replicas 1)",
+		"stopping broker 1 now is not safe: pairs-0 refuses acks=all writes while its broker is down (replication factor 2, min.insync.replicas 2)",
+		"--set accept_unavailable=pairs,scratch (or *", "this plan cannot run now: step roll cannot be planned"} {
+		if !strings.Contains(r.out, w) {
+			t.Errorf("plan lacks %q:\n%s", w, r.out)
+		}
+	}
+	if r.code != exitFailed {
+		t.Fatalf("plan of a roll it refuses: exit %d, want %d", r.code, exitFailed)
+	}
+	if r = kremedy(t, "plan", "rolling-restart", "--inventory", inv, "--set", "accept_unavailable=pairs,scrach"); r.code != exitFailed || !strings.Contains(r.out, "names scrach, but the topics whose partitions no restart can keep available are pairs, scratch") {
+		t.Fatalf("a typo in accept_unavailable: exit %d\n%s", r.code, r.out)
+	}
+	before := brokerPIDs(l)
+	run := filepath.Join(t.TempDir(), "run")
+	got := writing(t, l, func() { r = runRoll(t, l, run, "--set", "accept_unavailable=pairs,scratch") })
+	t.Logf("accepted roll took %s; %d sends acknowledged on %s, %d failed, longest %s", r.took.Round(time.Millisecond), got.acked, ledger, got.failed, got.longest.Round(time.Millisecond))
+	if r.code != 0 {
+		t.Fatalf("rolling-restart with accept_unavailable: exit %d\n%s", r.code, r.out)
+	}
+	if got.failed != 0 || got.acked == 0 {
+		t.Fatalf("%d sends to %s failed (%d acknowledged): %v", got.failed, ledger, got.acked, got.errs)
+	}
+	after := brokerPIDs(l)
+	for n, pid := range before {
+		if after[n] == pid || after[n] == 0 {
+			t.Errorf("broker %d: pid %d before, %d after: not a new process", n, pid, after[n])
+		}
+	}
+	if s := stops(t, run); len(s) != 3 || s[1] != 1 || s[2] != 1 || s[3] != 1 {
+		t.Errorf("stops per broker %v, want each broker once", s)
+	}
+	rep, err := os.ReadFile(filepath.Join(run, "report.md"))
+	if err != nil || !strings.Contains(string(rep), "`accept_unavailable=pairs,scratch`") {
+		t.Errorf("report.md lacks the acceptance: %v\n%s", err, rep)
+	}
+	jr, err := os.ReadFile(filepath.Join(run, "journal.jsonl"))
+	if err != nil || !strings.Contains(string(jr), "accepting (accept_unavailable=pairs,scratch) that the partitions of pairs, scratch no restart can keep available") {
+		t.Errorf("the journal's approved plan lacks the acceptance: %v", err)
+	}
 }
 
 // waitHealthy waits until diagnose finds the lab healthy again (every

@@ -71,7 +71,7 @@ func newRollingWipe(o rollingOpts) *rollingWipe {
 // rollOf is the rolling mode's roll: every broker, seen in ZooKeeper.
 func rollOf(stop, start time.Duration, checks int, health time.Duration) roll.Roll {
 	return roll.Roll{Nodes: &roll.ZooKeeperBrokers{Key: "topic-cleanup/sessions", HealthChecks: checks, HealthTimeout: health},
-		StopTimeout: stop, StartTimeout: start}
+		StopTimeout: stop, StartTimeout: start, HealWait: health}
 }
 
 func (k *rollingWipe) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {

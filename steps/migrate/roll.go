@@ -55,7 +55,7 @@ func newRollBrokers(o rollOpts) *rollBrokers {
 	k := &rollBrokers{o: o}
 	k.w = &configWhile{o: o}
 	k.r = roll.Roll{Nodes: &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
-		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w, Accept: o.Accept}
+		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w, Accept: o.Accept, HealWait: o.HealthTimeout}
 	return k
 }
 

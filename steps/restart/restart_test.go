@@ -10,7 +10,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
@@ -509,5 +511,63 @@ func TestPlanNamesLoginAndSudo(t *testing.T) {
 		if !slices.Contains(ssh, w) {
 			t.Errorf("no plan line %q in %q", w, ssh)
 		}
+	}
+}
+
+// TestRollWaitsForTheClusterToHeal: a replica that falls behind between
+// two brokers' restarts does not stop the roll at once: the safety check
+// before the next stop reads the cluster again until it heals, and only a
+// cluster that stays short past health_timeout stops the roll, resumable,
+// that broker not stopped.
+func TestRollWaitsForTheClusterToHeal(t *testing.T) {
+	for name, heals := range map[string]bool{"heals within the wait": true, "stays short": false} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{"health_timeout": "5s"})
+			behind := `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":2,"isr":[1,3]}`
+			whole := `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":3,"isr":[1,2,3]}`
+			var once sync.Once
+			f.s.AfterRecord(func(typ, step string) {
+				if typ != "action-end" || step != "roll" || !slices.Contains(history(f), "gate-1") {
+					return
+				}
+				once.Do(func() {
+					f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), behind) // broker 2 fell behind
+					if heals {
+						time.AfterFunc(3*time.Second, func() { f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), whole) })
+					}
+				})
+			})
+			var logs []string
+			var mu sync.Mutex
+			out := f.s.Run(context.Background(), f.Ports, typing, steps.ReporterFunc(func(ev steps.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				logs = append(logs, ev.Text)
+			}))
+			all := strings.Join(logs, "\n")
+			if !strings.Contains(all, "broker 2 is not stopped yet: the cluster is not whole (partitions already short: orders-v2-0 under-replicated") || !strings.Contains(all, "waiting up to 5s for the cluster to heal") {
+				t.Errorf("the wait was not said:\n%s", all)
+			}
+			if heals {
+				if out.Err != nil {
+					t.Fatal(out.Err)
+				}
+				if len(f.restarts()) != 6 || !strings.Contains(all, "broker 2 may stop: the cluster healed after") {
+					t.Fatalf("restarts %v\n%s", f.restarts(), all)
+				}
+				return
+			}
+			if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" {
+				t.Fatalf("want the roll stopped, got %v", out.Err)
+			}
+			for _, w := range []string{"broker 2 was not stopped after waiting 5s for it to heal", "resume the run", "brokers [3] were not touched"} {
+				if !strings.Contains(out.Err.Error(), w) {
+					t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+				}
+			}
+			if got := f.restarts(); len(got) != 2 {
+				t.Fatalf("restarts %v, want broker 1's only", got)
+			}
+		})
 	}
 }

@@ -15,7 +15,7 @@ func newRoll(o rollOpts) *rollKind {
 		Nodes:       &roll.ZooKeeperBrokers{Key: "restart/sessions", HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
 		Only:        o.Brokers,
 		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout,
-		Accept: o.Accept,
+		Accept: o.Accept, HealWait: o.HealthTimeout,
 	}}
 }
 

@@ -254,7 +254,15 @@ type Roll struct {
 	// no restart can keep available: they do not hold the roll back, and
 	// the plan says what happens to them.
 	Accept brokers.Accept
+	// HealWait bounds how long a node's safety check, right before its
+	// stop, waits for a cluster that is not whole or a stop that is not
+	// safe yet (a replica fell behind) to heal, reading it again every
+	// healEvery; 0 refuses at once. Past it the roll stops resumable.
+	HealWait time.Duration
 }
+
+// healEvery is how often a waiting safety check reads the cluster again.
+var healEvery = 2 * time.Second
 
 // left is what is left of one node's restart.
 type left int
@@ -438,6 +446,8 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		p.Notes = append(p.Notes, "controlled shutdown moves each broker's leaderships away before it stops; clients retry NOT_LEADER_OR_FOLLOWER and reconnect, and producers with acks=all and retries lose nothing while every partition keeps min.insync.replicas")
 	}
 	if len(unavail) > 0 {
+		// In the summary, so in the digest the approval signs.
+		p.Summary += fmt.Sprintf("; accepting (%s=%s) that the partitions of %s no restart can keep available are out of service while their broker restarts", AcceptParam, strings.Join(r.Accept, ","), strings.Join(slices.Sorted(maps.Keys(unavail)), ", "))
 		p.Notes = append(p.Notes, r.acceptedNote(env, unavail))
 	}
 	return p, nil
@@ -725,23 +735,62 @@ func (r *Roll) command(ctx context.Context, env *steps.Env, id int32, cmd string
 }
 
 // safeNow refuses node id's stop unless the cluster is whole and the stop
-// leaves every partition online and at min.insync.replicas, read now.
+// leaves every partition online and at min.insync.replicas, read now. A
+// cluster that is not so yet is read again every healEvery for up to
+// HealWait (a replica that fell behind catches up), with progress; only
+// then is the stop refused, the roll resumable.
 func (r *Roll) safeNow(ctx context.Context, env *steps.Env, id int32, not func() string) error {
 	g, ok := r.Nodes.(Guard)
 	if !ok {
 		return nil
 	}
-	s, err := g.Snapshot(ctx, env)
-	if err != nil {
-		return fmt.Errorf("%w; %s %d was not stopped, %s", err, r.Nodes.Noun(), id, not())
+	noun := r.Nodes.Noun()
+	start := env.Now()
+	var why string
+	var stop func()
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		s, err := g.Snapshot(ctx, env)
+		if err != nil {
+			return fmt.Errorf("%w; %s %d was not stopped, %s", err, noun, id, not())
+		}
+		why = ""
+		if w := s.Broken(); w != "" {
+			why = "the cluster is not whole (" + w + ")"
+		} else if rs := s.Risks(id, r.Accept); len(rs) > 0 {
+			why = "stopping it now is not safe: " + text.Summarize(rs)
+		}
+		if why == "" {
+			if waited := env.Now().Sub(start); waited >= healEvery {
+				env.Logf("%s %d may stop: the cluster healed after %s", noun, id, waited.Round(time.Second))
+			}
+			return nil
+		}
+		waited := env.Now().Sub(start)
+		if waited >= r.HealWait {
+			break
+		}
+		if stop == nil {
+			env.Logf("%s %d is not stopped yet: %s — waiting up to %s for the cluster to heal", noun, id, why, r.HealWait)
+			stop = env.ProgressEvery(5*time.Second, func() string {
+				return fmt.Sprintf("waiting for the cluster to heal before stopping %s %d: %s of at most %s", noun, id, env.Now().Sub(start).Round(time.Second), r.HealWait)
+			})
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped while waiting for the cluster to heal before stopping %s %d: %w; it was not stopped, %s", noun, id, ctx.Err(), not())
+		case <-time.After(healEvery):
+		}
 	}
-	if why := s.Broken(); why != "" {
-		return fmt.Errorf("%w: %s %d was not stopped: the cluster is not whole (%s); %s", steps.ErrRefused, r.Nodes.Noun(), id, why, not())
+	waited := ""
+	if r.HealWait > 0 {
+		waited = fmt.Sprintf(" after waiting %s for it to heal", r.HealWait)
 	}
-	if rs := s.Risks(id, r.Accept); len(rs) > 0 {
-		return fmt.Errorf("%w: stopping %s %d now is not safe: %s. It was not stopped; %s", steps.ErrRefused, r.Nodes.Noun(), id, text.Summarize(rs), not())
-	}
-	return nil
+	return fmt.Errorf("%w: %s %d was not stopped%s: %s. Fix it (or wait) and resume the run: it goes on with this %s; %s", steps.ErrRefused, noun, id, waited, why, noun, not())
 }
 
 // notYet says which nodes of the plan have not been restarted yet.
