@@ -105,6 +105,9 @@ type Options struct {
 	// Migration adds the ZooKeeper → KRaft migration's readiness checks
 	// and verdict (Diagnosis.Migration).
 	Migration bool
+	// Settle is the settle window (DefaultSettle when 0): how long a
+	// disagreement must last to count, and how young a topic is settling.
+	Settle time.Duration
 	// Accept: the topics whose partitions no restart can keep available
 	// that the migration's rolls are to accept (brokers.AcceptParam; "*"
 	// for every one): advice, not a blocker.
@@ -210,6 +213,8 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	if o.Migration {
 		g.migration(ctx, disks)
 	}
+	g.settle(ctx, start)
+	g.d.Methods = append(g.d.Methods, g.settled())
 	sortFindings(g.d.Findings)
 	g.d.Findings = linkCauses(g.d.Findings)
 	g.d.Healthy = healthy(g.d.Findings)
@@ -253,7 +258,9 @@ func (g *diagnosis) readAgreeing(ctx context.Context) (map[int32]error, error) {
 		if g.since.IsZero() {
 			g.since = at
 		}
-		if g.reads++; attempt == 2 || ctx.Err() != nil {
+		// At least three reads, and until the disagreement has lasted the
+		// settle window: a transient one is gone by then.
+		if g.reads++; attempt >= 2 && time.Since(g.since) >= g.window() || ctx.Err() != nil {
 			return unreachable, nil
 		}
 		select {
@@ -877,7 +884,21 @@ func disagrees(st *kafkazk.ClusterState, views map[int32]ports.BrokerView) bool 
 			return true
 		}
 	}
+	for _, v := range views {
+		for name, tv := range v.Topics {
+			if ts := st.Topics[name]; tv.Present() && (ts == nil || !ts.Exists) {
+				return true // a broker serves a topic ZooKeeper does not have
+			}
+		}
+	}
 	for name, ts := range st.Topics {
+		if ts.HasZnode() && !ts.PendingDelete {
+			for _, v := range views {
+				if tv, ok := v.Topics[name]; !ok || tv.Gone() {
+					return true // ZooKeeper has it, a broker does not serve it
+				}
+			}
+		}
 		if dis, _, _ := topicDisagreement(name, ts, views); len(dis) > 0 {
 			return true
 		}

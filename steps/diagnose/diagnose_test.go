@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -195,10 +196,10 @@ func TestDiagnoseRereadsADisagreement(t *testing.T) {
 			}
 		})
 	}
-	t.Run("still behind after 3 reads", func(t *testing.T) {
+	t.Run("still behind after the settle window", func(t *testing.T) {
 		f := newFixture(t)
 		lagging(f)
-		d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2"})
+		d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2", Settle: 3 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +209,7 @@ func TestDiagnoseRereadsADisagreement(t *testing.T) {
 		fd := d.Findings[0]
 		if !slices.Equal(fd.Brokers, []int32{3}) || !slices.Equal(fd.Partitions, []int32{1}) || len(fd.Evidence) != 3 ||
 			fd.Evidence[0] != "orders-v2-1 leader epoch: ZooKeeper 1; brokers [3] 0" || fd.Evidence[1] != "orders-v2-1 leader: ZooKeeper 2; brokers [3] 1" ||
-			!strings.HasPrefix(fd.Evidence[2], "lasted at least 2") {
+			!strings.HasPrefix(fd.Evidence[2], "lasted at least 3") || !strings.Contains(fd.Evidence[2], "seen in 4 reads") {
 			t.Fatalf("finding should name broker 3, partition 1, ZooKeeper's and the broker's values, and how long: %+v", fd)
 		}
 	})

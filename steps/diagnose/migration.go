@@ -61,6 +61,7 @@ var whyBlocks = map[string]string{
 	FindForeignSegments:       "stale segments under a topic's name become -stray directories on a hybrid broker and are never deleted",
 	FindAdoptedSegments:       "adopted segments are migrated as the topic's data: consumers would read the old records",
 	FindOrphanedSegments:      "directories of topics that no longer exist become -stray directories that no one deletes",
+	FindSettling:              "a topic that is still being created, reassigned or electing leaders must settle first: diagnose again in a few seconds",
 	FindMigrationUnavailable:  "the migration restarts every broker, one at a time, twice (into migration mode, then into KRaft); the roll refuses a broker whose stop takes these partitions out of service, so it would stop half-way — the controllers started, a broker in migration mode",
 }
 

@@ -98,6 +98,13 @@ func (z *ZK) PutEphemeral(p, data string, owner int64) {
 	z.notify()
 }
 
+// Created sets p's ctime (a znode created at t, by ZooKeeper's clock).
+func (z *ZK) Created(p string, t time.Time) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.nodes[p].stat.Ctime = t
+}
+
 // Bump changes p's data version (someone else wrote it).
 func (z *ZK) Bump(p string) {
 	z.mu.Lock()

@@ -1,0 +1,65 @@
+package diagnose_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// TestTransientIsSettling: a topic ZooKeeper has that no broker serves yet
+// is settling (info, no runbook, exit 0) while it is younger than the
+// settle window, or while a reassignment or a preferred-leader election of
+// it is in flight; the same state on a topic created long ago, with nothing
+// in flight, is the critical stale-metadata finding, as before.
+func TestTransientIsSettling(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup    func(f *fixture)
+		settling string // "" for the critical finding
+	}{
+		"created just now": {func(f *fixture) { f.zk.Created(kafkazk.TopicPath("fresh"), time.Now()) }, "created "},
+		"being reassigned": {func(f *fixture) {
+			f.zk.Put(kafkazk.ReassignPath, `{"version":1,"partitions":[{"topic":"fresh","partition":0,"replicas":[1,2]}]}`)
+		}, "a partition reassignment of it is in flight"},
+		"electing preferred leaders": {func(f *fixture) {
+			f.zk.Put(diagnose.PreferredElectionPath, `{"version":1,"partitions":[{"topic":"fresh","partition":0}]}`)
+		}, "a preferred-leader election of it is in flight"},
+		"created long ago": {func(f *fixture) {}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+			f.zk.Put(kafkazk.TopicPath("fresh"), `{"version":3,"partitions":{"0":[1,2,3]},"topic_id":"FFFFFFFFFFFFFFFFFFFFFF"}`)
+			f.zk.Put(kafkazk.PartitionStatePath("fresh", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
+			for id := int32(1); id <= 3; id++ {
+				f.kafka.Stale[id] = map[string]ports.TopicView{"fresh": {Name: "fresh", Err: ports.KafkaUnknownTopicOrPartition}}
+			}
+			tc.setup(f)
+			d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "fresh", Settle: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, x := range d.Findings {
+				got = append(got, x.Kind)
+				if tc.settling != "" && (x.Severity != diagnose.Info || x.Runbook != "") {
+					t.Errorf("a settling topic has a %s finding with runbook %q: %s", x.Severity, x.Runbook, x.Summary)
+				}
+			}
+			if tc.settling == "" {
+				if d.Healthy || len(d.Findings) != 1 || d.Findings[0].Kind != diagnose.FindStaleMetadata || d.Findings[0].Severity != diagnose.Critical {
+					t.Fatalf("an old topic no broker serves: %v", got)
+				}
+				return
+			}
+			if !d.Healthy || len(d.Findings) != 1 || d.Findings[0].Kind != diagnose.FindSettling || !strings.Contains(d.Findings[0].Summary, tc.settling) ||
+				!strings.Contains(strings.Join(d.Findings[0].Evidence, "\n"), "would be stale-metadata [critical]") {
+				t.Fatalf("findings %v: %+v", got, d.Findings)
+			}
+		})
+	}
+}
