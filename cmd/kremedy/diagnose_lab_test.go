@@ -234,4 +234,122 @@ func TestDiagnoseZooKeeperLab(t *testing.T) {
 			t.Fatal("no unregistered-replica finding for the stopped broker")
 		}
 	})
+
+	t.Run("50 topics created at once: diagnose during their creation is never critical", func(t *testing.T) { settlingLab(t, l, c) })
+
+	t.Run("hundreds of topics with fewer replicas than min.insync.replicas: one cause, a bounded summary", func(t *testing.T) {
+		waitHealthy(t, l)
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		var names []string
+		for i := range 300 {
+			names = append(names, fmt.Sprintf("single-%03d", i))
+		}
+		resp, err := c.kc.Admin().CreateTopics(cctx, 2, 1, nil, names...) // replication factor 1 under the lab's min.insync.replicas=2
+		if err != nil || resp.Error() != nil {
+			t.Fatalf("create 300 topics: %v %v", err, resp.Error())
+		}
+		defer func() {
+			if _, err := c.kc.Admin().DeleteTopics(context.Background(), names...); err != nil {
+				t.Errorf("delete the 300 topics: %v", err)
+			}
+		}()
+		time.Sleep(diagnose.DefaultSettle + time.Second) // past the settle window: not settling any more
+		d, code := diagnosis(t, l, "")
+		causes := d.Causes()
+		if code != 1 || len(causes) != 1 || causes[0].Kind != diagnose.FindFewerReplicas || !strings.Contains(causes[0].Summary, "300 topics (600 partitions) have fewer replicas than the min.insync.replicas=2") {
+			t.Fatalf("causes %+v", causes)
+		}
+		for _, f := range d.Findings {
+			if f.Kind == diagnose.FindUnderMinISR || strings.Contains(f.Fix, "restore the missing replicas") {
+				t.Fatalf("a finding still says to restore replicas none of which is missing: %+v", f)
+			}
+		}
+		r := kremedy(t, "diagnose", "--inventory", l.InventoryPath())
+		lines := strings.Count(r.out, "\n")
+		if r.code != exitFailed || !strings.Contains(r.out, "SUMMARY: 1 cause (1 critical)") || lines > 60 || len(r.out) > 16<<10 {
+			t.Fatalf("text output (%d lines, %d bytes):\n%s", lines, len(r.out), r.out)
+		}
+		t.Logf("FIGURE diagnose of 300 topics of replication factor 1 under min.insync.replicas=2: %d findings, %d lines / %d bytes of text (took %s)", len(d.Findings), lines, len(r.out), d.Took)
+	})
+}
+
+// settlingLab creates 50 topics at once in batches and runs diagnose
+// while they are created: never a critical finding, never a runbook; it
+// measures how long until every broker serves every new topic (the settle
+// window's size).
+func settlingLab(t *testing.T, l *lab.Lab, c *clients) {
+	waitHealthy(t, l)
+	var took []time.Duration
+	for batch := range 3 {
+		var names []string
+		for i := range 50 {
+			names = append(names, fmt.Sprintf("burst%d-%02d", batch, i))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		created := make(chan time.Time, 1)
+		go func() {
+			resp, err := c.kc.Admin().CreateTopics(ctx, 3, 3, nil, names...)
+			if err != nil || resp.Error() != nil {
+				t.Errorf("create 50 topics: %v %v", err, resp.Error())
+			}
+			created <- time.Now()
+		}()
+		// diagnose at once, while the controller creates them, and again
+		d, code := diagnosis(t, l, "")
+		judge(t, d, code)
+		at := <-created
+		served := time.Duration(-1)
+		for end := at.Add(time.Minute); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if allServe(ctx, c, names) {
+				served = time.Since(at)
+				break
+			}
+		}
+		d, code = diagnosis(t, l, "")
+		judge(t, d, code)
+		cancel()
+		if served < 0 {
+			t.Fatalf("batch %d: the brokers did not all serve the 50 new topics within a minute", batch)
+		}
+		took = append(took, served)
+	}
+	t.Logf("FIGURE 50 topics created at once (3 batches): every broker served all of them %s after CreateTopics returned; diagnose's settle window is %s", fmt.Sprint(took), diagnose.DefaultSettle)
+}
+
+// judge fails a diagnosis of a healthy lab that is creating topics if it
+// says anything critical or points at a runbook.
+func judge(t *testing.T, d *diagnose.Diagnosis, code int) {
+	t.Helper()
+	for _, f := range d.Findings {
+		if f.Severity == diagnose.Critical || f.Runbook != "" {
+			t.Errorf("during topic creation: [%s] %s (%s, runbook %q)", f.Severity, f.Summary, f.Kind, f.Runbook)
+		}
+	}
+	if code != 0 && !t.Failed() {
+		t.Errorf("diagnose exit %d during topic creation", code)
+	}
+}
+
+// allServe reports whether every broker serves every topic of names with a
+// leader for each partition.
+func allServe(ctx context.Context, c *clients, names []string) bool {
+	for id := int32(1); id <= 3; id++ {
+		v, err := c.kc.BrokerView(ctx, id)
+		if err != nil {
+			return false
+		}
+		for _, n := range names {
+			tv, ok := v.Topics[n]
+			if !ok || !tv.Present() || len(tv.Partitions) != 3 {
+				return false
+			}
+			for _, p := range tv.Partitions {
+				if p.Leader < 0 || len(p.ISR) != 3 {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -276,6 +276,11 @@ func TestSecureLab(t *testing.T) {
 	})
 
 	t.Run("ghost-topic repaired through sudo, with init's inventory", func(t *testing.T) {
+		// The plan names the login every host command runs as, and sudo.
+		p := kremedy(t, "plan", "topic-cleanup", "--inventory", initInv, "--set", "topic=orders")
+		if !strings.Contains(p.out, "ssh broker 1 on "+lab.OperatorUser+"@") || !strings.Contains(p.out, " via sudo -n: "+l.StopScript(1)) {
+			t.Fatalf("the plan does not name the login and sudo (exit %d):\n%s", p.code, p.out)
+		}
 		run := filepath.Join(t.TempDir(), "run")
 		r := kremedy(t, "run", "topic-cleanup", "--inventory", initInv, "--set", "topic=orders", "--set", "recreate=true",
 			"--run-dir", run, "--headless", "--yes", "--confirm", "orders")
