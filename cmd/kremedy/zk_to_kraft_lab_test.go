@@ -336,6 +336,7 @@ func TestZKToKRaftLab(t *testing.T) {
 		t.Fatal("a refused run changed a broker's config")
 	}
 	runCleanup(t, l, "orders", filepath.Join(runs, "cleanup"))
+	unavailableBeforeMigration(t, l, c, runs, original)
 
 	seeded := seedMigration(t, l, c)
 	before := snapshot(t, c.kc.Admin())
@@ -507,6 +508,59 @@ func TestZKToKRaftLab(t *testing.T) {
 	r = kremedy(t, "plan", "rolling-restart", "--inventory", l.InventoryPath())
 	if !strings.Contains(r.out, "runs in KRaft mode since its migration") {
 		t.Fatalf("plan rolling-restart with the ZooKeeper-mode inventory: exit %d\n%s", r.code, r.out)
+	}
+}
+
+// unavailableBeforeMigration: a topic of replication factor 2 at
+// min.insync.replicas=2 keeps no broker of it restartable without acks=all
+// writes failing. Readiness says so with the ways out, accepts it with
+// --accept-unavailable, and zk-to-kraft refuses before its first change: no
+// controller started, every server.properties byte-identical, no
+// /migration. The topic is deleted again for the migration that follows.
+func unavailableBeforeMigration(t *testing.T, l *lab.Lab, c *clients, runs string, original map[int]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := c.kc.CreateTopic(ctx, "pair", [][]int32{{1, 2}}, 0, 0, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(diagnose.DefaultSettle + time.Second)
+	r := kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--migration")
+	if r.code != exitFailed || !strings.Contains(r.out, "the migration's rolls cannot keep 1 topic available: stopping brokers [1 2]") || !strings.Contains(r.out, "pair-0") {
+		t.Fatalf("readiness with a replication-factor-2/min-ISR-2 topic: exit %d\n%s", r.code, r.out)
+	}
+	if r = kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--migration", "--accept-unavailable", "pair"); strings.Contains(r.out, "cannot keep") || !strings.Contains(r.out, "accepted (accept_unavailable)") {
+		t.Fatalf("readiness accepting pair: exit %d\n%s", r.code, r.out)
+	}
+	run := filepath.Join(runs, "unavailable")
+	r = kremedy(t, "run", "zk-to-kraft", "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", l.Inventory().Name)
+	if r.code != exitFailed || !strings.Contains(r.out, "--set accept_unavailable=pair") || !strings.Contains(r.out, "Nothing was changed") {
+		t.Fatalf("zk-to-kraft with pair: exit %d, want a refusal with the ways out\n%s", r.code, r.out)
+	}
+	assertNoActions(t, run)
+	for k := 1; k <= l.State.Config.KRaftControllers; k++ {
+		if l.ControllerPID(k) != 0 {
+			t.Fatalf("controller %d was started by a refused run", k)
+		}
+	}
+	if !equalMaps(brokerConfigs(t, l), original) {
+		t.Fatal("a refused run changed a broker's config")
+	}
+	if ok, _, _ := c.zk.Exists(ctx, kafkazk.MigrationPath); ok {
+		t.Fatal("a refused run left /migration")
+	}
+	if err := c.kc.DeleteTopic(ctx, "pair"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if ok, _, err := c.zk.Exists(ctx, kafkazk.TopicPath("pair")); err == nil && !ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("topic pair was not deleted within 3 minutes")
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
