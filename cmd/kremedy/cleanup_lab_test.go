@@ -6,11 +6,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,12 +70,42 @@ func startLabIn(t *testing.T, dir string, cfg lab.Config) *lab.Lab {
 	// Registered first: a lab up that fails half-way (no quorum) must not
 	// leave its sshd and JVMs behind, holding the ports of the next run.
 	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, io.Discard) })
+	t.Cleanup(func() { keepLogs(t, dir) }) // before the lab goes down
 	l, err := lab.Up(context.Background(), dir, cfg, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("lab up in %.1fs", time.Since(start).Seconds())
 	return l
+}
+
+// keepLogs copies a failed test's lab logs (every file under a logs
+// directory: server.log, controller.log, state-change.log, kafka.out) to
+// $KREMEDY_FAILED_LABS, or the temp dir's kremedy-failed-labs, before the
+// lab and its temporary directory are removed, and says where.
+func keepLogs(t *testing.T, dir string) {
+	if !t.Failed() {
+		return
+	}
+	root := cmp.Or(os.Getenv("KREMEDY_FAILED_LABS"), filepath.Join(os.TempDir(), "kremedy-failed-labs"))
+	to := filepath.Join(root, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+	n := 0
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(p, string(filepath.Separator)+"logs"+string(filepath.Separator)) {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if b, err := os.ReadFile(p); err == nil && os.MkdirAll(filepath.Dir(filepath.Join(to, rel)), 0o755) == nil {
+			if len(b) > 32<<20 {
+				b = b[len(b)-32<<20:] // the end is what explains a failure
+			}
+			if os.WriteFile(filepath.Join(to, rel), b, 0o644) == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	t.Logf("the lab's logs (%d files) are kept in %s", n, to)
 }
 
 func breakIt(t *testing.T, l *lab.Lab, scenario, topic string) *lab.Report {
