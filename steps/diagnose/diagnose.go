@@ -213,10 +213,15 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	if o.Migration {
 		g.migration(ctx, disks)
 	}
-	g.settle(ctx, start)
-	g.d.Methods = append(g.d.Methods, g.settled())
 	sortFindings(g.d.Findings)
 	g.d.Findings = linkCauses(g.d.Findings)
+	// After the causes are linked: a finding a cause explains (a broker
+	// down) is not settling, whatever the topic's age.
+	if g.settle(ctx, start) {
+		sortFindings(g.d.Findings)
+		g.d.Findings = linkCauses(g.d.Findings)
+	}
+	g.d.Methods = append(g.d.Methods, g.settled())
 	g.d.Healthy = healthy(g.d.Findings)
 	if o.Migration {
 		g.readiness()

@@ -66,12 +66,14 @@ func (g *diagnosis) inFlight(ctx context.Context) (reassigning map[string]bool, 
 	return reassigning, electing
 }
 
-// settle turns the comparing findings of topics that are settling into one
-// settling finding per topic: created less than the settle window before
-// this diagnosis began reading (the topic znode's ctime; ZooKeeper's clock,
-// so a skew between it and this host shifts the window by as much), being
-// reassigned, or in a preferred-leader election.
-func (g *diagnosis) settle(ctx context.Context, began time.Time) {
+// settle turns the comparing findings of topics that are settling, and
+// that no other finding explains (a broker down is a cause, not a
+// transient), into one settling finding per topic: created less than the
+// settle window before this diagnosis began reading (the topic znode's
+// ctime; ZooKeeper's clock, so a skew between it and this host shifts the
+// window by as much), being reassigned, or in a preferred-leader election.
+// It reports whether it changed anything.
+func (g *diagnosis) settle(ctx context.Context, began time.Time) bool {
 	window := g.window()
 	reassigning, electing := g.inFlight(ctx)
 	why := func(name string) string {
@@ -86,11 +88,19 @@ func (g *diagnosis) settle(ctx context.Context, began time.Time) {
 		}
 		return ""
 	}
+	// A finding settles when it compares views of a settling topic and
+	// nothing explains it but another finding that settles.
+	settles := map[string]bool{}
+	for _, f := range g.d.Findings {
+		if f.Topic != "" && f.Cause == "" && slices.Contains(comparing, f.Kind) && why(f.Topic) != "" {
+			settles[f.ID] = true
+		}
+	}
 	var kept []Finding
 	settling := map[string]int{}
 	for _, f := range g.d.Findings {
 		w := ""
-		if f.Topic != "" && slices.Contains(comparing, f.Kind) {
+		if f.Topic != "" && (f.Cause == "" || settles[f.Cause]) && slices.Contains(comparing, f.Kind) {
 			w = why(f.Topic)
 		}
 		if w == "" {
@@ -110,7 +120,17 @@ func (g *diagnosis) settle(ctx context.Context, began time.Time) {
 		s.Brokers = uniq(append(s.Brokers, f.Brokers...))
 		s.Evidence = append(s.Evidence, fmt.Sprintf("would be %s [%s]: %s", f.Kind, f.Severity, f.Summary))
 	}
+	changed := len(settling) > 0
+	if changed {
+		// The findings these explained are explained by nothing now.
+		for i := range kept {
+			if kept[i].Cause != "" && !slices.ContainsFunc(kept, func(c Finding) bool { return c.ID == kept[i].Cause }) {
+				kept[i].Cause = ""
+			}
+		}
+	}
 	g.d.Findings = kept
+	return changed
 }
 
 func (g *diagnosis) window() time.Duration {

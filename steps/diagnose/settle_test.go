@@ -63,3 +63,30 @@ func TestTransientIsSettling(t *testing.T) {
 		})
 	}
 }
+
+// TestYoungTopicOfADownBrokerIsNotSettling: a topic created a moment ago
+// whose replicas lag because a broker is down is explained by that broker,
+// never called settling.
+func TestYoungTopicOfADownBrokerIsNotSettling(t *testing.T) {
+	f := newFixture(t)
+	f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+	f.zk.Created(kafkazk.TopicPath("orders-v2"), time.Now())
+	f.hosts.Running[3] = false
+	f.zk.Remove("/brokers/ids/3")
+	for p := 0; p < 3; p++ {
+		f.zk.Put(kafkazk.PartitionStatePath("orders-v2", int32(p)), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
+	}
+	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2", Settle: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	causes := d.Causes()
+	if len(causes) != 1 || causes[0].Kind != diagnose.FindBrokerDown {
+		t.Fatalf("causes %v", kinds(d))
+	}
+	for _, x := range d.Findings {
+		if x.Kind == diagnose.FindSettling {
+			t.Fatalf("a topic whose broker is down is called settling: %+v", x)
+		}
+	}
+}
