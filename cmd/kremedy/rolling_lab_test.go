@@ -38,6 +38,21 @@ func brokerPIDs(l *lab.Lab) map[int]int {
 	return out
 }
 
+// restartedOnce: every broker runs as a new process since before, and the
+// run's journal stopped each exactly once.
+func restartedOnce(t *testing.T, l *lab.Lab, run string, before map[int]int) {
+	t.Helper()
+	after := brokerPIDs(l)
+	for n, pid := range before {
+		if after[n] == pid || after[n] == 0 {
+			t.Errorf("broker %d: pid %d before, %d after: not a new process", n, pid, after[n])
+		}
+	}
+	if s := stops(t, run); len(s) != 3 || s[1] != 1 || s[2] != 1 || s[3] != 1 {
+		t.Errorf("stops per broker %v, want each broker once", s)
+	}
+}
+
 // stops counts, from a run's journal, the stop commands of each broker that
 // ended well.
 func stops(t *testing.T, runDir string) map[int32]int {
@@ -138,15 +153,7 @@ func TestRollingRestartLab(t *testing.T) {
 		if got.failed != 0 || got.acked == 0 {
 			t.Fatalf("%d sends failed (%d acknowledged): %v", got.failed, got.acked, got.errs)
 		}
-		after := brokerPIDs(l)
-		for n, pid := range before {
-			if after[n] == pid || after[n] == 0 {
-				t.Errorf("broker %d: pid %d before, %d after: not a new process", n, pid, after[n])
-			}
-		}
-		if got := stops(t, run); len(got) != 3 || got[1] != 1 || got[2] != 1 || got[3] != 1 {
-			t.Errorf("stops per broker %v, want each broker once", got)
-		}
+		restartedOnce(t, l, run, before)
 		if b, err := os.ReadFile(filepath.Join(run, "report.md")); err != nil || !strings.Contains(string(b), "- runbook: `rolling-restart` on cluster kremedy-lab (LAB)\n") || !strings.Contains(string(b), "outcome: **finished**") {
 			t.Fatalf("report: %v\n%s", err, b)
 		}
@@ -269,15 +276,7 @@ func unavailableTopics(t *testing.T, l *lab.Lab, c *clients) {
 	if got.failed != 0 || got.acked == 0 {
 		t.Fatalf("%d sends to %s failed (%d acknowledged): %v", got.failed, ledger, got.acked, got.errs)
 	}
-	after := brokerPIDs(l)
-	for n, pid := range before {
-		if after[n] == pid || after[n] == 0 {
-			t.Errorf("broker %d: pid %d before, %d after: not a new process", n, pid, after[n])
-		}
-	}
-	if s := stops(t, run); len(s) != 3 || s[1] != 1 || s[2] != 1 || s[3] != 1 {
-		t.Errorf("stops per broker %v, want each broker once", s)
-	}
+	restartedOnce(t, l, run, before)
 	rep, err := os.ReadFile(filepath.Join(run, "report.md"))
 	if err != nil || !strings.Contains(string(rep), "`accept_unavailable=pairs,scratch`") {
 		t.Errorf("report.md lacks the acceptance: %v\n%s", err, rep)
