@@ -58,6 +58,7 @@ type Debrief struct {
 	Scenario              string       `json:"scenario"`
 	Topic                 string       `json:"topic"`
 	KafkaVersion          string       `json:"kafka_version"`
+	Secure                bool         `json:"secure,omitempty"`
 	Seed                  uint64       `json:"seed"`
 	Started               time.Time    `json:"started"`
 	Ended                 time.Time    `json:"ended"`
@@ -92,7 +93,7 @@ func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 // Score makes the debrief.
 func Score(in Inputs) Debrief {
 	s := in.State
-	d := Debrief{Scenario: s.Scenario, Topic: s.Topic, KafkaVersion: s.KafkaVersion, Seed: s.Seed, Started: s.Started, Ended: in.Now,
+	d := Debrief{Scenario: s.Scenario, Topic: s.Topic, KafkaVersion: s.KafkaVersion, Secure: s.Secure, Seed: s.Seed, Started: s.Started, Ended: in.Now,
 		Hints: len(s.Hints), Reference: Scenarios[s.Scenario].Reference, Earlier: in.Earlier, Runs: in.Runs, Remains: in.Remains,
 		Resolved: len(in.Remains) == 0, RefusedActions: []Refusal{}}
 	d.Timeline = append(d.Timeline, Event{At: s.Started, From: "page", What: firstLine(s.Page)})
@@ -190,7 +191,11 @@ func (d Debrief) Markdown() string {
 	}
 	w("# Drill debrief — %s", verdict)
 	w("")
-	w("The hidden cause was **%s** on topic `%s` (Kafka %s, seed %d). Started %s, ended %s.", d.Scenario, d.Topic, d.KafkaVersion, d.Seed,
+	secured := ""
+	if d.Secure {
+		secured = ", secured: SASL_SSL, ZooKeeper ACLs, SSH through sudo"
+	}
+	w("The hidden cause was **%s** on topic `%s` (Kafka %s%s, seed %d). Started %s, ended %s.", d.Scenario, d.Topic, d.KafkaVersion, secured, d.Seed,
 		d.Started.UTC().Format(time.RFC3339), d.Ended.UTC().Format(time.RFC3339))
 	w("")
 	if !d.Resolved {

@@ -116,6 +116,7 @@ type State struct {
 	Topic        string     `json:"topic"`
 	Bystander    string     `json:"bystander"`
 	KafkaVersion string     `json:"kafka_version"`
+	Secure       bool       `json:"secure,omitempty"` // SASL_SSL, ZooKeeper ACLs, SSH through sudo
 	Seed         uint64     `json:"seed"`
 	Started      time.Time  `json:"started"` // the page: the clock starts
 	Page         string     `json:"page"`

@@ -52,6 +52,7 @@ func newDrillStartCmd() *cobra.Command {
 	var dir, scenario, version, topic string
 	var seed uint64
 	var net int
+	var secure bool
 	c := &cobra.Command{
 		Use:   "start",
 		Short: "Build the lab in --dir, start the customers, break it with a hidden scenario, page",
@@ -73,8 +74,12 @@ func newDrillStartCmd() *cobra.Command {
 				return usageErr(err)
 			}
 			cfg := lab.DefaultConfig()
-			cfg.KafkaVersion, cfg.Net = v, net
-			fmt.Fprintf(out, "drill: building a lab of Kafka %s in %s (seed %d)…\n", v, dir, seed)
+			cfg.KafkaVersion, cfg.Net, cfg.Secure = v, net, secure
+			kind := ""
+			if secure {
+				kind = "secured "
+			}
+			fmt.Fprintf(out, "drill: building a %slab of Kafka %s in %s (seed %d)…\n", kind, v, dir, seed)
 			l, err := lab.Up(cmd.Context(), dir, cfg, nil, io.Discard)
 			if err != nil {
 				return labErr(err)
@@ -85,7 +90,7 @@ func newDrillStartCmd() *cobra.Command {
 			if err := drillBreak(cmd.Context(), l, name, topic); err != nil {
 				return err
 			}
-			st := &drill.State{Scenario: name, Topic: topic, Bystander: topic + "-v2", KafkaVersion: v, Seed: seed}
+			st := &drill.State{Scenario: name, Topic: topic, Bystander: topic + "-v2", KafkaVersion: v, Secure: secure, Seed: seed}
 			if err := drillClients(l, st); err != nil {
 				return failedErr(err)
 			}
@@ -115,6 +120,7 @@ func newDrillStartCmd() *cobra.Command {
 	f.Uint64Var(&seed, "seed", 0, "seed of the random choices (default: the clock)")
 	f.StringVar(&topic, "topic", "orders", "the customers' topic")
 	f.IntVar(&net, "net", 0, "second octet of the lab's loopback addresses, as `lab up --net`")
+	f.BoolVar(&secure, "secure", false, "a secured lab, as `lab up --secure`: SASL_SSL listeners, ZooKeeper SASL ACLs, SSH as an operator through sudo")
 	return c
 }
 

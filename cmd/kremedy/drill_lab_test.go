@@ -22,7 +22,7 @@ import (
 
 // startDrill starts a drill in a new directory; the cleanup stops its
 // traffic process and the lab whatever happens.
-func startDrill(t *testing.T, net, scenario string) string {
+func startDrill(t *testing.T, net, scenario string, extra ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "drill")
 	t.Cleanup(func() {
@@ -31,7 +31,7 @@ func startDrill(t *testing.T, net, scenario string) string {
 		}
 		_ = lab.Down(context.Background(), dir, false, io.Discard)
 	})
-	r := kremedy(t, "drill", "start", "--dir", dir, "--scenario", scenario, "--seed", "7", "--net", net)
+	r := kremedy(t, append([]string{"drill", "start", "--dir", dir, "--scenario", scenario, "--seed", "7", "--net", net}, extra...)...)
 	if r.code != 0 {
 		t.Fatalf("drill start: exit %d\n%s", r.code, r.out)
 	}
@@ -146,8 +146,8 @@ func TestDrillLab(t *testing.T) {
 			*d.TimeToFirstDiagnoseS, *d.TimeToResolvedS, d.OutageS, d.Traffic.Sent, d.Traffic.Failed, d.Traffic.Lost, d.Traffic.Duplicated, d.Traffic.MaxLatencyMs)
 	})
 
-	t.Run("given up", func(t *testing.T) {
-		dir := startDrill(t, "45", "stale-metadata")
+	t.Run("given up, on a secured lab", func(t *testing.T) {
+		dir := startDrill(t, "45", "stale-metadata", "--secure")
 		r := kremedy(t, "drill", "end", "--dir", dir, "--json")
 		if r.code != 1 {
 			t.Fatalf("drill end of an unrepaired drill: exit %d\n%s", r.code, r.out)
@@ -155,6 +155,10 @@ func TestDrillLab(t *testing.T) {
 		d := readDebrief(t, dir)
 		if d.Resolved || len(d.Remains) == 0 || !strings.Contains(strings.Join(d.Remains, " "), "diagnose") {
 			t.Fatalf("an unrepaired drill: resolved %v, remains %v", d.Resolved, d.Remains)
+		}
+		// The customers ran through SASL_SSL: acknowledged writes, none lost.
+		if by := d.Traffic.Topics[d.Topic+"-v2"]; !d.Secure || d.Traffic.Sent == 0 || by.Acked == 0 || d.Traffic.Lost != 0 {
+			t.Fatalf("secured drill traffic: secure %v, %+v", d.Secure, d.Traffic)
 		}
 		if d.TimeToFirstDiagnoseS != nil || d.TimeToResolvedS != nil {
 			t.Fatalf("nothing was diagnosed or resolved: %v %v", d.TimeToFirstDiagnoseS, d.TimeToResolvedS)
