@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +26,9 @@ import (
 func startDrill(t *testing.T, net, scenario string, extra ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "drill")
+	if slices.Contains(extra, "--secure") {
+		dir = filepath.Join(openTempDir(t), "drill")
+	}
 	t.Cleanup(func() {
 		if st, err := drill.Load(dir); err == nil && st.TrafficPID > 0 {
 			_ = syscall.Kill(st.TrafficPID, syscall.SIGKILL)
@@ -146,7 +150,7 @@ func TestDrillLab(t *testing.T) {
 			*d.TimeToFirstDiagnoseS, *d.TimeToResolvedS, d.OutageS, d.Traffic.Sent, d.Traffic.Failed, d.Traffic.Lost, d.Traffic.Duplicated, d.Traffic.MaxLatencyMs)
 	})
 
-	t.Run("given up, on a secured lab", func(t *testing.T) {
+	t.Run("given up on a secured lab", func(t *testing.T) {
 		dir := startDrill(t, "45", "stale-metadata", "--secure")
 		r := kremedy(t, "drill", "end", "--dir", dir, "--json")
 		if r.code != 1 {

@@ -307,13 +307,20 @@ func TestSecureLab(t *testing.T) {
 // alone).
 func startSecureLab(t *testing.T, cfg lab.Config) *lab.Lab {
 	t.Helper()
+	return startLabIn(t, filepath.Join(openTempDir(t), "lab"), cfg)
+}
+
+// openTempDir is a temporary directory the secured lab's service users can
+// reach: it and its parents up to the temp dir opened to others.
+func openTempDir(t *testing.T) string {
+	t.Helper()
 	base := t.TempDir()
 	for d := base; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return startLabIn(t, filepath.Join(base, "lab"), cfg)
+	return base
 }
 
 // variant writes a copy of the lab's inventory changed by edit.
