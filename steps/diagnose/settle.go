@@ -80,7 +80,9 @@ func (g *diagnosis) settle(ctx context.Context, began time.Time) bool {
 	why := func(name string) string {
 		ts := g.st.Topics[name]
 		switch {
-		case ts != nil && !ts.Stat.Ctime.IsZero() && began.Sub(ts.Stat.Ctime) < window:
+		// Young and as created: a topic znode written again since (a hand
+		// edit of its assignment, a partition added) is not settling.
+		case ts != nil && !ts.Stat.Ctime.IsZero() && ts.Stat.Version == 0 && began.Sub(ts.Stat.Ctime) < window:
 			return fmt.Sprintf("created %s before this diagnosis (its topic znode's ctime), less than the settle window of %s: the controller and the brokers are still loading it", max(began.Sub(ts.Stat.Ctime), 0).Round(100*time.Millisecond), window)
 		case reassigning[name]:
 			return "a partition reassignment of it is in flight: replicas are added and removed, so ISRs and assignments differ until it ends"

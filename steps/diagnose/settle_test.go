@@ -29,6 +29,10 @@ func TestTransientIsSettling(t *testing.T) {
 			f.zk.Put(diagnose.PreferredElectionPath, `{"version":1,"partitions":[{"topic":"fresh","partition":0}]}`)
 		}, "a preferred-leader election of it is in flight"},
 		"created long ago": {func(f *fixture) {}, ""},
+		"created just now, then rewritten": {func(f *fixture) {
+			f.zk.Created(kafkazk.TopicPath("fresh"), time.Now())
+			f.zk.Bump(kafkazk.TopicPath("fresh"))
+		}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
