@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -160,6 +161,18 @@ func (e *env) ghostSymptoms(v int32, led, followed []int32) {
 			perr := pr.Produce(e.ctx, t, p, "new message")
 			return perr != nil, fmt.Sprintf("acks=all produce: %v", perr)
 		})
+	}
+	// A customer's write (acks=1: the leader alone) moves the leader's log
+	// end past what broker v has: only then can the leader see v fall
+	// behind, as it does on a cluster that is written to. Without it a
+	// partition nobody writes to may keep v in its ISR.
+	if len(followed) > 0 {
+		if pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 6*time.Second, append(e.l.KafkaOpts(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())...); err == nil {
+			for _, p := range followed {
+				_ = pr.Produce(e.ctx, t, p, "a customer's write")
+			}
+			pr.Close()
+		}
 	}
 	for _, p := range followed {
 		e.observe(fmt.Sprintf("%s-%d is under-replicated: broker %d never fetches and left the ISR", t, p, v), 45*time.Second, false, func() (bool, string) {
