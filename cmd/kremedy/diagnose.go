@@ -138,7 +138,7 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 			fmt.Fprintln(w, "no findings: "+agree)
 			return
 		}
-		fmt.Fprintf(w, "no problem found (%s); %s:\n", agree, plural(len(d.Findings), "note"))
+		fmt.Fprintf(w, "no problem found (%s); %s:\n", agree, text.Count(len(d.Findings), "note"))
 		for _, f := range d.Findings {
 			fmt.Fprintf(w, "  [%s] %s\n     → %s\n", strings.ToUpper(string(f.Severity)), f.Summary, firstSentence(f.Fix))
 		}
@@ -151,7 +151,7 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 			critical++
 		}
 	}
-	fmt.Fprintf(w, "\nSUMMARY: %s (%d critical), explaining %s\n", plural(len(causes), "cause"), critical, plural(len(d.Findings)-len(causes), "more finding"))
+	fmt.Fprintf(w, "\nSUMMARY: %s (%d critical), explaining %s\n", text.Count(len(causes), "cause"), critical, text.Count(len(d.Findings)-len(causes), "more finding"))
 	for i, c := range causes {
 		if i == maxCauses && !details {
 			fmt.Fprintf(w, "  … and %d more causes like these: %s (--details or --json lists every one)\n", len(causes)-maxCauses, kindCounts(causes[maxCauses:]))
@@ -189,7 +189,7 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 					byKind[f.Kind] = append(byKind[f.Kind], cmp.Or(f.Topic, strings.TrimPrefix(f.ID, f.Kind+"/")))
 				}
 				for _, k := range kinds {
-					fmt.Fprintf(w, "   explains %s on %s: %s\n", k, plural(len(byKind[k]), "topic"), sample(byKind[k], maxEvidence))
+					fmt.Fprintf(w, "   explains %s on %s: %s\n", k, text.Count(len(byKind[k]), "topic"), sample(byKind[k], maxEvidence))
 				}
 				continue
 			}
@@ -306,13 +306,6 @@ func firstSentence(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimSuffix(s, ".")
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // printReadiness ends a --migration diagnosis with the verdict: each

@@ -274,6 +274,18 @@ func (a Accept) Covers(topic string) bool {
 // All reports whether it covers every topic.
 func (a Accept) All() bool { return slices.Contains(a, "*") }
 
+// Unlisted are the topics it names that listed does not hold: a typo, which
+// must not silently accept nothing.
+func (a Accept) Unlisted(listed []string) []string {
+	var out []string
+	for _, t := range a {
+		if t != "*" && !slices.Contains(listed, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // AcceptParam is the runbook parameter that accepts the partitions no
 // restart can keep available (Accept).
 const AcceptParam = "accept_unavailable"

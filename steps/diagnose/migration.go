@@ -146,12 +146,7 @@ func (g *diagnosis) migrationRolls() {
 		}
 	}
 	listed := slices.Sorted(maps.Keys(byTopic))
-	var stray []string
-	for _, t := range g.o.Accept {
-		if t != "*" && !slices.Contains(listed, t) {
-			stray = append(stray, t)
-		}
-	}
+	stray := brokers.Accept(g.o.Accept).Unlisted(listed)
 	if len(stray) > 0 {
 		g.add(Finding{Kind: FindMigrationUnavailable, Severity: Critical,
 			Summary:  fmt.Sprintf("%s=%s names %s, but no partition of it is one the migration's rolls cannot keep available (those topics: %s): a typo must not accept nothing", brokers.AcceptParam, strings.Join(g.o.Accept, ","), strings.Join(stray, ", "), text.OrDash(strings.Join(listed, ", "))),

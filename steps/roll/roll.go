@@ -190,12 +190,7 @@ const AcceptParam = brokers.AcceptParam
 // which topics are still not accepted.
 func checkAccept(accept brokers.Accept, unavail map[string][]brokers.Unavailable) (refusal string, unaccepted []string) {
 	listed := slices.Sorted(maps.Keys(unavail))
-	var stray []string
-	for _, t := range accept {
-		if t != "*" && !slices.Contains(listed, t) {
-			stray = append(stray, t)
-		}
-	}
+	stray := accept.Unlisted(listed)
 	for _, t := range listed {
 		if !accept.Covers(t) {
 			unaccepted = append(unaccepted, t)
