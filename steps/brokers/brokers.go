@@ -130,6 +130,15 @@ func ExitStatus(err error) (int, bool) {
 	return 0, false
 }
 
+// StuckStop is the way forward when a node's stop command failed: what
+// to read, and what to do when a shutdown hangs. A Kafka JVM can hang
+// in its shutdown for minutes (seen after its ZooKeeper session expired
+// mid-shutdown); killing it is safe for its data, since Kafka recovers
+// an unclean log at the next start, only slower.
+func StuckStop(noun string, id int32, on string) string {
+	return fmt.Sprintf("Read its server log on %s; if its shutdown hangs, stop the JVM of %s %d by hand there (kill -9: Kafka recovers an unclean log at the next start, only slower) and resume", on, noun, id)
+}
+
 // WaitRegistered waits until every broker of want is registered.
 func WaitRegistered(ctx context.Context, zk ports.ZooKeeper, want []int32, timeout time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)

@@ -130,7 +130,7 @@ func (k *stopBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) 
 			h, _ := env.Target.Host(b.Broker)
 			if err := env.Do(a, func() error { return roll.RunOn(ctx, env, b.Broker, h.Stop) }); err != nil {
 				if code, ok := brokers.ExitStatus(err); ok {
-					return fmt.Errorf("broker %d's stop command exited %d: the broker is probably still running. It and the brokers after it (%v) were not stopped, and no segment was wiped: %w", b.Broker, code, rest(p, i), err)
+					return fmt.Errorf("broker %d's stop command exited %d: the broker is probably still running. It and the brokers after it (%v) were not stopped, and no segment was wiped. %s: %w", b.Broker, code, rest(p, i), brokers.StuckStop("broker", b.Broker, h.Host), err)
 				}
 				return fmt.Errorf("stop broker %d: %w. Its state is unknown; the brokers after it (%v) were not stopped and no segment was wiped", b.Broker, err, rest(p, i))
 			}

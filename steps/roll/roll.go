@@ -694,7 +694,7 @@ func (r *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 		case PhaseStop:
 			err = env.Do(a, func() error { return r.command(ctx, env, id, h.Stop, r.StopTimeout) })
 			if code, ok := brokers.ExitStatus(err); ok {
-				err = fmt.Errorf("%s %d's stop command exited %d: it is probably still running. %s: %w", noun, id, code, not(), err)
+				err = fmt.Errorf("%s %d's stop command exited %d: it is probably still running. %s. %s: %w", noun, id, code, not(), brokers.StuckStop(noun, id, h.Host), err)
 			} else if err != nil {
 				err = fmt.Errorf("stop %s %d: %w. Its state is unknown; %s", noun, id, err, not())
 			}
