@@ -17,7 +17,7 @@ import (
 
 // The values the schema accepts.
 var (
-	modes       = []string{"zookeeper"}
+	modes       = []string{"zookeeper", "kraft"}
 	paramTypes  = steps.ValueTypeNames()
 	risks       = steps.RiskNames()
 	confirms    = steps.ConfirmNames()
@@ -162,7 +162,7 @@ func (p *parser) unique(seen map[string]string, what string) strictyaml.Check {
 var hints = map[string]string{
 	"name":        "the runbook's name, lower-case letters, digits and '-', such as topic-cleanup",
 	"summary":     "one line, at most 100 characters, saying what the runbook repairs",
-	"mode":        "the cluster mode the runbook repairs; only zookeeper is supported",
+	"mode":        "the cluster mode the runbook acts on: zookeeper or kraft",
 	"confirm_top": "what a destructive step's operator types: word (a template such as {{.topic}} or {{.cluster}}) and noun (topic, cluster)",
 	"word":        "a template of what the operator types, such as {{.topic}} (a parameter) or {{.cluster}} (the inventory's cluster name)",
 	"noun":        "what the word is, for the prompt \"type the <noun> name\": topic, cluster",
@@ -205,7 +205,7 @@ func (p *parser) runbook(root ast.Node) *Runbook {
 		}),
 		"description": p.Text(&rb.Description),
 		"mode": p.Str(&rb.Mode, p.nonEmpty(hints["mode"]),
-			p.oneOf(modes, "; kremedy repairs ZooKeeper-mode clusters only")),
+			p.oneOf(modes, "")),
 		"confirm": func(path string, at pos, n ast.Node) {
 			p.Object(path, n, map[string]field{
 				"word": p.Str(&rb.ConfirmWord, p.nonEmpty(hints["word"])),

@@ -36,7 +36,7 @@ type Runbook struct {
 	Name        string
 	Summary     string
 	Description string
-	Mode        string // "zookeeper", the only mode kremedy repairs
+	Mode        string // "zookeeper" or "kraft": the clusters the runbook acts on
 	// ConfirmWord is a template of what a destructive step's operator
 	// types ({{.topic}}, {{.cluster}}); ConfirmNoun says what it is.
 	ConfirmWord, ConfirmNoun string

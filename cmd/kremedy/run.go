@@ -98,7 +98,19 @@ func modeErr(rb *runbooks.Runbook, inv *inventory.Inventory) error {
 	if rb.Mode == mode {
 		return nil
 	}
-	return usageErr(fmt.Errorf("runbook %s repairs %s-mode clusters, and %s describes a %s-mode cluster (mode: %s); nothing was done. kremedy has no runbook for KRaft clusters yet: `kremedy diagnose --inventory %s` sees it", rb.Name, rb.Mode, inv.Path, mode, mode, inv.Path))
+	var fit []string
+	if all, err := runbooks.Builtin(); err == nil {
+		for _, o := range all {
+			if o.Mode == mode {
+				fit = append(fit, o.Name)
+			}
+		}
+	}
+	way := fmt.Sprintf("the runbooks for %s-mode clusters: %s", mode, strings.Join(fit, ", "))
+	if rb.Name == "rolling-restart" && mode == inventory.ModeKRaft {
+		way = fmt.Sprintf("run kraft-rolling-restart instead (%s)", way)
+	}
+	return usageErr(fmt.Errorf("runbook %s acts on %s-mode clusters, and %s describes a %s-mode cluster (mode: %s); nothing was done. %s; `kremedy diagnose --inventory %s` sees it", rb.Name, rb.Mode, inv.Path, mode, mode, way, inv.Path))
 }
 
 // connectRun connects to an inventory's cluster for a run of runbook,

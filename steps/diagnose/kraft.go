@@ -35,10 +35,9 @@ const (
 // that settles by itself): it is shown, and the diagnosis stays healthy.
 const Info Severity = "info"
 
-// defaultFetchTimeout is controller.quorum.fetch.timeout.ms's default: a
-// voter whose last caught-up time is further behind the leader's is not
-// caught up (Strimzi's rule for rolling controllers).
-const defaultFetchTimeout = 2 * time.Second
+// defaultFetchTimeout is controller.quorum.fetch.timeout.ms's default
+// (brokers.FetchTimeout).
+const defaultFetchTimeout = brokers.FetchTimeout
 
 // kraftDiag is one diagnosis of a KRaft cluster being made.
 type kraftDiag struct {
@@ -143,27 +142,10 @@ func (g *kraftDiag) readQuorum(ctx context.Context) (ports.Quorum, error) {
 	return q, err
 }
 
-// lagging are the voters not caught up with the leader: their last
-// caught-up time further than the fetch timeout behind the leader's (the
-// leader's own is now), or never.
+// lagging are the voters not caught up with the leader (brokers.Lagging,
+// the rule the controller roll applies).
 func lagging(q ports.Quorum, timeout time.Duration) map[int32]string {
-	out := map[int32]string{}
-	var leaderAt int64 = -1
-	for _, v := range q.Voters {
-		if v.ID == q.Leader {
-			leaderAt = v.LastCaughtUpMs
-		}
-	}
-	for _, v := range q.Voters {
-		switch {
-		case v.ID == q.Leader:
-		case v.LastCaughtUpMs < 0:
-			out[v.ID] = "never caught up"
-		case leaderAt >= 0 && time.Duration(leaderAt-v.LastCaughtUpMs)*time.Millisecond > timeout:
-			out[v.ID] = fmt.Sprintf("last caught up %s before the leader, log end offset %d of high watermark %d", (time.Duration(leaderAt-v.LastCaughtUpMs) * time.Millisecond).Round(time.Millisecond), v.LogEndOffset, q.HighWatermark)
-		}
-	}
-	return out
+	return brokers.Lagging(q, timeout)
 }
 
 // quorum: a leader, every inventory controller a voter, and the voters
@@ -219,9 +201,8 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 	if len(down) == 0 {
 		return
 	}
-	n := len(voters)
-	majority := n/2 + 1
-	caughtUp := n - len(down)
+	m := brokers.MarginOf(q, down)
+	n, majority, caughtUp := m.Voters, m.Majority, m.CaughtUp
 	margin := caughtUp - majority
 	sev := Warning
 	if margin <= 0 {

@@ -260,7 +260,7 @@ type finalize struct {
 func newFinalize(o ctrlOpts) *finalize {
 	k := &finalize{o: o, w: &finalizeWhile{}}
 	k.r = roll.Roll{Nodes: &roll.Controllers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
-		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w}
+		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w, HealWait: o.HealthTimeout}
 	return k
 }
 

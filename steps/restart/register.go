@@ -6,6 +6,8 @@ import "github.com/kremedy/kremedy/steps"
 func Register(r *steps.Registry) {
 	steps.Register(r, "cluster-preflight", nil, func(o preflightOpts) steps.Kind { return &preflight{o: o} })
 	steps.Register(r, "rolling-restart", nil, func(o rollOpts) steps.Kind { return newRoll(o) })
+	steps.Register(r, "kraft-preflight", nil, func(o kraftPreflightOpts) steps.Kind { return &kraftPreflight{o: o} })
+	steps.Register(r, "kraft-rolling-restart", nil, func(o kraftRollOpts) steps.Kind { return newKRaftRoll(o) })
 }
 
 // factsKey is where cluster-preflight saves what it learned.

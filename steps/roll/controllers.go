@@ -3,6 +3,7 @@ package roll
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 // leader last (the migration's finalize): a controller is up while its
 // controller listener accepts connections, and the gate after each is a
 // quorum leader with that controller a voter caught up to the high
-// watermark, and the brokers healthy. It is no Guard yet: the quorum's own
-// stop rule (a majority of caught-up voters without it) is not applied.
+// watermark, and the brokers healthy. As a Guard it reads the quorum
+// right before each stop: a leader, every controller of the inventory a
+// voter and caught up, and a majority of voters caught up without the one
+// stopping (brokers.QuorumMargin.StopRisk).
 type Controllers struct {
 	HealthChecks  int
 	HealthTimeout time.Duration
@@ -47,6 +50,8 @@ func (c *Controllers) Look(ctx context.Context, env *steps.Env, id int32) (Look,
 
 func (c *Controllers) Plain(_ *steps.Env, ph Phase, a Args, timeout time.Duration) (string, string) {
 	switch ph {
+	case PhaseSafe:
+		return fmt.Sprintf("controller %d", a.Node), fmt.Sprintf("read right before the stop, from the quorum: a leader, every controller a voter caught up (within %s of the leader, controller.quorum.fetch.timeout.ms's default), and a majority of voters caught up without it", brokers.FetchTimeout)
 	case PhaseGone:
 		return a.Addr, fmt.Sprintf("port closed, at most %s", timeout)
 	case PhaseBack:
@@ -83,7 +88,60 @@ func (c *Controllers) Verify(ctx context.Context, env *steps.Env) []steps.Check 
 	return VerifyHealth(ctx, env, c.HealthChecks, c.HealthTimeout)
 }
 
-var _ Nodes = (*Controllers)(nil)
+// Snapshot reads the metadata quorum: a voter seen not caught up (or a
+// controller not listening) is read again a second later before it counts
+// (a voter between two fetches is not a voter down).
+func (c *Controllers) Snapshot(ctx context.Context, env *steps.Env) (*Snapshot, error) {
+	s, down, err := c.read(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if len(down) > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if s, down, err = c.read(ctx, env); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (c *Controllers) read(ctx context.Context, env *steps.Env) (*Snapshot, map[int32]string, error) {
+	q, err := env.Kafka.Quorum(ctx, ControllerAddrs(env.Target))
+	if err != nil {
+		return nil, nil, fmt.Errorf("the metadata quorum does not answer (%w): no controller can be stopped safely without it", err)
+	}
+	s := &Snapshot{Quorum: &q}
+	if q.Leader < 0 {
+		s.Problems = append(s.Problems, fmt.Sprintf("the metadata quorum has no leader (epoch %d)", q.Epoch))
+	}
+	down := brokers.Lagging(q, brokers.FetchTimeout)
+	var voters []int32
+	for _, v := range q.Voters {
+		voters = append(voters, v.ID)
+	}
+	for _, h := range c.Hosts(env) {
+		switch {
+		case !slices.Contains(voters, h.ID):
+			s.Problems = append(s.Problems, fmt.Sprintf("controller %d is not a voter (voters %s)", h.ID, fmt.Sprint(voters)))
+		case h.Addr != "" && !env.Kafka.Listening(ctx, h.Addr):
+			down[h.ID] = "not listening on " + h.Addr
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(down)) {
+		s.Problems = append(s.Problems, fmt.Sprintf("controller %d is not caught up: %s", id, down[id]))
+	}
+	s.Margin = brokers.MarginOf(q, down)
+	return s, down, nil
+}
+
+var (
+	_ Nodes = (*Controllers)(nil)
+	_ Guard = (*Controllers)(nil)
+)
 
 // ControllerAddrs are the KRaft controllers' listeners.
 func ControllerAddrs(t ports.Target) []string {

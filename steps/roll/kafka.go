@@ -3,6 +3,7 @@ package roll
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -266,6 +267,17 @@ func (k *KafkaBrokers) Snapshot(ctx context.Context, env *steps.Env) (*Snapshot,
 		if st, err := env.ZK.ReadState(ctx); err == nil {
 			overrides = brokers.OverridesOf(st)
 		}
+	} else {
+		// KRaft: the topics' overrides are the controllers' (DescribeConfigs).
+		seen := map[string]bool{}
+		for _, p := range s.Partitions {
+			seen[p.Topic] = true
+		}
+		o, err := env.Kafka.TopicOverrides(ctx, "min.insync.replicas", slices.Sorted(maps.Keys(seen)))
+		if err != nil {
+			return nil, fmt.Errorf("read the topics' min.insync.replicas over Kafka: %w", err)
+		}
+		overrides = o
 	}
 	var err error
 	if s.MinISR, err = brokers.ReadMinISR(ctx, env.Kafka, want, overrides); err != nil {

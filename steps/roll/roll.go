@@ -128,6 +128,10 @@ type Snapshot struct {
 	Problems   []string
 	Partitions []brokers.Partition
 	MinISR     brokers.MinISR
+	// Quorum is the KRaft metadata quorum a controller roll judges (nil
+	// in a roll of brokers), Margin what each voter's stop leaves of it.
+	Quorum *ports.Quorum
+	Margin brokers.QuorumMargin
 }
 
 // Without is the snapshot without topic's partitions (a topic about to be
@@ -153,6 +157,11 @@ func (s *Snapshot) Broken() string {
 // accept does not cover.
 func (s *Snapshot) Risks(id int32, accept brokers.Accept) []string {
 	rs := brokers.StopRisks(s.Partitions, []int32{id}, s.MinISR)
+	if s.Quorum != nil {
+		if r := s.Margin.StopRisk(*s.Quorum, id); r != "" {
+			rs = append(rs, r)
+		}
+	}
 	for _, u := range brokers.Unavailables(s.Partitions, []int32{id}, s.MinISR) {
 		if !accept.Covers(u.Topic) {
 			rs = append(rs, u.String()+": no restart can keep it available")
@@ -437,7 +446,9 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		p.Summary = fmt.Sprintf("every %s of %s was restarted by this run already", noun, fmt.Sprint(ids))
 		return p, nil
 	}
-	if snap != nil {
+	if snap != nil && snap.Quorum != nil {
+		p.Notes = append(p.Notes, "a controller's stop moves no partition: while a follower is down the quorum commits with the others; when the leader stops (last) the voters elect another within a few seconds (controller.quorum.election.timeout.ms), and brokers and clients wait for it: metadata changes (topic creation, ISR changes) pause, produce and fetch go on")
+	} else if snap != nil {
 		p.Notes = append(p.Notes, "controlled shutdown moves each broker's leaderships away before it stops; clients retry NOT_LEADER_OR_FOLLOWER and reconnect, and producers with acks=all and retries lose nothing while every partition keeps min.insync.replicas")
 	}
 	if len(unavail) > 0 {
@@ -593,7 +604,11 @@ func (r *Roll) nodePlan(ctx context.Context, env *steps.Env, id int32, l left, l
 	fact := fmt.Sprintf("%s %d: stopped by an earlier attempt of this run; it is started, not stopped again", noun, id)
 	if l == leftFull {
 		fact = fmt.Sprintf("%s %d: restarted", noun, id)
-		if snap != nil {
+		switch {
+		case snap != nil && snap.Quorum != nil:
+			fact = quorumLoss(snap, id)
+			acts = append(acts, act(PhaseSafe, steps.OpCheck, 0))
+		case snap != nil:
 			fact = losses(snap, id)
 			acts = append(acts, act(PhaseSafe, steps.OpCheck, 0))
 		}
@@ -621,6 +636,21 @@ func (r *Roll) nodePlan(ctx context.Context, env *steps.Env, id int32, l left, l
 		act(PhaseBack, steps.OpWait, r.StartTimeout),
 		gate)
 	return fact, acts, nil
+}
+
+// quorumLoss says, for the plan, what controller id's restart leaves of
+// the metadata quorum (never less than a majority caught up: Plan refuses
+// otherwise).
+func quorumLoss(s *Snapshot, id int32) string {
+	m := s.Margin
+	if !slices.ContainsFunc(s.Quorum.Voters, func(v ports.Voter) bool { return v.ID == id }) {
+		return fmt.Sprintf("controller %d: not a voter of the quorum; its restart costs the quorum nothing", id)
+	}
+	role := "a follower"
+	if s.Quorum.Leader == id {
+		role = "the leader: the voters elect another when it stops"
+	}
+	return fmt.Sprintf("controller %d: %s; while it restarts %d of %d voters stay caught up, the quorum needs %d", id, role, m.CaughtUp-1, m.Voters, m.Majority)
 }
 
 // losses says, for the plan, what broker id's restart costs the other

@@ -1,0 +1,248 @@
+package restart
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/roll"
+)
+
+// The KRaft rolling restart: the one roller over the KRaft controllers
+// (the quorum's stop rule, the leader last), then over the brokers seen
+// through Kafka alone (the partition rule). Every read goes over Kafka's
+// APIs: a KRaft cluster has no ZooKeeper.
+
+// Nodes a KRaft roll restarts (kraftRollOpts.Nodes).
+const (
+	NodesControllers = "controllers"
+	NodesBrokers     = "brokers"
+)
+
+// kraftRollOpts are the kraft-rolling-restart kind's options.
+type kraftRollOpts struct {
+	// Nodes is what this step rolls: controllers or brokers.
+	Nodes string `opt:"nodes"`
+	// Only restricts the roll to these node ids; empty: every one of the
+	// inventory.
+	Only          []int32       `opt:"only" default:""`
+	StopTimeout   time.Duration `opt:"stop_timeout" default:"5m"`
+	StartTimeout  time.Duration `opt:"start_timeout" default:"5m"`
+	HealthChecks  int           `opt:"health_checks" default:"3"`
+	HealthTimeout time.Duration `opt:"health_timeout" default:"5m"`
+	// Accept: the topics whose partitions no restart can keep available
+	// that the operator accepts (roll.AcceptParam); brokers only.
+	Accept []string `opt:"accept_unavailable" default:""`
+}
+
+// kraftRoll is the kraft-rolling-restart kind.
+type kraftRoll struct {
+	o kraftRollOpts
+	r roll.Roll
+}
+
+func newKRaftRoll(o kraftRollOpts) *kraftRoll {
+	return &kraftRoll{o: o, r: kraftRollOf(o)}
+}
+
+// kraftRollOf is the roll of o's nodes (an unknown Nodes rolls nothing:
+// Plan refuses it).
+func kraftRollOf(o kraftRollOpts) roll.Roll {
+	r := roll.Roll{Only: o.Only, StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, HealWait: o.HealthTimeout}
+	switch o.Nodes {
+	case NodesControllers:
+		r.Nodes = &roll.Controllers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout}
+	case NodesBrokers:
+		r.Nodes = &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout}
+		r.Accept = o.Accept
+	}
+	return r
+}
+
+// kraftOnly refuses a cluster that is not in KRaft mode.
+func kraftOnly(env *steps.Env, what string) error {
+	if !env.Target.KRaft {
+		return fmt.Errorf("%w: %s is for KRaft clusters, and %s is a ZooKeeper-mode cluster (its inventory has no mode: kraft): run rolling-restart instead; nothing was done", steps.ErrRefused, what, env.Target.Name)
+	}
+	return nil
+}
+
+func (k *kraftRoll) check(env *steps.Env) error {
+	if err := kraftOnly(env, "kraft-rolling-restart"); err != nil {
+		return err
+	}
+	if k.r.Nodes == nil {
+		return fmt.Errorf("kraft-rolling-restart: nodes is %q; it rolls %s or %s", k.o.Nodes, NodesControllers, NodesBrokers)
+	}
+	if k.o.Nodes == NodesControllers && len(env.Target.Controllers) == 0 {
+		return fmt.Errorf("%w: the inventory lists no kraft_controllers: kremedy cannot restart the controllers it does not know (add them with their stop and start commands); nothing was done", steps.ErrRefused)
+	}
+	return nil
+}
+
+func (k *kraftRoll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	if err := k.check(env); err != nil {
+		return nil, err
+	}
+	return k.r.Plan(ctx, env)
+}
+
+func (k *kraftRoll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	return k.r.Apply(ctx, env, p)
+}
+
+func (k *kraftRoll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	if err := k.check(env); err != nil {
+		return nil, err
+	}
+	checks, err := k.r.Verify(ctx, env)
+	if err != nil || k.o.Nodes != NodesControllers {
+		return checks, err
+	}
+	// The controllers' roll ends on a quorum with its margin back.
+	s, err := (&roll.Controllers{}).Snapshot(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	why := s.Broken()
+	return append(checks, steps.Check{Name: "the metadata quorum has a leader and every controller a caught-up voter", OK: why == "", Detail: cmp.Or(why, fmt.Sprintf("leader %d, %d of %d voters caught up", s.Quorum.Leader, s.Margin.CaughtUp, s.Margin.Voters))}), nil
+}
+
+// kraftPreflightKey is where kraft-preflight saves the cluster it saw.
+const kraftPreflightKey = "restart/kraft-facts"
+
+// kraftPreflight looks at a KRaft cluster before anything happens: the
+// quorum with its margin, every broker registered and unfenced and known
+// to the inventory, every host reachable over SSH, and whether each roll
+// could begin now — so that a broker that cannot stop safely refuses the
+// run before any controller restarts. A state that is not right is read
+// again for a few seconds before it refuses (a voter between two fetches,
+// a replica catching up). It changes nothing.
+type kraftPreflight struct {
+	o      kraftPreflightOpts
+	checks []steps.Check
+}
+
+type kraftPreflightOpts struct {
+	Accept []string `opt:"accept_unavailable" default:""`
+}
+
+// preflightSettle is how long kraft-preflight reads a cluster that is not
+// whole again before it refuses.
+var preflightSettle = 10 * time.Second
+
+func (k *kraftPreflight) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	p, checks, err := k.look(ctx, env)
+	k.checks = checks
+	return p, err
+}
+
+func (k *kraftPreflight) Apply(context.Context, *steps.Env, *steps.Plan) error { return nil }
+
+func (k *kraftPreflight) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	if k.checks != nil {
+		c := k.checks
+		k.checks = nil
+		return c, nil
+	}
+	_, checks, err := k.look(ctx, env) // resume: read again, never trusted
+	return checks, err
+}
+
+type kraftFacts struct {
+	ClusterID string `json:"cluster_id"`
+}
+
+func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
+	refuse := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", steps.ErrRefused, fmt.Sprintf(format, a...))
+	}
+	p := &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at KRaft cluster %s", env.Target.Name)}
+	var checks []steps.Check
+	if err := kraftOnly(env, "this runbook"); err != nil {
+		return p, nil, err
+	}
+	if len(env.Target.Controllers) == 0 {
+		return p, nil, refuse("the inventory lists no kraft_controllers: a KRaft rolling restart restarts the controllers too, and kremedy cannot restart what it does not know. Add them (id, host, listener, stop, start); nothing was done")
+	}
+	// The cluster: the one the run began on.
+	cv, err := env.Kafka.DescribeCluster(ctx)
+	if err != nil {
+		return p, nil, fmt.Errorf("describe the cluster over Kafka: %w. Nothing was done", err)
+	}
+	var prior kraftFacts
+	if ok, err := env.Load(kraftPreflightKey, &prior); err != nil {
+		return p, nil, err
+	} else if ok && prior.ClusterID != cv.ClusterID {
+		return p, nil, refuse("this run began on cluster id %s and the inventory's brokers now answer as %s: it is another cluster (or a reinstall). Start a new run; nothing was done", prior.ClusterID, cv.ClusterID)
+	}
+	if err := env.Save(kraftPreflightKey, kraftFacts{ClusterID: cv.ClusterID}); err != nil {
+		return p, nil, err
+	}
+	inv := brokers.HostIDs(env.Target)
+	var listed []int32
+	for _, b := range cv.Brokers {
+		listed = append(listed, b.ID)
+		if !slices.Contains(inv, b.ID) {
+			return p, nil, refuse("broker %d is in the cluster but not in the inventory: kremedy could not restart it. Add it to the inventory; nothing was done", b.ID)
+		}
+	}
+	checks = append(checks, steps.Check{Name: "the cluster is the one the run began on, and every broker it lists is in the inventory", OK: true, Detail: fmt.Sprintf("cluster id %s, brokers %s", cv.ClusterID, fmt.Sprint(listed))})
+	// SSH to every node, brokers and controllers.
+	ids := slices.Clone(inv)
+	for _, c := range env.Target.Controllers {
+		ids = append(ids, c.ID)
+	}
+	var unreachable []string
+	for i, err := range par.Each(ids, func(id int32) error { return env.Hosts.Check(ctx, id) }) {
+		if err != nil {
+			unreachable = append(unreachable, fmt.Sprintf("node %d: %v", ids[i], err))
+		}
+	}
+	if len(unreachable) > 0 {
+		return p, checks, refuse("kremedy must reach every controller and broker host over SSH before it stops one: %s. Nothing was changed", strings.Join(unreachable, "; "))
+	}
+	checks = append(checks, steps.Check{Name: "every controller and broker host reachable over SSH with a verified host key", OK: true, Detail: fmt.Sprintf("%d hosts", len(ids))})
+	// Both rolls could begin now, read again until preflightSettle.
+	ctrls := roll.Roll{Nodes: &roll.Controllers{}}
+	brks := roll.Roll{Nodes: &roll.KafkaBrokers{}, Accept: k.o.Accept}
+	start := env.Now()
+	var why []string
+	for {
+		why = nil
+		for _, r := range []roll.Roll{ctrls, brks} {
+			w, err := r.Rollable(ctx, env, "")
+			if err != nil {
+				return p, checks, fmt.Errorf("%w. Nothing was changed", err)
+			}
+			if w != "" {
+				why = append(why, r.Nodes.Noun()+"s: "+w)
+			}
+		}
+		if len(why) == 0 || env.Now().Sub(start) >= preflightSettle {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return p, checks, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	if len(why) > 0 {
+		return p, checks, refuse("a rolling restart of this cluster could not keep it available now (read for %s): %s. Nothing was changed", preflightSettle, strings.Join(why, "; "))
+	}
+	s, err := (&roll.Controllers{}).Snapshot(ctx, env)
+	if err != nil {
+		return p, checks, err
+	}
+	p.Facts = append(p.Facts, fmt.Sprintf("metadata quorum: leader %d, epoch %d, %d of %d voters caught up, a majority is %d", s.Quorum.Leader, s.Quorum.Epoch, s.Margin.CaughtUp, s.Margin.Voters, s.Margin.Majority))
+	p.Summary = fmt.Sprintf("KRaft cluster %s can be rolled: the quorum keeps a majority without any one controller, and every broker's stop keeps its partitions online and at min.insync.replicas", env.Target.Name)
+	checks = append(checks, steps.Check{Name: "each controller and each broker could stop now without loss", OK: true, Detail: p.Facts[0]})
+	return p, checks, nil
+}
