@@ -101,10 +101,17 @@ func (k *kraftRoll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, 
 	if err := k.check(env); err != nil {
 		return nil, err
 	}
-	checks, err := k.r.Verify(ctx, env)
-	if err != nil || k.o.Nodes != NodesControllers {
-		return checks, err
+	var checks []steps.Check
+	if k.o.Nodes != NodesControllers || !env.Rechecking() {
+		c, err := k.r.Verify(ctx, env)
+		if err != nil || k.o.Nodes != NodesControllers {
+			return c, err
+		}
+		checks = c
 	}
+	// Re-checked on a resume, the controllers' roll is judged by the
+	// quorum alone: the brokers' roll after it may hold a broker down by
+	// design.
 	// The controllers' roll ends on a quorum with its margin back.
 	s, err := (&roll.Controllers{}).Snapshot(ctx, env)
 	if err != nil {
@@ -177,13 +184,11 @@ func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan,
 		return p, nil, fmt.Errorf("describe the cluster over Kafka: %w. Nothing was done", err)
 	}
 	var prior kraftFacts
-	if ok, err := env.Load(kraftPreflightKey, &prior); err != nil {
+	resumed, err := env.Load(kraftPreflightKey, &prior)
+	if err != nil {
 		return p, nil, err
-	} else if ok && prior.ClusterID != cv.ClusterID {
+	} else if resumed && prior.ClusterID != cv.ClusterID {
 		return p, nil, refuse("this run began on cluster id %s and the inventory's brokers now answer as %s: it is another cluster (or a reinstall). Start a new run; nothing was done", prior.ClusterID, cv.ClusterID)
-	}
-	if err := env.Save(kraftPreflightKey, kraftFacts{ClusterID: cv.ClusterID}); err != nil {
-		return p, nil, err
 	}
 	inv := brokers.HostIDs(env.Target)
 	var listed []int32
@@ -209,6 +214,14 @@ func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan,
 		return p, checks, refuse("kremedy must reach every controller and broker host over SSH before it stops one: %s. Nothing was changed", strings.Join(unreachable, "; "))
 	}
 	checks = append(checks, steps.Check{Name: "every controller and broker host reachable over SSH with a verified host key", OK: true, Detail: fmt.Sprintf("%d hosts", len(ids))})
+	if resumed {
+		// A resume: a node this run stopped may still be down. Each roll
+		// judges its remaining nodes with the run's own history, right
+		// before each stop; this look proves only cluster and SSH.
+		p.Summary = fmt.Sprintf("resuming on KRaft cluster %s: each roll judges its remaining nodes against what this run already did, right before each stop", env.Target.Name)
+		checks = append(checks, steps.Check{Name: "resumed: the rolls judge the remaining nodes with this run's history", OK: true, Detail: p.Summary})
+		return p, checks, nil
+	}
 	// Both rolls could begin now, read again until preflightSettle.
 	ctrls := roll.Roll{Nodes: &roll.Controllers{}}
 	brks := roll.Roll{Nodes: &roll.KafkaBrokers{}, Accept: k.o.Accept}
@@ -244,5 +257,10 @@ func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan,
 	p.Facts = append(p.Facts, fmt.Sprintf("metadata quorum: leader %d, epoch %d, %d of %d voters caught up, a majority is %d", s.Quorum.Leader, s.Quorum.Epoch, s.Margin.CaughtUp, s.Margin.Voters, s.Margin.Majority))
 	p.Summary = fmt.Sprintf("KRaft cluster %s can be rolled: the quorum keeps a majority without any one controller, and every broker's stop keeps its partitions online and at min.insync.replicas", env.Target.Name)
 	checks = append(checks, steps.Check{Name: "each controller and each broker could stop now without loss", OK: true, Detail: p.Facts[0]})
+	// Saved only once the look passed: a resume after a refusal looks
+	// again in full.
+	if err := env.Save(kraftPreflightKey, kraftFacts{ClusterID: cv.ClusterID}); err != nil {
+		return p, checks, err
+	}
 	return p, checks, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -149,8 +150,8 @@ func (k *KafkaBrokers) Last(ctx context.Context, env *steps.Env) (int32, string)
 	return ctrl, "the controller"
 }
 
-// BrokerAddr is broker id's Kafka listener: its ZooKeeper registration,
-// else the bootstrap server on its host, else the inventory's address.
+// BrokerAddr is broker id's Kafka listener: its ZooKeeper registration
+// (on KRaft, its entry in DescribeCluster), else the bootstrap server on its host, else the inventory's address.
 func BrokerAddr(ctx context.Context, env *steps.Env, id int32) string {
 	h, _ := env.Target.Host(id)
 	fallback := h.Addr
@@ -160,6 +161,26 @@ func BrokerAddr(ctx context.Context, env *steps.Env, id int32) string {
 		}
 	}
 	if env.ZK == nil {
+		// KRaft: the listener the cluster's metadata gives it (an
+		// inventory's bootstrap may name one broker of many).
+		// A broker down is not listed: its inventory host on the port the
+		// listed brokers share, unless the inventory names its address.
+		cv, err := env.Kafka.DescribeCluster(ctx)
+		if err != nil {
+			return fallback
+		}
+		portsSeen := map[int32]bool{}
+		for _, b := range cv.Brokers {
+			if b.ID == id && b.Host != "" {
+				return net.JoinHostPort(b.Host, fmt.Sprint(b.Port))
+			}
+			portsSeen[b.Port] = true
+		}
+		if fallback == "" && len(portsSeen) == 1 && h.Host != "" {
+			for p := range portsSeen {
+				return net.JoinHostPort(h.Host, fmt.Sprint(p))
+			}
+		}
 		return fallback
 	}
 	return brokers.Addr(ctx, env.ZK, id, fallback)

@@ -187,6 +187,9 @@ func (h *Hosts) Run(_ context.Context, broker int32, cmd string, out func(ports.
 		case c.Stop:
 			h.Running[broker] = false
 			emit("stopped")
+			if h.OnStop != nil {
+				h.OnStop(broker)
+			}
 			return nil
 		case c.Start:
 			h.Running[broker] = true
