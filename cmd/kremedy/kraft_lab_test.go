@@ -142,6 +142,7 @@ func kraftLabOf(t *testing.T, v string, net int) {
 	kraftMissingPartitionMetadata(t, l, kc)
 	kraftControllerDown(t, l, kc, dir)
 	kraftBrokerDown(t, l, kc, dir, up)
+	kraftRollingRestart(t, l, kc, dir)
 
 	// lab controller stop|start over SSH, by node.id and by number.
 	q := kraftQuorum(t, l)

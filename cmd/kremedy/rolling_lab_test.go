@@ -76,6 +76,7 @@ type sent struct {
 	acked, failed int64
 	errs          []string
 	longest       time.Duration
+	longestAt     time.Time // when the longest send began
 }
 
 // produceDuring writes to topic from an idempotent acks=all producer with
@@ -105,7 +106,9 @@ func produceDuring(t *testing.T, l *lab.Lab, topic string, stop <-chan struct{})
 			took := time.Since(start)
 			cancel()
 			mu.Lock()
-			s.longest = max(s.longest, took)
+			if took > s.longest {
+				s.longest, s.longestAt = took, start
+			}
 			if err != nil {
 				s.failed++
 				if len(s.errs) < 5 {

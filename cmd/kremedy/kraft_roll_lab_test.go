@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/steptest"
+)
+
+// kraftNodePIDs are the lab's processes by node id: controllers 3001…,
+// brokers 1….
+func kraftNodePIDs(l *lab.Lab) map[int32]int {
+	out := map[int32]int{}
+	for k := 1; k <= l.State.Config.KRaftControllers; k++ {
+		out[int32(3000+k)] = l.ControllerPID(k)
+	}
+	for n := 1; n <= l.State.Config.Brokers; n++ {
+		out[int32(n)] = l.BrokerPID(n)
+	}
+	return out
+}
+
+func runKRaftRoll(t *testing.T, l *lab.Lab, runDir string) result {
+	t.Helper()
+	return kremedy(t, "run", "kraft-rolling-restart", "--inventory", l.InventoryPath(), "--run-dir", runDir,
+		"--headless", "--yes", "--confirm", l.Inventory().Name, "--set", "health_timeout=3m")
+}
+
+// stepSpan is the time from a step's start to its end in a run's journal.
+func stepSpan(t *testing.T, runDir, step string) (from, to time.Time) {
+	t.Helper()
+	recs, err := journal.Read(filepath.Join(runDir, steps.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Step != step {
+			continue
+		}
+		if from.IsZero() {
+			from = r.Time
+		}
+		to = r.Time
+	}
+	return from, to
+}
+
+// kraftRollingRestart: `run kraft-rolling-restart` on the KRaft lab under
+// an acks=all idempotent producer on a replication-factor-3,
+// min.insync.replicas=2 topic: no failed send, every controller and
+// broker a new process exactly once, the controllers before the brokers
+// and the quorum's leader last among them. With a controller stopped
+// first it refuses before any node stops. `run rolling-restart` on the
+// KRaft inventory names the KRaft runbook.
+func kraftRollingRestart(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string) {
+	t.Helper()
+	if r := kremedy(t, "run", "rolling-restart", "--inventory", l.InventoryPath(), "--headless", "--yes"); r.code != exitUsage || !strings.Contains(r.out, "run kraft-rolling-restart instead") {
+		t.Fatalf("rolling-restart on a KRaft inventory: exit %d\n%s", r.code, r.out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := kc.CreateTopic(ctx, "kledger", nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	leader := kraftQuorum(t, l).Leader
+	before := kraftNodePIDs(l)
+	run := filepath.Join(t.TempDir(), "run")
+	stop := make(chan struct{})
+	wait := produceDuring(t, l, "kledger", stop)
+	r := runKRaftRoll(t, l, run)
+	close(stop)
+	got := wait()
+	if r.code != 0 {
+		t.Fatalf("kraft-rolling-restart: exit %d\n%s", r.code, r.out)
+	}
+	if got.failed != 0 || got.acked == 0 {
+		t.Fatalf("%d sends failed (%d acknowledged): %v", got.failed, got.acked, got.errs)
+	}
+	after := kraftNodePIDs(l)
+	for id, pid := range before {
+		if after[id] == pid || after[id] == 0 {
+			t.Errorf("node %d: pid %d before, %d after: not a new process", id, pid, after[id])
+		}
+	}
+	acts, err := steptest.Ended(run, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int32
+	for _, a := range acts {
+		if strings.HasPrefix(a.ID, "stop-") {
+			order = append(order, a.Broker)
+		}
+	}
+	if len(order) != 6 || slices.Compact(slices.Sorted(slices.Values(order)))[5] != 3003 || len(slices.Compact(slices.Sorted(slices.Values(order)))) != 6 {
+		t.Fatalf("stops %v: want each of the six nodes once", order)
+	}
+	if order[2] != leader || order[0] < 3000 || order[1] < 3000 || !slices.Equal(order[3:], []int32{1, 2, 3}) {
+		t.Fatalf("stops in order %v: want the controllers first, leader %d last among them, then brokers 1, 2, 3", order, leader)
+	}
+	cf, ct := stepSpan(t, run, "roll-controllers")
+	bf, bt := stepSpan(t, run, "roll-brokers")
+	t.Logf("FIGURE kraft-rolling-restart (Kafka %s): %s whole run, controllers %s (%.1fs a controller), brokers %s (%.1fs a broker); %d sends acknowledged, 0 failed, longest send %s",
+		l.State.Kafka, r.took.Round(time.Second), ct.Sub(cf).Round(time.Second), ct.Sub(cf).Seconds()/3, bt.Sub(bf).Round(time.Second), bt.Sub(bf).Seconds()/3, got.acked, got.longest.Round(time.Millisecond))
+	if got.longestAt.After(cf) && got.longestAt.Before(ct) {
+		t.Logf("FIGURE kraft-rolling-restart (Kafka %s): the longest send was during the controllers' roll", l.State.Kafka)
+	}
+
+	// A controller stopped first: refused before any node stops.
+	if r := kremedy(t, "lab", "controller", "stop", "2", "--dir", dir); r.code != 0 {
+		t.Fatalf("lab controller stop 2: exit %d\n%s", r.code, r.out)
+	}
+	before = kraftNodePIDs(l)
+	run = filepath.Join(t.TempDir(), "refused")
+	r = runKRaftRoll(t, l, run)
+	if r.code != 1 || !strings.Contains(r.out, "controller 3002 is not caught up") || !strings.Contains(r.out, "Nothing was changed") {
+		t.Errorf("with controller 3002 stopped: exit %d, want 1 naming it\n%s", r.code, r.out)
+	}
+	for id, pid := range kraftNodePIDs(l) {
+		if id != 3002 && pid != before[id] {
+			t.Errorf("node %d was restarted by a refused roll (pid %d → %d)", id, before[id], pid)
+		}
+	}
+	if s := stops(t, run); len(s) != 0 {
+		t.Errorf("a refused roll ran stop commands: %v", s)
+	}
+	if r := kremedy(t, "lab", "controller", "start", strconv.Itoa(2), "--dir", dir); r.code != 0 {
+		t.Fatalf("lab controller start 2: exit %d\n%s", r.code, r.out)
+	}
+}
