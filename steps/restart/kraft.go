@@ -222,30 +222,9 @@ func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan,
 		checks = append(checks, steps.Check{Name: "resumed: the rolls judge the remaining nodes with this run's history", OK: true, Detail: p.Summary})
 		return p, checks, nil
 	}
-	// Both rolls could begin now, read again until preflightSettle.
-	ctrls := roll.Roll{Nodes: &roll.Controllers{}}
-	brks := roll.Roll{Nodes: &roll.KafkaBrokers{}, Accept: k.o.Accept}
-	start := env.Now()
-	var why []string
-	for {
-		why = nil
-		for _, r := range []roll.Roll{ctrls, brks} {
-			w, err := r.Rollable(ctx, env, "")
-			if err != nil {
-				return p, checks, fmt.Errorf("%w. Nothing was changed", err)
-			}
-			if w != "" {
-				why = append(why, r.Nodes.Noun()+"s: "+w)
-			}
-		}
-		if len(why) == 0 || env.Now().Sub(start) >= preflightSettle {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return p, checks, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
+	why, err := k.rollable(ctx, env)
+	if err != nil {
+		return p, checks, err
 	}
 	if len(why) > 0 {
 		return p, checks, refuse("a rolling restart of this cluster could not keep it available now (read for %s): %s. Nothing was changed", preflightSettle, strings.Join(why, "; "))
@@ -263,4 +242,32 @@ func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan,
 		return p, checks, err
 	}
 	return p, checks, nil
+}
+
+// rollable says why the controllers' and the brokers' rolls could not
+// begin now, read again every 2 s until preflightSettle has passed.
+func (k *kraftPreflight) rollable(ctx context.Context, env *steps.Env) ([]string, error) {
+	ctrls := roll.Roll{Nodes: &roll.Controllers{}}
+	brks := roll.Roll{Nodes: &roll.KafkaBrokers{}, Accept: k.o.Accept}
+	start := env.Now()
+	for {
+		var why []string
+		for _, r := range []roll.Roll{ctrls, brks} {
+			w, err := r.Rollable(ctx, env, "")
+			if err != nil {
+				return nil, fmt.Errorf("%w. Nothing was changed", err)
+			}
+			if w != "" {
+				why = append(why, r.Nodes.Noun()+"s: "+w)
+			}
+		}
+		if len(why) == 0 || env.Now().Sub(start) >= preflightSettle {
+			return why, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

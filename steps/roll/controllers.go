@@ -102,7 +102,7 @@ func (c *Controllers) Snapshot(ctx context.Context, env *steps.Env) (*Snapshot, 
 			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
-		if s, down, err = c.read(ctx, env); err != nil {
+		if s, _, err = c.read(ctx, env); err != nil {
 			return nil, err
 		}
 	}
