@@ -32,6 +32,7 @@ func stopJVM(ctx context.Context, script string, pid int, label string, out io.W
 // when pid files are lost. With purge it removes the directory, but only a
 // directory that holds a kremedy lab.
 func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
+	out = &lockedWriter{w: out} // brokers stop in parallel, each saying so
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -138,4 +139,16 @@ func firstLine(b []byte) string {
 		}
 	}
 	return string(b)
+}
+
+// lockedWriter serializes the writes of the parallel stops to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -284,6 +284,7 @@ func kraftRoundTrip(t *testing.T, l *lab.Lab, kc *kafka.Client) {
 	if _, err := kc.CreateTopic(ctx, "hello", nil, 1, 3, nil); err != nil {
 		t.Fatal(err)
 	}
+	kraftWaitServed(t, kc, "hello", 1)
 	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)

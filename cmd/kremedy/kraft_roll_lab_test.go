@@ -71,6 +71,7 @@ func kraftRollingRestart(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string)
 	if _, err := kc.CreateTopic(ctx, "kledger", nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
+	kraftWaitServed(t, kc, "kledger", 3)
 	leader := kraftQuorum(t, l).Leader
 	before := kraftNodePIDs(l)
 	run := filepath.Join(t.TempDir(), "run")
@@ -135,5 +136,39 @@ func kraftRollingRestart(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string)
 	}
 	if r := kremedy(t, "lab", "controller", "start", strconv.Itoa(2), "--dir", dir); r.code != 0 {
 		t.Fatalf("lab controller start 2: exit %d\n%s", r.code, r.out)
+	}
+}
+
+// kraftWaitServed waits until every broker of the lab serves topic's parts
+// partitions, each with a leader and its whole ISR (a topic just created
+// is not served by every broker at once).
+func kraftWaitServed(t *testing.T, kc *kafka.Client, topic string, parts int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	served := func() bool {
+		for id := int32(1); id <= 3; id++ {
+			v, err := kc.BrokerView(ctx, id)
+			if err != nil {
+				return false
+			}
+			tv, ok := v.Topics[topic]
+			if !ok || !tv.Present() || len(tv.Partitions) != parts {
+				return false
+			}
+			for _, p := range tv.Partitions {
+				if p.Leader < 0 || len(p.ISR) != 3 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for !served() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the brokers do not all serve %s with its whole ISR within 2 minutes", topic)
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }
