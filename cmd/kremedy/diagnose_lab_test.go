@@ -350,24 +350,7 @@ func waitServing(t *testing.T, c *clients, topic string) {
 }
 
 // allServe reports whether every broker serves every topic of names with a
-// leader for each partition.
+// leader for each of its 3 partitions and their whole ISR.
 func allServe(ctx context.Context, c *clients, names []string) bool {
-	for id := int32(1); id <= 3; id++ {
-		v, err := c.kc.BrokerView(ctx, id)
-		if err != nil {
-			return false
-		}
-		for _, n := range names {
-			tv, ok := v.Topics[n]
-			if !ok || !tv.Present() || len(tv.Partitions) != 3 {
-				return false
-			}
-			for _, p := range tv.Partitions {
-				if p.Leader < 0 || len(p.ISR) != 3 {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return allServeParts(ctx, c.kc, names, 3)
 }

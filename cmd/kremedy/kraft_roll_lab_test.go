@@ -146,13 +146,25 @@ func kraftWaitServed(t *testing.T, kc *kafka.Client, topic string, parts int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	served := func() bool {
-		for id := int32(1); id <= 3; id++ {
-			v, err := kc.BrokerView(ctx, id)
-			if err != nil {
-				return false
-			}
-			tv, ok := v.Topics[topic]
+	for !allServeParts(ctx, kc, []string{topic}, parts) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the brokers do not all serve %s with its whole ISR within 2 minutes", topic)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// allServeParts reports whether brokers 1–3 each serve every topic of
+// names with parts partitions, each with a leader and its whole ISR.
+func allServeParts(ctx context.Context, kc *kafka.Client, names []string, parts int) bool {
+	for id := int32(1); id <= 3; id++ {
+		v, err := kc.BrokerView(ctx, id)
+		if err != nil {
+			return false
+		}
+		for _, n := range names {
+			tv, ok := v.Topics[n]
 			if !ok || !tv.Present() || len(tv.Partitions) != parts {
 				return false
 			}
@@ -162,13 +174,6 @@ func kraftWaitServed(t *testing.T, kc *kafka.Client, topic string, parts int) {
 				}
 			}
 		}
-		return true
 	}
-	for !served() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the brokers do not all serve %s with its whole ISR within 2 minutes", topic)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	return true
 }
