@@ -140,6 +140,7 @@ func kraftLabOf(t *testing.T, v string, net int) {
 
 	kraftStrayLogs(t, l, kc)
 	kraftMissingPartitionMetadata(t, l, kc)
+	kraftStrayCleanup(t, l)
 	kraftControllerDown(t, l, kc, dir)
 	kraftBrokerDown(t, l, kc, dir, up)
 	kraftRollingRestart(t, l, kc, dir)

@@ -137,6 +137,67 @@ func kraftRollingRestart(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string)
 	if r := kremedy(t, "lab", "controller", "start", strconv.Itoa(2), "--dir", dir); r.code != 0 {
 		t.Fatalf("lab controller start 2: exit %d\n%s", r.code, r.out)
 	}
+	kraftRollKilled(t, l)
+}
+
+// kraftRollKilled: kremedy SIGKILLed right after it stopped the second
+// controller (each node's roll is six actions: safe, stop, gone, start,
+// back, gate); `resume` starts that controller and goes on, and no node is
+// stopped twice: every controller and broker a new process, each stopped
+// exactly once in the run's journal.
+func kraftRollKilled(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	kraftWaitServed(t, mustKafka(t, l), "kledger", 3)
+	before := kraftNodePIDs(l)
+	run := filepath.Join(t.TempDir(), "killed")
+	killed := runWithFault(t, "sigkill@action-end:roll-controllers:8", "run", "kraft-rolling-restart", "--inventory", l.InventoryPath(), "--run-dir", run,
+		"--headless", "--yes", "--confirm", l.Inventory().Name, "--set", "health_timeout=3m")
+	if killed.code != -1 {
+		t.Fatalf("the roll was not killed at the second controller's stop (exit %d):\n%s", killed.code, killed.out)
+	}
+	down := 0
+	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		down = 0
+		for id, pid := range kraftNodePIDs(l) {
+			if id > 3000 && pid == 0 {
+				down++
+			}
+		}
+		if down == 1 || time.Now().After(wait) {
+			break
+		}
+	}
+	if s := stops(t, run); len(s) != 2 || down != 1 {
+		t.Fatalf("killed after the second controller's stop: stops %v, %d controllers down; want 2 stopped, 1 down", s, down)
+	}
+	r := kremedy(t, "resume", run, "--headless", "--yes", "--confirm", l.Inventory().Name)
+	if r.code != 0 {
+		t.Fatalf("resume after SIGKILL mid-roll: exit %d\n%s", r.code, r.out)
+	}
+	after := kraftNodePIDs(l)
+	for id, pid := range before {
+		if after[id] == pid || after[id] == 0 {
+			t.Errorf("node %d: pid %d before, %d after the killed and resumed roll: not a new process", id, pid, after[id])
+		}
+	}
+	s := stops(t, run)
+	for id := range before {
+		if s[id] != 1 {
+			t.Errorf("node %d stopped %d times in the killed and resumed roll, want once: %v", id, s[id], s)
+		}
+	}
+	t.Logf("FIGURE kraft-rolling-restart killed with SIGKILL after the second controller's stop, resumed (Kafka %s): resume took %s, 6 nodes each stopped once", l.State.Kafka, r.took.Round(time.Second))
+}
+
+// mustKafka is a Kafka client of the lab, closed with the test.
+func mustKafka(t *testing.T, l *lab.Lab) *kafka.Client {
+	t.Helper()
+	kc, err := kafka.New(l.State.Config.Bootstrap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return kc
 }
 
 // kraftWaitServed waits until every broker of the lab serves topic's parts

@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -223,4 +225,42 @@ func Sizes(ctx context.Context, h ports.Hosts, id int32, paths []string) (map[st
 		out[f[2]] = s
 	})
 	return out, err
+}
+
+// SizesText says, for each path of by (node → paths on its host), how big
+// and how old it is ("12.0 MiB, last changed 3m ago"; "size and age
+// unknown" when it could not be measured), one command per host, hosts in
+// parallel. now is the clock ages are measured against.
+func SizesText(ctx context.Context, h ports.Hosts, by map[int32][]string, now time.Time) map[string]string {
+	ids := slices.Sorted(maps.Keys(by))
+	got := par.Each(ids, func(id int32) map[string]Size {
+		m, _ := Sizes(ctx, h, id, by[id])
+		return m
+	})
+	out := map[string]string{}
+	for i, id := range ids {
+		for _, p := range by[id] {
+			sz, ok := got[i][p]
+			switch {
+			case !ok:
+				out[p] = "size and age unknown"
+			case sz.Modified.IsZero():
+				out[p] = KiB(sz.KiB) + ", age unknown"
+			default:
+				out[p] = fmt.Sprintf("%s, last changed %s ago", KiB(sz.KiB), now.Sub(sz.Modified).Round(time.Minute))
+			}
+		}
+	}
+	return out
+}
+
+// KiB is n KiB for people: "20 KiB", "3.5 MiB", "1.2 GiB".
+func KiB(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d KiB", n)
 }

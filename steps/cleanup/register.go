@@ -27,6 +27,8 @@ func Register(r *steps.Registry) {
 	steps.Register(r, "start-brokers", nil, func(o startOpts) steps.Kind { return &startBrokers{o: o} })
 	steps.Register(r, "verify-topic", []string{artBackup, artOffsets}, func(o verifyOpts) steps.Kind { return &verifyTopic{o: o} })
 	steps.Register(r, "reattach-clients", nil, func(o reattachOpts) steps.Kind { return &reattach{o: o} })
+	steps.Register(r, "stray-find", nil, func(o strayOpts) steps.Kind { return &strayFind{o: o} })
+	steps.Register(r, "stray-quarantine", []string{artManifest}, func(o strayOpts) steps.Kind { return &strayQuarantine{o: o} })
 }
 
 // topicOpts: the topic every topic-cleanup kind works on.

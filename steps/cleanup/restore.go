@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps"
@@ -76,14 +77,8 @@ func RestoreSegments(ctx context.Context, c ports.Cluster, manifestPath string, 
 	if err := json.Unmarshal(b, &m); err != nil || m.Format != 1 {
 		return fmt.Errorf("%s is not a kremedy quarantine manifest (%v); nothing was moved", manifestPath, err)
 	}
-	reg, err := brokers.Registered(ctx, c.ZK)
-	if err != nil {
+	if err := restorable(ctx, c, &m); err != nil {
 		return err
-	}
-	for _, mv := range m.Moves {
-		if mv.State == "moved" && slices.Contains(reg, mv.Broker) {
-			return fmt.Errorf("%w: broker %d is registered (running); stop it first — a broker must never see its log dirs change under it. Nothing was moved", steps.ErrRefused, mv.Broker)
-		}
 	}
 	moved := 0
 	for _, mv := range m.Moves {
@@ -97,12 +92,51 @@ if [ -e "$dst" ] && [ ! -e "$src" ]; then echo "already back: $dst"; exit 0; fi
 if [ -e "$dst" ]; then echo "refusing: $dst exists in the log dir" >&2; exit 3; fi
 mv -- "$src" "$dst"
 echo "moved back $src -> $dst"`, shell.Quote(mv.To), shell.Quote(mv.From))
+		if m.Kind == strayManifestKind {
+			script = strayFunc + "kremedy_straycheck " + shell.Quote(mv.From) + " || exit $?\n" + script
+		}
 		h, _ := c.Target.Host(mv.Broker)
 		if err := c.Hosts.Run(ctx, mv.Broker, shell.Script(script), func(l ports.Line) { fmt.Fprintf(out, "broker %d (%s): %s\n", mv.Broker, h.Host, l.Text) }); err != nil {
 			return fmt.Errorf("move %s back on broker %d: %w (%d directories were moved back before it)", mv.To, mv.Broker, err, moved)
 		}
 		moved++
 	}
+	if m.Kind == strayManifestKind {
+		fmt.Fprintf(out, "moved %d -stray directories back into their log dirs; Kafka loads them as stray logs again at each broker's next start, as before the cleanup\n", moved)
+		return nil
+	}
 	fmt.Fprintf(out, "moved %d directories of %q back; restore the znodes from %s with them (kremedy znodes restore), then start the brokers\n", moved, m.Topic, m.Backup)
+	return nil
+}
+
+// restorable refuses a restore that a running broker could see: a topic's
+// directories go back only while their brokers are stopped. -stray
+// directories (a stray-cleanup's manifest) may go back while the brokers
+// run: Kafka opens a -stray path only at its start (LogManager.loadLog),
+// so putting one back is the state before the cleanup — but only -stray
+// names, checked here and again on the host.
+func restorable(ctx context.Context, c ports.Cluster, m *Manifest) error {
+	switch {
+	case m.Kind == strayManifestKind:
+		for _, mv := range m.Moves {
+			if !strings.HasSuffix(mv.From, "-stray") {
+				return fmt.Errorf("%w: the manifest of a stray cleanup lists %s on broker %d, which is not a -stray directory: it was edited or is corrupt. Nothing was moved", steps.ErrRefused, mv.From, mv.Broker)
+			}
+		}
+		return nil
+	case m.Kind != "":
+		return fmt.Errorf("%w: the manifest is of kind %q, which this kremedy does not know. Nothing was moved", steps.ErrRefused, m.Kind)
+	case c.ZK == nil:
+		return fmt.Errorf("%w: this manifest is a topic cleanup's (ZooKeeper mode), and the inventory describes a KRaft cluster, which kremedy cannot prove the brokers stopped on without ZooKeeper; pass --inventory with the ZooKeeper-mode inventory of the run. Nothing was moved", steps.ErrRefused)
+	}
+	reg, err := brokers.Registered(ctx, c.ZK)
+	if err != nil {
+		return err
+	}
+	for _, mv := range m.Moves {
+		if mv.State == "moved" && slices.Contains(reg, mv.Broker) {
+			return fmt.Errorf("%w: broker %d is registered (running); stop it first — a broker must never see its log dirs change under it. Nothing was moved", steps.ErrRefused, mv.Broker)
+		}
+	}
 	return nil
 }

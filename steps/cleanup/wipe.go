@@ -50,8 +50,12 @@ type Manifest struct {
 	Format  int    `json:"format"`
 	Cluster string `json:"cluster"`
 	Topic   string `json:"topic"`
-	Backup  string `json:"znode_backup"`
-	Moves   []Move `json:"moves"`
+	// Kind is "" for a topic's directories (topic-cleanup: restored only
+	// while the brokers are stopped) and strayManifestKind for -stray
+	// directories moved while the brokers ran.
+	Kind   string `json:"kind,omitempty"`
+	Backup string `json:"znode_backup,omitempty"`
+	Moves  []Move `json:"moves"`
 }
 
 // QuarantineDir is where a log dir's moved partition directories go on the
@@ -148,8 +152,14 @@ func (k *wipeSegments) refuseLive(ctx context.Context, env *steps.Env, f *Facts)
 	return nil
 }
 
+// loadManifest reads the run's quarantine manifest, or starts one: a
+// topic's (with the znode backup beside it), or for topic "" a stray
+// cleanup's.
 func loadManifest(env *steps.Env, topic string) (*Manifest, error) {
-	m := &Manifest{Format: 1, Cluster: env.Target.Name, Topic: topic, Backup: env.Artifact(artBackup)}
+	m := &Manifest{Format: 1, Cluster: env.Target.Name, Topic: topic, Kind: strayManifestKind}
+	if topic != "" {
+		m.Kind, m.Backup = "", env.Artifact(artBackup)
+	}
 	b, err := os.ReadFile(env.Artifact(artManifest))
 	if os.IsNotExist(err) {
 		return m, nil
@@ -192,17 +202,36 @@ const lockFunc = `kremedy_lockcheck() {
 }
 `
 
+// strayFunc refuses to move a directory whose name does not end in
+// -stray: the only kind Kafka never touches again while it runs.
+const strayFunc = `kremedy_straycheck() {
+  case "$1" in
+    *-stray) ;;
+    *) echo "refusing: $1 is not a -stray directory, and only those may move while the broker runs. Nothing more was moved on this host" >&2; return 6 ;;
+  esac
+}
+`
+
 // moveScript is one host's wipe: the lock check of every log dir involved,
-// then each move, stopping at the first failure.
-func moveScript(moves []Move) string {
+// then each move, stopping at the first failure. With strays (directories
+// moved while the broker runs) the lock check gives way to a check that
+// every source is a -stray directory.
+func moveScript(moves []Move, strays bool) string {
 	var script strings.Builder
 	script.WriteString(moveFunc)
-	script.WriteString(lockFunc)
-	checked := map[string]bool{}
-	for _, mv := range moves {
-		if d := filepath.Dir(mv.From); !checked[d] {
-			checked[d] = true
-			fmt.Fprintf(&script, "kremedy_lockcheck %s || exit $?\n", shell.Quote(d))
+	if strays {
+		script.WriteString(strayFunc)
+		for _, mv := range moves {
+			fmt.Fprintf(&script, "kremedy_straycheck %s || exit $?\n", shell.Quote(mv.From))
+		}
+	} else {
+		script.WriteString(lockFunc)
+		checked := map[string]bool{}
+		for _, mv := range moves {
+			if d := filepath.Dir(mv.From); !checked[d] {
+				checked[d] = true
+				fmt.Fprintf(&script, "kremedy_lockcheck %s || exit $?\n", shell.Quote(d))
+			}
 		}
 	}
 	for _, mv := range moves {
@@ -247,6 +276,9 @@ type quarantine struct {
 	man  *Manifest
 	ends map[string]func(error) error // broker/from -> its action's end
 	idx  map[string]int               // broker/from -> its index in man.Moves
+	// strays: the moves are -stray directories, moved while the broker
+	// runs — no .lock check, and the host refuses any other name.
+	strays bool
 }
 
 func moveKey(b int32, from string) string { return fmt.Sprintf("%d/%s", b, from) }
@@ -278,8 +310,13 @@ func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 	if err := q.plan(hosts, p.Actions[0]); err != nil {
 		return err
 	}
-	// One SSH command per broker moves that broker's directories, brokers
-	// in parallel; each move is marked moved as soon as its host reports it.
+	return q.moveAll(ctx, hosts)
+}
+
+// moveAll runs one SSH command per broker, moving that broker's
+// directories, brokers in parallel; each move is marked moved as soon as
+// its host reports it.
+func (q *quarantine) moveAll(ctx context.Context, hosts []*hostMoves) error {
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
@@ -319,7 +356,7 @@ func (q *quarantine) move(ctx context.Context, h *hostMoves) error {
 	env := q.env
 	host, _ := env.Target.Host(h.broker)
 	label := fmt.Sprintf("broker %d (%s)", h.broker, host.Host)
-	err := env.Hosts.Run(ctx, h.broker, shell.Script(moveScript(h.moves)), func(l ports.Line) {
+	err := env.Hosts.Run(ctx, h.broker, shell.Script(moveScript(h.moves, q.strays)), func(l ports.Line) {
 		env.Output(label, l)
 		for _, prefix := range []string{"moved ", "in quarantine: "} {
 			rest, ok := strings.CutPrefix(l.Text, prefix)

@@ -28,7 +28,7 @@ func TestMoveScriptRefusesAHeldLock(t *testing.T) {
 	mv := Move{From: filepath.Join(logDir, "orders-0"), To: filepath.Join(base, "kremedy-quarantine", "run", "data", "orders-0")}
 	run := func() (string, error) {
 		var out strings.Builder
-		err := steptest.LocalShell{Shell: "/bin/sh"}.Run(context.Background(), 1, shell.Script(moveScript([]Move{mv})), func(l ports.Line) { out.WriteString(l.Text + "\n") })
+		err := steptest.LocalShell{Shell: "/bin/sh"}.Run(context.Background(), 1, shell.Script(moveScript([]Move{mv}, false)), func(l ports.Line) { out.WriteString(l.Text + "\n") })
 		return out.String(), err
 	}
 	out, err := run()

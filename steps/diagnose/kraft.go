@@ -645,36 +645,7 @@ func (g *kraftDiag) sizes(ctx context.Context, strays []stray) map[string]string
 	for _, s := range strays {
 		by[s.broker] = append(by[s.broker], s.path)
 	}
-	ids := slices.Sorted(maps.Keys(by))
-	got := par.Each(ids, func(id int32) map[string]brokers.Size {
-		m, _ := brokers.Sizes(ctx, g.c.Hosts, id, by[id])
-		return m
-	})
-	out := map[string]string{}
-	for i, id := range ids {
-		for _, p := range by[id] {
-			sz, ok := got[i][p]
-			switch {
-			case !ok:
-				out[p] = "size and age unknown"
-			case sz.Modified.IsZero():
-				out[p] = fmt.Sprintf("%s, age unknown", kib(sz.KiB))
-			default:
-				out[p] = fmt.Sprintf("%s, last changed %s ago", kib(sz.KiB), time.Since(sz.Modified).Round(time.Minute))
-			}
-		}
-	}
-	return out
-}
-
-func kib(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d KiB", n)
+	return brokers.SizesText(ctx, g.c.Hosts, by, time.Now())
 }
 
 // leftovers: what a migration from ZooKeeper left in the nodes' configs (the

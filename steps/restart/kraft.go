@@ -57,7 +57,7 @@ func kraftRollOf(o kraftRollOpts) roll.Roll {
 	r := roll.Roll{Only: o.Only, StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, HealWait: o.HealthTimeout}
 	switch o.Nodes {
 	case NodesControllers:
-		r.Nodes = &roll.Controllers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout}
+		r.Nodes = &roll.Controllers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout, Header: true}
 	case NodesBrokers:
 		r.Nodes = &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout}
 		r.Accept = o.Accept
@@ -229,7 +229,7 @@ func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan,
 	if len(why) > 0 {
 		return p, checks, refuse("a rolling restart of this cluster could not keep it available now (read for %s): %s. Nothing was changed", preflightSettle, strings.Join(why, "; "))
 	}
-	s, err := (&roll.Controllers{}).Snapshot(ctx, env)
+	s, err := (&roll.Controllers{Header: true}).Snapshot(ctx, env)
 	if err != nil {
 		return p, checks, err
 	}

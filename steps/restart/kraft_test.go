@@ -2,8 +2,10 @@ package restart_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/restart"
 	"github.com/kremedy/kremedy/steps/steptest"
@@ -103,6 +106,28 @@ func TestKRaftRollControllersFirstLeaderLast(t *testing.T) {
 	}
 	if q, _ := f.Kafka.Quorum(context.Background(), []string{"c1:9093"}); q.Leader == 3001 {
 		t.Fatalf("the fake quorum kept its stopped leader: %+v", q)
+	}
+	// The header (the run's status line) follows the quorum: its leader
+	// and margin before the roll, the new leader after the old one stopped.
+	recs, err := journal.Read(filepath.Join(f.s.Dir(), steps.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status []string
+	for _, r := range recs {
+		var n struct {
+			Text   string `json:"text"`
+			Status bool   `json:"status"`
+		}
+		if r.Type == journal.Note && json.Unmarshal(r.Data, &n) == nil && n.Status {
+			status = append(status, n.Text)
+		}
+	}
+	all := strings.Join(status, "\n")
+	if !strings.Contains(all, "metadata quorum: leader 3001, epoch 4 · 3 of 3 voters caught up, a majority is 2 · margin 1") ||
+		!strings.Contains(all, "2 of 3 voters caught up, a majority is 2 · margin 0 · not caught up: 3002") ||
+		!strings.Contains(all, "metadata quorum: leader 3002, epoch 5") {
+		t.Fatalf("the status lines do not follow the quorum:\n%s", all)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
@@ -23,6 +24,11 @@ import (
 type Controllers struct {
 	HealthChecks  int
 	HealthTimeout time.Duration
+	// Header: each read of the quorum that changes what it shows puts
+	// the leader, epoch and margin in the run's status line (the TUI's
+	// header), for the roll of the controllers themselves.
+	Header bool
+	shown  string
 }
 
 func (c *Controllers) Noun() string { return "controller" }
@@ -66,7 +72,11 @@ func (c *Controllers) Wait(ctx context.Context, env *steps.Env, a Args, timeout 
 	h, _ := env.Target.Controller(a.Node)
 	switch a.Phase {
 	case PhaseGone:
-		return WaitListening(ctx, env, h, false, timeout)
+		err := WaitListening(ctx, env, h, false, timeout)
+		if err == nil {
+			c.showNow(ctx, env) // the margin while it is down
+		}
+		return err
 	case PhaseBack:
 		return WaitListening(ctx, env, h, true, timeout)
 	case PhaseGate:
@@ -74,6 +84,7 @@ func (c *Controllers) Wait(ctx context.Context, env *steps.Env, a Args, timeout 
 		if err := WaitQuorum(ctx, env, &id, c.HealthTimeout); err != nil {
 			return err
 		}
+		c.showNow(ctx, env) // the margin back, or a new leader
 		checks, err := HoldHealth(ctx, env, brokers.HostIDs(env.Target), max(1, c.HealthChecks), c.HealthTimeout)
 		for _, ch := range checks {
 			env.Check(ch)
@@ -106,7 +117,47 @@ func (c *Controllers) Snapshot(ctx context.Context, env *steps.Env) (*Snapshot, 
 			return nil, err
 		}
 	}
+	c.show(env, s)
 	return s, nil
+}
+
+// show puts s in the run's status line, when the roll shows the quorum and
+// the line changed.
+func (c *Controllers) show(env *steps.Env, s *Snapshot) {
+	if line := s.Status(); c.Header && line != c.shown {
+		c.shown = line
+		env.Status(line)
+	}
+}
+
+// showNow reads the quorum once for the status line (a read that fails
+// leaves the line as it was: the waits report their own errors).
+func (c *Controllers) showNow(ctx context.Context, env *steps.Env) {
+	if !c.Header {
+		return
+	}
+	if s, _, err := c.read(ctx, env); err == nil {
+		c.show(env, s)
+	}
+}
+
+// Status is the quorum in one line: its leader and epoch, how many voters
+// are caught up and how many could be lost, and who is not caught up.
+func (s *Snapshot) Status() string {
+	q, m := s.Quorum, s.Margin
+	leader := "NO LEADER"
+	if q.Leader >= 0 {
+		leader = fmt.Sprintf("leader %d", q.Leader)
+	}
+	line := fmt.Sprintf("metadata quorum: %s, epoch %d · %d of %d voters caught up, a majority is %d · margin %d", leader, q.Epoch, m.CaughtUp, m.Voters, m.Majority, max(m.CaughtUp-m.Majority, 0))
+	if len(m.Down) > 0 {
+		var ids []string
+		for _, id := range slices.Sorted(maps.Keys(m.Down)) {
+			ids = append(ids, fmt.Sprint(id))
+		}
+		line += " · not caught up: " + strings.Join(ids, ", ")
+	}
+	return line
 }
 
 func (c *Controllers) read(ctx context.Context, env *steps.Env) (*Snapshot, map[int32]string, error) {

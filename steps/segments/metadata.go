@@ -152,3 +152,12 @@ func canonicalTopicID(s string) (string, error) {
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
+
+// SameTopicID reports whether a and b are the same topic id as Kafka
+// compares them (the Uuid they decode to); an empty or unreadable id is
+// never the same as anything.
+func SameTopicID(a, b string) bool {
+	ca, err1 := canonicalTopicID(a)
+	cb, err2 := canonicalTopicID(b)
+	return err1 == nil && err2 == nil && ca == cb
+}

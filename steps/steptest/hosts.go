@@ -126,7 +126,7 @@ var (
 	sizesRe = regexp.MustCompile(`(?m)^kremedy_sizes (.+)$`)
 	listRe  = regexp.MustCompile(`(?m)^kremedy_list (\d+) (\S+)$`)
 	moveRe  = regexp.MustCompile(`(?m)^kremedy_move (\S+) (\S+) \|\| exit \$\?$`)
-	backRe  = regexp.MustCompile(`(?s)^set -e\nsrc=(\S+); dst=(\S+)\n`)
+	backRe  = regexp.MustCompile(`(?sm)^set -e\nsrc=(\S+); dst=(\S+)\n`)
 	whereRe = regexp.MustCompile(`^if \[ -e (\S+) \] && \[ ! -e (\S+) \]`)
 )
 
@@ -298,10 +298,18 @@ func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
 		}
 		return nil
 	}
+	strays := strings.Contains(cmd, "kremedy_straycheck() {")
 	if strings.HasPrefix(cmd, "kremedy_move() {") {
 		for _, m := range moveRe.FindAllStringSubmatch(cmd, -1) {
 			src, dst := unquote(m[1]), unquote(m[2])
-			if h.Running[broker] {
+			// A stray cleanup's script refuses, on the host, any source
+			// not named -stray; only those may move while the broker runs.
+			if strays {
+				if !strings.HasSuffix(src, "-stray") {
+					emit("refusing: " + src + " is not a -stray directory")
+					return &ExitErr{6}
+				}
+			} else if h.Running[broker] {
 				h.t.Errorf("move %s on broker %d while it runs", src, broker)
 			}
 			sd, sn := filepath.Dir(src), filepath.Base(src)
@@ -325,7 +333,9 @@ func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
 	}
 	if m := backRe.FindStringSubmatch(cmd); m != nil { // segments restore
 		src, dst := unquote(m[1]), unquote(m[2])
-		if h.Running[broker] {
+		if strays && !strings.HasSuffix(dst, "-stray") {
+			return &ExitErr{6}
+		} else if !strays && h.Running[broker] {
 			h.t.Errorf("restore %s on broker %d while it runs", src, broker)
 		}
 		sd, sn, dd, dn := filepath.Dir(src), filepath.Base(src), filepath.Dir(dst), filepath.Base(dst)
