@@ -219,6 +219,16 @@ func (e *env) diagnoseNext() string {
 	return fmt.Sprintf("`kremedy diagnose --inventory %s`", e.l.InventoryPath())
 }
 
+// strayCleanupNext is the command that cleans the strays up (with
+// unproven, the ones without partition.metadata too).
+func (e *env) strayCleanupNext(unproven bool) string {
+	set := ""
+	if unproven {
+		set = " --set unproven=true"
+	}
+	return fmt.Sprintf("`kremedy run stray-cleanup --inventory %s%s`", e.l.InventoryPath(), set)
+}
+
 // victimTopic is the KRaft scenarios' prologue: topic e.t created with
 // replication factor 3 over ids and written to (the "old" messages), and
 // the broker the scenario breaks (Report.Victim).

@@ -79,7 +79,7 @@ func (e *env) missingPartitionMetadata(ids []int32) error {
 	e.observe(fmt.Sprintf("clients are fine: every partition of %q still holds its %d messages", t, MessagesPerPartition), 20*time.Second, false, func() (bool, string) {
 		return e.readsOnly(t, len(assign), "old", MessagesPerPartition)
 	})
-	e.rep.Next = fmt.Sprintf("the cluster serves %q as before; broker %d's disk holds a -stray copy of %s-%s that Kafka never deletes: the stray-cleanup runbook (issue 25) — for now: %s",
-		t, b, t, part, e.diagnoseNext())
+	e.rep.Next = fmt.Sprintf("the cluster serves %q as before; broker %d's disk holds a -stray copy of %s-%s that Kafka never deletes, without partition.metadata: kremedy cannot prove from a topic id whose data it holds. %s names it; once you have compared it with the live partition, %s moves it into a quarantine",
+		t, b, t, part, e.diagnoseNext(), e.strayCleanupNext(true))
 	return e.verdict()
 }

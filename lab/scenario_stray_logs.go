@@ -108,7 +108,7 @@ func (e *env) strayLogs(ids []int32) error {
 	for i, s := range strays {
 		dirs[i] = filepath.Base(s)
 	}
-	e.rep.Next = fmt.Sprintf("clients see nothing wrong; broker %d's disks hold %d -stray directories of %q (%s, %d bytes on disk) that Kafka never deletes: the stray-cleanup runbook (issue 25) — for now: %s",
-		b, len(strays), t, strings.Join(dirs, ", "), bytes, e.diagnoseNext())
+	e.rep.Next = fmt.Sprintf("clients see nothing wrong; broker %d's disks hold %d -stray directories of %q (%s, %d bytes on disk) that Kafka never deletes. %s names them; %s moves them into a quarantine while the brokers run (`kremedy segments restore` undoes it)",
+		b, len(strays), t, strings.Join(dirs, ", "), bytes, e.diagnoseNext(), e.strayCleanupNext(false))
 	return e.verdict()
 }
