@@ -246,6 +246,8 @@ func SizesText(ctx context.Context, h ports.Hosts, by map[int32][]string, now ti
 				out[p] = "size and age unknown"
 			case sz.Modified.IsZero():
 				out[p] = KiB(sz.KiB) + ", age unknown"
+			case now.Sub(sz.Modified) < time.Minute:
+				out[p] = KiB(sz.KiB) + ", last changed less than a minute ago"
 			default:
 				out[p] = fmt.Sprintf("%s, last changed %s ago", KiB(sz.KiB), now.Sub(sz.Modified).Round(time.Minute))
 			}

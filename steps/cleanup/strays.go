@@ -345,11 +345,11 @@ func (k *strayFind) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, erro
 		p.Summary = "no -stray directory on any broker's log dirs: nothing to clean up"
 	}
 	for _, s := range look.Strays {
-		verdict := "may go: " + s.Proof
+		verdict := "may go: " + s.Proof // the proof names the old topic id
 		if s.Why != "" {
-			verdict = "stays: " + s.Why
+			verdict = fmt.Sprintf("stays (old topic id %s): %s", s.oldID(), s.Why)
 		}
-		p.Facts = append(p.Facts, fmt.Sprintf("broker %d %s: %s-%d, old topic id %s, %s — %s", s.Broker, s.path(), s.Dir.Topic, s.Dir.Partition, s.oldID(), s.Size, verdict))
+		p.Facts = append(p.Facts, fmt.Sprintf("broker %d %s: %s-%d, %s — %s", s.Broker, s.path(), s.Dir.Topic, s.Dir.Partition, s.Size, verdict))
 	}
 	p.Notes = wouldBeNotes(look)
 	k.checks = []steps.Check{
@@ -415,7 +415,7 @@ func (k *strayQuarantine) Plan(ctx context.Context, env *steps.Env) (*steps.Plan
 		mv := Move{Broker: s.Broker, Host: h.Host, From: s.path(), To: filepath.Join(QuarantineDir(env.RunID(), s.LogDir), s.Dir.Name), Kind: segments.Stray.String(), State: "planned"}
 		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("move-%d", len(p.Actions)), Op: steps.OpMove, Broker: s.Broker,
 			Target: fmt.Sprintf("broker %d on %s: %s", s.Broker, h.On(), mv.From),
-			Detail: fmt.Sprintf("→ %s (%s-%d, old topic id %s, %s; %s)", mv.To, s.Dir.Topic, s.Dir.Partition, s.oldID(), s.Size, s.Proof), Args: mv})
+			Detail: fmt.Sprintf("→ %s (%s-%d, %s; %s)", mv.To, s.Dir.Topic, s.Dir.Partition, s.Size, s.Proof), Args: mv})
 	}
 	p.Notes = append(p.Notes, "Disk space: a move within the same filesystem frees nothing, and Kafka keeps a stray's files open until the broker's process exits (LogManager never closes a stray log). Delete the quarantine once you are sure, then restart those brokers (kraft-rolling-restart) to get the space back.")
 	p.Actions = append([]steps.Action{{ID: "manifest", Op: steps.OpSave, Target: env.Artifact(artManifest), Detail: "each move is recorded before and after it happens; segments restore puts them back"}}, p.Actions...)
