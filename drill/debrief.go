@@ -17,6 +17,9 @@ type RunScore struct {
 	WaitS    float64     `json:"operator_wait_in_outage_s"`
 	Steps    []StepScore `json:"steps"`
 	Finished bool        `json:"finished"`
+	// Failures are the steps that failed while the run went, each time
+	// one did (a step retried to done is still one).
+	Failures []Refusal `json:"step_failures,omitempty"`
 }
 
 // StepScore is a step of a run: done, skipped, failed or not reached, and
@@ -118,6 +121,10 @@ func Score(in Inputs) Debrief {
 	for _, r := range in.Runs {
 		d.OutageS += r.OutageS
 		d.OperatorWaitInOutageS += r.WaitS
+		for _, f := range r.Failures {
+			d.RefusedActions = append(d.RefusedActions, f)
+			d.Timeline = append(d.Timeline, Event{At: f.At, From: "kremedy", What: fmt.Sprintf("%s failed: %s", f.Command, firstLine(f.Why))})
+		}
 		for _, st := range r.Steps {
 			if !st.At.IsZero() {
 				d.Timeline = append(d.Timeline, Event{At: st.At, From: "kremedy", What: fmt.Sprintf("%s: %s %s", r.Runbook, st.ID, st.State)})
@@ -155,6 +162,7 @@ func Score(in Inputs) Debrief {
 				name, c.Sent, c.Acked, c.Failed, c.Consumed, c.Lost, c.Duplicated, c.MaxLatencyMs)})
 		}
 	}
+	slices.SortStableFunc(d.RefusedActions, func(a, b Refusal) int { return a.At.Compare(b.At) })
 	slices.SortStableFunc(d.Timeline, func(a, b Event) int { return a.At.Compare(b.At) })
 	return d
 }
@@ -236,7 +244,7 @@ func (d Debrief) Markdown() string {
 	}
 	w("")
 	if len(d.RefusedActions) > 0 {
-		w("## What kremedy refused")
+		w("## What kremedy refused, or what failed and was retried")
 		for _, r := range d.RefusedActions {
 			w("- %s `%s`: %s", r.At.UTC().Format("15:04:05"), r.Command, r.Why)
 		}

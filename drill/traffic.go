@@ -236,6 +236,10 @@ func (t *Traffic) consume(name string, co *kgo.Client) {
 	}
 }
 
+// pauseGrace is how long Pause lets a producer flush before it drops what
+// it still holds (the drill's `clients pause` waits 30 s for the pause).
+var pauseGrace = 10 * time.Second
+
 // Pause detaches topic's customers: its writes stop and its group member
 // leaves. Resume attaches them again.
 func (t *Traffic) Pause(topic string) error {
@@ -252,8 +256,17 @@ func (t *Traffic) Pause(topic string) error {
 	l.producer, l.consumer = nil, nil
 	l.sending.Unlock()
 	if pr != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), t.opts.DeliveryTimeout+5*time.Second)
-		_ = pr.Flush(ctx) // what is in flight is acknowledged or fails
+		// A client being stopped flushes for a grace period and then
+		// drops what it still holds, as an application's shutdown does:
+		// a record stuck on a partition with no leader would otherwise
+		// hold the detach for the whole delivery timeout. The dropped
+		// records fail (they were never acknowledged): counted as failed.
+		ctx, cancel := context.WithTimeout(context.Background(), pauseGrace)
+		if err := pr.Flush(ctx); err != nil {
+			actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = pr.AbortBufferedRecords(actx)
+			acancel()
+		}
 		cancel()
 	}
 	(&topicLog{producer: pr, consumer: co}).close()

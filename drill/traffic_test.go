@@ -145,3 +145,34 @@ func TestTrafficPauseDetaches(t *testing.T) {
 		t.Fatalf("orders: %+v", o)
 	}
 }
+
+// Pause does not wait for the delivery timeout: records stuck on a topic
+// the cluster does not serve are flushed for the grace period, then
+// dropped and counted as failed — as a client's shutdown drops them.
+func TestPauseDropsStuckRecordsAfterTheGrace(t *testing.T) {
+	defer func(g time.Duration) { pauseGrace = g }(pauseGrace)
+	pauseGrace = 500 * time.Millisecond
+	c := fakeCluster(t, "orders")
+	tr, err := Start(Options{Bootstrap: c.ListenAddrs(), Topics: []string{"orders", "nowhere"}, Group: "drill", Rate: 100, DeliveryTimeout: time.Minute,
+		Client: []kgo.Opt{kgo.UnknownTopicRetries(-1)}}) // the records to nowhere wait: stuck until the delivery timeout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Stop(time.Second)
+	for deadline := time.Now().Add(10 * time.Second); tr.Snapshot()["nowhere"].Sent < 20; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no sends to nowhere: %+v", tr.Snapshot())
+		}
+	}
+	start := time.Now()
+	if err := tr.Pause("nowhere"); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Pause took %s with a 500ms grace: it waited for the delivery timeout", took)
+	}
+	s := tr.Snapshot()["nowhere"]
+	if s.Acked != 0 || s.Failed != s.Sent || s.Sent == 0 || s.Lost != 0 {
+		t.Fatalf("after the pause: %+v, want every send failed", s)
+	}
+}

@@ -466,6 +466,13 @@ func scoreRuns(cmds []drill.Command) []drill.RunScore {
 			r.OutageS, r.WaitS = o.Length().Seconds(), wait.Seconds()
 		}
 		r.Steps, r.Finished = stepScores(recs, whyNotes(c.Runbook))
+		var same []drill.Command
+		for _, o := range cmds {
+			if o.RunDir == c.RunDir {
+				same = append(same, o)
+			}
+		}
+		r.Failures = stepFailures(recs, c.Runbook, same)
 		out = append(out, r)
 	}
 	return out
@@ -514,6 +521,44 @@ func stepScores(recs []journal.Record, why map[string]string) ([]drill.StepScore
 		out = append(out, *by[id])
 	}
 	return out, finished
+}
+
+// stepFailures are the step failures of a run's journal that no command's
+// exit code shows: a step that failed and was retried in the same TUI
+// session (r) to done. The last failure of a command that exited non-zero
+// is that command's refusal, counted with the commands (cmds: the drill's
+// commands on this run directory).
+func stepFailures(recs []journal.Record, runbook string, cmds []drill.Command) []drill.Refusal {
+	var out []drill.Refusal
+	lastOf := map[int]int{} // command index -> index in out of its last failure
+	for _, r := range recs {
+		if r.Type != journal.StepFailed {
+			continue
+		}
+		var f struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(r.Data, &f)
+		for ci, c := range cmds {
+			if !r.Time.Before(c.At) && (c.Exit < 0 || !r.Time.After(c.At.Add(time.Duration(c.TookS*float64(time.Second))+time.Second))) {
+				lastOf[ci] = len(out)
+			}
+		}
+		out = append(out, drill.Refusal{At: r.Time, Command: fmt.Sprintf("%s: step %s", runbook, r.Step), Why: f.Error})
+	}
+	drop := map[int]bool{}
+	for ci, i := range lastOf {
+		if cmds[ci].Exit != 0 {
+			drop[i] = true
+		}
+	}
+	var kept []drill.Refusal
+	for i, f := range out {
+		if !drop[i] {
+			kept = append(kept, f)
+		}
+	}
+	return kept
 }
 
 func newDrillClientsCmd() *cobra.Command {
