@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/diagnose"
@@ -59,6 +60,12 @@ func newDiagnoseCmd() *cobra.Command {
 			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration, Accept: accepted})
 			if err != nil {
 				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
+			}
+			// The fixes' commands name this inventory, ready to paste.
+			for i := range d.Findings {
+				for _, end := range []string{" ", "`"} {
+					d.Findings[i].Fix = strings.ReplaceAll(d.Findings[i].Fix, "--inventory "+diagnose.InventoryMark+end, "--inventory "+shell.Quote(cl.inv.Path)+end)
+				}
 			}
 			w := cmd.OutOrStdout()
 			if output == "jsonl" {

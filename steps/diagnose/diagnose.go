@@ -114,7 +114,14 @@ type Options struct {
 	Accept []string
 }
 
-const cleanupFix = "run the topic-cleanup runbook: `kremedy run topic-cleanup --inventory INV --set topic=%s` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything and verifies)"
+const cleanupFix = "run the topic-cleanup runbook: `kremedy run topic-cleanup --inventory " + InventoryMark + " --set topic=%s` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything and verifies)"
+
+// cleanupFixRecreate is cleanupFix with the topic recreated empty at the end.
+const cleanupFixRecreate = "run the topic-cleanup runbook with recreate=true: `kremedy run topic-cleanup --inventory " + InventoryMark + " --set topic=%s --set recreate=true` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything, recreates the topic empty and verifies)"
+
+// InventoryMark stands for the inventory's path in a finding's commands;
+// the command that knows the path (diagnose's) puts it in (WithInventory).
+const InventoryMark = "INV"
 
 // diagnosis is one diagnosis being made.
 type diagnosis struct {
@@ -723,7 +730,7 @@ func (g *diagnosis) adoptedSegments(ctx context.Context, name string, ts *kafkaz
 		g.add(Finding{Kind: FindAdoptedSegments, Severity: Critical, Topic: name, Partitions: adopted,
 			Summary:  fmt.Sprintf("%q serves records older than the topic itself: a recreated topic adopted old segments", name),
 			Evidence: append(adEv, "record timestamps are the producers' (CreateTime): a topic filled by MirrorMaker or with old event times looks the same — check the segment files' dates on the brokers before acting"),
-			Fix:      fmt.Sprintf(cleanupFix, name) + " with recreate=true",
+			Fix:      fmt.Sprintf(cleanupFixRecreate, name),
 			DoNot:    "do not let consumers read it: they would process the deleted topic's data", Runbook: "topic-cleanup"})
 	}
 }
@@ -873,7 +880,7 @@ func diagnoseDisks(add func(Finding), t ports.Target, st *kafkazk.ClusterState, 
 				// to the partition: after a restart it adopts the directory.
 				f.Summary = fmt.Sprintf("directories of %q carry another topic ID than its znode: on this release (topic IDs without the 3.0 check) the broker adopted them and serves the old segments as the new topic's", k.topic)
 			}
-			f.Fix = fmt.Sprintf(cleanupFix, k.topic) + " with recreate=true"
+			f.Fix = fmt.Sprintf(cleanupFixRecreate, k.topic)
 			f.DoNot = "do not delete the directories while the broker runs, and do not rewrite the znode's topic_id"
 		}
 		add(*f)

@@ -613,7 +613,7 @@ func (g *kraftDiag) strayFinding(ctx context.Context, strays []stray) Finding {
 	return Finding{Kind: FindStrayLogs, Severity: Warning, Brokers: ids,
 		Summary:  fmt.Sprintf("%d stray log directories (-stray) on the brokers' disks (%s): logs Kafka set aside and will never delete", len(strays), strings.Join(per, ", ")),
 		Evidence: ev,
-		Fix:      "once the live partition on that broker is in sync, move them off the log dirs, keeping a copy until you are sure: `kremedy run stray-cleanup` proves each one stale and quarantines it while the brokers run (`kremedy segments restore` undoes it); Kafka only renamed them and they use disk until removed",
+		Fix:      "once the live partition on that broker is in sync, move them off the log dirs, keeping a copy until you are sure: `kremedy run stray-cleanup --inventory " + InventoryMark + "` proves each one stale and quarantines it while the brokers run (`kremedy segments restore` undoes it); Kafka only renamed them and they use disk until removed",
 		DoNot:    "do not rename a -stray directory back: its topic ID is gone from the metadata, and the broker would set it aside again or refuse it"}
 }
 
