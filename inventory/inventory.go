@@ -71,6 +71,10 @@ type ZooKeeper struct {
 	// the brokers use (as Kafka's --zk-tls-config-file): TLS to the
 	// servers' secureClientPort, which zookeeper.connect then names.
 	TLSConfigFile string `yaml:"tls_config_file"`
+	// MaxInFlight caps the reads kremedy keeps in flight when it scans the
+	// whole chroot (diagnose, preflights): 0 is the default, 128, at most
+	// 256 (see zookeeper.DefaultScanConcurrency for what they rest on).
+	MaxInFlight int `yaml:"max_in_flight,omitempty"`
 }
 
 // ZKAuth is ZooKeeper digest authentication. The password itself is never

@@ -53,6 +53,7 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 			}
 		}
 		e.str(1, "tls_config_file", inv.ZooKeeper.TLSConfigFile)
+		e.int(1, "max_in_flight", int64(inv.ZooKeeper.MaxInFlight))
 	})
 	e.section(0, "kafka", func(e *emitter) {
 		e.strs(1, "bootstrap", inv.Kafka.Bootstrap)

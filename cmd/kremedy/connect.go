@@ -140,7 +140,7 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 			Login: t.User, Sudo: t.Become == inventory.BecomeSudo})
 	}
 	c.fleet = remote.NewFleet(brokers, clients)
-	opts := zookeeper.Options{}
+	opts := zookeeper.Options{MaxInFlight: inv.ZooKeeper.MaxInFlight}
 	if verbose {
 		// The adapters' own logs, on stderr: go-zookeeper's and franz-go's.
 		opts.Log = os.Stderr

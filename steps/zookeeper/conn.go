@@ -74,6 +74,9 @@ type Options struct {
 	// TLS, when set, speaks TLS to the servers (their secureClientPort),
 	// as the brokers' zookeeper.ssl.* settings say.
 	TLS *tls.Config
+	// MaxInFlight caps ReadState's reads in flight (ScanOptions.Concurrency);
+	// 0 is DefaultScanConcurrency.
+	MaxInFlight int
 }
 
 // Conn is a ZooKeeper session rooted at a chroot. Every path given to its

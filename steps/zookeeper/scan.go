@@ -464,7 +464,8 @@ func (s *scanner) note(ts *kafkazk.TopicState, err error) {
 
 var _ kafkazk.StateReader = (*Conn)(nil)
 
-// ReadState implements kafkazk.StateReader with a pipelined Scan.
+// ReadState implements kafkazk.StateReader with a pipelined Scan, at most
+// Options.MaxInFlight reads in flight.
 func (c *Conn) ReadState(ctx context.Context, topics ...string) (*kafkazk.ClusterState, error) {
-	return c.Scan(ctx, 0, topics...)
+	return c.Scan(ctx, c.opts.MaxInFlight, topics...)
 }

@@ -2,6 +2,7 @@ package zookeeper_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -344,8 +345,19 @@ func diffSnapshots(a, b *kafkazk.ClusterState) string {
 
 // The benchmark's cluster: one ZooKeeper for the whole test binary, seeded
 // once with 2,000 topics × 10 partitions (22,000 topic and state znodes,
-// 46,000 znodes in all), stopped by TestMain.
-const benchTopics, benchParts = 2000, 10
+// 46,000 znodes in all), stopped by TestMain. KREMEDY_BENCH_TOPICS sets
+// another number of topics — 20000 is the field's 200,000 partitions — and
+// KREMEDY_BENCH_ZK_HEAP the ZooKeeper's heap (default 256m; a production
+// ensemble of that size runs with several GiB: 2g is enough for 20,000
+// topics).
+var benchTopics, benchParts = envInt("KREMEDY_BENCH_TOPICS", 2000), 10
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
 
 var benchZK struct {
 	once    sync.Once
@@ -368,7 +380,7 @@ func benchCluster(b *testing.B) string {
 			benchZK.err = err
 			return
 		}
-		zk, err := startZKProcess(dir, "256m")
+		zk, err := startZKProcess(dir, cmp.Or(os.Getenv("KREMEDY_BENCH_ZK_HEAP"), "256m"))
 		if err != nil {
 			os.RemoveAll(dir)
 			benchZK.err = err
@@ -377,7 +389,7 @@ func benchCluster(b *testing.B) string {
 		benchZK.stop = func() { zk.Stop(); os.RemoveAll(dir) }
 		benchZK.pid = zk.Pid
 		benchZK.connect = zk.Addr + "/bench"
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
 		var out bytes.Buffer
 		benchZK.err = lab.Seed(ctx, benchZK.connect, benchTopics, benchParts, &out)
@@ -397,7 +409,7 @@ func benchCluster(b *testing.B) string {
 // snapshot-MB is the live heap the finished snapshot holds.
 func BenchmarkScan(b *testing.B) {
 	connect := benchCluster(b)
-	const wantReads = 5 + 2*benchTopics + benchTopics*benchParts
+	wantReads := 5 + 2*benchTopics + benchTopics*benchParts
 	type scanFunc func(ctx context.Context) (*kafkazk.ClusterState, error)
 	run := func(b *testing.B, scan scanFunc, compare bool) {
 		ctx := context.Background()
