@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/rsa"
@@ -66,7 +67,7 @@ log4j.appender.file.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
 func (l *Lab) zkArgv(n int) []string {
 	dir := l.ZKDir(n)
 	argv := []string{l.State.Java,
-		"-Xms32m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Xms32m", "-Xmx" + cmp.Or(l.State.Config.ZKHeap, "128m"), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
 		"-Dkremedy.lab=" + l.Dir, "-Dkremedy.lab.zk=" + strconv.Itoa(n),
 		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
 		"-Dzookeeper.admin.enableServer=false"}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -62,6 +63,10 @@ type Config struct {
 	// KRaft makes the lab a KRaft-only cluster (kraftlab.go): no ZooKeeper,
 	// KRaftControllers controllers and Brokers brokers in KRaft mode.
 	KRaft bool `json:"kraft,omitempty"`
+	// ZKHeap is each ZooKeeper node's -Xmx, such as 2g ("": 128m): a
+	// cluster seeded with hundreds of thousands of znodes needs a heap
+	// sized like a production ensemble's.
+	ZKHeap string `json:"zk_heap,omitempty"`
 }
 
 // DefaultConfig is a 3-broker, 3-node lab under /kafka.
@@ -73,6 +78,9 @@ func DefaultConfig() Config {
 func KRaftConfig() Config {
 	return Config{Brokers: 3, KRaftControllers: 3, LogDirsPerBroker: 1, KRaft: true}
 }
+
+// heapRe is a Java -Xmx size.
+var heapRe = regexp.MustCompile(`^[1-9][0-9]{0,5}[mMgG]$`)
 
 // Validate checks the numbers before anything is written.
 func (c Config) Validate() error {
@@ -96,6 +104,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--kraft-controllers with --secure: the secured lab has no KRaft controllers yet; use one or the other")
 	case !c.KRaft && c.Chroot != "" && (c.Chroot[0] != '/' || filepath.Clean(c.Chroot) != c.Chroot || c.Chroot == "/"):
 		return fmt.Errorf("--chroot %q: use a clean absolute path such as /kafka, or \"\" for none", c.Chroot)
+	}
+	if c.ZKHeap != "" && (c.KRaft || !heapRe.MatchString(c.ZKHeap)) {
+		if c.KRaft {
+			return fmt.Errorf("--zk-heap with --kraft: a KRaft lab runs no ZooKeeper; leave --zk-heap out")
+		}
+		return fmt.Errorf("--zk-heap %q: a Java heap size such as 512m or 2g", c.ZKHeap)
 	}
 	if c.IBP != "" {
 		if _, err := kafkaver.Parse(c.IBP); err != nil {

@@ -27,6 +27,9 @@ func TestConfigValidate(t *testing.T) {
 		{"bad ibp", func(c *Config) { c.IBP = "two" }, "--ibp"},
 		{"ibp 2.7", func(c *Config) { c.IBP = "2.7" }, ""},
 		{"log dirs", func(c *Config) { c.LogDirsPerBroker = 9 }, "--log-dirs-per-broker"},
+		{"zk heap", func(c *Config) { c.ZKHeap = "2g" }, ""},
+		{"zk heap not a size", func(c *Config) { c.ZKHeap = "-Xmx2g" }, "--zk-heap \"-Xmx2g\": a Java heap size"},
+		{"zk heap on kraft", func(c *Config) { *c = KRaftConfig(); c.ZKHeap = "1g" }, "--zk-heap with --kraft"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,5 +152,17 @@ func TestAssignmentSpreadsLeaders(t *testing.T) {
 	}
 	if a := assignment([]int32{1, 2}); len(a) != 3 || len(a[0]) != 2 {
 		t.Fatalf("2 brokers: %v", a)
+	}
+}
+
+// TestZKHeap: --zk-heap sets each ZooKeeper node's -Xmx; unset, 128m.
+func TestZKHeap(t *testing.T) {
+	l := &Lab{Dir: t.TempDir(), State: State{Config: DefaultConfig(), Java: "java"}}
+	if argv := strings.Join(l.zkArgv(1), " "); !strings.Contains(argv, " -Xmx128m ") {
+		t.Fatalf("default ZooKeeper argv: %s", argv)
+	}
+	l.State.Config.ZKHeap = "2g"
+	if argv := strings.Join(l.zkArgv(1), " "); !strings.Contains(argv, " -Xmx2g ") || strings.Contains(argv, "-Xmx128m") {
+		t.Fatalf("--zk-heap 2g ZooKeeper argv: %s", argv)
 	}
 }
