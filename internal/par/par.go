@@ -10,9 +10,14 @@ const Limit = 16
 // Each runs f for every id (brokers, partitions) at once, at most Limit at
 // a time, and returns the answers in the order of ids.
 func Each[T any](ids []int32, f func(id int32) T) []T {
+	return EachN(Limit, ids, f)
+}
+
+// EachN is Each with at most n calls at once (n < 1: one at a time).
+func EachN[T any](n int, ids []int32, f func(id int32) T) []T {
 	out := make([]T, len(ids))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, Limit)
+	sem := make(chan struct{}, max(n, 1))
 	for i, id := range ids {
 		wg.Add(1)
 		sem <- struct{}{}

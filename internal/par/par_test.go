@@ -39,3 +39,26 @@ func TestEachKeepsOrderAndBound(t *testing.T) {
 		t.Fatal("no ids: an empty answer")
 	}
 }
+
+// TestEachNBound: EachN never runs more than n calls at once, and with
+// n < 1 one at a time.
+func TestEachNBound(t *testing.T) {
+	ids := make([]int32, 40)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	for _, n := range []int{0, 1, 3, 10} {
+		var running, most atomic.Int32
+		EachN(n, ids, func(id int32) bool {
+			c := running.Add(1)
+			for m := most.Load(); c > m && !most.CompareAndSwap(m, c); m = most.Load() {
+			}
+			time.Sleep(2 * time.Millisecond)
+			running.Add(-1)
+			return true
+		})
+		if want := int32(max(n, 1)); most.Load() != want {
+			t.Errorf("EachN(%d): at most %d at once, want %d", n, most.Load(), want)
+		}
+	}
+}

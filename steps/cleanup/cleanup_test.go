@@ -855,3 +855,21 @@ func TestOutageWindowIsConfirmedBeforeTheFirstStop(t *testing.T) {
 		}
 	})
 }
+
+// TestStartParallelIsInThePlan: with start_parallel below the number of
+// brokers, the start step's plan says how many start at a time, and the
+// run still starts every broker.
+func TestStartParallelIsInThePlan(t *testing.T) {
+	f := newFixture(t, map[string]string{"start_parallel": "2"})
+	if _, err := f.run(context.Background(), f.typing("orders")); err != nil {
+		t.Fatal(err)
+	}
+	if j := journalText(t, f); !strings.Contains(j, "the 3 start commands run 2 at a time (start_parallel)") {
+		t.Fatalf("the start step's plan does not state the bound:\n%s", j)
+	}
+	for id := int32(1); id <= 3; id++ {
+		if !f.hosts.Runs(id) {
+			t.Fatalf("broker %d was not started", id)
+		}
+	}
+}

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
@@ -173,6 +173,9 @@ type startOpts struct {
 	// Grace: partitions of other topics already unhealthy before the run
 	// are counted during it, then named and excused while no worse.
 	Grace time.Duration `opt:"health_grace"`
+	// Parallel is how many start commands run at once: a hundred brokers
+	// registering together would storm ZooKeeper and the controller.
+	Parallel int `opt:"start_parallel" default:"10"`
 }
 
 // refuseRecreated refuses when the topic reappeared after this run deleted
@@ -207,6 +210,9 @@ func (k *startBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 		p.NoOp = true
 		p.Summary = "every broker is registered; checking cluster health"
 	} else {
+		if n := len(p.Actions); n > k.parallel() {
+			p.Notes = append(p.Notes, fmt.Sprintf("the %d start commands run %d at a time (start_parallel), so that the brokers do not all register with ZooKeeper and the controller at once", n, k.parallel()))
+		}
 		p.Actions = append(p.Actions, steps.Action{ID: "registered", Op: steps.OpWait, Target: "cluster", Detail: fmt.Sprintf("every broker registered (a ZooKeeper watch), at most %s", k.o.Timeout)})
 		p.Notes = append(p.Notes, fmt.Sprintf("then the health gate: all registered, a controller, no offline/under-replicated partitions, all brokers' metadata equal, %d checks in a row, at most %s", k.checks(), k.o.Timeout))
 	}
@@ -215,12 +221,15 @@ func (k *startBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 
 func (k *startBrokers) checks() int { return max(1, k.o.Checks) }
 
+func (k *startBrokers) parallel() int { return max(1, k.o.Parallel) }
+
 func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
-	// Start commands run in parallel, as a full restart does; each is
-	// journaled on its own. A failure is reported after all have returned.
-	var wg sync.WaitGroup
-	errs := make([]error, len(p.Actions))
-	for i, a := range p.Actions {
+	// Start commands run in parallel, as a full restart does, at most
+	// start_parallel at once; each is journaled on its own. A failure is
+	// reported after all have returned.
+	var starts []int32
+	byBroker := map[int32]steps.Action{}
+	for _, a := range p.Actions {
 		if a.Op != steps.OpSSH {
 			continue
 		}
@@ -228,14 +237,15 @@ func (k *startBrokers) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 		if err != nil {
 			return err
 		}
-		wg.Go(func() {
-			h, _ := env.Target.Host(b.Broker)
-			if err := env.Do(a, func() error { return roll.RunOn(ctx, env, b.Broker, h.Start) }); err != nil {
-				errs[i] = fmt.Errorf("broker %d did not start: %w (its log is on %s)", b.Broker, err, h.Host)
-			}
-		})
+		starts, byBroker[b.Broker] = append(starts, b.Broker), a
 	}
-	wg.Wait()
+	errs := par.EachN(k.parallel(), starts, func(id int32) error {
+		h, _ := env.Target.Host(id)
+		if err := env.Do(byBroker[id], func() error { return roll.RunOn(ctx, env, id, h.Start) }); err != nil {
+			return fmt.Errorf("broker %d did not start: %w (its log is on %s)", id, err, h.Host)
+		}
+		return nil
+	})
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w. The other brokers were started and keep running; nothing after this step ran. Fix the cause and resume", err)
 	}
