@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/cleanup"
@@ -147,4 +149,45 @@ func kraftStrayCleanup(t *testing.T, l *lab.Lab) {
 		}
 	}
 	kraftDiagnose(t, l, exitFailed, diagnose.FindStrayLogs)
+
+	// A live log Kafka would set aside at its broker's next start (a
+	// copy of a deleted topic's partition, as a restore from backup
+	// leaves one): would_be=true moves it through a restart of that
+	// broker alone, and the strays with it.
+	victim := ss[slices.IndexFunc(ss, func(s string) bool { return strings.Contains(filepath.Base(s), "orders-") })] // one with partition.metadata
+	n := int32(0)
+	fmt.Sscanf(filepath.Base(filepath.Dir(filepath.Dir(victim))), "%d", &n)
+	would := filepath.Join(filepath.Dir(victim), "kwould-0")
+	if out, err := exec.Command("cp", "-a", victim, would).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s %s: %v %s", victim, would, err, out)
+	}
+	r = kremedy(t, "plan", "stray-cleanup", "--inventory", l.InventoryPath())
+	if r.code != 0 || !strings.Contains(r.out, "kwould-0: topic id") || !strings.Contains(r.out, "would_be=true") {
+		t.Fatalf("plan stray-cleanup with a would-be stray: exit %d\n%s", r.code, r.out)
+	}
+	pids = kraftNodePIDs(l)
+	run = filepath.Join(t.TempDir(), "would-be")
+	r = kremedy(t, "run", "stray-cleanup", "--inventory", l.InventoryPath(), "--run-dir", run,
+		"--headless", "--yes", "--confirm", l.Inventory().Name, "--set", "unproven=true", "--set", "would_be=true")
+	if r.code != 0 {
+		t.Fatalf("run stray-cleanup with would_be=true: exit %d\n%s", r.code, r.out)
+	}
+	t.Logf("FIGURE stray-cleanup with would_be=true (Kafka %s): %s, broker %d restarted", l.State.Kafka, r.took.Round(time.Second), n)
+	if _, err := os.Stat(would); !os.IsNotExist(err) {
+		t.Fatalf("%s is still in the log dir: %v", would, err)
+	}
+	for id, pid := range kraftNodePIDs(l) {
+		if (id == n) == (pid == pids[id]) {
+			t.Errorf("node %d: pid %d → %d; want only broker %d restarted", id, pids[id], pid, n)
+		}
+	}
+	if left := allStrays(t, l, "orders", "audit", "kwould"); len(left) != 0 {
+		t.Fatalf("strays left after the would_be run: %v", left)
+	}
+	d = kraftDiagnose(t, l, 0)
+	for _, k := range []string{diagnose.FindStrayLogs, diagnose.FindWouldBeStray} {
+		if f := findingOf(d, k); f != nil {
+			t.Fatalf("diagnose after the would_be run: %+v", f)
+		}
+	}
 }

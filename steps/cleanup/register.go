@@ -29,6 +29,7 @@ func Register(r *steps.Registry) {
 	steps.Register(r, "reattach-clients", nil, func(o reattachOpts) steps.Kind { return &reattach{o: o} })
 	steps.Register(r, "stray-find", nil, func(o strayOpts) steps.Kind { return &strayFind{o: o} })
 	steps.Register(r, "stray-quarantine", []string{artManifest}, func(o strayOpts) steps.Kind { return &strayQuarantine{o: o} })
+	steps.Register(r, "stray-roll", []string{artManifest}, func(o strayRollOpts) steps.Kind { return newStrayRoll(o) })
 }
 
 // topicOpts: the topic every topic-cleanup kind works on.

@@ -13,6 +13,7 @@ import (
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/segments"
 )
 
 // RestoreZnodes recreates the znodes of a backup (data and ACLs), parents
@@ -92,7 +93,7 @@ if [ -e "$dst" ] && [ ! -e "$src" ]; then echo "already back: $dst"; exit 0; fi
 if [ -e "$dst" ]; then echo "refusing: $dst exists in the log dir" >&2; exit 3; fi
 mv -- "$src" "$dst"
 echo "moved back $src -> $dst"`, shell.Quote(mv.To), shell.Quote(mv.From))
-		if m.Kind == strayManifestKind {
+		if m.Kind == strayManifestKind && mv.Kind == segments.Stray.String() {
 			script = strayFunc + "kremedy_straycheck " + shell.Quote(mv.From) + " || exit $?\n" + script
 		}
 		h, _ := c.Target.Host(mv.Broker)
@@ -102,7 +103,7 @@ echo "moved back $src -> $dst"`, shell.Quote(mv.To), shell.Quote(mv.From))
 		moved++
 	}
 	if m.Kind == strayManifestKind {
-		fmt.Fprintf(out, "moved %d -stray directories back into their log dirs; Kafka loads them as stray logs again at each broker's next start, as before the cleanup\n", moved)
+		fmt.Fprintf(out, "moved %d directories back into their log dirs; Kafka loads the -stray ones as stray logs again at each broker's next start, as before the cleanup\n", moved)
 		return nil
 	}
 	fmt.Fprintf(out, "moved %d directories of %q back; restore the znodes from %s with them (kremedy znodes restore), then start the brokers\n", moved, m.Topic, m.Backup)
@@ -118,9 +119,30 @@ echo "moved back $src -> $dst"`, shell.Quote(mv.To), shell.Quote(mv.From))
 func restorable(ctx context.Context, c ports.Cluster, m *Manifest) error {
 	switch {
 	case m.Kind == strayManifestKind:
+		var serving []int32
 		for _, mv := range m.Moves {
-			if !strings.HasSuffix(mv.From, "-stray") {
-				return fmt.Errorf("%w: the manifest of a stray cleanup lists %s on broker %d, which is not a -stray directory: it was edited or is corrupt. Nothing was moved", steps.ErrRefused, mv.From, mv.Broker)
+			switch {
+			case mv.Kind == segments.Stray.String() && !strings.HasSuffix(mv.From, "-stray"):
+				return fmt.Errorf("%w: the manifest of a stray cleanup lists %s on broker %d as a -stray directory, which its name is not: it was edited or is corrupt. Nothing was moved", steps.ErrRefused, mv.From, mv.Broker)
+			case mv.Kind == segments.Stray.String() || mv.State != "moved":
+			case serving == nil:
+				// A live log (a would-be stray) goes back only while its
+				// broker is stopped, as it was moved.
+				cv, err := c.Kafka.DescribeCluster(ctx)
+				if err != nil {
+					return fmt.Errorf("describe the cluster to see which brokers run: %w. Nothing was moved", err)
+				}
+				serving = []int32{}
+				for _, b := range cv.Brokers {
+					if !b.Fenced {
+						serving = append(serving, b.ID)
+					}
+				}
+				fallthrough
+			default:
+				if slices.Contains(serving, mv.Broker) {
+					return fmt.Errorf("%w: %s was a live log of broker %d, and broker %d runs: stop it first (its stop command), restore, then start it — a broker must never see a live log appear under it. Nothing was moved", steps.ErrRefused, mv.From, mv.Broker, mv.Broker)
+				}
 			}
 		}
 		return nil

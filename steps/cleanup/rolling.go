@@ -172,13 +172,19 @@ func (q quarantineWhile) Plan(ctx context.Context, env *steps.Env, id int32) ([]
 	if err != nil || len(moves) == 0 {
 		return nil, "", err
 	}
+	return whileMoves(env, id, moves, why), "", nil
+}
+
+// whileMoves are a stopped broker's moves as a roll's While actions: the
+// manifest first, then each move with why it was chosen.
+func whileMoves(env *steps.Env, id int32, moves []Move, why []string) []steps.Action {
 	acts := []steps.Action{{ID: roll.WhileID(id, "manifest"), Op: steps.OpSave, Broker: id, Target: env.Artifact(artManifest),
 		Detail: fmt.Sprintf("broker %d's moves recorded before and after they happen", id)}}
 	for i, mv := range moves {
 		acts = append(acts, steps.Action{ID: roll.WhileID(id, fmt.Sprintf("move-%d", i)), Op: steps.OpMove, Broker: id,
 			Target: fmt.Sprintf("broker %d on %s: %s", id, env.Target.Node(id).On(), mv.From), Detail: "→ " + mv.To + " (" + why[i] + ")", Args: mv})
 	}
-	return acts, "", nil
+	return acts
 }
 
 func (q quarantineWhile) Apply(ctx context.Context, env *steps.Env, id int32, acts []steps.Action) error {
@@ -200,22 +206,29 @@ func (q quarantineWhile) Apply(ctx context.Context, env *steps.Env, id int32, ac
 	if err != nil {
 		return err
 	}
-	var planned []string
+	return applyWhileMoves(ctx, env, id, acts, now, q.topic, fmt.Sprintf("of %q", q.topic))
+}
+
+// applyWhileMoves moves exactly what was confirmed (acts) on stopped
+// broker id, recording each move in topic's manifest ("": a stray
+// cleanup's): now, what a fresh listing finds (of what), must be the
+// planned moves, else the plan is stale and nothing is moved.
+func applyWhileMoves(ctx context.Context, env *steps.Env, id int32, acts []steps.Action, now []Move, topic, what string) error {
+	var planned, found []string
 	for _, a := range acts {
 		if mv, err := steps.ArgsOf[Move](a); err == nil {
 			planned = append(planned, mv.From)
 		}
 	}
-	var found []string
 	for _, mv := range now {
 		found = append(found, mv.From)
 	}
 	slices.Sort(planned)
 	slices.Sort(found)
 	if !slices.Equal(planned, found) {
-		return fmt.Errorf("%w: broker %d's log dirs hold %v of %q now, the plan moved %v; nothing was moved on it", steps.ErrStalePlan, id, found, q.topic, planned)
+		return fmt.Errorf("%w: broker %d's log dirs hold %v %s now, the plan moved %v; nothing was moved on it", steps.ErrStalePlan, id, found, what, planned)
 	}
-	man, err := loadManifest(env, q.topic)
+	man, err := loadManifest(env, topic)
 	if err != nil {
 		return fmt.Errorf("quarantine manifest %s: %w", env.Artifact(artManifest), err)
 	}
@@ -227,9 +240,5 @@ func (q quarantineWhile) Apply(ctx context.Context, env *steps.Env, id int32, ac
 	if err := qu.plan(hosts, acts[0]); err != nil {
 		return err
 	}
-	var errs []error
-	for _, h := range hosts {
-		errs = append(errs, qu.move(ctx, h))
-	}
-	return qu.finish(errors.Join(errs...))
+	return qu.moveAll(ctx, hosts)
 }

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
@@ -69,8 +71,9 @@ type strayLook struct {
 	ClusterID string
 	Strays    []strayDir
 	// WouldBe are live logs Kafka will set aside at their broker's next
-	// start, one line each.
+	// start, one line each; Would the same, by broker.
 	WouldBe []string
+	Would   map[int32][]wouldBeDir
 	// Dirs are the log dirs listed, by broker.
 	Dirs map[int32][]string
 }
@@ -128,7 +131,7 @@ func lookStrays(ctx context.Context, env *steps.Env, o strayOpts) (*strayLook, e
 			serving[b.ID] = true
 		}
 	}
-	look := &strayLook{ClusterID: cv.ClusterID, Dirs: map[int32][]string{}}
+	look := &strayLook{ClusterID: cv.ClusterID, Dirs: map[int32][]string{}, Would: map[int32][]wouldBeDir{}}
 	var ask []int32
 	for _, h := range env.Target.Hosts {
 		look.Dirs[h.ID] = h.LogDirs
@@ -181,6 +184,7 @@ func lookStrays(ctx context.Context, env *steps.Env, o strayOpts) (*strayLook, e
 				case segments.Live:
 					if w := j.wouldBe(h.ID, d, e.TopicID); w != "" {
 						look.WouldBe = append(look.WouldBe, fmt.Sprintf("broker %d %s: %s", h.ID, filepath.Join(dir, e.Name), w))
+						look.Would[h.ID] = append(look.Would[h.ID], wouldBeDir{LogDir: dir, Name: e.Name, Why: w})
 					}
 				}
 			}
@@ -209,6 +213,9 @@ func (l *strayLook) sizes(ctx context.Context, env *steps.Env) {
 		l.Strays[i].Size = got[l.Strays[i].path()]
 	}
 }
+
+// wouldBeDir is a live log Kafka will set aside at its broker's next start.
+type wouldBeDir struct{ LogDir, Name, Why string }
 
 // strayJudge proves a stray stale from the brokers' metadata, or says why
 // it cannot.
@@ -308,8 +315,8 @@ func (j strayJudge) judge(s strayDir) (proof, why string) {
 // wouldBe says why Kafka will set a live log aside at its broker's next
 // start ("" when it will not, or kremedy cannot tell).
 func (j strayJudge) wouldBe(b int32, d segments.Dir, id string) string {
-	if id == "" || !j.serving[b] || j.viewErr[b] != nil {
-		return ""
+	if id == "" || j.viewErr[b] != nil {
+		return "" // a broker not serving is judged from the others' views
 	}
 	tv, live, disagree := j.topic(d.Topic)
 	switch {
@@ -368,7 +375,7 @@ func wouldBeNotes(look *strayLook) []string {
 	if len(look.WouldBe) == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("%d live log directories will become stray at their broker's next start (%s). kremedy does not move a live log while its broker runs (Kafka still flushes and checkpoints it): restart that broker (kraft-rolling-restart with brokers=<id>) — Kafka sets them aside — and run stray-cleanup again", len(look.WouldBe), text.Summarize(look.WouldBe))}
+	return []string{fmt.Sprintf("%d live log directories will become stray at their broker's next start (%s). kremedy does not move a live log while its broker runs (Kafka still flushes and checkpoints it): run stray-cleanup with would_be=true to move them through a restart of their broker (stop, move, start, health gate; one broker at a time), or restart that broker (Kafka sets them aside) and run stray-cleanup again", len(look.WouldBe), text.Summarize(look.WouldBe))}
 }
 
 func (k *strayFind) Apply(context.Context, *steps.Env, *steps.Plan) error { return nil }
@@ -483,4 +490,123 @@ func (k *strayQuarantine) Verify(ctx context.Context, env *steps.Env) ([]steps.C
 		checks = append(checks, *c)
 	}
 	return checks, nil
+}
+
+// strayRollOpts are the stray-roll kind's options.
+type strayRollOpts struct {
+	// WouldBe: move the live logs that will become stray, each broker
+	// that holds some stopped, its logs moved, started and gated.
+	WouldBe       bool          `opt:"would_be" default:"false"`
+	StopTimeout   time.Duration `opt:"stop_timeout" default:"5m"`
+	StartTimeout  time.Duration `opt:"start_timeout" default:"5m"`
+	HealthChecks  int           `opt:"health_checks" default:"3"`
+	HealthTimeout time.Duration `opt:"health_timeout" default:"5m"`
+	Accept        []string      `opt:"accept_unavailable" default:""`
+}
+
+// strayRoll moves, on request, the live logs Kafka will set aside at their
+// broker's next start (topic ID not live, or the partition no longer the
+// broker's): Kafka still flushes and checkpoints a live log, so it moves
+// only while its broker is stopped — through the one roller, one broker at
+// a time, the partition rule before each stop, the gate after each start.
+// Brokers without such logs are not restarted.
+type strayRoll struct {
+	o strayRollOpts
+	r roll.Roll
+}
+
+func newStrayRoll(o strayRollOpts) *strayRoll {
+	return &strayRoll{o: o, r: roll.Roll{Nodes: &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
+		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, HealWait: o.HealthTimeout, Accept: o.Accept, While: wouldBeWhile{}}}
+}
+
+func (k *strayRoll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	if !k.o.WouldBe {
+		return &steps.Plan{NoOp: true, Summary: "would_be=false (the default): the live logs that will become stray at their broker's next start, if any, are named above and left; with would_be=true this step moves them, restarting their brokers one at a time"}, nil
+	}
+	if !env.Target.KRaft {
+		return nil, fmt.Errorf("%w: stray-cleanup is for KRaft clusters; nothing was done", steps.ErrRefused)
+	}
+	p, err := k.r.Plan(ctx, env)
+	if err != nil || p.NoOp {
+		return p, err
+	}
+	p.Summary = "restart each broker that holds live logs Kafka will set aside, one at a time, moving those logs into quarantine while it is stopped; the others are not restarted"
+	return p, nil
+}
+
+func (k *strayRoll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	return k.r.Apply(ctx, env, p)
+}
+
+func (k *strayRoll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	if !k.o.WouldBe {
+		return nil, nil
+	}
+	checks, err := k.r.Verify(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	look, err := lookStrays(ctx, env, strayOpts{})
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, steps.Check{Name: "no live log will become stray at its broker's next start", OK: len(look.WouldBe) == 0, Detail: text.Summarize(look.WouldBe)})
+	if c, err := reconcileManifest(ctx, env, ""); err != nil {
+		return nil, err
+	} else if c != nil {
+		checks = append(checks, *c)
+	}
+	return checks, nil
+}
+
+// wouldBeWhile moves a stopped broker's would-be strays into quarantine.
+type wouldBeWhile struct{}
+
+func (wouldBeWhile) moves(ctx context.Context, env *steps.Env, id int32) ([]Move, []string, error) {
+	look, err := lookStrays(ctx, env, strayOpts{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := quarantineOutside(env, id, look.Dirs[id]); err != nil {
+		return nil, nil, err
+	}
+	h, _ := env.Target.Host(id)
+	var out []Move
+	var why []string
+	for _, w := range look.Would[id] {
+		out = append(out, Move{Broker: id, Host: h.Host, From: filepath.Join(w.LogDir, w.Name), To: filepath.Join(QuarantineDir(env.RunID(), w.LogDir), w.Name), Kind: segments.Live.String(), State: "planned"})
+		why = append(why, w.Why)
+	}
+	return out, why, nil
+}
+
+// Skip: a broker without would-be strays is not restarted.
+func (w wouldBeWhile) Skip(ctx context.Context, env *steps.Env, id int32) (string, error) {
+	mv, _, err := w.moves(ctx, env, id)
+	if err != nil || len(mv) > 0 {
+		return "", err
+	}
+	return fmt.Sprintf("no live log of broker %d will become stray", id), nil
+}
+
+func (w wouldBeWhile) Plan(ctx context.Context, env *steps.Env, id int32) ([]steps.Action, string, error) {
+	moves, why, err := w.moves(ctx, env, id)
+	if err != nil || len(moves) == 0 {
+		return nil, "", err
+	}
+	for i := range why {
+		why[i] = "will become stray: " + why[i]
+	}
+	return whileMoves(env, id, moves, why), "", nil
+}
+
+func (w wouldBeWhile) Apply(ctx context.Context, env *steps.Env, id int32, acts []steps.Action) error {
+	// The broker is stopped (the roll waited until its port closed); the
+	// host's .lock check proves it once more before the first move.
+	now, _, err := w.moves(ctx, env, id)
+	if err != nil {
+		return err
+	}
+	return applyWhileMoves(ctx, env, id, acts, now, "", "that will become stray")
 }

@@ -103,7 +103,7 @@ func TestStrayCleanupMovesOnlyWhatItProves(t *testing.T) {
 	if back := f.hosts.Names(2, "/data/k1"); !slices.Contains(back, stray0) || !slices.Contains(back, stray1) {
 		t.Fatalf("after restore: %v", back)
 	}
-	if !strings.Contains(out.String(), "moved 2 -stray directories back") {
+	if !strings.Contains(out.String(), "moved 2 directories back") {
 		t.Fatalf("restore said: %s", out.String())
 	}
 }
@@ -187,4 +187,57 @@ func journalText(t *testing.T, f *fixture) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestStrayCleanupWouldBe: with would_be=true, the broker holding a live
+// log of a deleted topic (it would become stray at its next start) is
+// stopped, the log moved into quarantine, started again — and only that
+// broker; without would_be nothing restarts and the plan names the log.
+// Restore puts the live log back only while its broker is stopped.
+func TestStrayCleanupWouldBe(t *testing.T) {
+	f := newStrays(t, nil)
+	f.hosts.AddDir(2, "/data/k2", "gone-0", goneID)
+	if _, err := f.run(context.Background(), f.typing(f.cluster.Target.Name)); err != nil {
+		t.Fatal(err)
+	}
+	if r := restarts(f); len(r) != 0 {
+		t.Fatalf("would_be=false restarted %v", r)
+	}
+	if j := journalText(t, f); !strings.Contains(j, "/data/k2/gone-0: topic id "+goneID+", and the metadata has no topic") || !strings.Contains(j, "would_be=true") {
+		t.Fatalf("the run does not name the would-be stray and the way to move it:\n%s", j)
+	}
+
+	f = newStrays(t, map[string]string{"would_be": "true"})
+	f.hosts.AddDir(2, "/data/k2", "gone-0", goneID)
+	if _, err := f.run(context.Background(), f.typing(f.cluster.Target.Name)); err != nil {
+		t.Fatal(err)
+	}
+	if r := restarts(f); !slices.Equal(r, []string{"2: systemctl stop kafka-2", "2: systemctl start kafka-2"}) {
+		t.Fatalf("restarts %v: want broker 2 alone, once", r)
+	}
+	if slices.Contains(f.hosts.Names(2, "/data/k2"), "gone-0") || !slices.Contains(f.hosts.Names(2, "/data/kremedy-quarantine/strays1/k2"), "gone-0") {
+		t.Fatalf("gone-0 not in quarantine: log dir %v", f.hosts.Names(2, "/data/k2"))
+	}
+	var out strings.Builder
+	if err := cleanup.RestoreSegments(context.Background(), f.cluster, f.artifact("manifest"), &out); !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "stop it first") {
+		t.Fatalf("restore of a live log onto its running broker: %v", err)
+	}
+	f.hosts.Running[2] = false
+	if err := cleanup.RestoreSegments(context.Background(), f.cluster, f.artifact("manifest"), &out); err != nil {
+		t.Fatalf("restore with broker 2 stopped: %v\n%s", err, out.String())
+	}
+	if !slices.Contains(f.hosts.Names(2, "/data/k2"), "gone-0") {
+		t.Fatal("gone-0 not restored")
+	}
+}
+
+// restarts are the stop and start commands a run sent, in order.
+func restarts(f *fixture) []string {
+	var out []string
+	for _, c := range f.hosts.Commands {
+		if strings.Contains(c, "systemctl stop") || strings.Contains(c, "systemctl start") {
+			out = append(out, c)
+		}
+	}
+	return out
 }

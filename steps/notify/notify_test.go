@@ -347,7 +347,12 @@ func TestReceiverRestart(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(r.serve)}
 	go srv.Serve(ln)
 	var p problems
-	n := notify.New(testRun, []notify.Target{{URL: "http://" + addr + "/hook"}}, quick(&p))
+	// Retries and the final flush get room enough for a loaded machine
+	// (the race detector beside lab tests): a passing run ends as soon as
+	// the receiver is back.
+	o := quick(&p)
+	o.Retry, o.MaxFlush = 15*time.Second, 15*time.Second
+	n := notify.New(testRun, []notify.Target{{URL: "http://" + addr + "/hook"}}, o)
 	n.RunStart(false)
 	time.Sleep(100 * time.Millisecond)
 	srv.Close() // gone
