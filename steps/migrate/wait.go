@@ -108,9 +108,13 @@ func (k *resetZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	if ok, how := st.Phase.Revertible(); !ok {
 		return nil, fmt.Errorf("%w: %s", steps.ErrRefused, how)
 	}
-	p := &steps.Plan{Summary: "delete /controller (when a KRaft controller holds it) and /migration, a copy of both kept first", Facts: st.Facts()}
+	p := &steps.Plan{Summary: "delete /controller and /migration in one ZooKeeper transaction, a copy of both kept first", Facts: st.Facts()}
 	var saved []znodeArgs
 	var dels []steps.Action
+	migration, _, err := env.ZK.Exists(ctx, kafkazk.MigrationPath)
+	if err != nil {
+		return nil, err
+	}
 	for _, path := range []string{kafkazk.ControllerPath, kafkazk.MigrationPath} {
 		full := env.ZK.Chroot() + path
 		data, stat, err := env.ZK.Get(ctx, path)
@@ -121,8 +125,15 @@ func (k *resetZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 			return nil, fmt.Errorf("read %s: %w", full, err)
 		}
 		if path == kafkazk.ControllerPath && !st.KRaftController {
-			p.Facts = append(p.Facts, fmt.Sprintf("%s names ZooKeeper broker %d: left alone", full, st.ZKController))
-			continue
+			if !migration {
+				p.Facts = append(p.Facts, fmt.Sprintf("%s names ZooKeeper broker %d: left alone", full, st.ZKController))
+				continue
+			}
+			// A ZooKeeper broker elected while /migration still exists
+			// (a run stopped between two deletes, or a hand-made revert)
+			// took over under the migration's state: it is elected again
+			// once /migration is gone, in the same transaction.
+			p.Facts = append(p.Facts, fmt.Sprintf("%s names ZooKeeper broker %d, elected while /migration exists: deleted with it, so that a broker is elected again without it", full, st.ZKController))
 		}
 		saved = append(saved, znodeArgs{Path: full, Data: string(data)})
 		v := stat.Version
@@ -133,7 +144,7 @@ func (k *resetZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return p, nil
 	}
 	p.Actions = append([]steps.Action{{ID: "save", Op: steps.OpSave, Target: env.Artifact(artZnodes), Detail: "the znodes' data, before they are deleted", Args: saved}}, dels...)
-	p.Notes = append(p.Notes, "the ZooKeeper brokers elect a controller of their own as soon as /controller is gone")
+	p.Notes = append(p.Notes, "the ZooKeeper brokers elect a controller of their own as soon as /controller is gone: both znodes go in one transaction, so that no broker is elected while /migration still exists")
 	return p, nil
 }
 
@@ -152,27 +163,48 @@ func (k *resetZnodes) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) 
 				}
 				return atomicfile.WriteFile(a.Target, append(b, '\n'))
 			})
-		default:
-			z, aerr := steps.ArgsOf[znodeArgs](a)
-			if aerr != nil {
-				return aerr
-			}
-			err = env.Do(a, func() error {
-				err := env.ZK.Delete(ctx, z.Path, *a.Version)
-				switch {
-				case env.ZK.IsNoNode(err):
-					return nil
-				case env.ZK.IsBadVersion(err):
-					return fmt.Errorf("%w: %s changed since the plan; it was not deleted", steps.ErrStalePlan, a.Target)
-				}
-				return err
-			})
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return deleteTogether(ctx, env, p.Actions)
+}
+
+// deleteTogether deletes the plan's znodes in one transaction, each
+// action journaled as begun before and ended after it.
+func deleteTogether(ctx context.Context, env *steps.Env, acts []steps.Action) error {
+	var paths []string
+	var versions []int32
+	var ends []func(error) error
+	for _, a := range acts {
+		if a.Op != steps.OpZKDelete {
+			continue
+		}
+		z, err := steps.ArgsOf[znodeArgs](a)
+		if err != nil {
+			return err
+		}
+		end, err := env.Begin(a)
+		if err != nil {
+			return err
+		}
+		paths, versions, ends = append(paths, z.Path), append(versions, *a.Version), append(ends, end)
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	err := env.ZK.DeleteAll(ctx, paths, versions)
+	switch {
+	case env.ZK.IsNoNode(err) || env.ZK.IsBadVersion(err):
+		err = fmt.Errorf("%w: %v changed since the plan (%v); nothing was deleted", steps.ErrStalePlan, paths, err)
+	}
+	for _, end := range ends {
+		if eerr := end(err); eerr != nil && err == nil {
+			err = eerr
+		}
+	}
+	return err
 }
 
 func (k *resetZnodes) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {

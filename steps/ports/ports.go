@@ -26,6 +26,10 @@ type ZooKeeper interface {
 	// Delete removes one node if its version matches; ErrNoNode and
 	// ErrBadVersion (the adapter's sentinels) come back wrapped.
 	Delete(ctx context.Context, path string, version int32) error
+	// DeleteAll removes nodes in one transaction, each only if its version
+	// matches: all of them or none (a failure wraps the first failing
+	// node's error, ErrNoNode or ErrBadVersion classified as for Delete).
+	DeleteAll(ctx context.Context, paths []string, versions []int32) error
 	// WaitChildren blocks until cond holds for path's children (a missing path has none).
 	WaitChildren(ctx context.Context, path string, cond func([]string) bool) ([]string, error)
 	Chroot() string

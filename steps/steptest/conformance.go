@@ -73,7 +73,21 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("WaitChildren did not notice a new child within 5s")
 	}
-	for _, n := range []string{"/a", "/b", "/c", ""} {
+	// DeleteAll: one transaction — a wrong version anywhere deletes
+	// nothing; then all at once.
+	if err := c.DeleteAll(ctx, []string{p + "/a", p + "/b"}, []int32{-1, 7}); !c.IsBadVersion(err) {
+		t.Fatalf("delete-all with one wrong version: %v, want a bad-version error", err)
+	}
+	if ok, _, _ := c.Exists(ctx, p+"/a"); !ok {
+		t.Fatal("delete-all with one wrong version deleted another node of the transaction")
+	}
+	if err := c.DeleteAll(ctx, []string{p + "/a", p + "/b"}, []int32{0, 0}); err != nil {
+		t.Fatalf("delete-all: %v", err)
+	}
+	if kids, _ := c.Children(ctx, p); !slices.Equal(kids, []string{"c"}) {
+		t.Fatalf("after delete-all: children %v, want [c]", kids)
+	}
+	for _, n := range []string{"/c", ""} {
 		if err := c.Delete(ctx, p+n, -1); err != nil {
 			t.Fatalf("cleanup %s: %v", p+n, err)
 		}

@@ -271,6 +271,35 @@ func (z *ZK) Delete(_ context.Context, p string, version int32) error {
 	return nil
 }
 
+// DeleteAll removes paths in one transaction: each is checked as Delete
+// checks it, and nothing is removed unless all pass.
+func (z *ZK) DeleteAll(_ context.Context, paths []string, versions []int32) error {
+	for _, p := range paths {
+		if err := z.hook("delete", p); err != nil {
+			return err
+		}
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for i, p := range paths {
+		n, ok := z.nodes[p]
+		switch {
+		case !ok:
+			return fmt.Errorf("delete %s (one transaction, nothing deleted): %w", p, ErrNoNode)
+		case versions[i] != -1 && versions[i] != n.stat.Version:
+			return fmt.Errorf("delete %s (version %d; one transaction, nothing deleted): %w", p, versions[i], ErrBadVersion)
+		case len(n.kids) > 0:
+			return fmt.Errorf("delete %s (one transaction, nothing deleted): %w", p, ErrNotEmpty)
+		}
+	}
+	for _, p := range paths {
+		z.remove(p)
+		z.Ops = append(z.Ops, "delete "+p)
+	}
+	z.notify()
+	return nil
+}
+
 func (z *ZK) WaitChildren(ctx context.Context, p string, cond func([]string) bool) ([]string, error) {
 	for {
 		z.mu.Lock()

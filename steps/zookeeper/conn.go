@@ -338,6 +338,28 @@ func (c *Conn) Delete(ctx context.Context, p string, version int32) error {
 	return nil
 }
 
+// DeleteAll removes the znodes of paths in one transaction (ZooKeeper's
+// multi): all or none.
+func (c *Conn) DeleteAll(ctx context.Context, paths []string, versions []int32) error {
+	if len(paths) != len(versions) {
+		return fmt.Errorf("delete %v: %d paths, %d versions", paths, len(paths), len(versions))
+	}
+	ops := make([]any, len(paths))
+	for i, p := range paths {
+		ops[i] = &zk.DeleteRequest{Path: c.Full(p), Version: versions[i]}
+	}
+	res, err := bound(ctx, func() ([]zk.MultiResponse, error) { return c.zc.Multi(ops...) })
+	for i, r := range res {
+		if r.Error != nil {
+			return fmt.Errorf("delete %s (version %d; one transaction with %v, nothing in it deleted): %w", c.Full(paths[i]), versions[i], paths, r.Error)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("delete %v in one transaction: %w", paths, err)
+	}
+	return nil
+}
+
 // Walk lists p and every descendant, parents before children. A node that
 // vanishes during the walk is skipped.
 func (c *Conn) Walk(ctx context.Context, p string) ([]string, error) {
