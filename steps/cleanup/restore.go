@@ -119,33 +119,7 @@ echo "moved back $src -> $dst"`, shell.Quote(mv.To), shell.Quote(mv.From))
 func restorable(ctx context.Context, c ports.Cluster, m *Manifest) error {
 	switch {
 	case m.Kind == strayManifestKind:
-		var serving []int32
-		for _, mv := range m.Moves {
-			switch {
-			case mv.Kind == segments.Stray.String() && !strings.HasSuffix(mv.From, "-stray"):
-				return fmt.Errorf("%w: the manifest of a stray cleanup lists %s on broker %d as a -stray directory, which its name is not: it was edited or is corrupt. Nothing was moved", steps.ErrRefused, mv.From, mv.Broker)
-			case mv.Kind == segments.Stray.String() || mv.State != "moved":
-			case serving == nil:
-				// A live log (a would-be stray) goes back only while its
-				// broker is stopped, as it was moved.
-				cv, err := c.Kafka.DescribeCluster(ctx)
-				if err != nil {
-					return fmt.Errorf("describe the cluster to see which brokers run: %w. Nothing was moved", err)
-				}
-				serving = []int32{}
-				for _, b := range cv.Brokers {
-					if !b.Fenced {
-						serving = append(serving, b.ID)
-					}
-				}
-				fallthrough
-			default:
-				if slices.Contains(serving, mv.Broker) {
-					return fmt.Errorf("%w: %s was a live log of broker %d, and broker %d runs: stop it first (its stop command), restore, then start it — a broker must never see a live log appear under it. Nothing was moved", steps.ErrRefused, mv.From, mv.Broker, mv.Broker)
-				}
-			}
-		}
-		return nil
+		return strayRestorable(ctx, c, m)
 	case m.Kind != "":
 		return fmt.Errorf("%w: the manifest is of kind %q, which this kremedy does not know. Nothing was moved", steps.ErrRefused, m.Kind)
 	case c.ZK == nil:
@@ -158,6 +132,35 @@ func restorable(ctx context.Context, c ports.Cluster, m *Manifest) error {
 	for _, mv := range m.Moves {
 		if mv.State == "moved" && slices.Contains(reg, mv.Broker) {
 			return fmt.Errorf("%w: broker %d is registered (running); stop it first — a broker must never see its log dirs change under it. Nothing was moved", steps.ErrRefused, mv.Broker)
+		}
+	}
+	return nil
+}
+
+// strayRestorable: a stray cleanup's -stray directories may go back while
+// the brokers run; a live log (a would-be stray) only while its broker is
+// stopped, as it was moved. The cluster is asked once, and only when such
+// a log is to go back.
+func strayRestorable(ctx context.Context, c ports.Cluster, m *Manifest) error {
+	var live []Move
+	for _, mv := range m.Moves {
+		switch {
+		case mv.Kind == segments.Stray.String() && !strings.HasSuffix(mv.From, "-stray"):
+			return fmt.Errorf("%w: the manifest of a stray cleanup lists %s on broker %d as a -stray directory, which its name is not: it was edited or is corrupt. Nothing was moved", steps.ErrRefused, mv.From, mv.Broker)
+		case mv.Kind != segments.Stray.String() && mv.State == "moved":
+			live = append(live, mv)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	cv, err := c.Kafka.DescribeCluster(ctx)
+	if err != nil {
+		return fmt.Errorf("describe the cluster to see which brokers run: %w. Nothing was moved", err)
+	}
+	for _, mv := range live {
+		if slices.ContainsFunc(cv.Brokers, func(b ports.BrokerNode) bool { return b.ID == mv.Broker && !b.Fenced }) {
+			return fmt.Errorf("%w: %s was a live log of broker %d, and broker %d runs: stop it first (its stop command), restore, then start it — a broker must never see a live log appear under it. Nothing was moved", steps.ErrRefused, mv.From, mv.Broker, mv.Broker)
 		}
 	}
 	return nil

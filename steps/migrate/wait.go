@@ -195,8 +195,7 @@ func deleteTogether(ctx context.Context, env *steps.Env, acts []steps.Action) er
 		return nil
 	}
 	err := env.ZK.DeleteAll(ctx, paths, versions)
-	switch {
-	case env.ZK.IsNoNode(err) || env.ZK.IsBadVersion(err):
+	if env.ZK.IsNoNode(err) || env.ZK.IsBadVersion(err) {
 		err = fmt.Errorf("%w: %v changed since the plan (%v); nothing was deleted", steps.ErrStalePlan, paths, err)
 	}
 	for _, end := range ends {
