@@ -33,6 +33,7 @@ var UpTimeout = 150 * time.Second
 // the caller set on purpose; for an existing lab they must match what it was
 // made with. Up is idempotent: parts already running are left alone.
 func Up(ctx context.Context, dir string, want Config, explicit func(string) bool, out io.Writer) (*Lab, error) {
+	out = &lockedWriter{w: out} // stopped brokers start in parallel, each saying so
 	start := time.Now()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
