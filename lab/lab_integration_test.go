@@ -32,13 +32,16 @@ import (
 
 var kremedyBin string
 
+// buildFlags are the go build flags of the binary the lab tests run.
+var buildFlags []string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "kremedy-bin-")
 	if err != nil {
 		panic(err)
 	}
 	kremedyBin = filepath.Join(dir, "kremedy")
-	if out, err := exec.Command("go", "build", "-o", kremedyBin, "../cmd/kremedy").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", kremedyBin, "../cmd/kremedy")...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build kremedy: %v\n%s", err, out)
 		os.Exit(1)
 	}

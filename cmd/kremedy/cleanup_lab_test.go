@@ -31,13 +31,16 @@ import (
 
 var bin string
 
+// buildFlags are the go build flags of the binary the lab tests run.
+var buildFlags []string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "kremedy-bin-")
 	if err != nil {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "kremedy")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, ".")...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}
