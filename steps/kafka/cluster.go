@@ -541,20 +541,46 @@ func (c *Client) EndOffsets(ctx context.Context, topic string) (map[int32]int64,
 // itself (a client seeded with it alone; controllers answer DescribeQuorum
 // on their controller listener since 3.7, KIP-919), with the inventory's
 // security options.
+//
+// Only the quorum's leader answers DescribeQuorum; the others say
+// NOT_LEADER_OR_FOLLOWER. When every controller says so, an election is in
+// progress (or the quorum has lost its leader): that is read again for up to
+// QuorumElectionWait before it counts (CI: all three controllers of a lab
+// just started answered so once).
 func (c *Client) Quorum(ctx context.Context, addrs []string) (ports.Quorum, error) {
-	var errs []error
-	for _, addr := range addrs {
-		q, err := c.quorumAt(ctx, addr)
-		if err == nil {
-			return q, nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-	}
-	if len(errs) == 0 {
+	if len(addrs) == 0 {
 		return ports.Quorum{}, errors.New("no KRaft controller to ask")
 	}
-	return ports.Quorum{}, errors.Join(errs...)
+	deadline := time.Now().Add(QuorumElectionWait)
+	for {
+		var errs []error
+		electing := true
+		for _, addr := range addrs {
+			q, err := c.quorumAt(ctx, addr)
+			if err == nil {
+				return q, nil
+			}
+			if !errors.Is(err, kerr.NotLeaderForPartition) {
+				electing = false
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		}
+		if !electing || time.Now().After(deadline) || ctx.Err() != nil {
+			if electing {
+				errs = append(errs, fmt.Errorf("no controller was the quorum's leader for %s: an election in progress, or the quorum has lost its majority", QuorumElectionWait))
+			}
+			return ports.Quorum{}, errors.Join(errs...)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
+
+// QuorumElectionWait bounds how long Quorum reads again while no controller
+// is the leader.
+var QuorumElectionWait = 10 * time.Second
 
 func (c *Client) quorumAt(ctx context.Context, addr string) (ports.Quorum, error) {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(3 * time.Second),
