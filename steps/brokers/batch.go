@@ -22,9 +22,10 @@ type BatchOptions struct {
 	// the rack: nothing in Kafka enforces rack-aware placement (Strimzi
 	// rejected rack batches for that reason).
 	Racks map[int32]string
-	// Last, when it is in the order, is alone in the last batch: the
-	// controller (the active controller in KRaft).
-	Last int32
+	// Last, when set and in the order, is alone in the last batch: the
+	// controller (the active controller in KRaft). A pointer, because 0 is
+	// a broker id.
+	Last *int32
 }
 
 // ErrNoBatches says that no batch plan exists: stopping even one broker is
@@ -80,9 +81,9 @@ func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batc
 	}
 	var out []Batch
 	left := slices.Clone(order)
-	last := slices.Contains(order, o.Last)
+	last := o.Last != nil && slices.Contains(order, *o.Last)
 	if last {
-		left = slices.DeleteFunc(left, func(b int32) bool { return b == o.Last })
+		left = slices.DeleteFunc(left, func(b int32) bool { return b == *o.Last })
 	}
 	refused := map[int32]string{} // the first batch a broker could not join, and why
 	for len(left) > 0 {
@@ -133,7 +134,7 @@ func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batc
 		left = slices.DeleteFunc(left, func(b int32) bool { return slices.Contains(batch, b) })
 	}
 	if last {
-		out = append(out, Batch{Brokers: []int32{o.Last}, Why: map[int32]string{o.Last: "the controller: alone and last"}})
+		out = append(out, Batch{Brokers: []int32{*o.Last}, Why: map[int32]string{*o.Last: "the controller: alone and last"}})
 	}
 	return out, nil
 }

@@ -19,6 +19,8 @@ func bpart(topic string, p int32, replicas, isr []int32) Partition {
 
 func ids(ns ...int32) []int32 { return ns }
 
+func ptr(id int32) *int32 { return &id }
+
 func TestBatches(t *testing.T) {
 	m2 := MinISR{Default: 2}
 	for _, c := range []struct {
@@ -36,7 +38,7 @@ func TestBatches(t *testing.T) {
 			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
 			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
 		},
-		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{Last: -1},
+		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{},
 		want: [][]int32{{1, 4}, {2, 5}, {3, 6}},
 		why:  map[int32]string{2: "not in batch 1: a-0 would fall below min.insync.replicas=2 with brokers [1 2]: isr [1 2 3]"},
 	}, {
@@ -45,7 +47,7 @@ func TestBatches(t *testing.T) {
 			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
 			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
 		},
-		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{Max: 1, Last: -1},
+		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{Max: 1},
 		want: [][]int32{{1}, {2}, {3}, {4}, {5}, {6}},
 	}, {
 		name: "the controller alone and last, wherever the order had it",
@@ -53,7 +55,7 @@ func TestBatches(t *testing.T) {
 			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
 			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
 		},
-		order: ids(4, 1, 2, 3, 5, 6), m: m2, o: BatchOptions{Last: 4},
+		order: ids(4, 1, 2, 3, 5, 6), m: m2, o: BatchOptions{Last: ptr(4)},
 		want: [][]int32{{1, 5}, {2, 6}, {3}, {4}},
 		why:  map[int32]string{4: "the controller"},
 	}, {
@@ -64,7 +66,7 @@ func TestBatches(t *testing.T) {
 			bpart("a", 2, ids(3, 4, 1), ids(3, 4, 1)),
 		},
 		order: ids(1, 2, 3, 4), m: MinISR{Default: 1},
-		o:    BatchOptions{Max: 2, Last: -1, Racks: map[int32]string{1: "r1", 2: "r2", 3: "r1", 4: "r2"}},
+		o:    BatchOptions{Max: 2, Racks: map[int32]string{1: "r1", 2: "r2", 3: "r1", 4: "r2"}},
 		want: [][]int32{{1, 3}, {2, 4}},
 		why:  map[int32]string{3: "rack r1, like broker 1"},
 	}, {
@@ -74,14 +76,14 @@ func TestBatches(t *testing.T) {
 			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
 		},
 		order: ids(1, 2, 3, 4, 5, 6), m: m2,
-		o:    BatchOptions{Last: -1, Racks: map[int32]string{1: "r1", 2: "r1", 3: "r1", 4: "r2", 5: "r2", 6: "r2"}},
+		o:    BatchOptions{Racks: map[int32]string{1: "r1", 2: "r1", 3: "r1", 4: "r2", 5: "r2", 6: "r2"}},
 		want: [][]int32{{1, 4}, {2, 5}, {3, 6}},
 	}, {
 		name: "the live ISR, not the replica list: a shrunk ISR keeps its two members apart",
 		parts: []Partition{
 			bpart("a", 0, ids(1, 2, 3), ids(1, 2)),
 		},
-		order: ids(1, 2, 3), m: MinISR{Default: 1}, o: BatchOptions{Last: -1},
+		order: ids(1, 2, 3), m: MinISR{Default: 1}, o: BatchOptions{},
 		want: [][]int32{{1, 3}, {2}},
 		why:  map[int32]string{2: "a-0 would go offline with brokers [1 2]: isr [1 2]"},
 	}, {
@@ -90,7 +92,7 @@ func TestBatches(t *testing.T) {
 			bpart("strict", 0, ids(1, 2, 3), ids(1, 2, 3)),
 			bpart("loose", 0, ids(1, 2, 3), ids(1, 2, 3)),
 		},
-		order: ids(1, 2, 3), m: MinISR{Default: 1, Topics: map[string]int{"strict": 2}}, o: BatchOptions{Last: -1},
+		order: ids(1, 2, 3), m: MinISR{Default: 1, Topics: map[string]int{"strict": 2}}, o: BatchOptions{},
 		want: [][]int32{{1}, {2}, {3}},
 	}, {
 		name: "a partition no restart keeps available loses at most one replica to a batch",
@@ -98,18 +100,26 @@ func TestBatches(t *testing.T) {
 			bpart("rf2", 0, ids(1, 2), ids(1, 2)),
 			bpart("a", 0, ids(1, 2, 3, 4), ids(1, 2, 3, 4)),
 		},
-		order: ids(1, 2, 3, 4), m: m2, o: BatchOptions{Last: -1},
+		order: ids(1, 2, 3, 4), m: m2, o: BatchOptions{},
 		want: [][]int32{{1, 3}, {2, 4}},
 		why:  map[int32]string{2: "rf2-0 (replication factor 2, min.insync.replicas 2) would lose two in-sync replicas"},
 	}, {
+		name: "broker 0 is a broker like any other, not the controller by default",
+		parts: []Partition{
+			bpart("a", 0, ids(0, 1, 2), ids(0, 1, 2)),
+			bpart("a", 1, ids(3, 4, 5), ids(3, 4, 5)),
+		},
+		order: ids(0, 1, 2, 3, 4, 5), m: m2, o: BatchOptions{},
+		want: [][]int32{{0, 3}, {1, 4}, {2, 5}},
+	}, {
 		name:  "a cluster already below min.insync.replicas has no batch plan",
 		parts: []Partition{bpart("a", 0, ids(1, 2, 3), ids(1))},
-		order: ids(1, 2, 3), m: m2, o: BatchOptions{Last: -1},
+		order: ids(1, 2, 3), m: m2, o: BatchOptions{},
 		err: "a-0 is already below min.insync.replicas=2 (isr [1])",
 	}, {
 		name:  "a broker that cannot stop alone: no batch plan, and the roll refuses it anyway",
 		parts: []Partition{bpart("a", 0, ids(1, 2, 3), ids(1, 2))},
-		order: ids(1, 2, 3), m: m2, o: BatchOptions{Last: -1},
+		order: ids(1, 2, 3), m: m2, o: BatchOptions{},
 		err: "stopping broker 1 alone: a-0 would fall below min.insync.replicas=2",
 	}} {
 		t.Run(c.name, func(t *testing.T) {
@@ -184,9 +194,9 @@ func checkBatches(t *testing.T, parts []Partition, order []int32, m MinISR, o Ba
 	if a, w := slices.Sorted(slices.Values(all)), slices.Sorted(slices.Values(order)); !slices.Equal(a, w) {
 		t.Errorf("brokers in batches %v, want each of %v once", a, w)
 	}
-	if slices.Contains(order, o.Last) {
-		if l := got[len(got)-1].Brokers; len(l) != 1 || l[0] != o.Last {
-			t.Errorf("last batch %v, want [%d] alone", l, o.Last)
+	if o.Last != nil && slices.Contains(order, *o.Last) {
+		if l := got[len(got)-1].Brokers; len(l) != 1 || l[0] != *o.Last {
+			t.Errorf("last batch %v, want [%d] alone", l, *o.Last)
 		}
 	}
 }
@@ -222,9 +232,9 @@ func TestBatchesRandomLayouts(t *testing.T) {
 			}
 			parts = append(parts, bpart(topic, int32(p), reps, isr))
 		}
-		o := BatchOptions{Max: r.IntN(4), Racks: racks, Last: -1}
+		o := BatchOptions{Max: r.IntN(4), Racks: racks}
 		if r.IntN(2) == 0 {
-			o.Last = order[r.IntN(len(order))]
+			o.Last = ptr(order[r.IntN(len(order))])
 		}
 		got, err := Batches(parts, order, m, o)
 		if errors.Is(err, ErrNoBatches) {
@@ -258,7 +268,7 @@ func BenchmarkBatches200k(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		got, err := Batches(parts, order, MinISR{Default: 2}, BatchOptions{Last: 1})
+		got, err := Batches(parts, order, MinISR{Default: 2}, BatchOptions{Last: ptr(1)})
 		if err != nil || len(got) < 2 {
 			b.Fatal(got, err)
 		}
