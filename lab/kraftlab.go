@@ -136,7 +136,6 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 		nodes = append(nodes, node{fmt.Sprintf("broker    %d  node.id %d", n, n), filepath.Join(l.BrokerDir(n), "server.properties"), l.BrokerDir(n), l.LogDirs(n)})
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	errs := make([]error, len(nodes))
 	for i, nd := range nodes {
 		formatted := true
@@ -155,9 +154,7 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 				errs[i] = fmt.Errorf("kafka-storage format of %s: %w", nd.label, err)
 				return
 			}
-			mu.Lock()
 			fmt.Fprintf(out, "  %s formatted (kafka-storage format, cluster id %s)\n", nd.label, l.State.ClusterID)
-			mu.Unlock()
 		}(i, nd)
 	}
 	wg.Wait()
@@ -189,7 +186,6 @@ func (l *Lab) upKRaft(ctx context.Context, start time.Time, out io.Writer) error
 	// Controllers and brokers start together: a broker waits for the
 	// quorum by itself, as it does in production when both restart.
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
 		if j.pid() > 0 {
@@ -203,9 +199,7 @@ func (l *Lab) upKRaft(ctx context.Context, start time.Time, out io.Writer) error
 				errs[i] = fmt.Errorf("%s did not start: %v\n%s", strings.TrimSpace(j.label), err, indent(string(b)))
 				return
 			}
-			mu.Lock()
 			fmt.Fprintf(out, "  %s  %s  started (pid %d)\n", j.label, j.addr, j.pid())
-			mu.Unlock()
 		}(i, j)
 	}
 	wg.Wait()

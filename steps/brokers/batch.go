@@ -98,11 +98,17 @@ func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batc
 		}
 		// Candidates: the first broker's rack first, then the rest, each
 		// group in roll order.
-		cands := slices.Clone(left[1:])
+		cands := left[1:]
 		if rack := o.Racks[first]; rack != "" {
-			slices.SortStableFunc(cands, func(a, b int32) int {
-				return boolRank(o.Racks[a] != rack) - boolRank(o.Racks[b] != rack)
-			})
+			var same, other []int32
+			for _, c := range cands {
+				if o.Racks[c] == rack {
+					same = append(same, c)
+				} else {
+					other = append(other, c)
+				}
+			}
+			cands = append(same, other...)
 		}
 		for _, c := range cands {
 			if o.Max > 0 && len(batch) >= o.Max {
@@ -127,9 +133,7 @@ func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batc
 				stopped[i]++
 			}
 		}
-		for i := range stopped {
-			stopped[i] = 0
-		}
+		clear(stopped)
 		out = append(out, Batch{Brokers: batch, Why: why})
 		left = slices.DeleteFunc(left, func(b int32) bool { return slices.Contains(batch, b) })
 	}
@@ -137,13 +141,6 @@ func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batc
 		out = append(out, Batch{Brokers: []int32{*o.Last}, Why: map[int32]string{*o.Last: "the controller: alone and last"}})
 	}
 	return out, nil
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // plus is batch with c, for a why.

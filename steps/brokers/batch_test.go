@@ -23,6 +23,11 @@ func ptr(id int32) *int32 { return &id }
 
 func TestBatches(t *testing.T) {
 	m2 := MinISR{Default: 2}
+	// Two replica sets of three brokers, fully in sync.
+	twoSets := []Partition{
+		bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
+		bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
+	}
 	for _, c := range []struct {
 		name  string
 		parts []Partition
@@ -33,28 +38,19 @@ func TestBatches(t *testing.T) {
 		why   map[int32]string // a broker → a text its why must contain
 		err   string
 	}{{
-		name: "two replica sets of three brokers: the rule splits them into pairs",
-		parts: []Partition{
-			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
-			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
-		},
+		name:  "two replica sets of three brokers: the rule splits them into pairs",
+		parts: twoSets,
 		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{},
 		want: [][]int32{{1, 4}, {2, 5}, {3, 6}},
 		why:  map[int32]string{2: "not in batch 1: a-0 would fall below min.insync.replicas=2 with brokers [1 2]: isr [1 2 3]"},
 	}, {
-		name: "max 1 is one at a time",
-		parts: []Partition{
-			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
-			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
-		},
+		name:  "max 1 is one at a time",
+		parts: twoSets,
 		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{Max: 1},
 		want: [][]int32{{1}, {2}, {3}, {4}, {5}, {6}},
 	}, {
-		name: "the controller alone and last, wherever the order had it",
-		parts: []Partition{
-			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
-			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
-		},
+		name:  "the controller alone and last, wherever the order had it",
+		parts: twoSets,
 		order: ids(4, 1, 2, 3, 5, 6), m: m2, o: BatchOptions{Last: ptr(4)},
 		want: [][]int32{{1, 5}, {2, 6}, {3}, {4}},
 		why:  map[int32]string{4: "the controller"},
@@ -70,11 +66,8 @@ func TestBatches(t *testing.T) {
 		want: [][]int32{{1, 3}, {2, 4}},
 		why:  map[int32]string{3: "rack r1, like broker 1"},
 	}, {
-		name: "one rack, but the ISR forbids the rack's batch: the rule wins",
-		parts: []Partition{
-			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
-			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
-		},
+		name:  "one rack, but the ISR forbids the rack's batch: the rule wins",
+		parts: twoSets,
 		order: ids(1, 2, 3, 4, 5, 6), m: m2,
 		o:    BatchOptions{Racks: map[int32]string{1: "r1", 2: "r1", 3: "r1", 4: "r2", 5: "r2", 6: "r2"}},
 		want: [][]int32{{1, 4}, {2, 5}, {3, 6}},
