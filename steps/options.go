@@ -25,9 +25,14 @@ const (
 	TypeDuration           // 30s, 5m
 	TypeBrokers            // broker ids, comma-separated; empty means every broker
 	TypeTopics             // topic names, comma-separated, or * for every one; empty means none
+	TypeBatch              // how many brokers a roll stops at once: 1 (one at a time), N, or auto
 )
 
-var valueTypeNames = [...]string{"string", "topic", "int", "bool", "duration", "brokers", "topics"}
+var valueTypeNames = [...]string{"string", "topic", "int", "bool", "duration", "brokers", "topics", "batch"}
+
+// BatchAuto is a batch value's "auto" as its option reads it: the largest
+// batches the stop-safety rule allows.
+const BatchAuto = -1
 
 func (t ValueType) String() string {
 	if t < 0 || int(t) >= len(valueTypeNames) {
@@ -88,6 +93,15 @@ func (t ValueType) parse(v string) (any, error) {
 		return parseBrokers(v)
 	case TypeTopics:
 		return parseTopics(v)
+	case TypeBatch:
+		if strings.TrimSpace(v) == "auto" {
+			return BatchAuto, nil
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a batch size: 1 (one broker at a time), a number of brokers such as 3, or auto (the largest batches the stop-safety rule allows)", v)
+		}
+		return n, nil
 	}
 	return nil, fmt.Errorf("unknown type %d", int(t))
 }
@@ -140,7 +154,7 @@ func parseTopics(v string) ([]string, error) {
 
 // Option is one option of a step kind, from its options struct: a field
 // tagged `opt:"name"` (in the struct or a struct it embeds), with an optional `default:"..."` and, for a string,
-// `type:"topic"`. An option without a default must be given in the
+// `type:"topic"`, for an int `type:"batch"`. An option without a default must be given in the
 // runbook's `with:`. An options struct with a Validate() error method is
 // checked once every option is set (values that only make sense together,
 // a string that must be one of a few words).
@@ -265,6 +279,8 @@ func Register[O any](r *Registry, name string, needs []string, newKind func(O) K
 			o.Type = TypeString
 		case f.Type == reflect.TypeFor[time.Duration]():
 			o.Type = TypeDuration
+		case f.Type.Kind() == reflect.Int && f.Tag.Get("type") == "batch":
+			o.Type = TypeBatch
 		case f.Type.Kind() == reflect.Int:
 			o.Type = TypeInt
 		case f.Type.Kind() == reflect.Bool:

@@ -145,3 +145,33 @@ func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batc
 
 // plus is batch with c, for a why.
 func plus(batch []int32, c int32) []int32 { return append(slices.Clone(batch), c) }
+
+// SetRisks is the one rule applied to a set of brokers stopped at once,
+// as a batch roll checks it right before the batch stops: StopRisks on the
+// whole set, and every partition no restart can keep available
+// (Unavoidable) that would lose more than one in-sync replica to it — one
+// broker at a time takes it out of service for a restart, two at once can
+// take it offline where one would only refuse acks=all writes. Sorted.
+func SetRisks(parts []Partition, set []int32, m MinISR) []string {
+	out := StopRisks(parts, set, m)
+	if len(set) < 2 {
+		return out
+	}
+	for _, p := range parts {
+		minISR := m.Of(p.Topic)
+		if p.Leader < 0 || !Unavoidable(p, minISR) {
+			continue
+		}
+		var hit []int32
+		for _, r := range p.ISR {
+			if slices.Contains(set, r) {
+				hit = append(hit, r)
+			}
+		}
+		if len(hit) > 1 {
+			out = append(out, fmt.Sprintf("%s (replication factor %d, min.insync.replicas %d) would lose %d in-sync replicas at once with brokers %v", p.Key(), len(p.Replicas), minISR, len(hit), set))
+		}
+	}
+	slices.Sort(out)
+	return out
+}

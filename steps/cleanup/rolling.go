@@ -58,12 +58,14 @@ type rollingOpts struct {
 	StartTimeout  time.Duration `opt:"start_timeout" default:"5m"`
 	HealthChecks  int           `opt:"health_checks"`
 	HealthTimeout time.Duration `opt:"health_timeout"`
+	// Batch: how many brokers stop at once (roll.BatchParam): 1, N or auto.
+	Batch int `opt:"batch" type:"batch" default:"1"`
 }
 
 func newRollingWipe(o rollingOpts) *rollingWipe {
 	k := &rollingWipe{o: o}
 	k.roll = rollOf(o.StopTimeout, o.StartTimeout, o.HealthChecks, o.HealthTimeout)
-	k.roll.Accept = o.Accept
+	k.roll.Accept, k.roll.Batch = o.Accept, o.Batch
 	k.roll.While = quarantineWhile{topic: o.Topic}
 	return k
 }
@@ -101,7 +103,11 @@ func (k *rollingWipe) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	if err != nil || p.NoOp {
 		return p, err
 	}
-	p.Summary = fmt.Sprintf("restart the brokers one at a time (the controller last), moving every directory of %q out of each broker's log dirs while it is stopped; the other topics stay available", t)
+	how := "one at a time (the controller last)"
+	if b, ok := roll.Batched(p); ok {
+		how = b + " (the controller alone and last)"
+	}
+	p.Summary = fmt.Sprintf("restart the brokers %s, moving every directory of %q out of each broker's log dirs while it is stopped; the other topics stay available", how, t)
 	return p, nil
 }
 

@@ -38,6 +38,8 @@ type rollOpts struct {
 	// Accept: the topics whose partitions no restart can keep available
 	// that the operator accepts (roll.AcceptParam).
 	Accept []string `opt:"accept_unavailable" default:""`
+	// Batch: how many brokers stop at once (roll.BatchParam): 1, N or auto.
+	Batch int `opt:"batch" type:"batch" default:"1"`
 }
 
 // rollBrokers restarts the brokers one at a time through the one roller,
@@ -55,7 +57,7 @@ func newRollBrokers(o rollOpts) *rollBrokers {
 	k := &rollBrokers{o: o}
 	k.w = &configWhile{o: o}
 	k.r = roll.Roll{Nodes: &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
-		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w, Accept: o.Accept, HealWait: o.HealthTimeout}
+		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout, While: k.w, Accept: o.Accept, HealWait: o.HealthTimeout, Batch: o.Batch}
 	return k
 }
 
@@ -231,6 +233,9 @@ func (k *rollBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	k.w.st = st
 	return planRoll(ctx, env, &k.r, st, fmt.Sprintf("every broker's config is already %s and none is left to restart", k.o.To),
 		func(p *steps.Plan) string {
+			if b, ok := roll.Batched(p); ok {
+				return fmt.Sprintf("roll brokers %s to %s %s: each batch stopped together, each broker's config edited (a backup beside it first), started, and the cluster healthy before the next batch", fmt.Sprint(nodesOf(p)), k.o.To, b)
+			}
 			return fmt.Sprintf("roll brokers %s to %s one at a time: each stopped, its config edited (a backup beside it first), started, and the cluster healthy before the next", fmt.Sprint(nodesOf(p)), k.o.To)
 		})
 }

@@ -39,6 +39,9 @@ type kraftRollOpts struct {
 	// Accept: the topics whose partitions no restart can keep available
 	// that the operator accepts (roll.AcceptParam); brokers only.
 	Accept []string `opt:"accept_unavailable" default:""`
+	// Batch: how many brokers stop at once (roll.BatchParam): 1, N or
+	// auto; brokers only (controllers roll one at a time).
+	Batch int `opt:"batch" type:"batch" default:"1"`
 }
 
 // kraftRoll is the kraft-rolling-restart kind.
@@ -60,7 +63,7 @@ func kraftRollOf(o kraftRollOpts) roll.Roll {
 		r.Nodes = &roll.Controllers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout, Header: true}
 	case NodesBrokers:
 		r.Nodes = &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout}
-		r.Accept = o.Accept
+		r.Accept, r.Batch = o.Accept, o.Batch
 	}
 	return r
 }

@@ -34,6 +34,13 @@ func newFixture(t *testing.T, params map[string]string) *fixture {
 	g := steptest.Ghost(t)
 	g.ZK.Remove(kafkazk.DeleteTopicPath("orders"))
 	g.Kafka.Configs = map[string]string{"min.insync.replicas": "2"}
+	return fixtureOn(t, g, params)
+}
+
+// fixtureOn is a run of the real rolling-restart runbook on cluster g,
+// with the health gate shortened and params set.
+func fixtureOn(t *testing.T, g *steptest.Cluster, params map[string]string) *fixture {
+	t.Helper()
 	rb, err := runbooks.Get("rolling-restart")
 	if err != nil {
 		t.Fatal(err)

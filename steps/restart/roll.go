@@ -15,7 +15,7 @@ func newRoll(o rollOpts) *rollKind {
 		Nodes:       &roll.ZooKeeperBrokers{Key: "restart/sessions", HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout},
 		Only:        o.Brokers,
 		StopTimeout: o.StopTimeout, StartTimeout: o.StartTimeout,
-		Accept: o.Accept, HealWait: o.HealthTimeout,
+		Accept: o.Accept, HealWait: o.HealthTimeout, Batch: o.Batch,
 	}}
 }
 
@@ -35,4 +35,6 @@ type rollOpts struct {
 	// Accept: the topics whose partitions no restart can keep available
 	// that the operator accepts (roll.AcceptParam).
 	Accept []string `opt:"accept_unavailable" default:""`
+	// Batch: how many brokers stop at once (roll.BatchParam): 1, N or auto.
+	Batch int `opt:"batch" type:"batch" default:"1"`
 }

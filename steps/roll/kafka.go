@@ -189,7 +189,7 @@ func BrokerAddr(ctx context.Context, env *steps.Env, id int32) string {
 func (k *KafkaBrokers) Plain(_ *steps.Env, ph Phase, a Args, timeout time.Duration) (string, string) {
 	switch ph {
 	case PhaseSafe:
-		return fmt.Sprintf("broker %d", a.Node), "read right before the stop, from the brokers: every broker lists every broker, no partition offline or under-replicated, and stopping it keeps every partition at min.insync.replicas"
+		return a.Who("broker"), "read right before the stop, from the brokers: every broker lists every broker, no partition offline or under-replicated, and stopping " + them(a) + " keeps every partition at min.insync.replicas"
 	case PhaseGone:
 		return a.Addr, fmt.Sprintf("port closed, at most %s", timeout)
 	case PhaseBack:

@@ -2,12 +2,14 @@ package roll
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
@@ -63,6 +65,29 @@ type Args struct {
 	Phase Phase  `json:"phase"`
 	Node  int32  `json:"node"`
 	Addr  string `json:"addr,omitempty"`
+	// Batch numbers the batch of a batch roll (1, 2, …; 0 when the node
+	// rolls alone): the stops, waits and starts of one phase and batch
+	// run at once.
+	Batch int `json:"batch,omitempty"`
+	// Set is the batch's nodes on the actions done once for all of them
+	// (the safety check right before the stops, the health gate after).
+	Set []int32 `json:"set,omitempty"`
+}
+
+// Nodes are the nodes the action is about: its Set, else its Node.
+func (a Args) Nodes() []int32 {
+	if len(a.Set) > 0 {
+		return a.Set
+	}
+	return []int32{a.Node}
+}
+
+// Who names the action's nodes in a plan: "broker 3", "brokers [2 5]".
+func (a Args) Who(noun string) string {
+	if len(a.Set) > 1 {
+		return fmt.Sprintf("%ss %v", noun, a.Set)
+	}
+	return fmt.Sprintf("%s %d", noun, a.Node)
 }
 
 // Action is the roller action of phase ph for node id (its ID, "stop-3",
@@ -171,6 +196,24 @@ func (s *Snapshot) Risks(id int32, accept brokers.Accept) []string {
 	return rs
 }
 
+// RisksOf is what stopping the nodes of set at once would break: Risks
+// for one node, the one rule applied to the whole set for a batch
+// (brokers.SetRisks), with the partitions no restart can keep available
+// that accept does not cover.
+func (s *Snapshot) RisksOf(set []int32, accept brokers.Accept) []string {
+	if len(set) == 1 {
+		return s.Risks(set[0], accept)
+	}
+	rs := brokers.SetRisks(s.Partitions, set, s.MinISR)
+	for _, u := range brokers.Unavailables(s.Partitions, set, s.MinISR) {
+		if !accept.Covers(u.Topic) {
+			rs = append(rs, u.String()+": no restart can keep it available")
+		}
+	}
+	slices.Sort(rs)
+	return rs
+}
+
 // Unavailable lists, by topic, the partitions no restart can keep
 // available that the roll of ids takes out of service (each while one of
 // its brokers is down), each partition once.
@@ -263,6 +306,30 @@ type Roll struct {
 	// safe yet (a replica fell behind) to heal, reading it again every
 	// healEvery; 0 refuses at once. Past it the roll stops resumable.
 	HealWait time.Duration
+	// Batch is how many nodes stop at once: 0 or 1, one at a time;
+	// BatchAuto, the largest batches the one stop-safety rule allows
+	// (brokers.Batches, from the live ISR); N, at most N. Only a Guard's
+	// rolls of brokers batch; controllers always roll one at a time.
+	Batch int
+}
+
+// BatchAuto is Roll.Batch's "auto": the largest safe batches (a batch
+// option's "auto" reads as it).
+const BatchAuto = steps.BatchAuto
+
+// BatchParam is the runbook parameter that sets Roll.Batch.
+const BatchParam = "batch"
+
+// batching reports whether the roll stops several nodes at once.
+func (r *Roll) batching(snap *Snapshot) bool {
+	return (r.Batch == BatchAuto || r.Batch > 1) && snap != nil && snap.Quorum == nil
+}
+
+// Racker is a Nodes that knows its nodes' broker.rack: a batch roll
+// prefers the brokers of one rack in a batch (the rule decides, never the
+// rack).
+type Racker interface {
+	Racks(ctx context.Context, env *steps.Env) map[int32]string
 }
 
 // healEvery is how often a waiting safety check reads the cluster again.
@@ -298,17 +365,19 @@ func (r *Roll) history(env *steps.Env) (map[int32]progress, error) {
 			continue
 		}
 		typed++
-		p := out[a.Node]
 		ok := rec.Ended && rec.OK
-		switch a.Phase {
-		case PhaseStop:
-			p.stopped = true
-		case PhaseStart:
-			p.started, p.startOK = true, p.startOK || ok
-		case PhaseGate:
-			p.gated = p.gated || ok
+		for _, n := range a.Nodes() {
+			p := out[n]
+			switch a.Phase {
+			case PhaseStop:
+				p.stopped = true
+			case PhaseStart:
+				p.started, p.startOK = true, p.startOK || ok
+			case PhaseGate:
+				p.gated = p.gated || ok
+			}
+			out[n] = p
 		}
-		out[a.Node] = p
 	}
 	if len(recs) > 0 && typed == 0 {
 		return nil, fmt.Errorf("%w: step %s was begun by an earlier kremedy whose journal names a roll's sub-actions only by their IDs; resume it with that version (the run's kremedy_version in its journal), or check every %s by hand and start a new run. Nothing was done", steps.ErrRefused, env.Step().ID, r.Nodes.Noun())
@@ -430,16 +499,33 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	if snap != nil {
 		unavail = snap.Unavailable(ids)
 	}
-	pending := 0
+	plans := map[int32]nodePlanned{}
 	for _, id := range ids {
 		fact, acts, err := r.nodePlan(ctx, env, id, lefts[id], looks[id], snap)
 		if err != nil {
 			return nil, err
 		}
-		p.Facts, p.Actions = append(p.Facts, fact), append(p.Actions, acts...)
-		if len(acts) > 0 {
-			pending++
+		plans[id] = nodePlanned{fact, acts}
+		p.Facts = append(p.Facts, fact)
+	}
+	units := r.singles(ids, plans)
+	if r.batching(snap) {
+		var why []string
+		if units, why, err = r.batches(ctx, env, ids, last, lefts, plans, snap); err != nil {
+			return nil, err
 		}
+		p.Facts = append(why, p.Facts...)
+		p.Summary = batchSummary(noun, units, last, what)
+		p.Notes = append(p.Notes, r.batchNote())
+	}
+	pending := 0
+	for k, u := range units {
+		if len(u) == 1 {
+			p.Actions = append(p.Actions, plans[u[0]].acts...)
+		} else {
+			p.Actions = append(p.Actions, r.batchActions(env, k+1, u, plans)...)
+		}
+		pending += len(u)
 	}
 	if pending == 0 {
 		p.NoOp = true
@@ -683,8 +769,9 @@ func losses(s *Snapshot, id int32) string {
 	return fmt.Sprintf("broker %d: %d partitions lose an in-sync replica while it restarts (it leads %d: controlled shutdown moves those first), none below its min.insync.replicas: %s%s", id, n, led, strings.Join(each, "; "), accepted)
 }
 
-// Apply performs the plan's actions in order: the roller's by their phase,
-// a run of While actions of one node by While.
+// Apply performs the plan's actions in order: the roller's by their phase
+// (the stops, waits and starts of one phase of a batch at once), a run of
+// While actions of one node by While.
 func (r *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 	if err := r.Nodes.Begin(ctx, env); err != nil {
 		return err
@@ -694,9 +781,8 @@ func (r *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 	for i := 0; i < len(p.Actions); i++ {
 		a := p.Actions[i]
 		id := a.Broker
-		not := func() string { return r.notYet(p, id, done) }
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("stopped before %s: %w; %s", a.ID, err, not())
+			return fmt.Errorf("stopped before %s: %w; %s", a.ID, err, r.notYet(p, []int32{id}, done))
 		}
 		args, isRoll := a.Args.(Args)
 		if !isRoll {
@@ -711,46 +797,94 @@ func (r *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 				return fmt.Errorf("roll: action %s is no roller action, and nothing is done while a %s is stopped", a.ID, noun)
 			}
 			if err := r.While.Apply(ctx, env, id, p.Actions[i:i+n]); err != nil {
-				return fmt.Errorf("%w; %s %d is stopped, %s", err, noun, id, not())
+				return fmt.Errorf("%w; %s %d is stopped, %s", err, noun, id, r.notYet(p, r.batchOf(p, i), done))
 			}
 			i += n - 1
 			continue
 		}
-		h := r.host(env, id)
-		var err error
-		switch args.Phase {
-		case PhaseSafe:
-			err = env.Do(a, func() error { return r.safeNow(ctx, env, id, not) })
-		case PhaseStop:
-			err = env.Do(a, func() error { return r.command(ctx, env, id, h.Stop, r.StopTimeout) })
-			if code, ok := brokers.ExitStatus(err); ok {
-				err = fmt.Errorf("%s %d's stop command exited %d: it is probably still running. %s. %s: %w", noun, id, code, not(), brokers.StuckStop(noun, id, h.Host), err)
-			} else if err != nil {
-				err = fmt.Errorf("stop %s %d: %w. Its state is unknown; %s", noun, id, err, not())
+		if n := group(p.Actions, i); n > 1 {
+			acts := p.Actions[i : i+n]
+			set := make([]int32, n)
+			for j, b := range acts {
+				set[j] = b.Broker
 			}
-		case PhaseGone:
-			err = env.Do(a, func() error { return r.Nodes.Wait(ctx, env, args, r.StopTimeout) })
-		case PhaseStart:
-			err = env.Do(a, func() error { return r.command(ctx, env, id, h.Start, r.StartTimeout) })
-			if err != nil {
-				err = fmt.Errorf("%s %d did not start: %w (its log is on %s). It is down: fix the cause and resume, which starts it and goes on; %s", noun, id, err, h.Host, not())
+			errs := par.Each(set, func(id int32) error {
+				j := slices.Index(set, id)
+				return r.do(ctx, env, p, acts[j], acts[j].Args.(Args), set, done)
+			})
+			if err := errors.Join(errs...); err != nil {
+				return err
 			}
-		case PhaseBack:
-			err = env.Do(a, func() error { return r.Nodes.Wait(ctx, env, args, r.StartTimeout) })
-		case PhaseGate:
-			done = append(done, id)
-			err = env.Do(a, func() error { return r.Nodes.Wait(ctx, env, args, 0) })
-			if err != nil {
-				err = fmt.Errorf("%w; %s %d was restarted, %s", err, noun, id, r.notYet(p, id, done))
-			}
-		default:
-			err = fmt.Errorf("roll: action %s has no phase the roller knows (%v)", a.ID, args.Phase)
+			i += n - 1
+			continue
 		}
-		if err != nil {
+		if args.Phase == PhaseGate {
+			done = append(done, args.Nodes()...)
+		}
+		if err := r.do(ctx, env, p, a, args, args.Nodes(), done); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// batchOf is the nodes of the batch action i belongs to (its node alone
+// when it rolls alone).
+func (r *Roll) batchOf(p *steps.Plan, i int) []int32 {
+	k := 0
+	for j := i; j >= 0 && k == 0; j-- {
+		if a, ok := p.Actions[j].Args.(Args); ok {
+			k = a.Batch
+		}
+	}
+	if k == 0 {
+		return []int32{p.Actions[i].Broker}
+	}
+	var out []int32
+	for _, a := range p.Actions {
+		if b, ok := a.Args.(Args); ok && b.Batch == k && !slices.Contains(out, a.Broker) && len(b.Set) == 0 {
+			out = append(out, a.Broker)
+		}
+	}
+	return out
+}
+
+// do performs one roller action; cur are the nodes in its batch (its node
+// alone when it rolls alone), done the nodes gated before it.
+func (r *Roll) do(ctx context.Context, env *steps.Env, p *steps.Plan, a steps.Action, args Args, cur, done []int32) error {
+	noun := r.Nodes.Noun()
+	id := args.Node
+	not := func() string { return r.notYet(p, cur, done) }
+	h := r.host(env, id)
+	var err error
+	switch args.Phase {
+	case PhaseSafe:
+		err = env.Do(a, func() error { return r.safeNow(ctx, env, args.Nodes(), not) })
+	case PhaseStop:
+		err = env.Do(a, func() error { return r.command(ctx, env, id, h.Stop, r.StopTimeout) })
+		if code, ok := brokers.ExitStatus(err); ok {
+			err = fmt.Errorf("%s %d's stop command exited %d: it is probably still running. %s. %s: %w", noun, id, code, not(), brokers.StuckStop(noun, id, h.Host), err)
+		} else if err != nil {
+			err = fmt.Errorf("stop %s %d: %w. Its state is unknown; %s", noun, id, err, not())
+		}
+	case PhaseGone:
+		err = env.Do(a, func() error { return r.Nodes.Wait(ctx, env, args, r.StopTimeout) })
+	case PhaseStart:
+		err = env.Do(a, func() error { return r.command(ctx, env, id, h.Start, r.StartTimeout) })
+		if err != nil {
+			err = fmt.Errorf("%s %d did not start: %w (its log is on %s). It is down: fix the cause and resume, which starts it and goes on; %s", noun, id, err, h.Host, not())
+		}
+	case PhaseBack:
+		err = env.Do(a, func() error { return r.Nodes.Wait(ctx, env, args, r.StartTimeout) })
+	case PhaseGate:
+		err = env.Do(a, func() error { return r.Nodes.Wait(ctx, env, args, 0) })
+		if err != nil {
+			err = fmt.Errorf("%w; %s restarted, %s", err, args.Who(noun), r.notYet(p, nil, done))
+		}
+	default:
+		err = fmt.Errorf("roll: action %s has no phase the roller knows (%v)", a.ID, args.Phase)
+	}
+	return err
 }
 
 func (r *Roll) command(ctx context.Context, env *steps.Env, id int32, cmd string, timeout time.Duration) error {
@@ -759,17 +893,21 @@ func (r *Roll) command(ctx context.Context, env *steps.Env, id int32, cmd string
 	return RunOn(cctx, env, id, cmd)
 }
 
-// safeNow refuses node id's stop unless the cluster is whole and the stop
-// leaves every partition online and at min.insync.replicas, read now. A
+// safeNow refuses the stop of the nodes of set (one node, or a batch)
+// unless the cluster is whole and stopping all of them leaves every
+// partition online and at min.insync.replicas, read now. A
 // cluster that is not so yet is read again every healEvery for up to
 // HealWait (a replica that fell behind catches up), with progress; only
 // then is the stop refused, the roll resumable.
-func (r *Roll) safeNow(ctx context.Context, env *steps.Env, id int32, not func() string) error {
+func (r *Roll) safeNow(ctx context.Context, env *steps.Env, set []int32, not func() string) error {
 	g, ok := r.Nodes.(Guard)
 	if !ok {
 		return nil
 	}
-	noun := r.Nodes.Noun()
+	who := Args{Node: set[0], Set: set}.Who(r.Nodes.Noun())
+	if len(set) > 1 {
+		who += " together"
+	}
 	start := env.Now()
 	var why string
 	var stop func()
@@ -781,17 +919,17 @@ func (r *Roll) safeNow(ctx context.Context, env *steps.Env, id int32, not func()
 	for {
 		s, err := g.Snapshot(ctx, env)
 		if err != nil {
-			return fmt.Errorf("%w; %s %d was not stopped, %s", err, noun, id, not())
+			return fmt.Errorf("%w; %s was not stopped, %s", err, who, not())
 		}
 		why = ""
 		if w := s.Broken(); w != "" {
 			why = "the cluster is not whole (" + w + ")"
-		} else if rs := s.Risks(id, r.Accept); len(rs) > 0 {
+		} else if rs := s.RisksOf(set, r.Accept); len(rs) > 0 {
 			why = "stopping it now is not safe: " + text.Summarize(rs)
 		}
 		if why == "" {
 			if waited := env.Now().Sub(start); waited >= healEvery {
-				env.Logf("%s %d may stop: the cluster healed after %s", noun, id, waited.Round(time.Second))
+				env.Logf("%s may stop: the cluster healed after %s", who, waited.Round(time.Second))
 			}
 			return nil
 		}
@@ -800,14 +938,14 @@ func (r *Roll) safeNow(ctx context.Context, env *steps.Env, id int32, not func()
 			break
 		}
 		if stop == nil {
-			env.Logf("%s %d is not stopped yet: %s — waiting up to %s for the cluster to heal", noun, id, why, r.HealWait)
+			env.Logf("%s is not stopped yet: %s — waiting up to %s for the cluster to heal", who, why, r.HealWait)
 			stop = env.ProgressEvery(5*time.Second, func() string {
-				return fmt.Sprintf("waiting for the cluster to heal before stopping %s %d: %s of at most %s", noun, id, env.Now().Sub(start).Round(time.Second), r.HealWait)
+				return fmt.Sprintf("waiting for the cluster to heal before stopping %s: %s of at most %s", who, env.Now().Sub(start).Round(time.Second), r.HealWait)
 			})
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stopped while waiting for the cluster to heal before stopping %s %d: %w; it was not stopped, %s", noun, id, ctx.Err(), not())
+			return fmt.Errorf("stopped while waiting for the cluster to heal before stopping %s: %w; it was not stopped, %s", who, ctx.Err(), not())
 		case <-time.After(healEvery):
 		}
 	}
@@ -815,14 +953,19 @@ func (r *Roll) safeNow(ctx context.Context, env *steps.Env, id int32, not func()
 	if r.HealWait > 0 {
 		waited = fmt.Sprintf(" after waiting %s for it to heal", r.HealWait)
 	}
-	return fmt.Errorf("%w: %s %d was not stopped%s: %s. Fix it (or wait) and resume the run: it goes on with this %s; %s", steps.ErrRefused, noun, id, waited, why, noun, not())
+	again := fmt.Sprintf("it goes on with this %s", r.Nodes.Noun())
+	if len(set) > 1 {
+		again = "it plans the batches again from the cluster as it is then"
+	}
+	return fmt.Errorf("%w: %s was not stopped%s: %s. Fix it (or wait) and resume the run: %s; %s", steps.ErrRefused, who, waited, why, again, not())
 }
 
-// notYet says which nodes of the plan have not been restarted yet.
-func (r *Roll) notYet(p *steps.Plan, current int32, done []int32) string {
+// notYet says which nodes of the plan have not been restarted yet, besides
+// cur (the nodes being restarted) and done.
+func (r *Roll) notYet(p *steps.Plan, cur, done []int32) string {
 	var rest []int32
 	for _, a := range p.Actions {
-		if a.Broker != current && !slices.Contains(done, a.Broker) && !slices.Contains(rest, a.Broker) {
+		if !slices.Contains(cur, a.Broker) && !slices.Contains(done, a.Broker) && !slices.Contains(rest, a.Broker) {
 			rest = append(rest, a.Broker)
 		}
 	}

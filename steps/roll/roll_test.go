@@ -2,6 +2,7 @@ package roll
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/kremedy/kremedy/steps"
@@ -40,7 +41,16 @@ func TestActionFromJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := steps.ArgsOf[Args](back)
-	if err != nil || got != (Args{Phase: PhaseStop, Node: 3, Addr: "b3:9092"}) {
+	if err != nil || !reflect.DeepEqual(got, Args{Phase: PhaseStop, Node: 3, Addr: "b3:9092"}) {
+		t.Fatalf("%+v %v", got, err)
+	}
+	// A batch's gate names its set: read back, each of its nodes is gated.
+	g := steps.Action{ID: "gate-2+5", Args: Args{Phase: PhaseGate, Node: 2, Batch: 1, Set: []int32{2, 5}}}
+	b, _ = json.Marshal(g)
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = steps.ArgsOf[Args](back); err != nil || !reflect.DeepEqual(got.Nodes(), []int32{2, 5}) || got.Batch != 1 {
 		t.Fatalf("%+v %v", got, err)
 	}
 }

@@ -88,7 +88,7 @@ func (z *ZooKeeperBrokers) Plain(env *steps.Env, ph Phase, a Args, timeout time.
 	zn := fmt.Sprintf("%s%s/%d", env.ZK.Chroot(), kafkazk.BrokerIDsPath, a.Node)
 	switch ph {
 	case PhaseSafe:
-		return fmt.Sprintf("broker %d", a.Node), "read right before the stop: every broker registered, no partition short, and stopping it leaves every partition online and at or above min.insync.replicas"
+		return a.Who("broker"), "read right before the stop: every broker registered, no partition short, and stopping " + them(a) + " leaves every partition online and at or above min.insync.replicas"
 	case PhaseGone:
 		return zn, fmt.Sprintf("znode gone, port %s closed, at most %s", text.OrDash(a.Addr), timeout)
 	case PhaseBack:

@@ -2,6 +2,7 @@ package steptest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -113,4 +114,43 @@ func KRaft(t testing.TB) *Cluster {
 	}
 	kafka.SetQuorum(q)
 	return &Cluster{ZK: zk, Hosts: hosts, Kafka: kafka, Ports: ports.Cluster{Target: target, Kafka: kafka, Hosts: hosts}}
+}
+
+// Racked is a healthy ZooKeeper-mode cluster of n brokers (4 to 9; the
+// controller is broker 1) in racks racks — broker id's broker.rack is
+// r((id-1) % racks + 1) — with "orders" (CurID; replication factor 3, n
+// partitions, partition p on brokers p+1, p+2, p+3 around the ring, fully in
+// sync) and min.insync.replicas=2: with 3 racks each partition has one
+// replica per rack. The batch roll's fixture.
+func Racked(t testing.TB, n, racks int) *Cluster {
+	t.Helper()
+	target := ports.Target{Name: "test", ZKConnect: "zk:2181/kafka", Bootstrap: []string{"b1:9092"}}
+	for id := int32(1); id <= int32(n); id++ {
+		target.Hosts = append(target.Hosts, ports.Host{ID: id, Host: fmt.Sprintf("b%d", id),
+			Stop: fmt.Sprintf("systemctl stop kafka-%d", id), Start: fmt.Sprintf("systemctl start kafka-%d", id),
+			LogDirs: []string{"/data/k1"}})
+	}
+	zk := NewZK(t, "/kafka")
+	zk.Put("/cluster/id", `{"version":"1","id":"x"}`).Put("/controller", `{"version":2,"brokerid":1}`).Put("/controller_epoch", "7")
+	var assign []string
+	for p := 0; p < n; p++ {
+		r := []int{p%n + 1, (p+1)%n + 1, (p+2)%n + 1}
+		assign = append(assign, fmt.Sprintf(`"%d":[%d,%d,%d]`, p, r[0], r[1], r[2]))
+		zk.Put(kafkazk.PartitionStatePath("orders", int32(p)), fmt.Sprintf(`{"controller_epoch":7,"leader":%d,"version":1,"leader_epoch":0,"isr":[%d,%d,%d]}`, r[0], r[0], r[1], r[2]))
+	}
+	zk.Put(kafkazk.TopicPath("orders"), fmt.Sprintf(`{"version":3,"partitions":{%s},"topic_id":"%s"}`, strings.Join(assign, ","), CurID))
+	hosts := NewHosts(t, zk, target)
+	hosts.Racks = map[int32]string{}
+	for _, h := range target.Hosts {
+		hosts.Racks[h.ID] = fmt.Sprintf("r%d", (int(h.ID)-1)%racks+1)
+		hosts.register(h)
+		for p := 0; p < n; p++ {
+			if d := (int(h.ID) - 1 - p + n) % n; d < 3 {
+				hosts.AddDir(h.ID, "/data/k1", fmt.Sprintf("orders-%d", p), CurID)
+			}
+		}
+	}
+	kafka := NewKafka(t, zk, hosts)
+	kafka.Configs = map[string]string{"min.insync.replicas": "2"}
+	return &Cluster{ZK: zk, Hosts: hosts, Kafka: kafka, Ports: ports.Cluster{Target: target, ZK: zk, Kafka: kafka, Hosts: hosts}}
 }

@@ -66,6 +66,8 @@ type Hosts struct {
 	Commands []string
 	// ClientRuns are the client commands run ("name: cmd").
 	ClientRuns []string
+	// Racks are the brokers' broker.rack, in their registrations.
+	Racks map[int32]string
 	// session numbers the brokers' ZooKeeper sessions: every start
 	// registers under a new one, as a new broker process does.
 	session int64
@@ -74,7 +76,11 @@ type Hosts struct {
 // register registers broker b under a new session.
 func (h *Hosts) register(b ports.Host) {
 	h.session++
-	h.zk.PutEphemeral(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, b.ID), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]}`, b.Host, b.Host), 0x1000+h.session)
+	rack := ""
+	if r := h.Racks[b.ID]; r != "" {
+		rack = fmt.Sprintf(`,"rack":"%s"`, r)
+	}
+	h.zk.PutEphemeral(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, b.ID), fmt.Sprintf(`{"version":5,"host":"%s","port":9092,"endpoints":["PLAINTEXT://%s:9092"]%s}`, b.Host, b.Host, rack), 0x1000+h.session)
 }
 
 // NewHosts fakes the target's hosts; each broker starts running and
