@@ -153,7 +153,7 @@ log.dirs=%s
 zookeeper.connect=%s
 zookeeper.session.timeout.ms=6000
 zookeeper.connection.timeout.ms=10000
-`, n, n, c.BrokerHost(n), KafkaPort, strings.Join(l.LogDirs(n), ","), c.ZKConnect()) + l.brokerDefaults() + "controlled.shutdown.max.retries=1\n"
+`, n, n, c.BrokerHost(n), KafkaPort, strings.Join(l.LogDirs(n), ","), c.ZKConnect()) + l.brokerDefaults() + "controlled.shutdown.max.retries=1\n" + c.rackProp(n)
 	if c.IBP != "" {
 		props += "inter.broker.protocol.version=" + c.IBP + "\n"
 	}

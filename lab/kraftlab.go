@@ -51,7 +51,7 @@ listeners=PLAINTEXT://%s:%d
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=%s
-`, n, n, c.Voters(), c.BrokerHost(n), KafkaPort, strings.Join(l.LogDirs(n), ",")) + l.brokerDefaults()
+`, n, n, c.Voters(), c.BrokerHost(n), KafkaPort, strings.Join(l.LogDirs(n), ",")) + l.brokerDefaults() + c.rackProp(n)
 }
 
 // kraftControllerProps is controller k's controller.properties in a KRaft

@@ -67,6 +67,26 @@ type Config struct {
 	// cluster seeded with hundreds of thousands of znodes needs a heap
 	// sized like a production ensemble's.
 	ZKHeap string `json:"zk_heap,omitempty"`
+	// Racks spreads the brokers over this many broker.rack values (broker
+	// n in rack-((n-1) % Racks + 1)); 0 sets none. Kafka then places each
+	// new topic's replicas rack-aware, as many production clusters do.
+	Racks int `json:"racks,omitempty"`
+}
+
+// Rack is broker n's broker.rack ("" when the lab has no racks).
+func (c Config) Rack(n int) string {
+	if c.Racks < 1 {
+		return ""
+	}
+	return fmt.Sprintf("rack-%d", (n-1)%c.Racks+1)
+}
+
+// rackProp is broker n's broker.rack line for its properties ("" for none).
+func (c Config) rackProp(n int) string {
+	if r := c.Rack(n); r != "" {
+		return "broker.rack=" + r + "\n"
+	}
+	return ""
 }
 
 // DefaultConfig is a 3-broker, 3-node lab under /kafka.
@@ -94,6 +114,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--brokers %d: the lab runs 1 to 9 brokers", c.Brokers)
 	case !c.KRaft && (c.ZooKeepers < 1 || c.ZooKeepers > 7 || c.ZooKeepers%2 == 0):
 		return fmt.Errorf("--zookeepers %d: use an odd ensemble size from 1 to 7", c.ZooKeepers)
+	case c.Racks < 0 || c.Racks > c.Brokers:
+		return fmt.Errorf("--racks %d: use 0 (none) to --brokers (%d)", c.Racks, c.Brokers)
 	case c.LogDirsPerBroker < 1 || c.LogDirsPerBroker > 4:
 		return fmt.Errorf("--log-dirs-per-broker %d: use 1 to 4", c.LogDirsPerBroker)
 	case c.Net < 0 || c.Net > 255:

@@ -267,6 +267,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("secure", want.Secure, have.Secure)
 	check("kraft-controllers", want.KRaftControllers, have.KRaftControllers)
 	check("kraft", want.KRaft, have.KRaft)
+	check("racks", want.Racks, have.Racks)
 	check("kafka-version", want.KafkaVersion, l.State.Kafka)
 	if explicit != nil && explicit("kafka-home") {
 		if abs, _ := filepath.Abs(want.KafkaHome); abs != have.KafkaHome {

@@ -112,6 +112,7 @@ func newLabUpCmd() *cobra.Command {
 	f.IntVar(&cfg.KRaftControllers, "kraft-controllers", 0, "provision a KRaft controller quorum of this many (1, 3 or 5) for the ZooKeeper → KRaft migration: own hosts 127.NET.3.K with sshd, formatted with the cluster's id, not started (the zk-to-kraft runbook starts them); the brokers' server.properties are then written once and left to the runbook. With --kraft: the cluster's quorum (default 3)")
 	f.BoolVar(&kraft, "kraft", false, "a KRaft-only cluster (Kafka 3.7+, the only mode of 4.x): --kraft-controllers controllers (node.id 3001…, hosts 127.NET.3.K with sshd) and --brokers brokers in KRaft mode, every node formatted with kafka-storage, no ZooKeeper")
 	f.StringVar(&cfg.ZKHeap, "zk-heap", "", "each ZooKeeper node's Java heap, such as 2g (default 128m): a ZooKeeper holding hundreds of thousands of partitions needs one sized like a production ensemble's")
+	f.IntVar(&cfg.Racks, "racks", 0, "spread the brokers over this many broker.rack values (broker N in rack-((N-1) % R + 1)); Kafka then places new topics' replicas rack-aware. 0: no racks")
 	f.IntVar(&cfg.Net, "net", 0, "second octet of the lab's loopback addresses (127.NET.1.N), to run a second lab beside the first")
 	return c
 }

@@ -25,17 +25,24 @@ const ledger = "ledger"
 // read back.
 func writing(t *testing.T, l *lab.Lab, fn func()) sent {
 	t.Helper()
+	return writingN(t, l, 3, fn)
+}
+
+// writingN is writing to a ledger of parts partitions, each written in
+// turn.
+func writingN(t *testing.T, l *lab.Lab, parts int32, fn func()) sent {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	before := countRecords(ctx, t, l, ledger)
+	before := countRecordsN(ctx, t, l, ledger, parts)
 	stop := make(chan struct{})
-	done := produceDuring(t, l, ledger, stop)
+	done := produceDuringN(t, l, ledger, parts, stop)
 	time.Sleep(2 * time.Second)
 	fn()
 	time.Sleep(2 * time.Second)
 	close(stop)
 	s := done()
-	after := countRecords(ctx, t, l, ledger)
+	after := countRecordsN(ctx, t, l, ledger, parts)
 	if int64(after-before) != s.acked {
 		t.Fatalf("read %d new records back from %s, %d were acknowledged", after-before, ledger, s.acked)
 	}
@@ -47,9 +54,15 @@ func writing(t *testing.T, l *lab.Lab, fn func()) sent {
 // until ctx ends.
 func countRecords(ctx context.Context, t *testing.T, l *lab.Lab, topic string) int {
 	t.Helper()
+	return countRecordsN(ctx, t, l, topic, 3)
+}
+
+// countRecordsN counts the records of a topic of parts partitions.
+func countRecordsN(ctx context.Context, t *testing.T, l *lab.Lab, topic string, parts int32) int {
+	t.Helper()
 	for {
 		n, err := 0, error(nil)
-		for p := int32(0); p < 3 && err == nil; p++ {
+		for p := int32(0); p < parts && err == nil; p++ {
 			var msgs []string
 			msgs, err = kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), topic, p)
 			n += len(msgs)
