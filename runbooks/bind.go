@@ -48,11 +48,6 @@ func (rb *Runbook) Bind(set map[string]string, cluster string) (*steps.Runbook, 
 	for _, a := range rb.Artifacts {
 		out.Artifacts = append(out.Artifacts, steps.Artifact{ID: a.ID, What: a.What, Path: a.Path})
 	}
-	word, err := rb.confirmWord(vals, map[string]string{"cluster": cluster})
-	if err != nil {
-		return nil, err
-	}
-	out.Confirm = steps.Confirmation{Word: word, Noun: rb.ConfirmNoun}
 	kinds := rb.kinds
 	if kinds == nil {
 		kinds = Kinds()
@@ -86,6 +81,17 @@ func (rb *Runbook) Bind(set map[string]string, cluster string) (*steps.Runbook, 
 		out.Steps = append(out.Steps, steps.Step{Kind: kind, Info: steps.Info{ID: s.ID, Kind: s.Kind, Title: s.Title, Why: s.Why,
 			Risk: risk, Confirm: conf, Rollback: s.Rollback, Timeout: s.Timeout, Window: s.Window}})
 	}
+	// After the steps: a kind's own check of its options says more than a
+	// template that misses a parameter.
+	word, err := rb.confirmWord(vals, map[string]string{"cluster": cluster})
+	if err != nil {
+		return nil, err
+	}
+	noun, err := steps.Render(rb.ConfirmNoun, confirmData(vals, map[string]string{"cluster": cluster}))
+	if err != nil {
+		return nil, fmt.Errorf("%w: runbook %s: confirm.noun: %w; nothing was run", ErrInvalidParam, rb.Name, err)
+	}
+	out.Confirm = steps.Confirmation{Word: word, Noun: noun}
 	return out, nil
 }
 
@@ -98,14 +104,7 @@ func (rb *Runbook) WordFor(vals Values) (word string, ok bool) {
 }
 
 func (rb *Runbook) confirmWord(vals Values, extra map[string]string) (string, error) {
-	data := map[string]string{}
-	for k, v := range vals {
-		data[k] = v
-	}
-	for k, v := range extra {
-		data[k] = v
-	}
-	word, err := steps.Render(rb.ConfirmWord, data)
+	word, err := steps.Render(rb.ConfirmWord, confirmData(vals, extra))
 	if err != nil {
 		return "", fmt.Errorf("%w: runbook %s: confirm.word: %w; nothing was run", ErrInvalidParam, rb.Name, err)
 	}
@@ -197,4 +196,17 @@ func checkValue(typ, v string) error {
 		return fmt.Errorf("topic %q is internal to Kafka (its name starts with __); kremedy refuses to repair it by a generic runbook", v)
 	}
 	return nil
+}
+
+// confirmData is what confirm.word and confirm.noun are rendered with: the
+// parameters and extra (the cluster's name).
+func confirmData(vals Values, extra map[string]string) map[string]string {
+	data := map[string]string{}
+	for k, v := range vals {
+		data[k] = v
+	}
+	for k, v := range extra {
+		data[k] = v
+	}
+	return data
 }

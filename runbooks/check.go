@@ -87,6 +87,9 @@ func (p *parser) crossCheck(rb *Runbook) {
 		names[a.ID], declared[a.ID] = true, true
 	}
 	line := func(at pos) func(int) pos { return func(int) pos { return at } }
+	if rb.ConfirmNoun != "" {
+		p.checkNames("confirm.noun", line(p.At("confirm.noun")), rb.ConfirmNoun, names)
+	}
 	if rb.ConfirmWord != "" {
 		p.checkNames("confirm.word", line(p.At("confirm.word")), rb.ConfirmWord, names)
 	}

@@ -128,7 +128,7 @@ func TestUnreachableZooKeeperExitsTwoFast(t *testing.T) {
 // steps with risk and confirmation, as text and as JSON.
 func TestRunbooksShow(t *testing.T) {
 	r := kremedy(t, "runbooks", "show", "topic-cleanup")
-	for _, want := range []string{"parameters (--set name=value):", "producer_idle", "duration", "default 30s", "topic               topic     (required)", "[delete-znodes: destructive, confirm typed", "quarantine-manifest.json"} {
+	for _, want := range []string{"parameters (--set name=value):", "producer_idle", "duration", "default 30s", "topic               topic     optional", "topics              topics    default", "[delete-znodes: destructive, confirm typed", "quarantine-manifest.json"} {
 		if r.code != 0 || !strings.Contains(r.out, want) {
 			t.Errorf("runbooks show lacks %q (exit %d):\n%s", want, r.code, r.out)
 		}

@@ -41,13 +41,22 @@ type fixture struct {
 // real topic-cleanup runbook on it, bound to params.
 func newFixture(t *testing.T, params map[string]string) *fixture {
 	t.Helper()
-	g := steptest.Ghost(t)
+	return fixtureOn(t, steptest.Ghost(t), params)
+}
+
+// fixtureOn is a run of the real topic-cleanup runbook on cluster g, bound
+// to params (topic=orders unless they set topics).
+func fixtureOn(t *testing.T, g *steptest.Cluster, params map[string]string) *fixture {
+	t.Helper()
 	zk, hosts, kafka, target := g.ZK, g.Hosts, g.Kafka, g.Ports.Target
 	rb, err := runbooks.Get("topic-cleanup")
 	if err != nil {
 		t.Fatal(err)
 	}
 	set := map[string]string{"topic": "orders", "health_checks": "1", "health_timeout": "5s"}
+	if _, ok := params["topics"]; ok {
+		delete(set, "topic")
+	}
 	for k, v := range params {
 		set[k] = v
 	}

@@ -1,10 +1,13 @@
 package cleanup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kremedy/kremedy/internal/atomicfile"
@@ -20,8 +23,9 @@ import (
 // gate that re-checks until nothing is attached.
 type detach struct {
 	o detachOpts
-	// ends watches log end offsets where DescribeProducers does not exist.
-	ends *endWatch
+	// ends watch each topic's log end offsets where DescribeProducers does
+	// not exist.
+	ends map[string]*endWatch
 }
 
 // endWatch judges producers on brokers without DescribeProducers (Kafka
@@ -73,38 +77,62 @@ func (w *endWatch) read(ctx context.Context, env *steps.Env, topic string) (move
 // an active "producer" per partition whose end offset moved (ProducerID
 // -1: unknown) or, while the offsets have not been still for producer_idle,
 // one for the topic (Partition -1), and says which in note.
-func (k *detach) watchEnds(ctx context.Context, env *steps.Env) (active []ports.ProducerUse, note string, err error) {
+func (k *detach) watchEnds(ctx context.Context, env *steps.Env, t string) (active []ports.ProducerUse, note string, err error) {
 	if k.ends == nil {
-		k.ends = &endWatch{}
+		k.ends = map[string]*endWatch{}
 	}
-	moved, quiet, unserved, err := k.ends.read(ctx, env, k.o.Topic)
+	w := k.ends[t]
+	if w == nil {
+		w = &endWatch{}
+		k.ends[t] = w
+	}
+	moved, quiet, unserved, err := w.read(ctx, env, t)
 	if err != nil {
 		// An offset kremedy could not read may be one a producer moves.
-		return []ports.ProducerUse{{Partition: -1, ProducerID: -1, TxnStart: -1, LastTimestamp: env.Now()}},
-			fmt.Sprintf("log end offsets not read (%v): counted as an active producer", err), nil
+		return []ports.ProducerUse{{Topic: t, Partition: -1, ProducerID: -1, TxnStart: -1, LastTimestamp: env.Now()}},
+			fmt.Sprintf("log end offsets%s not read (%v): counted as an active producer", k.of(t), err), nil
 	}
 	if unserved != "" {
-		env.Logf("no broker serves some partitions of %s, so no producer can write to them (%s)", k.o.Topic, unserved)
+		env.Logf("no broker serves some partitions of %s, so no producer can write to them (%s)", t, unserved)
 	}
 	now := env.Now()
-	k.ends.pending = len(moved) == 0 && quiet < k.o.ProducerIdle
+	w.pending = len(moved) == 0 && quiet < k.o.ProducerIdle
 	for _, p := range moved {
-		active = append(active, ports.ProducerUse{Partition: p, ProducerID: -1, TxnStart: -1, LastTimestamp: now})
+		active = append(active, ports.ProducerUse{Topic: t, Partition: p, ProducerID: -1, TxnStart: -1, LastTimestamp: now})
 	}
 	switch {
 	case len(moved) > 0:
-		note = fmt.Sprintf("log end offsets moved on partitions %s: something writes to %q", fmt.Sprint(moved), k.o.Topic)
+		note = fmt.Sprintf("log end offsets moved on partitions %s: something writes to %q", fmt.Sprint(moved), t)
 	case quiet < k.o.ProducerIdle:
-		active = append(active, ports.ProducerUse{Partition: -1, ProducerID: -1, TxnStart: -1, LastTimestamp: now})
-		note = fmt.Sprintf("log end offsets unchanged for %s of producer_idle %s", quiet.Round(time.Second), k.o.ProducerIdle)
+		active = append(active, ports.ProducerUse{Topic: t, Partition: -1, ProducerID: -1, TxnStart: -1, LastTimestamp: now})
+		note = fmt.Sprintf("log end offsets%s unchanged for %s of producer_idle %s", k.of(t), quiet.Round(time.Second), k.o.ProducerIdle)
 	default:
-		note = fmt.Sprintf("log end offsets unchanged for %s (producer_idle %s)", quiet.Round(time.Second), k.o.ProducerIdle)
+		note = fmt.Sprintf("log end offsets%s unchanged for %s (producer_idle %s)", k.of(t), quiet.Round(time.Second), k.o.ProducerIdle)
 	}
 	return active, "no DescribeProducers (Kafka < 2.8): " + note, nil
 }
 
+// of is " of "t"" in a several-topic run's messages, "" in a one-topic run's.
+func (k *detach) of(t string) string {
+	if k.o.several() {
+		return " of " + strconv.Quote(t)
+	}
+	return ""
+}
+
+// pending reports whether some topic's end-offset watch has not been still
+// for producer_idle yet.
+func (k *detach) pending() bool {
+	for _, w := range k.ends {
+		if w.pending {
+			return true
+		}
+	}
+	return false
+}
+
 type detachOpts struct {
-	Topic string `opt:"topic" type:"topic"`
+	topicOpts
 	// ProducerIdle: a producer that wrote within this long is attached.
 	ProducerIdle time.Duration `opt:"producer_idle"`
 	// Every is how often the gate re-checks.
@@ -117,7 +145,6 @@ type detachOpts struct {
 // not answer, they count as one active producer (the safer reading). Either
 // way it is said in the check, not hidden.
 func (k *detach) attached(ctx context.Context, env *steps.Env, f *Facts) (groups []ports.GroupUse, active []ports.ProducerUse, unasked string, err error) {
-	t := k.o.Topic
 	reg, err := brokers.Registered(ctx, env.ZK)
 	if err != nil {
 		return nil, nil, "", err
@@ -126,23 +153,45 @@ func (k *detach) attached(ctx context.Context, env *steps.Env, f *Facts) (groups
 		// client can be attached to a cluster that does not run.
 		return nil, nil, "", nil
 	}
+	var notes []string
+	for _, t := range k.o.names() {
+		g, a, u, err := k.attachedTo(ctx, env, f, t, reg)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		groups, active = append(groups, g...), append(active, a...)
+		if u != "" {
+			notes = append(notes, u)
+		}
+	}
+	return groups, active, strings.Join(notes, "; "), nil
+}
+
+// attachedTo is attached for topic t.
+func (k *detach) attachedTo(ctx context.Context, env *steps.Env, f *Facts, t string, reg []int32) (groups []ports.GroupUse, active []ports.ProducerUse, unasked string, err error) {
 	groups, err = env.Kafka.Groups(ctx, t)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("consumer groups on %s: %w", t, err)
 	}
+	if k.o.several() {
+		for i := range groups {
+			groups[i].Topic = t
+		}
+	}
 	var parts []int32
-	for p := range f.Partitions {
+	for p := range f.Of(t).Partitions {
 		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
 		return groups, nil, "", nil
 	}
 	if !f.Releases.DescribeProducers() {
-		active, unasked, err = k.watchEnds(ctx, env)
+		active, unasked, err = k.watchEnds(ctx, env, t)
 		return groups, active, unasked, err
 	}
 	prods, err := env.Kafka.Producers(ctx, t, parts, reg)
 	for _, pu := range prods {
+		pu.Topic = t
 		if env.Now().Sub(pu.LastTimestamp) < k.o.ProducerIdle || pu.TxnStart >= 0 {
 			active = append(active, pu)
 		}
@@ -156,7 +205,7 @@ func (k *detach) attached(ctx context.Context, env *steps.Env, f *Facts) (groups
 		// A broker that did not answer may lead a partition a producer is
 		// writing to: that is not "no producer".
 		unasked = err.Error()
-		active = append(active, ports.ProducerUse{Partition: -1, ProducerID: -1, LastTimestamp: env.Now(), TxnStart: -1})
+		active = append(active, ports.ProducerUse{Topic: t, Partition: -1, ProducerID: -1, LastTimestamp: env.Now(), TxnStart: -1})
 		env.Logf("could not ask every broker about producers on %s (%v): counted as an active producer until they answer", t, err)
 	}
 	return groups, active, unasked, nil
@@ -166,7 +215,11 @@ func membersOn(groups []ports.GroupUse) []string {
 	var out []string
 	for _, g := range groups {
 		if len(g.Members) > 0 {
-			out = append(out, fmt.Sprintf("group %s: %d members", g.Group, len(g.Members)))
+			on := ""
+			if g.Topic != "" {
+				on = " on " + g.Topic
+			}
+			out = append(out, fmt.Sprintf("group %s: %d members%s", g.Group, len(g.Members), on))
 		}
 	}
 	return out
@@ -183,26 +236,30 @@ func (k *detach) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 		return nil, err
 	}
 	if f.Clean {
-		return cleanNoOp(k.o.Topic, "detach from"), nil
+		return cleanNoOp(k.o.topicOpts, "detach from"), nil
 	}
 	groups, active, unasked, err := k.attached(ctx, env, f)
 	if err != nil {
 		return nil, err
 	}
-	t := k.o.Topic
-	p := &steps.Plan{Summary: fmt.Sprintf("detach every client from %q", t)}
+	t := k.o.quoted()
+	p := &steps.Plan{Summary: fmt.Sprintf("detach every client from %s", t)}
 	withOffsets := 0
 	for _, g := range groups {
 		if len(g.Offsets) > 0 {
 			withOffsets++
 		}
-		p.Facts = append(p.Facts, fmt.Sprintf("group %s (%s): %d members on the topic, committed offsets on %d partitions", g.Group, g.State, len(g.Members), len(g.Offsets)))
+		p.Facts = append(p.Facts, fmt.Sprintf("group %s (%s): %d members on %s, committed offsets on %d partitions", g.Group, g.State, len(g.Members), cmp.Or(g.Topic, "the topic"), len(g.Offsets)))
 	}
 	for _, pu := range active {
 		if pu.ProducerID < 0 {
 			continue // the unanswered brokers, said below
 		}
-		p.Facts = append(p.Facts, fmt.Sprintf("producer %d wrote to partition %d at %s", pu.ProducerID, pu.Partition, pu.LastTimestamp.UTC().Format(time.RFC3339)))
+		on := fmt.Sprintf("partition %d", pu.Partition)
+		if k.o.several() {
+			on = fmt.Sprintf("%s-%d", pu.Topic, pu.Partition)
+		}
+		p.Facts = append(p.Facts, fmt.Sprintf("producer %d wrote to %s at %s", pu.ProducerID, on, pu.LastTimestamp.UTC().Format(time.RFC3339)))
 	}
 	if unasked != "" {
 		p.Facts = append(p.Facts, "producers not asked: "+unasked)
@@ -219,12 +276,12 @@ func (k *detach) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 		p.Notes = append(p.Notes, fmt.Sprintf("still attached: %v, %d active producers — stop them (kremedy cannot stop clients it does not know)", m, len(active)))
 	} else if len(p.Actions) == 0 {
 		p.NoOp = true
-		p.Summary = fmt.Sprintf("no consumer group uses %q and no producer is active on it", t)
+		p.Summary = fmt.Sprintf("no consumer group uses %s and no producer is active on it", t)
 		return p, nil
 	}
 	// Whatever else the step does, it ends by waiting until nothing is
 	// attached: a client may attach while the operator reads the plan.
-	p.Actions = append(p.Actions, steps.Action{ID: "gate", Op: steps.OpWait, Target: t,
+	p.Actions = append(p.Actions, steps.Action{ID: "gate", Op: steps.OpWait, Target: strings.Join(k.o.names(), ", "),
 		Detail: fmt.Sprintf("re-check every %s until no group has members on it and no producer is active", k.o.Every)})
 	return p, nil
 }
@@ -274,13 +331,13 @@ func (k *detach) gate(ctx context.Context, env *steps.Env, f *Facts) error {
 		}
 		m := membersOn(groups)
 		if len(m) == 0 && len(active) == 0 {
-			env.Logf("no client is attached to %q%s", k.o.Topic, suffix(note))
+			env.Logf("no client is attached to %s%s", k.o.quoted(), suffix(note))
 			return nil
 		}
-		env.Logf("still attached to %q: %v, %d active producers%s; waiting", k.o.Topic, m, len(active), suffix(note))
+		env.Logf("still attached to %s: %v, %d active producers%s; waiting", k.o.quoted(), m, len(active), suffix(note))
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: clients still attached to %q: %v, %d active producers. Nothing was deleted. Stop them and re-check", steps.ErrCheckFailed, k.o.Topic, m, len(active))
+			return fmt.Errorf("%w: clients still attached to %s: %v, %d active producers. Nothing was deleted. Stop them and re-check", steps.ErrCheckFailed, k.o.quoted(), m, len(active))
 		case <-t.C:
 		}
 	}
@@ -295,7 +352,7 @@ func (k *detach) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, err
 	// Without DescribeProducers, "idle" takes producer_idle of still end
 	// offsets to see (a resume starts a new watch): wait for it, or for a
 	// movement, re-checking as the gate does.
-	for err == nil && k.ends != nil && k.ends.pending {
+	for err == nil && k.pending() {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -308,8 +365,8 @@ func (k *detach) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, err
 	}
 	m := membersOn(groups)
 	return []steps.Check{
-		{Name: "no consumer group has members on the topic", OK: len(m) == 0, Detail: fmt.Sprint(m)},
-		{Name: "no producer is active on the topic", OK: len(active) == 0, Detail: producersDetail(active, unasked)},
+		{Name: "no consumer group has members on " + k.o.what(), OK: len(m) == 0, Detail: fmt.Sprint(m)},
+		{Name: "no producer is active on " + k.o.what(), OK: len(active) == 0, Detail: producersDetail(active, unasked)},
 	}, nil
 }
 

@@ -32,7 +32,7 @@ type preflight struct {
 }
 
 type preflightOpts struct {
-	Topic string `opt:"topic" type:"topic"`
+	topicOpts
 	modeOpts
 	// HealthGrace is start-brokers' grace, said in the note about other
 	// topics already unhealthy.
@@ -61,7 +61,7 @@ func (k *preflight) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, 
 // gathering is one preflight's reading of the cluster, phase by phase.
 type gathering struct {
 	env    *steps.Env
-	topic  string
+	o      topicOpts
 	grace  time.Duration
 	mode   string
 	accept []string
@@ -69,13 +69,22 @@ type gathering struct {
 	f      Facts
 	p      *steps.Plan
 	checks []steps.Check
-	// what the topic looks like so far
+	looks  []*topicLook // one per topic of the run, in order
+}
+
+// topicLook is what one topic looks like so far.
+type topicLook struct {
+	topic      string
+	tf         TopicFacts
 	zt         kafkazk.TopicZNode
 	ctime      time.Time
 	hasTopic   bool
 	consistent bool
 	ids        map[string]bool // topic ids seen anywhere
 }
+
+// topics are the run's topic names.
+func (g *gathering) topics() []string { return g.o.names() }
 
 func (g *gathering) ok(name, detail string) {
 	g.checks = append(g.checks, steps.Check{Name: name, OK: true, Detail: detail})
@@ -90,8 +99,15 @@ func (g *gathering) refuse(format string, a ...any) error {
 }
 
 func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
-	g := &gathering{env: env, topic: k.o.Topic, grace: k.o.HealthGrace, mode: k.o.Mode, accept: k.o.Accept, ids: map[string]bool{}}
-	g.p = &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at %q on cluster %s", g.topic, env.Target.Name)}
+	g := &gathering{env: env, o: k.o.topicOpts, grace: k.o.HealthGrace, mode: k.o.Mode, accept: k.o.Accept}
+	for _, t := range g.topics() {
+		// A broker being down is not an inconsistency of a topic: whether
+		// the cleanup applies is decided from evidence about the topic only
+		// (its znodes, the running brokers' views of it, every disk, the
+		// down brokers' included).
+		g.looks = append(g.looks, &topicLook{topic: t, consistent: true, ids: map[string]bool{}})
+	}
+	g.p = &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at %s on cluster %s", g.o.quoted(), env.Target.Name)}
 	var prior Facts
 	if ok, err := env.Load(factsKey, &prior); err != nil {
 		return g.p, nil, err
@@ -106,9 +122,13 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 		d   *diagnose.Diagnosis
 		err error
 	}
-	diag := async(func() diagnosed {
-		d, err := diagnose.Run(dctx, env.Cluster, diagnose.Options{Topic: g.topic, Disk: true})
-		return diagnosed{d, err}
+	diag := async(func() []diagnosed {
+		var out []diagnosed
+		for _, t := range g.topics() {
+			d, err := diagnose.Run(dctx, env.Cluster, diagnose.Options{Topic: t, Disk: true})
+			out = append(out, diagnosed{d, err})
+		}
+		return out
 	})
 	defer func() { cancelDiag(); diag.wait() }()
 
@@ -126,8 +146,10 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	baseline := async(func() map[string]Unhealthy { return g.baseline(ctx) })
 	defer baseline.wait()
 	g.autoCreate(ctx)
-	if err := g.topicInZK(ctx); err != nil {
-		return g.p, g.checks, err
+	for _, tl := range g.looks {
+		if err := g.topicInZK(ctx, tl); err != nil {
+			return g.p, g.checks, err
+		}
 	}
 	if err := g.brokerViews(ctx); err != nil {
 		return g.p, g.checks, err
@@ -139,16 +161,24 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	if err := g.disks(listing.wait()); err != nil {
 		return g.p, g.checks, err
 	}
-	g.oldRecords(ctx)
+	for _, tl := range g.looks {
+		g.oldRecords(ctx, tl)
+	}
 	if err := g.verdict(ctx); err != nil {
 		return g.p, g.checks, err
 	}
 	if err := g.rollable(ctx); err != nil {
 		return g.p, g.checks, err
 	}
-	d := diag.wait()
-	g.releases(ctx, d.d)
-	g.diagnosis(d.d, d.err)
+	ds := diag.wait()
+	g.releases(ctx, ds[0].d)
+	for _, d := range ds {
+		g.diagnosis(d.d, d.err)
+	}
+	g.f.Topics = map[string]TopicFacts{}
+	for _, tl := range g.looks {
+		g.f.Topics[tl.topic] = tl.tf
+	}
 	if err := env.Save(factsKey, g.f); err != nil {
 		return g.p, g.checks, err
 	}
@@ -166,7 +196,7 @@ func (g *gathering) rollable(ctx context.Context) error {
 	}
 	r := rollOf(0, 0, 0, 0)
 	r.Accept = g.accept
-	why, err := r.Rollable(ctx, g.env, g.topic)
+	why, err := r.Rollable(ctx, g.env, g.topics()...)
 	if err != nil {
 		return fmt.Errorf("rolling mode: %w", err)
 	}
@@ -246,11 +276,6 @@ func (g *gathering) brokerFacts(ctx context.Context) error {
 		}
 		g.f.LogDirs[h.ID] = dirs
 	}
-	// A broker being down is not an inconsistency of the topic: whether the
-	// cleanup applies is decided from evidence about the topic only (its
-	// znodes, the running brokers' views of it, every disk, the down
-	// brokers' included).
-	g.consistent = true
 	return nil
 }
 
@@ -295,28 +320,28 @@ func (g *gathering) autoCreate(ctx context.Context) {
 		}
 		g.f.AutoCreate[id] = got[i].v == "true"
 		if got[i].v == "true" {
-			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d has auto.create.topics.enable=true: any client still attached can silently recreate %q between steps; detach every client first", id, g.topic))
+			g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d has auto.create.topics.enable=true: any client still attached can silently recreate %s between steps; detach every client first", id, g.o.quoted()))
 		}
 	}
 }
 
 // topicInZK reads the topic's znodes: assignment, id, configs, deletion
 // marker.
-func (g *gathering) topicInZK(ctx context.Context) error {
-	zk, t := g.env.ZK, g.topic
+func (g *gathering) topicInZK(ctx context.Context, tl *topicLook) error {
+	zk, t := g.env.ZK, tl.topic
 	if b, st, err := zk.Get(ctx, kafkazk.TopicPath(t)); err == nil {
-		if err := kafkazk.DecodeZNode(zk.Chroot()+kafkazk.TopicPath(t), b, &g.zt); err != nil {
+		if err := kafkazk.DecodeZNode(zk.Chroot()+kafkazk.TopicPath(t), b, &tl.zt); err != nil {
 			return err
 		}
-		g.hasTopic, g.ctime = true, st.Ctime
-		g.f.TopicID = g.zt.TopicID
-		if g.f.Partitions, err = g.zt.Assignment(); err != nil {
+		tl.hasTopic, tl.ctime = true, st.Ctime
+		tl.tf.TopicID = tl.zt.TopicID
+		if tl.tf.Partitions, err = tl.zt.Assignment(); err != nil {
 			return err
 		}
-		if g.zt.TopicID != "" {
-			g.ids[g.zt.TopicID] = true
+		if tl.zt.TopicID != "" {
+			tl.ids[tl.zt.TopicID] = true
 		}
-		g.fact("%s%s: %d partitions, topic_id %s, created %s", zk.Chroot(), kafkazk.TopicPath(t), len(g.zt.Partitions), text.OrDash(g.zt.TopicID), g.ctime.UTC().Format(time.RFC3339))
+		g.fact("%s%s: %d partitions, topic_id %s, created %s", zk.Chroot(), kafkazk.TopicPath(t), len(tl.zt.Partitions), text.OrDash(tl.zt.TopicID), tl.ctime.UTC().Format(time.RFC3339))
 	} else if !zk.IsNoNode(err) {
 		return err
 	} else {
@@ -325,9 +350,9 @@ func (g *gathering) topicInZK(ctx context.Context) error {
 	if b, _, err := zk.Get(ctx, kafkazk.ConfigTopicPath(t)); err == nil {
 		var cz kafkazk.TopicConfigZNode
 		if kafkazk.DecodeZNode("", b, &cz) == nil {
-			g.f.Configs = cz.Config
+			tl.tf.Configs = cz.Config
 		}
-		g.fact("%s%s: present %v", zk.Chroot(), kafkazk.ConfigTopicPath(t), g.f.Configs)
+		g.fact("%s%s: present %v", zk.Chroot(), kafkazk.ConfigTopicPath(t), tl.tf.Configs)
 	}
 	pending, err := exists(ctx, g.env, kafkazk.DeleteTopicPath(t))
 	if err != nil {
@@ -335,21 +360,21 @@ func (g *gathering) topicInZK(ctx context.Context) error {
 	}
 	if pending {
 		g.fact("%s%s: PRESENT — the topic is marked for deletion and the deletion has not completed", zk.Chroot(), kafkazk.DeleteTopicPath(t))
-		g.consistent = false
+		tl.consistent = false
 	}
-	return g.mayDelete(ctx)
+	return g.mayDelete(ctx, tl)
 }
 
 // mayDelete proves, before anything is done, that this ZooKeeper session
 // may delete under every parent the cleanup deletes in: with
 // zookeeper.set.acl=true the brokers' znodes are ACL'd to their SASL
 // identity, which kremedy's digest session is not.
-func (g *gathering) mayDelete(ctx context.Context) error {
-	zk, t := g.env.ZK, g.topic
+func (g *gathering) mayDelete(ctx context.Context, tl *topicLook) error {
+	zk, t := g.env.ZK, tl.topic
 	parents := []string{kafkazk.TopicsPath, kafkazk.ConfigTopicsPath, kafkazk.DeleteTopicsPath}
-	if g.hasTopic {
+	if tl.hasTopic {
 		parents = append(parents, kafkazk.TopicPath(t), kafkazk.TopicPath(t)+"/partitions")
-		for p := range g.f.Partitions {
+		for p := range tl.tf.Partitions {
 			parents = append(parents, fmt.Sprintf("%s/partitions/%d", kafkazk.TopicPath(t), p))
 		}
 	}
@@ -360,7 +385,7 @@ func (g *gathering) mayDelete(ctx context.Context) error {
 	if len(denied) > 0 {
 		return fmt.Errorf("%w: this ZooKeeper session may not delete under %s (%v). With zookeeper.set.acl=true the brokers' znodes belong to their SASL identity (sasl:…), which kremedy cannot take (go-zookeeper has no SASL). What works: a superDigest operator identity on the ZooKeeper servers (-Dzookeeper.DigestAuthenticationProvider.superDigest=USER:HASH) given as zookeeper.auth in the inventory; or check the digest user and password there (ZooKeeper accepts any digest and only refuses at the first write). Nothing was changed", steps.ErrRefused, strings.Join(denied, ", "), first)
 	}
-	g.ok("this ZooKeeper session may delete the topic's znodes", fmt.Sprintf("probed %d parents (no znode changed)", len(parents)))
+	g.ok(fmt.Sprintf("this ZooKeeper session may delete the znodes of %q", t), fmt.Sprintf("probed %d parents (no znode changed)", len(parents)))
 	return nil
 }
 
@@ -369,42 +394,45 @@ func (g *gathering) mayDelete(ctx context.Context) error {
 // (TOPIC_AUTHORIZATION_FAILED) refuses the run: whether the cleanup
 // applies, and later whether it worked, rests on these answers.
 func (g *gathering) brokerViews(ctx context.Context) error {
-	t, reg := g.topic, g.f.Registered
+	reg := g.f.Registered
 	type answer struct {
 		v   ports.BrokerView
 		err error
 	}
 	views := par.Each(reg, func(id int32) answer {
-		v, err := g.env.Kafka.BrokerView(ctx, id, t)
+		v, err := g.env.Kafka.BrokerView(ctx, id, g.topics()...)
 		return answer{v, err}
 	})
-	for i, id := range reg {
-		v, err := views[i].v, views[i].err
-		if err != nil {
-			g.fact("broker %d metadata: no answer (%v)", id, err)
-			g.consistent = false
-			continue
-		}
-		tv := v.Topics[t]
-		if why := tv.Unsure(); why != "" {
-			return g.refuse("broker %d: %s. Nothing was changed", id, why)
-		}
-		if !tv.Present() {
-			g.fact("broker %d metadata: %s", id, tv.Err)
-			g.consistent = g.consistent && !g.hasTopic
-			continue
-		}
-		urp := 0
-		for _, pv := range tv.Partitions {
-			if g.missingLive(pv) || pv.Err != ports.KafkaNone {
-				urp++
+	for _, tl := range g.looks {
+		t := tl.topic
+		for i, id := range reg {
+			v, err := views[i].v, views[i].err
+			if err != nil {
+				g.fact("broker %d metadata: no answer (%v)", id, err)
+				tl.consistent = false
+				continue
 			}
+			tv := v.Topics[t]
+			if why := tv.Unsure(); why != "" {
+				return g.refuse("broker %d: %s. Nothing was changed", id, why)
+			}
+			if !tv.Present() {
+				g.fact("broker %d metadata of %q: %s", id, t, tv.Err)
+				tl.consistent = tl.consistent && !tl.hasTopic
+				continue
+			}
+			urp := 0
+			for _, pv := range tv.Partitions {
+				if g.missingLive(pv) || pv.Err != ports.KafkaNone {
+					urp++
+				}
+			}
+			g.fact("broker %d metadata: lists %q, %d partitions, topic ID %s, %d partitions under-replicated or leaderless", id, t, len(tv.Partitions), text.OrDash(tv.ID), urp)
+			if tv.ID != "" {
+				tl.ids[tv.ID] = true
+			}
+			tl.consistent = tl.consistent && tl.hasTopic && tv.ID == tl.zt.TopicID && len(tv.Partitions) == len(tl.zt.Partitions) && urp == 0
 		}
-		g.fact("broker %d metadata: lists %q, %d partitions, topic ID %s, %d partitions under-replicated or leaderless", id, t, len(tv.Partitions), text.OrDash(tv.ID), urp)
-		if tv.ID != "" {
-			g.ids[tv.ID] = true
-		}
-		g.consistent = g.consistent && g.hasTopic && tv.ID == g.zt.TopicID && len(tv.Partitions) == len(g.zt.Partitions) && urp == 0
 	}
 	return nil
 }
@@ -428,7 +456,7 @@ func (g *gathering) missingLive(pv ports.PartitionView) bool {
 
 // disks reads the topic's partition directories on every broker's disk.
 func (g *gathering) disks(l brokers.Listing) error {
-	t, env := g.topic, g.env
+	env := g.env
 	for id, bad := range l.Unexpected {
 		env.Logf("broker %d: unexpected lines while listing log dirs: %v", id, bad)
 	}
@@ -441,36 +469,47 @@ func (g *gathering) disks(l brokers.Listing) error {
 	if err := unwritable(l); err != nil {
 		return err
 	}
+	for _, tl := range g.looks {
+		g.topicDisks(l, tl)
+	}
+	g.ok("every broker host reachable over SSH with a verified host key", fmt.Sprintf("%d hosts, log dirs listed; the user commands run as may move directories out of each into the quarantine beside it", len(env.Target.Hosts)))
+	return nil
+}
+
+// topicDisks reads one topic's partition directories on every disk.
+func (g *gathering) topicDisks(l brokers.Listing, tl *topicLook) {
+	t, env := tl.topic, g.env
+	noted := len(g.looks) > 1 && tl != g.looks[0] // the strays are noted once
 	for _, h := range env.Target.Hosts {
 		for _, dir := range g.f.LogDirs[h.ID] {
 			entries := l.Entries[h.ID][dir]
 			for _, e := range entries {
 				if d, err := segments.ParseDir(e.Name); err == nil && d.Topic == t && e.TopicID != "" {
-					g.ids[e.TopicID] = true // exactly this topic's, never orders-v2's
+					tl.ids[e.TopicID] = true // exactly this topic's, never orders-v2's
 				}
 			}
-			matches, strays := segments.Select(entries, t, idList(g.ids))
+			matches, strays := segments.Select(entries, t, idList(tl.ids))
 			for _, s := range strays {
-				g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d %s/%s: %s — Kafka refuses to start with it inside a log dir; kremedy reports it and does not move it", h.ID, dir, s.Name, s.Why))
+				if !noted {
+					g.p.Notes = append(g.p.Notes, fmt.Sprintf("broker %d %s/%s: %s — Kafka refuses to start with it inside a log dir; kremedy reports it and does not move it", h.ID, dir, s.Name, s.Why))
+				}
 			}
 			for _, m := range matches {
 				id := idOf(entries, m.Dir.Name)
 				g.fact("broker %d %s/%s (%s, topic id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, text.OrDash(id))
-				assigned := slices.Contains(g.f.Partitions[m.Dir.Partition], h.ID)
-				if m.Dir.Kind != segments.Live || !g.hasTopic || !assigned || (g.zt.TopicID != "" && id != g.zt.TopicID) {
-					g.consistent = false
+				assigned := slices.Contains(tl.tf.Partitions[m.Dir.Partition], h.ID)
+				if m.Dir.Kind != segments.Live || !tl.hasTopic || !assigned || (tl.zt.TopicID != "" && id != tl.zt.TopicID) {
+					tl.consistent = false
 				}
 			}
 		}
 	}
-	g.ok("every broker host reachable over SSH with a verified host key", fmt.Sprintf("%d hosts, log dirs listed; the user commands run as may move directories out of each into the quarantine beside it", len(env.Target.Hosts)))
-	for id := range g.ids {
-		if id != g.zt.TopicID {
-			g.f.OldIDs = append(g.f.OldIDs, id)
+	for id := range tl.ids {
+		if id != tl.zt.TopicID {
+			tl.tf.OldIDs = append(tl.tf.OldIDs, id)
 		}
 	}
-	slices.Sort(g.f.OldIDs)
-	return nil
+	slices.Sort(tl.tf.OldIDs)
 }
 
 // unwritable refuses when the user kremedy's commands run as may not move
@@ -493,20 +532,20 @@ func unwritable(l brokers.Listing) error {
 
 // oldRecords looks for records older than a "new" topic: the adoption
 // field report 000 proved by file dates.
-func (g *gathering) oldRecords(ctx context.Context) {
-	if !g.hasTopic || !g.consistent {
+func (g *gathering) oldRecords(ctx context.Context, tl *topicLook) {
+	if !tl.hasTopic || !tl.consistent {
 		return
 	}
-	for part := range g.f.Partitions {
-		ts, has, err := g.env.Kafka.FirstRecordTime(ctx, g.topic, part)
+	for part := range tl.tf.Partitions {
+		ts, has, err := g.env.Kafka.FirstRecordTime(ctx, tl.topic, part)
 		if err != nil {
-			g.fact("first record of %s-%d: %v", g.topic, part, err)
-			g.consistent = false
+			g.fact("first record of %s-%d: %v", tl.topic, part, err)
+			tl.consistent = false
 			continue
 		}
-		if has && ts.Before(g.ctime.Add(-time.Second)) {
-			g.fact("%s-%d holds a record from %s, before the topic was created (%s): old segments were adopted", g.topic, part, ts.UTC().Format(time.RFC3339), g.ctime.UTC().Format(time.RFC3339))
-			g.consistent = false
+		if has && ts.Before(tl.ctime.Add(-time.Second)) {
+			g.fact("%s-%d holds a record from %s, before the topic was created (%s): old segments were adopted", tl.topic, part, ts.UTC().Format(time.RFC3339), tl.ctime.UTC().Format(time.RFC3339))
+			tl.consistent = false
 		}
 	}
 }
@@ -515,23 +554,29 @@ func (g *gathering) oldRecords(ctx context.Context) {
 // consistent topic ends the run (nothing to clean up), and a topic found
 // nowhere is refused as a likely typo, before anything is touched.
 func (g *gathering) verdict(ctx context.Context) error {
-	t := g.topic
-	// Once a run has found the topic inconsistent it is a cleanup run to
+	// Once a run has found its topics inconsistent it is a cleanup run to
 	// its end: a resume after this run's own znode deletion, restart or
 	// recreation may well find everything consistent, and must still finish
 	// (verify proves the recreated topic, removes a leftover canary).
-	if g.consistent && g.prior != nil && !g.prior.Clean {
-		g.consistent = false
-		g.p.Notes = append(g.p.Notes, fmt.Sprintf("%q looks consistent now, but this run's first preflight found it inconsistent: the run continues to its end and verify proves the result", t))
+	for _, tl := range g.looks {
+		if tl.consistent && g.prior != nil && !g.prior.Clean {
+			tl.consistent = false
+			g.p.Notes = append(g.p.Notes, fmt.Sprintf("%q looks consistent now, but this run's first preflight found it inconsistent: the run continues to its end and verify proves the result", tl.topic))
+		}
 	}
-	g.f.Clean = g.consistent
+	if len(g.looks) > 1 {
+		return g.verdictOfSeveral(ctx)
+	}
+	tl := g.looks[0]
+	t := tl.topic
+	g.f.Clean = tl.consistent
 	switch {
-	case g.consistent && g.hasTopic:
+	case tl.consistent && tl.hasTopic:
 		g.p.Summary = fmt.Sprintf("%q is consistent on ZooKeeper, every running broker and every disk, and holds no old records — nothing to clean up", t)
 		g.p.EndsRun = g.prior == nil
-	case g.consistent:
+	case tl.consistent:
 		if g.prior == nil {
-			return g.refuse("no topic of that name exists on this cluster: %q has no znode, is not pending deletion, no running broker serves it and no disk holds a directory of it. Nothing was touched.%s", t, g.closest(ctx))
+			return g.refuse("no topic of that name exists on this cluster: %q has no znode, is not pending deletion, no running broker serves it and no disk holds a directory of it. Nothing was touched.%s", t, g.closest(ctx, t))
 		}
 		g.p.Summary = fmt.Sprintf("%q is absent from ZooKeeper, from every broker's metadata and from every disk — nothing to clean", t)
 	default:
@@ -541,9 +586,39 @@ func (g *gathering) verdict(ctx context.Context) error {
 	return nil
 }
 
+// verdictOfSeveral: a several-topic run cleans up every topic it names or
+// none. A topic found healthy, or found nowhere (a typo), refuses the whole
+// run before anything is changed, naming it and the run without it.
+func (g *gathering) verdictOfSeveral(ctx context.Context) error {
+	var healthy, unknown, ghosts []string
+	var why []string
+	for _, tl := range g.looks {
+		switch {
+		case !tl.consistent:
+			ghosts = append(ghosts, tl.topic)
+		case tl.hasTopic:
+			healthy = append(healthy, tl.topic)
+			why = append(why, fmt.Sprintf("%q is healthy (consistent on ZooKeeper, every running broker and every disk, no old records): kremedy does not touch a healthy topic", tl.topic))
+		default:
+			unknown = append(unknown, tl.topic)
+			why = append(why, fmt.Sprintf("no topic %q exists on this cluster (no znode, not pending deletion, no running broker serves it, no disk holds a directory of it).%s", tl.topic, g.closest(ctx, tl.topic)))
+		}
+	}
+	if len(why) > 0 {
+		next := "none of them needs a cleanup"
+		if len(ghosts) > 0 {
+			next = fmt.Sprintf("run again with the ones that need it: --set topics=%s", strings.Join(ghosts, ","))
+		}
+		return g.refuse("%s. Nothing was touched: a run that names several topics cleans up every one or none; %s", strings.Join(why, "; "), next)
+	}
+	g.p.Summary = fmt.Sprintf("%s are inconsistent across ZooKeeper, broker caches and disks: the cleanup applies to all %d, with one stop and one start of every broker", g.o.quoted(), len(ghosts))
+	g.ok("topic state recorded", g.p.Summary)
+	return nil
+}
+
 // closest names the cluster's topics whose names are nearest the one asked
 // for (a typo's likely intent), as a hint.
-func (g *gathering) closest(ctx context.Context) string {
+func (g *gathering) closest(ctx context.Context, topic string) string {
 	names, err := g.env.ZK.Children(ctx, kafkazk.TopicsPath)
 	if err != nil || len(names) == 0 {
 		return ""
@@ -554,8 +629,8 @@ func (g *gathering) closest(ctx context.Context) string {
 	}
 	var ns []near
 	for _, n := range names {
-		d := editDistance(strings.ToLower(g.topic), strings.ToLower(n))
-		if d <= max(2, len(g.topic)/3) || strings.Contains(n, g.topic) || strings.Contains(g.topic, n) {
+		d := editDistance(strings.ToLower(topic), strings.ToLower(n))
+		if d <= max(2, len(topic)/3) || strings.Contains(n, topic) || strings.Contains(topic, n) {
 			ns = append(ns, near{n, d})
 		}
 	}
@@ -632,7 +707,7 @@ func (g *gathering) baseline(ctx context.Context) map[string]Unhealthy {
 	case g.prior != nil:
 		return nil // an earlier attempt recorded none: count nothing as pre-existing
 	}
-	return unhealthyNow(ctx, g.env, g.topic, g.f.Registered)
+	return unhealthyNow(ctx, g.env, g.topics(), g.f.Registered)
 }
 
 // unhealthyNow lists other topics' partitions that every broker that
@@ -644,7 +719,7 @@ func (g *gathering) baseline(ctx context.Context) map[string]Unhealthy {
 // broker must agree, so that one broker's stale cache can neither add a
 // healthy partition nor make it look better than it is (the ISR kept is the
 // largest any broker reports; offline only if every broker says so).
-func unhealthyNow(ctx context.Context, env *steps.Env, topic string, reg []int32) map[string]Unhealthy {
+func unhealthyNow(ctx context.Context, env *steps.Env, topics []string, reg []int32) map[string]Unhealthy {
 	inv := brokers.HostIDs(env.Target)
 	stays := func(id int32) bool { return slices.Contains(reg, id) || !slices.Contains(inv, id) }
 	seen := map[string]int{}
@@ -661,7 +736,7 @@ func unhealthyNow(ctx context.Context, env *steps.Env, topic string, reg []int32
 		}
 		views++
 		for name, tv := range v.Topics {
-			if name == topic {
+			if slices.Contains(topics, name) {
 				continue
 			}
 			for _, pv := range tv.Partitions {

@@ -18,7 +18,7 @@ import (
 type reattach struct{ o reattachOpts }
 
 type reattachOpts struct {
-	Topic string `opt:"topic" type:"topic"`
+	topicOpts
 	// Recreate: the topic exists again after verify; without it, a client
 	// that produces to it may recreate it with the broker defaults.
 	Recreate bool `opt:"recreate"`
@@ -77,7 +77,7 @@ func (k *reattach) Plan(_ context.Context, env *steps.Env) (*steps.Plan, error) 
 			cmds = append(cmds, a.Detail)
 		}
 		p.Actions, p.NoOp = nil, true
-		p.Summary = fmt.Sprintf("%q was not recreated: the clients stay stopped (a producer would recreate it with the brokers' defaults). Start them yourself once the topic exists: %s", k.o.Topic, strings.Join(cmds, "; "))
+		p.Summary = fmt.Sprintf("%s not recreated: the clients stay stopped (a producer would recreate a topic with the brokers' defaults). Start them yourself once the topic exists: %s", k.o.quoted()+map[bool]string{false: " was", true: " were"}[k.o.several()], strings.Join(cmds, "; "))
 		return p, nil
 	}
 	if len(p.Actions) == 0 {

@@ -23,7 +23,7 @@ import (
 type stopBrokers struct{ o stopOpts }
 
 type stopOpts struct {
-	Topic string `opt:"topic" type:"topic"`
+	topicOpts
 	modeOpts
 	// Gone bounds the wait for a stopped broker's registration to vanish.
 	Gone time.Duration `opt:"gone_timeout" default:"60s"`
@@ -40,16 +40,17 @@ func (k *stopBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	if err != nil {
 		return nil, err
 	}
-	t := k.o.Topic
 	if f.Clean {
-		return cleanNoOp(t, "stop brokers for"), nil
+		return cleanNoOp(k.o.topicOpts, "stop brokers for"), nil
 	}
 	if k.o.Mode == modeRolling {
-		return &steps.Plan{NoOp: true, Summary: "rolling mode: the brokers were restarted one at a time by the rolling step; none is stopped here"}, nil
+		return &steps.Plan{NoOp: true, Summary: "rolling mode: the brokers were restarted by the rolling step; none is stopped here"}, nil
 	}
 	if !env.Preview() {
-		if err := refuseRecreated(ctx, env, t, "Brokers were not stopped"); err != nil {
-			return nil, err
+		for _, t := range k.o.names() {
+			if err := refuseRecreated(ctx, env, t, "Brokers were not stopped"); err != nil {
+				return nil, err
+			}
 		}
 	}
 	reg, err := brokers.Registered(ctx, env.ZK)

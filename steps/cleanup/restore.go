@@ -59,7 +59,7 @@ func RestoreZnodes(ctx context.Context, zk ports.ZooKeeper, backupPath string, f
 		created++
 		fmt.Fprintf(out, "created %s%s (%d bytes, %d ACL entries)\n", zk.Chroot(), n.Path, len(n.Data), len(acl))
 	}
-	fmt.Fprintf(out, "restored %d znodes of %q from %s (taken %s)\n", created, bk.Topic, backupPath, bk.Taken.Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(out, "restored %d znodes of %s from %s (taken %s)\n", created, quoteAll(topicsOf(bk.Topics, bk.Topic)), backupPath, bk.Taken.Format("2006-01-02 15:04:05Z"))
 	if bk.Reassign != nil {
 		fmt.Fprintf(out, "note: /admin/reassign_partitions was edited by the run; its earlier content is in the backup's \"reassign\" field and was not restored (a legacy reassignment should not be replayed blindly)\n")
 	}
@@ -106,7 +106,7 @@ echo "moved back $src -> $dst"`, shell.Quote(mv.To), shell.Quote(mv.From))
 		fmt.Fprintf(out, "moved %d directories back into their log dirs; Kafka loads the -stray ones as stray logs again at each broker's next start, as before the cleanup\n", moved)
 		return nil
 	}
-	fmt.Fprintf(out, "moved %d directories of %q back; restore the znodes from %s with them (kremedy znodes restore), then start the brokers\n", moved, m.Topic, m.Backup)
+	fmt.Fprintf(out, "moved %d directories of %s back; restore the znodes from %s with them (kremedy znodes restore), then start the brokers\n", moved, quoteAll(topicsOf(m.Topics, m.Topic)), m.Backup)
 	return nil
 }
 
@@ -164,4 +164,12 @@ func strayRestorable(ctx context.Context, c ports.Cluster, m *Manifest) error {
 		}
 	}
 	return nil
+}
+
+// topicsOf is a backup's or manifest's topics: its list, else its one topic.
+func topicsOf(topics []string, topic string) []string {
+	if len(topics) > 0 {
+		return topics
+	}
+	return []string{topic}
 }

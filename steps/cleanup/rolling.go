@@ -13,7 +13,6 @@ import (
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/roll"
-	"github.com/kremedy/kremedy/steps/segments"
 )
 
 // The cleanup's modes: full stops every broker at once (field report 000's
@@ -52,7 +51,7 @@ type rollingWipe struct {
 }
 
 type rollingOpts struct {
-	Topic string `opt:"topic" type:"topic"`
+	topicOpts
 	modeOpts
 	StopTimeout   time.Duration `opt:"stop_timeout" default:"5m"`
 	StartTimeout  time.Duration `opt:"start_timeout" default:"5m"`
@@ -66,7 +65,7 @@ func newRollingWipe(o rollingOpts) *rollingWipe {
 	k := &rollingWipe{o: o}
 	k.roll = rollOf(o.StopTimeout, o.StartTimeout, o.HealthChecks, o.HealthTimeout)
 	k.roll.Accept, k.roll.Batch = o.Accept, o.Batch
-	k.roll.While = quarantineWhile{topic: o.Topic}
+	k.roll.While = quarantineWhile{o: o.topicOpts}
 	return k
 }
 
@@ -81,24 +80,26 @@ func (k *rollingWipe) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	if err != nil {
 		return nil, err
 	}
-	t := k.o.Topic
+	t := k.o.quoted()
 	switch {
 	case f.Clean:
-		return cleanNoOp(t, "restart brokers for"), nil
+		return cleanNoOp(k.o.topicOpts, "restart brokers for"), nil
 	case k.o.Mode != modeRolling:
 		return &steps.Plan{NoOp: true, Summary: "full mode (the default, report 000's procedure): the next steps stop every broker at once, wipe and start them; this step restarts brokers one at a time only with --set mode=rolling"}, nil
 	}
 	if !env.Preview() {
-		if err := refuseRecreated(ctx, env, t, "No broker was stopped"); err != nil {
-			return nil, err
-		}
-		if err := requireZnodesGone(ctx, env, t); err != nil {
-			return nil, err
+		for _, t := range k.o.names() {
+			if err := refuseRecreated(ctx, env, t, "No broker was stopped"); err != nil {
+				return nil, err
+			}
+			if err := requireZnodesGone(ctx, env, t); err != nil {
+				return nil, err
+			}
 		}
 	}
 	p, err := k.roll.Plan(ctx, env)
 	if errors.Is(err, steps.ErrRefused) {
-		return nil, fmt.Errorf("%w. The topic's znodes are deleted (restorable from %s); rolling mode cannot keep those partitions available: fix that and resume, or start a new topic-cleanup run in full mode (the default: every broker stopped at once, report 000's procedure), which finds the znodes already gone", err, env.Artifact(artBackup))
+		return nil, fmt.Errorf("%w. The znodes of %s are deleted (restorable from %s); rolling mode cannot keep those partitions available: fix that and resume, or start a new topic-cleanup run in full mode (the default: every broker stopped at once, report 000's procedure), which finds the znodes already gone", err, t, env.Artifact(artBackup))
 	}
 	if err != nil || p.NoOp {
 		return p, err
@@ -107,7 +108,7 @@ func (k *rollingWipe) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	if b, ok := roll.Batched(p); ok {
 		how = b + " (the controller alone and last)"
 	}
-	p.Summary = fmt.Sprintf("restart the brokers %s, moving every directory of %q out of each broker's log dirs while it is stopped; the other topics stay available", how, t)
+	p.Summary = fmt.Sprintf("restart the brokers %s, moving every directory of %s out of each broker's log dirs while it is stopped; the other topics stay available", how, t)
 	return p, nil
 }
 
@@ -124,12 +125,12 @@ func (k *rollingWipe) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 	if err != nil {
 		return nil, err
 	}
-	left, err := topicDirs(ctx, env, f, k.o.Topic)
+	left, err := topicDirs(ctx, env, f, k.o.names())
 	if err != nil {
 		return nil, err
 	}
-	checks = append(checks, steps.Check{Name: fmt.Sprintf("no log dir holds a directory of %q", k.o.Topic), OK: len(left) == 0, Detail: text.Summarize(left)})
-	if c, err := reconcileManifest(ctx, env, k.o.Topic); err != nil {
+	checks = append(checks, steps.Check{Name: fmt.Sprintf("no log dir holds a directory of %s", k.o.quoted()), OK: len(left) == 0, Detail: text.Summarize(left)})
+	if c, err := reconcileManifest(ctx, env, k.o.names()); err != nil {
 		return nil, err
 	} else if c != nil {
 		checks = append(checks, *c)
@@ -137,9 +138,9 @@ func (k *rollingWipe) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 	return checks, nil
 }
 
-// quarantineWhile moves the topic's directories out of a stopped broker's
-// log dirs: the rolling mode's wipe, one broker at a time.
-type quarantineWhile struct{ topic string }
+// quarantineWhile moves the topics' directories out of a stopped broker's
+// log dirs: the rolling mode's wipe, broker by broker.
+type quarantineWhile struct{ o topicOpts }
 
 // matches lists broker id's log dirs for the topic's directories (each
 // with why it matched).
@@ -152,14 +153,10 @@ func (q quarantineWhile) matches(ctx context.Context, env *steps.Env, f *Facts, 
 	if err := l.Err(ports.Target{Hosts: []ports.Host{h}}); err != nil {
 		return nil, nil, err
 	}
-	ids := slices.Clone(f.OldIDs)
-	if f.TopicID != "" {
-		ids = append(ids, f.TopicID)
-	}
 	var out []Move
 	var why []string
 	for _, dir := range f.LogDirs[id] {
-		ms, _ := segments.Select(l.Entries[id][dir], q.topic, ids)
+		ms, _ := selectAll(l.Entries[id][dir], f, q.o.names())
 		for _, m := range ms {
 			out = append(out, Move{Broker: id, Host: h.Host, From: filepath.Join(dir, m.Dir.Name),
 				To: filepath.Join(QuarantineDir(env.RunID(), dir), m.Dir.Name), Kind: m.Dir.Kind.String(), State: "planned"})
@@ -198,8 +195,10 @@ func (q quarantineWhile) Apply(ctx context.Context, env *steps.Env, id int32, ac
 	if err != nil {
 		return err
 	}
-	if err := requireZnodesGone(ctx, env, q.topic); err != nil {
-		return err
+	for _, t := range q.o.names() {
+		if err := requireZnodesGone(ctx, env, t); err != nil {
+			return err
+		}
 	}
 	if reg, err := brokers.Registered(ctx, env.ZK); err != nil {
 		return err
@@ -212,14 +211,14 @@ func (q quarantineWhile) Apply(ctx context.Context, env *steps.Env, id int32, ac
 	if err != nil {
 		return err
 	}
-	return applyWhileMoves(ctx, env, id, acts, now, q.topic, fmt.Sprintf("of %q", q.topic))
+	return applyWhileMoves(ctx, env, id, acts, now, q.o.names(), "of "+q.o.quoted())
 }
 
 // applyWhileMoves moves exactly what was confirmed (acts) on stopped
-// broker id, recording each move in topic's manifest ("": a stray
+// broker id, recording each move in the topics' manifest (none: a stray
 // cleanup's): now, what a fresh listing finds (of what), must be the
 // planned moves, else the plan is stale and nothing is moved.
-func applyWhileMoves(ctx context.Context, env *steps.Env, id int32, acts []steps.Action, now []Move, topic, what string) error {
+func applyWhileMoves(ctx context.Context, env *steps.Env, id int32, acts []steps.Action, now []Move, topics []string, what string) error {
 	var planned, found []string
 	for _, a := range acts {
 		if mv, err := steps.ArgsOf[Move](a); err == nil {
@@ -234,7 +233,7 @@ func applyWhileMoves(ctx context.Context, env *steps.Env, id int32, acts []steps
 	if !slices.Equal(planned, found) {
 		return fmt.Errorf("%w: broker %d's log dirs hold %v %s now, the plan moved %v; nothing was moved on it", steps.ErrStalePlan, id, found, what, planned)
 	}
-	man, err := loadManifest(env, topic)
+	man, err := loadManifest(env, topics)
 	if err != nil {
 		return fmt.Errorf("quarantine manifest %s: %w", env.Artifact(artManifest), err)
 	}

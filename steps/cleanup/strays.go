@@ -463,7 +463,7 @@ func (k *strayQuarantine) Apply(ctx context.Context, env *steps.Env, p *steps.Pl
 	if len(changed) > 0 {
 		return fmt.Errorf("%w: since the plan, kremedy can no longer prove these strays stale: %s. Nothing was moved; run again for a new plan", steps.ErrRefused, strings.Join(changed, "; "))
 	}
-	man, err := loadManifest(env, "")
+	man, err := loadManifest(env, nil)
 	if err != nil {
 		return fmt.Errorf("quarantine manifest %s: %w", env.Artifact(artManifest), err)
 	}
@@ -484,7 +484,7 @@ func (k *strayQuarantine) Verify(ctx context.Context, env *steps.Env) ([]steps.C
 		left = append(left, fmt.Sprintf("broker %d %s", s.Broker, s.path()))
 	}
 	checks := []steps.Check{{Name: "no stray log directory kremedy may move is left on a log dir", OK: len(left) == 0, Detail: cmp.Or(text.Summarize(left), fmt.Sprintf("%d strays left in place, each named in the plan with why", len(look.Strays)))}}
-	if c, err := reconcileManifest(ctx, env, ""); err != nil {
+	if c, err := reconcileManifest(ctx, env, nil); err != nil {
 		return nil, err
 	} else if c != nil {
 		checks = append(checks, *c)
@@ -552,7 +552,7 @@ func (k *strayRoll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, 
 		return nil, err
 	}
 	checks = append(checks, steps.Check{Name: "no live log will become stray at its broker's next start", OK: len(look.WouldBe) == 0, Detail: text.Summarize(look.WouldBe)})
-	if c, err := reconcileManifest(ctx, env, ""); err != nil {
+	if c, err := reconcileManifest(ctx, env, nil); err != nil {
 		return nil, err
 	} else if c != nil {
 		checks = append(checks, *c)
@@ -608,5 +608,5 @@ func (w wouldBeWhile) Apply(ctx context.Context, env *steps.Env, id int32, acts 
 	if err != nil {
 		return err
 	}
-	return applyWhileMoves(ctx, env, id, acts, now, "", "that will become stray")
+	return applyWhileMoves(ctx, env, id, acts, now, nil, "that will become stray")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ import (
 type verifyTopic struct{ o verifyOpts }
 
 type verifyOpts struct {
-	Topic             string `opt:"topic" type:"topic"`
+	topicOpts
 	Recreate          bool   `opt:"recreate"`
 	Partitions        int    `opt:"partitions"`         // 0: as it was
 	ReplicationFactor int    `opt:"replication_factor"` // 0: as it was
@@ -40,17 +41,48 @@ type verifyOpts struct {
 	Served time.Duration `opt:"served_timeout" default:"60s"`
 }
 
-// recreateSpec is how the topic is created again.
+// recreateSpec is how a topic is created again.
 type recreateSpec struct {
+	Topic      string            `json:"topic,omitempty"` // "": the run's one topic (an older run's plan)
 	Partitions int32             `json:"partitions"`
 	RF         int16             `json:"replication_factor"`
 	Configs    map[string]string `json:"configs,omitempty"`
 	Source     string            `json:"source"`
 }
 
-// groupArgs: a consumer group whose stale offsets are deleted.
+// groupArgs: a consumer group whose stale offsets on a topic are deleted.
 type groupArgs struct {
 	Group string `json:"group"`
+	Topic string `json:"topic,omitempty"` // "": the run's one topic
+}
+
+// topicArgs: the topic an action is about.
+type topicArgs struct {
+	Topic string `json:"topic"`
+}
+
+// actID is the ID of verify's action kind ("create", "served", "empty",
+// "canary") for topic t: the kind alone in a one-topic run, as before,
+// "kind t" in a several-topic run (a topic name holds no space).
+func (k *verifyTopic) actID(kind, t string) string {
+	if k.o.several() {
+		return kind + " " + t
+	}
+	return kind
+}
+
+// actKind is the kind of verify's action id.
+func actKind(id string) string {
+	kind, _, _ := strings.Cut(id, " ")
+	return kind
+}
+
+// createdKeyOf is where verify saves that it created topic t.
+func (k *verifyTopic) createdKeyOf(t string) string {
+	if k.o.several() {
+		return createdKey + "/" + t
+	}
+	return createdKey
 }
 
 // createdKey is the fact verify saves when it has created the topic: a
@@ -64,11 +96,10 @@ type created struct {
 
 // spec takes partitions, replication factor and configs from the options,
 // else from this run's znode backup, else from preflight.
-func (k *verifyTopic) spec(env *steps.Env, f *Facts) (*recreateSpec, error) {
-	t := k.o.Topic
-	s := &recreateSpec{Partitions: int32(k.o.Partitions), RF: int16(k.o.ReplicationFactor), Source: "parameters"}
+func (k *verifyTopic) spec(env *steps.Env, f *Facts, t string) (*recreateSpec, error) {
+	s := &recreateSpec{Topic: t, Partitions: int32(k.o.Partitions), RF: int16(k.o.ReplicationFactor), Source: "parameters"}
 	var assign map[int32][]int32
-	configs := f.Configs
+	configs := f.Of(t).Configs
 	if b, err := os.ReadFile(env.Artifact(artBackup)); err == nil {
 		var bk Backup
 		if err := json.Unmarshal(b, &bk); err != nil {
@@ -89,8 +120,8 @@ func (k *verifyTopic) spec(env *steps.Env, f *Facts) (*recreateSpec, error) {
 			}
 		}
 		s.Source = "znode backup " + env.Artifact(artBackup)
-	} else if len(f.Partitions) > 0 {
-		assign = f.Partitions
+	} else if tf := f.Of(t); len(tf.Partitions) > 0 {
+		assign = tf.Partitions
 		s.Source = "ZooKeeper at preflight"
 	}
 	if s.Partitions == 0 {
@@ -126,22 +157,26 @@ func (k *verifyTopic) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	if err != nil {
 		return nil, err
 	}
-	t := k.o.Topic
-	p := &steps.Plan{Summary: fmt.Sprintf("prove %q is gone from ZooKeeper, every broker's metadata and every disk", t)}
-	present, err := exists(ctx, env, kafkazk.TopicPath(t))
-	if err != nil {
-		return nil, err
-	}
-	if present && !env.Preview() && !f.Clean {
-		if err := k.ownsTopic(ctx, env, f); err != nil {
-			return nil, err
-		}
-	}
-	if k.o.Recreate && !(f.Clean && present) {
-		spec, err := k.spec(env, f)
+	p := &steps.Plan{Summary: fmt.Sprintf("prove %s gone from ZooKeeper, every broker's metadata and every disk", k.o.quoted()+map[bool]string{false: " is", true: " are"}[k.o.several()])}
+	recreated := 0
+	for _, t := range k.o.names() {
+		present, err := exists(ctx, env, kafkazk.TopicPath(t))
 		if err != nil {
 			return nil, err
 		}
+		if present && !env.Preview() && !f.Clean {
+			if err := k.ownsTopic(ctx, env, f, t); err != nil {
+				return nil, err
+			}
+		}
+		if !k.o.Recreate || f.Clean && present {
+			continue
+		}
+		spec, err := k.spec(env, f, t)
+		if err != nil {
+			return nil, err
+		}
+		recreated++
 		keys := make([]string, 0, len(spec.Configs))
 		for k := range spec.Configs {
 			keys = append(keys, k)
@@ -151,39 +186,52 @@ func (k *verifyTopic) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		for _, k := range keys {
 			cfg = append(cfg, k+"="+spec.Configs[k])
 		}
-		p.Summary = fmt.Sprintf("recreate %q and prove it is new and healthy everywhere", t)
 		p.Actions = append(p.Actions,
-			steps.Action{ID: "create", Op: steps.OpKafka, Target: t, Args: *spec,
+			steps.Action{ID: k.actID("create", t), Op: steps.OpKafka, Target: t, Args: *spec,
 				Detail: fmt.Sprintf("create with %d partitions, replication factor %d, configs [%s] (from %s)", spec.Partitions, spec.RF, strings.Join(cfg, " "), spec.Source)},
-			steps.Action{ID: "served", Op: steps.OpWait, Target: t, Args: *spec,
+			steps.Action{ID: k.actID("served", t), Op: steps.OpWait, Target: t, Args: *spec,
 				Detail: fmt.Sprintf("until every broker serves it with a leader for every partition (the controller's metadata reaching each broker; asked every 50 ms, at most %s)", k.o.Served)},
-			steps.Action{ID: "empty", Op: steps.OpCheck, Target: t, Args: *spec, Detail: "every partition's earliest and latest offset is 0 (no adopted segments)"})
+			steps.Action{ID: k.actID("empty", t), Op: steps.OpCheck, Target: t, Args: *spec, Detail: "every partition's earliest and latest offset is 0 (no adopted segments)"})
 		if k.o.Canary {
-			p.Actions = append(p.Actions, steps.Action{ID: "canary", Op: steps.OpKafka, Target: t + "-0",
+			p.Actions = append(p.Actions, steps.Action{ID: k.actID("canary", t), Op: steps.OpKafka, Target: t + "-0", Args: topicArgs{Topic: t},
 				Detail: "acks=all canary record (key kremedy-canary) produced, read back, then removed with DeleteRecords so that consumers never see it (a tombstone on a compact-only topic)"})
-		} else {
-			p.Notes = append(p.Notes, "no canary write (canary=false): the topic's ability to take an acks=all write is not proven")
 		}
 	}
-	var groups []string
+	if recreated > 0 {
+		p.Summary = fmt.Sprintf("recreate %s and prove %s new and healthy everywhere", k.o.quoted(), map[bool]string{false: "it is", true: "each is"}[k.o.several()])
+		if !k.o.Canary {
+			p.Notes = append(p.Notes, "no canary write (canary=false): the ability to take an acks=all write is not proven")
+		}
+	}
+	type use struct{ group, topic string }
+	var uses []use
 	if b, err := os.ReadFile(env.Artifact(artOffsets)); err == nil {
 		var saved []ports.GroupUse
 		if json.Unmarshal(b, &saved) == nil {
 			for _, g := range saved {
 				if len(g.Offsets) > 0 {
-					groups = append(groups, g.Group)
+					uses = append(uses, use{g.Group, g.Topic})
 				}
 			}
 		}
 	}
-	if len(groups) > 0 {
+	if len(uses) > 0 {
 		if k.o.DeleteOffsets {
-			for _, g := range groups {
-				p.Actions = append(p.Actions, steps.Action{ID: "offsets-" + g, Op: steps.OpKafka, Target: "group " + g, Args: groupArgs{Group: g},
+			for _, u := range uses {
+				t := cmp.Or(u.topic, k.o.names()[0])
+				id := "offsets-" + u.group
+				if u.topic != "" {
+					id += " " + u.topic
+				}
+				p.Actions = append(p.Actions, steps.Action{ID: id, Op: steps.OpKafka, Target: "group " + u.group, Args: groupArgs{Group: u.group, Topic: u.topic},
 					Detail: "delete its stale committed offsets on " + t})
 			}
 		} else {
-			p.Notes = append(p.Notes, fmt.Sprintf("groups %v still hold committed offsets on %q from before the cleanup; consumers would resume at stale positions. Delete them (rerun with --set delete_offsets=true, or kafka-consumer-groups --delete-offsets --group G --topic %s); they are saved in %s", groups, t, t, env.Artifact(artOffsets)))
+			var each []string
+			for _, u := range uses {
+				each = append(each, fmt.Sprintf("kafka-consumer-groups --delete-offsets --group %s --topic %s", u.group, cmp.Or(u.topic, k.o.names()[0])))
+			}
+			p.Notes = append(p.Notes, fmt.Sprintf("consumer groups still hold committed offsets on %s from before the cleanup; consumers would resume at stale positions. Delete them (rerun with --set delete_offsets=true, or %s); they are saved in %s", k.o.quoted(), strings.Join(each, "; "), env.Artifact(artOffsets)))
 		}
 	}
 	if len(p.Actions) == 0 {
@@ -193,25 +241,28 @@ func (k *verifyTopic) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 }
 
 func (k *verifyTopic) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
-	t := k.o.Topic
 	for _, a := range p.Actions {
 		var err error
-		switch {
-		case a.ID == "create":
+		switch actKind(a.ID) {
+		case "create":
 			err = k.create(ctx, env, a)
-		case a.ID == "served":
-			spec, aerr := steps.ArgsOf[recreateSpec](a)
+		case "served":
+			spec, aerr := k.specOf(a)
 			if aerr != nil {
 				return aerr
 			}
-			err = env.Do(a, func() error { return k.waitServed(ctx, env, spec.Partitions) })
-		case a.ID == "empty":
-			spec, aerr := steps.ArgsOf[recreateSpec](a)
+			err = env.Do(a, func() error { return k.waitServed(ctx, env, spec.Topic, spec.Partitions) })
+		case "empty":
+			spec, aerr := k.specOf(a)
 			if aerr != nil {
 				return aerr
 			}
-			err = env.Do(a, func() error { return k.offsetsZero(ctx, env, spec.Partitions) })
-		case a.ID == "canary":
+			err = env.Do(a, func() error { return k.offsetsZero(ctx, env, spec.Topic, spec.Partitions) })
+		case "canary":
+			t := k.o.names()[0]
+			if ta, aerr := steps.ArgsOf[topicArgs](a); aerr == nil && ta.Topic != "" {
+				t = ta.Topic
+			}
 			err = env.Do(a, func() error {
 				res, err := env.Kafka.Canary(ctx, t, 0, fmt.Sprintf("kremedy canary %s", env.RunID()))
 				if err == nil {
@@ -224,7 +275,7 @@ func (k *verifyTopic) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) 
 			if aerr != nil {
 				return aerr
 			}
-			err = env.Do(a, func() error { return env.Kafka.DeleteGroupOffsets(ctx, g.Group, t) })
+			err = env.Do(a, func() error { return env.Kafka.DeleteGroupOffsets(ctx, g.Group, cmp.Or(g.Topic, k.o.names()[0])) })
 		}
 		if err != nil {
 			return err
@@ -233,13 +284,23 @@ func (k *verifyTopic) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) 
 	return nil
 }
 
+// specOf is a create, served or empty action's spec, its topic filled in
+// (an older run's plan names none: its one topic).
+func (k *verifyTopic) specOf(a steps.Action) (recreateSpec, error) {
+	spec, err := steps.ArgsOf[recreateSpec](a)
+	if spec.Topic == "" {
+		spec.Topic = k.o.names()[0]
+	}
+	return spec, err
+}
+
 // create creates the topic, unless an earlier attempt of this run did.
 func (k *verifyTopic) create(ctx context.Context, env *steps.Env, a steps.Action) error {
-	t := k.o.Topic
-	spec, err := steps.ArgsOf[recreateSpec](a)
+	spec, err := k.specOf(a)
 	if err != nil {
 		return err
 	}
+	t := spec.Topic
 	present, err := exists(ctx, env, kafkazk.TopicPath(t))
 	if err != nil {
 		return err
@@ -254,14 +315,13 @@ func (k *verifyTopic) create(ctx context.Context, env *steps.Env, a steps.Action
 			return err
 		}
 		env.Logf("created %q with topic id %s", t, id)
-		return env.Save(createdKey, created{Topic: t, ID: id})
+		return env.Save(k.createdKeyOf(t), created{Topic: t, ID: id})
 	})
 }
 
 // waitServed waits until every broker serves the topic with a leader for
 // every partition.
-func (k *verifyTopic) waitServed(ctx context.Context, env *steps.Env, parts int32) error {
-	t := k.o.Topic
+func (k *verifyTopic) waitServed(ctx context.Context, env *steps.Env, t string, parts int32) error {
 	wctx, cancel := context.WithTimeout(ctx, k.o.Served)
 	defer cancel()
 	var last string
@@ -303,7 +363,7 @@ func viewErr(tv ports.TopicView) string {
 // canary on partition target ("topic-p").
 func canaryBefore(env *steps.Env, target string) bool {
 	for _, a := range env.History().Actions(env.Step().ID) {
-		if a.Action.ID == "canary" && a.Action.Target == target {
+		if actKind(a.Action.ID) == "canary" && a.Action.Target == target {
 			return true
 		}
 	}
@@ -311,8 +371,7 @@ func canaryBefore(env *steps.Env, target string) bool {
 }
 
 // offsetsZero proves a new topic adopted nothing: earliest = latest = 0.
-func (k *verifyTopic) offsetsZero(ctx context.Context, env *steps.Env, parts int32) error {
-	t := k.o.Topic
+func (k *verifyTopic) offsetsZero(ctx context.Context, env *steps.Env, t string, parts int32) error {
 	var bad []string
 	offs := partitionOffsets(ctx, env, t, parts)
 	for p := int32(0); p < parts; p++ {
@@ -393,30 +452,39 @@ func (k *verifyTopic) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 		return nil, err
 	}
 	var checks []steps.Check
-	if !k.o.Recreate {
-		checks, err = k.verifyAbsent(ctx, env, f)
-	} else {
-		checks, err = k.verifyRecreated(ctx, env, f)
+	for _, t := range k.o.names() {
+		var c []steps.Check
+		if !k.o.Recreate {
+			c, err = k.verifyAbsent(ctx, env, f, t)
+		} else {
+			c, err = k.verifyRecreated(ctx, env, f, t)
+		}
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, c...)
 	}
-	if err == nil && !env.Rechecking() {
+	if !env.Rechecking() {
 		k.findingsAfter(ctx, env)
 	}
-	return checks, err
+	return checks, nil
 }
 
 // findingsAfter diagnoses the topic once more, for the report: what the
 // cleanup left (nothing, on a good run), beside what preflight found.
 func (k *verifyTopic) findingsAfter(ctx context.Context, env *steps.Env) {
-	d, err := diagnose.Run(ctx, env.Cluster, diagnose.Options{Topic: k.o.Topic, Disk: true})
 	lines := []string{}
-	switch {
-	case err != nil:
-		lines = append(lines, fmt.Sprintf("the diagnosis after the cleanup failed: %v", err))
-	case d.Healthy:
-		lines = append(lines, fmt.Sprintf("diagnose --topic %s: no findings", k.o.Topic))
-	default:
-		for _, fd := range d.Findings {
-			lines = append(lines, fmt.Sprintf("finding [%s] %s: %s", fd.Severity, fd.Kind, fd.Summary))
+	for _, t := range k.o.names() {
+		d, err := diagnose.Run(ctx, env.Cluster, diagnose.Options{Topic: t, Disk: true})
+		switch {
+		case err != nil:
+			lines = append(lines, fmt.Sprintf("the diagnosis of %s after the cleanup failed: %v", t, err))
+		case d.Healthy:
+			lines = append(lines, fmt.Sprintf("diagnose --topic %s: no findings", t))
+		default:
+			for _, fd := range d.Findings {
+				lines = append(lines, fmt.Sprintf("finding [%s] %s: %s", fd.Severity, fd.Kind, fd.Summary))
+			}
 		}
 	}
 	_ = env.Save(steps.ReportKey+"Findings after the run (diagnose, read-only)", lines)
@@ -424,8 +492,7 @@ func (k *verifyTopic) findingsAfter(ctx context.Context, env *steps.Env) {
 
 // verifyAbsent: the topic is gone from ZooKeeper, every broker and every
 // disk.
-func (k *verifyTopic) verifyAbsent(ctx context.Context, env *steps.Env, f *Facts) ([]steps.Check, error) {
-	t := k.o.Topic
+func (k *verifyTopic) verifyAbsent(ctx context.Context, env *steps.Env, f *Facts, t string) ([]steps.Check, error) {
 	var checks []steps.Check
 	for _, p := range []string{kafkazk.TopicPath(t), kafkazk.ConfigTopicPath(t), kafkazk.DeleteTopicPath(t)} {
 		ok, err := exists(ctx, env, p)
@@ -446,7 +513,7 @@ func (k *verifyTopic) verifyAbsent(ctx context.Context, env *steps.Env, f *Facts
 		tv := v.Topics[t]
 		checks = append(checks, steps.Check{Name: name, OK: tv.Gone(), Detail: cmp.Or(tv.Unsure(), text.OrDash(viewErr(tv)))})
 	}
-	left, err := topicDirs(ctx, env, f, t)
+	left, err := topicDirs(ctx, env, f, []string{t})
 	if err != nil {
 		return nil, err
 	}
@@ -454,8 +521,7 @@ func (k *verifyTopic) verifyAbsent(ctx context.Context, env *steps.Env, f *Facts
 }
 
 // verifyRecreated: the topic is new, empty and served alike everywhere.
-func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Facts) ([]steps.Check, error) {
-	t := k.o.Topic
+func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Facts, t string) ([]steps.Check, error) {
 	b, _, err := env.ZK.Get(ctx, kafkazk.TopicPath(t))
 	if err != nil {
 		return []steps.Check{{Name: fmt.Sprintf("%q exists in ZooKeeper", t), OK: false, Detail: err.Error()}}, nil
@@ -483,9 +549,13 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 			}
 		}
 	}
+	pre := "" // a several-topic run's checks name their topic first
+	if k.o.several() {
+		pre = strconv.Quote(t) + ": "
+	}
 	checks = append(checks,
-		steps.Check{Name: "every broker serves it with the znode's topic ID", OK: len(idDiff) == 0, Detail: text.Summarize(idDiff)},
-		steps.Check{Name: "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: text.Summarize(urp)})
+		steps.Check{Name: pre + "every broker serves it with the znode's topic ID", OK: len(idDiff) == 0, Detail: text.Summarize(idDiff)},
+		steps.Check{Name: pre + "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: text.Summarize(urp)})
 	var earliest []string
 	offs := partitionOffsets(ctx, env, t, int32(len(assign)))
 	for part := range assign {
@@ -527,13 +597,13 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 			}
 		}
 	}
-	idCheck := steps.Check{Name: "every directory of the topic on disk carries its current topic ID", OK: len(foreign) == 0, Detail: text.Summarize(foreign)}
+	idCheck := steps.Check{Name: pre + "every directory of the topic on disk carries its current topic ID", OK: len(foreign) == 0, Detail: text.Summarize(foreign)}
 	if len(unwritten) > 0 {
-		idCheck.Name = "no directory of the topic on disk carries another topic ID"
+		idCheck.Name = pre + "no directory of the topic on disk carries another topic ID"
 		idCheck.Detail = fmt.Sprintf("another ID: %s; no partition.metadata yet, as Kafka 2.8 leaves a new partition until its next LeaderAndIsr (accepted): %s", text.Summarize(foreign), text.Summarize(unwritten))
 	}
 	return append(checks,
-		steps.Check{Name: "every partition is empty (nothing adopted; the canary removed)", OK: len(earliest) == 0, Detail: text.Summarize(earliest)},
+		steps.Check{Name: pre + "every partition is empty (nothing adopted; the canary removed)", OK: len(earliest) == 0, Detail: text.Summarize(earliest)},
 		idCheck), nil
 }
 
@@ -542,8 +612,7 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 // interrupted). Anything else is someone else's topic — most often a client
 // still attached with auto-create on, right after the restart — and kremedy
 // neither adopts nor deletes it.
-func (k *verifyTopic) ownsTopic(ctx context.Context, env *steps.Env, f *Facts) error {
-	t := k.o.Topic
+func (k *verifyTopic) ownsTopic(ctx context.Context, env *steps.Env, f *Facts, t string) error {
 	b, _, err := env.ZK.Get(ctx, kafkazk.TopicPath(t))
 	if err != nil {
 		if env.ZK.IsNoNode(err) {
@@ -556,7 +625,7 @@ func (k *verifyTopic) ownsTopic(ctx context.Context, env *steps.Env, f *Facts) e
 		return err
 	}
 	var mine created
-	if _, err := env.Load(createdKey, &mine); err != nil {
+	if _, err := env.Load(k.createdKeyOf(t), &mine); err != nil {
 		return err
 	}
 	if mine.Topic == t && mine.ID != "" && mine.ID == z.TopicID {
@@ -567,7 +636,7 @@ func (k *verifyTopic) ownsTopic(ctx context.Context, env *steps.Env, f *Facts) e
 	// is idempotent on the topic's name, so it is taken as this run's.
 	if mine.ID == "" {
 		for _, a := range env.History().Actions(env.Step().ID) {
-			if a.Action.ID == "create" && (!a.Ended || a.Outcome != "" || a.OK) {
+			if a.Action.ID == k.actID("create", t) && (!a.Ended || a.Outcome != "" || a.OK) {
 				env.Logf("%q exists; an earlier attempt of this run was creating it when it stopped, so it is taken as this run's (topic id %s) and checked", t, text.OrDash(z.TopicID))
 				return nil
 			}

@@ -30,7 +30,7 @@ import (
 type wipeSegments struct{ o wipeOpts }
 
 type wipeOpts struct {
-	Topic string `opt:"topic" type:"topic"`
+	topicOpts
 	modeOpts
 }
 
@@ -50,6 +50,8 @@ type Manifest struct {
 	Format  int    `json:"format"`
 	Cluster string `json:"cluster"`
 	Topic   string `json:"topic"`
+	// Topics are a several-topic run's topics (Topic is then the first).
+	Topics []string `json:"topics,omitempty"`
 	// Kind is "" for a topic's directories (topic-cleanup: restored only
 	// while the brokers are stopped) and strayManifestKind for -stray
 	// directories moved while the brokers ran.
@@ -69,12 +71,12 @@ func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 	if err != nil {
 		return nil, err
 	}
-	t := k.o.Topic
+	t := k.o.quoted()
 	if f.Clean {
-		return cleanNoOp(t, "wipe"), nil
+		return cleanNoOp(k.o.topicOpts, "wipe"), nil
 	}
 	if k.o.Mode == modeRolling {
-		return &steps.Plan{NoOp: true, Summary: fmt.Sprintf("rolling mode: %q's directories were moved into quarantine broker by broker during the rolling step; its check below proves none is left", t)}, nil
+		return &steps.Plan{NoOp: true, Summary: fmt.Sprintf("rolling mode: the directories of %s were moved into quarantine broker by broker during the rolling step; the check below proves none is left", t)}, nil
 	}
 	if !env.Preview() {
 		if err := k.refuseLive(ctx, env, f); err != nil {
@@ -85,11 +87,7 @@ func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 	if err := l.Err(env.Target); err != nil {
 		return nil, err
 	}
-	ids := slices.Clone(f.OldIDs)
-	if f.TopicID != "" {
-		ids = append(ids, f.TopicID)
-	}
-	p := &steps.Plan{Summary: fmt.Sprintf("move every partition directory of %q out of every log dir into quarantine", t)}
+	p := &steps.Plan{Summary: fmt.Sprintf("move every partition directory of %s out of every log dir into quarantine", t)}
 	for _, h := range env.Target.Hosts {
 		dirs := f.LogDirs[h.ID]
 		if err := quarantineOutside(env, h.ID, dirs); err != nil {
@@ -97,7 +95,7 @@ func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 		}
 		for _, dir := range dirs {
 			q := QuarantineDir(env.RunID(), dir)
-			matches, strays := segments.Select(l.Entries[h.ID][dir], t, ids)
+			matches, strays := selectAll(l.Entries[h.ID][dir], f, k.o.names())
 			for _, s := range strays {
 				p.Notes = append(p.Notes, fmt.Sprintf("broker %d %s/%s: %s — not a partition directory; Kafka will refuse to start while it is there. kremedy does not move what it cannot parse: move it out of the log dir by hand", h.ID, dir, s.Name, s.Why))
 			}
@@ -110,11 +108,27 @@ func (k *wipeSegments) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 	}
 	if len(p.Actions) == 0 {
 		p.NoOp = true
-		p.Summary = fmt.Sprintf("no log dir holds a directory of %q", t)
+		p.Summary = fmt.Sprintf("no log dir holds a directory of %s", t)
 		return p, nil
 	}
 	p.Actions = append([]steps.Action{{ID: "manifest", Op: steps.OpSave, Target: env.Artifact(artManifest), Detail: "each move is recorded before and after it happens"}}, p.Actions...)
 	return p, nil
+}
+
+// selectAll selects the directories of every topic of names in one log
+// dir's entries (each topic's with its own ids); the names Kafka cannot
+// parse are strays, reported once.
+func selectAll(entries []segments.Entry, f *Facts, names []string) ([]segments.Match, []segments.Unparseable) {
+	var out []segments.Match
+	var strays []segments.Unparseable
+	for i, t := range names {
+		ms, ss := segments.Select(entries, t, f.Of(t).IDs())
+		out = append(out, ms...)
+		if i == 0 {
+			strays = ss
+		}
+	}
+	return out, strays
 }
 
 // quarantineOutside refuses a quarantine that would sit inside one of
@@ -134,8 +148,10 @@ func quarantineOutside(env *steps.Env, id int32, dirs []string) error {
 // refuseLive refuses while the topic's znodes exist or any broker may run:
 // registered in ZooKeeper, or something listening on its port.
 func (k *wipeSegments) refuseLive(ctx context.Context, env *steps.Env, f *Facts) error {
-	if err := requireZnodesGone(ctx, env, k.o.Topic); err != nil {
-		return err
+	for _, t := range k.o.names() {
+		if err := requireZnodesGone(ctx, env, t); err != nil {
+			return err
+		}
 	}
 	reg, err := brokers.Registered(ctx, env.ZK)
 	if err != nil {
@@ -152,13 +168,16 @@ func (k *wipeSegments) refuseLive(ctx context.Context, env *steps.Env, f *Facts)
 	return nil
 }
 
-// loadManifest reads the run's quarantine manifest, or starts one: a
-// topic's (with the znode backup beside it), or for topic "" a stray
+// loadManifest reads the run's quarantine manifest, or starts one: the
+// topics' (with the znode backup beside it), or for no topics a stray
 // cleanup's.
-func loadManifest(env *steps.Env, topic string) (*Manifest, error) {
-	m := &Manifest{Format: 1, Cluster: env.Target.Name, Topic: topic, Kind: strayManifestKind}
-	if topic != "" {
-		m.Kind, m.Backup = "", env.Artifact(artBackup)
+func loadManifest(env *steps.Env, topics []string) (*Manifest, error) {
+	m := &Manifest{Format: 1, Cluster: env.Target.Name, Kind: strayManifestKind}
+	if len(topics) > 0 {
+		m.Topic, m.Kind, m.Backup = topics[0], "", env.Artifact(artBackup)
+	}
+	if len(topics) > 1 {
+		m.Topics = topics
 	}
 	b, err := os.ReadFile(env.Artifact(artManifest))
 	if os.IsNotExist(err) {
@@ -284,7 +303,7 @@ type quarantine struct {
 func moveKey(b int32, from string) string { return fmt.Sprintf("%d/%s", b, from) }
 
 func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
-	man, err := loadManifest(env, k.o.Topic)
+	man, err := loadManifest(env, k.o.names())
 	if err != nil {
 		return fmt.Errorf("quarantine manifest %s: %w", env.Artifact(artManifest), err)
 	}
@@ -292,10 +311,12 @@ func (k *wipeSegments) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 	if err != nil {
 		return err
 	}
-	// Re-prove the topic's znodes are gone and every broker is down right
+	// Re-prove the topics' znodes are gone and every broker is down right
 	// before touching any disk.
-	if err := requireZnodesGone(ctx, env, k.o.Topic); err != nil {
-		return err
+	for _, t := range k.o.names() {
+		if err := requireZnodesGone(ctx, env, t); err != nil {
+			return err
+		}
 	}
 	reg, err := brokers.Registered(ctx, env.ZK)
 	if err != nil {
@@ -404,12 +425,12 @@ func (k *wipeSegments) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 	if err != nil || f.Clean {
 		return nil, err
 	}
-	left, err := topicDirs(ctx, env, f, k.o.Topic)
+	left, err := topicDirs(ctx, env, f, k.o.names())
 	if err != nil {
 		return nil, err
 	}
-	checks := []steps.Check{{Name: fmt.Sprintf("no log dir holds a directory of %q", k.o.Topic), OK: len(left) == 0, Detail: text.Summarize(left)}}
-	if c, err := reconcileManifest(ctx, env, k.o.Topic); err != nil {
+	checks := []steps.Check{{Name: fmt.Sprintf("no log dir holds a directory of %s", k.o.quoted()), OK: len(left) == 0, Detail: text.Summarize(left)}}
+	if c, err := reconcileManifest(ctx, env, k.o.names()); err != nil {
 		return nil, err
 	} else if c != nil {
 		checks = append(checks, *c)
@@ -423,8 +444,8 @@ const whereScript = `if [ -e %[2]s ] && [ ! -e %[1]s ]; then echo moved; elif [ 
 // either happened (the directory is in quarantine) or did not (it is still
 // in the log dir, and a later plan moves it). It asks the host, and records
 // the truth in the manifest.
-func reconcileManifest(ctx context.Context, env *steps.Env, topic string) (*steps.Check, error) {
-	man, err := loadManifest(env, topic)
+func reconcileManifest(ctx context.Context, env *steps.Env, topics []string) (*steps.Check, error) {
+	man, err := loadManifest(env, topics)
 	if err != nil || len(man.Moves) == 0 {
 		return nil, err
 	}
@@ -474,12 +495,8 @@ func requireZnodesGone(ctx context.Context, env *steps.Env, topic string) error 
 	return nil
 }
 
-// topicDirs lists the topic's directories on every broker's disk.
-func topicDirs(ctx context.Context, env *steps.Env, f *Facts, topic string) ([]string, error) {
-	ids := slices.Clone(f.OldIDs)
-	if f.TopicID != "" {
-		ids = append(ids, f.TopicID)
-	}
+// topicDirs lists the directories of the topics on every broker's disk.
+func topicDirs(ctx context.Context, env *steps.Env, f *Facts, topics []string) ([]string, error) {
 	l := brokers.List(ctx, env.Hosts, env.Target, f.LogDirs)
 	if err := l.Err(env.Target); err != nil {
 		return nil, err
@@ -487,7 +504,7 @@ func topicDirs(ctx context.Context, env *steps.Env, f *Facts, topic string) ([]s
 	var left []string
 	for _, h := range env.Target.Hosts {
 		for _, dir := range f.LogDirs[h.ID] {
-			ms, _ := segments.Select(l.Entries[h.ID][dir], topic, ids)
+			ms, _ := selectAll(l.Entries[h.ID][dir], f, topics)
 			for _, m := range ms {
 				left = append(left, fmt.Sprintf("broker %d %s/%s", h.ID, dir, m.Dir.Name))
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,13 +34,15 @@ type ZNodeBackup struct {
 
 // Backup is the znode backup file a run writes before deleting.
 type Backup struct {
-	Format  int           `json:"format"`
-	Cluster string        `json:"cluster"`
-	Connect string        `json:"zookeeper"`
-	Chroot  string        `json:"chroot"`
-	Topic   string        `json:"topic"`
-	Taken   time.Time     `json:"taken"`
-	Nodes   []ZNodeBackup `json:"nodes"` // parents before children: the restore order
+	Format  int    `json:"format"`
+	Cluster string `json:"cluster"`
+	Connect string `json:"zookeeper"`
+	Chroot  string `json:"chroot"`
+	Topic   string `json:"topic"`
+	// Topics are a several-topic run's topics (Topic is then the first).
+	Topics []string      `json:"topics,omitempty"`
+	Taken  time.Time     `json:"taken"`
+	Nodes  []ZNodeBackup `json:"nodes"` // parents before children: the restore order
 	// Reassign is /admin/reassign_partitions as it was, when it named the topic.
 	Reassign *ZNodeBackup `json:"reassign,omitempty"`
 }
@@ -90,26 +93,28 @@ func (k *deleteZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 	if err != nil {
 		return nil, err
 	}
-	t := k.o.Topic
 	if f.Clean {
-		return cleanNoOp(t, "delete"), nil
+		return cleanNoOp(k.o, "delete"), nil
 	}
+	names := k.o.names()
 	zk := env.ZK
 	var deletes []pathVersion
-	tree, err := walk(ctx, env, kafkazk.TopicPath(t))
-	if err != nil {
-		return nil, err
-	}
-	for i := len(tree) - 1; i >= 0; i-- { // children first
-		deletes = append(deletes, tree[i])
-	}
-	for _, p := range []string{kafkazk.ConfigTopicPath(t), kafkazk.DeleteTopicPath(t)} {
-		ok, st, err := zk.Exists(ctx, p)
+	for _, t := range names {
+		tree, err := walk(ctx, env, kafkazk.TopicPath(t))
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			deletes = append(deletes, pathVersion{p, st.Version})
+		for i := len(tree) - 1; i >= 0; i-- { // children first
+			deletes = append(deletes, tree[i])
+		}
+		for _, p := range []string{kafkazk.ConfigTopicPath(t), kafkazk.DeleteTopicPath(t)} {
+			ok, st, err := zk.Exists(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				deletes = append(deletes, pathVersion{p, st.Version})
+			}
 		}
 	}
 	var reassign *steps.Action
@@ -120,14 +125,14 @@ func (k *deleteZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 		}
 		var keep []kafkazk.ReassignEntry
 		for _, e := range rz.Partitions {
-			if e.Topic != t {
+			if !slices.Contains(names, e.Topic) {
 				keep = append(keep, e)
 			}
 		}
 		if len(keep) < len(rz.Partitions) {
 			v := st.Version
 			a := steps.Action{ID: "reassign", Op: steps.OpZKSet, Target: zk.Chroot() + kafkazk.ReassignPath, Version: &v,
-				Detail: "delete it: the topic is its only content", Args: reassignArgs{}}
+				Detail: fmt.Sprintf("delete it: %s its only content", map[bool]string{false: "the topic is", true: "these topics are"}[k.o.several()]), Args: reassignArgs{}}
 			if len(keep) > 0 {
 				rz.Partitions = keep
 				data, _ := json.Marshal(rz)
@@ -138,10 +143,10 @@ func (k *deleteZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 	} else if !zk.IsNoNode(err) {
 		return nil, err
 	}
-	plan := &steps.Plan{Summary: fmt.Sprintf("back up, then delete %d znodes of %q in the controller's order", len(deletes), t)}
+	plan := &steps.Plan{Summary: fmt.Sprintf("back up, then delete %d znodes of %s in the controller's order", len(deletes), k.o.quoted())}
 	if len(deletes) == 0 && reassign == nil {
 		plan.NoOp = true
-		plan.Summary = fmt.Sprintf("ZooKeeper holds no znode of %q", t)
+		plan.Summary = fmt.Sprintf("ZooKeeper holds no znode of %s", k.o.quoted())
 		return plan, nil
 	}
 	plan.Actions = append(plan.Actions, steps.Action{ID: "backup", Op: steps.OpSave, Target: env.Artifact(artBackup),
@@ -154,6 +159,9 @@ func (k *deleteZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 		plan.Actions = append(plan.Actions, *reassign)
 	}
 	plan.Notes = append(plan.Notes, "nothing else is touched: not /cluster/id, /controller_epoch, /brokers/ids, ACLs or any other topic")
+	if k.o.several() {
+		plan.Notes = append(plan.Notes, fmt.Sprintf("one backup file holds the znodes of all %d topics; `kremedy znodes restore` puts them all back", len(names)))
+	}
 	return plan, nil
 }
 
@@ -161,12 +169,21 @@ func (k *deleteZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 // backup file; it returns what it read. A backup from an earlier attempt of
 // this run is never overwritten: it holds the complete original state.
 func (k *deleteZnodes) takeBackup(ctx context.Context, env *steps.Env, args backupArgs) (*Backup, string, error) {
-	zk, t := env.ZK, k.o.Topic
-	b := Backup{Format: 1, Cluster: env.Target.Name, Connect: env.Target.ZKConnect, Chroot: zk.Chroot(), Topic: t, Taken: env.Now().UTC()}
-	// Restore order: the topic's subtree parents first, then its config,
-	// then the deletion marker (restoring the exact pending state).
+	zk, names := env.ZK, k.o.names()
+	b := Backup{Format: 1, Cluster: env.Target.Name, Connect: env.Target.ZKConnect, Chroot: zk.Chroot(), Topic: names[0], Taken: env.Now().UTC()}
+	if k.o.several() {
+		b.Topics = names
+	}
+	// Restore order: the topics' subtrees parents first, then their
+	// configs, then the deletion markers (restoring the exact pending
+	// state).
 	inTopic := func(p string) bool {
-		return p == kafkazk.TopicPath(t) || strings.HasPrefix(p, kafkazk.TopicPath(t)+"/")
+		for _, t := range names {
+			if p == kafkazk.TopicPath(t) || strings.HasPrefix(p, kafkazk.TopicPath(t)+"/") {
+				return true
+			}
+		}
+		return false
 	}
 	var order []string
 	for i := len(args.Nodes) - 1; i >= 0; i-- {
@@ -279,14 +296,15 @@ func (k *deleteZnodes) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 	if err != nil || f.Clean {
 		return nil, err
 	}
-	t := k.o.Topic
 	var checks []steps.Check
-	for _, p := range []string{kafkazk.TopicPath(t), kafkazk.ConfigTopicPath(t), kafkazk.DeleteTopicPath(t)} {
-		ok, err := exists(ctx, env, p)
-		if err != nil {
-			return nil, err
+	for _, t := range k.o.names() {
+		for _, p := range []string{kafkazk.TopicPath(t), kafkazk.ConfigTopicPath(t), kafkazk.DeleteTopicPath(t)} {
+			ok, err := exists(ctx, env, p)
+			if err != nil {
+				return nil, err
+			}
+			checks = append(checks, steps.Check{Name: env.ZK.Chroot() + p + " is gone", OK: !ok})
 		}
-		checks = append(checks, steps.Check{Name: env.ZK.Chroot() + p + " is gone", OK: !ok})
 	}
 	return checks, nil
 }

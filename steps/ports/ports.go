@@ -100,6 +100,9 @@ type BrokerView struct {
 
 // GroupUse is a consumer group that uses a topic.
 type GroupUse struct {
+	// Topic is the topic the use is of (set by a several-topic cleanup;
+	// "" in an older run's files: the run's one topic).
+	Topic   string          `json:"topic,omitempty"`
 	Group   string          `json:"group"`
 	State   string          `json:"state"`
 	Members []string        `json:"members,omitempty"` // members assigned partitions of the topic
@@ -108,6 +111,7 @@ type GroupUse struct {
 
 // ProducerUse is a producer with recent state on a partition of the topic.
 type ProducerUse struct {
+	Topic         string    `json:"topic,omitempty"` // as GroupUse.Topic
 	Partition     int32     `json:"partition"`
 	ProducerID    int64     `json:"producer_id"`
 	LastTimestamp time.Time `json:"last_timestamp"`

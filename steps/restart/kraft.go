@@ -256,7 +256,7 @@ func (k *kraftPreflight) rollable(ctx context.Context, env *steps.Env) ([]string
 	for {
 		var why []string
 		for _, r := range []roll.Roll{ctrls, brks} {
-			w, err := r.Rollable(ctx, env, "")
+			w, err := r.Rollable(ctx, env)
 			if err != nil {
 				return nil, fmt.Errorf("%w. Nothing was changed", err)
 			}

@@ -159,11 +159,11 @@ type Snapshot struct {
 	Margin brokers.QuorumMargin
 }
 
-// Without is the snapshot without topic's partitions (a topic about to be
-// deleted: its own partitions do not count).
-func (s *Snapshot) Without(topic string) *Snapshot {
+// Without is the snapshot without the partitions of topics (topics about
+// to be deleted: their own partitions do not count).
+func (s *Snapshot) Without(topics ...string) *Snapshot {
 	c := *s
-	c.Partitions = slices.DeleteFunc(slices.Clone(s.Partitions), func(p brokers.Partition) bool { return p.Topic == topic })
+	c.Partitions = slices.DeleteFunc(slices.Clone(s.Partitions), func(p brokers.Partition) bool { return slices.Contains(topics, p.Topic) })
 	return &c
 }
 
@@ -1015,10 +1015,10 @@ func (r *Roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 }
 
 // Rollable says why a roll of every node could not begin now, "" when it
-// could, leaving out topic skip (about to be deleted: its own partitions do
-// not count). A runbook that rolls asks it before it changes anything, so
+// could, leaving out the topics of skip (about to be deleted: their own
+// partitions do not count). A runbook that rolls asks it before it changes anything, so
 // that a roll is refused up front, not half-way.
-func (r *Roll) Rollable(ctx context.Context, env *steps.Env, skip string) (string, error) {
+func (r *Roll) Rollable(ctx context.Context, env *steps.Env, skip ...string) (string, error) {
 	g, ok := r.Nodes.(Guard)
 	if !ok {
 		return "", nil
@@ -1027,8 +1027,8 @@ func (r *Roll) Rollable(ctx context.Context, env *steps.Env, skip string) (strin
 	if err != nil {
 		return "", err
 	}
-	if skip != "" {
-		s = s.Without(skip)
+	if len(skip) > 0 {
+		s = s.Without(skip...)
 	}
 	var why []string
 	if w := s.Broken(); w != "" {

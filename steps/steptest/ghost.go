@@ -154,3 +154,25 @@ func Racked(t testing.TB, n, racks int) *Cluster {
 	kafka.Configs = map[string]string{"min.insync.replicas": "2"}
 	return &Cluster{ZK: zk, Hosts: hosts, Kafka: kafka, Ports: ports.Cluster{Target: target, ZK: zk, Kafka: kafka, Hosts: hosts}}
 }
+
+// AddGhost adds to a Ghost cluster another topic left like "orders": its
+// znodes (replication factor 3, three partitions, id cur) pending
+// deletion, broker 2 holding its directories with the old id old, brokers
+// 1 and 3 with the current one, in /data/k1. Several ghosts of one outage.
+func (c *Cluster) AddGhost(topic, cur, old string) {
+	c.ZK.Put(kafkazk.TopicPath(topic), fmt.Sprintf(`{"version":3,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2]},"topic_id":"%s"}`, cur))
+	for p := 0; p < 3; p++ {
+		c.ZK.Put(kafkazk.PartitionStatePath(topic, int32(p)), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
+	}
+	c.ZK.Put(kafkazk.ConfigTopicPath(topic), `{"version":1,"config":{"retention.ms":"3600000"}}`)
+	c.ZK.Put(kafkazk.DeleteTopicPath(topic), "")
+	for id := int32(1); id <= 3; id++ {
+		tid := cur
+		if id == 2 {
+			tid = old
+		}
+		for p := 0; p < 3; p++ {
+			c.Hosts.AddDir(id, "/data/k1", fmt.Sprintf("%s-%d", topic, p), tid)
+		}
+	}
+}
