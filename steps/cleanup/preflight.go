@@ -590,17 +590,14 @@ func (g *gathering) verdict(ctx context.Context) error {
 // none. A topic found healthy, or found nowhere (a typo), refuses the whole
 // run before anything is changed, naming it and the run without it.
 func (g *gathering) verdictOfSeveral(ctx context.Context) error {
-	var healthy, unknown, ghosts []string
-	var why []string
+	var ghosts, why []string
 	for _, tl := range g.looks {
 		switch {
 		case !tl.consistent:
 			ghosts = append(ghosts, tl.topic)
 		case tl.hasTopic:
-			healthy = append(healthy, tl.topic)
 			why = append(why, fmt.Sprintf("%q is healthy (consistent on ZooKeeper, every running broker and every disk, no old records): kremedy does not touch a healthy topic", tl.topic))
 		default:
-			unknown = append(unknown, tl.topic)
 			why = append(why, fmt.Sprintf("no topic %q exists on this cluster (no znode, not pending deletion, no running broker serves it, no disk holds a directory of it).%s", tl.topic, g.closest(ctx, tl.topic)))
 		}
 	}
