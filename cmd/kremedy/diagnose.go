@@ -62,10 +62,17 @@ func newDiagnoseCmd() *cobra.Command {
 				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
 			}
 			// The fixes' commands name this inventory, ready to paste.
-			for i := range d.Findings {
+			withInv := func(fix string) string {
 				for _, end := range []string{" ", "`"} {
-					d.Findings[i].Fix = strings.ReplaceAll(d.Findings[i].Fix, "--inventory "+diagnose.InventoryMark+end, "--inventory "+shell.Quote(cl.inv.Path)+end)
+					fix = strings.ReplaceAll(fix, "--inventory "+diagnose.InventoryMark+end, "--inventory "+shell.Quote(cl.inv.Path)+end)
 				}
+				return fix
+			}
+			for i := range d.Findings {
+				d.Findings[i].Fix = withInv(d.Findings[i].Fix)
+			}
+			for i := range d.Shared {
+				d.Shared[i].Fix = withInv(d.Shared[i].Fix)
 			}
 			w := cmd.OutOrStdout()
 			if output == "jsonl" {
@@ -129,6 +136,9 @@ func newDiagnoseCmd() *cobra.Command {
 const (
 	maxCauses   = 10
 	maxEvidence = 6
+	// maxSharedTopics bounds the shared cause's command in the text: past
+	// it the command is in --details and --json.
+	maxSharedTopics = 50
 )
 
 // printDiagnosis leads with the causes (one line each: what, how bad, what
@@ -173,6 +183,13 @@ func printDiagnosis(w io.Writer, d *diagnose.Diagnosis, details bool) {
 		if ex := d.Explained(c.ID); len(ex) > 0 {
 			fmt.Fprintf(w, "     explains %s\n", kindCounts(ex))
 		}
+	}
+	for _, s := range d.Shared {
+		fix := s.Fix
+		if len(s.Topics) > maxSharedTopics && !details {
+			fix = fmt.Sprintf("repair all %d in one run of %s --set topics=… (the whole command: --details or --json)", len(s.Topics), s.Runbook)
+		}
+		fmt.Fprintf(w, "\nSHARED CAUSE: %s: %s\n     → runbook %s: %s\n", s.Summary, sample(s.Topics, maxEvidence), s.Runbook, fix)
 	}
 	fmt.Fprintf(w, "\nDETAILS")
 	if !details {

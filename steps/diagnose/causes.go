@@ -127,3 +127,67 @@ func (d *Diagnosis) Explained(cause string) []Finding {
 	}
 	return out
 }
+
+// Shared is a cause several topics share: ghosts of one deletion (a job
+// that deleted and recreated many topics at once), which one run of one
+// runbook repairs with one stop and one start of every broker.
+type Shared struct {
+	Runbook string   `json:"runbook"`
+	Topics  []string `json:"topics"`
+	// Kinds are the topics' root findings, "kind: n topics".
+	Kinds   []string `json:"kinds"`
+	Summary string   `json:"summary"`
+	Fix     string   `json:"fix"`
+}
+
+// sharedCauses groups the topics whose root cause topic-cleanup repairs:
+// those whose fix recreates the topic and those whose fix does not, each
+// group of two topics or more one Shared with the one command for all.
+func sharedCauses(fs []Finding) []Shared {
+	type group struct {
+		topics []string
+		kinds  map[string]int
+		order  []string
+	}
+	groups := map[bool]*group{}
+	for _, f := range fs {
+		if f.Cause != "" || f.Runbook != "topic-cleanup" || f.Topic == "" {
+			continue
+		}
+		recreate := strings.Contains(f.Fix, "recreate=true")
+		g := groups[recreate]
+		if g == nil {
+			g = &group{kinds: map[string]int{}}
+			groups[recreate] = g
+		}
+		if slices.Contains(g.topics, f.Topic) {
+			continue
+		}
+		g.topics = append(g.topics, f.Topic)
+		if g.kinds[f.Kind]++; g.kinds[f.Kind] == 1 {
+			g.order = append(g.order, f.Kind)
+		}
+	}
+	var out []Shared
+	for _, recreate := range []bool{false, true} {
+		g := groups[recreate]
+		if g == nil || len(g.topics) < 2 {
+			continue
+		}
+		slices.Sort(g.topics)
+		var kinds []string
+		for _, k := range g.order {
+			kinds = append(kinds, fmt.Sprintf("%s: %d", k, g.kinds[k]))
+		}
+		cmd := "kremedy run topic-cleanup --inventory " + InventoryMark + " --set topics=" + strings.Join(g.topics, ",")
+		what := "deletes their znodes with one backup, stops every broker once, quarantines every topic's segments, restarts everything and verifies each"
+		if recreate {
+			cmd += " --set recreate=true"
+			what = "deletes their znodes with one backup, stops every broker once, quarantines every topic's segments, restarts everything, recreates each empty and verifies it"
+		}
+		out = append(out, Shared{Runbook: "topic-cleanup", Topics: g.topics, Kinds: kinds,
+			Summary: fmt.Sprintf("%d topics share one cause — ghosts of a deletion that did not complete, most often one job that deleted and recreated them together (%s)", len(g.topics), strings.Join(kinds, ", ")),
+			Fix:     fmt.Sprintf("repair all of them in one run, with one stop and one start of every broker instead of one per topic: `%s` (it detaches clients, %s)", cmd, what)})
+	}
+	return out
+}

@@ -83,6 +83,9 @@ type Diagnosis struct {
 	Topics     int       `json:"topics_scanned"`
 	Disk       bool      `json:"disk_checked"` // log dirs listed over SSH
 	Findings   []Finding `json:"findings"`
+	// Shared are causes several topics share, with the one command that
+	// repairs them all (sharedCauses).
+	Shared []Shared `json:"shared_causes,omitempty"`
 	Took       string    `json:"took"`
 	// Releases is what each registered broker runs (ApiVersions, IBP);
 	// Methods what kremedy judges differently because of it.
@@ -230,6 +233,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	}
 	g.d.Methods = append(g.d.Methods, g.settled())
 	g.d.Healthy = healthy(g.d.Findings)
+	g.d.Shared = sharedCauses(g.d.Findings)
 	if o.Migration {
 		g.readiness()
 	}

@@ -367,3 +367,34 @@ func TestZooKeeperServerDown(t *testing.T) {
 		t.Fatalf("finding %+v", fd)
 	}
 }
+
+// TestSeveralGhostsShareACause: three ghosts of one outage are one shared
+// cause with the one command that repairs them all; one ghost is not.
+func TestSeveralGhostsShareACause(t *testing.T) {
+	f := newFixture(t)
+	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Shared) != 0 {
+		t.Fatalf("one ghost is no shared cause: %+v", d.Shared)
+	}
+	f.AddGhost("payments", "DDDDDDDDDDDDDDDDDDDDDD", "EEEEEEEEEEEEEEEEEEEEEE")
+	f.AddGhost("audit", "FFFFFFFFFFFFFFFFFFFFFF", "GGGGGGGGGGGGGGGGGGGGGG")
+	if d, err = diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Shared) != 1 {
+		t.Fatalf("shared causes %+v, want one", d.Shared)
+	}
+	s := d.Shared[0]
+	if !slices.Equal(s.Topics, []string{"audit", "orders", "payments"}) || s.Runbook != "topic-cleanup" ||
+		!strings.Contains(s.Fix, "`kremedy run topic-cleanup --inventory INV --set topics=audit,orders,payments`") ||
+		!strings.Contains(s.Summary, "3 topics share one cause") || !strings.Contains(s.Summary, "stuck-deletion: 3") {
+		t.Fatalf("shared cause %+v", s)
+	}
+	b, _ := json.Marshal(d)
+	if !strings.Contains(string(b), `"shared_causes":[{"runbook":"topic-cleanup","topics":["audit","orders","payments"]`) {
+		t.Fatalf("JSON lacks the shared cause: %s", b)
+	}
+}
