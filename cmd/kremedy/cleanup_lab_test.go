@@ -283,6 +283,13 @@ func (c *clients) assertGone(t *testing.T, topic string) {
 // directory present in quarantine, none inside a log dir.
 func assertQuarantined(t *testing.T, l *lab.Lab, runDir, topic string, atLeast int) {
 	t.Helper()
+	assertQuarantinedOf(t, l, runDir, []string{topic}, atLeast)
+}
+
+// assertQuarantinedOf is assertQuarantined for a run of several topics:
+// every move is of one of them.
+func assertQuarantinedOf(t *testing.T, l *lab.Lab, runDir string, topics []string, atLeast int) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(runDir, "quarantine-manifest.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -298,8 +305,10 @@ func assertQuarantined(t *testing.T, l *lab.Lab, runDir, topic string, atLeast i
 		if mv.State != "moved" {
 			t.Fatalf("move %+v not done", mv)
 		}
-		if base := filepath.Base(mv.To); !strings.HasPrefix(base, topic+"-") || strings.HasPrefix(base, topic+"-v2") {
-			t.Fatalf("quarantined %s: not a directory of %s", mv.To, topic)
+		if base := filepath.Base(mv.To); !slices.ContainsFunc(topics, func(topic string) bool {
+			return strings.HasPrefix(base, topic+"-") && !strings.HasPrefix(base, topic+"-v2")
+		}) {
+			t.Fatalf("quarantined %s: not a directory of %v", mv.To, topics)
 		}
 		// 3.0+ writes partition.metadata when it creates a log; 2.8 only
 		// at the partition's next LeaderAndIsr, so a directory of the
@@ -479,6 +488,8 @@ func TestCleanupLab(t *testing.T) {
 		assertQuarantined(t, l, run, "payments", 9)
 	})
 
+	t.Run("three ghosts of one outage: one run, one stop of each broker", func(t *testing.T) { threeGhosts(t, l, c) })
+
 	t.Run("TUI in tmux repairs ghost-topic", func(t *testing.T) {
 		rep := breakIt(t, l, "ghost-topic", "refills")
 		run := filepath.Join(t.TempDir(), "run")
@@ -626,4 +637,48 @@ func TestCleanupLabIBP27(t *testing.T) {
 	c.assertRecreated(t, "orders")
 	c.assertBystander(t, rep)
 	assertQuarantined(t, l, run, "orders", 3)
+}
+
+// threeGhosts is the subtest of TestCleanupLab for several ghosts of one
+// outage (issue 26): the lab's ghost-topic scenario on three topics,
+// diagnose naming their shared cause and its one command, then that one
+// run repairing all three with one stop and one start of each broker.
+func threeGhosts(t *testing.T, l *lab.Lab, c *clients) {
+	topics := []string{"alpha", "beta", "gamma"}
+	reps := map[string]*lab.Report{}
+	for _, tp := range topics {
+		reps[tp] = breakIt(t, l, "ghost-topic", tp)
+	}
+	d, code := diagnosis(t, l, "")
+	if code != 1 || len(d.Shared) != 1 || !slices.Equal(d.Shared[0].Topics, topics) {
+		t.Fatalf("diagnose: exit %d, shared causes %+v; want one for %v", code, d.Shared, topics)
+	}
+	if want := "--set topics=alpha,beta,gamma --set recreate=true`"; !strings.Contains(d.Shared[0].Fix, want) {
+		t.Fatalf("the shared cause's command lacks %q: %s", want, d.Shared[0].Fix)
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	name := l.Inventory().Name
+	// A topic's name does not confirm a several-topic run: the cluster's does.
+	r := kremedy(t, "run", "topic-cleanup", "--inventory", l.InventoryPath(), "--set", "topics=alpha,beta,gamma", "--set", "recreate=true",
+		"--run-dir", filepath.Join(t.TempDir(), "wrong"), "--headless", "--yes", "--confirm", "alpha")
+	if r.code == 0 || !strings.Contains(r.out, name) {
+		t.Fatalf("--confirm alpha on a several-topic run: exit %d\n%s", r.code, r.out)
+	}
+	r = kremedy(t, "run", "topic-cleanup", "--inventory", l.InventoryPath(), "--set", "topics=alpha,beta,gamma", "--set", "recreate=true",
+		"--run-dir", run, "--headless", "--yes", "--confirm", name)
+	if r.code != 0 {
+		t.Fatalf("cleanup of %v: exit %d\n%s", topics, r.code, r.out)
+	}
+	t.Logf("FIGURE one topic-cleanup of 3 ghosts took %.1fs; outage window: %s", r.took.Seconds(), outageOf(t, run))
+	if s := stops(t, run); len(s) != 3 || s[1] != 1 || s[2] != 1 || s[3] != 1 {
+		t.Fatalf("stops per broker %v, want each broker stopped once for the three topics", s)
+	}
+	for _, tp := range topics {
+		c.assertRecreated(t, tp, reps[tp].OldID, reps[tp].NewID)
+		c.assertBystander(t, reps[tp])
+	}
+	assertQuarantinedOf(t, l, run, topics, 27)
+	if ks, _, code := diagnoseJSON(t, l, ""); code != 0 {
+		t.Fatalf("after the cleanup the whole cluster: exit %d findings %v", code, ks)
+	}
 }
