@@ -86,7 +86,7 @@ type Diagnosis struct {
 	// Shared are causes several topics share, with the one command that
 	// repairs them all (sharedCauses).
 	Shared []Shared `json:"shared_causes,omitempty"`
-	Took       string    `json:"took"`
+	Took   string   `json:"took"`
 	// Releases is what each registered broker runs (ApiVersions, IBP);
 	// Methods what kremedy judges differently because of it.
 	Releases brokers.Releases `json:"releases,omitempty"`
