@@ -80,7 +80,8 @@ FUZZ_TARGETS := \
 	./steps/segments:FuzzParseDir \
 	./steps/segments:FuzzParsePartitionMetadata \
 	./internal/shell:FuzzQuote \
-	./internal/javaprops:FuzzParse
+	./internal/javaprops:FuzzParse \
+	./internal/javaprops:FuzzEscapeValue
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

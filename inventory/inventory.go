@@ -91,6 +91,12 @@ type Kafka struct {
 	// ClientProperties is an optional Kafka client .properties file
 	// (security.protocol, sasl.*, ssl.*).
 	ClientProperties string `yaml:"client_properties"`
+	// ControllerClientProperties is how kremedy reaches the KRaft
+	// controllers' own listener (DescribeQuorum) when it is secured
+	// otherwise than the brokers' (the controllers' listener rarely takes
+	// SCRAM: its credentials live in the metadata log); "" uses
+	// ClientProperties.
+	ControllerClientProperties string `yaml:"controller_client_properties"`
 }
 
 // SSH holds the SSH settings every broker and client host uses unless a
@@ -267,7 +273,7 @@ func (inv *Inventory) resolvePaths(dir string) error {
 		}
 		return nil
 	}
-	ps := []*string{&inv.ZooKeeper.TLSConfigFile, &inv.Kafka.ClientProperties, &inv.SSH.IdentityFile, &inv.SSH.KnownHosts, &inv.SSH.Config}
+	ps := []*string{&inv.ZooKeeper.TLSConfigFile, &inv.Kafka.ClientProperties, &inv.Kafka.ControllerClientProperties, &inv.SSH.IdentityFile, &inv.SSH.KnownHosts, &inv.SSH.Config}
 	if inv.ZooKeeper.Auth != nil {
 		ps = append(ps, &inv.ZooKeeper.Auth.PasswordFile)
 	}

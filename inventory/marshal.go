@@ -58,6 +58,7 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 	e.section(0, "kafka", func(e *emitter) {
 		e.strs(1, "bootstrap", inv.Kafka.Bootstrap)
 		e.str(1, "client_properties", inv.Kafka.ClientProperties)
+		e.str(1, "controller_client_properties", inv.Kafka.ControllerClientProperties)
 	})
 	e.section(0, "ssh", func(e *emitter) {
 		s := inv.SSH

@@ -107,8 +107,9 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 		"kafka": func(path string, at pos, n ast.Node) {
 			k := &inv.Kafka
 			d.Object(path, n, map[string]field{
-				"bootstrap":         d.Strs(&k.Bootstrap),
-				"client_properties": d.Str(&k.ClientProperties),
+				"bootstrap":                    d.Strs(&k.Bootstrap),
+				"client_properties":            d.Str(&k.ClientProperties),
+				"controller_client_properties": d.Str(&k.ControllerClientProperties),
 			})
 		},
 		"ssh": func(path string, at pos, n ast.Node) {

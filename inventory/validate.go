@@ -53,6 +53,10 @@ func (d *decoder) validate(inv *Inventory) {
 		}
 	}
 	d.localPath("kafka.client_properties", inv.Kafka.ClientProperties)
+	d.localPath("kafka.controller_client_properties", inv.Kafka.ControllerClientProperties)
+	if inv.Kafka.ControllerClientProperties != "" && len(inv.KRaftControllers) == 0 {
+		d.Errorf(d.At("kafka.controller_client_properties"), "kafka.controller_client_properties is how kremedy reaches the KRaft controllers, but the inventory lists no kraft_controllers: list them, or leave it out")
+	}
 	d.localPath("zookeeper.tls_config_file", inv.ZooKeeper.TLSConfigFile)
 
 	s := inv.SSH

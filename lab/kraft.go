@@ -129,6 +129,12 @@ num.network.threads=2
 num.io.threads=2
 background.threads=2
 `, k, ControllerID(k), c.Voters(), host, ControllerPort, l.controllerMetadataDir(k), c.ZKConnect())
+		if c.Secure {
+			var err error
+			if props, err = l.securedControllerProps(k); err != nil {
+				return err
+			}
+		}
 		if _, err := os.Stat(l.controllerProps(k)); err != nil {
 			if err := os.WriteFile(l.controllerProps(k), []byte(props), 0o644); err != nil {
 				return err
@@ -164,6 +170,15 @@ func (l *Lab) formatControllers(ctx context.Context, zc *zookeeper.Conn, out io.
 		}
 		if err := l.storageFormat(ctx, id, l.controllerProps(k), l.ControllerDir(k)); err != nil {
 			return fmt.Errorf("kafka-storage format of KRaft controller %d: %w", k, err)
+		}
+		if c.Secure { // formatted as root: the service user runs it
+			uid, gid, err := serviceIDs()
+			if err == nil {
+				err = chownTree(l.ControllerDir(k), uid, gid)
+			}
+			if err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(out, "  kraft controller %d  %s:%d  node.id %d, formatted with cluster id %s (not started: zk-to-kraft starts it)\n",
 			k, c.ControllerHost(k), ControllerPort, ControllerID(k), id)

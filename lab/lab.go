@@ -122,8 +122,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("loopback net %d out of range 0..255", c.Net)
 	case c.KRaftControllers < 0 || c.KRaftControllers > 5 || c.KRaftControllers > 0 && c.KRaftControllers%2 == 0:
 		return fmt.Errorf("--kraft-controllers %d: use 0 (none), 1, 3 or 5", c.KRaftControllers)
-	case c.KRaftControllers > 0 && c.Secure:
-		return fmt.Errorf("--kraft-controllers with --secure: the secured lab has no KRaft controllers yet; use one or the other")
 	case !c.KRaft && c.Chroot != "" && (c.Chroot[0] != '/' || filepath.Clean(c.Chroot) != c.Chroot || c.Chroot == "/"):
 		return fmt.Errorf("--chroot %q: use a clean absolute path such as /kafka, or \"\" for none", c.Chroot)
 	}

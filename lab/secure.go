@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kremedy/kremedy/internal/javaprops"
@@ -42,6 +44,13 @@ const (
 	// authenticate as; adminUser is the brokers' own.
 	ClientUser = "kremedy"
 	adminUser  = "admin"
+	// AppUser is a SCRAM user with ACLs for topics and groups named
+	// app… only; IntruderUser one without any ACL (the authorizer denies
+	// it everything).
+	AppUser      = "app"
+	IntruderUser = "intruder"
+	// AppPrefix is the prefix of the topics and groups AppUser may use.
+	AppPrefix = "app"
 	// ZKOperator is the ZooKeeper digest identity the lab's superDigest
 	// makes a superuser; zkBrokerUser the brokers' SASL identity.
 	ZKOperator   = "kremedy"
@@ -115,33 +124,56 @@ func (l *Lab) libsDir() string {
 	return filepath.Join(l.State.Config.KafkaHome, "libs")
 }
 
-// secrets are the secured lab's passwords, made at random once.
+// secrets are the secured lab's passwords, made at random once (a lab
+// made before a password existed gets it on its next `lab up`).
 type secrets struct {
 	store, key, admin, client, zkBroker, zkOperator string
+	// app and intruder are the SCRAM passwords of AppUser and
+	// IntruderUser; ctrl, ctrlAdmin and ctrlOperator the PLAIN passwords
+	// of the controllers' listener (the controllers' own, the brokers',
+	// kremedy's).
+	app, intruder, ctrl, ctrlAdmin, ctrlOperator string
+}
+
+// fields names each secret as secrets.properties has it.
+func (s *secrets) fields() []struct {
+	key string
+	v   *string
+} {
+	return []struct {
+		key string
+		v   *string
+	}{{"store.password", &s.store}, {"key.password", &s.key}, {"admin.password", &s.admin}, {"client.password", &s.client},
+		{"zk.broker.password", &s.zkBroker}, {"zk.operator.password", &s.zkOperator}, {"app.password", &s.app},
+		{"intruder.password", &s.intruder}, {"controller.password", &s.ctrl}, {"controller.admin.password", &s.ctrlAdmin},
+		{"controller.operator.password", &s.ctrlOperator}}
 }
 
 func (l *Lab) secrets() (secrets, error) {
+	var s secrets
 	b, err := os.ReadFile(l.secretsPath())
-	if errors.Is(err, os.ErrNotExist) {
-		gen := func() string {
-			r := make([]byte, 12)
-			_, _ = io.ReadFull(rand.Reader, r)
-			return hex.EncodeToString(r)
-		}
-		s := secrets{gen(), gen(), gen(), gen(), gen(), gen()}
-		text := fmt.Sprintf("store.password=%s\nkey.password=%s\nadmin.password=%s\nclient.password=%s\nzk.broker.password=%s\nzk.operator.password=%s\n",
-			s.store, s.key, s.admin, s.client, s.zkBroker, s.zkOperator)
-		return s, os.WriteFile(l.secretsPath(), []byte(text), 0o600)
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return secrets{}, err
 	}
 	p, err := javaprops.Parse(b)
 	if err != nil {
 		return secrets{}, fmt.Errorf("%s: %w", l.secretsPath(), err)
 	}
-	v := p.Values
-	return secrets{v["store.password"], v["key.password"], v["admin.password"], v["client.password"], v["zk.broker.password"], v["zk.operator.password"]}, nil
+	missing := false
+	var text strings.Builder
+	for _, f := range s.fields() {
+		*f.v = p.Values[f.key]
+		if *f.v == "" {
+			r := make([]byte, 12)
+			_, _ = io.ReadFull(rand.Reader, r)
+			*f.v, missing = hex.EncodeToString(r), true
+		}
+		fmt.Fprintf(&text, "%s=%s\n", f.key, *f.v)
+	}
+	if missing {
+		return s, os.WriteFile(l.secretsPath(), []byte(text.String()), 0o600)
+	}
+	return s, nil
 }
 
 // ZKOptions are the options the lab's own ZooKeeper sessions use: the
@@ -249,6 +281,9 @@ func (l *Lab) writeSecure(ctx context.Context) error {
 	if err := l.writeBrokerSecurity(ctx, pki, s, uid, gid); err != nil {
 		return err
 	}
+	if err := l.writeControllerSecurity(ctx, pki, s, uid, gid); err != nil {
+		return err
+	}
 	if err := l.writeZKSecurity(ctx, pki, s); err != nil {
 		return err
 	}
@@ -346,8 +381,12 @@ ssl.truststore.location=%s
 ssl.truststore.password=%s
 ssl.client.auth=none
 zookeeper.set.acl=true
+# ACLs, as a production cluster has them: the brokers' own principal is a
+# super user, every other principal needs an ACL (ensureACLs writes the lab's)
+authorizer.class.name=kafka.security.authorizer.AclAuthorizer
+super.users=User:%s
 `, c.BrokerHost(n), KafkaPort, javaEscape(jaas), l.brokerStoreType(n), l.brokerStore(n), s.store, l.keyPassFor(n, s),
-		l.trustJKS(), s.store), nil
+		l.trustJKS(), s.store, adminUser), nil
 }
 
 // keyPassFor: a PKCS12 store has one password for store and key.
@@ -388,7 +427,7 @@ func (l *Lab) ensureSCRAM(ctx context.Context, zc *zookeeper.Conn, out io.Writer
 			return err
 		}
 	}
-	for _, u := range []struct{ name, pass string }{{adminUser, s.admin}, {ClientUser, s.client}} {
+	for _, u := range []struct{ name, pass string }{{adminUser, s.admin}, {ClientUser, s.client}, {AppUser, s.app}, {IntruderUser, s.intruder}} {
 		if ok, _, err := zc.Exists(ctx, "/config/users/"+u.name); err != nil {
 			return err
 		} else if ok {
@@ -424,8 +463,7 @@ func (l *Lab) writeBrokerSecurity(ctx context.Context, pki *PKI, s secrets, uid,
 		if err := os.Chown(store, uid, gid); err != nil {
 			return err
 		}
-		jaas := fmt.Sprintf("// the broker's ZooKeeper client: SASL DIGEST-MD5 as %q\nClient {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  username=%q\n  password=%q;\n};\n", zkBrokerUser, zkBrokerUser, s.zkBroker)
-		if err := writeOwned(filepath.Join(l.BrokerDir(n), "jaas.conf"), jaas, uid, gid); err != nil {
+		if err := writeOwned(filepath.Join(l.BrokerDir(n), "jaas.conf"), l.zkClientJAAS(s), uid, gid); err != nil {
 			return err
 		}
 		for _, d := range append(l.LogDirs(n), filepath.Join(l.BrokerDir(n), "logs"), l.BrokerDir(n)) {
@@ -517,4 +555,231 @@ zookeeper.ssl.truststore.password=%s
 		return err
 	}
 	return nil
+}
+
+// adminOpts are the options of a client authenticated as the brokers'
+// own principal (a super user): the lab writes its ACLs with it.
+func (l *Lab) adminOpts() ([]kgo.Opt, error) {
+	s, err := l.secrets()
+	if err != nil {
+		return nil, err
+	}
+	opts, _, err := kafka.Options(map[string]string{
+		"security.protocol":       "SASL_SSL",
+		"sasl.mechanism":          "SCRAM-SHA-512",
+		"sasl.jaas.config":        fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, adminUser, s.admin),
+		"ssl.truststore.location": l.trustJKS(),
+		"ssl.truststore.password": s.store,
+	})
+	return opts, err
+}
+
+// OperatorPrincipals are the principals the secured lab's operator tools
+// authenticate as: kremedy's SCRAM user and the OAuth rehearsal's.
+var OperatorPrincipals = []string{"User:" + ClientUser, "User:kremedy-app"}
+
+// ensureACLs writes the secured lab's ACLs through the brokers, as their
+// super user, once: the operator's principals may do all kremedy does
+// (every operation on the cluster, every topic, group and transactional
+// id), AppUser may use the topics and groups named AppPrefix…, and
+// IntruderUser has none, so the authorizer denies it everything. In
+// ZooKeeper mode they live under /kafka-acl; the migration carries them
+// into the metadata log (KIP-866).
+func (l *Lab) ensureACLs(ctx context.Context, out io.Writer) error {
+	opts, err := l.adminOpts()
+	if err != nil {
+		return err
+	}
+	kc, err := kafka.New(l.State.Config.Bootstrap(), opts...)
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
+	adm := kc.Admin()
+	have, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow(OperatorPrincipals[0]).AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	for _, r := range have {
+		err = cmp.Or(err, r.Err)
+	}
+	if err != nil {
+		return fmt.Errorf("read the lab's ACLs as %s: %w", adminUser, err)
+	}
+	for _, r := range have {
+		if len(r.Described) > 0 {
+			return nil
+		}
+	}
+	for _, b := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow(OperatorPrincipals...).Clusters().Topics("*").Groups("*").TransactionalIDs("*").Operations(kadm.OpAll),
+		kadm.NewACLs().Allow("User:"+AppUser).Topics(AppPrefix).Groups(AppPrefix).TransactionalIDs(AppPrefix).
+			ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpAll),
+	} {
+		res, err := adm.CreateACLs(ctx, b)
+		if err != nil {
+			return fmt.Errorf("write the lab's ACLs: %w", err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				return fmt.Errorf("write the lab's ACL for %s on %s %s: %w", r.Principal, r.Type, r.Name, r.Err)
+			}
+		}
+	}
+	fmt.Fprintf(out, "  acls      %s: everything; User:%s: topics and groups %s…; User:%s: none (AclAuthorizer, super user User:%s)\n",
+		strings.Join(OperatorPrincipals, ", "), AppUser, AppPrefix, IntruderUser, adminUser)
+	return nil
+}
+
+// The secured lab's KRaft controllers (lab up --secure --kraft-controllers
+// N), provisioned for the migration of a secured cluster.
+//
+// Their own listener is SASL_SSL with PLAIN: SCRAM credentials live in the
+// metadata log, which a controller cannot read before its quorum has a
+// leader, so SCRAM is not for the controller listener (Confluent's
+// cp-ansible documents the same: "SCRAM is not supported between KRaft
+// controllers"). PLAIN's users are in the listener's JAAS line: the
+// controllers' own (ctrlUser), the brokers' (adminUser, which the brokers
+// log in as: NodeToControllerChannelManager builds its channel with
+// JaasContext.Type.SERVER and the controller listener's name, so the
+// brokers read listener.name.controller.plain.sasl.jaas.config), and
+// kremedy's (ClientUser, for DescribeQuorum: ControllerApis authorizes it
+// as DESCRIBE on the cluster, which before the migration copies the ACLs
+// only super.users have).
+//
+// A migrating controller sends the ZooKeeper-mode brokers their RPCs over
+// the brokers' inter-broker listener (ControllerChannelManager: the
+// inter.broker.listener.name, sasl.mechanism.inter.broker.protocol and that
+// listener's JAAS line), and writes ZooKeeper as the brokers do: the JAAS
+// Client section of the brokers' ZooKeeper SASL identity and
+// zookeeper.set.acl=true (KafkaZkClient.createZkClient refuses
+// zookeeper.set.acl without ZooKeeper SASL or TLS).
+const ctrlUser = "controller"
+
+// ControllerClientProperties is how kremedy reaches the secured
+// controllers' listener (the inventory's kafka.controller_client_properties).
+func (l *Lab) ControllerClientProperties() string { return l.path("controller-client.properties") }
+
+// BrokerControllerSettings holds what every broker needs to reach the
+// secured controllers' listener, the zk-to-kraft runbook's
+// controller_settings: sasl.mechanism.controller.protocol and the
+// listener's JAAS line.
+func (l *Lab) BrokerControllerSettings() string { return l.path("broker-controller.properties") }
+
+func (l *Lab) controllerStore(k int) string {
+	return filepath.Join(l.pkiDir(), fmt.Sprintf("controller-%d.p12", k))
+}
+
+// securedControllerProps is controller k's controller.properties on a
+// secured lab.
+func (l *Lab) securedControllerProps(k int) (string, error) {
+	s, err := l.secrets()
+	if err != nil {
+		return "", err
+	}
+	c := l.State.Config
+	plain := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s" user_%s="%s" user_%s="%s" user_%s="%s";`,
+		ctrlUser, s.ctrl, ctrlUser, s.ctrl, adminUser, s.ctrlAdmin, ClientUser, s.ctrlOperator)
+	scram := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, adminUser, s.admin)
+	return fmt.Sprintf(`# KRaft controller %d of the secured kremedy lab, provisioned for the
+# ZooKeeper → KRaft migration (KIP-866) of a secured cluster.
+process.roles=controller
+node.id=%d
+controller.quorum.voters=%s
+controller.listener.names=CONTROLLER
+listeners=CONTROLLER://%s:%d
+# the controller listener: SASL_SSL with PLAIN (SCRAM needs the metadata log)
+listener.security.protocol.map=CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL
+listener.name.controller.sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.plain.sasl.jaas.config=%s
+# the brokers' inter-broker listener, for the RPCs a migrating controller
+# sends the ZooKeeper-mode brokers
+inter.broker.listener.name=SASL_SSL
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=%s
+ssl.keystore.type=PKCS12
+ssl.keystore.location=%s
+ssl.keystore.password=%s
+ssl.truststore.type=JKS
+ssl.truststore.location=%s
+ssl.truststore.password=%s
+ssl.client.auth=none
+# KRaft's authorizer: the ACLs the migration copies from ZooKeeper
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:%s;User:%s;User:%s
+log.dirs=%s
+zookeeper.metadata.migration.enable=true
+zookeeper.connect=%s
+zookeeper.set.acl=true
+zookeeper.session.timeout.ms=6000
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+`, k, ControllerID(k), c.Voters(), c.ControllerHost(k), ControllerPort, javaEscape(plain), javaEscape(scram),
+		l.controllerStore(k), s.store, l.trustJKS(), s.store, adminUser, ctrlUser, ClientUser,
+		l.controllerMetadataDir(k), c.ZKConnect()), nil
+}
+
+// writeControllerSecurity issues each controller's keystore, writes its
+// ZooKeeper JAAS file, kremedy's controller client.properties and the
+// brokers' controller settings, and hands each controller its files.
+func (l *Lab) writeControllerSecurity(ctx context.Context, pki *PKI, s secrets, uid, gid int) error {
+	c := l.State.Config
+	if c.KRaftControllers == 0 {
+		return nil
+	}
+	for k := 1; k <= c.KRaftControllers; k++ {
+		if _, err := os.Stat(l.controllerStore(k)); errors.Is(err, os.ErrNotExist) {
+			if _, err := pki.Issue(ctx, Cert{Name: fmt.Sprintf("controller-%d", k), SANs: []string{"ip:" + c.ControllerHost(k)}, Type: "PKCS12"}); err != nil {
+				return err
+			}
+		}
+		if err := os.Chown(l.controllerStore(k), uid, gid); err != nil {
+			return err
+		}
+		if err := writeOwned(filepath.Join(l.ControllerDir(k), "jaas.conf"), l.zkClientJAAS(s), uid, gid); err != nil {
+			return err
+		}
+		if err := chownTree(l.ControllerDir(k), uid, gid); err != nil {
+			return err
+		}
+		if err := os.Chmod(l.controllerProps(k), 0o600); err != nil {
+			return err
+		}
+	}
+	client := fmt.Sprintf(`# written by kremedy lab up --secure: how kremedy reaches the KRaft
+# controllers' listener (SASL_SSL, PLAIN): the inventory's
+# kafka.controller_client_properties
+security.protocol=SASL_SSL
+sasl.mechanism=PLAIN
+sasl.jaas.config=%s
+ssl.truststore.location=%s
+ssl.truststore.password=%s
+`, javaEscape(fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";`, ClientUser, s.ctrlOperator)),
+		l.trustJKS(), s.store)
+	if err := os.WriteFile(l.ControllerClientProperties(), []byte(client), 0o600); err != nil {
+		return err
+	}
+	brokers := fmt.Sprintf(`# written by kremedy lab up --secure: what each broker needs to reach the
+# KRaft controllers' listener (zk-to-kraft --set controller_settings=THIS):
+# the mechanism and the PLAIN login of the brokers' principal. The brokers'
+# own ssl.truststore.* already trusts the controllers' certificates.
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.plain.sasl.jaas.config=%s
+`, javaEscape(fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";`, adminUser, s.ctrlAdmin)))
+	return os.WriteFile(l.BrokerControllerSettings(), []byte(brokers), 0o600)
+}
+
+// zkClientJAAS is the JAAS file of a JVM that talks to the secured
+// ZooKeeper as the brokers do.
+func (l *Lab) zkClientJAAS(s secrets) string {
+	return fmt.Sprintf("// the ZooKeeper client: SASL DIGEST-MD5 as %q\nClient {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  username=%q\n  password=%q;\n};\n", zkBrokerUser, zkBrokerUser, s.zkBroker)
+}
+
+// chownTree hands a directory and everything under it to uid:gid.
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }

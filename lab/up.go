@@ -158,7 +158,7 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w. The lab is half started: run `kremedy lab up --dir %s` again after fixing the cause, or `kremedy lab down --dir %s`", err, l.Dir, l.Dir)
 	}
-	if err := l.waitRegistered(ctx, zc); err != nil {
+	if err := l.waitRegistered(ctx, zc, out); err != nil {
 		return nil, err
 	}
 	if err := l.formatControllers(ctx, zc, out); err != nil {
@@ -349,6 +349,9 @@ func (l *Lab) Inventory() *inventory.Inventory {
 		inv.Note += "; secured: SASL_SSL (SCRAM-SHA-512), ZooKeeper SASL ACLs (kremedy uses the superDigest operator), SSH as " + OperatorUser + " with sudo"
 		inv.ZooKeeper.Auth = &inventory.ZKAuth{User: ZKOperator, PasswordFile: l.ZKOperatorPasswordFile()}
 		inv.Kafka.ClientProperties = l.ClientProperties()
+		if c.KRaftControllers > 0 {
+			inv.Kafka.ControllerClientProperties = l.ControllerClientProperties()
+		}
 		inv.SSH.User, inv.SSH.Become = OperatorUser, inventory.BecomeSudo
 	}
 	for n := 1; n <= c.Brokers; n++ {
@@ -485,7 +488,7 @@ func (l *Lab) waitQuorum(ctx context.Context) (*zookeeper.Conn, error) {
 	return zc, nil
 }
 
-func (l *Lab) waitRegistered(ctx context.Context, zc *zookeeper.Conn) error {
+func (l *Lab) waitRegistered(ctx context.Context, zc *zookeeper.Conn, out io.Writer) error {
 	c := l.State.Config
 	want := make([]int32, 0, c.Brokers)
 	for n := 1; n <= c.Brokers; n++ {
@@ -499,6 +502,10 @@ func (l *Lab) waitRegistered(ctx context.Context, zc *zookeeper.Conn) error {
 	// connections: a client dialing in between is refused.
 	for n := 1; err == nil && n <= c.Brokers; n++ {
 		err = waitFor(ctx, 20*time.Millisecond, func() bool { return listening(c.BrokerHost(n), KafkaPort) })
+	}
+	if err == nil && c.Secure {
+		// The operator's client (waitMetadata's) needs its ACLs first.
+		err = l.ensureACLs(ctx, out)
 	}
 	if err == nil {
 		err = l.waitMetadata(ctx)

@@ -80,10 +80,16 @@ func readProperties(f, key string) (map[string]string, error) {
 // clientProperties reads a client.properties file ("" is PLAINTEXT) into
 // franz-go options, its security.protocol and the secrets it holds.
 func clientProperties(f string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
+	return clientPropertiesAt(f, "kafka.client_properties")
+}
+
+// clientPropertiesAt is clientProperties of the file the inventory names
+// under key.
+func clientPropertiesAt(f, key string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
 	if f == "" {
 		return nil, "PLAINTEXT", nil, nil
 	}
-	props, err := readProperties(f, "kafka.client_properties")
+	props, err := readProperties(f, key)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -181,6 +187,15 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	if err := c.kafka.CheckSecurity(ctx); err != nil {
 		c.Close()
 		return nil, usageErr(fmt.Errorf("%s: %w", inv.Kafka.ClientProperties, err))
+	}
+	if f := inv.Kafka.ControllerClientProperties; f != "" {
+		copts, _, csecrets, err := clientPropertiesAt(f, "kafka.controller_client_properties")
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.secrets = append(c.secrets, csecrets...)
+		c.kafka.SetControllerOptions(copts)
 	}
 	if c.zk != nil { // never an interface holding a nil *Conn
 		c.ports.ZK = c.zk

@@ -231,8 +231,23 @@ func unescape(t []rune, pos [][2]int) (string, error) {
 				}
 				v = v<<4 | d
 			}
-			b.WriteRune(v)
 			i += 4
+			// A surrogate pair, as Java's String joins it into one
+			// character.
+			if v >= 0xD800 && v < 0xDC00 && i+6 < len(t) && t[i+1] == '\\' && t[i+2] == 'u' {
+				lo := rune(0)
+				ok := true
+				for _, h := range t[i+3 : i+7] {
+					d, isHex := hexDigit(h)
+					ok = ok && isHex
+					lo = lo<<4 | d
+				}
+				if ok && lo >= 0xDC00 && lo < 0xE000 {
+					v = 0x10000 + (v-0xD800)<<10 + (lo - 0xDC00)
+					i += 6
+				}
+			}
+			b.WriteRune(v)
 		default:
 			b.WriteRune(c)
 		}
@@ -250,4 +265,45 @@ func hexDigit(r rune) (rune, bool) {
 		return r - 'A' + 10, true
 	}
 	return 0, false
+}
+
+// EscapeValue writes s as the value of a `key=value` line that Parse (and
+// Java's load) reads back as s: backslashes, line ends, tabs and form feeds
+// escaped, a leading blank escaped (load drops leading blanks), and every
+// character outside printable ASCII as \uXXXX (the file is ISO-8859-1;
+// Java's own store does the same). What Parse reads back is s.
+func EscapeValue(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case i == 0 && (r == ' ' || r == '=' || r == ':'):
+			b.WriteString(`\` + string(r))
+		case r < 0x20 || r > 0x7e:
+			for _, u := range utf16Units(r) {
+				fmt.Fprintf(&b, `\u%04X`, u)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// utf16Units is r in UTF-16 code units, as Java's char holds it.
+func utf16Units(r rune) []rune {
+	if r < 0x10000 {
+		return []rune{r}
+	}
+	r -= 0x10000
+	return []rune{0xD800 + r>>10, 0xDC00 + r&0x3FF}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kremedy/kremedy/internal/javaprops"
 	"github.com/kremedy/kremedy/lab"
@@ -158,6 +159,25 @@ func FuzzParse(f *testing.F) {
 			if p.Lines[k] < 1 {
 				t.Fatalf("key %q has no line", k)
 			}
+		}
+	})
+}
+
+// FuzzEscapeValue: what EscapeValue writes reads back as the value.
+func FuzzEscapeValue(f *testing.F) {
+	for _, s := range []string{"", " lead", "a\\b", "x\ny", `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="p\w";`, "=eq", ":colon", "é😀", "tab\there"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		p, err := javaprops.Parse([]byte("k=" + javaprops.EscapeValue(s) + "\n"))
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if got := p.Values["k"]; got != s {
+			t.Fatalf("EscapeValue(%q) reads back as %q", s, got)
 		}
 	})
 }

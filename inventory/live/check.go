@@ -161,6 +161,7 @@ func reachControllers(ctx context.Context, c ports.Cluster) []Result {
 		ids[i] = h.ID
 	}
 	checks := par.Each(ids, func(id int32) error { return c.Hosts.Check(ctx, id) })
+	var up []string
 	for i, h := range hs {
 		out = append(out, res(fmt.Sprintf("controller %d ssh", h.ID), checks[i], "host key verified"))
 		var err error
@@ -172,8 +173,17 @@ func reachControllers(ctx context.Context, c ports.Cluster) []Result {
 				// Provisioned for the migration: zk-to-kraft starts it.
 				ok = h.Addr + " not listening: not started yet (zk-to-kraft's start-controllers starts it)"
 			}
+		} else if h.Addr != "" {
+			up = append(up, h.Addr)
 		}
 		out = append(out, res(fmt.Sprintf("controller %d listener", h.ID), err, ok))
+	}
+	// A migration under way: the controllers run beside ZooKeeper. kremedy
+	// asks them for the quorum with the credentials the inventory gives
+	// for their listener (checkKRaft does so for a KRaft cluster).
+	if !c.Target.KRaft && len(up) > 0 {
+		q, err := c.Kafka.Quorum(ctx, up)
+		out = append(out, res("metadata quorum "+strings.Join(up, ","), err, fmt.Sprintf("leader %d, epoch %d, voters %s", q.Leader, q.Epoch, voterList(q.Voters))))
 	}
 	return out
 }

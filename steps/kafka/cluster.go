@@ -583,8 +583,12 @@ func (c *Client) Quorum(ctx context.Context, addrs []string) (ports.Quorum, erro
 var QuorumElectionWait = 10 * time.Second
 
 func (c *Client) quorumAt(ctx context.Context, addr string) (ports.Quorum, error) {
+	sec := c.extra
+	if c.ctrl != nil {
+		sec = c.ctrl
+	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(3 * time.Second),
-		kgo.RequestRetries(0), kgo.RetryTimeout(3 * time.Second)}, c.extra...)...)
+		kgo.RequestRetries(0), kgo.RetryTimeout(3 * time.Second)}, sec...)...)
 	if err != nil {
 		return ports.Quorum{}, err
 	}

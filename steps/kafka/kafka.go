@@ -23,7 +23,15 @@ type Client struct {
 	adm   *kadm.Client
 	seeds []string
 	extra []kgo.Opt
+	// ctrl are the security options for the KRaft controllers' own
+	// listener (nil: extra's).
+	ctrl []kgo.Opt
 }
+
+// SetControllerOptions sets the security options Quorum uses on the KRaft
+// controllers' listener, when it is secured otherwise than the brokers'
+// (the inventory's kafka.controller_client_properties).
+func (c *Client) SetControllerOptions(opts []kgo.Opt) { c.ctrl = opts }
 
 // New builds a client over the bootstrap servers. extra options (TLS, SASL)
 // come from the inventory's client properties.

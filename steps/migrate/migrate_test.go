@@ -52,6 +52,7 @@ node.id=%d
 controller.quorum.voters=3001@c1:9093,3002@c2:9093,3003@c3:9093
 controller.listener.names=CONTROLLER
 listeners=CONTROLLER://c%d:9093
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 metadata.log.dir=%s
 zookeeper.metadata.migration.enable=true
 zookeeper.connect=zk:2181/kafka

@@ -285,6 +285,18 @@ func (s *State) phase() (Phase, string) {
 	return PhaseZooKeeper, "every broker a ZooKeeper broker, no KRaft controller runs"
 }
 
+// security is CheckSecurity of the configs the state read.
+func (s *State) security(listener string, set ControllerSettings) Security {
+	b, c := map[int32]*Props{}, map[int32]*Props{}
+	for id := range s.Brokers {
+		b[id] = s.files[id].Props
+	}
+	for id := range s.Controllers {
+		c[id] = s.files[id].Props
+	}
+	return CheckSecurity(b, c, listener, set)
+}
+
 // Facts are the lines a plan shows about the state.
 func (s *State) Facts() []string {
 	ok, how := s.Phase.Revertible()

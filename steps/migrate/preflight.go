@@ -15,6 +15,11 @@ type preflightOpts struct {
 	// Accept: the topics whose partitions no restart can keep available
 	// that the rolls accept (roll.AcceptParam); readiness judges them so.
 	Accept []string `opt:"accept_unavailable" default:""`
+	// ControllerListener and ControllerSettings: how the brokers will
+	// reach the controllers (rollOpts'); a secured cluster is checked
+	// before anything changes (CheckSecurity).
+	ControllerListener string `opt:"controller_listener" default:"CONTROLLER"`
+	ControllerSettings string `opt:"controller_settings" default:""`
 }
 
 // preflight says where the migration stands and whether it may go on. For
@@ -98,6 +103,17 @@ func (k *preflight) forward(ctx context.Context, env *steps.Env, st *State, p *s
 		return fmt.Errorf("%w: not ready for the ZooKeeper → KRaft migration, %d blockers: %s. Nothing was changed; fix them and run again (`kremedy diagnose --migration` shows the evidence)",
 			steps.ErrRefused, len(blockers), strings.Join(blockers, "; "))
 	}
+	set, err := ReadControllerSettings(k.o.ControllerSettings, k.o.ControllerListener)
+	if err != nil {
+		return fmt.Errorf("%w: %v. Nothing was changed", steps.ErrRefused, err)
+	}
+	sec := st.security(k.o.ControllerListener, set)
+	k.checks = append(k.checks, steps.Check{Name: "the brokers and the controllers are secured alike (listeners, logins, ZooKeeper ACLs and TLS, authorizer)", OK: len(sec.Problems) == 0, Detail: orNone(sec.Problems)})
+	if len(sec.Problems) > 0 {
+		return fmt.Errorf("%w: the brokers and the KRaft controllers are not configured to work together on this secured cluster: %s. Nothing was changed; fix the controllers' configs (or give --set controller_settings) and run again",
+			steps.ErrRefused, strings.Join(sec.Problems, "; "))
+	}
+	p.Facts = append(p.Facts, sec.Facts...)
 	for _, id := range m.Advice {
 		p.Facts = append(p.Facts, "advice: "+id)
 	}

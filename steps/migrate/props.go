@@ -183,7 +183,7 @@ func (p *Props) Apply(e Edit) (string, Diff, error) {
 		}
 		switch {
 		case isSet && !done[i]:
-			want := e.Set[i][0] + "=" + e.Set[i][1]
+			want := e.Set[i][0] + "=" + javaprops.EscapeValue(e.Set[i][1])
 			done[i] = true
 			if line == want {
 				out = append(out, raw)
@@ -199,7 +199,7 @@ func (p *Props) Apply(e Edit) (string, Diff, error) {
 	var tail []string
 	for i, kv := range e.Set {
 		if !done[i] {
-			tail = append(tail, kv[0]+"="+kv[1])
+			tail = append(tail, kv[0]+"="+javaprops.EscapeValue(kv[1]))
 		}
 	}
 	if len(tail) > 0 {
@@ -217,11 +217,15 @@ type Quorum struct {
 	Voters   string // controller.quorum.voters: id@host:port,…
 	Listener string // controller.listener.names
 	Protocol string // the controller listener's security protocol
+	// Settings are what a broker needs to log in to a secured controller
+	// listener (ControllerSettings.Set): added after the rest.
+	Settings [][2]string
 }
 
 // MigrationEdit is the edit that puts a ZooKeeper-mode broker into migration
 // mode: the migration flag, the controller quorum and its listener in the
-// protocol map. broker.id stays.
+// protocol map, and on a secured cluster the login at that listener (the
+// operator's controller_settings). broker.id stays.
 func MigrationEdit(p *Props, q Quorum) (Edit, error) {
 	if id, ok := p.Get(keyBrokerID); !ok || strings.TrimSpace(id) == "" || strings.HasPrefix(strings.TrimSpace(id), "-") {
 		return Edit{}, fmt.Errorf("no fixed broker.id: the migration needs one (generated broker ids are refused, KAFKA-17042); set broker.id to the id in meta.properties first")
@@ -234,12 +238,12 @@ func MigrationEdit(p *Props, q Quorum) (Edit, error) {
 	if !slices.ContainsFunc(entries, func(s string) bool { return strings.HasPrefix(strings.TrimSpace(s), q.Listener+":") }) {
 		entries = append(entries, q.Listener+":"+q.Protocol)
 	}
-	return Edit{Set: [][2]string{
+	return Edit{Set: append([][2]string{
 		{keyMigration, "true"},
 		{keyVoters, q.Voters},
 		{keyCtrlNames, q.Listener},
 		{keyProtoMap, strings.Join(entries, ",")},
-	}}, nil
+	}, q.Settings...)}, nil
 }
 
 // KRaftEdit is the edit that makes a migration-mode broker a KRaft broker:

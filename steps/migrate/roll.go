@@ -1,10 +1,12 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -34,7 +36,10 @@ type rollOpts struct {
 	// ControllerListener and ControllerProtocol name the brokers' way to
 	// the controllers (migration mode).
 	ControllerListener string `opt:"controller_listener" default:"CONTROLLER"`
-	ControllerProtocol string `opt:"controller_protocol" default:"PLAINTEXT"`
+	ControllerProtocol string `opt:"controller_protocol" default:""`
+	// ControllerSettings is the file of what each broker needs to log in
+	// to a secured controller listener (ReadControllerSettings).
+	ControllerSettings string `opt:"controller_settings" default:""`
 	// Accept: the topics whose partitions no restart can keep available
 	// that the operator accepts (roll.AcceptParam).
 	Accept []string `opt:"accept_unavailable" default:""`
@@ -89,6 +94,9 @@ func backupOf(path, to string) string { return path + ".kremedy-before-" + to }
 type configWhile struct {
 	o  rollOpts
 	st *State
+	// q is the migration edit's quorum and login, planned from st and the
+	// controller settings (into migration mode only).
+	q Quorum
 }
 
 // target is what broker id's config must become, and whether that is a
@@ -107,7 +115,12 @@ func (w *configWhile) target(ctx context.Context, env *steps.Env, id int32) (tex
 		case ModeMigration:
 			return f.Text, false, nil
 		case ModeZK:
-			e, err = MigrationEdit(f.Props, Quorum{Voters: voters(env), Listener: w.o.ControllerListener, Protocol: w.o.ControllerProtocol})
+			if w.q.Voters == "" {
+				if _, err := w.quorum(env); err != nil {
+					return "", false, err
+				}
+			}
+			e, err = MigrationEdit(f.Props, w.q)
 		default:
 			return "", false, wrong("only a ZooKeeper broker enters migration mode")
 		}
@@ -231,13 +244,43 @@ func (k *rollBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return nil, err
 	}
 	k.w.st = st
-	return planRoll(ctx, env, &k.r, st, fmt.Sprintf("every broker's config is already %s and none is left to restart", k.o.To),
+	var sec Security
+	if k.o.To == ToMigration {
+		if sec, err = k.w.quorum(env); err != nil {
+			return nil, err
+		}
+	}
+	p, err := planRoll(ctx, env, &k.r, st, fmt.Sprintf("every broker's config is already %s and none is left to restart", k.o.To),
 		func(p *steps.Plan) string {
 			if b, ok := roll.Batched(p); ok {
 				return fmt.Sprintf("roll brokers %s to %s %s: each batch stopped together, each broker's config edited (a backup beside it first), started, and the cluster healthy before the next batch", fmt.Sprint(nodesOf(p)), k.o.To, b)
 			}
 			return fmt.Sprintf("roll brokers %s to %s one at a time: each stopped, its config edited (a backup beside it first), started, and the cluster healthy before the next", fmt.Sprint(nodesOf(p)), k.o.To)
 		})
+	if p != nil {
+		p.Facts = append(p.Facts, sec.Facts...)
+	}
+	return p, err
+}
+
+// quorum plans the migration edit's quorum: the controllers' voters and
+// listener, its protocol as the controllers serve it, and the login the
+// operator's controller settings give; a secured cluster the edit would
+// leave unable to reach its controllers is refused (CheckSecurity).
+func (w *configWhile) quorum(env *steps.Env) (Security, error) {
+	set, err := ReadControllerSettings(w.o.ControllerSettings, w.o.ControllerListener)
+	if err != nil {
+		return Security{}, fmt.Errorf("%w: %v. Nothing was changed", steps.ErrRefused, err)
+	}
+	sec := w.st.security(w.o.ControllerListener, set)
+	if p := w.o.ControllerProtocol; p != "" && sec.Protocol != "" && !strings.EqualFold(p, sec.Protocol) {
+		sec.Problems = append(sec.Problems, fmt.Sprintf("controller_protocol is %s, the controllers serve %s on %s: leave controller_protocol out (kremedy reads it from the controllers' listener.security.protocol.map)", p, sec.Protocol, w.o.ControllerListener))
+	}
+	if len(sec.Problems) > 0 {
+		return sec, fmt.Errorf("%w: the brokers in migration mode could not work with the controllers as configured: %s. Nothing was changed", steps.ErrRefused, strings.Join(sec.Problems, "; "))
+	}
+	w.q = Quorum{Voters: voters(env), Listener: w.o.ControllerListener, Protocol: cmp.Or(sec.Protocol, strings.ToUpper(w.o.ControllerProtocol), "PLAINTEXT"), Settings: set.Set}
+	return sec, nil
 }
 
 // planRoll plans one of the migration's rolls: the roller's plan, with the
@@ -333,21 +376,41 @@ func editAction(f File, text, backup string) steps.Action {
 		Args: editArgs{Node: f.Node, Path: f.Path, From: f.Sum, To: sum(text), Content: base64.StdEncoding.EncodeToString([]byte(text)), Backup: backup}}
 }
 
-// diffText is the lines an edit removes and adds.
+// diffText is the lines an edit removes and adds, passwords masked (the
+// plan is shown on screens and sent to webhooks; the edit itself carries
+// the exact content).
 func diffText(from, to string) string {
 	a, b := strings.Split(from, "\n"), strings.Split(to, "\n")
 	var d Diff
 	for _, l := range a {
 		if l != "" && !slices.Contains(b, l) {
-			d.Removed = append(d.Removed, l)
+			d.Removed = append(d.Removed, maskLine(l))
 		}
 	}
 	for _, l := range b {
 		if l != "" && !slices.Contains(a, l) {
-			d.Added = append(d.Added, l)
+			d.Added = append(d.Added, maskLine(l))
 		}
 	}
 	return d.String()
+}
+
+// jaasSecret is a password or client secret inside a JAAS line.
+var jaasSecret = regexp.MustCompile(`(?i)\b(password|clientSecret|user_[^\s=]+)(\s*=\s*)"[^"]*"`)
+
+// maskLine hides a config line's secrets: the value of a key that names
+// a password, and the passwords inside a sasl.jaas.config.
+func maskLine(l string) string {
+	k, v, ok := strings.Cut(l, "=")
+	switch {
+	case !ok:
+		return l
+	case strings.Contains(strings.ToLower(k), "password"):
+		return k + "=****"
+	case strings.HasSuffix(strings.TrimSpace(k), "sasl.jaas.config"):
+		return k + "=" + jaasSecret.ReplaceAllString(v, `$1$2"****"`)
+	}
+	return l
 }
 
 // editScript replaces the file if it is still what the plan read: it

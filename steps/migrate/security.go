@@ -1,0 +1,329 @@
+package migrate
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kremedy/kremedy/internal/javaprops"
+)
+
+// A secured cluster's migration (Kafka 3.9.2's source, the lines each rule
+// rests on):
+//
+//   - A broker reaches the controllers over their own listener
+//     (controller.listener.names, its protocol in the broker's
+//     listener.security.protocol.map) and logs in there with
+//     sasl.mechanism.controller.protocol (default GSSAPI, KafkaConfig) and
+//     the JAAS line of that listener and mechanism:
+//     NodeToControllerChannelManager builds its channel with
+//     ChannelBuilders.clientChannelBuilder(protocol, JaasContext.Type.SERVER,
+//     config, controller listener, mechanism), and JaasContext.
+//     loadServerContext reads listener.name.<listener>.<mechanism>.
+//     sasl.jaas.config (AbstractConfig.valuesWithPrefixOverride strips the
+//     listener prefix). TLS settings come from the same prefix, else the
+//     broker's own ssl.*.
+//   - A migrating controller sends the ZooKeeper-mode brokers their RPCs
+//     (UpdateMetadata, LeaderAndIsr) over the brokers' inter-broker listener:
+//     ControllerChannelManager uses inter.broker.listener.name,
+//     sasl.mechanism.inter.broker.protocol and that listener's JAAS line, so
+//     the controllers need them as the brokers have them.
+//   - It writes ZooKeeper as the brokers do: ControllerServer makes its
+//     client with KafkaZkClient.createZkClient(config), whose znodes carry
+//     the secure ACLs when zookeeper.set.acl=true (and which refuses that
+//     setting without ZooKeeper SASL — the JVM's JAAS Client section — or
+//     TLS); zookeeper.ssl.* as the brokers'.
+//   - In KRaft mode the controllers authorize what the brokers forward them
+//     (CreateTopics, CreateAcls, …: ControllerApis): a controller without
+//     authorizer.class.name allows everyone. The ACLs, SCRAM credentials and
+//     client quotas move from ZooKeeper into the metadata log
+//     (ZkMigrationClient.readAllMetadata: migrateClientQuotas with the SCRAM
+//     credentials, migrateAcls, migrateDelegationTokens).
+
+// ControllerSettings are what every broker needs to reach a secured
+// controller listener, from the file the operator gives as
+// controller_settings: sasl.mechanism.controller.protocol and
+// listener.name.<listener>.* (its JAAS line, TLS overrides), in the
+// file's order of keys (sorted for a stable plan).
+type ControllerSettings struct {
+	Path string
+	Set  [][2]string
+}
+
+// ReadControllerSettings reads and checks a controller_settings file: an
+// absolute path (a resumed run reads it again), Java properties, each key
+// one that belongs to the controller listener.
+func ReadControllerSettings(path, listener string) (ControllerSettings, error) {
+	if path == "" {
+		return ControllerSettings{}, nil
+	}
+	if !filepath.IsAbs(path) {
+		return ControllerSettings{}, fmt.Errorf("controller_settings %q: give an absolute path (a resumed run reads the file again, from wherever it is resumed)", path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ControllerSettings{}, fmt.Errorf("controller_settings: %w", err)
+	}
+	p, err := javaprops.Parse(b)
+	if err != nil {
+		return ControllerSettings{}, fmt.Errorf("controller_settings %s: %w", path, err)
+	}
+	prefix := "listener.name." + strings.ToLower(listener) + "."
+	var bad []string
+	s := ControllerSettings{Path: path}
+	for _, k := range slices.Sorted(maps.Keys(p.Values)) {
+		if k != keyCtrlMech && !strings.HasPrefix(k, prefix) {
+			bad = append(bad, fmt.Sprintf("line %d: %s", p.Lines[k], k))
+			continue
+		}
+		s.Set = append(s.Set, [2]string{k, p.Values[k]})
+	}
+	if len(bad) > 0 {
+		return ControllerSettings{}, fmt.Errorf("controller_settings %s: only %s and %s* belong there (what the brokers need to reach the controllers' %s listener); not: %s",
+			path, keyCtrlMech, prefix, listener, strings.Join(bad, ", "))
+	}
+	if len(s.Set) == 0 {
+		return ControllerSettings{}, fmt.Errorf("controller_settings %s sets nothing", path)
+	}
+	return s, nil
+}
+
+// Keys the security checks read.
+const (
+	keyCtrlMech      = "sasl.mechanism.controller.protocol"
+	keyIBLName       = "inter.broker.listener.name"
+	keyIBProto       = "security.inter.broker.protocol"
+	keyIBMech        = "sasl.mechanism.inter.broker.protocol"
+	keyEnabledMechs  = "sasl.enabled.mechanisms"
+	keyZKSetACL      = "zookeeper.set.acl"
+	keyZKTLS         = "zookeeper.ssl.client.enable"
+	keySuperUsers    = "super.users"
+	defaultSASLMech  = "GSSAPI" // sasl.mechanism.*.protocol and sasl.enabled.mechanisms (KafkaConfig)
+	defaultIBProto   = "PLAINTEXT"
+	jaasSuffix       = ".sasl.jaas.config"
+	listenerPrefixFm = "listener.name.%s."
+)
+
+// view is a node's config with what an edit would add laid over it.
+type view struct {
+	p    *Props
+	over map[string]string
+}
+
+func (v view) get(k string) (string, bool) {
+	if s, ok := v.over[k]; ok {
+		return s, true
+	}
+	s, ok := v.p.Get(k)
+	return strings.TrimSpace(s), ok
+}
+
+// protocolOf is the security protocol listener maps to.
+func (v view) protocolOf(listener string) (string, bool) {
+	pm, ok := v.get(keyProtoMap)
+	if !ok || pm == "" {
+		pm = defaultProtoMap
+	}
+	for e := range strings.SplitSeq(pm, ",") {
+		name, proto, ok := strings.Cut(strings.TrimSpace(e), ":")
+		if ok && strings.EqualFold(name, listener) {
+			return strings.ToUpper(strings.TrimSpace(proto)), true
+		}
+	}
+	return "", false
+}
+
+// interBroker is the node's inter-broker listener name and protocol.
+func (v view) interBroker() (name, proto string) {
+	if n, ok := v.get(keyIBLName); ok && n != "" {
+		p, _ := v.protocolOf(n)
+		return strings.ToUpper(n), p
+	}
+	p, ok := v.get(keyIBProto)
+	if !ok || p == "" {
+		p = defaultIBProto
+	}
+	return strings.ToUpper(p), strings.ToUpper(p)
+}
+
+func (v view) mech(key string) string {
+	if m, ok := v.get(key); ok && m != "" {
+		return strings.ToUpper(m)
+	}
+	return defaultSASLMech
+}
+
+// enabled are the SASL mechanisms the node serves on listener.
+func (v view) enabled(listener string) []string {
+	s, ok := v.get(fmt.Sprintf(listenerPrefixFm, strings.ToLower(listener)) + keyEnabledMechs)
+	if !ok {
+		s, ok = v.get(keyEnabledMechs)
+	}
+	if !ok {
+		s = defaultSASLMech
+	}
+	var out []string
+	for m := range strings.SplitSeq(s, ",") {
+		if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func jaasKey(listener, mech string) string {
+	return fmt.Sprintf(listenerPrefixFm, strings.ToLower(listener)) + strings.ToLower(mech) + jaasSuffix
+}
+
+func (v view) isTrue(k string) bool {
+	s, _ := v.get(k)
+	return strings.EqualFold(s, "true")
+}
+
+func sasl(proto string) bool { return strings.HasPrefix(proto, "SASL_") }
+
+// Security is what the security checks found: problems refuse the
+// migration before anything changes, facts go into the plan.
+type Security struct {
+	// Protocol is the controller listener's security protocol, as the
+	// controllers' own listener.security.protocol.map says.
+	Protocol string
+	Problems []string
+	Facts    []string
+}
+
+// CheckSecurity compares the brokers' and the controllers' config files
+// for what a secured cluster's migration needs (the rules at the top of
+// this file), with the controller settings the migration's edit would add
+// to each broker.
+func CheckSecurity(brokerFiles, ctrlFiles map[int32]*Props, listener string, set ControllerSettings) Security {
+	var s Security
+	over := map[string]string{}
+	for _, kv := range set.Set {
+		over[kv[0]] = kv[1]
+	}
+	bids := slices.Sorted(maps.Keys(brokerFiles))
+	cids := slices.Sorted(maps.Keys(ctrlFiles))
+	if len(bids) == 0 || len(cids) == 0 {
+		return s
+	}
+	problem := func(f string, a ...any) { s.Problems = append(s.Problems, fmt.Sprintf(f, a...)) }
+
+	// The controllers' listener and its protocol.
+	protos := map[string][]int32{}
+	for _, id := range cids {
+		c := view{p: ctrlFiles[id]}
+		names, _ := c.get(keyCtrlNames)
+		first := strings.TrimSpace(strings.Split(names, ",")[0])
+		if !strings.EqualFold(first, listener) {
+			problem("controller %d's controller.listener.names is %q, not the runbook's controller_listener %s: set --set controller_listener=%s", id, names, listener, first)
+			continue
+		}
+		p, ok := c.protocolOf(listener)
+		if !ok {
+			problem("controller %d's listener.security.protocol.map has no %s entry (add %s:SASL_SSL, SSL or PLAINTEXT, as it serves)", id, listener, listener)
+			continue
+		}
+		protos[p] = append(protos[p], id)
+	}
+	if len(protos) > 1 {
+		problem("the controllers' %s listener is secured differently: %v; give every controller the same protocol", listener, protos)
+	}
+	for p := range protos {
+		s.Protocol = p
+	}
+	if s.Protocol == "" {
+		return s
+	}
+	first := view{p: brokerFiles[bids[0]], over: over}
+	ibName, ibProto := first.interBroker()
+	for _, id := range bids {
+		b := view{p: brokerFiles[id], over: over}
+		if p, ok := b.protocolOf(listener); ok && p != s.Protocol {
+			problem("broker %d maps %s to %s in its listener.security.protocol.map, the controllers serve %s there", id, listener, p, s.Protocol)
+		}
+		if n, p := b.interBroker(); n != ibName || p != ibProto {
+			problem("broker %d's inter-broker listener is %s (%s), broker %d's %s (%s): the brokers must agree before the migration", id, n, p, bids[0], ibName, ibProto)
+		}
+		if sasl(s.Protocol) {
+			m := b.mech(keyCtrlMech)
+			for _, cid := range cids {
+				if en := (view{p: ctrlFiles[cid]}).enabled(listener); !slices.Contains(en, m) {
+					problem("broker %d would log in to the controllers with %s (%s), controller %d's %s listener enables %s", id, m, keyCtrlMech, cid, listener, strings.Join(en, ","))
+					break
+				}
+			}
+			if _, ok := b.get(jaasKey(listener, m)); !ok {
+				problem("broker %d has no %s, the login it needs at the controllers' %s listener (%s): put it and %s in a file and pass --set controller_settings=/absolute/path (kremedy adds them to each broker's config in the migration's edit, and the revert restores the file without them)",
+					id, jaasKey(listener, m), s.Protocol, m, keyCtrlMech)
+			}
+		}
+	}
+	if set.Path != "" {
+		var keys []string
+		for _, kv := range set.Set {
+			keys = append(keys, kv[0])
+		}
+		s.Facts = append(s.Facts, fmt.Sprintf("controller_settings %s: the migration's edit adds %s to every broker", set.Path, strings.Join(keys, ", ")))
+	}
+	how := s.Protocol
+	if sasl(s.Protocol) {
+		how += " with " + first.mech(keyCtrlMech)
+	}
+	s.Facts = append(s.Facts, fmt.Sprintf("the controllers' %s listener: %s; the brokers' inter-broker listener: %s (%s)", listener, how, ibName, ibProto))
+	if s.Protocol == "PLAINTEXT" && ibProto != "PLAINTEXT" {
+		s.Facts = append(s.Facts, fmt.Sprintf("CAUTION: the brokers' inter-broker listener is %s but the controllers' listener is PLAINTEXT: the metadata (topics, ACLs, SCRAM credentials' salted hashes) would travel unauthenticated and unencrypted; secure the controllers' listener unless the network is yours alone", ibProto))
+	}
+
+	// What a migrating controller needs to act as the brokers' controller.
+	bACL, bTLS := false, false
+	var bAuth, bSuper string
+	for _, id := range bids {
+		b := view{p: brokerFiles[id]}
+		bACL = bACL || b.isTrue(keyZKSetACL)
+		bTLS = bTLS || b.isTrue(keyZKTLS)
+		if a, _ := b.get(keyAuthorizer); a != "" {
+			bAuth = a
+		}
+		if su, _ := b.get(keySuperUsers); su != "" {
+			bSuper = su
+		}
+	}
+	for _, id := range cids {
+		c := view{p: ctrlFiles[id]}
+		n, p := c.interBroker()
+		switch {
+		case n != ibName:
+			problem("controller %d's inter-broker listener is %s, the brokers' is %s: a migrating controller reaches the ZooKeeper-mode brokers over it (set %s=%s and its protocol in listener.security.protocol.map)", id, n, ibName, keyIBLName, ibName)
+		case p != ibProto:
+			problem("controller %d maps the inter-broker listener %s to %s, the brokers to %s", id, n, p, ibProto)
+		case sasl(ibProto):
+			bm, cm := first.mech(keyIBMech), c.mech(keyIBMech)
+			if bm != cm {
+				problem("controller %d's %s is %s, the brokers' %s", id, keyIBMech, cm, bm)
+			} else if _, ok := c.get(jaasKey(ibName, cm)); !ok {
+				problem("controller %d has no %s: the login a migrating controller needs to send the brokers their RPCs over %s (the brokers' own inter-broker login will do)", id, jaasKey(ibName, cm), ibName)
+			}
+		}
+		if bACL && !c.isTrue(keyZKSetACL) {
+			problem("controller %d lacks %s=true, which the brokers have: its writes to ZooKeeper during the migration would leave znodes open to everyone (and the JVM needs the brokers' ZooKeeper SASL identity: a JAAS Client section, -Djava.security.auth.login.config)", id, keyZKSetACL)
+		}
+		if bTLS && !c.isTrue(keyZKTLS) {
+			problem("controller %d lacks %s=true, which the brokers have: give it the brokers' zookeeper.ssl.* and zookeeper.clientCnxnSocket", id, keyZKTLS)
+		}
+		if bAuth != "" {
+			if a, _ := c.get(keyAuthorizer); a == "" {
+				problem("controller %d has no %s while the brokers use %s: KRaft controllers authorize what brokers forward them (CreateTopics, CreateAcls, …) and without one allow everyone; set %s=%s and %s (the brokers' and the controllers' principals)", id, keyAuthorizer, bAuth, keyAuthorizer, kraftAuthorize, keySuperUsers)
+			} else if su, _ := c.get(keySuperUsers); bSuper != "" && su == "" {
+				problem("controller %d has no %s while the brokers' is %s: the brokers' principal (and the controllers' own) must be a super user at the controllers", id, keySuperUsers, bSuper)
+			}
+		}
+	}
+	if bAuth != "" {
+		s.Facts = append(s.Facts, fmt.Sprintf("authorizer: the brokers use %s; the migration copies ZooKeeper's ACLs, SCRAM credentials and client quotas into the metadata log, and brokers-to-kraft switches AclAuthorizer to %s", bAuth, kraftAuthorize))
+	}
+	return s
+}
