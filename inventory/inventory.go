@@ -97,6 +97,10 @@ type Kafka struct {
 	// SCRAM: its credentials live in the metadata log); "" uses
 	// ClientProperties.
 	ControllerClientProperties string `yaml:"controller_client_properties"`
+	// Krb5Conf is the krb5.conf a GSSAPI (Kerberos) client.properties
+	// needs (the file Kafka's clients get as -Djava.security.krb5.conf);
+	// "": $KRB5_CONFIG, else /etc/krb5.conf.
+	Krb5Conf string `yaml:"krb5_conf"`
 }
 
 // SSH holds the SSH settings every broker and client host uses unless a
@@ -273,7 +277,7 @@ func (inv *Inventory) resolvePaths(dir string) error {
 		}
 		return nil
 	}
-	ps := []*string{&inv.ZooKeeper.TLSConfigFile, &inv.Kafka.ClientProperties, &inv.Kafka.ControllerClientProperties, &inv.SSH.IdentityFile, &inv.SSH.KnownHosts, &inv.SSH.Config}
+	ps := []*string{&inv.ZooKeeper.TLSConfigFile, &inv.Kafka.ClientProperties, &inv.Kafka.ControllerClientProperties, &inv.Kafka.Krb5Conf, &inv.SSH.IdentityFile, &inv.SSH.KnownHosts, &inv.SSH.Config}
 	if inv.ZooKeeper.Auth != nil {
 		ps = append(ps, &inv.ZooKeeper.Auth.PasswordFile)
 	}

@@ -59,6 +59,7 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 		e.strs(1, "bootstrap", inv.Kafka.Bootstrap)
 		e.str(1, "client_properties", inv.Kafka.ClientProperties)
 		e.str(1, "controller_client_properties", inv.Kafka.ControllerClientProperties)
+		e.str(1, "krb5_conf", inv.Kafka.Krb5Conf)
 	})
 	e.section(0, "ssh", func(e *emitter) {
 		s := inv.SSH

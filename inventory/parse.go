@@ -110,6 +110,7 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 				"bootstrap":                    d.Strs(&k.Bootstrap),
 				"client_properties":            d.Str(&k.ClientProperties),
 				"controller_client_properties": d.Str(&k.ControllerClientProperties),
+				"krb5_conf":                    d.Str(&k.Krb5Conf),
 			})
 		},
 		"ssh": func(path string, at pos, n ast.Node) {

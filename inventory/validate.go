@@ -54,6 +54,7 @@ func (d *decoder) validate(inv *Inventory) {
 	}
 	d.localPath("kafka.client_properties", inv.Kafka.ClientProperties)
 	d.localPath("kafka.controller_client_properties", inv.Kafka.ControllerClientProperties)
+	d.localPath("kafka.krb5_conf", inv.Kafka.Krb5Conf)
 	if inv.Kafka.ControllerClientProperties != "" && len(inv.KRaftControllers) == 0 {
 		d.Errorf(d.At("kafka.controller_client_properties"), "kafka.controller_client_properties is how kremedy reaches the KRaft controllers, but the inventory lists no kraft_controllers: list them, or leave it out")
 	}

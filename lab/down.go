@@ -72,6 +72,7 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 	}
 	wg.Wait()
 	l.stopControllers(ctx, out)
+	l.stopKDC(out)
 	for n := 1; n <= c.ZooKeepers; n++ {
 		if pid := l.zkPID(n); pid > 0 {
 			killed := terminate(pid, 10*time.Second)
@@ -97,6 +98,7 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 func sweep(dir string, out io.Writer) int {
 	pids := procsWith("-Dkremedy.lab=" + dir)
 	pids = append(pids, procsContaining(filepath.Join(dir, "sshd")+"/")...)
+	pids = append(pids, procsContaining(filepath.Join(dir, "kerberos", "krb5kdc.pid"))...)
 	for _, p := range pids {
 		fmt.Fprintf(out, "  killing leftover lab process %d: %v\n", p, cmdline(p)[:min(3, len(cmdline(p)))])
 		terminate(p, 3*time.Second)

@@ -200,6 +200,9 @@ func (l *Lab) writeScripts(pr proc) error {
 		// As a service unit's User=: the broker runs as the service user.
 		jvm = append([]string{"setpriv", "--reuid=" + ServiceUser, "--regid=" + ServiceUser, "--init-groups", "--"}, jvm...)
 		jvm = append(jvm, "-Djava.security.auth.login.config="+filepath.Join(dir, "jaas.conf"))
+		if l.State.Config.Kerberos {
+			jvm = append(jvm, "-Djava.security.krb5.conf="+l.Krb5Conf())
+		}
 	}
 	jvm = append(jvm, "-cp", filepath.Join(l.libsDir(), "*"), "kafka.Kafka", pr.props)
 	var q []string

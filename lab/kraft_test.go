@@ -29,7 +29,7 @@ func TestKRaftConfigValidate(t *testing.T) {
 		{"zookeepers", func(c *Config) { c.ZooKeepers = 3 }, "--kraft with --zookeepers 3: a KRaft lab runs no ZooKeeper"},
 		{"chroot", func(c *Config) { c.Chroot = "/kafka" }, "--kraft with --chroot"},
 		{"ibp", func(c *Config) { c.IBP = "3.9" }, "metadata.version, not inter.broker.protocol.version"},
-		{"secure", func(c *Config) { c.Secure = true }, "not yet: the secured KRaft lab is issue 27's"},
+		{"secure", func(c *Config) { c.Secure = true }, "a secured KRaft cluster is made by migrating a secured lab"},
 		{"too old for KRaft", func(c *Config) { c.KafkaVersion = "3.4.1" }, "the KRaft lab runs 3.7 and later"},
 		{"zero brokers", func(c *Config) { c.Brokers = 0 }, "--brokers 0"},
 	}

@@ -56,6 +56,9 @@ type Config struct {
 	Net int `json:"net"`
 	// Secure makes the lab a secured cluster (secure.go).
 	Secure bool `json:"secure,omitempty"`
+	// Kerberos makes a secured lab Kerberized (kerberos.go): a local KDC,
+	// brokers on GSSAPI, kremedy with a keytab.
+	Kerberos bool `json:"kerberos,omitempty"`
 	// KRaftControllers is the KRaft controller quorum: in a ZooKeeper lab
 	// one provisioned for the ZooKeeper → KRaft migration (kraft.go; 0 for
 	// none), in a KRaft lab the cluster's own quorum.
@@ -122,6 +125,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("loopback net %d out of range 0..255", c.Net)
 	case c.KRaftControllers < 0 || c.KRaftControllers > 5 || c.KRaftControllers > 0 && c.KRaftControllers%2 == 0:
 		return fmt.Errorf("--kraft-controllers %d: use 0 (none), 1, 3 or 5", c.KRaftControllers)
+	case c.Kerberos && !c.Secure:
+		return fmt.Errorf("--kerberos without --secure: Kerberos is a secured lab's SASL; add --secure")
+	case c.Kerberos && c.KRaftControllers > 0:
+		return fmt.Errorf("--kerberos with --kraft-controllers: not yet: the Kerberized lab has no KRaft controllers (the secured lab without --kerberos has)")
 	case !c.KRaft && c.Chroot != "" && (c.Chroot[0] != '/' || filepath.Clean(c.Chroot) != c.Chroot || c.Chroot == "/"):
 		return fmt.Errorf("--chroot %q: use a clean absolute path such as /kafka, or \"\" for none", c.Chroot)
 	}
@@ -161,7 +168,7 @@ func (c Config) validateKRaft() error {
 	case c.IBP != "":
 		return fmt.Errorf("--kraft with --ibp %s: a KRaft cluster has metadata.version, not inter.broker.protocol.version; leave --ibp out", c.IBP)
 	case c.Secure:
-		return fmt.Errorf("--kraft with --secure: not yet: the secured KRaft lab is issue 27's")
+		return fmt.Errorf("--kraft with --secure: not yet: a secured KRaft cluster is made by migrating a secured lab (lab up --secure --kraft-controllers 3, then kremedy run zk-to-kraft with --set controller_settings=DIR/broker-controller.properties)")
 	case c.KRaftControllers < 1:
 		return fmt.Errorf("--kraft with --kraft-controllers %d: a KRaft cluster needs a controller quorum; use 1, 3 or 5", c.KRaftControllers)
 	}

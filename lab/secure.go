@@ -203,11 +203,19 @@ func (l *Lab) KafkaOpts() []kgo.Opt {
 	if err != nil {
 		return nil
 	}
-	opts, _, err := kafka.Options(props)
+	opts, _, err := kafka.OptionsWith(props, l.krb5ConfOrNone())
 	if err != nil {
 		return nil
 	}
 	return opts
+}
+
+// krb5ConfOrNone is the Kerberized lab's krb5.conf, "" otherwise.
+func (l *Lab) krb5ConfOrNone() string {
+	if l.State.Config.Kerberos {
+		return l.Krb5Conf()
+	}
+	return ""
 }
 
 // serviceIDs looks up ServiceUser.
@@ -276,6 +284,11 @@ func (l *Lab) writeSecure(ctx context.Context) error {
 	for _, f := range []string{pki.CAPEM(), pki.TrustJKS(), pki.TrustP12()} {
 		if err := os.Chmod(f, 0o644); err != nil {
 			return err
+		}
+	}
+	if l.State.Config.Kerberos {
+		if err := l.writeKerberos(ctx, uid, gid); err != nil {
+			return fmt.Errorf("Kerberos: %w", err)
 		}
 	}
 	if err := l.writeBrokerSecurity(ctx, pki, s, uid, gid); err != nil {
@@ -364,7 +377,12 @@ func (l *Lab) brokerSecurity(n int) (string, error) {
 	}
 	c := l.State.Config
 	jaas := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, adminUser, s.admin)
-	return fmt.Sprintf(`listeners=SASL_SSL://%s:%d
+	super := "User:" + adminUser
+	if c.Kerberos {
+		// kafka/HOST@REALM maps to User:kafka (sasl.kerberos.principal.to.local.rules' DEFAULT).
+		super = "User:" + kafkaService + ";" + super
+	}
+	text := fmt.Sprintf(`listeners=SASL_SSL://%s:%d
 security.inter.broker.protocol=SASL_SSL
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 sasl.enabled.mechanisms=SCRAM-SHA-512,OAUTHBEARER
@@ -386,7 +404,12 @@ zookeeper.set.acl=true
 authorizer.class.name=kafka.security.authorizer.AclAuthorizer
 super.users=User:%s
 `, c.BrokerHost(n), KafkaPort, javaEscape(jaas), l.brokerStoreType(n), l.brokerStore(n), s.store, l.keyPassFor(n, s),
-		l.trustJKS(), s.store, adminUser), nil
+		l.trustJKS(), s.store, super)
+	if c.Kerberos {
+		// The SASL lines up to the keystore's become Kerberos's.
+		text = l.kerberosBrokerSASL(n, jaas) + text[strings.Index(text, "ssl.keystore.type="):]
+	}
+	return text, nil
 }
 
 // keyPassFor: a PKCS12 store has one password for store and key.
@@ -513,6 +536,9 @@ sasl.jaas.config=%s
 ssl.truststore.location=%s
 ssl.truststore.password=%s
 `, javaEscape(jaasLine), pki.TrustJKS(), s.store)
+	if l.State.Config.Kerberos {
+		client = l.kerberosClientProperties(pki.TrustJKS(), s.store)
+	}
 	if err := os.WriteFile(l.ClientProperties(), []byte(client), 0o600); err != nil {
 		return err
 	}
@@ -559,15 +585,24 @@ zookeeper.ssl.truststore.password=%s
 
 // adminOpts are the options of a client authenticated as the brokers'
 // own principal (a super user): the lab writes its ACLs with it.
-func (l *Lab) adminOpts() ([]kgo.Opt, error) {
+func (l *Lab) adminOpts() ([]kgo.Opt, error) { return l.UserOpts(adminUser) }
+
+// UserOpts are the options of a client of the secured lab authenticated
+// with SCRAM-SHA-512 as user (ClientUser, AppUser, IntruderUser, or the
+// brokers' own), over TLS with the lab CA.
+func (l *Lab) UserOpts(user string) ([]kgo.Opt, error) {
 	s, err := l.secrets()
 	if err != nil {
 		return nil, err
 	}
+	pass, ok := map[string]string{adminUser: s.admin, ClientUser: s.client, AppUser: s.app, IntruderUser: s.intruder}[user]
+	if !ok {
+		return nil, fmt.Errorf("the secured lab has no SCRAM user %q", user)
+	}
 	opts, _, err := kafka.Options(map[string]string{
 		"security.protocol":       "SASL_SSL",
 		"sasl.mechanism":          "SCRAM-SHA-512",
-		"sasl.jaas.config":        fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, adminUser, s.admin),
+		"sasl.jaas.config":        fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, user, pass),
 		"ssl.truststore.location": l.trustJKS(),
 		"ssl.truststore.password": s.store,
 	})
@@ -596,7 +631,7 @@ func (l *Lab) ensureACLs(ctx context.Context, out io.Writer) error {
 	}
 	defer kc.Close()
 	adm := kc.Admin()
-	have, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow(OperatorPrincipals[0]).AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	have, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow(OperatorPrincipals[0]).AllowHosts().AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	for _, r := range have {
 		err = cmp.Or(err, r.Err)
 	}
@@ -610,7 +645,7 @@ func (l *Lab) ensureACLs(ctx context.Context, out io.Writer) error {
 	}
 	for _, b := range []*kadm.ACLBuilder{
 		kadm.NewACLs().Allow(OperatorPrincipals...).Clusters().Topics("*").Groups("*").TransactionalIDs("*").Operations(kadm.OpAll),
-		kadm.NewACLs().Allow("User:"+AppUser).Topics(AppPrefix).Groups(AppPrefix).TransactionalIDs(AppPrefix).
+		kadm.NewACLs().Allow("User:" + AppUser).Topics(AppPrefix).Groups(AppPrefix).TransactionalIDs(AppPrefix).
 			ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpAll),
 	} {
 		res, err := adm.CreateACLs(ctx, b)
@@ -694,6 +729,7 @@ listener.name.controller.plain.sasl.jaas.config=%s
 # sends the ZooKeeper-mode brokers
 inter.broker.listener.name=SASL_SSL
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=%s
 ssl.keystore.type=PKCS12
 ssl.keystore.location=%s

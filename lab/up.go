@@ -107,6 +107,11 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		}
 		return l, nil
 	}
+	if c.Kerberos {
+		if err := l.startKDC(ctx, out); err != nil {
+			return nil, err
+		}
+	}
 	zc, err := l.waitQuorum(ctx)
 	if err != nil {
 		return nil, err
@@ -265,6 +270,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("ibp", want.IBP, have.IBP)
 	check("net", want.Net, have.Net)
 	check("secure", want.Secure, have.Secure)
+	check("kerberos", want.Kerberos, have.Kerberos)
 	check("kraft-controllers", want.KRaftControllers, have.KRaftControllers)
 	check("kraft", want.KRaft, have.KRaft)
 	check("racks", want.Racks, have.Racks)
@@ -349,6 +355,10 @@ func (l *Lab) Inventory() *inventory.Inventory {
 		inv.Note += "; secured: SASL_SSL (SCRAM-SHA-512), ZooKeeper SASL ACLs (kremedy uses the superDigest operator), SSH as " + OperatorUser + " with sudo"
 		inv.ZooKeeper.Auth = &inventory.ZKAuth{User: ZKOperator, PasswordFile: l.ZKOperatorPasswordFile()}
 		inv.Kafka.ClientProperties = l.ClientProperties()
+		if c.Kerberos {
+			inv.Kafka.Krb5Conf = l.Krb5Conf()
+			inv.Note += "; Kerberized: GSSAPI (realm " + Realm + ", the operator's keytab)"
+		}
 		if c.KRaftControllers > 0 {
 			inv.Kafka.ControllerClientProperties = l.ControllerClientProperties()
 		}
@@ -457,6 +467,9 @@ func (l *Lab) checkPorts() error {
 		if l.sshdPID(n) == 0 && addrInUse(l.hostAddr(n), SSHPort) {
 			taken = append(taken, fmt.Sprintf("%s:%d (sshd %d)", l.hostAddr(n), SSHPort, n))
 		}
+	}
+	if c.Kerberos && l.kdcPID() == 0 && addrInUse(c.KDCHost(), KerberosPort) {
+		taken = append(taken, fmt.Sprintf("%s:%d (the KDC)", c.KDCHost(), KerberosPort))
 	}
 	for k := 1; k <= c.KRaftControllers; k++ {
 		if l.controllerPID(k) == 0 && addrInUse(c.ControllerHost(k), ControllerPort) {

@@ -80,12 +80,12 @@ func readProperties(f, key string) (map[string]string, error) {
 // clientProperties reads a client.properties file ("" is PLAINTEXT) into
 // franz-go options, its security.protocol and the secrets it holds.
 func clientProperties(f string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
-	return clientPropertiesAt(f, "kafka.client_properties")
+	return clientPropertiesAt(f, "kafka.client_properties", "")
 }
 
 // clientPropertiesAt is clientProperties of the file the inventory names
 // under key.
-func clientPropertiesAt(f, key string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
+func clientPropertiesAt(f, key, krb5Conf string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
 	if f == "" {
 		return nil, "PLAINTEXT", nil, nil
 	}
@@ -93,7 +93,7 @@ func clientPropertiesAt(f, key string) (opts []kgo.Opt, protocol string, secrets
 	if err != nil {
 		return nil, "", nil, err
 	}
-	if opts, secrets, err = kafka.Options(props); err != nil {
+	if opts, secrets, err = kafka.OptionsWith(props, krb5Conf); err != nil {
 		return nil, "", nil, usageErr(fmt.Errorf("%s: %w; %w", f, err, steps.ErrNothingDone))
 	}
 	protocol = strings.ToUpper(props["security.protocol"])
@@ -111,7 +111,7 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		return nil, usageErr(err)
 	}
 	c := &cluster{inv: inv}
-	kopts, _, secrets, err := clientProperties(inv.Kafka.ClientProperties)
+	kopts, _, secrets, err := clientPropertiesAt(inv.Kafka.ClientProperties, "kafka.client_properties", inv.Kafka.Krb5Conf)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 		return nil, usageErr(fmt.Errorf("%s: %w", inv.Kafka.ClientProperties, err))
 	}
 	if f := inv.Kafka.ControllerClientProperties; f != "" {
-		copts, _, csecrets, err := clientPropertiesAt(f, "kafka.controller_client_properties")
+		copts, _, csecrets, err := clientPropertiesAt(f, "kafka.controller_client_properties", inv.Kafka.Krb5Conf)
 		if err != nil {
 			c.Close()
 			return nil, err

@@ -47,7 +47,8 @@ func newInventoryInitCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&zkConnect, "zookeeper", "", "a ZooKeeper-mode cluster: the brokers' zookeeper.connect, chroot included (host:2181,host2:2181/kafka)")
 	f.StringSliceVar(&o.Bootstrap, "bootstrap", nil, "bootstrap servers (with --zookeeper, default: every broker's listener that speaks the client properties' security.protocol); without --zookeeper the cluster is read as a KRaft cluster through them")
-	f.StringVar(&o.ClientProperties, "client-properties", "", "a Kafka client.properties for TLS/SASL (JKS, PKCS12 or PEM stores; config providers)")
+	f.StringVar(&o.ClientProperties, "client-properties", "", "a Kafka client.properties for TLS/SASL (JKS, PKCS12 or PEM stores; config providers; GSSAPI with a keytab or ticket cache)")
+	f.StringVar(&o.Krb5Conf, "krb5-conf", "", "with a GSSAPI client.properties: the krb5.conf Kafka's clients use (-Djava.security.krb5.conf; default $KRB5_CONFIG, else /etc/krb5.conf)")
 	f.StringVar(&o.SSH.User, "ssh-user", "", "SSH login on the broker hosts (default: ssh config, then your user)")
 	f.IntVar(&o.SSH.Port, "ssh-port", 0, "SSH port (default: ssh config, then 22)")
 	f.StringVar(&o.SSH.IdentityFile, "identity-file", "", "SSH private key (default: ssh config, ~/.ssh/id_*, the agent)")
@@ -165,7 +166,7 @@ func inventoryInit(cmd *cobra.Command, o live.Options, fl initFlags) error {
 	if err != nil {
 		return failedErr(err)
 	}
-	kopts, protocol, _, err := clientProperties(o.ClientProperties)
+	kopts, protocol, _, err := clientPropertiesAt(o.ClientProperties, "--client-properties", o.Krb5Conf)
 	if err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func inventoryInitKRaft(ctx context.Context, cmd *cobra.Command, o live.Options,
 			return usageErr(fmt.Errorf("%s exists; nothing was written (--force replaces it)", fl.out))
 		}
 	}
-	kopts, _, _, err := clientProperties(o.ClientProperties)
+	kopts, _, _, err := clientPropertiesAt(o.ClientProperties, "--client-properties", o.Krb5Conf)
 	if err != nil {
 		return err
 	}

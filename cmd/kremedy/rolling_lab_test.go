@@ -99,7 +99,14 @@ func produceDuring(t *testing.T, l *lab.Lab, topic string, stop <-chan struct{})
 // written in turn.
 func produceDuringN(t *testing.T, l *lab.Lab, topic string, parts int32, stop <-chan struct{}) func() sent {
 	t.Helper()
-	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 2*time.Minute)
+	return produceDuringWith(t, l, topic, parts, stop)
+}
+
+// produceDuringWith is produceDuringN with a client's own options (a
+// secured lab's user).
+func produceDuringWith(t *testing.T, l *lab.Lab, topic string, parts int32, stop <-chan struct{}, opts ...kgo.Opt) func() sent {
+	t.Helper()
+	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 2*time.Minute, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

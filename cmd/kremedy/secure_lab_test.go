@@ -33,15 +33,7 @@ import (
 // message saying what failed, and that the full ghost-topic cleanup works
 // through sudo, checked with a real secured client.
 func TestSecureLab(t *testing.T) {
-	needLab(t)
-	if os.Geteuid() != 0 {
-		t.Fatal("the secured lab runs its brokers as " + lab.ServiceUser + " and needs root (CI runs as root)")
-	}
-	for _, u := range []string{lab.ServiceUser, lab.OperatorUser, lab.NoSudoUser} {
-		if _, err := user.Lookup(u); err != nil {
-			t.Fatalf("user %s: %v: run `make lab-users` as root", u, err)
-		}
-	}
+	needSecureLab(t)
 	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net, cfg.ZooKeepers, cfg.Secure = 17, 1, true

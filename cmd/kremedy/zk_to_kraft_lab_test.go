@@ -219,7 +219,12 @@ func phaseTimes(t *testing.T, runbook, run string) {
 
 func phaseOf(t *testing.T, l *lab.Lab) string {
 	t.Helper()
-	r := kremedy(t, "plan", "zk-to-kraft", "--inventory", l.InventoryPath())
+	args := []string{"plan", "zk-to-kraft", "--inventory", l.InventoryPath()}
+	if l.State.Config.Secure {
+		// A secured lab's brokers need their login at the controllers.
+		args = append(args, "--set", "controller_settings="+l.BrokerControllerSettings())
+	}
+	r := kremedy(t, args...)
 	i := strings.Index(r.out, "phase: ")
 	if i < 0 {
 		t.Fatalf("plan shows no phase:\n%s", r.out)

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -61,7 +62,12 @@ func Check(ctx context.Context, c ports.Cluster, become map[int32]bool) []Result
 			unknown = append(unknown, fmt.Sprint(id))
 		}
 	}
+	kraftCtrl := kraftController(ctx, zk)
 	switch {
+	case len(regs) == 0 && kraftCtrl >= 0:
+		// A migration past its brokers' roll to KRaft: they register with
+		// the controllers, not in ZooKeeper.
+		out = append(out, kraftRegistered(ctx, c, kraftCtrl))
 	case err != nil:
 		out = append(out, res("brokers registered", err, ""))
 	case len(missing)+len(unknown) > 0:
@@ -77,6 +83,45 @@ func Check(ctx context.Context, c ports.Cluster, become map[int32]bool) []Result
 
 	out = append(out, reachBrokers(ctx, c, become)...)
 	return append(out, reachControllers(ctx, c)...)
+}
+
+// kraftController is the KRaft controller that holds /controller in a
+// migration, -1 when a ZooKeeper broker (or nobody) does.
+func kraftController(ctx context.Context, zk ports.ZooKeeper) int32 {
+	b, _, err := zk.Get(ctx, kafkazk.ControllerPath)
+	if err != nil {
+		return -1
+	}
+	var z kafkazk.ControllerZNode
+	if json.Unmarshal(b, &z) != nil || !z.KRaft() {
+		return -1
+	}
+	return z.BrokerID
+}
+
+// kraftRegistered checks, over Kafka, that every inventory broker is
+// registered with the KRaft controllers and unfenced (a migration whose
+// brokers are KRaft brokers already: dual-write or finalized).
+func kraftRegistered(ctx context.Context, c ports.Cluster, ctrl int32) Result {
+	part := "brokers registered"
+	cv, err := c.Kafka.DescribeCluster(ctx)
+	if err != nil {
+		return res(part, fmt.Errorf("none in ZooKeeper (KRaft controller %d holds /controller: the brokers are KRaft brokers) and the cluster does not answer DescribeCluster: %w", ctrl, err), "")
+	}
+	listed := map[int32]bool{}
+	for _, b := range cv.Brokers {
+		listed[b.ID] = !b.Fenced
+	}
+	var missing []string
+	for _, h := range c.Target.Hosts {
+		if !listed[h.ID] {
+			missing = append(missing, fmt.Sprint(h.ID))
+		}
+	}
+	if len(missing) > 0 {
+		return Result{Part: part, Detail: fmt.Sprintf("brokers [%s] are neither in ZooKeeper nor registered and unfenced with the KRaft controllers (KRaft controller %d holds /controller): down?", strings.Join(missing, " "), ctrl)}
+	}
+	return Result{Part: part, OK: true, Detail: fmt.Sprintf("every inventory broker %v, with the KRaft controllers (a migration past the brokers' roll to KRaft: KRaft controller %d holds /controller, none registers in ZooKeeper)", brokers.HostIDs(c.Target), ctrl)}
 }
 
 // checkKRaft is Check for a KRaft cluster: the cluster over Kafka

@@ -108,7 +108,9 @@ type Options struct {
 	ZooKeeper        inventory.ZooKeeper
 	Bootstrap        []string
 	ClientProperties string
-	SSH              inventory.SSH
+	// Krb5Conf is the krb5.conf of a GSSAPI ClientProperties ("" the default).
+	Krb5Conf string
+	SSH      inventory.SSH
 }
 
 // Unit is what Guess found about how a broker is run on its host.
@@ -230,7 +232,7 @@ func placeholder(id int32, why string) Unit {
 // their stop/start commands guessed over SSH. The notes (one per broker
 // and per guess) go into the file's header for review.
 func Init(ctx context.Context, regs []Registration, kc ports.Kafka, hosts ports.Hosts, o Options) (*inventory.Inventory, error) {
-	inv := &inventory.Inventory{Name: o.Name, ZooKeeper: o.ZooKeeper, Kafka: inventory.Kafka{Bootstrap: o.Bootstrap, ClientProperties: o.ClientProperties}, SSH: o.SSH}
+	inv := &inventory.Inventory{Name: o.Name, ZooKeeper: o.ZooKeeper, Kafka: inventory.Kafka{Bootstrap: o.Bootstrap, ClientProperties: o.ClientProperties, Krb5Conf: o.Krb5Conf}, SSH: o.SSH}
 	var notes []string
 	notes = append(notes, "written by `kremedy inventory init` from the live cluster: REVIEW every stop/start command before a run")
 	for _, r := range regs {

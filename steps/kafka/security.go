@@ -38,10 +38,17 @@ func jaas(cfg string) map[string]string {
 // client reads them: security.protocol PLAINTEXT, SSL, SASL_PLAINTEXT and
 // SASL_SSL; trust and key stores as JKS, PKCS12 or PEM (files or inline),
 // ssl.key.password, ssl.endpoint.identification.algorithm; SASL PLAIN,
-// SCRAM-SHA-256 and SCRAM-SHA-512 from sasl.jaas.config. GSSAPI and
-// OAUTHBEARER are refused with what to use instead. It returns the secrets
+// SCRAM-SHA-256 and SCRAM-SHA-512 from sasl.jaas.config, OAUTHBEARER
+// (oauth.go), GSSAPI with a keytab or a ticket cache (kerberos.go). It
+// returns the secrets
 // it read so that callers keep them out of journals and logs.
 func Options(props map[string]string) (opts []kgo.Opt, secrets []string, err error) {
+	return OptionsWith(props, "")
+}
+
+// OptionsWith is Options with the krb5.conf a GSSAPI client reads ("":
+// Krb5Conf's default).
+func OptionsWith(props map[string]string, krb5Conf string) (opts []kgo.Opt, secrets []string, err error) {
 	proto := strings.ToUpper(props["security.protocol"])
 	if proto == "" {
 		proto = "PLAINTEXT"
@@ -63,7 +70,7 @@ func Options(props map[string]string) (opts []kgo.Opt, secrets []string, err err
 		return nil, nil, fmt.Errorf("%w: security.protocol=%s (Kafka knows PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)", ErrUnsupportedProperty, proto)
 	}
 	if strings.HasPrefix(proto, "SASL") {
-		mech, more, err := saslOpt(props)
+		mech, more, err := saslOpt(props, krb5Conf)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -73,21 +80,23 @@ func Options(props map[string]string) (opts []kgo.Opt, secrets []string, err err
 	return opts, secrets, nil
 }
 
-func saslOpt(props map[string]string) (kgo.Opt, []string, error) {
+func saslOpt(props map[string]string, krb5Conf string) (kgo.Opt, []string, error) {
 	mech := strings.ToUpper(props["sasl.mechanism"])
 	if mech == "" {
 		mech = "GSSAPI" // Kafka's default
 	}
 	switch mech {
-	case "GSSAPI":
-		return nil, nil, fmt.Errorf("%w: sasl.mechanism=GSSAPI (Kerberos; Kafka's default when sasl.mechanism is unset): kremedy does not run Kerberos (a keytab or ticket cache would not help it); give it a client.properties with a SCRAM-SHA-512, SCRAM-SHA-256, PLAIN or OAUTHBEARER user on a listener that enables one (nothing was connected)", ErrUnsupportedProperty)
-	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
+	case "GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
 	default:
-		return nil, nil, fmt.Errorf("%w: sasl.mechanism=%s (kremedy supports PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)", ErrUnsupportedProperty, mech)
+		return nil, nil, fmt.Errorf("%w: sasl.mechanism=%s (kremedy supports GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)", ErrUnsupportedProperty, mech)
 	}
 	cfg := props["sasl.jaas.config"]
 	if cfg == "" {
-		return nil, nil, fmt.Errorf("%w: sasl.mechanism=%s needs sasl.jaas.config (kremedy does not read a JAAS file from java.security.auth.login.config)", ErrUnsupportedProperty, mech)
+		return nil, nil, fmt.Errorf("%w: sasl.mechanism=%s needs sasl.jaas.config (kremedy does not read a JAAS file from java.security.auth.login.config; copy its KafkaClient section's line into sasl.jaas.config)", ErrUnsupportedProperty, mech)
+	}
+	if mech == "GSSAPI" { // Kafka's default when sasl.mechanism is unset
+		opt, err := kerberosOpt(props, cfg, krb5Conf)
+		return opt, nil, err
 	}
 	o := jaas(cfg)
 	if mech == "OAUTHBEARER" {
@@ -136,6 +145,8 @@ func (c *Client) CheckSecurity(ctx context.Context) error {
 	switch {
 	case errors.Is(err, ErrSecurity):
 		return fmt.Errorf("%w; nothing was done", err)
+	case strings.Contains(err.Error(), "KDC_ERR_S_PRINCIPAL_UNKNOWN"):
+		return fmt.Errorf("%w: the KDC knows no principal for the broker's service (%v): sasl.kerberos.service.name and the broker's host form it (SERVICE/HOST@REALM); kremedy, as franz-go does, uses the host it connects to — the brokers' advertised listener — so the brokers' principals must carry those names; nothing was done", ErrSecurity, err)
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		return fmt.Errorf("%w: %v. Check the username and password in sasl.jaas.config (and that the user exists: kafka-configs --describe --entity-type users); nothing was done", ErrSecurity, err)
 	case errors.As(err, &ke) && (ke.Code == kerr.UnsupportedSaslMechanism.Code || ke.Code == kerr.IllegalSaslState.Code):

@@ -110,8 +110,8 @@ func (k *preflight) forward(ctx context.Context, env *steps.Env, st *State, p *s
 	sec := st.security(k.o.ControllerListener, set)
 	k.checks = append(k.checks, steps.Check{Name: "the brokers and the controllers are secured alike (listeners, logins, ZooKeeper ACLs and TLS, authorizer)", OK: len(sec.Problems) == 0, Detail: orNone(sec.Problems)})
 	if len(sec.Problems) > 0 {
-		return fmt.Errorf("%w: the brokers and the KRaft controllers are not configured to work together on this secured cluster: %s. Nothing was changed; fix the controllers' configs (or give --set controller_settings) and run again",
-			steps.ErrRefused, strings.Join(sec.Problems, "; "))
+		return fmt.Errorf("%w: phase %s; the brokers and the KRaft controllers are not configured to work together on this secured cluster: %s. Nothing was changed; mend what each names and run again",
+			steps.ErrRefused, st.Phase, strings.Join(sec.Problems, "; "))
 	}
 	p.Facts = append(p.Facts, sec.Facts...)
 	for _, id := range m.Advice {

@@ -240,27 +240,40 @@ func CheckSecurity(brokerFiles, ctrlFiles map[int32]*Props, listener string, set
 	}
 	first := view{p: brokerFiles[bids[0]], over: over}
 	ibName, ibProto := first.interBroker()
+	// The brokers' problems, each said once with every broker it is of.
+	var order []string
+	of := map[string][]string{}
+	brokerProblem := func(id int32, f string, a ...any) {
+		m := fmt.Sprintf(f, a...)
+		if of[m] == nil {
+			order = append(order, m)
+		}
+		of[m] = append(of[m], fmt.Sprint(id))
+	}
 	for _, id := range bids {
 		b := view{p: brokerFiles[id], over: over}
 		if p, ok := b.protocolOf(listener); ok && p != s.Protocol {
-			problem("broker %d maps %s to %s in its listener.security.protocol.map, the controllers serve %s there", id, listener, p, s.Protocol)
+			brokerProblem(id, "map %s to %s in their listener.security.protocol.map, the controllers serve %s there", listener, p, s.Protocol)
 		}
 		if n, p := b.interBroker(); n != ibName || p != ibProto {
-			problem("broker %d's inter-broker listener is %s (%s), broker %d's %s (%s): the brokers must agree before the migration", id, n, p, bids[0], ibName, ibProto)
+			brokerProblem(id, "have the inter-broker listener %s (%s), broker %d %s (%s): the brokers must agree before the migration", n, p, bids[0], ibName, ibProto)
 		}
 		if sasl(s.Protocol) {
 			m := b.mech(keyCtrlMech)
 			for _, cid := range cids {
 				if en := (view{p: ctrlFiles[cid]}).enabled(listener); !slices.Contains(en, m) {
-					problem("broker %d would log in to the controllers with %s (%s), controller %d's %s listener enables %s", id, m, keyCtrlMech, cid, listener, strings.Join(en, ","))
+					brokerProblem(id, "would log in to the controllers with %s (%s), controller %d's %s listener enables %s", m, keyCtrlMech, cid, listener, strings.Join(en, ","))
 					break
 				}
 			}
 			if _, ok := b.get(jaasKey(listener, m)); !ok {
-				problem("broker %d has no %s, the login it needs at the controllers' %s listener (%s): put it and %s in a file and pass --set controller_settings=/absolute/path (kremedy adds them to each broker's config in the migration's edit, and the revert restores the file without them)",
-					id, jaasKey(listener, m), s.Protocol, m, keyCtrlMech)
+				brokerProblem(id, "have no %s, the login they need at the controllers' %s listener (%s): put it and %s in a file and pass --set controller_settings=/absolute/path (kremedy adds them to each broker's config in the migration's edit; the revert restores each file without them)",
+					jaasKey(listener, m), s.Protocol, m, keyCtrlMech)
 			}
 		}
+	}
+	for _, m := range order {
+		problem("brokers %s %s", strings.Join(of[m], ", "), m)
 	}
 	if set.Path != "" {
 		var keys []string

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/migrate"
+)
+
+// TestSecureMigrationLab migrates a secured cluster (lab up --secure
+// --kraft-controllers 3: SASL_SSL with SCRAM-SHA-512 between brokers and
+// for clients, ZooKeeper SASL ACLs, AclAuthorizer with ACLs, controllers on
+// SASL_SSL with PLAIN, SSH through sudo) while a SCRAM client with ACLs
+// writes with an acks=all idempotent producer: refused without the brokers'
+// login at the controllers; to dual-write, where the controllers' listener
+// refuses PLAINTEXT and a wrong login; back to ZooKeeper with every
+// server.properties byte-identical; then to finalize. Zero failed sends;
+// afterwards the same SCRAM credentials log in, the same ACLs allow and deny
+// (the intruder is still denied), every record is readable, the brokers have
+// no ZooKeeper setting, and kremedy itself — authorized by its migrated ACLs,
+// not a super user — checks and diagnoses the cluster.
+func TestSecureMigrationLab(t *testing.T) {
+	needSecureLab(t)
+	t.Parallel()
+	cfg := lab.DefaultConfig()
+	cfg.Net, cfg.ZooKeepers, cfg.Secure, cfg.KRaftControllers = 21, 1, true, 3
+	l := startSecureLab(t, cfg)
+	c := connectLab(t, l)
+	inv := l.Inventory().Name
+	original := brokerConfigs(t, l)
+	runs := t.TempDir()
+	app, intruder := userOpts(t, l, lab.AppUser), userOpts(t, l, lab.IntruderUser)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	const ledgerTopic, probe, opsTopic = lab.AppPrefix + "-ledger", lab.AppPrefix + "-probe", "ops-only"
+	for _, tp := range []string{ledgerTopic, probe, opsTopic} {
+		if _, err := c.kc.CreateTopic(ctx, tp, nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+			t.Fatalf("create %s: %v", tp, err)
+		}
+	}
+	acls := describeACLs(ctx, t, c.kc.Admin())
+	// authorized: the ACLs allow and deny as the lab wrote them.
+	authorized := func(when string) {
+		t.Helper()
+		if err := produceOnce(ctx, l, probe, app); err != nil {
+			t.Fatalf("%s: %s may not write %s: %v", when, lab.AppUser, probe, err)
+		}
+		if err := produceOnce(ctx, l, opsTopic, app); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("%s: %s writing %s (no ACL): %v, want TOPIC_AUTHORIZATION_FAILED", when, lab.AppUser, opsTopic, err)
+		}
+		if err := produceOnce(ctx, l, probe, intruder); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("%s: %s (no ACL at all) writing %s: %v, want TOPIC_AUTHORIZATION_FAILED", when, lab.IntruderUser, probe, err)
+		}
+	}
+	authorized("before the migration")
+	if len(acls) == 0 {
+		t.Fatal("the secured lab has no ACLs")
+	}
+
+	// Without the brokers' login at the controllers' SASL listener the
+	// migration is refused before anything changes, naming the way.
+	refused := filepath.Join(runs, "refused")
+	r := kremedy(t, "run", "zk-to-kraft", "--inventory", l.InventoryPath(), "--run-dir", refused, "--headless", "--yes", "--confirm", inv)
+	if r.code != exitFailed || !strings.Contains(r.out, "listener.name.controller.gssapi.sasl.jaas.config") || !strings.Contains(r.out, "--set controller_settings=") || !strings.Contains(r.out, "Nothing was changed") {
+		t.Fatalf("zk-to-kraft without controller_settings: exit %d, want a refusal naming the login and the way\n%s", r.code, r.out)
+	}
+	assertNoActions(t, refused)
+	for k := 1; k <= cfg.KRaftControllers; k++ {
+		if l.ControllerPID(k) != 0 {
+			t.Fatalf("controller %d was started by a refused run", k)
+		}
+	}
+
+	stop := make(chan struct{})
+	done := produceDuringWith(t, l, ledgerTopic, 3, stop, app...)
+	producing := true
+	defer func() {
+		if producing {
+			close(stop)
+			done()
+		}
+	}()
+	settings := "controller_settings=" + l.BrokerControllerSettings()
+	migrateTo := func(run, stopBefore string) {
+		t.Helper()
+		args := []string{"run", "zk-to-kraft", "--inventory", l.InventoryPath(), "--set", settings, "--run-dir", run, "--headless", "--yes", "--confirm", inv}
+		if stopBefore != "" {
+			args = append(args, "--stop-before", stopBefore)
+		}
+		r := kremedy(t, args...)
+		if stopBefore == "" && r.code != 0 || stopBefore != "" && !strings.Contains(r.out, "stopping before "+stopBefore) {
+			t.Fatalf("zk-to-kraft on the secured lab: exit %d\n%s", r.code, r.out)
+		}
+		noRollTwice(t, run)
+		phaseTimes(t, "secured zk-to-kraft", run)
+	}
+
+	// 1. To dual-write.
+	migrateTo(filepath.Join(runs, "m1"), "finalize")
+	if p := phaseOf(t, l); p != string(migrate.PhaseDualWrite) {
+		t.Fatalf("after the roll to KRaft the phase is %s", p)
+	}
+	for n, cf := range brokerConfigs(t, l) {
+		if strings.Contains(cf, "\nzookeeper.") || !strings.Contains(cf, "listener.name.controller.plain.sasl.jaas.config=") || !strings.Contains(cf, "sasl.mechanism.controller.protocol=PLAIN") {
+			t.Fatalf("broker %d in dual-write: no login at the controllers, or ZooKeeper settings left:\n%s", n, cf)
+		}
+	}
+	controllerListenerSecured(ctx, t, l)
+	if r := kremedy(t, "inventory", "check", "--inventory", l.InventoryPath()); r.code != 0 || !strings.Contains(r.out, "ok  metadata quorum") {
+		t.Fatalf("inventory check in dual-write (the controllers reached with kafka.controller_client_properties): exit %d\n%s", r.code, r.out)
+	}
+	authorized("in dual-write")
+
+	// 2. Back to ZooKeeper from dual-write: every server.properties as it
+	// was, byte for byte, and the clients still authorized.
+	rev := filepath.Join(runs, "r1")
+	if r := kremedy(t, "run", "zk-to-kraft-revert", "--inventory", l.InventoryPath(), "--run-dir", rev, "--headless", "--yes", "--confirm", inv); r.code != 0 {
+		t.Fatalf("zk-to-kraft-revert from dual-write on the secured lab: exit %d\n%s", r.code, r.out)
+	}
+	noRollTwice(t, rev)
+	phaseTimes(t, "secured zk-to-kraft-revert", rev)
+	backInZooKeeper(t, l, c, original)
+	authorized("after the revert from dual-write")
+	reformat(t, l)
+
+	// 3. All the way.
+	migrateTo(filepath.Join(runs, "m2"), "")
+	close(stop)
+	s := done()
+	producing = false
+	t.Logf("FIGURE secured lab: SCRAM producer (%s, acks=all, idempotent) during a migration to dual-write, its revert and the migration to finalize: %d acknowledged, %d failed, longest send %s", lab.AppUser, s.acked, s.failed, s.longest)
+	if s.failed != 0 {
+		t.Fatalf("the producer failed %d sends: %v", s.failed, s.errs)
+	}
+	if p := phaseOf(t, l); p != string(migrate.PhaseFinalized) {
+		t.Fatalf("after finalize the phase is %s", p)
+	}
+	for n, cf := range brokerConfigs(t, l) {
+		if strings.Contains(cf, "\nzookeeper.") || !strings.Contains(cf, "process.roles=broker") || !strings.Contains(cf, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer") {
+			t.Fatalf("broker %d after the migration:\n%s", n, cf)
+		}
+	}
+	// The ACLs came along (read through the KRaft brokers by kremedy's own
+	// principal, which they authorize), and allow and deny as before.
+	if after := describeACLs(ctx, t, c.kc.Admin()); !slices.Equal(after, acls) {
+		t.Fatalf("the ACLs after the migration:\n%s\nbefore:\n%s", strings.Join(after, "\n"), strings.Join(acls, "\n"))
+	}
+	authorized("after finalize")
+	if got := readAllAs(ctx, t, l, ledgerTopic, 3, app); int64(got) != s.acked {
+		t.Fatalf("%s read %d records of %s back, %d were acknowledged", lab.AppUser, got, ledgerTopic, s.acked)
+	}
+	kinv := filepath.Join(runs, "m2", "inventory-kraft.yaml")
+	if r := kremedy(t, "inventory", "check", "--inventory", kinv); r.code != 0 {
+		t.Fatalf("inventory check of the secured cluster's KRaft inventory: exit %d\n%s", r.code, r.out)
+	}
+	if r := kremedy(t, "diagnose", "--inventory", kinv); r.code != 0 {
+		t.Fatalf("diagnose of the secured cluster in KRaft mode: exit %d\n%s", r.code, r.out)
+	}
+}
+
+// needSecureLab: the secured lab runs its brokers as the service user and
+// logs in as the operator; both must exist (make lab-users), as root.
+func needSecureLab(t *testing.T) {
+	t.Helper()
+	needLab(t)
+	if u, err := user.Current(); err != nil || u.Uid != "0" {
+		t.Fatal("the secured lab runs its brokers as " + lab.ServiceUser + " and needs root (CI runs as root)")
+	}
+	for _, u := range []string{lab.ServiceUser, lab.OperatorUser, lab.NoSudoUser} {
+		if _, err := user.Lookup(u); err != nil {
+			t.Fatalf("user %s: %v: run `make lab-users` as root", u, err)
+		}
+	}
+}
+
+func userOpts(t *testing.T, l *lab.Lab, u string) []kgo.Opt {
+	t.Helper()
+	opts, err := l.UserOpts(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
+}
+
+// produceOnce writes one record as the client opts describe
+// (non-idempotent: an intruder gets the topic's refusal, not the
+// producer id's).
+func produceOnce(ctx context.Context, l *lab.Lab, topic string, opts []kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(l.State.Config.Bootstrap()...), kgo.DisableIdempotentWrite(),
+		kgo.RecordDeliveryTimeout(30 * time.Second)}, opts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	return cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Value: []byte("probe")}).FirstErr()
+}
+
+// describeACLs lists every ACL of the cluster, one sorted line each.
+func describeACLs(ctx context.Context, t *testing.T, adm *kadm.Client) []string {
+	t.Helper()
+	res, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().Deny().DenyHosts().
+		Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("describe ACLs: %v", r.Err)
+		}
+		for _, d := range r.Described {
+			out = append(out, fmt.Sprintf("%s %s %s %s %s %s %s", d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// readAllAs counts every record of topic, read as the client opts
+// describe.
+func readAllAs(ctx context.Context, t *testing.T, l *lab.Lab, topic string, parts int32, opts []kgo.Opt) int {
+	t.Helper()
+	n := 0
+	for p := int32(0); p < parts; p++ {
+		msgs, err := kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), topic, p, opts...)
+		if err != nil {
+			t.Fatalf("read %s-%d: %v", topic, p, err)
+		}
+		n += len(msgs)
+	}
+	return n
+}
+
+// controllerListenerSecured: the controllers' listener answers
+// DescribeQuorum to the operator's controller client.properties only —
+// not to a PLAINTEXT client, not to a wrong PLAIN password.
+func controllerListenerSecured(ctx context.Context, t *testing.T, l *lab.Lab) {
+	t.Helper()
+	addr := fmt.Sprintf("%s:%d", l.State.Config.ControllerHost(1), lab.ControllerPort)
+	ask := func(opts ...kgo.Opt) error {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(3 * time.Second)}, opts...)...)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		tp := kmsg.NewDescribeQuorumRequestTopic()
+		tp.Topic = "__cluster_metadata"
+		tp.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = append(req.Topics, tp)
+		_, err = cl.SeedBrokers()[0].Request(rctx, req)
+		return err
+	}
+	if err := ask(); err == nil {
+		t.Fatalf("a PLAINTEXT client got an answer from the controllers' SASL_SSL listener %s", addr)
+	}
+	props, err := readProperties(l.ControllerClientProperties(), "kafka.controller_client_properties")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _, err := kafka.Options(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props["sasl.jaas.config"] = `org.apache.kafka.common.security.plain.PlainLoginModule required username="` + lab.ClientUser + `" password="wrong";`
+	bad, _, err := kafka.Options(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ask(bad...); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a wrong PLAIN password at the controllers' listener: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	if err := ask(good...); err != nil && !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("the operator's controller client.properties at %s: %v", addr, err)
+	}
+}
