@@ -53,7 +53,7 @@ check:
 # Every test: unit tests and the lab tests on real ZooKeeper, Kafka and sshd.
 test: lab-install lab-users
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 40m ./...
+	$(GO) test -race -count=1 -timeout 50m ./...
 	$(MAKE) fuzz
 
 # The version matrix on every release the lab is tested with (make test runs
@@ -66,7 +66,7 @@ KRAFT_VERSIONS := 3.9.2,4.1.2,4.4.0
 test-versions: deps build
 	$(BIN) lab install --kafka-version $(ALL_VERSIONS),$(KRAFT_VERSIONS)
 	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) KREMEDY_KRAFT_LAB_VERSIONS=$(KRAFT_VERSIONS) \
-		$(GO) test -count=1 -timeout 40m -run '^(TestVersionsLab|TestKRaftLab)$$' -v ./cmd/kremedy
+		$(GO) test -count=1 -timeout 50m -run '^(TestVersionsLab|TestKRaftLab)$$' -v ./cmd/kremedy
 
 # A short, bounded run of every fuzz target (their seed corpora also run in
 # every `go test`). FUZZTIME=5m make fuzz for a longer hunt; the default is a number of inputs, not a duration, so that a loaded machine runs the same work (and Go's fuzzer does not trip over its own deadline).

@@ -2,7 +2,8 @@
 # Installs what the lab needs on a fresh Debian machine, and only what is
 # missing: OpenSSH's sshd (each lab broker host runs a real one) and Maven
 # (to fetch Kafka releases from Maven Central), tmux, openssl and sudo (the
-# store and non-root SSH tests use them). Java 17 and Go are expected.
+# store and non-root SSH tests use them), MIT Kerberos. Java 17 and Go are
+# expected.
 set -eu
 need=""
 [ -x /usr/sbin/sshd ] || need="$need openssh-server"
@@ -10,6 +11,11 @@ command -v mvn >/dev/null 2>&1 || need="$need maven"
 command -v tmux >/dev/null 2>&1 || need="$need tmux"
 command -v openssl >/dev/null 2>&1 || need="$need openssl"
 command -v sudo >/dev/null 2>&1 || need="$need sudo"
+# MIT Kerberos for the Kerberized lab (lab up --secure --kerberos): the KDC,
+# its admin tools (kadmin.local, kdb5_util) and the client tools (kinit).
+[ -x /usr/sbin/krb5kdc ] || need="$need krb5-kdc"
+[ -x /usr/sbin/kadmin.local ] || need="$need krb5-admin-server"
+command -v kinit >/dev/null 2>&1 || need="$need krb5-user"
 if [ -n "$need" ]; then
   echo "installing:$need"
   if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; else

@@ -402,7 +402,7 @@ zookeeper.set.acl=true
 # ACLs, as a production cluster has them: the brokers' own principal is a
 # super user, every other principal needs an ACL (ensureACLs writes the lab's)
 authorizer.class.name=kafka.security.authorizer.AclAuthorizer
-super.users=User:%s
+super.users=%s
 `, c.BrokerHost(n), KafkaPort, javaEscape(jaas), l.brokerStoreType(n), l.brokerStore(n), s.store, l.keyPassFor(n, s),
 		l.trustJKS(), s.store, super)
 	if c.Kerberos {

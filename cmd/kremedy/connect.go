@@ -77,14 +77,10 @@ func readProperties(f, key string) (map[string]string, error) {
 	return props, nil
 }
 
-// clientProperties reads a client.properties file ("" is PLAINTEXT) into
-// franz-go options, its security.protocol and the secrets it holds.
-func clientProperties(f string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
-	return clientPropertiesAt(f, "kafka.client_properties", "")
-}
-
-// clientPropertiesAt is clientProperties of the file the inventory names
-// under key.
+// clientPropertiesAt reads the client.properties file ("" is PLAINTEXT)
+// the inventory names under key into franz-go options, its
+// security.protocol and the secrets it holds; a GSSAPI login reads
+// krb5Conf ("": $KRB5_CONFIG, else /etc/krb5.conf).
 func clientPropertiesAt(f, key, krb5Conf string) (opts []kgo.Opt, protocol string, secrets []string, err error) {
 	if f == "" {
 		return nil, "PLAINTEXT", nil, nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/migrate"
 )
 
@@ -37,7 +38,7 @@ func TestSecureMigrationLab(t *testing.T) {
 	needSecureLab(t)
 	t.Parallel()
 	cfg := lab.DefaultConfig()
-	cfg.Net, cfg.ZooKeepers, cfg.Secure, cfg.KRaftControllers = 21, 1, true, 3
+	cfg.Net, cfg.ZooKeepers, cfg.Secure, cfg.KRaftControllers = 26, 1, true, 3
 	l := startSecureLab(t, cfg)
 	c := connectLab(t, l)
 	inv := l.Inventory().Name
@@ -120,6 +121,13 @@ func TestSecureMigrationLab(t *testing.T) {
 		}
 	}
 	controllerListenerSecured(ctx, t, l)
+	// The migrating controller wrote ZooKeeper as the brokers do: its
+	// znodes are ACL'd to their SASL identity, and an anonymous session may
+	// not delete them.
+	acl, err := c.zk.GetACL(ctx, kafkazk.MigrationPath)
+	if err != nil || !slices.ContainsFunc(acl, func(a kafkazk.ACL) bool { return a.Scheme == "sasl" && a.ID == "kafka" }) {
+		t.Fatalf("%s in dual-write: ACL %+v (%v), want the brokers' SASL identity", kafkazk.MigrationPath, acl, err)
+	}
 	if r := kremedy(t, "inventory", "check", "--inventory", l.InventoryPath()); r.code != 0 || !strings.Contains(r.out, "ok  metadata quorum") {
 		t.Fatalf("inventory check in dual-write (the controllers reached with kafka.controller_client_properties): exit %d\n%s", r.code, r.out)
 	}
