@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +19,7 @@ func newLabCmd() *cobra.Command {
 		Use:   "lab",
 		Short: "A local rehearsal cluster (real ZooKeeper and Kafka 2.4–3.9, or KRaft on 3.9 and 4.x, and OpenSSH on loopback) that breaks like the incident",
 	}
-	cmd.AddCommand(newLabInstallCmd(), newLabUpCmd(), newLabStatusCmd(), newLabDownCmd(), newLabBrokerCmd(), newLabControllerCmd(), newLabBreakCmd())
+	cmd.AddCommand(newLabInstallCmd(), newLabUpCmd(), newLabStatusCmd(), newLabDownCmd(), newLabBrokerCmd(), newLabControllerCmd(), newLabBreakCmd(), newLabFillCmd())
 	return group(cmd)
 }
 
@@ -270,6 +272,30 @@ func newLabBreakCmd() *cobra.Command {
 	}
 	addDirFlag(c, &dir)
 	c.Flags().StringVar(&topic, "topic", "orders", "the topic to break")
+	return c
+}
+
+func newLabFillCmd() *cobra.Command {
+	var dir string
+	var topics, partitions, rf int
+	c := &cobra.Command{
+		Use:   "fill",
+		Short: "Give a running lab real partitions at scale: topics fill-00000… created through Kafka, served by every broker (for diagnosing and rolling a big cluster)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := openLab(dir)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Minute)
+			defer cancel()
+			return labErr(lab.Fill(ctx, l, topics, partitions, rf, cmd.OutOrStdout()))
+		},
+	}
+	addDirFlag(c, &dir)
+	c.Flags().IntVar(&topics, "topics", 1000, "how many topics (1 to 20000)")
+	c.Flags().IntVar(&partitions, "partitions", 10, "partitions of each topic (1 to 1000)")
+	c.Flags().IntVar(&rf, "replication-factor", 3, "replication factor of each topic (at most the lab's brokers)")
 	return c
 }
 
