@@ -67,7 +67,7 @@ log4j.appender.file.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n
 func (l *Lab) zkArgv(n int) []string {
 	dir := l.ZKDir(n)
 	argv := []string{l.State.Java,
-		"-Xms32m", "-Xmx" + cmp.Or(l.State.Config.ZKHeap, "128m"), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Xms32m", "-Xmx" + cmp.Or(l.State.Config.ZKHeap, "128m"), "-XX:+UseSerialGC", jit(l.State.Config.ZKHeap), "-Djava.awt.headless=true",
 		"-Dkremedy.lab=" + l.Dir, "-Dkremedy.lab.zk=" + strconv.Itoa(n),
 		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
 		"-Dzookeeper.admin.enableServer=false"}
@@ -176,7 +176,8 @@ func (l *Lab) brokerMarker(n int) string { return "-Dkremedy.lab.broker=" + l.Br
 
 func (l *Lab) writeBrokerScripts(n int) error {
 	return l.writeScripts(proc{n: n, name: "kafka broker", dir: l.BrokerDir(n), marker: l.brokerMarker(n),
-		props: filepath.Join(l.BrokerDir(n), "server.properties"), start: l.StartScript(n), stop: l.StopScript(n), heap: "-Xmx512m"})
+		props: filepath.Join(l.BrokerDir(n), "server.properties"), start: l.StartScript(n), stop: l.StopScript(n), heap: "-Xmx" + cmp.Or(l.State.Config.BrokerHeap, "512m"),
+		jit: jit(l.State.Config.BrokerHeap)})
 }
 
 // proc is one lab JVM the inventory stops and starts with unit-like
@@ -187,12 +188,25 @@ type proc struct {
 	dir, marker, props string
 	start, stop        string
 	heap               string
+	jit                string // "": C1 only, the lab's default (jit)
+}
+
+// jit is a lab JVM's JIT flag: C1 only (-XX:TieredStopAtLevel=1: it
+// starts fast and a small lab never runs long enough for C2 to pay) by
+// default; the JVM's full tiered JIT, as in production, when the part was
+// given a heap of its own (--zk-heap, --broker-heap: a lab sized for
+// scale). -XX:+UseSerialGC stays either way (one GC thread on 2 cores).
+func jit(heap string) string {
+	if heap != "" {
+		return "-XX:+TieredCompilation"
+	}
+	return "-XX:TieredStopAtLevel=1"
 }
 
 func (l *Lab) writeScripts(pr proc) error {
 	n, dir := pr.n, pr.dir
 	jvm := []string{l.State.Java,
-		"-Xms128m", pr.heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Xms128m", pr.heap, "-XX:+UseSerialGC", cmp.Or(pr.jit, "-XX:TieredStopAtLevel=1"), "-Djava.awt.headless=true",
 		"-Dkremedy.lab=" + l.Dir, pr.marker,
 		l.logJVMArg(dir),
 		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs")}

@@ -70,6 +70,10 @@ type Config struct {
 	// cluster seeded with hundreds of thousands of znodes needs a heap
 	// sized like a production ensemble's.
 	ZKHeap string `json:"zk_heap,omitempty"`
+	// BrokerHeap is each broker's -Xmx ("": 512m): a lab filled with
+	// thousands of partitions per broker (lab fill) needs more, or its
+	// brokers spend their time in full GCs.
+	BrokerHeap string `json:"broker_heap,omitempty"`
 	// Racks spreads the brokers over this many broker.rack values (broker
 	// n in rack-((n-1) % Racks + 1)); 0 sets none. Kafka then places each
 	// new topic's replicas rack-aware, as many production clusters do.
@@ -137,6 +141,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--zk-heap with --kraft: a KRaft lab runs no ZooKeeper; leave --zk-heap out")
 		}
 		return fmt.Errorf("--zk-heap %q: a Java heap size such as 512m or 2g", c.ZKHeap)
+	}
+	if c.BrokerHeap != "" && !heapRe.MatchString(c.BrokerHeap) {
+		return fmt.Errorf("--broker-heap %q: a Java heap size such as 512m or 2g", c.BrokerHeap)
 	}
 	if c.IBP != "" {
 		if _, err := kafkaver.Parse(c.IBP); err != nil {

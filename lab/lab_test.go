@@ -28,6 +28,8 @@ func TestConfigValidate(t *testing.T) {
 		{"ibp 2.7", func(c *Config) { c.IBP = "2.7" }, ""},
 		{"log dirs", func(c *Config) { c.LogDirsPerBroker = 9 }, "--log-dirs-per-broker"},
 		{"zk heap", func(c *Config) { c.ZKHeap = "2g" }, ""},
+		{"broker heap", func(c *Config) { c.BrokerHeap = "2g" }, ""},
+		{"broker heap not a size", func(c *Config) { c.BrokerHeap = "2 GB" }, "--broker-heap \"2 GB\": a Java heap size"},
 		{"zk heap not a size", func(c *Config) { c.ZKHeap = "-Xmx2g" }, "--zk-heap \"-Xmx2g\": a Java heap size"},
 		{"zk heap on kraft", func(c *Config) { *c = KRaftConfig(); c.ZKHeap = "1g" }, "--zk-heap with --kraft"},
 	}

@@ -45,6 +45,13 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		if err := l.sameConfig(want, explicit); err != nil {
 			return nil, err
 		}
+		// The heaps may change: they take effect at each part's next start.
+		if explicit != nil && explicit("broker-heap") {
+			l.State.Config.BrokerHeap = want.BrokerHeap
+		}
+		if explicit != nil && explicit("zk-heap") {
+			l.State.Config.ZKHeap = want.ZKHeap
+		}
 		if _, err := CheckKafkaHome(l.State.Config.KafkaHome); err != nil {
 			return nil, err
 		}

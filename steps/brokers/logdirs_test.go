@@ -3,6 +3,7 @@ package brokers_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,8 +59,22 @@ func TestListLogDirsRealShell(t *testing.T) {
 		{Name: "with space-0", IsDir: true, TopicID: "EEEEEEEEEEEEEEEEEEEEEE"},
 	}
 	missing := filepath.Join(dir, "no such dir")
-	for _, sh := range []string{"/bin/sh", "/bin/bash"} {
+	for _, sh := range []string{"/bin/sh", "/bin/bash", "no grep"} {
 		t.Run(sh, func(t *testing.T) {
+			if sh == "no grep" {
+				// grep does not start (as with too many directories to
+				// name at once): the shell reads the topic ids itself.
+				bin := t.TempDir()
+				ls, err := exec.LookPath("ls")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(ls, filepath.Join(bin, "ls")); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("PATH", bin)
+				sh = "/bin/sh"
+			}
 			target := ports.Target{Hosts: []ports.Host{{ID: 1, Host: "localhost"}}}
 			got := brokers.List(context.Background(), steptest.LocalShell{Shell: sh}, target, map[int32][]string{1: {dir}})
 			if err := got.Err(target); err != nil || len(got.Unexpected) > 0 {
@@ -75,5 +90,20 @@ func TestListLogDirsRealShell(t *testing.T) {
 				t.Errorf("a missing log dir: %v", err)
 			}
 		})
+	}
+}
+
+// TestListLogDirsLsFails: a listing whose ls fails is an error for that
+// host, never an empty log dir.
+func TestListLogDirsLsFails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "orders-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", t.TempDir()) // no ls, no grep
+	target := ports.Target{Hosts: []ports.Host{{ID: 1, Host: "localhost"}}}
+	got := brokers.List(context.Background(), steptest.LocalShell{Shell: "/bin/sh"}, target, map[int32][]string{1: {dir}})
+	if err := got.Err(target); err == nil || !strings.Contains(err.Error(), "could not be listed") {
+		t.Fatalf("a listing without ls: %v, entries %v", err, got.Entries[1])
 	}
 }

@@ -178,26 +178,45 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	} else if migrated {
 		return migratedDiagnosis(c, o, kid, start), nil
 	}
-	if g.st, err = c.ZK.ReadState(ctx, g.topics...); err != nil {
+	// The registered brokers first (one read): the disks over SSH, every
+	// broker's own metadata and what each runs are asked while ZooKeeper is
+	// scanned — at 10,000 partitions the scan and the disk listings take
+	// about half a second each, and nothing of one waits for the other.
+	registered, err := brokers.Registered(ctx, c.ZK)
+	if err != nil {
 		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
 	}
-	// The disks are listed over SSH (~0.1 s on the lab, most of it the SSH
-	// handshakes) while the brokers are asked.
 	var disks *diskListing
 	var disksDone chan struct{}
 	if o.Disk && c.Hosts != nil {
 		disks, disksDone = &diskListing{}, make(chan struct{})
-		registered := g.st.Brokers // g.st is read again below while the disks are listed
 		go func() { defer close(disksDone); *disks = listDisks(ctx, c, registered) }()
 		defer func() { <-disksDone }() // an early return still waits for the SSH listings
 	}
+	early := make(chan firstRead, 1)
+	go func() {
+		var r firstRead
+		r.ids = registered
+		r.views, r.unreachable = brokerViews(ctx, c.Kafka, registered, g.topics)
+		r.releases = brokers.Probe(ctx, c.Kafka, registered)
+		early <- r
+	}()
+	if g.st, err = c.ZK.ReadState(ctx, g.topics...); err != nil {
+		<-early
+		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
+	}
+	first := <-early
 	g.d = &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic}
-	unreachable, err := g.readAgreeing(ctx)
+	unreachable, err := g.readAgreeing(ctx, &first)
 	if err != nil {
 		return nil, err
 	}
 	g.d.Brokers, g.d.Controller = g.st.Brokers, g.st.Controller
-	g.d.Releases = brokers.Probe(ctx, c.Kafka, g.st.Brokers)
+	if slices.Equal(first.ids, g.st.Brokers) {
+		g.d.Releases = first.releases
+	} else { // a broker came or went since: ask the ones registered now
+		g.d.Releases = brokers.Probe(ctx, c.Kafka, g.st.Brokers)
+	}
 	g.d.Methods = g.d.Releases.Methods()
 	g.clusterFindings(unreachable)
 	g.zkServers(ctx)
@@ -257,17 +276,33 @@ func migratedDiagnosis(c ports.Cluster, o Options, kraftController int32, start 
 	return d
 }
 
-// readAgreeing asks each registered broker for its own view, in parallel.
+// firstRead is what Run asks the brokers while ZooKeeper is scanned: each
+// registered broker's own metadata and what it runs.
+type firstRead struct {
+	ids         []int32
+	views       map[int32]ports.BrokerView
+	unreachable map[int32]error
+	releases    brokers.Releases
+}
+
+// readAgreeing asks each registered broker for its own view, in parallel
+// (the first time, first's views when they are of the same brokers).
 // Brokers learn about each other, the controller and every leader or ISR
 // change a moment after ZooKeeper does, and ZooKeeper and the brokers cannot
 // be read at one instant: a disagreement (about the cluster or a topic) is
 // read again, ZooKeeper and brokers, up to 3 times 1 s apart, before it
 // counts. It returns the brokers that did not answer.
-func (g *diagnosis) readAgreeing(ctx context.Context) (map[int32]error, error) {
+func (g *diagnosis) readAgreeing(ctx context.Context, first *firstRead) (map[int32]error, error) {
 	var unreachable map[int32]error
 	for attempt := 0; ; attempt++ {
 		at := time.Now()
-		g.views, unreachable = brokerViews(ctx, g.c.Kafka, g.st.Brokers, g.topics)
+		if first != nil && slices.Equal(first.ids, g.st.Brokers) {
+			// Asked while ZooKeeper was scanned, of the brokers it lists.
+			g.views, unreachable = first.views, first.unreachable
+		} else {
+			g.views, unreachable = brokerViews(ctx, g.c.Kafka, g.st.Brokers, g.topics)
+		}
+		first = nil
 		if !disagrees(g.st, g.views) {
 			return unreachable, nil
 		}
@@ -953,9 +988,14 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 		part  int32 // -1: the topic
 		field string
 	}
-	zk := map[key]string{}
-	held := map[key]map[string][]int32{}
+	// Made on the first disagreement: a healthy topic allocates nothing
+	// (diagnose compares every partition of every broker, twice).
+	var zk map[key]string
+	var held map[key]map[string][]int32
 	note := func(k key, zkVal, brokerVal string, id int32) {
+		if held == nil {
+			zk, held = map[key]string{}, map[key]map[string][]int32{}
+		}
 		if held[k] == nil {
 			held[k] = map[string][]int32{}
 		}
@@ -966,11 +1006,14 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 			disP = append(disP, k.part)
 		}
 	}
-	knownBy := map[int32]int{}
-	for _, id := range serving {
-		for p := range views[id].Topics[name].Partitions {
-			knownBy[p]++
+	// known: some serving broker knows partition p.
+	known := func(p int32) bool {
+		for _, id := range serving {
+			if _, ok := views[id].Topics[name].Partitions[p]; ok {
+				return true
+			}
 		}
+		return false
 	}
 	for _, id := range serving {
 		tv := views[id].Topics[name]
@@ -980,7 +1023,7 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 		for p, reps := range assign {
 			pv, ok := tv.Partitions[p]
 			if !ok {
-				if knownBy[p] > 0 {
+				if known(p) {
 					note(key{p, "partition"}, "assigns it", "do not know it", id)
 				}
 				continue
@@ -1033,5 +1076,18 @@ func servingBrokers(name string, views map[int32]ports.BrokerView) []int32 {
 
 // sameIDs reports whether a and b hold the same ids, in any order.
 func sameIDs(a, b []int32) bool {
-	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) > 16 {
+		return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+	}
+	// Replica sets are small: sorted copies on the stack (called for every
+	// partition and broker: at 10,000 partitions the allocations showed).
+	var x, y [16]int32
+	copy(x[:], a)
+	copy(y[:], b)
+	slices.Sort(x[:len(a)])
+	slices.Sort(y[:len(b)])
+	return x == y
 }

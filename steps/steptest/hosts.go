@@ -293,14 +293,22 @@ func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
 				names = append(names, n)
 			}
 			sort.Strings(names)
+			// The entries as the script's ls -Apq prints them.
+			emit(idx + "\tl\t\t")
 			for _, n := range names {
-				e := ents[n]
-				kind := "f"
-				if e.IsDir {
-					kind = "d"
+				if ents[n].IsDir {
+					n += "/"
 				}
-				emit(idx + "\t" + kind + "\t" + n + "\t" + e.TopicID)
+				emit(n)
 			}
+			// The topic ids as the script's grep prints them.
+			emit(idx + "\tm\t\t")
+			for _, n := range names {
+				if e := ents[n]; e.IsDir && e.TopicID != "" {
+					emit(n + "/partition.metadata:topic_id: " + e.TopicID)
+				}
+			}
+			emit(idx + "\te\t\t")
 		}
 		return nil
 	}
