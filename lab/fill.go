@@ -118,4 +118,3 @@ func servedPartitions(ctx context.Context, kc *kafka.Client, id int32) (int, err
 	}
 	return n, nil
 }
-
