@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -353,4 +354,44 @@ func waitServing(t *testing.T, c *clients, topic string) {
 // leader for each of its 3 partitions and their whole ISR.
 func allServe(ctx context.Context, c *clients, names []string) bool {
 	return allServeParts(ctx, c.kc, names, 3)
+}
+
+// TestDiagnoseScaleLab diagnoses a lab of 10,000 real partitions (lab
+// fill: 1,000 topics × 10, replication factor 3, on 3 brokers sized for it)
+// and one ghost among them: healthy is healthy, the ghost is named with
+// its fix, and the text stays a screen or two. Its time is logged
+// (FIGURE), never asserted: the side-by-side measurement against Kafka's
+// CLI is scripts/measure-diagnose-cli.sh's (docs/diagnose.md).
+func TestDiagnoseScaleLab(t *testing.T) {
+	needLab(t)
+	t.Parallel()
+	cfg := lab.DefaultConfig()
+	cfg.Net, cfg.ZooKeepers, cfg.ZKHeap, cfg.BrokerHeap = 28, 1, "512m", "2g"
+	l := startLab(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := lab.Fill(ctx, l, 1000, 10, 3, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("FIGURE lab fill of 1,000 topics × 10 partitions (replication factor 3) took %.1fs", time.Since(start).Seconds())
+
+	r := kremedy(t, "diagnose", "--inventory", l.InventoryPath())
+	if r.code != 0 || !strings.Contains(r.out, "1000 topics") || !strings.Contains(r.out, "disks checked: true") {
+		t.Fatalf("diagnose of 10,000 healthy partitions: exit %d\n%s", r.code, r.out)
+	}
+	t.Logf("FIGURE diagnose of 10,000 partitions (replication factor 3, disks over SSH) took %s in one process, %d lines of text", r.took.Round(time.Millisecond), strings.Count(r.out, "\n"))
+
+	breakIt(t, l, "ghost-topic", "orders")
+	r = kremedy(t, "diagnose", "--inventory", l.InventoryPath())
+	lines := strings.Count(r.out, "\n")
+	if r.code != exitFailed || !strings.Contains(r.out, "orders") || !strings.Contains(r.out, "topic-cleanup") || lines > 120 {
+		t.Fatalf("diagnose of a ghost among 10,000 partitions: exit %d, %d lines\n%s", r.code, lines, r.out)
+	}
+	d, _ := diagnosis(t, l, "")
+	for _, f := range d.Findings {
+		if f.Topic != "orders" && f.Topic != "" && !strings.HasPrefix(f.Topic, "__") {
+			t.Errorf("a finding about %s, which the ghost-topic scenario did not touch: %s", f.Topic, f.Summary)
+		}
+	}
 }
