@@ -88,6 +88,7 @@ type Conn struct {
 	servers []string
 	opts    Options  // as dialled, for the extra sessions of a Scan
 	sib     siblings // those sessions
+	rd      readers  // its bulk-read sessions (multiRead)
 	notify  *atomic.Pointer[func(string)]
 }
 
@@ -221,6 +222,7 @@ func (c *Conn) Servers() []string { return c.servers }
 // ephemeral nodes it owns disappear.
 func (c *Conn) Close() {
 	c.closeSiblings()
+	c.closeReaders()
 	c.zc.Close()
 }
 

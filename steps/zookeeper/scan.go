@@ -29,6 +29,9 @@ type ScanOptions struct {
 	// the scan on this session. Scans of fewer than ScanSpreadMin topics
 	// stay on this session.
 	Sessions int
+	// NoMultiRead reads one znode per request even where the servers
+	// answer multiRead (the baseline the benchmarks compare with).
+	NoMultiRead bool
 }
 
 // Defaults of a Scan, as BenchmarkScan measured them (2,000 topics × 10
@@ -88,7 +91,15 @@ func (c *Conn) ScanWith(ctx context.Context, o ScanOptions, topics ...string) (*
 	}
 	o.Concurrency = min(o.Concurrency, MaxScanConcurrency)
 	o.Sessions = min(o.Sessions, o.Concurrency)
-	return c.scan(ctx, o, topics)
+	if !o.NoMultiRead {
+		st, err := c.scan(ctx, o, topics, true)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, errBulk) {
+			return st, err
+		}
+		// A bulk session failed mid-scan: the whole scan again, one znode
+		// per request (a half-recorded snapshot is never returned).
+	}
+	return c.scan(ctx, o, topics, false)
 }
 
 type readKind uint8
@@ -119,7 +130,10 @@ type scanner struct {
 	topicList, configs, deletes []string
 }
 
-func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string) (*kafkazk.ClusterState, error) {
+// errBulk marks a scan's failure in its bulk sessions (multiRead).
+var errBulk = errors.New("bulk read failed")
+
+func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string, bulk bool) (*kafkazk.ClusterState, error) {
 	for _, t := range only {
 		if err := kafkazk.ValidateTopic(t); err != nil {
 			return nil, fmt.Errorf("scan %s: %w", c.Full(kafkazk.TopicsPath), err)
@@ -162,16 +176,34 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string) (*kafkazk
 		}
 	}
 
-	// Spread the rest over sibling sessions when there is enough of it.
+	// Spread the rest over sibling sessions when there is enough of it:
+	// bulk sessions where the servers answer multiRead, else siblings.
 	var sessions []*scanSession
+	var rs []*reader
 	if o.Sessions > 1 && len(order) >= ScanSpreadMin {
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		sessions = c.scanSessions(sctx, o.Sessions-1)
+		if bulk { // as many sessions as the siblings would be
+			rs = c.bulkReaders(ctx, o.Sessions-1)
+		}
+		if len(rs) == 0 {
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			sessions = c.scanSessions(sctx, o.Sessions-1)
+		}
+	}
+	// With multiRead a request carries up to bulk*Batch reads: at most
+	// Concurrency/16 of them are in flight (8 by default), at least one.
+	runPhase := func(batch int, reads iter.Seq[read]) error {
+		if len(rs) > 0 {
+			if err := s.runBulk(ctx, rs, max(1, o.Concurrency/16), batch, reads); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("%w: %w", errBulk, err)
+			}
+			return ctx.Err()
+		}
+		return s.run(ctx, o.Concurrency, sessions, reads)
 	}
 
 	// 2. Topic and config znodes.
-	err = s.run(ctx, o.Concurrency, sessions, func(yield func(read) bool) {
+	err = runPhase(bulkTopicBatch, func(yield func(read) bool) {
 		for _, ts := range order {
 			if _, ok := slices.BinarySearch(s.topicList, ts.Name); ok && !yield(read{kind: readTopic, ts: ts}) {
 				return
@@ -186,7 +218,7 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string) (*kafkazk
 	}
 
 	// 3. The state of every assigned partition.
-	err = s.run(ctx, o.Concurrency, sessions, func(yield func(read) bool) {
+	err = runPhase(bulkStateBatch, func(yield func(read) bool) {
 		for _, ts := range order {
 			for _, p := range sortedPartitions(ts.Znode) {
 				if !yield(read{kind: readState, ts: ts, part: p}) {
@@ -380,9 +412,31 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 		}
 		return nil
 
+	case readTopic, readConfig, readState:
+		b, st, err := c.get(zc, s.pathOf(r))
+		return s.record(r, b, st, err)
+	}
+	return fmt.Errorf("scan: unknown read kind %d", r.kind)
+}
+
+// pathOf is the znode a topic's read reads.
+func (s *scanner) pathOf(r read) string {
+	switch r.kind {
+	case readTopic:
+		return kafkazk.TopicPath(r.ts.Name)
+	case readConfig:
+		return kafkazk.ConfigTopicPath(r.ts.Name)
+	}
+	return kafkazk.PartitionStatePath(r.ts.Name, r.part)
+}
+
+// record keeps what a topic's read returned (its data and stat, or its
+// error). It returns only errors that end the scan.
+func (s *scanner) record(r read, b []byte, st kafkazk.ZStat, err error) error {
+	c := s.c
+	switch r.kind {
 	case readTopic:
 		p := kafkazk.TopicPath(r.ts.Name)
-		b, st, err := c.get(zc, p)
 		if errors.Is(err, ErrNoNode) {
 			s.note(r.ts, fmt.Errorf("%s: %w: deleted during the scan", c.Full(p), kafkazk.ErrMissing))
 			return nil
@@ -409,7 +463,6 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 
 	case readConfig:
 		p := kafkazk.ConfigTopicPath(r.ts.Name)
-		b, _, err := c.get(zc, p)
 		if errors.Is(err, ErrNoNode) {
 			s.note(r.ts, fmt.Errorf("%s: %w: deleted during the scan", c.Full(p), kafkazk.ErrMissing))
 			return nil
@@ -432,7 +485,6 @@ func (s *scanner) do(zc *zk.Conn, r read) error {
 
 	case readState:
 		p := kafkazk.PartitionStatePath(r.ts.Name, r.part)
-		b, _, err := c.get(zc, p)
 		if errors.Is(err, ErrNoNode) {
 			s.mu.Lock()
 			r.ts.MissingStates = append(r.ts.MissingStates, r.part)

@@ -99,6 +99,30 @@ func TestSeedRefuses(t *testing.T) {
 	}
 }
 
+// TestScanWithoutMultiRead: on a ZooKeeper without multiRead (3.5.7, Kafka
+// 2.4.1's), a scan that would read in bulk reads one znode per request
+// instead, and reads the same.
+func TestScanWithoutMultiRead(t *testing.T) {
+	zk := startZKProcOf(t, "2.4.1")
+	connect := zk.Addr + "/old/kafka"
+	ctx := ctxT(t, 2*time.Minute)
+	mustDo(t, lab.Seed(ctx, connect, zookeeper.ScanSpreadMin+20, 3, io.Discard))
+	c := dial(t, connect)
+	want, err := c.ScanSequential(ctx)
+	mustDo(t, err)
+	got, err := c.Scan(ctx, 0)
+	mustDo(t, err)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Scan on ZooKeeper 3.5 differs from ScanSequential:\n%s", diffSnapshots(got, want))
+	}
+	if c.UsesMultiRead() {
+		t.Fatal("bulk sessions opened on a ZooKeeper without multiRead")
+	}
+	if len(want.Topics) != zookeeper.ScanSpreadMin+20 {
+		t.Fatalf("%d topics", len(want.Topics))
+	}
+}
+
 // TestScan seeds a small chroot, breaks it the ways a real cluster breaks,
 // and checks that the concurrent scan and the sequential one agree and see
 // every problem without aborting.
@@ -153,6 +177,26 @@ func TestScan(t *testing.T) {
 			t.Fatalf("Scan(%d) differs from ScanSequential:\n%s", n, diffSnapshots(got, want))
 		}
 	}
+	// Those scans read in bulk (multiRead: the lab's ZooKeeper is 3.8);
+	// one znode per request, when asked, reads the same.
+	if !c.UsesMultiRead() {
+		t.Fatal("a scan of 120 topics did not use multiRead on ZooKeeper 3.8")
+	}
+	// With a digest identity the bulk sessions authenticate as the Conn.
+	ac, err := zookeeper.Dial(ctx, connect, zookeeper.Options{DigestAuth: "kremedy:secret"})
+	mustDo(t, err)
+	if got, err := ac.Scan(ctx, 0); err != nil || !reflect.DeepEqual(got, want) || !ac.UsesMultiRead() {
+		t.Fatalf("Scan with digest auth (multiRead %v, %v) differs from ScanSequential:\n%s", ac.UsesMultiRead(), err, diffSnapshots(got, want))
+	}
+	ac.Close()
+	nc := dial(t, connect)
+	if got, err := nc.ScanWith(ctx, zookeeper.ScanOptions{NoMultiRead: true}); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ScanWith(NoMultiRead) differs from ScanSequential (%v):\n%s", err, diffSnapshots(got, want))
+	}
+	if nc.UsesMultiRead() {
+		t.Fatal("ScanWith(NoMultiRead) opened bulk sessions")
+	}
+	nc.Close()
 
 	// Sibling sessions: opened on first use, reused, closed with the Conn.
 	// So far: c and the siblings its default scans opened.
@@ -458,11 +502,17 @@ func BenchmarkScan(b *testing.B) {
 	// concurrent-N is Scan(ctx, N): N reads in flight over the default
 	// DefaultScanSessions sessions. -sessions-K spreads them over K
 	// sessions instead; -sessions-1 is one pipelined session.
+	// -no-multiread reads one znode per request where the servers would
+	// answer multiRead (the scans before it).
 	for _, o := range []zookeeper.ScanOptions{{Concurrency: 128, Sessions: 1}, {Concurrency: 32}, {Concurrency: 128},
+		{Concurrency: 128, NoMultiRead: true}, {Concurrency: 32, NoMultiRead: true},
 		{Concurrency: 128, Sessions: 2}, {Concurrency: 128, Sessions: 8}} {
 		name := "concurrent-" + strconv.Itoa(o.Concurrency)
 		if o.Sessions != 0 {
 			name += "-sessions-" + strconv.Itoa(o.Sessions)
+		}
+		if o.NoMultiRead {
+			name += "-no-multiread"
 		}
 		b.Run(name, func(b *testing.B) {
 			run(b, func(ctx context.Context) (*kafkazk.ClusterState, error) { return c.ScanWith(ctx, o) }, true)

@@ -30,13 +30,17 @@ func startZK(tb testing.TB) string {
 }
 
 // startZKProc is startZK for tests that also signal the server.
-func startZKProc(tb testing.TB) *zkProcess {
+func startZKProc(tb testing.TB) *zkProcess { return startZKProcOf(tb, "") }
+
+// startZKProcOf is startZKProc with the ZooKeeper of a Kafka release ("":
+// the lab's default).
+func startZKProcOf(tb testing.TB, kafkaVersion string) *zkProcess {
 	tb.Helper()
 	if testing.Short() {
 		tb.Skip("needs a real ZooKeeper; runs without -short")
 	}
 	dir := tb.TempDir()
-	zk, err := startZKProcess(dir, "128m")
+	zk, err := startZKProcessOf(dir, "128m", kafkaVersion)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -65,8 +69,10 @@ type zkProcess struct {
 // another port, and readiness is ZooKeeper's own answer to srvr, not an
 // open port (a connection to a port nobody listens on can connect to
 // itself).
-func startZKProcess(dir, heap string) (*zkProcess, error) {
-	home, _, err := lab.ResolveKafkaHome("", "")
+func startZKProcess(dir, heap string) (*zkProcess, error) { return startZKProcessOf(dir, heap, "") }
+
+func startZKProcessOf(dir, heap, kafkaVersion string) (*zkProcess, error) {
+	home, _, err := lab.ResolveKafkaHome("", kafkaVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%v (run `make lab-install`)", err)
 	}
