@@ -73,7 +73,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"segments", "restre", "x"}, `unknown command "restre" for "kremedy segments"`},
 		{[]string{"lab", "brak", "x"}, `unknown command "brak" for "kremedy lab"`},
 		{[]string{"lab", "dwn", "--dir", dir}, `unknown command "dwn" for "kremedy lab"`},
-		{[]string{"lab"}, `"kremedy lab" needs a command: break, broker, controller, down, install, status, up`},
+		{[]string{"lab"}, `"kremedy lab" needs a command: break, broker, controller, down, fill, install, status, up`},
 		{[]string{"znodes"}, `"kremedy znodes" needs a command: restore`},
 		{[]string{"lab", "up", "--brokers", "0", "--dir", filepath.Join(dir, "lab")}, "--brokers 0: the lab runs 1 to 9 brokers; nothing was started"},
 		{[]string{"lab", "up", "--kafka-version", "4.0.0", "--dir", filepath.Join(dir, "lab")}, "no ZooKeeper mode"},
