@@ -72,8 +72,11 @@ type ZooKeeper struct {
 	// servers' secureClientPort, which zookeeper.connect then names.
 	TLSConfigFile string `yaml:"tls_config_file"`
 	// MaxInFlight caps the reads kremedy keeps in flight when it scans the
-	// whole chroot (diagnose, preflights): 0 is the default, 128, at most
-	// 256 (see zookeeper.DefaultScanConcurrency for what they rest on).
+	// whole chroot (diagnose, preflights) one znode per request: 0 is the
+	// default, 128, at most 256 (see zookeeper.DefaultScanConcurrency for
+	// what they rest on). Where the servers answer multiRead (ZooKeeper
+	// 3.6+) a sixteenth of it is the requests in flight, each of up to 200
+	// reads.
 	MaxInFlight int `yaml:"max_in_flight,omitempty"`
 }
 

@@ -88,7 +88,7 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 			d.Object(path, n, map[string]field{
 				"connect":         d.Str(&z.Connect),
 				"tls_config_file": d.Str(&z.TLSConfigFile),
-				"max_in_flight": d.Int(0, 256, "kremedy's ZooKeeper reads in flight, 1 to 256 (0 or unset: 128; ZooKeeper's globalOutstandingLimit, 1,000 by default, is shared with the brokers' own requests)",
+				"max_in_flight": d.Int(0, 256, "kremedy's ZooKeeper reads in flight, 1 to 256 (0 or unset: 128; ZooKeeper's globalOutstandingLimit, 1,000 by default, is shared with the brokers' own requests); where the servers answer multiRead (3.6+) a scan keeps a sixteenth of it in requests of up to 200 reads",
 					func(x int64) { z.MaxInFlight = int(x) }),
 				"auth": func(path string, at pos, n ast.Node) {
 					if isNull(n) {
