@@ -27,9 +27,10 @@ import (
 // for clients, ZooKeeper SASL ACLs, AclAuthorizer with ACLs, controllers on
 // SASL_SSL with PLAIN, SSH through sudo) while a SCRAM client with ACLs
 // writes with an acks=all idempotent producer: refused without the brokers'
-// login at the controllers; to dual-write, where the controllers' listener
-// refuses PLAINTEXT and a wrong login; back to ZooKeeper with every
-// server.properties byte-identical; then to finalize. Zero failed sends;
+// login at the controllers; into migration mode and back; to dual-write,
+// where the controllers' listener refuses PLAINTEXT and a wrong login, and
+// back; each revert leaving every server.properties byte-identical and the
+// clients authorized; then to finalize. Zero failed sends;
 // afterwards the same SCRAM credentials log in, the same ACLs allow and deny
 // (the intruder is still denied), every record is readable, the brokers have
 // no ZooKeeper setting, and kremedy itself — authorized by its migrated ACLs,
@@ -110,6 +111,28 @@ func TestSecureMigrationLab(t *testing.T) {
 		phaseTimes(t, "secured zk-to-kraft", run)
 	}
 
+	revert := func(run, from string) {
+		t.Helper()
+		if r := kremedy(t, "run", "zk-to-kraft-revert", "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", inv); r.code != 0 {
+			t.Fatalf("zk-to-kraft-revert from %s on the secured lab: exit %d\n%s", from, r.code, r.out)
+		}
+		noRollTwice(t, run)
+		phaseTimes(t, "secured zk-to-kraft-revert from "+from, run)
+		// Every server.properties as it was, byte for byte, and the
+		// clients still authorized.
+		backInZooKeeper(t, l, c, original)
+		authorized("after the revert from " + from)
+		reformat(t, l)
+	}
+
+	// 0. Into migration mode (the metadata migrated), then back.
+	migrateTo(filepath.Join(runs, "m0"), "brokers-to-kraft")
+	if p := phaseOf(t, l); p != string(migrate.PhaseMigrated) {
+		t.Fatalf("after the roll into migration mode the phase is %s", p)
+	}
+	authorized("in migration mode")
+	revert(filepath.Join(runs, "r0"), "migration mode")
+
 	// 1. To dual-write.
 	migrateTo(filepath.Join(runs, "m1"), "finalize")
 	if p := phaseOf(t, l); p != string(migrate.PhaseDualWrite) {
@@ -133,24 +156,15 @@ func TestSecureMigrationLab(t *testing.T) {
 	}
 	authorized("in dual-write")
 
-	// 2. Back to ZooKeeper from dual-write: every server.properties as it
-	// was, byte for byte, and the clients still authorized.
-	rev := filepath.Join(runs, "r1")
-	if r := kremedy(t, "run", "zk-to-kraft-revert", "--inventory", l.InventoryPath(), "--run-dir", rev, "--headless", "--yes", "--confirm", inv); r.code != 0 {
-		t.Fatalf("zk-to-kraft-revert from dual-write on the secured lab: exit %d\n%s", r.code, r.out)
-	}
-	noRollTwice(t, rev)
-	phaseTimes(t, "secured zk-to-kraft-revert", rev)
-	backInZooKeeper(t, l, c, original)
-	authorized("after the revert from dual-write")
-	reformat(t, l)
+	// 2. Back to ZooKeeper from dual-write.
+	revert(filepath.Join(runs, "r1"), "dual-write")
 
 	// 3. All the way.
 	migrateTo(filepath.Join(runs, "m2"), "")
 	close(stop)
 	s := done()
 	producing = false
-	t.Logf("FIGURE secured lab: SCRAM producer (%s, acks=all, idempotent) during a migration to dual-write, its revert and the migration to finalize: %d acknowledged, %d failed, longest send %s", lab.AppUser, s.acked, s.failed, s.longest)
+	t.Logf("FIGURE secured lab: SCRAM producer (%s, acks=all, idempotent) during migrations to migration mode and to dual-write, their reverts and the migration to finalize: %d acknowledged, %d failed, longest send %s", lab.AppUser, s.acked, s.failed, s.longest)
 	if s.failed != 0 {
 		t.Fatalf("the producer failed %d sends: %v", s.failed, s.errs)
 	}
