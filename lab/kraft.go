@@ -135,8 +135,12 @@ background.threads=2
 				return err
 			}
 		}
+		mode := os.FileMode(0o644)
+		if c.Secure {
+			mode = 0o600 // it holds the controllers' passwords
+		}
 		if _, err := os.Stat(l.controllerProps(k)); err != nil {
-			if err := os.WriteFile(l.controllerProps(k), []byte(props), 0o644); err != nil {
+			if err := os.WriteFile(l.controllerProps(k), []byte(props), mode); err != nil {
 				return err
 			}
 		}

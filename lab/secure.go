@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -20,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kremedy/kremedy/internal/atomicfile"
 	"github.com/kremedy/kremedy/internal/javaprops"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/zookeeper"
@@ -161,8 +161,13 @@ func (l *Lab) secrets() (secrets, error) {
 	}
 	missing := false
 	var text strings.Builder
-	for _, f := range s.fields() {
+	for i, f := range s.fields() {
 		*f.v = p.Values[f.key]
+		// The first six made the stores and the brokers' credentials: a
+		// file without one of them is damaged, not old.
+		if *f.v == "" && i < 6 && len(b) > 0 {
+			return secrets{}, fmt.Errorf("%s lacks %s: the lab's stores and credentials were made with it; restore the file or make the lab again (lab down --purge)", l.secretsPath(), f.key)
+		}
 		if *f.v == "" {
 			r := make([]byte, 12)
 			_, _ = io.ReadFull(rand.Reader, r)
@@ -171,7 +176,7 @@ func (l *Lab) secrets() (secrets, error) {
 		fmt.Fprintf(&text, "%s=%s\n", f.key, *f.v)
 	}
 	if missing {
-		return s, os.WriteFile(l.secretsPath(), []byte(text.String()), 0o600)
+		return s, atomicfile.WriteFile(l.secretsPath(), []byte(text.String()))
 	}
 	return s, nil
 }
@@ -614,7 +619,7 @@ func (l *Lab) UserOpts(user string) ([]kgo.Opt, error) {
 var OperatorPrincipals = []string{"User:" + ClientUser, "User:kremedy-app"}
 
 // ensureACLs writes the secured lab's ACLs through the brokers, as their
-// super user, once: the operator's principals may do all kremedy does
+// super user: the operator's principals may do all kremedy does
 // (every operation on the cluster, every topic, group and transactional
 // id), AppUser may use the topics and groups named AppPrefix…, and
 // IntruderUser has none, so the authorizer denies it everything. In
@@ -631,18 +636,8 @@ func (l *Lab) ensureACLs(ctx context.Context, out io.Writer) error {
 	}
 	defer kc.Close()
 	adm := kc.Admin()
-	have, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow(OperatorPrincipals[0]).AllowHosts().AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
-	for _, r := range have {
-		err = cmp.Or(err, r.Err)
-	}
-	if err != nil {
-		return fmt.Errorf("read the lab's ACLs as %s: %w", adminUser, err)
-	}
-	for _, r := range have {
-		if len(r.Described) > 0 {
-			return nil
-		}
-	}
+	// CreateAcls of ACLs that exist changes nothing: all of them, every
+	// time, so that a lab up cut off half-way is completed.
 	for _, b := range []*kadm.ACLBuilder{
 		kadm.NewACLs().Allow(OperatorPrincipals...).Clusters().Topics("*").Groups("*").TransactionalIDs("*").Operations(kadm.OpAll),
 		kadm.NewACLs().Allow("User:" + AppUser).Topics(AppPrefix).Groups(AppPrefix).TransactionalIDs(AppPrefix).

@@ -2,6 +2,8 @@ package brokers
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,16 +15,20 @@ import (
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
-// listFunc lists log dirs. Each dir's lines start with its index and a
-// tab: an x line for a missing dir, an r line for one the user cannot
-// enter; an "a" line saying whether the user the command runs as may move
-// directories out of it into the quarantine beside it (ok, or which of dir,
-// parent, quarantine it may not write); between an "l" and an "m" line its
+// listFunc lists log dirs. Its own lines start with "K", the run's token
+// and a tab (a directory's name cannot forge one: ls and grep print names,
+// never the token), then the dir's index and a kind: x for a missing dir, r
+// for one the user cannot enter; "a" saying whether the user the command
+// runs as may move directories out of it into the quarantine beside it
+// (ok, or which of dir, parent, quarantine it may not write); "l", then its
 // entries as `ls -Apq` prints them (POSIX: every name but . and .., a
 // directory's with a trailing /, a character that cannot be printed as ?,
-// so that no name spans two lines); between the "m" and an "e" line the
-// directories' topic ids from partition.metadata as grep prints them
-// (NAME/partition.metadata:topic_id: ID).
+// so that no name spans two lines; GNU ls's QUOTING_STYLE set literal), "L"
+// when ls failed (the dir is then an error, never empty); a "D" line per
+// symbolic link to a directory (ls -p marks only real ones; Kafka's
+// File.isDirectory follows links); "m", then the directories' topic ids
+// from partition.metadata as grep prints them (NAME/partition.metadata:
+// topic_id: ID); "e" at the end.
 //
 // A log dir holds thousands of partition directories, so the listing is
 // one ls and one grep per log dir, each writing its output in large
@@ -30,42 +36,55 @@ import (
 // sends about a packet per write — and its read builtin reads a byte per
 // call (at 10,000 directories: the listing 26 ms in dash against ls's 9 ms,
 // the topic ids 0.19 s against grep's 0.08 s, before the SSH packets).
-// Should grep not start (too many directories to name at once: E2BIG, or
-// no grep), the ids come from the shell, one "i" line (NAME, ID) per
-// directory.
+// Should grep not start (too many directories to name at once: E2BIG, no
+// grep, or one without -H and -m), the ids come from the shell, one "i"
+// line (NAME, ID) per directory.
 const listFunc = `kremedy_list() {
-  ( cd -- "$2" 2>/dev/null || { if [ -e "$2" ]; then k=r; else k=x; fi; printf '%s\t%s\t\t\n' "$1" "$k"; exit 0; }
+  ( T=$1; I=$2
+    cd -- "$3" 2>/dev/null || { if [ -e "$3" ]; then k=r; else k=x; fi; printf 'K%s\t%s\t%s\t\t\n' "$T" "$I" "$k"; exit 0; }
     if ! { [ -w . ] && [ -x . ]; }; then a=dir
     elif ! { [ -w .. ] && [ -x .. ]; }; then a=parent
     elif [ -e ../kremedy-quarantine ] && ! { [ -w ../kremedy-quarantine ] && [ -x ../kremedy-quarantine ]; }; then a=quarantine
     else a=ok; fi
-    printf '%s\ta\t%s\t\n' "$1" "$a"
-    printf '%s\tl\t\t\n' "$1"
-    ls -Apq || printf '%s\tL\t%s\t\n' "$1" "$?"
-    printf '%s\tm\t\t\n' "$1"
-    grep -s -H -m1 '^topic_id:' -- */partition.metadata .[!.]*/partition.metadata ..?*/partition.metadata 2>/dev/null
-    if [ $? -gt 2 ]; then
+    printf 'K%s\t%s\ta\t%s\t\n' "$T" "$I" "$a"
+    printf 'K%s\t%s\tl\t\t\n' "$T" "$I"
+    QUOTING_STYLE=literal ls -Apq || printf 'K%s\t%s\tL\t%s\t\n' "$T" "$I" "$?"
+    for e in * .[!.]* ..?*; do
+      if [ -L "$e" ] && [ -d "$e" ]; then printf 'K%s\t%s\tD\t%s\t\n' "$T" "$I" "$e"; fi
+    done
+    printf 'K%s\t%s\tm\t\t\n' "$T" "$I"
+    rc=9
+    grep -H -m1 x /dev/null >/dev/null 2>&1
+    if [ $? -le 1 ]; then
+      grep -s -H -m1 '^topic_id:' -- */partition.metadata .[!.]*/partition.metadata ..?*/partition.metadata 2>/dev/null
+      rc=$?
+    fi
+    if [ $rc -gt 2 ]; then
       for e in * .[!.]* ..?*; do
         [ -d "$e" ] && [ -f "$e/partition.metadata" ] && [ -r "$e/partition.metadata" ] || continue
         id=
         while IFS= read -r l || [ -n "$l" ]; do
           case $l in topic_id:*) id=${l#topic_id:}; id=${id#"${id%%[! ]*}"}; break ;; esac
         done < "$e/partition.metadata"
-        printf '%s\ti\t%s\t%s\n' "$1" "$e" "$id"
+        printf 'K%s\t%s\ti\t%s\t%s\n' "$T" "$I" "$e" "$id"
       done
     fi
-    printf '%s\te\t\t\n' "$1" )
+    printf 'K%s\t%s\te\t\t\n' "$T" "$I" )
 }
 `
 
-// ListScript is the command that lists dirs on one host (see List).
-func ListScript(dirs []string) string {
-	var script strings.Builder
-	script.WriteString(listFunc)
+// ListScript is the command that lists dirs on one host (see List), and
+// the token its own lines carry.
+func ListScript(dirs []string) (script, token string) {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	token = hex.EncodeToString(b)
+	var sb strings.Builder
+	sb.WriteString(listFunc)
 	for i, d := range dirs {
-		fmt.Fprintf(&script, "kremedy_list %d %s\n", i, shell.Quote(d))
+		fmt.Fprintf(&sb, "kremedy_list %s %d %s\n", token, i, shell.Quote(d))
 	}
-	return shell.Script(script.String())
+	return shell.Script(sb.String()), token
 }
 
 // Listing is every broker host's log dirs as listed over SSH.
@@ -132,47 +151,65 @@ func List(ctx context.Context, h ports.Hosts, t ports.Target, dirs map[int32][]s
 func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (map[string][]segments.Entry, []string, map[string]string, error) {
 	out := map[string][]segments.Entry{}
 	unwr := map[string]string{}
-	ids := map[string]map[string]string{} // log dir → directory → topic id
+	ids := map[string]map[string]string{}  // log dir → directory → topic id
+	linked := map[string]map[string]bool{} // log dir → symbolic links to directories
 	var missing, unreadable, bad, failed []string
 	listing, grepping := -1, -1 // the log dir whose ls or grep lines are coming
-	setID := func(i int, name, id string) {
-		if ids[dirs[i]] == nil {
-			ids[dirs[i]] = map[string]string{}
+	at := func(m map[string]map[string]string, i int) map[string]string {
+		if m[dirs[i]] == nil {
+			m[dirs[i]] = map[string]string{}
 		}
-		ids[dirs[i]][name] = strings.TrimLeft(id, " ")
+		return m[dirs[i]]
 	}
-	err := h.Run(ctx, broker, ListScript(dirs), func(l ports.Line) {
-		// grep's lines (a name holds no '/': nothing else has the mark).
-		if name, id, ok := strings.Cut(l.Text, "/partition.metadata:topic_id:"); ok && !l.Stderr && grepping >= 0 {
-			setID(grepping, name, id)
-			return
-		}
-		// ls's lines, up to the m line (or ls's failure).
-		if listing >= 0 && !l.Stderr && l.Text != strconv.Itoa(listing)+"\tm\t\t" && !strings.HasPrefix(l.Text, strconv.Itoa(listing)+"\tL\t") {
-			name, dir := strings.CutSuffix(l.Text, "/")
-			if name != "" && name != "." && name != ".." {
-				out[dirs[listing]] = append(out[dirs[listing]], segments.Entry{Name: name, IsDir: dir})
+	script, token := ListScript(dirs)
+	mark := "K" + token + "\t"
+	err := h.Run(ctx, broker, script, func(l ports.Line) {
+		text, own := strings.CutPrefix(l.Text, mark)
+		if !own || l.Stderr {
+			switch {
+			case l.Stderr:
+				bad = append(bad, l.Text)
+			case listing >= 0:
+				name, dir := strings.CutSuffix(text, "/")
+				if name != "" && name != "." && name != ".." {
+					out[dirs[listing]] = append(out[dirs[listing]], segments.Entry{Name: name, IsDir: dir})
+				}
+			case grepping >= 0:
+				// NAME/partition.metadata:topic_id: ID (a name holds no '/');
+				// applied to the directories ls listed only.
+				if name, id, ok := strings.Cut(text, "/partition.metadata:topic_id:"); ok {
+					at(ids, grepping)[name] = strings.TrimLeft(id, " ")
+				} else {
+					bad = append(bad, l.Text)
+				}
+			default:
+				bad = append(bad, l.Text)
 			}
 			return
 		}
-		f := strings.SplitN(l.Text, "\t", 4)
+		f := strings.SplitN(text, "\t", 4)
 		i, err := strconv.Atoi(f[0])
-		if l.Stderr || len(f) != 4 || err != nil || i < 0 || i >= len(dirs) {
+		if len(f) != 4 || err != nil || i < 0 || i >= len(dirs) {
 			bad = append(bad, l.Text)
 			return
 		}
+		listing = -1
 		switch f[1] {
 		case "l":
 			listing = i
 		case "L":
-			listing = -1
 			failed = append(failed, fmt.Sprintf("%s (ls exit %s)", dirs[i], f[2]))
+		case "D":
+			if linked[dirs[i]] == nil {
+				linked[dirs[i]] = map[string]bool{}
+			}
+			linked[dirs[i]][f[2]] = true
 		case "m":
-			listing, grepping = -1, i
+			grepping = i
 		case "e":
 			grepping = -1
 		case "i":
-			setID(i, f[2], f[3])
+			at(ids, i)[f[2]] = strings.TrimLeft(f[3], " ")
 		case "x":
 			missing = append(missing, dirs[i])
 		case "r":
@@ -190,6 +227,9 @@ func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (
 	}
 	for dir, es := range out {
 		for j := range es {
+			if linked[dir][es[j].Name] {
+				es[j].IsDir = true
+			}
 			if es[j].IsDir {
 				es[j].TopicID = ids[dir][es[j].Name]
 			}

@@ -107,3 +107,52 @@ func TestListLogDirsLsFails(t *testing.T) {
 		t.Fatalf("a listing without ls: %v, entries %v", err, got.Entries[1])
 	}
 }
+
+// TestListLogDirsHostileNames: a directory whose name holds line ends and
+// tabs cannot forge the listing's own lines (another directory's topic id,
+// a missing dir), and a symbolic link to a directory is a directory, as
+// Kafka's File.isDirectory has it.
+func TestListLogDirsHostileNames(t *testing.T) {
+	dir := t.TempDir()
+	for name, meta := range map[string]string{
+		"orders-0":                               "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n",
+		"z\n0\ti\torders-0\tFORGED\n0\tx\t\t\nq": "version: 0\ntopic_id: HOSTILEHOSTILEHOSTILE0\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "partition.metadata"), []byte(meta), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elsewhere := filepath.Join(t.TempDir(), "orders-1")
+	if err := os.MkdirAll(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "orders-1")); err != nil {
+		t.Fatal(err)
+	}
+	target := ports.Target{Hosts: []ports.Host{{ID: 1, Host: "localhost"}}}
+	got := brokers.List(context.Background(), steptest.LocalShell{Shell: "/bin/sh"}, target, map[int32][]string{1: {dir}})
+	if err := got.Err(target); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]segments.Entry{}
+	for _, e := range got.Entries[1][dir] {
+		byName[e.Name] = e
+	}
+	if e := byName["orders-0"]; !e.IsDir || e.TopicID != "AAAAAAAAAAAAAAAAAAAAAA" {
+		t.Errorf("orders-0 %+v: a hostile name forged its topic id", e)
+	}
+	if e := byName["orders-1"]; !e.IsDir {
+		t.Errorf("orders-1, a link to a directory: %+v", e)
+	}
+	if len(got.Entries[1][dir]) != 3 {
+		t.Errorf("entries %+v, want orders-0, orders-1 and the hostile one on one line", got.Entries[1][dir])
+	}
+	for _, e := range got.Entries[1][dir] {
+		if e.TopicID == "HOSTILEHOSTILEHOSTILE0" || e.TopicID == "FORGED" {
+			t.Errorf("a forged topic id landed on %+v", e)
+		}
+	}
+}

@@ -194,14 +194,17 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		defer func() { <-disksDone }() // an early return still waits for the SSH listings
 	}
 	early := make(chan firstRead, 1)
+	ectx, ecancel := context.WithCancel(ctx)
+	defer ecancel()
 	go func() {
 		var r firstRead
 		r.ids = registered
-		r.views, r.unreachable = brokerViews(ctx, c.Kafka, registered, g.topics)
-		r.releases = brokers.Probe(ctx, c.Kafka, registered)
+		r.views, r.unreachable = brokerViews(ectx, c.Kafka, registered, g.topics)
+		r.releases = brokers.Probe(ectx, c.Kafka, registered)
 		early <- r
 	}()
 	if g.st, err = c.ZK.ReadState(ctx, g.topics...); err != nil {
+		ecancel() // the brokers' answers are not needed any more
 		<-early
 		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
 	}

@@ -64,6 +64,10 @@ func kerberosOpt(props map[string]string, cfg, krb5Conf string) (kgo.Opt, error)
 // kerberosClient logs in as the JAAS options say and returns the client.
 func kerberosClient(o map[string]string, conf string) (*client.Client, error) {
 	kc, err := config.Load(conf)
+	var unsupported config.UnsupportedDirective
+	if errors.As(err, &unsupported) {
+		err = nil // a directive gokrb5 does not know (v4 lines): the rest is read
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: krb5.conf %s: %v. Give the krb5.conf your Kafka clients use (-Djava.security.krb5.conf) as the inventory's kafka.krb5_conf, or KRB5_CONFIG; nothing was connected", ErrKerberos, conf, err)
 	}
@@ -80,14 +84,17 @@ func kerberosClient(o map[string]string, conf string) (*client.Client, error) {
 		who = user + "@" + realm
 		cl = client.NewWithKeytab(user, realm, kt, kc, settings...)
 	case isTrue("useTicketCache"):
-		path := ticketCache(o)
-		cc, err := credentials.LoadCCache(path)
+		path, err := ticketCache(o)
+		if err != nil {
+			return nil, err
+		}
+		cc, err := loadCCache(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: ticket cache %s: %v. Run kinit first (or set useKeyTab=true with a keyTab and principal); nothing was connected", ErrKerberos, path, err)
 		}
 		pn := cc.GetClientPrincipalName()
 		who = pn.PrincipalNameString() + "@" + cc.GetClientRealm()
-		if p := o["principal"]; p != "" && !strings.EqualFold(withRealm(p, kc), who) {
+		if p := o["principal"]; p != "" && withRealm(p, kc) != who {
 			return nil, fmt.Errorf("%w: the ticket cache %s holds %s, not %s (sasl.jaas.config principal=): kinit as %s; nothing was connected", ErrKerberos, path, who, p, p)
 		}
 		if err := tgtValid(cc, path, who); err != nil {
@@ -129,7 +136,7 @@ func keytabLogin(o map[string]string, kc *config.Config, conf string) (*keytab.K
 	var held []string
 	for _, e := range kt.Entries {
 		name := strings.Join(e.Principal.Components, "/") + "@" + e.Principal.Realm
-		if strings.EqualFold(name, full) {
+		if name == full { // principals are case-sensitive
 			return kt, user, realm, nil
 		}
 		if !slices.Contains(held, name) {
@@ -163,16 +170,40 @@ func realmKDCs(kc *config.Config, realm, conf string) (int, error) {
 	return n, nil
 }
 
-// ticketCache is where the TGT is: ticketCache=, $KRB5CCNAME (a FILE:
-// cache), /tmp/krb5cc_UID.
-func ticketCache(o map[string]string) string {
-	if p := o["ticketCache"]; p != "" {
-		return p
+// ticketCache is where the TGT is: ticketCache=, $KRB5CCNAME, else
+// /tmp/krb5cc_UID (MIT's and Java's default). Only a file cache can be read:
+// KEYRING:, KCM:, DIR: and API: caches (RHEL's default is KEYRING:) are
+// refused with what to do instead.
+func ticketCache(o map[string]string) (string, error) {
+	p := o["ticketCache"]
+	if p == "" {
+		p = os.Getenv("KRB5CCNAME")
 	}
-	if p := os.Getenv("KRB5CCNAME"); p != "" {
-		return strings.TrimPrefix(p, "FILE:")
+	if p == "" {
+		return filepath.Join("/tmp", "krb5cc_"+strconv.Itoa(os.Getuid())), nil
 	}
-	return filepath.Join(os.TempDir(), "krb5cc_"+strconv.Itoa(os.Getuid()))
+	if kind, _, ok := strings.Cut(p, ":"); ok && kind != "FILE" && !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("%w: the ticket cache %s is a %s: cache, which kremedy cannot read (it reads file caches): `kinit -c FILE:/path/krb5cc …` and give ticketCache=\"/path/krb5cc\", or use useKeyTab=true with a keyTab and principal; nothing was connected", ErrKerberos, p, kind)
+	}
+	return strings.TrimPrefix(p, "FILE:"), nil
+}
+
+// loadCCache reads a file ticket cache; an empty or truncated file is an
+// error, never a crash (gokrb5 indexes the file's first byte unchecked).
+func loadCCache(path string) (cc *credentials.CCache, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < 4 {
+		return nil, fmt.Errorf("%d bytes: not a ticket cache", st.Size())
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			cc, err = nil, fmt.Errorf("not a ticket cache gokrb5 can read (%v)", r)
+		}
+	}()
+	return credentials.LoadCCache(path)
 }
 
 // tgtValid refuses a ticket cache whose TGT has expired.

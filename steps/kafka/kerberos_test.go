@@ -19,6 +19,10 @@ func TestKerberosOptions(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("[libdefaults]\n default_realm = EXAMPLE.COM\n dns_lookup_kdc = false\n[realms]\n EXAMPLE.COM = {\n  kdc = 127.0.0.1:1\n }\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	empty := filepath.Join(dir, "empty.cc")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI", "sasl.kerberos.service.name": "kafka"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
@@ -49,6 +53,8 @@ func TestKerberosOptions(t *testing.T) {
 		{"no krb5.conf", with("sasl.jaas.config", krb(`useKeyTab=true keyTab="x" principal="p"`)), filepath.Join(dir, "none.conf"), "kafka.krb5_conf"},
 		{"no such keytab", with("sasl.jaas.config", krb(`useKeyTab=true keyTab="`+filepath.Join(dir, "none.keytab")+`" principal="p"`)), conf, "none.keytab"},
 		{"no ticket cache", with("sasl.jaas.config", krb(`useTicketCache=true ticketCache="`+filepath.Join(dir, "none.cc")+`"`)), conf, "Run kinit first"},
+		{"an empty ticket cache", with("sasl.jaas.config", krb(`useTicketCache=true ticketCache="`+empty+`"`)), conf, "not a ticket cache"},
+		{"a kernel keyring cache", with("sasl.jaas.config", krb(`useTicketCache=true ticketCache="KEYRING:persistent:0"`)), conf, "is a KEYRING: cache"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := OptionsWith(tc.props, tc.krb5)

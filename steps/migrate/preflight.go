@@ -20,6 +20,7 @@ type preflightOpts struct {
 	// before anything changes (CheckSecurity).
 	ControllerListener string `opt:"controller_listener" default:"CONTROLLER"`
 	ControllerSettings string `opt:"controller_settings" default:""`
+	StaticJAAS         bool   `opt:"static_jaas" default:"false"`
 }
 
 // preflight says where the migration stands and whether it may go on. For
@@ -107,6 +108,7 @@ func (k *preflight) forward(ctx context.Context, env *steps.Env, st *State, p *s
 	if err != nil {
 		return fmt.Errorf("%w: %v. Nothing was changed", steps.ErrRefused, err)
 	}
+	set.StaticJAAS = k.o.StaticJAAS
 	sec := st.security(k.o.ControllerListener, set)
 	k.checks = append(k.checks, steps.Check{Name: "the brokers and the controllers are secured alike (listeners, logins, ZooKeeper ACLs and TLS, authorizer)", OK: len(sec.Problems) == 0, Detail: orNone(sec.Problems)})
 	if len(sec.Problems) > 0 {

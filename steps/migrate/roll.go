@@ -40,6 +40,7 @@ type rollOpts struct {
 	// ControllerSettings is the file of what each broker needs to log in
 	// to a secured controller listener (ReadControllerSettings).
 	ControllerSettings string `opt:"controller_settings" default:""`
+	StaticJAAS         bool   `opt:"static_jaas" default:"false"`
 	// Accept: the topics whose partitions no restart can keep available
 	// that the operator accepts (roll.AcceptParam).
 	Accept []string `opt:"accept_unavailable" default:""`
@@ -272,6 +273,7 @@ func (w *configWhile) quorum(env *steps.Env) (Security, error) {
 	if err != nil {
 		return Security{}, fmt.Errorf("%w: %v. Nothing was changed", steps.ErrRefused, err)
 	}
+	set.StaticJAAS = w.o.StaticJAAS
 	sec := w.st.security(w.o.ControllerListener, set)
 	if p := w.o.ControllerProtocol; p != "" && sec.Protocol != "" && !strings.EqualFold(p, sec.Protocol) {
 		sec.Problems = append(sec.Problems, fmt.Sprintf("controller_protocol is %s, the controllers serve %s on %s: leave controller_protocol out (kremedy reads it from the controllers' listener.security.protocol.map)", p, sec.Protocol, w.o.ControllerListener))

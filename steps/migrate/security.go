@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -51,6 +52,10 @@ import (
 type ControllerSettings struct {
 	Path string
 	Set  [][2]string
+	// StaticJAAS: the nodes' SASL logins live in a static JAAS file
+	// (KafkaServer sections, -Djava.security.auth.login.config), which
+	// kremedy cannot read; their JAAS lines are not required then.
+	StaticJAAS bool
 }
 
 // ReadControllerSettings reads and checks a controller_settings file: an
@@ -123,14 +128,34 @@ func (v view) get(k string) (string, bool) {
 
 // protocolOf is the security protocol listener maps to.
 func (v view) protocolOf(listener string) (string, bool) {
-	pm, ok := v.get(keyProtoMap)
-	if !ok || pm == "" {
+	pm, set := v.get(keyProtoMap)
+	if !set || pm == "" {
 		pm = defaultProtoMap
 	}
 	for e := range strings.SplitSeq(pm, ",") {
 		name, proto, ok := strings.Cut(strings.TrimSpace(e), ":")
 		if ok && strings.EqualFold(name, listener) {
 			return strings.ToUpper(strings.TrimSpace(proto)), true
+		}
+	}
+	// A KRaft node (process.roles) without the map maps its controller
+	// listeners to PLAINTEXT, unless a controller listener or a listener is
+	// named SSL or SASL_* (KafkaConfig.effectiveListenerSecurityProtocolMap).
+	if roles, _ := v.get(keyRoles); roles != "" && !set {
+		names, _ := v.get(keyCtrlNames)
+		listeners, _ := v.get("listeners")
+		var all []string
+		for n := range strings.SplitSeq(names, ",") {
+			all = append(all, strings.ToUpper(strings.TrimSpace(n)))
+		}
+		for l := range strings.SplitSeq(listeners, ",") {
+			if n, _, ok := strings.Cut(strings.TrimSpace(l), "://"); ok {
+				all = append(all, strings.ToUpper(n))
+			}
+		}
+		secured := slices.ContainsFunc(all, func(n string) bool { return n == "SSL" || n == "SASL_SSL" || n == "SASL_PLAINTEXT" })
+		if !secured && slices.Contains(all[:len(strings.Split(names, ","))], strings.ToUpper(listener)) {
+			return "PLAINTEXT", true
 		}
 	}
 	return "", false
@@ -184,6 +209,33 @@ func (v view) isTrue(k string) bool {
 }
 
 func sasl(proto string) bool { return strings.HasPrefix(proto, "SASL_") }
+
+// jaasUser is the username of the broker's JAAS line for the controller
+// listener (PLAIN and SCRAM name one), "" when there is none.
+func jaasUser(b view, listener string) string {
+	m := b.mech(keyCtrlMech)
+	if m != "PLAIN" && !strings.HasPrefix(m, "SCRAM-") {
+		return ""
+	}
+	line, _ := b.get(jaasKey(listener, m))
+	if mm := jaasUsername.FindStringSubmatch(line); mm != nil {
+		return mm[1]
+	}
+	return ""
+}
+
+var jaasUsername = regexp.MustCompile(`\busername\s*=\s*"([^"]*)"`)
+
+// superUsers splits super.users (User:a;User:b).
+func superUsers(s string) []string {
+	var out []string
+	for u := range strings.SplitSeq(s, ";") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
 
 // Security is what the security checks found: problems refuse the
 // migration before anything changes, facts go into the plan.
@@ -266,8 +318,8 @@ func CheckSecurity(brokerFiles, ctrlFiles map[int32]*Props, listener string, set
 					break
 				}
 			}
-			if _, ok := b.get(jaasKey(listener, m)); !ok {
-				brokerProblem(id, "have no %s, the login they need at the controllers' %s listener (%s): put it and %s in a file and pass --set controller_settings=/absolute/path (kremedy adds them to each broker's config in the migration's edit; the revert restores each file without them)",
+			if _, ok := b.get(jaasKey(listener, m)); !ok && !set.StaticJAAS {
+				brokerProblem(id, "have no %s, the login they need at the controllers' %s listener (%s): put it and %s in a file and pass --set controller_settings=/absolute/path (kremedy adds them to each broker's config in the migration's edit; the revert restores each file without them); if the brokers' login is in a static JAAS file (a controller.KafkaServer or KafkaServer section), say so with --set static_jaas=true",
 					jaasKey(listener, m), s.Protocol, m, keyCtrlMech)
 			}
 		}
@@ -284,7 +336,14 @@ func CheckSecurity(brokerFiles, ctrlFiles map[int32]*Props, listener string, set
 	}
 	how := s.Protocol
 	if sasl(s.Protocol) {
-		how += " with " + first.mech(keyCtrlMech)
+		m := first.mech(keyCtrlMech)
+		how += " with " + m
+		if strings.HasPrefix(m, "SCRAM-") {
+			s.Facts = append(s.Facts, fmt.Sprintf("CAUTION: the brokers log in to the controllers with %s: SCRAM credentials live in the metadata log, so the controllers can check them only if they were formatted with them (kafka-storage format --add-scram, KIP-900); PLAIN over TLS or mutual TLS is the usual controller listener", m))
+		}
+	}
+	if set.StaticJAAS {
+		s.Facts = append(s.Facts, "static_jaas=true: the SASL logins the nodes need are taken to be in their static JAAS files (kremedy cannot read a JVM's options); a missing one shows as a broker that does not come back from its restart")
 	}
 	s.Facts = append(s.Facts, fmt.Sprintf("the controllers' %s listener: %s; the brokers' inter-broker listener: %s (%s)", listener, how, ibName, ibProto))
 	if s.Protocol == "PLAINTEXT" && ibProto != "PLAINTEXT" {
@@ -311,13 +370,17 @@ func CheckSecurity(brokerFiles, ctrlFiles map[int32]*Props, listener string, set
 		switch {
 		case n != ibName:
 			problem("controller %d's inter-broker listener is %s, the brokers' is %s: a migrating controller reaches the ZooKeeper-mode brokers over it (set %s=%s and its protocol in listener.security.protocol.map)", id, n, ibName, keyIBLName, ibName)
+		case p == "":
+			problem("controller %d's listener.security.protocol.map has no entry for the inter-broker listener %s (the brokers map it to %s)", id, n, ibProto)
 		case p != ibProto:
 			problem("controller %d maps the inter-broker listener %s to %s, the brokers to %s", id, n, p, ibProto)
 		case sasl(ibProto):
-			bm, cm := first.mech(keyIBMech), c.mech(keyIBMech)
-			if bm != cm {
-				problem("controller %d's %s is %s, the brokers' %s", id, keyIBMech, cm, bm)
-			} else if _, ok := c.get(jaasKey(ibName, cm)); !ok {
+			// The controller logs in to the brokers' listener with its own
+			// mechanism: the brokers must enable it there.
+			cm := c.mech(keyIBMech)
+			if en := first.enabled(ibName); !slices.Contains(en, cm) {
+				problem("controller %d would log in to the brokers' %s listener with %s (%s), the brokers enable %s there", id, ibName, cm, keyIBMech, strings.Join(en, ","))
+			} else if _, ok := c.get(jaasKey(ibName, cm)); !ok && !set.StaticJAAS {
 				problem("controller %d has no %s: the login a migrating controller needs to send the brokers their RPCs over %s (the brokers' own inter-broker login will do)", id, jaasKey(ibName, cm), ibName)
 			}
 		}
@@ -328,10 +391,22 @@ func CheckSecurity(brokerFiles, ctrlFiles map[int32]*Props, listener string, set
 			problem("controller %d lacks %s=true, which the brokers have: give it the brokers' zookeeper.ssl.* and zookeeper.clientCnxnSocket", id, keyZKTLS)
 		}
 		if bAuth != "" {
-			if a, _ := c.get(keyAuthorizer); a == "" {
+			a, _ := c.get(keyAuthorizer)
+			su, _ := c.get(keySuperUsers)
+			switch {
+			case a == "":
 				problem("controller %d has no %s while the brokers use %s: KRaft controllers authorize what brokers forward them (CreateTopics, CreateAcls, …) and without one allow everyone; set %s=%s and %s (the brokers' and the controllers' principals)", id, keyAuthorizer, bAuth, keyAuthorizer, kraftAuthorize, keySuperUsers)
-			} else if su, _ := c.get(keySuperUsers); bSuper != "" && su == "" {
+			case a == aclAuthorizer:
+				problem("controller %d's %s is %s, which keeps its ACLs in ZooKeeper: a KRaft controller takes %s", id, keyAuthorizer, a, kraftAuthorize)
+			case su == "":
 				problem("controller %d has no %s while the brokers' is %s: the brokers' principal (and the controllers' own) must be a super user at the controllers", id, keySuperUsers, bSuper)
+			default:
+				// The principal the brokers log in to the controllers as, where
+				// a JAAS line names it (PLAIN, SCRAM): a ClusterAction the
+				// controllers refuse stops every broker's registration.
+				if u := jaasUser(first, listener); u != "" && !slices.Contains(superUsers(su), "User:"+u) {
+					problem("controller %d's %s (%s) lacks User:%s, the principal the brokers log in to the controllers as: their registration (ClusterAction) would be refused before any ACL is migrated", id, keySuperUsers, su, u)
+				}
 			}
 		}
 	}

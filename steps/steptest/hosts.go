@@ -130,7 +130,7 @@ var SizedAt = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 var (
 	sizesRe = regexp.MustCompile(`(?m)^kremedy_sizes (.+)$`)
-	listRe  = regexp.MustCompile(`(?m)^kremedy_list (\d+) (\S+)$`)
+	listRe  = regexp.MustCompile(`(?m)^kremedy_list (\S+) (\d+) (\S+)$`)
 	moveRe  = regexp.MustCompile(`(?m)^kremedy_move (\S+) (\S+) \|\| exit \$\?$`)
 	backRe  = regexp.MustCompile(`(?sm)^set -e\nsrc=(\S+); dst=(\S+)\n`)
 	whereRe = regexp.MustCompile(`^if \[ -e (\S+) \] && \[ ! -e (\S+) \]`)
@@ -277,24 +277,25 @@ func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
 	}
 	if strings.HasPrefix(cmd, "kremedy_list() {") {
 		for _, m := range listRe.FindAllStringSubmatch(cmd, -1) {
-			idx, dir := m[1], unquote(m[2])
+			own := "K" + m[1] + "\t" + m[2] + "\t" // the script's own lines
+			dir := unquote(m[3])
 			ents, ok := h.FS[broker][dir]
 			if !ok {
-				emit(idx + "\tx\t\t")
+				emit(own + "x\t\t")
 				continue
 			}
 			access := "ok"
 			if a := h.Unwritable[broker][dir]; a != "" {
 				access = a
 			}
-			emit(idx + "\ta\t" + access + "\t")
+			emit(own + "a\t" + access + "\t")
 			names := make([]string, 0, len(ents))
 			for n := range ents {
 				names = append(names, n)
 			}
 			sort.Strings(names)
 			// The entries as the script's ls -Apq prints them.
-			emit(idx + "\tl\t\t")
+			emit(own + "l\t\t")
 			for _, n := range names {
 				if ents[n].IsDir {
 					n += "/"
@@ -302,13 +303,13 @@ func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
 				emit(n)
 			}
 			// The topic ids as the script's grep prints them.
-			emit(idx + "\tm\t\t")
+			emit(own + "m\t\t")
 			for _, n := range names {
 				if e := ents[n]; e.IsDir && e.TopicID != "" {
 					emit(n + "/partition.metadata:topic_id: " + e.TopicID)
 				}
 			}
-			emit(idx + "\te\t\t")
+			emit(own + "e\t\t")
 		}
 		return nil
 	}

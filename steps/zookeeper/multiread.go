@@ -154,11 +154,26 @@ func dialReaderAt(ctx context.Context, addr, chroot string, o Options) (*reader,
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := r.getAll(pctx, []string{"/"}); err != nil {
-		return nil, fmt.Errorf("zookeeper %s: %w (%v)", addr, errNoMultiRead, err)
+		// A server without multiRead answers it with an error code
+		// (UnimplementedRequestProcessor: -6) and ends the connection; a
+		// slow or lost server is only a failed dial.
+		var ze *zkError
+		if errors.As(err, &ze) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("zookeeper %s: %w (%v)", addr, errNoMultiRead, err)
+		}
+		return nil, fmt.Errorf("zookeeper %s: multiRead probe: %w", addr, err)
 	}
 	ok = true
 	return r, nil
 }
+
+// zkError is a request's error code in its reply header.
+type zkError struct {
+	op   string
+	code int32
+}
+
+func (e *zkError) Error() string { return fmt.Sprintf("%s: zookeeper error %d", e.op, e.code) }
 
 // readLoop hands each response to its caller by xid until the connection
 // ends.
@@ -189,6 +204,7 @@ func (r *reader) readLoop(br *bufio.Reader) {
 	r.mu.Lock()
 	r.err = fmt.Errorf("zookeeper %s: connection ended: %w", r.conn.RemoteAddr(), err)
 	r.mu.Unlock()
+	r.conn.Close()
 	close(r.done)
 }
 
@@ -225,9 +241,11 @@ func (r *reader) call(ctx context.Context, xid, op int32, body jute) (frame, err
 		defer r.mu.Unlock()
 		return frame{}, r.err
 	case <-ctx.Done():
-		// The reply can no longer be matched to a waiting read: the
-		// session is not used again.
-		r.conn.Close()
+		// Its reply, if it comes, finds no one waiting and is dropped (xids
+		// are never reused): the session stays usable.
+		r.mu.Lock()
+		delete(r.wait, xid)
+		r.mu.Unlock()
 		return frame{}, ctx.Err()
 	}
 }
@@ -259,7 +277,7 @@ func (r *reader) getAll(ctx context.Context, paths []string) ([]got, error) {
 		return nil, err
 	}
 	if f.err != 0 {
-		return nil, fmt.Errorf("multiRead: zookeeper error %d", f.err)
+		return nil, &zkError{"multiRead", f.err}
 	}
 	d := unjute{b: f.body}
 	out := make([]got, 0, len(paths))
@@ -548,7 +566,7 @@ func (s *scanner) runBulk(ctx context.Context, rs []*reader, inflight, batch int
 				res, err := rd.getAll(cctx, paths)
 				ccancel()
 				if err != nil {
-					cancel(fmt.Errorf("scan %s: %w", s.c.Full("/"), err))
+					cancel(fmt.Errorf("scan %s: %w: %w", s.c.Full("/"), errBulk, err))
 					continue
 				}
 				for j, r := range rb {

@@ -194,10 +194,9 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string, bulk bool
 	// Concurrency/16 of them are in flight (8 by default), at least one.
 	runPhase := func(batch int, reads iter.Seq[read]) error {
 		if len(rs) > 0 {
-			if err := s.runBulk(ctx, rs, max(1, o.Concurrency/16), batch, reads); err != nil && ctx.Err() == nil {
-				return fmt.Errorf("%w: %w", errBulk, err)
-			}
-			return ctx.Err()
+			// A request's failure is errBulk (the scan starts again one
+			// znode per request); a znode's own that ends the scan is not.
+			return s.runBulk(ctx, rs, max(1, o.Concurrency/16), batch, reads)
 		}
 		return s.run(ctx, o.Concurrency, sessions, reads)
 	}
