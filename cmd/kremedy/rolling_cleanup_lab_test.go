@@ -32,9 +32,14 @@ func writing(t *testing.T, l *lab.Lab, fn func()) sent {
 // turn.
 func writingN(t *testing.T, l *lab.Lab, parts int32, fn func()) sent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	before := countRecordsN(ctx, t, l, ledger, parts)
+	// A minute for each count, from when it starts: fn (a roll of six
+	// brokers on a loaded machine) may take longer than that itself.
+	count := func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return countRecordsN(ctx, t, l, ledger, parts)
+	}
+	before := count()
 	stop := make(chan struct{})
 	done := produceDuringN(t, l, ledger, parts, stop)
 	time.Sleep(2 * time.Second)
@@ -42,7 +47,7 @@ func writingN(t *testing.T, l *lab.Lab, parts int32, fn func()) sent {
 	time.Sleep(2 * time.Second)
 	close(stop)
 	s := done()
-	after := countRecordsN(ctx, t, l, ledger, parts)
+	after := count()
 	if int64(after-before) != s.acked {
 		t.Fatalf("read %d new records back from %s, %d were acknowledged", after-before, ledger, s.acked)
 	}

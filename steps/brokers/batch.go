@@ -38,113 +38,207 @@ var ErrNoBatches = errors.New("no broker can stop safely, so no batch can be pla
 // from the live ISR of parts with the one stop-safety rule applied to the
 // set (StopRisks), and a partition no restart keeps available (Unavoidable)
 // loses at most one in-sync replica to a batch, so batching never takes it
-// offline where one-at-a-time would not. Brokers join greedily in order,
-// those of the first broker's rack tried first. The plan is a plan: the ISR
-// moves while brokers restart, so the roll applies the rule again to each
-// batch right before it stops it.
+// offline where one-at-a-time would not.
+//
+// With racks, batches hold one rack's brokers first: each rack's brokers
+// (racks in the order their first broker comes in the roll order) join
+// greedily in roll order, a broker the rule refuses starting another batch
+// of its rack. Then a later batch joins an earlier one of another rack,
+// whole, where the rule allows the two together (a batch fewer): a rack is
+// never mixed where its brokers could stop alone with fewer or as many
+// batches. Without racks, brokers join greedily in roll order (the second
+// pass then finds nothing to join: every later batch's first broker was
+// refused by each earlier one). The plan is a plan: the ISR moves while
+// brokers restart, so the roll applies the rule again to each batch right
+// before it stops it.
 func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batch, error) {
 	if risks := StopRisks(parts, nil, m); len(risks) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNoBatches, risks[0])
 	}
-	// The partitions each broker is an in-sync replica of, and per
-	// partition how many in-sync replicas the batch being built stops.
-	isrOf := map[int32][]int{}
-	for i, p := range parts {
-		for _, r := range p.ISR {
-			isrOf[r] = append(isrOf[r], i)
-		}
-	}
-	stopped := make([]int, len(parts))
-	// fits says why c cannot join the batch, or "".
-	fits := func(c int32, batch []int32) string {
-		for _, i := range isrOf[c] {
-			p := parts[i]
-			minISR := m.Of(p.Topic)
-			switch left := len(p.ISR) - stopped[i] - 1; {
-			case Unavoidable(p, minISR) && stopped[i] > 0:
-				return fmt.Sprintf("%s (replication factor %d, min.insync.replicas %d) would lose two in-sync replicas with brokers %v", p.Key(), len(p.Replicas), minISR, plus(batch, c))
-			case !Unavoidable(p, minISR) && left == 0:
-				return fmt.Sprintf("%s would go offline with brokers %v: isr %v", p.Key(), plus(batch, c), p.ISR)
-			case !Unavoidable(p, minISR) && left < minISR:
-				return fmt.Sprintf("%s would fall below min.insync.replicas=%d with brokers %v: isr %v", p.Key(), minISR, plus(batch, c), p.ISR)
-			}
-		}
-		return ""
-	}
+	p := newPlanner(parts, m)
 	for _, b := range order {
-		if why := fits(b, nil); why != "" {
+		if why := p.fits(b, nil); why != "" {
 			if risks := StopRisks(parts, []int32{b}, m); len(risks) > 0 {
 				why = risks[0] // the rule's own words
 			}
 			return nil, fmt.Errorf("%w: stopping broker %d alone: %s", ErrNoBatches, b, why)
 		}
 	}
-	var out []Batch
 	left := slices.Clone(order)
 	last := o.Last != nil && slices.Contains(order, *o.Last)
 	if last {
 		left = slices.DeleteFunc(left, func(b int32) bool { return b == *o.Last })
 	}
-	refused := map[int32]string{} // the first batch a broker could not join, and why
-	for len(left) > 0 {
-		first := left[0]
-		batch := []int32{first}
-		why := map[int32]string{first: "first of the brokers left in the roll order"}
-		if r, ok := refused[first]; ok {
-			why[first] += "; " + r
-		}
-		for _, i := range isrOf[first] {
-			stopped[i]++
-		}
-		// Candidates: the first broker's rack first, then the rest, each
-		// group in roll order.
-		cands := left[1:]
-		if rack := o.Racks[first]; rack != "" {
-			var same, other []int32
-			for _, c := range cands {
-				if o.Racks[c] == rack {
-					same = append(same, c)
-				} else {
-					other = append(other, c)
-				}
-			}
-			cands = append(same, other...)
-		}
-		for _, c := range cands {
-			if o.Max > 0 && len(batch) >= o.Max {
-				break
-			}
-			if r := fits(c, batch); r != "" {
-				if _, ok := refused[c]; !ok {
-					refused[c] = fmt.Sprintf("not in batch %d: %s", len(out)+1, r)
-				}
-				continue
-			}
-			w := fmt.Sprintf("stopping it with brokers %v keeps each of its %d in-sync partitions online and at min.insync.replicas", batch, len(isrOf[c]))
-			if rack := o.Racks[first]; rack != "" && o.Racks[c] == rack {
-				w += fmt.Sprintf("; rack %s, like broker %d", rack, first)
-			}
-			if r, ok := refused[c]; ok {
-				w += "; " + r
-			}
-			why[c] = w
-			batch = append(batch, c)
-			for _, i := range isrOf[c] {
-				stopped[i]++
-			}
-		}
-		clear(stopped)
-		out = append(out, Batch{Brokers: batch, Why: why})
-		left = slices.DeleteFunc(left, func(b int32) bool { return slices.Contains(batch, b) })
+	var out []Batch
+	for _, group := range rackGroups(left, o.Racks) {
+		out = append(out, p.greedy(group, o)...)
 	}
+	out = p.join(out, o)
 	if last {
 		out = append(out, Batch{Brokers: []int32{*o.Last}, Why: map[int32]string{*o.Last: "the controller: alone and last"}})
 	}
 	return out, nil
 }
 
+// rackGroups splits brokers (in roll order) by rack, the racks in the order
+// their first broker comes; brokers without a rack are one group, in its
+// place. No racks at all: one group.
+func rackGroups(brokers []int32, racks map[int32]string) [][]int32 {
+	var out [][]int32
+	at := map[string]int{}
+	for _, b := range brokers {
+		r := racks[b]
+		i, ok := at[r]
+		if !ok {
+			i = len(out)
+			at[r] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], b)
+	}
+	return out
+}
+
+// planner applies the rule to a batch being built: per partition, how many
+// of its in-sync replicas the batch stops.
+type planner struct {
+	parts   []Partition
+	m       MinISR
+	isrOf   map[int32][]int // broker → the partitions it is an in-sync replica of
+	stopped []int
+	// refused is the first batch a broker could not join, and why.
+	refused map[int32]string
+}
+
+func newPlanner(parts []Partition, m MinISR) *planner {
+	p := &planner{parts: parts, m: m, isrOf: map[int32][]int{}, stopped: make([]int, len(parts)), refused: map[int32]string{}}
+	for i, part := range parts {
+		for _, r := range part.ISR {
+			p.isrOf[r] = append(p.isrOf[r], i)
+		}
+	}
+	return p
+}
+
+// fits says why c cannot join batch (whose stops are counted), or "".
+func (p *planner) fits(c int32, batch []int32) string {
+	for _, i := range p.isrOf[c] {
+		part := p.parts[i]
+		minISR := p.m.Of(part.Topic)
+		switch left := len(part.ISR) - p.stopped[i] - 1; {
+		case Unavoidable(part, minISR) && p.stopped[i] > 0:
+			return fmt.Sprintf("%s (replication factor %d, min.insync.replicas %d) would lose two in-sync replicas with brokers %v", part.Key(), len(part.Replicas), minISR, plus(batch, c))
+		case !Unavoidable(part, minISR) && left == 0:
+			return fmt.Sprintf("%s would go offline with brokers %v: isr %v", part.Key(), plus(batch, c), part.ISR)
+		case !Unavoidable(part, minISR) && left < minISR:
+			return fmt.Sprintf("%s would fall below min.insync.replicas=%d with brokers %v: isr %v", part.Key(), minISR, plus(batch, c), part.ISR)
+		}
+	}
+	return ""
+}
+
+// count adds (or with -1 removes) b's stops to the batch being built.
+func (p *planner) count(b int32, d int) {
+	for _, i := range p.isrOf[b] {
+		p.stopped[i] += d
+	}
+}
+
+// greedy splits one group (one rack's brokers, in roll order) into
+// batches: each starts with the first broker left, and the others join in
+// order while the rule allows.
+func (p *planner) greedy(group []int32, o BatchOptions) []Batch {
+	var out []Batch
+	left := slices.Clone(group)
+	for len(left) > 0 {
+		first := left[0]
+		rack := o.Racks[first]
+		batch := []int32{first}
+		why := map[int32]string{first: "first of the brokers left in the roll order"}
+		if rack != "" {
+			why[first] = fmt.Sprintf("first of rack %s's brokers left in the roll order", rack)
+		}
+		if r, ok := p.refused[first]; ok {
+			why[first] += "; " + r
+		}
+		p.count(first, 1)
+		for _, c := range left[1:] {
+			if o.Max > 0 && len(batch) >= o.Max {
+				break
+			}
+			if r := p.fits(c, batch); r != "" {
+				if _, ok := p.refused[c]; !ok {
+					p.refused[c] = fmt.Sprintf("not in a batch with brokers %v: %s", batch, r)
+				}
+				continue
+			}
+			w := fmt.Sprintf("stopping it with brokers %v keeps each of its %d in-sync partitions online and at min.insync.replicas", batch, len(p.isrOf[c]))
+			if rack != "" {
+				w += fmt.Sprintf("; rack %s, like broker %d", rack, first)
+			}
+			if r, ok := p.refused[c]; ok {
+				w += "; " + r
+			}
+			why[c] = w
+			batch = append(batch, c)
+			p.count(c, 1)
+		}
+		clear(p.stopped)
+		out = append(out, Batch{Brokers: batch, Why: why})
+		left = slices.DeleteFunc(left, func(b int32) bool { return slices.Contains(batch, b) })
+	}
+	return out
+}
+
+// join lets a later batch join an earlier one, whole, where the rule
+// allows the two together (and Max does): fewer batches, each rack's own
+// batches kept whole.
+func (p *planner) join(bs []Batch, o BatchOptions) []Batch {
+	var out []Batch
+	for _, b := range bs {
+		joined := false
+		for k := range out {
+			into := &out[k]
+			if o.Max > 0 && len(into.Brokers)+len(b.Brokers) > o.Max {
+				continue
+			}
+			for _, id := range into.Brokers {
+				p.count(id, 1)
+			}
+			ok := true
+			var added []int32
+			for _, c := range b.Brokers {
+				if p.fits(c, plus(into.Brokers, added...)) != "" {
+					ok = false
+					break
+				}
+				added = append(added, c)
+				p.count(c, 1)
+			}
+			clear(p.stopped)
+			if !ok {
+				continue
+			}
+			for _, c := range b.Brokers {
+				why := fmt.Sprintf("stopping it with brokers %v keeps each of its %d in-sync partitions online and at min.insync.replicas", into.Brokers, len(p.isrOf[c]))
+				if rack := o.Racks[c]; rack != "" {
+					why += fmt.Sprintf("; joined with its rack %s's batch %v, one batch fewer", rack, b.Brokers)
+				}
+				into.Why[c] = why
+			}
+			into.Brokers = append(into.Brokers, b.Brokers...)
+			joined = true
+			break
+		}
+		if !joined {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // plus is batch with c, for a why.
-func plus(batch []int32, c int32) []int32 { return append(slices.Clone(batch), c) }
+func plus(batch []int32, c ...int32) []int32 { return append(slices.Clone(batch), c...) }
 
 // SetRisks is the one rule applied to a set of brokers stopped at once,
 // as a batch roll checks it right before the batch stops: StopRisks on the

@@ -42,7 +42,7 @@ func TestBatches(t *testing.T) {
 		parts: twoSets,
 		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{},
 		want: [][]int32{{1, 4}, {2, 5}, {3, 6}},
-		why:  map[int32]string{2: "not in batch 1: a-0 would fall below min.insync.replicas=2 with brokers [1 2]: isr [1 2 3]"},
+		why:  map[int32]string{2: "not in a batch with brokers [1]: a-0 would fall below min.insync.replicas=2 with brokers [1 2]: isr [1 2 3]"},
 	}, {
 		name:  "max 1 is one at a time",
 		parts: twoSets,
@@ -65,6 +65,44 @@ func TestBatches(t *testing.T) {
 		o:    BatchOptions{Max: 2, Racks: map[int32]string{1: "r1", 2: "r2", 3: "r1", 4: "r2"}},
 		want: [][]int32{{1, 3}, {2, 4}},
 		why:  map[int32]string{3: "rack r1, like broker 1"},
+	}, {
+		// A layout of the lab's (TestBatchRollLab; CI planned [1 2] [3 6]
+		// [5] [4] on it): three racks of two, every partition one replica
+		// per rack, none holding both 1 and 2, the controller 4. Its
+		// rack-mate goes alone rather than with a broker of another rack.
+		name: "racks of two with the controller in one: its rack-mate alone, no rack mixed",
+		parts: []Partition{
+			bpart("a", 0, ids(1, 5, 3), ids(1, 5, 3)),
+			bpart("a", 1, ids(2, 4, 6), ids(2, 4, 6)),
+			bpart("a", 2, ids(3, 1, 5), ids(3, 1, 5)),
+			bpart("a", 3, ids(4, 2, 3), ids(4, 2, 3)),
+			bpart("a", 4, ids(5, 1, 6), ids(5, 1, 6)),
+			bpart("a", 5, ids(6, 4, 2), ids(6, 4, 2)),
+		},
+		order: ids(1, 2, 3, 4, 5, 6), m: m2,
+		o:    BatchOptions{Last: ptr(4), Racks: map[int32]string{1: "r0", 2: "r1", 3: "r2", 4: "r0", 5: "r1", 6: "r2"}},
+		want: [][]int32{{1}, {2, 5}, {3, 6}, {4}},
+		why:  map[int32]string{5: "rack r1, like broker 2", 3: "first of rack r2's brokers"},
+	}, {
+		name: "a rack's batches join another rack's where the rule allows, whole",
+		parts: []Partition{
+			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
+			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
+		},
+		order: ids(1, 2, 3, 4, 5, 6), m: m2,
+		o:    BatchOptions{Racks: map[int32]string{1: "r1", 2: "r2", 3: "r3", 4: "r1", 5: "r2", 6: "r3"}},
+		want: [][]int32{{1, 4}, {2, 5}, {3, 6}},
+		why:  map[int32]string{4: "rack r1, like broker 1"},
+	}, {
+		name: "one broker per rack: batches join across racks as without racks",
+		parts: []Partition{
+			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
+			bpart("a", 1, ids(4, 5, 6), ids(4, 5, 6)),
+		},
+		order: ids(1, 2, 3, 4, 5, 6), m: m2,
+		o:    BatchOptions{Racks: map[int32]string{1: "r1", 2: "r2", 3: "r3", 4: "r4", 5: "r5", 6: "r6"}},
+		want: [][]int32{{1, 4}, {2, 5}, {3, 6}},
+		why:  map[int32]string{4: "joined with its rack r4's batch [4], one batch fewer"},
 	}, {
 		name:  "one rack, but the ISR forbids the rack's batch: the rule wins",
 		parts: twoSets,

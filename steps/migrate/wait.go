@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kremedy/kremedy/internal/atomicfile"
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/roll"
 )
@@ -220,5 +222,66 @@ func (k *resetZnodes) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 		return s.ZKController >= 0 && !s.KRaftController, fmt.Sprintf("/controller %d (KRaft: %v)", s.ZKController, s.KRaftController)
 	})
 	c := steps.Check{Name: "a ZooKeeper broker is the controller", OK: err == nil, Detail: fmt.Sprintf("/controller %d", s.ZKController)}
-	return append(checks, c), nil
+	checks = append(checks, c)
+	if !c.OK {
+		return checks, nil
+	}
+	detail, err := waitBrokersKnow(ctx, env, s.ZKController, 60*time.Second)
+	return append(checks, steps.Check{Name: "every broker names the ZooKeeper controller", OK: err == nil, Detail: detail}), nil
+}
+
+// knownReads is how many Metadata answers in a row must name the ZooKeeper
+// controller before a broker counts as knowing it. A migrating broker whose
+// metadata still holds the KRaft controller answers with a random live
+// broker instead (Kafka 3.9 KafkaApis.handleTopicMetadataRequest:
+// KRaftCachedControllerId → metadataCache.getRandomAliveBrokerId), so one
+// answer can name the right broker by chance; six in a row do so by chance
+// with odds of (1/brokers)^6.
+const knownReads = 6
+
+// waitBrokersKnow waits until every registered broker names controller in
+// knownReads Metadata answers in a row. A migrating broker stopped before
+// it knows the ZooKeeper controller notifies the KRaft controller of its
+// controlled shutdown and waits up to 5 minutes for its approval (Kafka
+// 3.9 KafkaServer.controlledShutdown) — with the controllers stopped, its
+// stop hangs. The new controller tells each broker with its first
+// UpdateMetadata, usually within a second of its election; on a loaded
+// cluster later (CI saw a broker stopped 0.9 s after the election hang).
+func waitBrokersKnow(ctx context.Context, env *steps.Env, controller int32, timeout time.Duration) (string, error) {
+	ids, err := brokers.Registered(ctx, env.ZK)
+	if err != nil {
+		return err.Error(), err
+	}
+	streak := map[int32]int{}
+	var last string
+	err = roll.WaitFor(ctx, env, timeout, fmt.Sprintf("every broker to name ZooKeeper controller %d", controller), func() (bool, string) {
+		var behind []string
+		for _, id := range ids {
+			for range 2 {
+				v, err := env.Kafka.BrokerView(ctx, id, "__consumer_offsets")
+				switch {
+				case err != nil:
+					streak[id] = 0
+					behind = append(behind, fmt.Sprintf("broker %d: %v", id, err))
+				case v.Controller != controller:
+					streak[id] = 0
+					behind = append(behind, fmt.Sprintf("broker %d names %d", id, v.Controller))
+				default:
+					streak[id]++
+				}
+				if streak[id] == 0 {
+					break
+				}
+			}
+			if n := streak[id]; n > 0 && n < knownReads {
+				behind = append(behind, fmt.Sprintf("broker %d: %d of %d answers", id, n, knownReads))
+			}
+		}
+		last = strings.Join(behind, "; ")
+		return len(behind) == 0, last
+	})
+	if err != nil {
+		return last, err
+	}
+	return fmt.Sprintf("brokers %v: controller %d in %d answers in a row each", ids, controller, knownReads), nil
 }

@@ -83,7 +83,7 @@ func TestBatchRollStopsRacksTogetherControllerLast(t *testing.T) {
 	}
 	for _, w := range []string{"restart brokers in 4 batches, in this order: [2 5], [3 6], [4], [1] (the controller, alone and last)",
 		"broker 5: stopping it with brokers [2] keeps each of its 3 in-sync partitions online and at min.insync.replicas; rack r2, like broker 2",
-		"broker 4: first of the brokers left in the roll order; not in batch 1: orders-1 would fall below min.insync.replicas=2 with brokers [2 5 4]"} {
+		"broker 4: first of rack r1's brokers left in the roll order"} {
 		if !strings.Contains(summary, w) {
 			t.Errorf("the plan lacks %q:\n%s", w, summary)
 		}
@@ -154,7 +154,7 @@ func TestBatchRollReadsTheBatchAgain(t *testing.T) {
 	if out := f.run(context.Background()); out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	want := [][]int32{{2, 5}, {3}, {4}, {6}, {1}}
+	want := [][]int32{{2, 5}, {3}, {6}, {4}, {1}} // rack r3's two apart now, then rack r1's 4
 	if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("batches %v, want %v", got, want)
 	}

@@ -134,7 +134,7 @@ func (r *Roll) batchNote() string {
 	if r.Batch > 1 {
 		size = fmt.Sprintf("batches of at most %d (batch=%d)", r.Batch, r.Batch)
 	}
-	return fmt.Sprintf("%s: a batch holds brokers only when stopping all of them at once keeps every partition online and at its min.insync.replicas, counted from the live ISR read now (the one stop-safety rule applied to the set); brokers of one broker.rack are tried together first, but the rule decides, never the rack (nothing in Kafka enforces rack-aware placement). The ISR moves while brokers restart: right before each batch stops the rule is read again on the whole batch, and a batch it no longer allows is not stopped (resume plans the batches again)", size)
+	return fmt.Sprintf("%s: a batch holds brokers only when stopping all of them at once keeps every partition online and at its min.insync.replicas, counted from the live ISR read now (the one stop-safety rule applied to the set); a batch holds one broker.rack's brokers first, and batches of two racks join only where the rule allows them together and it saves a batch; the rule decides, never the rack (nothing in Kafka enforces rack-aware placement). The ISR moves while brokers restart: right before each batch stops the rule is read again on the whole batch, and a batch it no longer allows is not stopped (resume plans the batches again)", size)
 }
 
 // batchActions lays out batch k's actions by phase: one safety check for
