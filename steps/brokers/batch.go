@@ -18,8 +18,8 @@ type BatchOptions struct {
 	// Max caps a batch's size; 0 is auto: the largest batch the rule allows.
 	Max int
 	// Racks are the brokers' broker.rack (none: no preference). A batch
-	// prefers brokers of its first broker's rack; the rule decides, never
-	// the rack: nothing in Kafka enforces rack-aware placement (Strimzi
+	// holds one rack's brokers first, and batches of two racks join only
+	// where that saves a batch; the rule decides, never the rack: nothing in Kafka enforces rack-aware placement (Strimzi
 	// rejected rack batches for that reason).
 	Racks map[int32]string
 	// Last, when set and in the order, is alone in the last batch: the
