@@ -430,6 +430,7 @@ func diagnoseJSON(t *testing.T, l *lab.Lab, topic string) ([]string, map[string]
 // wipe steps.
 func TestCleanupLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net = 11
 	l := startLab(t, cfg)
@@ -621,6 +622,7 @@ func tuiInTmux(t *testing.T, l *lab.Lab, topic, runDir string) string {
 // silently adopted the old segments.
 func TestCleanupLabIBP27(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net, cfg.IBP, cfg.ZooKeepers = 12, "2.7", 1
 	l := startLab(t, cfg)

@@ -90,6 +90,7 @@ func rewrite(t *testing.T, c *clients, topic string, change func(map[string]json
 // with the right brokers and partitions.
 func TestDiagnoseZooKeeperLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net = 15
 	l := startLab(t, cfg)

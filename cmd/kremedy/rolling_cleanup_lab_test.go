@@ -90,6 +90,7 @@ func countRecordsN(ctx context.Context, t *testing.T, l *lab.Lab, topic string, 
 // it with segments restore and znodes restore.
 func TestRollingCleanupLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net = 16
 	l := startLab(t, cfg)

@@ -155,6 +155,7 @@ func produceDuringWith(t *testing.T, l *lab.Lab, topic string, parts int32, stop
 // refuses to roll one with a broker down, and clears stale broker caches.
 func TestRollingRestartLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net = 14
 	l := startLab(t, cfg)
