@@ -19,8 +19,9 @@ type BatchOptions struct {
 	Max int
 	// Racks are the brokers' broker.rack (none: no preference). A batch
 	// holds one rack's brokers first, and batches of two racks join only
-	// where that saves a batch; the rule decides, never the rack: nothing in Kafka enforces rack-aware placement (Strimzi
-	// rejected rack batches for that reason).
+	// where that saves a batch; the rule decides, never the rack: nothing
+	// in Kafka enforces rack-aware placement (Strimzi rejected rack
+	// batches for that reason).
 	Racks map[int32]string
 	// Last, when set and in the order, is alone in the last batch: the
 	// controller (the active controller in KRaft). A pointer, because 0 is
@@ -137,10 +138,15 @@ func (p *planner) fits(c int32, batch []int32) string {
 	return ""
 }
 
-// count adds (or with -1 removes) b's stops to the batch being built.
-func (p *planner) count(b int32, d int) {
+// keeps is why c is in a batch with brokers batch.
+func (p *planner) keeps(c int32, batch []int32) string {
+	return fmt.Sprintf("stopping it with brokers %v keeps each of its %d in-sync partitions online and at min.insync.replicas", batch, len(p.isrOf[c]))
+}
+
+// count adds b's stops to the batch being built.
+func (p *planner) count(b int32) {
 	for _, i := range p.isrOf[b] {
-		p.stopped[i] += d
+		p.stopped[i]++
 	}
 }
 
@@ -161,7 +167,7 @@ func (p *planner) greedy(group []int32, o BatchOptions) []Batch {
 		if r, ok := p.refused[first]; ok {
 			why[first] += "; " + r
 		}
-		p.count(first, 1)
+		p.count(first)
 		for _, c := range left[1:] {
 			if o.Max > 0 && len(batch) >= o.Max {
 				break
@@ -172,7 +178,7 @@ func (p *planner) greedy(group []int32, o BatchOptions) []Batch {
 				}
 				continue
 			}
-			w := fmt.Sprintf("stopping it with brokers %v keeps each of its %d in-sync partitions online and at min.insync.replicas", batch, len(p.isrOf[c]))
+			w := p.keeps(c, batch)
 			if rack != "" {
 				w += fmt.Sprintf("; rack %s, like broker %d", rack, first)
 			}
@@ -181,7 +187,7 @@ func (p *planner) greedy(group []int32, o BatchOptions) []Batch {
 			}
 			why[c] = w
 			batch = append(batch, c)
-			p.count(c, 1)
+			p.count(c)
 		}
 		clear(p.stopped)
 		out = append(out, Batch{Brokers: batch, Why: why})
@@ -203,7 +209,7 @@ func (p *planner) join(bs []Batch, o BatchOptions) []Batch {
 				continue
 			}
 			for _, id := range into.Brokers {
-				p.count(id, 1)
+				p.count(id)
 			}
 			ok := true
 			var added []int32
@@ -213,14 +219,14 @@ func (p *planner) join(bs []Batch, o BatchOptions) []Batch {
 					break
 				}
 				added = append(added, c)
-				p.count(c, 1)
+				p.count(c)
 			}
 			clear(p.stopped)
 			if !ok {
 				continue
 			}
 			for _, c := range b.Brokers {
-				why := fmt.Sprintf("stopping it with brokers %v keeps each of its %d in-sync partitions online and at min.insync.replicas", into.Brokers, len(p.isrOf[c]))
+				why := p.keeps(c, into.Brokers)
 				if rack := o.Racks[c]; rack != "" {
 					why += fmt.Sprintf("; joined with its rack %s's batch %v, one batch fewer", rack, b.Brokers)
 				}

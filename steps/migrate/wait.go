@@ -257,6 +257,9 @@ func waitBrokersKnow(ctx context.Context, env *steps.Env, controller int32, time
 	err = roll.WaitFor(ctx, env, timeout, fmt.Sprintf("every broker to name ZooKeeper controller %d", controller), func() (bool, string) {
 		var behind []string
 		for _, id := range ids {
+			// Up to two answers a broker each poll, so a streak builds
+			// in a few polls; one topic named keeps each Metadata
+			// answer small (none named would be every topic's).
 			for range 2 {
 				v, err := env.Kafka.BrokerView(ctx, id, "__consumer_offsets")
 				switch {
