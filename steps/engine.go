@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -250,11 +251,31 @@ func (e *engine) plan(ctx context.Context, env *Env, s Step) (*Plan, string, err
 		plan.Rollback = strings.TrimRight(plan.Rollback, "\n") + "\n" + own
 	}
 	digest := plan.Digest()
-	if err := env.record(journal.Plan, planRecord{Plan: plan, Digest: digest, Ahead: env.ahead}); err != nil {
+	rec, err := e.run.rec.appendRecord(journal.Plan, s.Info.ID, planRecord{Plan: plan, Digest: digest, Ahead: env.ahead})
+	if err != nil {
 		return nil, "", err
+	}
+	// What a second approver reads is the journal's copy: it must digest
+	// the same as the plan that runs, or nobody could check it.
+	if again, err := DigestJSON(rec.Data); err != nil || again != digest {
+		return nil, "", journaledDigestErr(s.Info.ID, digest, again, err, rec.Data)
 	}
 	env.emit(Event{Kind: EvPlan, Plan: plan})
 	return plan, digest, nil
+}
+
+// journaledDigestErr says why a plan whose journaled copy does not digest
+// as the plan itself cannot be confirmed: a secret the journal redacted
+// (the plan would show it), or arguments that do not survive JSON.
+func journaledDigestErr(step, digest, again string, err error, data []byte) error {
+	why := fmt.Sprintf("its journaled copy digests as %.12s, the plan as %.12s", again, digest)
+	if err != nil {
+		why = fmt.Sprintf("its journaled copy cannot be read back: %v", err)
+	}
+	if bytes.Contains(data, []byte(journal.RedactedText)) {
+		why = "it contains a secret, which the journal redacted: a plan is shown to the operator and every approver and must carry none"
+	}
+	return fmt.Errorf("%w: the plan of %s cannot be confirmed: %s; nothing of it was done — this is a bug in the step's kind: report it with the journal", ErrRefused, step, why)
 }
 
 // bounded is the context of a step's work: its timeout bounds Apply and

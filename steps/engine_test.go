@@ -281,3 +281,26 @@ func std(pkg string) bool {
 	first, _, _ := strings.Cut(pkg, "/")
 	return !strings.Contains(first, ".")
 }
+
+// TestAPlanWithASecretIsNeverConfirmed: the journal redacts a registered
+// secret, so a plan that carries one would be shown in clear to the
+// operator and approvers while its journaled copy no longer digests as it:
+// the engine refuses it before asking, and nothing runs.
+func TestAPlanWithASecretIsNeverConfirmed(t *testing.T) {
+	k := &fakeKind{plan: func() *steps.Plan {
+		return &steps.Plan{Summary: "edit", Actions: []steps.Action{{ID: "a", Op: steps.OpSSH, Target: "x", Args: map[string]string{"content": "password=hunter2-secret"}}}}
+	}}
+	s := session(t, step("edit", steps.Destructive, steps.ConfirmTyped, k))
+	s.Redact("hunter2-secret")
+	asked := false
+	out := s.Run(context.Background(), ports.Cluster{}, approveFunc(func(_ steps.Info, p *steps.Plan) steps.Approval {
+		asked = true
+		return approveAll(steps.Info{}, p)
+	}), nil)
+	if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "contains a secret") {
+		t.Fatalf("a plan with a secret: %v", out.Err)
+	}
+	if asked || k.applied != 0 {
+		t.Fatalf("asked %v, applied %d", asked, k.applied)
+	}
+}

@@ -125,20 +125,67 @@ type Plan struct {
 	Rollback string `json:"rollback,omitempty"`
 }
 
-// Digest identifies what the plan will do: its step, summary and every
-// action with its arguments (sha256 of their JSON). Notes, facts and the
-// rollback note are what the operator reads, not what runs.
+// digestVersion starts the bytes a digest hashes: a digest of another
+// form (v1 hashed Go-struct JSON of the actions only) never equals one of
+// this form.
+const digestVersion = "kremedy plan digest v2\n"
+
+// Digest identifies the plan as the operator and every approver read it:
+// the sha256 of its canonical JSON (CanonicalJSON) — step, kind, summary,
+// every action with its arguments, the notes, the facts, the rollback note
+// and the no-op flags. A plan read back from the journal digests the same
+// (DigestJSON over the journaled bytes), so anyone holding the journal can
+// recompute what was approved: `kremedy approve` does, and refuses a plan
+// whose journaled form does not match the digest the run waits for.
 func (p *Plan) Digest() string {
-	b, err := json.Marshal(struct {
-		Step, Kind, Summary string
-		NoOp, EndsRun       bool
-		Actions             []Action
-	}{p.Step, p.Kind, p.Summary, p.NoOp, p.EndsRun, p.Actions})
+	b, err := json.Marshal(p)
 	if err != nil {
 		// Arguments that do not encode cannot be shown, so cannot be
 		// approved: a digest nothing matches.
 		return "unencodable: " + err.Error()
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	d, err := DigestJSON(b)
+	if err != nil {
+		return "unencodable: " + err.Error()
+	}
+	return d
+}
+
+// planRecordOnly are the fields a plan record adds to a plan's JSON (the
+// digest it was journaled with, whether it was planned ahead): they are not
+// part of what the digest covers.
+var planRecordOnly = []string{"digest", "ahead"}
+
+// DigestJSON is the digest of a plan from its JSON: a plan's own, or a
+// journal plan record's (its "digest" and "ahead" fields are left out). It
+// equals Plan.Digest of the plan the JSON encodes.
+func DigestJSON(raw []byte) (string, error) {
+	c, err := CanonicalJSON(raw, planRecordOnly...)
+	if err != nil {
+		return "", fmt.Errorf("plan digest: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte(digestVersion), c...))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// CanonicalJSON re-encodes a JSON object in one form whatever wrote it:
+// object keys sorted (as encoding/json writes maps), numbers as their
+// literal text (json.Number: an int64 never passes through float64), no
+// insignificant space. drop names top-level keys left out. A Go value
+// marshalled, and the same value read back from the journal into maps, give
+// the same bytes: the struct's field order is gone in both.
+func CanonicalJSON(raw []byte, drop ...string) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, fmt.Errorf("trailing data after the JSON object")
+	}
+	for _, k := range drop {
+		delete(m, k)
+	}
+	return json.Marshal(m)
 }

@@ -34,20 +34,27 @@ func (r *recorder) clock() time.Time {
 // append writes one record. A journal that cannot be written stops the
 // run: an unrecorded action could not be resumed or audited.
 func (r *recorder) append(typ, step string, data any) error {
+	_, err := r.appendRecord(typ, step, data)
+	return err
+}
+
+// appendRecord is append that also returns the record as written (its
+// Data the journaled bytes, redaction applied).
+func (r *recorder) appendRecord(typ, step string, data any) (journal.Record, error) {
 	r.mu.Lock()
 	var rec journal.Record
 	if r.j == nil {
 		raw, err := json.Marshal(data)
 		if err != nil {
 			r.mu.Unlock()
-			return fmt.Errorf("record %s: %w", typ, err)
+			return journal.Record{}, fmt.Errorf("record %s: %w", typ, err)
 		}
 		rec = journal.Record{Seq: int64(len(r.recs) + 1), Time: r.clock().UTC(), Type: typ, Step: step, Data: raw}
 	} else {
 		var err error
 		if rec, err = r.j.Append(typ, step, data); err != nil {
 			r.mu.Unlock()
-			return fmt.Errorf("journal %s: %w (the run stops: an unrecorded action could not be resumed)", r.j.Path(), err)
+			return journal.Record{}, fmt.Errorf("journal %s: %w (the run stops: an unrecorded action could not be resumed)", r.j.Path(), err)
 		}
 	}
 	r.recs = append(r.recs, rec)
@@ -61,7 +68,7 @@ func (r *recorder) append(typ, step string, data any) error {
 	if after != nil && r.j != nil {
 		after(typ, step)
 	}
-	return nil
+	return rec, nil
 }
 
 // prime feeds the outage tracker the records an earlier attempt wrote

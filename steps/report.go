@@ -59,7 +59,11 @@ func (s *Session) writeReport(out Outcome) error {
 		}
 	}
 	b.WriteString(reportTimes(recs))
-	b.WriteString(reportApprovals(recs))
+	if v, err := ViewRecords(recs); err == nil {
+		b.WriteString(reportApprovals(v))
+	} else {
+		fmt.Fprintf(&b, "\n## Approvals\n\nthe journal cannot be read as a run: %v\n", err)
+	}
 	timeline, changed, rollbacks := reportTimeline(recs)
 	b.WriteString("\n## Timeline\n\n| time (UTC) | step | event |\n|---|---|---|\n")
 	b.WriteString(timeline)
@@ -224,28 +228,42 @@ func compact(d map[string]any) string {
 
 // reportApprovals is the report's account of who approved what, when:
 // every decision journaled (those given ahead of a window too) with the
-// digest of the plan it was for and the signoffs a policy asked for.
-func reportApprovals(recs []journal.Record) string {
-	var b strings.Builder
-	for _, rec := range recs {
-		var a approval
-		ahead := ""
-		switch rec.Type {
-		case journal.Approval:
-			a, _ = journal.Decode[approval](rec)
-		case journal.Note:
-			n, err := journal.Decode[struct {
-				Approval *approval `json:"approval"`
-			}](rec)
-			if err != nil || n.Approval == nil {
-				continue
-			}
-			a, ahead = *n.Approval, " (ahead)"
-		default:
-			continue
+// digest of the plan it was for and the signoffs a policy asked for; then
+// whether every approved plan, recomputed from the journal, has the digest
+// it was approved with.
+func reportApprovals(v *RunView) string {
+	var all []struct {
+		step string
+		d    DecisionView
+	}
+	for _, s := range v.Steps {
+		for _, d := range s.Decisions {
+			all = append(all, struct {
+				step string
+				d    DecisionView
+			}{s.ID, d})
 		}
-		if b.Len() == 0 {
-			b.WriteString("\n## Approvals\n\n| time (UTC) | step | decision | by | plan digest | signed off by |\n|---|---|---|---|---|---|\n")
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	slices.SortFunc(all, func(a, b struct {
+		step string
+		d    DecisionView
+	}) int {
+		return int(a.d.Seq - b.d.Seq)
+	})
+	var b strings.Builder
+	b.WriteString("\n## Approvals\n\n| time (UTC) | step | decision | by | plan digest | signed off by |\n|---|---|---|---|---|---|\n")
+	approved := 0
+	for _, e := range all {
+		a := e.d
+		ahead := ""
+		if a.Ahead {
+			ahead = " (ahead)"
+		}
+		if a.Decision == Approve.String() && a.Digest != "" {
+			approved++
 		}
 		so := "-"
 		if len(a.Signoffs) > 0 {
@@ -259,11 +277,19 @@ func reportApprovals(recs []journal.Record) string {
 		if a.Digest != "" {
 			digest = fmt.Sprintf("`%.12s`", a.Digest)
 		}
-		row := []string{rec.Time.UTC().Format("15:04:05"), rec.Step, a.Decision + ahead, a.By, digest, so}
+		row := []string{a.Time.UTC().Format("15:04:05"), e.step, a.Decision + ahead, a.By, digest, so}
 		for i := range row {
 			row[i] = strings.ReplaceAll(row[i], "|", "\\|")
 		}
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+	}
+	if bad := v.Tampered(); len(bad) > 0 {
+		b.WriteString("\n**The journal does not hold every approved plan as it was approved:**\n\n")
+		for _, l := range bad {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	} else if approved > 0 {
+		fmt.Fprintf(&b, "\nevery approved plan digests, recomputed from this journal, as approved (%d approvals checked).\n", approved)
 	}
 	return b.String()
 }

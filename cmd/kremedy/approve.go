@@ -2,18 +2,17 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kremedy/kremedy/steps"
-	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/signoff"
 )
 
@@ -121,47 +120,44 @@ func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
 }
 
 // journaledPlan is the plan of req's step as the run's journal has it last:
-// what the operator was shown. It must be the plan the request is for.
-func journaledPlan(dir string, req signoff.Request) (*steps.Plan, error) {
-	recs, err := journal.Read(filepath.Join(dir, steps.JournalFile))
+// what the operator was shown. It must be the plan the request is for, and
+// its journaled bytes must digest as that: the digest is recomputed here,
+// never taken from the journal's or the request's word.
+func journaledPlan(dir string, req signoff.Request) (*steps.PlanView, error) {
+	v, err := steps.ReadRun(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w; nothing was signed", err)
 	}
-	type planRecord struct {
-		steps.Plan
-		Digest string `json:"digest"`
-	}
-	var last *planRecord
-	for _, r := range recs {
-		if r.Type != journal.Plan || r.Step != req.Step {
-			continue
-		}
-		p, err := journal.Decode[planRecord](r)
-		if err != nil {
-			return nil, fmt.Errorf("the journal's plan of %s: %w", req.Step, err)
-		}
-		last = &p
+	var last *steps.PlanView
+	if s := v.Step(req.Step); s != nil {
+		last = s.LastPlan()
 	}
 	switch {
 	case last == nil:
 		return nil, fmt.Errorf("the run's journal has no plan of %s; nothing was signed", req.Step)
+	case !last.Intact():
+		return nil, fmt.Errorf("refused: the journal's plan of step %s (record %d) digests as %s when recomputed from the journal, not as the %s journaled with it: it was changed after it was made, so what you would read is not what runs; nothing was signed — tell the operator and do not approve this run", req.Step, last.Seq, last.Recomputed, last.Digest)
 	case last.Digest != req.Digest:
-		return nil, fmt.Errorf("the journal's latest plan of %s (digest %.12s) is not the one the run waits for (%.12s); nothing was signed — run approve again", req.Step, last.Digest, req.Digest)
+		return nil, fmt.Errorf("refused: the run asks you to sign digest %s for step %s, but the journal's latest plan of it digests as %s (recomputed): the request is not for the plan you would read; nothing was signed — run approve again, and if it repeats, tell the operator", req.Digest, req.Step, last.Recomputed)
 	}
-	return &last.Plan, nil
+	return last, nil
 }
 
-func showRequest(w io.Writer, meta steps.Meta, req signoff.Request, p *steps.Plan) {
+func showRequest(w io.Writer, meta steps.Meta, req signoff.Request, pv *steps.PlanView) {
+	p := &pv.Plan
 	fmt.Fprintf(w, "run %s: %s on %s (%s)\n", meta.ID, meta.Runbook, meta.Cluster, modeName(meta.Lab))
 	fmt.Fprintf(w, "step %s — %s [%s]\n", req.Step, req.Title, req.Risk)
 	fmt.Fprintf(w, "confirmed by %s (key %s) at %s UTC; the run waits until %s UTC\n", req.Operator.Principal, req.Operator.Key,
 		req.Since.UTC().Format("15:04:05"), req.Until.UTC().Format(time.DateTime))
-	fmt.Fprintf(w, "\nthe plan you sign (digest %s):\n   %s\n", req.Digest, p.Summary)
+	fmt.Fprintf(w, "\nthe plan you sign, as the run's journal has it (record %d):\n   digest %s\n   recomputed here from what is shown below: equal\n   %s\n", pv.Seq, pv.Recomputed, p.Summary)
 	for _, f := range p.Facts {
 		fmt.Fprintf(w, "   · %s\n", f)
 	}
 	for _, a := range p.Actions {
 		fmt.Fprintf(w, "   → %s\n", a)
+		if args := actionArgs(a); args != "" {
+			fmt.Fprintf(w, "       args %s\n", args)
+		}
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(w, "   ! %s\n", n)
@@ -169,4 +165,23 @@ func showRequest(w io.Writer, meta steps.Meta, req signoff.Request, p *steps.Pla
 	if p.Rollback != "" {
 		fmt.Fprintf(w, "   rollback: %s\n", strings.ReplaceAll(p.Rollback, "\n", "\n             "))
 	}
+}
+
+// actionArgs is an action's arguments as canonical JSON: what Apply runs
+// besides the line above it, and part of the digest.
+func actionArgs(a steps.Action) string {
+	if a.Args == nil {
+		return ""
+	}
+	b, err := json.Marshal(struct {
+		Args any `json:"args"`
+	}{a.Args})
+	if err != nil {
+		return fmt.Sprintf("(unreadable: %v)", err)
+	}
+	c, err := steps.CanonicalJSON(b)
+	if err != nil {
+		return fmt.Sprintf("(unreadable: %v)", err)
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(string(c), `{"args":`), "}")
 }

@@ -218,7 +218,7 @@ func TestApproveCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, out)
 	}
-	for _, w := range []string{"step stop-brokers — Stop every broker [destructive]", "confirmed by alice@example.com", "→ ssh b1: stop", "the plan you sign (digest ", "signed: bob@example.com (key SHA256:"} {
+	for _, w := range []string{"step stop-brokers — Stop every broker [destructive]", "confirmed by alice@example.com", "→ ssh b1: stop", "the plan you sign, as the run's journal has it", "signed: bob@example.com (key SHA256:"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("approve's output lacks %q:\n%s", w, out)
 		}

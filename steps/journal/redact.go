@@ -15,7 +15,10 @@ import (
 // blank out ordinary words.
 const minSecretLen = 4
 
-const redactedText = "[redacted]"
+// RedactedText replaces a secret in a redacted record.
+const RedactedText = "[redacted]"
+
+const redactedText = RedactedText
 
 // Redact makes every later Append replace each secret (ignoring those shorter
 // than 4 bytes) with "[redacted]" in the record's Step and Data, before the
