@@ -44,6 +44,15 @@ type StepView struct {
 	State string
 	At    time.Time // of the last word
 	Err   string    // a failed or interrupted step's error
+	// Failures are every step-failed record of the step, every attempt.
+	Failures []Failure
+}
+
+// Failure is one journaled failure of a step.
+type Failure struct {
+	Seq  int64
+	Time time.Time
+	Err  string
 }
 
 // PlanView is one plan of a step as journaled.
@@ -212,6 +221,8 @@ func ViewRecords(recs []journal.Record) (*RunView, error) {
 			s.State, s.At, s.Err = "failed", r.Time, d.Error
 			if r.Type == journal.Interrupted {
 				s.State = "interrupted"
+			} else {
+				s.Failures = append(s.Failures, Failure{Seq: r.Seq, Time: r.Time, Err: d.Error})
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package steps
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -205,13 +204,20 @@ func reportTimes(recs []journal.Record) string {
 // RunOutage reads run dir's journal: its outage window (nil when no broker
 // was down) and the operator's time inside it. Drills score runs with it.
 func RunOutage(dir string) (*Outage, time.Duration, error) {
-	recs, err := journal.Read(filepath.Join(dir, JournalFile))
+	v, err := ReadRun(dir)
 	if err != nil {
 		return nil, 0, err
 	}
-	_, o := timings(recs)
+	o, wait := v.Outage()
+	return o, wait, nil
+}
+
+// Outage is the run's outage window (nil when no broker was down) and the
+// operator's time inside it.
+func (v *RunView) Outage() (*Outage, time.Duration) {
+	_, o := timings(v.Records)
 	if o == nil {
-		return nil, 0, nil
+		return nil, 0
 	}
-	return &o.Outage, o.Waiting, nil
+	return &o.Outage, o.Waiting
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
-	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/tui"
 )
 
@@ -457,7 +456,7 @@ func scoreRuns(cmds []drill.Command) []drill.RunScore {
 			continue
 		}
 		seen[c.RunDir] = true
-		recs, err := journal.Read(filepath.Join(c.RunDir, steps.JournalFile))
+		v, err := steps.ReadRun(c.RunDir)
 		if err != nil {
 			continue // a run refused before its journal was made
 		}
@@ -465,14 +464,14 @@ func scoreRuns(cmds []drill.Command) []drill.RunScore {
 		if o, wait, err := steps.RunOutage(c.RunDir); err == nil && o != nil {
 			r.OutageS, r.WaitS = o.Length().Seconds(), wait.Seconds()
 		}
-		r.Steps, r.Finished = stepScores(recs, whyNotes(c.Runbook))
+		r.Steps, r.Finished = stepScores(v, whyNotes(c.Runbook))
 		var same []drill.Command
 		for _, o := range cmds {
 			if o.RunDir == c.RunDir {
 				same = append(same, o)
 			}
 		}
-		r.Failures = stepFailures(recs, c.Runbook, same)
+		r.Failures = stepFailures(v, c.Runbook, same)
 		out = append(out, r)
 	}
 	return out
@@ -489,38 +488,18 @@ func whyNotes(runbook string) map[string]string {
 	return out
 }
 
-// stepScores is each step's last state in a journal, with its why-note.
-func stepScores(recs []journal.Record, why map[string]string) ([]drill.StepScore, bool) {
-	var order []string
-	by := map[string]*drill.StepScore{}
-	finished := false
-	for _, r := range recs {
-		if r.Type == journal.RunEnd {
-			finished = true
-		}
-		if r.Step == "" {
-			continue
-		}
-		s := by[r.Step]
-		if s == nil {
-			s = &drill.StepScore{ID: r.Step, State: "not done", Why: why[r.Step]}
-			by[r.Step] = s
-			order = append(order, r.Step)
-		}
-		switch r.Type {
-		case journal.StepDone:
-			s.State, s.At = "done", r.Time
-		case journal.StepSkipped:
-			s.State, s.At = "skipped", r.Time
-		case journal.StepFailed:
-			s.State, s.At = "failed", r.Time
-		}
-	}
+// stepScores is each step's last state in a run, with its why-note.
+func stepScores(v *steps.RunView, why map[string]string) ([]drill.StepScore, bool) {
 	var out []drill.StepScore
-	for _, id := range order {
-		out = append(out, *by[id])
+	for _, st := range v.Steps {
+		sc := drill.StepScore{ID: st.ID, State: "not done", Why: why[st.ID]}
+		switch st.State {
+		case "done", "skipped", "failed":
+			sc.State, sc.At = st.State, st.At
+		}
+		out = append(out, sc)
 	}
-	return out, finished
+	return out, v.Ended
 }
 
 // stepFailures are the step failures of a run's journal that no command's
@@ -528,23 +507,35 @@ func stepScores(recs []journal.Record, why map[string]string) ([]drill.StepScore
 // session (r) to done. The last failure of a command that exited non-zero
 // is that command's refusal, counted with the commands (cmds: the drill's
 // commands on this run directory).
-func stepFailures(recs []journal.Record, runbook string, cmds []drill.Command) []drill.Refusal {
+func stepFailures(v *steps.RunView, runbook string, cmds []drill.Command) []drill.Refusal {
+	var all []struct {
+		step string
+		f    steps.Failure
+	}
+	for _, st := range v.Steps {
+		for _, f := range st.Failures {
+			all = append(all, struct {
+				step string
+				f    steps.Failure
+			}{st.ID, f})
+		}
+	}
+	slices.SortFunc(all, func(a, b struct {
+		step string
+		f    steps.Failure
+	}) int {
+		return int(a.f.Seq - b.f.Seq)
+	})
 	var out []drill.Refusal
 	lastOf := map[int]int{} // command index -> index in out of its last failure
-	for _, r := range recs {
-		if r.Type != journal.StepFailed {
-			continue
-		}
-		var f struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(r.Data, &f)
+	for _, e := range all {
+		at := e.f.Time
 		for ci, c := range cmds {
-			if !r.Time.Before(c.At) && (c.Exit < 0 || !r.Time.After(c.At.Add(time.Duration(c.TookS*float64(time.Second))+time.Second))) {
+			if !at.Before(c.At) && (c.Exit < 0 || !at.After(c.At.Add(time.Duration(c.TookS*float64(time.Second))+time.Second))) {
 				lastOf[ci] = len(out)
 			}
 		}
-		out = append(out, drill.Refusal{At: r.Time, Command: fmt.Sprintf("%s: step %s", runbook, r.Step), Why: f.Error})
+		out = append(out, drill.Refusal{At: at, Command: fmt.Sprintf("%s: step %s", runbook, e.step), Why: e.f.Err})
 	}
 	drop := map[int]bool{}
 	for ci, i := range lastOf {

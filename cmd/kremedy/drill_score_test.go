@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/drill"
+	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/journal"
 )
 
@@ -19,12 +20,21 @@ func TestStepFailuresRetriedAreCounted(t *testing.T) {
 		b, _ := json.Marshal(map[string]string{"error": "step " + step + ": the pause did not finish in 30 s"})
 		return journal.Record{Time: t0.Add(at), Type: journal.StepFailed, Step: step, Data: b}
 	}
-	recs := []journal.Record{failed(48*time.Second, "detach-clients"), {Time: t0.Add(48 * time.Second), Type: journal.RunEnd}, failed(10*time.Minute, "verify")}
+	meta, _ := json.Marshal(steps.Meta{ID: "r", Runbook: "topic-cleanup"})
+	end, _ := json.Marshal(map[string]bool{"ok": false})
+	recs := []journal.Record{{Time: t0, Type: journal.RunStart, Data: meta}, failed(48*time.Second, "detach-clients"), {Time: t0.Add(48 * time.Second), Type: journal.RunEnd, Data: end}, failed(10*time.Minute, "verify")}
+	for i := range recs {
+		recs[i].Seq = int64(i + 1)
+	}
+	v, err := steps.ViewRecords(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmds := []drill.Command{
 		{At: t0, TookS: 459, Exit: 0, Verb: "run"},                        // the TUI session: detach-clients failed, r, done
 		{At: t0.Add(9 * time.Minute), TookS: 61, Exit: 1, Verb: "resume"}, // ended by verify's failure
 	}
-	got := stepFailures(recs, "topic-cleanup", cmds)
+	got := stepFailures(v, "topic-cleanup", cmds)
 	if len(got) != 1 || got[0].Command != "topic-cleanup: step detach-clients" || !got[0].At.Equal(t0.Add(48*time.Second)) {
 		t.Fatalf("step failures %+v: want only the retried detach-clients", got)
 	}
