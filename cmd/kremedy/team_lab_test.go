@@ -403,7 +403,7 @@ func TestTeamLab(t *testing.T) {
 		}
 		waited := time.Since(start)
 		r := approve("bob")
-		if r.code != 0 || !strings.Contains(r.out, "the plan you sign (digest "+req.Digest+")") || !strings.Contains(r.out, "signed: bob@example.com") {
+		if r.code != 0 || !strings.Contains(r.out, "the plan you sign, as the run's journal has it") || !strings.Contains(r.out, "digest "+req.Digest+"\n   recomputed here from what is shown below: equal") || !strings.Contains(r.out, "signed: bob@example.com") {
 			t.Fatalf("bob's approval: exit %d\n%s", r.code, r.out)
 		}
 		select {
