@@ -401,8 +401,37 @@ func TestTeamLab(t *testing.T) {
 		if after := brokerPIDs(l); !maps.Equal(before, after) {
 			t.Fatalf("a broker was restarted before the second approval: %v -> %v", before, after)
 		}
-		waited := time.Since(start)
+		// H1: the journal's plan edited after the operator's confirmation
+		// (what bob would read is no longer what runs): approve recomputes
+		// the digest from it and refuses, naming the step; nothing signed.
+		jpath := filepath.Join(run, "journal.jsonl")
+		orig, err := os.ReadFile(jpath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jlines := bytes.SplitAfter(orig, []byte("\n"))
+		for i := len(jlines) - 1; i >= 0; i-- {
+			if bytes.Contains(jlines[i], []byte(`"type":"plan","step":"roll"`)) {
+				jlines[i] = bytes.Replace(jlines[i], []byte(`"summary":"`), []byte(`"summary":"(harmless) `), 1)
+				break
+			}
+		}
+		edited := bytes.Join(jlines, nil)
+		if bytes.Equal(edited, orig) {
+			t.Fatal("the test's edit changed nothing in the journal")
+		}
+		if err := os.WriteFile(jpath, edited, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		r := approve("bob")
+		if err := os.WriteFile(jpath, orig, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if r.code != 1 || !strings.Contains(r.out, "refused: the journal's plan of step roll") || strings.Contains(r.out, "signed:") {
+			t.Fatalf("bob's approval of an edited plan: exit %d, want 1 naming the step\n%s", r.code, r.out)
+		}
+		waited := time.Since(start)
+		r = approve("bob")
 		if r.code != 0 || !strings.Contains(r.out, "the plan you sign, as the run's journal has it") || !strings.Contains(r.out, "digest "+req.Digest+"\n   recomputed here from what is shown below: equal") || !strings.Contains(r.out, "signed: bob@example.com") {
 			t.Fatalf("bob's approval: exit %d\n%s", r.code, r.out)
 		}
