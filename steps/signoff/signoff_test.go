@@ -19,7 +19,8 @@ import (
 
 // keys are ed25519 keys made for the test, and an allowed_signers file:
 // alice (the operator) and bob and dave may approve; eve's key is allowed
-// for git signatures only; carol's is in no file.
+// for git signatures only; carol's is in no file; alice2 (alice's second
+// key) and wild are in none, for the tests that write their own.
 type keys struct {
 	dir, allowed string
 }
@@ -31,7 +32,7 @@ func newKeys(t *testing.T) keys {
 	}
 	k := keys{dir: t.TempDir()}
 	var lines []string
-	for _, name := range []string{"alice", "bob", "carol", "dave", "eve"} {
+	for _, name := range []string{"alice", "bob", "carol", "dave", "eve", "alice2", "wild"} {
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", k.key(name)).CombinedOutput(); err != nil {
 			t.Fatalf("ssh-keygen: %v\n%s", err, out)
 		}
@@ -57,6 +58,32 @@ func newKeys(t *testing.T) keys {
 }
 
 func (k keys) key(name string) string { return filepath.Join(k.dir, name) }
+
+// pub is name's public key as allowed_signers writes it: type and blob.
+func (k keys) pub(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(k.key(name) + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	return f[0] + " " + f[1]
+}
+
+// signers writes an allowed_signers file of lines, where {name} stands
+// for name's public key.
+func (k keys) signers(t *testing.T, lines ...string) string {
+	t.Helper()
+	text := strings.Join(lines, "\n") + "\n"
+	for _, name := range []string{"alice2", "alice", "bob", "carol", "dave", "eve", "wild"} {
+		text = strings.ReplaceAll(text, "{"+name+"}", k.pub(t, name))
+	}
+	path := filepath.Join(t.TempDir(), "allowed_signers")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // strictApprover is the operator: it expects exactly the steps in want to
 // be asked, in order, and answers each with answer.
@@ -140,7 +167,7 @@ func approveWhenAsked(t *testing.T, k keys, dir string, ss []signing) {
 			if s.run != "" {
 				run = s.run
 			}
-			sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key(s.key), signoff.Message(run, req.Step, digest), false)
+			sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key(s.key), signoff.Message(run, req.Step, digest, req.Nonce), false)
 			if err != nil {
 				t.Error(err)
 				return
@@ -177,7 +204,7 @@ func TestApprover(t *testing.T) {
 		{name: "a key in no allowed_signers, then bob", approvals: 2, sign: []signing{{key: "carol"}, {key: "bob"}},
 			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"not an allowed signer: key SHA256:", "approved by bob@example.com"}},
 		{name: "the operator's own key does not count twice", approvals: 2, sign: []signing{{key: "alice"}}, timeout: 2 * time.Second,
-			wantErr: steps.ErrNotApproved, wantLog: []string{"signed by the operator (alice@example.com", "no a second approval of stop-brokers within 2s"}},
+			wantErr: steps.ErrNotApproved, wantLog: []string{"signed by the operator (alice@example.com", "a second approval of stop-brokers did not come within 2s (the policy's timeout; 1 of 2 approvals counted)"}},
 		{name: "a stale digest, then the plan's", approvals: 2, sign: []signing{{key: "bob", digest: other}, {key: "bob"}},
 			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"refused bob@example.com's approval", "is for digest ababababab", "a re-planned step needs a new approval"}},
 		{name: "another run's signature of the same plan", approvals: 2, sign: []signing{{key: "bob", run: "another-run"}, {key: "dave"}},
@@ -185,7 +212,7 @@ func TestApprover(t *testing.T) {
 		{name: "a key allowed for git only", approvals: 2, sign: []signing{{key: "eve"}, {key: "bob"}},
 			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"eve-0.sig: it is not a signature"}},
 		{name: "three approvals: bob twice counts once", approvals: 3, sign: []signing{{key: "bob"}, {key: "bob"}, {key: "dave"}},
-			wantBy: []string{"alice@example.com", "bob@example.com", "dave@example.com"}, wantLog: []string{"waits for 2 more approvals", "already approved stop-brokers; it counts once"}},
+			wantBy: []string{"alice@example.com", "bob@example.com", "dave@example.com"}, wantLog: []string{"waits for 2 more approvals", "already approved stop-brokers (the same key as bob@example.com's); one person counts once"}},
 		{name: "nobody approves: the timeout", approvals: 2, timeout: 500 * time.Millisecond,
 			wantErr: steps.ErrNotApproved, wantLog: []string{"waits for a second approval"}},
 		{name: "the operator's key is not allowed", approvals: 2, operator: "carol",
@@ -356,7 +383,7 @@ func TestARunWaitsForTheSecondApproval(t *testing.T) {
 				if n := kind.count(); n != wantApplies {
 					t.Fatalf("%d applies while waiting for the approval, want %d", n, wantApplies)
 				}
-				sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key("bob"), signoff.Message(req.Run, req.Step, req.Digest), false)
+				sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key("bob"), signoff.Message(req.Run, req.Step, req.Digest, req.Nonce), false)
 				if err != nil {
 					t.Fatal(err)
 				}
