@@ -31,9 +31,11 @@ approvals of each destructive step (policy: approvals: 2, allowed_signers:
 FILE). The run, once its operator confirmed a step, waits; approve shows the
 plan it waits for (from the run's journal: every action, the rollback note,
 the digest), asks you to type the step's id, and signs the digest — for this
-run and step only — with your key, which must be in the allowed signers and
-not the operator's. The run counts the signature within a second. A plan
-that changes (re-planned, stale) needs a new approval.
+run, this step and this request only (the request's nonce) — with your key,
+which must be in the allowed signers and not the operator's (no name in
+common with the operator's key). The run counts the signature within a
+second. A plan that changes (re-planned, stale), and a later request for the
+same plan (another attempt, a resume), need a new approval.
 
 It reads and writes RUN_DIR (approvals/ in it): run it where the run
 directory is, as a user who can write there.`,

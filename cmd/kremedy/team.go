@@ -188,15 +188,11 @@ func policyWeakened(then, now *steps.PolicyRecord) string {
 	}
 	switch {
 	case now == nil || !now.Enforced:
-		why := "the inventory has no policy of 2 or more approvals"
-		if now != nil && now.Why != "" {
-			why = now.Why
-		}
-		return "the policy would not be enforced (" + why + ")"
+		return "the policy would not be enforced"
 	case now.Approvals < then.Approvals:
-		return fmt.Sprintf("it wants %d approvals, the run started with %d", now.Approvals, then.Approvals)
+		return fmt.Sprintf("it would want %d approvals, not %d", now.Approvals, then.Approvals)
 	case now.SignersSHA256 != then.SignersSHA256:
-		return fmt.Sprintf("the allowed signers are not the ones the run started with (%s, sha256 %.12s then; %s, sha256 %.12s now)", then.AllowedSigners, then.SignersSHA256, now.AllowedSigners, now.SignersSHA256)
+		return fmt.Sprintf("its allowed signers are not the ones the run started with (sha256 %.12s then, %.12s now)", then.SignersSHA256, now.SignersSHA256)
 	}
 	return ""
 }
@@ -207,8 +203,8 @@ func policyWeakened(then, now *steps.PolicyRecord) string {
 func resumePolicy(meta steps.Meta, tc *teamConfig) error {
 	then, now := meta.Policy, tc.record
 	if why := policyWeakened(then, now); why != "" {
-		return usageErr(fmt.Errorf("run %s started under the approval policy %s; resumed now it would run under %s: %s. Nothing was done: restore %s and the policy of %s as they were, or start a new run (`kremedy run %s --inventory %s`), whose report states the policy it runs under",
-			meta.ID, then, now, why, then.AllowedSigners, meta.Inventory, meta.Runbook, meta.Inventory))
+		return usageErr(fmt.Errorf("run %s started under the approval policy %s. Resumed now, %s: %s. Nothing was done: restore %s and the policy of %s as they were, or start a new run (`kremedy run %s --inventory %s`), whose report states the policy it runs under",
+			meta.ID, then, why, now, then.AllowedSigners, meta.Inventory, meta.Runbook, meta.Inventory))
 	}
 	switch {
 	case then == nil:

@@ -394,11 +394,11 @@ func TestResumeRefusesAWeakerPolicy(t *testing.T) {
 		args      []string
 		want      string
 	}{
-		{name: "no policy now", inventory: teamInventory, want: "the policy would not be enforced (the inventory has no policy of 2 or more approvals)"},
+		{name: "no policy now", inventory: teamInventory, want: "Resumed now, the policy would not be enforced: none: the operator's confirmation alone."},
 		{name: "waived on a lab now", inventory: withPolicy + "lab: true\n", marker: true,
-			want: "the policy would not be enforced (waived on a lab: kremedy-lab.marker vouches"},
+			want: "Resumed now, the policy would not be enforced: 2 approvals of each destructive step, allowed signers " + signers + " (sha256 " + sum + "), NOT enforced: waived on a lab: kremedy-lab.marker vouches"},
 		{name: "other allowed signers", inventory: withPolicy, signers: "# somebody else\n", args: []string{"--key", key},
-			want: "the allowed signers are not the ones the run started with (" + signers + ", sha256 " + sum[:12] + " then; "},
+			want: "Resumed now, its allowed signers are not the ones the run started with (sha256 " + sum[:12] + " then, "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(t.TempDir(), "run")
@@ -425,7 +425,7 @@ func TestResumeRefusesAWeakerPolicy(t *testing.T) {
 				os.WriteFile(signers, []byte("# nobody yet\n"), 0o600)
 			})
 			r := kremedy(t, append([]string{"resume", run, "--headless", "--yes"}, tc.args...)...)
-			for _, w := range []string{"run " + meta.ID + " started under the approval policy 2 approvals of each destructive step, allowed signers " + signers + " (sha256 " + sum + "), enforced",
+			for _, w := range []string{"run " + meta.ID + " started under the approval policy 2 approvals of each destructive step, allowed signers " + signers + " (sha256 " + sum + "), enforced.",
 				tc.want, "Nothing was done: restore " + signers + " and the policy of " + invPath + " as they were, or start a new run (`kremedy run rolling-restart --inventory " + invPath + "`)"} {
 				if r.code != 2 || !strings.Contains(r.out, w) {
 					t.Errorf("resume: exit %d, want 2 with %q\n%s", r.code, w, r.out)
@@ -452,9 +452,9 @@ func TestPolicyWeakened(t *testing.T) {
 		{nil, &steps.PolicyRecord{Approvals: 1}, ""},                                                                 // an older kremedy's run
 		{&steps.PolicyRecord{Approvals: 2, Why: "waived on a lab"}, &steps.PolicyRecord{Approvals: 1}, ""},
 		{then, &steps.PolicyRecord{Approvals: 1}, "would not be enforced"},
-		{then, &steps.PolicyRecord{Approvals: 2, SignersSHA256: "aa", Why: "waived on a lab: …"}, "would not be enforced (waived on a lab: …)"},
-		{&steps.PolicyRecord{Approvals: 3, SignersSHA256: "aa", Enforced: true}, then, "it wants 2 approvals, the run started with 3"},
-		{then, &steps.PolicyRecord{Approvals: 2, AllowedSigners: "/etc/s", SignersSHA256: "bb", Enforced: true}, "the allowed signers are not the ones the run started with"},
+		{then, &steps.PolicyRecord{Approvals: 2, SignersSHA256: "aa", Why: "waived on a lab: …"}, "would not be enforced"},
+		{&steps.PolicyRecord{Approvals: 3, SignersSHA256: "aa", Enforced: true}, then, "it would want 2 approvals, not 3"},
+		{then, &steps.PolicyRecord{Approvals: 2, AllowedSigners: "/etc/s", SignersSHA256: "bb", Enforced: true}, "its allowed signers are not the ones the run started with (sha256 aa then, bb now)"},
 	} {
 		if got := policyWeakened(tc.then, tc.now); !strings.Contains(got, tc.want) || (tc.want == "") != (got == "") {
 			t.Errorf("%+v then, %+v now: %q, want %q", tc.then, tc.now, got, tc.want)
