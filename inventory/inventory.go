@@ -197,11 +197,25 @@ type Policy struct {
 }
 
 // Enforced reports whether runs on this inventory enforce its approval
-// policy: one that asks for more than the operator's approval, on a live
-// cluster, or on a lab that asks for it (policy.in_lab).
-func (inv *Inventory) Enforced() bool {
+// policy — one that asks for more than the operator's approval — and why
+// a lab inventory's is or is not: a live cluster's is; a lab's is waived
+// only when it does not ask for it (policy.in_lab) and the marker of
+// `kremedy lab up` vouches for the file as it is (CheckLabMarker): an
+// inventory that merely says lab: true enforces its policy.
+func (inv *Inventory) Enforced() (bool, string) {
 	p := inv.Policy
-	return p != nil && p.Approvals >= 2 && (!inv.Lab || p.InLab)
+	switch {
+	case p == nil || p.Approvals < 2:
+		return false, ""
+	case !inv.Lab:
+		return true, ""
+	case p.InLab:
+		return true, "a lab's inventory that asks for it (policy.in_lab: true)"
+	}
+	if err := CheckLabMarker(inv.Path); err != nil {
+		return true, fmt.Sprintf("the inventory says lab: true, but %v; a policy is waived only on a lab `kremedy lab up` made", err)
+	}
+	return false, fmt.Sprintf("waived on a lab: %s vouches that `kremedy lab up` wrote %s", LabMarkerFile, inv.Path)
 }
 
 // Duration is a time.Duration written the Go way in YAML ("10s", "1m30s").

@@ -101,23 +101,54 @@ func TestNotifyCredentials(t *testing.T) {
 	}
 }
 
-// TestPolicyEnforced: a live cluster's policy is enforced; a lab's only
-// with in_lab.
+// TestPolicyEnforced: a live cluster's policy is enforced; a lab's is
+// waived only without in_lab and when the marker of `kremedy lab up`
+// vouches for the file as it is — lab: true alone does not waive it.
 func TestPolicyEnforced(t *testing.T) {
+	dir := t.TempDir()
+	marked := filepath.Join(dir, "inventory.yaml")
+	if err := os.WriteFile(marked, []byte(minimal+"lab: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLabMarker(marked); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.yaml") // beside another inventory's marker
+	if err := os.WriteFile(other, []byte(minimal+"lab: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	edited := filepath.Join(t.TempDir(), "inventory.yaml")
+	if err := os.WriteFile(edited, []byte(minimal+"lab: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLabMarker(edited); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(edited, []byte(minimal+"lab: true\n# pointed at production\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unmarked := filepath.Join(t.TempDir(), "inventory.yaml")
+	two := &Policy{Approvals: 2, AllowedSigners: "f"}
 	for _, tc := range []struct {
-		lab  bool
-		p    *Policy
-		want bool
+		path    string
+		lab     bool
+		p       *Policy
+		want    bool
+		wantWhy string
 	}{
-		{false, nil, false},
-		{false, &Policy{Approvals: 1}, false},
-		{false, &Policy{Approvals: 2, AllowedSigners: "f"}, true},
-		{true, &Policy{Approvals: 2, AllowedSigners: "f"}, false},
-		{true, &Policy{Approvals: 2, AllowedSigners: "f", InLab: true}, true},
+		{marked, false, nil, false, ""},
+		{marked, false, &Policy{Approvals: 1}, false, ""},
+		{unmarked, false, two, true, ""},
+		{marked, true, two, false, "waived on a lab: kremedy-lab.marker vouches"},
+		{marked, true, &Policy{Approvals: 2, AllowedSigners: "f", InLab: true}, true, "policy.in_lab: true"},
+		{unmarked, true, two, true, "has no kremedy-lab.marker beside it"},
+		{other, true, two, true, "vouches for inventory.yaml, not other.yaml"},
+		{edited, true, two, true, "was changed since `kremedy lab up` wrote it"},
 	} {
-		inv := &Inventory{Lab: tc.lab, Policy: tc.p}
-		if got := inv.Enforced(); got != tc.want {
-			t.Errorf("lab %v policy %+v: Enforced() = %v", tc.lab, tc.p, got)
+		inv := &Inventory{Path: tc.path, Lab: tc.lab, Policy: tc.p}
+		got, why := inv.Enforced()
+		if got != tc.want || !strings.Contains(why, tc.wantWhy) || (tc.wantWhy == "") != (why == "") {
+			t.Errorf("%s lab %v policy %+v: Enforced() = %v, %q; want %v, %q", tc.path, tc.lab, tc.p, got, why, tc.want, tc.wantWhy)
 		}
 	}
 }

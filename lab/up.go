@@ -333,6 +333,11 @@ func (l *Lab) writeAll(ctx context.Context, sshd string) error {
 	if err := inventory.Write(l.InventoryPath(), l.Inventory()); err != nil {
 		return err
 	}
+	// The marker vouches that this inventory is a lab's: only then does
+	// its lab: true waive an approval policy.
+	if err := inventory.WriteLabMarker(l.InventoryPath()); err != nil {
+		return err
+	}
 	return l.Save()
 }
 

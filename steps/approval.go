@@ -47,6 +47,9 @@ type Signoff struct {
 	// Key is the signing key's fingerprint (SHA256:…).
 	Key    string `json:"key"`
 	Digest string `json:"digest"`
+	// Nonce is the approval request's (steps/signoff): the signature
+	// answers that request only.
+	Nonce string `json:"nonce,omitempty"`
 	// At is when kremedy verified the signature.
 	At time.Time `json:"at"`
 	// Operator: the signature of the operator who confirmed the plan.

@@ -36,6 +36,9 @@ func (s *Session) writeReport(out Outcome) error {
 		}
 		fmt.Fprintf(&b, "- parameters: %s\n", strings.Join(ps, " "))
 	}
+	if m.Policy != nil {
+		fmt.Fprintf(&b, "- approval policy: %s\n", m.Policy)
+	}
 	switch {
 	case out.Err == nil:
 		fmt.Fprintf(&b, "- outcome: **finished**\n")

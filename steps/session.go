@@ -35,6 +35,45 @@ type Meta struct {
 	DryRun    bool              `json:"dry_run,omitempty"`
 	Version   string            `json:"kremedy_version"`
 	Started   time.Time         `json:"started"`
+	// Policy is the approval policy the run started under; a resume under
+	// a weaker one is refused. Nil: a run of a kremedy that did not record
+	// it.
+	Policy *PolicyRecord `json:"policy,omitempty"`
+}
+
+// PolicyRecord is an approval policy as a run's start record keeps it.
+type PolicyRecord struct {
+	// Approvals is how many people approve a destructive step's plan, the
+	// operator included (1: the operator's confirmation alone).
+	Approvals int `json:"approvals"`
+	// AllowedSigners is the allowed_signers file, and SignersSHA256 its
+	// sha256 when the run started.
+	AllowedSigners string `json:"allowed_signers,omitempty"`
+	SignersSHA256  string `json:"allowed_signers_sha256,omitempty"`
+	// Enforced: the run enforces it (not waived on a lab, not a dry run).
+	Enforced bool `json:"enforced"`
+	// Why says why a policy of 2 or more approvals is waived, or why a lab
+	// inventory's is enforced.
+	Why string `json:"why,omitempty"`
+}
+
+func (p *PolicyRecord) String() string {
+	switch {
+	case p == nil:
+		return "not recorded"
+	case p.Approvals < 2:
+		return "none: the operator's confirmation alone"
+	}
+	s := fmt.Sprintf("%d approvals of each destructive step, allowed signers %s (sha256 %s)", p.Approvals, p.AllowedSigners, p.SignersSHA256)
+	if p.Enforced {
+		s += ", enforced"
+	} else {
+		s += ", NOT enforced"
+	}
+	if p.Why != "" {
+		s += ": " + p.Why
+	}
+	return s
 }
 
 // NewMeta is the metadata of a new run of rb on the inventory's cluster,

@@ -30,9 +30,11 @@ approvals of each destructive step (policy: approvals: 2, allowed_signers:
 FILE). The run, once its operator confirmed a step, waits; approve shows the
 plan it waits for (from the run's journal: every action, the rollback note,
 the digest), asks you to type the step's id, and signs the digest — for this
-run and step only — with your key, which must be in the allowed signers and
-not the operator's. The run counts the signature within a second. A plan
-that changes (re-planned, stale) needs a new approval.
+run, this step and this request only (the request's nonce) — with your key,
+which must be in the allowed signers and not the operator's (no name in
+common with the operator's key). The run counts the signature within a
+second. A plan that changes (re-planned, stale), and a later request for the
+same plan (another attempt, a resume), need a new approval.
 
 It reads and writes RUN_DIR (approvals/ in it): run it where the run
 directory is, as a user who can write there.`,
@@ -63,7 +65,7 @@ func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
 	case errors.Is(err, signoff.ErrNoRequest):
 		return failedErr(fmt.Errorf("run %s waits for no approval now (a run asks when its operator has confirmed a destructive step); nothing was signed", meta.ID))
 	case err != nil:
-		return failedErr(err)
+		return failedErr(fmt.Errorf("%w; nothing was signed", err))
 	case len(reqs) > 1:
 		var ids []string
 		for _, r := range reqs {
@@ -72,8 +74,14 @@ func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
 		return usageErr(fmt.Errorf("run %s waits for approvals of %s: name one with --step; nothing was signed", meta.ID, strings.Join(ids, ", ")))
 	}
 	req := reqs[0]
+	if err := req.Check(); err != nil {
+		return failedErr(fmt.Errorf("%s: %w; nothing was signed", signoff.RequestPath(dir, req.Step), err))
+	}
 	if req.Run != meta.ID {
 		return failedErr(fmt.Errorf("%s: the request is for run %s, not this directory's run %s; nothing was signed", signoff.RequestPath(dir, req.Step), req.Run, meta.ID))
+	}
+	if err := requestSigners(meta, req); err != nil {
+		return failedErr(err)
 	}
 	plan, err := journaledPlan(dir, req)
 	if err != nil {
@@ -93,7 +101,7 @@ func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
 			return &exitError{exitInterrupted, errors.New("not signed")}
 		}
 	}
-	msg := signoff.Message(req.Run, req.Step, req.Digest)
+	msg := signoff.Message(req.Run, req.Step, req.Digest, req.Nonce)
 	sig, err := (signoff.Keygen{}).Sign(ctx, key, msg, true)
 	if err != nil {
 		return failedErr(fmt.Errorf("%w; nothing was written", err))
@@ -104,18 +112,42 @@ func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
 		return failedErr(fmt.Errorf("your key %s is not in the allowed signers (%s): your approval would not count; nothing was written", id.Key, req.AllowedSigners))
 	case err != nil:
 		return failedErr(fmt.Errorf("your signature does not verify against %s: %w; nothing was written", req.AllowedSigners, err))
-	case id.Key == req.Operator.Key || id.Principal == req.Operator.Principal:
-		return failedErr(fmt.Errorf("you signed as %s (key %s), the operator of this run, whose approval already counts once: another person must approve; nothing was written", id.Principal, id.Key))
+	case signoff.SamePerson(id, req.Operator) != "":
+		return failedErr(fmt.Errorf("you signed as %s (key %s), the operator of this run (%s), whose approval already counts once: another person must approve; nothing was written", id.Principal, id.Key, signoff.SamePerson(id, req.Operator)))
 	}
 	// The run may have moved on, or re-planned, while the plan was read.
-	if now, err := signoff.Requests(dir, req.Step); err != nil || now[0].Digest != req.Digest {
+	if now, err := signoff.Requests(dir, req.Step); err != nil || now[0].Digest != req.Digest || now[0].Nonce != req.Nonce {
 		return failedErr(fmt.Errorf("run %s no longer waits for this plan of %s (digest %.12s): it changed or was answered meanwhile; nothing was written — run approve again to see what it waits for now", meta.ID, req.Step, req.Digest))
 	}
 	path, err := signoff.WriteSignature(dir, req, id.Principal, sig)
 	if err != nil {
 		return failedErr(fmt.Errorf("%w; the signature was not stored", err))
 	}
-	fmt.Fprintf(w, "\nsigned: %s (key %s) approved the plan of %s, digest %.12s, in run %s.\n  signature: %s\n  the run counts it within a second.\n", id.Principal, id.Key, req.Step, req.Digest, meta.ID, path)
+	fmt.Fprintf(w, "\nsigned: %s (key %s) approved the plan of %s, digest %.12s, in run %s, answering its request %s.\n  signature: %s\n  the run counts it within a second (it counts for this request only: a later one needs a new approval).\n", id.Principal, id.Key, req.Step, req.Digest, meta.ID, req.Nonce, path)
+	return nil
+}
+
+// requestSigners refuses a request whose allowed signers are not the
+// ones the run journaled at its start (the request names the file
+// approve checks against), or whose file has changed since.
+func requestSigners(meta steps.Meta, req signoff.Request) error {
+	p := meta.Policy
+	if p == nil || !p.Enforced {
+		return nil // a run of an older kremedy: the request's file is all there is
+	}
+	if req.AllowedSigners != p.AllowedSigners {
+		return fmt.Errorf("the request names the allowed signers %s, but run %s started under %s; nothing was signed", req.AllowedSigners, meta.ID, p.AllowedSigners)
+	}
+	if p.SignersSHA256 == "" {
+		return nil
+	}
+	now, err := signoff.SignersDigest(p.AllowedSigners)
+	if err != nil {
+		return fmt.Errorf("%w; nothing was signed", err)
+	}
+	if now != p.SignersSHA256 {
+		return fmt.Errorf("%s changed since run %s started (sha256 %.12s then, %.12s now): the run counts no approval until it is restored; nothing was signed", p.AllowedSigners, meta.ID, p.SignersSHA256, now)
+	}
 	return nil
 }
 

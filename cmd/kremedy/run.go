@@ -295,6 +295,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			meta.Policy = tc.record // journaled: a resume under a weaker one is refused
 			if !f.headless {
 				return runTUINew(cmd, rb, meta, dir, f.inventory, tc)
 			}
@@ -344,6 +345,9 @@ func newResumeCmd() *cobra.Command {
 			}
 			tc, err := resolveTeam(cmd.Context(), inv, f, meta.DryRun)
 			if err != nil {
+				return err
+			}
+			if err := resumePolicy(meta, tc); err != nil {
 				return err
 			}
 			if !f.headless {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kremedy/kremedy/inventory"
@@ -29,7 +30,10 @@ type teamConfig struct {
 	// the run's start, and the run goes on without them.
 	warnings []string
 	policy   *signoff.Policy
-	key      string
+	// record is the policy as the run-start record keeps it: enforced or
+	// waived, and why, with the allowed signers' sha256.
+	record *steps.PolicyRecord
+	key    string
 	// notes are said at the run's start (a policy a lab ignores).
 	notes []string
 	// secrets are the webhook URLs read from the environment or files, and
@@ -98,18 +102,30 @@ func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryR
 	}
 
 	p := inv.Policy
+	enforced, why := inv.Enforced()
+	tc.record = &steps.PolicyRecord{Approvals: 1}
+	if p != nil && p.Approvals >= 2 {
+		tc.record = &steps.PolicyRecord{Approvals: p.Approvals, AllowedSigners: p.AllowedSigners, Why: why}
+		tc.record.SignersSHA256, _ = signoff.SignersDigest(p.AllowedSigners) // the file is checked below when it matters
+	}
 	switch {
 	case p == nil || p.Approvals < 2:
 		if f.key != "" {
 			tc.notes = append(tc.notes, fmt.Sprintf("--key %s: %s has no approval policy (policy: approvals: 2), so the key signs nothing", f.key, inv.Path))
 		}
 		return tc, nil
-	case dryRun || !inv.Enforced():
-		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy of %s (approvals: %d) is not enforced on a lab: set policy.in_lab: true to rehearse it", inv.Path, p.Approvals))
+	case dryRun:
+		tc.record.Why = "a dry run changes nothing"
+		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy of %s (approvals: %d) is not enforced: a dry run changes nothing", inv.Path, p.Approvals))
 		return tc, nil
+	case !enforced:
+		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy of %s (approvals: %d) is not enforced on a lab: set policy.in_lab: true to rehearse it (%s)", inv.Path, p.Approvals, why))
+		return tc, nil
+	case why != "":
+		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy of %s (approvals: %d) is enforced: %s", inv.Path, p.Approvals, why))
 	}
 	if f.key == "" {
-		return nil, usageErr(fmt.Errorf("%s's policy wants %d approvals of every destructive step: pass --key KEY, your signing key (a private key file, or the .pub of a key in ssh-agent) in %s; your confirmation is signed with it, and another person approves with `kremedy approve`; nothing was done", inv.Path, p.Approvals, p.AllowedSigners))
+		return nil, usageErr(fmt.Errorf("%s's policy wants %d approvals of every destructive step: pass --key KEY, your signing key (a private key file, or the .pub of a key in ssh-agent) in %s; your confirmation is signed with it, and another person approves with `kremedy approve`; nothing was done%s", inv.Path, p.Approvals, p.AllowedSigners, because(why)))
 	}
 	key, err := filepath.Abs(f.key)
 	if err != nil {
@@ -121,12 +137,82 @@ func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryR
 	if _, err := os.Stat(p.AllowedSigners); err != nil {
 		return nil, usageErr(fmt.Errorf("%s policy.allowed_signers: %w; a run under the policy cannot check an approval without it; nothing was done", inv.Path, err))
 	}
+	if err := signoff.CheckSigners(p.AllowedSigners); err != nil {
+		return nil, usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
+	}
+	sum, err := signoff.SignersDigest(p.AllowedSigners)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
+	}
 	if err := (signoff.Keygen{}).Check(ctx); err != nil {
 		return nil, usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
 	}
-	tc.policy = &signoff.Policy{Approvals: p.Approvals, AllowedSigners: p.AllowedSigners, Timeout: p.Timeout.Duration}
+	if w := writable(p.AllowedSigners); w != "" {
+		tc.notes = append(tc.notes, fmt.Sprintf("warning: you, the operator, can write %s (%s): you could change who approves. The run journals its sha256 (%.12s), counts no approval while it differs, and refuses a resume under another; keep it where only an administrator writes (a root-owned /etc/kremedy/allowed_signers)", p.AllowedSigners, w, sum))
+	}
+	tc.record.SignersSHA256, tc.record.Enforced = sum, true
+	tc.policy = &signoff.Policy{Approvals: p.Approvals, AllowedSigners: p.AllowedSigners, SignersSHA256: sum, Timeout: p.Timeout.Duration}
 	tc.key = key
 	return tc, nil
+}
+
+// because is why a lab inventory's policy is enforced, for an error.
+func because(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (the policy is enforced: " + why + ")"
+}
+
+// writable says how the user running kremedy can change the file at path
+// ("" when they cannot): the file is writable, or its directory is (the
+// file can be replaced).
+func writable(path string) string {
+	const w, x = 2, 1 // access(2)'s W_OK, X_OK
+	if syscall.Access(path, w) == nil {
+		return "the file is writable by you"
+	}
+	if dir := filepath.Dir(path); syscall.Access(dir, w|x) == nil {
+		return fmt.Sprintf("its directory %s is writable by you: the file can be replaced", dir)
+	}
+	return ""
+}
+
+// policyWeakened says why the policy a resume would run under (now) is
+// weaker than the one the run started under (then): not enforced, fewer
+// approvals, other allowed signers; "" when it is as strong or stronger,
+// or when the run did not record one.
+func policyWeakened(then, now *steps.PolicyRecord) string {
+	if then == nil || !then.Enforced || then.Approvals < 2 {
+		return ""
+	}
+	switch {
+	case now == nil || !now.Enforced:
+		return "the policy would not be enforced"
+	case now.Approvals < then.Approvals:
+		return fmt.Sprintf("it would want %d approvals, not %d", now.Approvals, then.Approvals)
+	case now.SignersSHA256 != then.SignersSHA256:
+		return fmt.Sprintf("its allowed signers are not the ones the run started with (sha256 %.12s then, %.12s now)", then.SignersSHA256, now.SignersSHA256)
+	}
+	return ""
+}
+
+// resumePolicy checks the policy a resume would run under against the one
+// the run journaled at its start: a weaker one is refused before anything
+// is done; another one is a note.
+func resumePolicy(meta steps.Meta, tc *teamConfig) error {
+	then, now := meta.Policy, tc.record
+	if why := policyWeakened(then, now); why != "" {
+		return usageErr(fmt.Errorf("run %s started under the approval policy %s. Resumed now, %s: %s. Nothing was done: restore %s and the policy of %s as they were, or start a new run (`kremedy run %s --inventory %s`), whose report states the policy it runs under",
+			meta.ID, then, why, now, then.AllowedSigners, meta.Inventory, meta.Runbook, meta.Inventory))
+	}
+	switch {
+	case then == nil:
+		tc.notes = append(tc.notes, fmt.Sprintf("the run's start record has no approval policy (a kremedy before policies were journaled): it goes on under the inventory's as it is now: %s", now))
+	case *then != *now:
+		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy changed since the run started (then: %s); it goes on under %s", then, now))
+	}
+	return nil
 }
 
 // secretArg reads a flag's value as OpenSSL's -passin reads one: env:NAME

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/notify"
 	"github.com/kremedy/kremedy/steps/signoff"
 )
@@ -115,9 +116,14 @@ func (h *hook) events() []notify.Message {
 	return out
 }
 
-// labInventory writes a copy of the lab's inventory with edit applied.
+// labInventory writes a copy of the lab's inventory with edit applied,
+// and vouches for it as a lab's as `kremedy lab up` does (its marker): a
+// lab's copy, whose lab: true waives a policy that does not ask for labs.
 func labInventory(t *testing.T, l *lab.Lab, edit func(*inventory.Inventory)) string {
 	t.Helper()
+	if err := inventory.CheckLabMarker(l.InventoryPath()); err != nil {
+		t.Fatalf("lab up wrote no marker for its inventory: %v", err)
+	}
 	inv, err := inventory.Load(l.InventoryPath())
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +133,23 @@ func labInventory(t *testing.T, l *lab.Lab, edit func(*inventory.Inventory)) str
 	if err := inventory.Write(path, inv); err != nil {
 		t.Fatal(err)
 	}
+	if err := inventory.WriteLabMarker(path); err != nil {
+		t.Fatal(err)
+	}
 	return path
+}
+
+// runStartPolicy is the approval policy a run's start record journaled.
+func runStartPolicy(t *testing.T, run string) *steps.PolicyRecord {
+	t.Helper()
+	meta, err := steps.ReadMeta(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Policy == nil {
+		t.Fatalf("the run-start record of %s has no policy", run)
+	}
+	return meta.Policy
 }
 
 // silentHook accepts connections and never answers.
@@ -225,6 +247,13 @@ func TestTeamLab(t *testing.T) {
 		}
 		if !strings.Contains(r.out, "is not enforced on a lab: set policy.in_lab: true") {
 			t.Errorf("the run does not say the lab ignores the policy:\n%s", r.out)
+		}
+		if p := runStartPolicy(t, run); p.Approvals != 2 || p.Enforced || !strings.Contains(p.Why, "waived on a lab: kremedy-lab.marker vouches") {
+			t.Errorf("the run-start record's policy: %+v", p)
+		}
+		if report, _ := os.ReadFile(filepath.Join(run, "report.md")); !strings.Contains(string(report), "- approval policy: 2 approvals of each destructive step, allowed signers ") ||
+			!strings.Contains(string(report), "NOT enforced: waived on a lab") {
+			t.Errorf("the report does not state the waived policy:\n%s", report)
 		}
 		// Each dead webhook is reported once, on screen and in the journal.
 		journal, _ := os.ReadFile(filepath.Join(run, "journal.jsonl"))
@@ -382,7 +411,7 @@ func TestTeamLab(t *testing.T) {
 		// found and refused by the run.
 		stale := req
 		stale.Digest = strings.Repeat("0", 64)
-		sig, err := (signoff.Keygen{}).Sign(context.Background(), filepath.Join(keys, "bob"), signoff.Message(stale.Run, stale.Step, stale.Digest), false)
+		sig, err := (signoff.Keygen{}).Sign(context.Background(), filepath.Join(keys, "bob"), signoff.Message(stale.Run, stale.Step, stale.Digest, stale.Nonce), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,8 +482,13 @@ func TestTeamLab(t *testing.T) {
 		if got := stops(t, run); len(got) != 3 {
 			t.Errorf("stops per broker %v, want every broker once", got)
 		}
+		sum, _ := signoff.SignersDigest(signers)
+		if p := runStartPolicy(t, run); p.Approvals != 2 || !p.Enforced || p.AllowedSigners != signers || p.SignersSHA256 != sum || sum == "" {
+			t.Errorf("the run-start record's policy: %+v (allowed_signers sha256 %s)", p, sum)
+		}
 		report, _ := os.ReadFile(filepath.Join(run, "report.md"))
-		for _, w := range []string{"## Approvals", "| roll | approve |", "alice@example.com (operator), key SHA256:", "bob@example.com, key SHA256:", "outcome: **finished**"} {
+		for _, w := range []string{"## Approvals", "| roll | approve |", "alice@example.com (operator), key SHA256:", "bob@example.com, key SHA256:", "outcome: **finished**",
+			"- approval policy: 2 approvals of each destructive step, allowed signers " + signers + " (sha256 " + sum + "), enforced: a lab's inventory that asks for it (policy.in_lab: true)"} {
 			if !strings.Contains(string(report), w) {
 				t.Errorf("report lacks %q:\n%s", w, report)
 			}

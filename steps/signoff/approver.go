@@ -20,6 +20,10 @@ type Policy struct {
 	Approvals int
 	// AllowedSigners is an OpenSSH allowed_signers file: who may approve.
 	AllowedSigners string
+	// SignersSHA256 is the allowed signers' sha256 (SignersDigest) the run
+	// journaled at its start: while the file differs, no approval counts
+	// (the run waits, saying why). "" checks nothing.
+	SignersSHA256 string
 	// Timeout bounds the wait for the other approvals (default 30m).
 	Timeout time.Duration
 }
@@ -70,9 +74,18 @@ func (a *Approver) Approve(ctx context.Context, info steps.Info, plan *steps.Pla
 		// cover, or an answer the engine refuses by itself.
 		return ap, err
 	}
-	msg := Message(a.Run, info.ID, digest)
+	// Each request has its own nonce, signed with the digest: a signature
+	// made for an earlier request of the same plan never counts again.
+	nonce, err := NewNonce()
+	if err != nil {
+		return ap, fmt.Errorf("%w: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
+	}
+	if why := a.signersChanged(); why != "" {
+		return ap, fmt.Errorf("%w: %s; nothing of %s was done", steps.ErrNotApproved, why, info.ID)
+	}
+	msg := Message(a.Run, info.ID, digest, nonce)
 	// The operator's approval is their signature: it says who they are, so
-	// their key cannot count a second time.
+	// their key and names cannot count a second time.
 	sig, err := a.Signer.Sign(ctx, a.Key, msg, false)
 	if err != nil {
 		return ap, fmt.Errorf("%w: the policy needs the operator's signature of %s's plan and signing failed: %w; nothing of it was done", steps.ErrNotApproved, info.ID, err)
@@ -84,12 +97,12 @@ func (a *Approver) Approve(ctx context.Context, info steps.Info, plan *steps.Pla
 	if err := os.MkdirAll(filepath.Join(a.Dir, Dir), 0o700); err != nil {
 		return ap, fmt.Errorf("%w: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
 	}
-	opFile := filepath.Join(a.Dir, Dir, info.ID+"."+digest+"."+operatorSig)
+	opFile := filepath.Join(a.Dir, Dir, operatorName(info.ID, digest, nonce))
 	if err := atomicfile.WriteFile(opFile, sig); err != nil {
 		return ap, fmt.Errorf("%w: keep the operator's signature: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
 	}
-	ap.Signoffs = []steps.Signoff{{By: op.Principal, Key: op.Key, Digest: digest, At: a.now().UTC(), Operator: true, File: opFile}}
-	others, err := a.wait(ctx, info, plan, digest, op)
+	ap.Signoffs = []steps.Signoff{{By: op.Principal, Key: op.Key, Digest: digest, Nonce: nonce, At: a.now().UTC(), Operator: true, File: opFile}}
+	others, err := a.wait(ctx, info, plan, digest, nonce, op)
 	if err != nil {
 		return ap, err
 	}
@@ -97,9 +110,35 @@ func (a *Approver) Approve(ctx context.Context, info steps.Info, plan *steps.Pla
 	return ap, nil
 }
 
+// signersChanged says why no approval counts now when the allowed
+// signers are not the ones the run started with ("" when they are, or
+// when the policy has no journaled sha256).
+func (a *Approver) signersChanged() string {
+	want := a.Policy.SignersSHA256
+	if want == "" {
+		return ""
+	}
+	got, err := SignersDigest(a.Policy.AllowedSigners)
+	if err != nil {
+		return fmt.Sprintf("the run cannot read the allowed signers it started with (%v)", err)
+	}
+	if got != want {
+		return fmt.Sprintf("%s changed since the run started (sha256 %.12s then, %.12s now): no approval counts until it is restored as it was; or stop the run and start a new one under the file as it is", a.Policy.AllowedSigners, want, got)
+	}
+	return ""
+}
+
+// stamp is a signature file as it was judged: re-signed (a new size or
+// modification time), it is judged again.
+type stamp struct {
+	size  int64
+	mtime time.Time
+}
+
 // wait writes the request and waits for Policy.Approvals-1 signoffs of
-// digest by people other than the operator.
-func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, digest string, op Identity) ([]steps.Signoff, error) {
+// digest, in answer to the request with nonce, by people other than the
+// operator and each other.
+func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, digest, nonce string, op Identity) ([]steps.Signoff, error) {
 	need := a.Policy.Approvals - 1
 	timeout := a.Policy.Timeout
 	if timeout <= 0 {
@@ -114,7 +153,10 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 	}
 	start := a.now()
 	req := Request{Run: a.Run, Runbook: a.Runbook, Cluster: a.Cluster, Lab: a.Lab, Step: info.ID, Title: info.Title, Risk: info.Risk.String(),
-		Digest: digest, Plan: plan, Operator: op, Need: need, AllowedSigners: a.Policy.AllowedSigners, Since: start.UTC(), Until: start.Add(timeout).UTC()}
+		Digest: digest, Nonce: nonce, Plan: plan, Operator: op, Need: need, AllowedSigners: a.Policy.AllowedSigners, Since: start.UTC(), Until: start.Add(timeout).UTC()}
+	if err := req.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
+	}
 	reqPath := RequestPath(a.Dir, info.ID)
 	if err := atomicfile.WriteJSON(reqPath, req); err != nil {
 		return nil, fmt.Errorf("%w: write the approval request: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
@@ -127,10 +169,16 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 	how := fmt.Sprintf("another allowed signer runs `kremedy approve %s --step %s --key THEIR_KEY`", shell.Quote(a.Dir), info.ID)
 	a.emit(steps.Event{Step: info.ID, Kind: steps.EvWaiting, Plan: plan,
 		Text: fmt.Sprintf("waiting for %s of %s, digest %.12s (confirmed by %s): %s; up to %s", what, info.ID, digest, op.Principal, how, timeout)})
-	a.log(info.ID, fmt.Sprintf("%s confirmed by %s (key %s); the policy (approvals: %d) waits for %s of digest %.12s: %s", info.ID, op.Principal, op.Key, a.Policy.Approvals, what, digest, how))
+	a.log(info.ID, fmt.Sprintf("%s confirmed by %s (key %s); the policy (approvals: %d) waits for %s of digest %.12s, request nonce %s: %s", info.ID, op.Principal, op.Key, a.Policy.Approvals, what, digest, nonce, how))
 
-	seen := map[string]bool{} // signature files judged, counted or not
+	// judged: signature files with a verdict, as they were then; a file
+	// refused for a passing reason (the allowed signers missing, ssh-keygen
+	// too slow) is judged again at each look, and said again only when its
+	// reason changes.
+	judged := map[string]stamp{}
+	said := map[string]string{}
 	var got []steps.Signoff
+	var ids []Identity
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	lastSaid := start
@@ -140,20 +188,33 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 			return nil, fmt.Errorf("%w: read the approvals: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
 		}
 		for _, f := range files {
-			if seen[f.path] || f.operator {
+			if f.operator {
 				continue
 			}
-			seen[f.path] = true
-			so, why := a.judge(ctx, info.ID, digest, f, op, got)
+			fi, err := os.Lstat(f.path)
+			if err != nil {
+				continue // gone meanwhile
+			}
+			st := stamp{fi.Size(), fi.ModTime()}
+			if was, ok := judged[f.path]; ok && was == st {
+				continue
+			}
+			so, id, why, final := a.judge(ctx, info.ID, digest, nonce, f, op, ids)
 			if ctx.Err() != nil {
 				break // judged again after the interruption, if ever
 			}
+			if final {
+				judged[f.path] = st
+			}
 			if why != "" {
-				a.log(info.ID, why)
+				if final || said[f.path] != why {
+					a.log(info.ID, why)
+				}
+				said[f.path] = why
 				continue
 			}
-			got = append(got, so)
-			a.log(info.ID, fmt.Sprintf("%s approved by %s (key %s), digest %.12s (%d of %d approvals)", info.ID, so.By, so.Key, digest, len(got)+1, a.Policy.Approvals))
+			got, ids = append(got, so), append(ids, id)
+			a.log(info.ID, fmt.Sprintf("%s approved by %s (key %s), digest %.12s, request nonce %s (%d of %d approvals)", info.ID, so.By, so.Key, digest, nonce, len(got)+1, a.Policy.Approvals))
 		}
 		if len(got) >= need {
 			return got, nil
@@ -161,7 +222,7 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 		now := a.now()
 		left := start.Add(timeout).Sub(now)
 		if left <= 0 {
-			return nil, fmt.Errorf("%w: no %s of %s within %s (the policy's timeout); nothing of it was done", steps.ErrNotApproved, what, info.ID, timeout)
+			return nil, fmt.Errorf("%w: %s of %s did not come within %s (the policy's timeout; %d of %d approvals counted); nothing of it was done — resume the run to ask again", steps.ErrNotApproved, what, info.ID, timeout, len(got)+1, a.Policy.Approvals)
 		}
 		if now.Sub(lastSaid) >= every {
 			lastSaid = now
@@ -176,32 +237,77 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 	}
 }
 
-// judge verifies one signature file: a Signoff, or why it does not count.
-func (a *Approver) judge(ctx context.Context, step, digest string, f sigFile, op Identity, got []steps.Signoff) (steps.Signoff, string) {
+// judge verifies one signature file: a Signoff and its signer, or why it
+// does not count, and whether that is final for the file as it is (a
+// verdict on the signature) or may pass (the allowed signers unreadable or
+// changed, ssh-keygen too slow).
+func (a *Approver) judge(ctx context.Context, step, digest, nonce string, f sigFile, op Identity, counted []Identity) (steps.Signoff, Identity, string, bool) {
 	name := filepath.Base(f.path)
-	sig, err := os.ReadFile(f.path)
+	refuse := func(final bool, format string, args ...any) (steps.Signoff, Identity, string, bool) {
+		return steps.Signoff{}, Identity{}, fmt.Sprintf(format, args...), final
+	}
+	if f.old {
+		return refuse(true, "refused the approval in %s: it is named the way a kremedy without request nonces named approvals, and answers no request; the approver signs again with this kremedy's `kremedy approve`", name)
+	}
+	if why := a.signersChanged(); why != "" {
+		return refuse(false, "the approval in %s is not judged: %s", name, why)
+	}
+	sig, err := readRegular(f.path, maxApprovalFile)
 	if err != nil {
-		return steps.Signoff{}, fmt.Sprintf("refused the approval in %s: %v", name, err)
+		return refuse(!errors.Is(err, os.ErrNotExist), "refused the approval in %s: %v", name, err)
 	}
-	id, err := a.Signer.Verify(ctx, a.Policy.AllowedSigners, Message(a.Run, step, f.digest), sig)
+	id, err := a.Signer.Verify(ctx, a.Policy.AllowedSigners, Message(a.Run, step, f.digest, f.nonce), sig)
+	who := "the"
+	if err == nil {
+		who = id.Principal + "'s"
+	}
 	switch {
-	case f.digest != digest && err == nil:
-		return steps.Signoff{}, fmt.Sprintf("refused %s's approval in %s: it is for digest %.12s, an earlier plan of %s; the plan now is %.12s — a re-planned step needs a new approval", id.Principal, name, f.digest, step, digest)
 	case f.digest != digest:
-		return steps.Signoff{}, fmt.Sprintf("refused the approval in %s: it is for digest %.12s, not the plan of %s now (%.12s), and does not verify either (%v)", name, f.digest, step, digest, err)
+		if err != nil && !verdict(err) {
+			err = nil // it never counts, whatever ssh-keygen says later
+		}
+		if err == nil {
+			return refuse(true, "refused %s approval in %s: it is for digest %.12s, an earlier plan of %s; the plan now is %.12s — a re-planned step needs a new approval", who, name, f.digest, step, digest)
+		}
+		return refuse(true, "refused the approval in %s: it is for digest %.12s, not the plan of %s now (%.12s), and does not verify either (%v)", name, f.digest, step, digest, err)
+	case f.nonce != nonce:
+		return refuse(true, "refused %s approval in %s: it answers an earlier request for this plan of %s (nonce %.8s…), not the one the run waits for now (nonce %.8s…) — an approval counts for the request it was made for only: the approver runs `kremedy approve` again", who, name, step, f.nonce, nonce)
 	case errors.Is(err, ErrNotAllowed):
-		return steps.Signoff{}, fmt.Sprintf("refused the approval in %s: %v — only the allowed signers in %s approve", name, err, a.Policy.AllowedSigners)
+		return refuse(true, "refused the approval in %s: %v — only the allowed signers in %s approve", name, err, a.Policy.AllowedSigners)
+	case errors.Is(err, ErrBadSignature):
+		return refuse(true, "refused the approval in %s: it is not a signature of %s's plan, digest %.12s, in this run by an allowed signer: %v", name, step, digest, err)
 	case err != nil:
-		return steps.Signoff{}, fmt.Sprintf("refused the approval in %s: it is not a signature of %s's plan, digest %.12s, in this run by an allowed signer: %v", name, step, digest, err)
-	case id.Key == op.Key || id.Principal == op.Principal:
-		return steps.Signoff{}, fmt.Sprintf("refused the approval in %s: it is signed by the operator (%s, key %s), whose approval already counts once; another person must approve", name, id.Principal, id.Key)
+		return refuse(false, "the approval in %s does not count now: %v — it is judged again at the next look", name, err)
 	}
-	for _, g := range got {
-		if g.Key == id.Key || g.By == id.Principal {
-			return steps.Signoff{}, fmt.Sprintf("%s: %s (key %s) already approved %s; it counts once", name, id.Principal, id.Key, step)
+	if same := SamePerson(id, op); same != "" {
+		return refuse(true, "refused the approval in %s: it is signed by the operator (%s, key %s: %s), whose approval already counts once; another person must approve", name, id.Principal, id.Key, same)
+	}
+	for _, c := range counted {
+		if same := SamePerson(id, c); same != "" {
+			return refuse(true, "%s: %s (key %s) already approved %s (%s); one person counts once", name, id.Principal, id.Key, step, same)
 		}
 	}
-	return steps.Signoff{By: id.Principal, Key: id.Key, Digest: digest, At: a.now().UTC(), File: f.path}, ""
+	return steps.Signoff{By: id.Principal, Key: id.Key, Digest: digest, Nonce: nonce, At: a.now().UTC(), File: f.path}, id, "", true
+}
+
+// verdict: err judges the signature (it does not verify, or its key is not
+// allowed), rather than saying it could not be judged now.
+func verdict(err error) bool {
+	return errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrBadSignature)
+}
+
+// SamePerson says why two signers are one person under the allowed
+// signers — the same key, or a name allowed_signers gives both keys (the
+// sets of every principal of each must be disjoint) — or "" when they are
+// two.
+func SamePerson(id, o Identity) string {
+	switch same := overlap(append([]string{id.Principal}, id.Principals...), append([]string{o.Principal}, o.Principals...)); {
+	case id.Key != "" && id.Key == o.Key:
+		return fmt.Sprintf("the same key as %s's", o.Principal)
+	case same != "":
+		return fmt.Sprintf("allowed_signers names %q for both keys, %s's %s and %s", same, o.Principal, o.Key, id.Key)
+	}
+	return ""
 }
 
 func (a *Approver) emit(e steps.Event) {

@@ -5,13 +5,20 @@
 // TUI's, the headless one): the operator confirms as always, kremedy signs
 // the plan's digest with the operator's key (--key), then the run waits —
 // with progress, for at most the policy's timeout, Ctrl-C-able — writing
-// a Request (approvals/<step>.request.json in the run directory) that
-// `kremedy approve` shows and signs. A signature is OpenSSH's (ssh-keygen
-// -Y sign, namespace kremedy-approval) of Message: the run, the step and
-// the plan's digest, so an approval is for one plan of one step of one
-// run, and a re-planned step needs a new one; it counts when `ssh-keygen
-// -Y verify` finds it made by an allowed signer other than the operator
-// (another key and another principal). Every signature is kept in the run
-// directory; the approval the engine journals carries them (steps.Signoff).
-// Keygen is the adapter over ssh-keygen (OpenSSH 8.2 or later).
+// a Request (approvals/<step>.request.json in the run directory, with a
+// random nonce of its own) that `kremedy approve` shows and signs. A
+// signature is OpenSSH's (ssh-keygen -Y sign, namespace kremedy-approval)
+// of Message: the run, the step, the plan's digest and the request's
+// nonce, so an approval answers one request for one plan of one step of
+// one run — a re-planned step, a later attempt or a resume needs a new one.
+// It counts when `ssh-keygen -Y verify` finds it made by an allowed signer
+// who is not the operator nor anyone counted already: another key, and no
+// principal in common (every name allowed_signers gives each key, on any
+// line, is compared; principals written as patterns are refused). A
+// signature refused for a passing reason (allowed_signers missing or
+// changed since the run started, ssh-keygen too slow) is judged again, and
+// so is one signed again in the same file. Every signature is kept in the
+// run directory; the approval the engine journals carries them
+// (steps.Signoff, with the request's nonce). Keygen is the adapter over
+// ssh-keygen (OpenSSH 8.2 or later).
 package signoff

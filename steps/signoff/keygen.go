@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -33,8 +34,12 @@ var (
 
 // Identity is who a verified signature is from.
 type Identity struct {
-	// Principal is the signer's name in allowed_signers.
+	// Principal is the signer's name in allowed_signers: the one the
+	// signature verified for.
 	Principal string
+	// Principals are every name allowed_signers gives the signing key, on
+	// any line: one person is never two approvers under two spellings.
+	Principals []string `json:",omitempty"`
 	// Key is the signing key's fingerprint (SHA256:…).
 	Key string
 }
@@ -47,6 +52,9 @@ type Signer interface {
 	Sign(ctx context.Context, key string, msg []byte, interactive bool) ([]byte, error)
 	// Verify checks that sig is msg's signature by one of the allowed
 	// signers, in Namespace. ErrNotAllowed names the key's fingerprint.
+	// ErrNotAllowed and ErrBadSignature are verdicts on the signature; any
+	// other error (ErrPattern, a missing allowed_signers, a timeout) is
+	// about the allowed signers or the machine, and may pass.
 	Verify(ctx context.Context, allowedSigners string, msg, sig []byte) (Identity, error)
 }
 
@@ -147,7 +155,11 @@ var keyRe = regexp.MustCompile(`key (SHA256:[A-Za-z0-9+/=]+)`)
 
 // Verify implements Signer: find-principals names who the signing key
 // belongs to, then verify checks the signature of msg for each in turn
-// (verify applies allowed_signers' namespaces= and validity options).
+// (verify applies allowed_signers' namespaces= and validity options). The
+// Identity's Principals are every name the key has in allowed_signers; a
+// key allowed under a pattern is refused (ErrPattern). An ssh-keygen that
+// does not answer within 20 s is neither ErrNotAllowed nor
+// ErrBadSignature: the signature was not judged.
 func (k Keygen) Verify(ctx context.Context, allowedSigners string, msg, sig []byte) (Identity, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -164,29 +176,71 @@ func (k Keygen) Verify(ctx context.Context, allowedSigners string, msg, sig []by
 		return Identity{}, fmt.Errorf("allowed signers: %w", err)
 	}
 	out, stderr, err := k.run(ctx, nil, false, "-Y", "find-principals", "-s", sigFile, "-f", allowedSigners)
+	if ctx.Err() != nil {
+		return Identity{}, k.late(ctx)
+	}
 	if err != nil {
 		fp := k.fingerprint(ctx, sigFile, msg)
+		if ctx.Err() != nil {
+			return Identity{}, k.late(ctx)
+		}
 		if fp == "" {
 			return Identity{}, fmt.Errorf("%w: %s", ErrBadSignature, keygenSaid(stderr, err))
 		}
 		return Identity{Key: fp}, fmt.Errorf("%w: key %s is not in %s", ErrNotAllowed, fp, allowedSigners)
 	}
-	var last string
+	var found []string
 	for p := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
+		if p = strings.TrimSpace(p); p != "" {
+			found = append(found, p)
 		}
+	}
+	var last string
+	for _, p := range found {
 		vout, verr, err := k.run(ctx, msg, false, "-Y", "verify", "-f", allowedSigners, "-I", p, "-n", Namespace, "-s", sigFile)
+		if ctx.Err() != nil {
+			return Identity{}, k.late(ctx)
+		}
 		if err == nil {
 			m := keyRe.FindStringSubmatch(vout + verr)
 			if m == nil {
 				return Identity{}, fmt.Errorf("%w: ssh-keygen said %q, naming no key", ErrBadSignature, strings.TrimSpace(vout+verr))
 			}
-			return Identity{Principal: p, Key: m[1]}, nil
+			id := Identity{Principal: p, Key: m[1]}
+			// find-principals prints the first matching line's names
+			// only: the key's other lines name the same person too.
+			more, err := principalsOf(allowedSigners, id.Key)
+			if err != nil {
+				return id, err
+			}
+			for _, q := range append(found, more...) {
+				if !slices.Contains(id.Principals, q) {
+					id.Principals = append(id.Principals, q)
+				}
+			}
+			if q := patternIn(id.Principals); q != "" {
+				return id, fmt.Errorf("%w: the key %s is allowed as %q in %s — an approval must name one person: write each person's principal out, never *, ? or !", ErrPattern, id.Key, q, allowedSigners)
+			}
+			return id, nil
 		}
 		last = keygenSaid(verr+"\n"+vout, err)
 	}
 	return Identity{Key: k.fingerprint(ctx, sigFile, msg)}, fmt.Errorf("%w: %s", ErrBadSignature, last)
+}
+
+// late is a verification that ssh-keygen did not finish: not a verdict
+// on the signature (a loaded machine; the run's interruption).
+func (k Keygen) late(ctx context.Context) error {
+	return fmt.Errorf("ssh-keygen did not answer in time, the signature was not judged: %w", ctx.Err())
+}
+
+func patternIn(ps []string) string {
+	for _, p := range ps {
+		if isPattern(p) {
+			return p
+		}
+	}
+	return ""
 }
 
 // fingerprint is the key that made sig, if sig is a signature of msg at

@@ -2,6 +2,7 @@ package signoff_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +21,8 @@ import (
 
 // keys are ed25519 keys made for the test, and an allowed_signers file:
 // alice (the operator) and bob and dave may approve; eve's key is allowed
-// for git signatures only; carol's is in no file.
+// for git signatures only; carol's is in no file; alice2 (alice's second
+// key) and wild are in none, for the tests that write their own.
 type keys struct {
 	dir, allowed string
 }
@@ -31,7 +34,7 @@ func newKeys(t *testing.T) keys {
 	}
 	k := keys{dir: t.TempDir()}
 	var lines []string
-	for _, name := range []string{"alice", "bob", "carol", "dave", "eve"} {
+	for _, name := range []string{"alice", "bob", "carol", "dave", "eve", "alice2", "wild"} {
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", k.key(name)).CombinedOutput(); err != nil {
 			t.Fatalf("ssh-keygen: %v\n%s", err, out)
 		}
@@ -57,6 +60,32 @@ func newKeys(t *testing.T) keys {
 }
 
 func (k keys) key(name string) string { return filepath.Join(k.dir, name) }
+
+// pub is name's public key as allowed_signers writes it: type and blob.
+func (k keys) pub(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(k.key(name) + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	return f[0] + " " + f[1]
+}
+
+// signers writes an allowed_signers file of lines, where {name} stands
+// for name's public key.
+func (k keys) signers(t *testing.T, lines ...string) string {
+	t.Helper()
+	text := strings.Join(lines, "\n") + "\n"
+	for _, name := range []string{"alice2", "alice", "bob", "carol", "dave", "eve", "wild"} {
+		text = strings.ReplaceAll(text, "{"+name+"}", k.pub(t, name))
+	}
+	path := filepath.Join(t.TempDir(), "allowed_signers")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // strictApprover is the operator: it expects exactly the steps in want to
 // be asked, in order, and answers each with answer.
@@ -119,6 +148,9 @@ var plan = &steps.Plan{Step: "stop-brokers", Kind: "stop", Summary: "stop 3 brok
 // approveWhenAsked signs, in order, once the run's request appears.
 func approveWhenAsked(t *testing.T, k keys, dir string, ss []signing) {
 	t.Helper()
+	if len(ss) == 0 {
+		return // nobody signs: nothing to wait for (an Error after the test would panic)
+	}
 	go func() {
 		var req signoff.Request
 		for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -140,7 +172,7 @@ func approveWhenAsked(t *testing.T, k keys, dir string, ss []signing) {
 			if s.run != "" {
 				run = s.run
 			}
-			sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key(s.key), signoff.Message(run, req.Step, digest), false)
+			sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key(s.key), signoff.Message(run, req.Step, digest, req.Nonce), false)
 			if err != nil {
 				t.Error(err)
 				return
@@ -177,7 +209,7 @@ func TestApprover(t *testing.T) {
 		{name: "a key in no allowed_signers, then bob", approvals: 2, sign: []signing{{key: "carol"}, {key: "bob"}},
 			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"not an allowed signer: key SHA256:", "approved by bob@example.com"}},
 		{name: "the operator's own key does not count twice", approvals: 2, sign: []signing{{key: "alice"}}, timeout: 2 * time.Second,
-			wantErr: steps.ErrNotApproved, wantLog: []string{"signed by the operator (alice@example.com", "no a second approval of stop-brokers within 2s"}},
+			wantErr: steps.ErrNotApproved, wantLog: []string{"signed by the operator (alice@example.com", "a second approval of stop-brokers did not come within 2s (the policy's timeout; 1 of 2 approvals counted)"}},
 		{name: "a stale digest, then the plan's", approvals: 2, sign: []signing{{key: "bob", digest: other}, {key: "bob"}},
 			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"refused bob@example.com's approval", "is for digest ababababab", "a re-planned step needs a new approval"}},
 		{name: "another run's signature of the same plan", approvals: 2, sign: []signing{{key: "bob", run: "another-run"}, {key: "dave"}},
@@ -185,7 +217,7 @@ func TestApprover(t *testing.T) {
 		{name: "a key allowed for git only", approvals: 2, sign: []signing{{key: "eve"}, {key: "bob"}},
 			wantBy: []string{"alice@example.com", "bob@example.com"}, wantLog: []string{"eve-0.sig: it is not a signature"}},
 		{name: "three approvals: bob twice counts once", approvals: 3, sign: []signing{{key: "bob"}, {key: "bob"}, {key: "dave"}},
-			wantBy: []string{"alice@example.com", "bob@example.com", "dave@example.com"}, wantLog: []string{"waits for 2 more approvals", "already approved stop-brokers; it counts once"}},
+			wantBy: []string{"alice@example.com", "bob@example.com", "dave@example.com"}, wantLog: []string{"waits for 2 more approvals", "already approved stop-brokers (the same key as bob@example.com's); one person counts once"}},
 		{name: "nobody approves: the timeout", approvals: 2, timeout: 500 * time.Millisecond,
 			wantErr: steps.ErrNotApproved, wantLog: []string{"waits for a second approval"}},
 		{name: "the operator's key is not allowed", approvals: 2, operator: "carol",
@@ -356,7 +388,7 @@ func TestARunWaitsForTheSecondApproval(t *testing.T) {
 				if n := kind.count(); n != wantApplies {
 					t.Fatalf("%d applies while waiting for the approval, want %d", n, wantApplies)
 				}
-				sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key("bob"), signoff.Message(req.Run, req.Step, req.Digest), false)
+				sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key("bob"), signoff.Message(req.Run, req.Step, req.Digest, req.Nonce), false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -415,5 +447,378 @@ func TestEngineRefusesASignoffOfAnotherPlan(t *testing.T) {
 	out := s.Run(context.Background(), ports.Cluster{}, inner, nil)
 	if !errors.Is(out.Err, steps.ErrNotApproved) || !strings.Contains(out.Err.Error(), "bob signed another plan") || kind.count() != 0 {
 		t.Fatalf("%v, %d applies", out.Err, kind.count())
+	}
+}
+
+// waitFor polls l's lines until one holds want (10 s at most).
+func (l *lines) waitFor(t *testing.T, want string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(l.text(), want); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("nothing says %q:\n%s", want, l.text())
+		}
+	}
+}
+
+// request waits for the run's request of stop-brokers other than prev's.
+func request(t *testing.T, dir, prevNonce string) signoff.Request {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if rs, err := signoff.Requests(dir, "stop-brokers"); err == nil && rs[0].Nonce != prevNonce {
+			return rs[0]
+		}
+		if time.Now().After(end) {
+			t.Fatal("the run never asked for the approval")
+		}
+	}
+}
+
+// sign writes key's signature of req (as `kremedy approve` does) under
+// the name who.
+func sign(t *testing.T, k keys, dir string, req signoff.Request, key, who string) string {
+	t.Helper()
+	sig, err := (signoff.Keygen{}).Sign(context.Background(), k.key(key), signoff.Message(req.Run, req.Step, req.Digest, req.Nonce), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := signoff.WriteSignature(dir, req, who, sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type approved struct {
+	ap  steps.Approval
+	err error
+}
+
+func approveAsync(a *signoff.Approver) <-chan approved {
+	done := make(chan approved, 1)
+	go func() {
+		ap, err := a.Approve(context.Background(), steps.Info{ID: "stop-brokers", Risk: steps.Destructive}, plan)
+		done <- approved{ap, err}
+	}()
+	return done
+}
+
+func wait(t *testing.T, done <-chan approved, l *lines) approved {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the approval did not end:\n%s", l.text())
+	}
+	return approved{}
+}
+
+// TestSignatureReusedOnLaterAttempt (review M2): a second request for the
+// same run, step and plan — an attempt resumed later, a step re-run — has
+// a new nonce, so bob's signature of the first request is refused, with
+// the reason, and the step waits until bob signs the new request.
+func TestSignatureReusedOnLaterAttempt(t *testing.T) {
+	k := newKeys(t)
+	dir := t.TempDir()
+	var l lines
+	a := &signoff.Approver{Inner: &strictApprover{t: t, want: []string{"stop-brokers", "stop-brokers"}}, Policy: signoff.Policy{Approvals: 2, AllowedSigners: k.allowed, Timeout: 20 * time.Second},
+		Run: "run-1", Dir: dir, Key: k.key("alice"), Signer: signoff.Keygen{}, Log: l.log, Poll: 20 * time.Millisecond}
+
+	done := approveAsync(a)
+	first := request(t, dir, "")
+	oldSig := sign(t, k, dir, first, "bob", "bob@example.com")
+	r := wait(t, done, &l)
+	if r.err != nil || len(r.ap.Signoffs) != 2 || r.ap.Signoffs[1].Nonce != first.Nonce || r.ap.Signoffs[0].Nonce != first.Nonce {
+		t.Fatalf("first approval: %v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+	}
+
+	done = approveAsync(a) // the same run, step and plan, asked again
+	second := request(t, dir, first.Nonce)
+	if second.Digest != first.Digest {
+		t.Fatalf("the plan changed: %s, %s", first.Digest, second.Digest)
+	}
+	l.waitFor(t, "it answers an earlier request for this plan of stop-brokers (nonce "+first.Nonce[:8])
+	select {
+	case r := <-done:
+		t.Fatalf("the second request passed with the first one's signature: %v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+	default:
+	}
+	newSig := sign(t, k, dir, second, "bob", "bob@example.com")
+	r = wait(t, done, &l)
+	if r.err != nil || len(r.ap.Signoffs) != 2 {
+		t.Fatalf("second approval: %v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+	}
+	if so := r.ap.Signoffs[1]; so.File != newSig || so.File == oldSig || so.Nonce != second.Nonce || so.By != "bob@example.com" {
+		t.Errorf("the second approval counted %+v, want bob's new signature %s (nonce %s)", so, newSig, second.Nonce)
+	}
+	if !strings.Contains(l.text(), "request nonce "+second.Nonce) {
+		t.Errorf("the journal does not name the request's nonce:\n%s", l.text())
+	}
+}
+
+// TestSamePersonTwoPrincipalSpellings (review M3): a person whose keys
+// allowed_signers names under two spellings — on one line with two
+// principals, or a key on two lines (ssh-keygen's find-principals prints
+// only the first) — is one approver: the second key does not meet
+// approvals: 2, and another person does.
+func TestSamePersonTwoPrincipalSpellings(t *testing.T) {
+	k := newKeys(t)
+	for _, tc := range []struct {
+		name    string
+		signers []string
+	}{
+		{"one line, two principals", []string{"alice@example.com,alice {alice}", "alice {alice2}", "bob@example.com {bob}"}},
+		{"one key on two lines", []string{"alice@example.com {alice}", "alice {alice}", "alice {alice2}", "bob@example.com {bob}"}},
+		{"the same name in another case", []string{"alice@example.com {alice}", "Alice@Example.com {alice2}", "bob@example.com {bob}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var l lines
+			a := &signoff.Approver{Inner: &strictApprover{t: t, want: []string{"stop-brokers"}}, Policy: signoff.Policy{Approvals: 2, AllowedSigners: k.signers(t, tc.signers...), Timeout: 20 * time.Second},
+				Run: "run-1", Dir: dir, Key: k.key("alice"), Signer: signoff.Keygen{}, Log: l.log, Poll: 20 * time.Millisecond}
+			done := approveAsync(a)
+			req := request(t, dir, "")
+			sign(t, k, dir, req, "alice2", "alice")
+			l.waitFor(t, "it is signed by the operator")
+			select {
+			case r := <-done:
+				t.Fatalf("alice's second key met approvals: 2: %v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+			default:
+			}
+			sign(t, k, dir, req, "bob", "bob@example.com")
+			r := wait(t, done, &l)
+			if r.err != nil || len(r.ap.Signoffs) != 2 || r.ap.Signoffs[1].By != "bob@example.com" {
+				t.Fatalf("%v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+			}
+			if !strings.Contains(l.text(), "for both keys") {
+				t.Errorf("the refusal does not say which name both keys share:\n%s", l.text())
+			}
+		})
+	}
+}
+
+// TestPatternPrincipalsRefused (review M3): an allowed_signers line that
+// names principals by a pattern is refused at the run's start
+// (CheckSigners, naming the line) and its key's approval does not count.
+func TestPatternPrincipalsRefused(t *testing.T) {
+	k := newKeys(t)
+	for _, pattern := range []string{"*@example.com", "ops-?", `"carol@example.com,!mallory@example.com"`} {
+		signers := k.signers(t, "# who approves", "alice@example.com {alice}", pattern+" {wild}", "bob@example.com {bob}")
+		err := signoff.CheckSigners(signers)
+		if !errors.Is(err, signoff.ErrPattern) || !strings.Contains(err.Error(), signers+" line 3") {
+			t.Errorf("%s: CheckSigners: %v", pattern, err)
+		}
+	}
+	if err := signoff.CheckSigners(k.allowed); err != nil {
+		t.Errorf("CheckSigners of a file without patterns: %v", err)
+	}
+	signers := k.signers(t, "alice@example.com {alice}", "*@example.com {wild}", "bob@example.com {bob}")
+	dir := t.TempDir()
+	var l lines
+	a := &signoff.Approver{Inner: &strictApprover{t: t, want: []string{"stop-brokers"}}, Policy: signoff.Policy{Approvals: 2, AllowedSigners: signers, Timeout: 20 * time.Second},
+		Run: "run-1", Dir: dir, Key: k.key("alice"), Signer: signoff.Keygen{}, Log: l.log, Poll: 20 * time.Millisecond}
+	done := approveAsync(a)
+	req := request(t, dir, "")
+	sign(t, k, dir, req, "wild", "wild")
+	l.waitFor(t, "line 2 (*@example.com)")
+	sign(t, k, dir, req, "bob", "bob@example.com")
+	if r := wait(t, done, &l); r.err != nil || len(r.ap.Signoffs) != 2 || r.ap.Signoffs[1].By != "bob@example.com" {
+		t.Fatalf("%v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+	}
+	if n := strings.Count(l.text(), "line 2 (*@example.com)"); n != 1 {
+		t.Errorf("the pattern's refusal was said %d times, want once:\n%s", n, l.text())
+	}
+}
+
+// TestTransientRefusalIsNotFinal (review L1, its TestTransientRefusalIsFinal
+// scenario): a signature refused because allowed_signers was briefly
+// missing (a config-management rewrite) is judged again and counts once
+// the file is back; one refused as not a signature counts once re-signed
+// in the same file.
+func TestTransientRefusalIsNotFinal(t *testing.T) {
+	k := newKeys(t)
+	sum, err := signoff.SignersDigest(k.allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		sha256    string
+		gone      bool // allowed_signers is away while bob signs
+		wantFirst string
+	}{
+		{name: "allowed_signers missing", gone: true, wantFirst: "allowed signers: stat"},
+		{name: "allowed_signers missing, its sha256 journaled", sha256: sum, gone: true, wantFirst: "the run cannot read the allowed signers it started with"},
+		{name: "allowed_signers changed, its sha256 journaled", sha256: sum, wantFirst: "changed since the run started (sha256 " + sum[:12]},
+		{name: "not a signature, then re-signed", wantFirst: "it is not a signature of stop-brokers's plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case has its own allowed_signers: it moves it.
+			orig, _ := os.ReadFile(k.allowed)
+			signers := filepath.Join(t.TempDir(), "allowed_signers")
+			if err := os.WriteFile(signers, orig, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			var l lines
+			a := &signoff.Approver{Inner: &strictApprover{t: t, want: []string{"stop-brokers"}}, Policy: signoff.Policy{Approvals: 2, AllowedSigners: signers, SignersSHA256: tc.sha256, Timeout: 20 * time.Second},
+				Run: "run-1", Dir: dir, Key: k.key("alice"), Signer: signoff.Keygen{}, Log: l.log, Poll: 20 * time.Millisecond}
+			done := approveAsync(a)
+			req := request(t, dir, "")
+			var path string
+			switch {
+			case tc.gone:
+				if err := os.Rename(signers, signers+".new"); err != nil {
+					t.Fatal(err)
+				}
+				path = sign(t, k, dir, req, "bob", "bob@example.com")
+			case tc.sha256 != "":
+				if err := os.WriteFile(signers, append(orig, "# rewritten\n"...), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				path = sign(t, k, dir, req, "bob", "bob@example.com")
+			default:
+				var err error
+				if path, err = signoff.WriteSignature(dir, req, "bob@example.com", []byte("not a signature")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.waitFor(t, tc.wantFirst)
+			select {
+			case r := <-done:
+				t.Fatalf("the approval ended: %v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+			default:
+			}
+			switch {
+			case tc.gone:
+				if err := os.Rename(signers+".new", signers); err != nil {
+					t.Fatal(err)
+				}
+			case tc.sha256 != "":
+				if err := os.WriteFile(signers, orig, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				if p := sign(t, k, dir, req, "bob", "bob@example.com"); p != path {
+					t.Fatalf("re-signed in %s, not %s", p, path)
+				}
+			}
+			r := wait(t, done, &l)
+			if r.err != nil || len(r.ap.Signoffs) != 2 || r.ap.Signoffs[1].By != "bob@example.com" || r.ap.Signoffs[1].File != path {
+				t.Fatalf("%v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+			}
+			if n := strings.Count(l.text(), tc.wantFirst); n != 1 {
+				t.Errorf("the refusal was said %d times, want once:\n%s", n, l.text())
+			}
+		})
+	}
+}
+
+// TestApprovalFilesMustBeRegular (review L6): a FIFO or a link to a
+// device among the signatures is refused without reading it (the wait is
+// not blocked), and a request file that is not regular, too large, or
+// names a step outside approvals/ is an error.
+func TestApprovalFilesMustBeRegular(t *testing.T) {
+	k := newKeys(t)
+	dir := t.TempDir()
+	var l lines
+	a := &signoff.Approver{Inner: &strictApprover{t: t, want: []string{"stop-brokers"}}, Policy: signoff.Policy{Approvals: 2, AllowedSigners: k.allowed, Timeout: 20 * time.Second},
+		Run: "run-1", Dir: dir, Key: k.key("alice"), Signer: signoff.Keygen{}, Log: l.log, Poll: 20 * time.Millisecond}
+	done := approveAsync(a)
+	req := request(t, dir, "")
+	base := filepath.Join(dir, signoff.Dir, "stop-brokers."+req.Digest+"."+req.Nonce)
+	if err := syscall.Mkfifo(base+".fifo.sig", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", base+".zero.sig"); err != nil {
+		t.Fatal(err)
+	}
+	l.waitFor(t, "fifo.sig is not a regular file")
+	l.waitFor(t, "zero.sig is not a regular file")
+	sign(t, k, dir, req, "bob", "bob@example.com")
+	if r := wait(t, done, &l); r.err != nil || len(r.ap.Signoffs) != 2 {
+		t.Fatalf("%v %+v\n%s", r.err, r.ap.Signoffs, l.text())
+	}
+
+	// Requests: a link, an oversized file, a hostile step.
+	run := t.TempDir()
+	ok := signoff.Request{Run: "run-1", Step: "roll", Digest: strings.Repeat("a", 64), Nonce: strings.Repeat("b", 32)}
+	write := func(name string, b []byte) {
+		t.Helper()
+		os.RemoveAll(filepath.Join(run, signoff.Dir))
+		if err := os.MkdirAll(filepath.Join(run, signoff.Dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(run, signoff.Dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js := func(r signoff.Request) []byte { b, _ := json.Marshal(r); return b }
+	write("roll.request.json", js(ok))
+	if rs, err := signoff.Requests(run, ""); err != nil || rs[0].Nonce != ok.Nonce || rs[0].Step != ok.Step {
+		t.Fatalf("a good request: %v %+v", err, rs)
+	}
+	hostile := ok
+	hostile.Step = "../../x"
+	bigPlan := ok
+	bigPlan.Title = strings.Repeat("x", 70<<10)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"roll.request.json", js(hostile), "is not a step id"},
+		{"roll.request.json", js(bigPlan), "larger than 64 KiB"},
+		{"other.request.json", js(ok), "it is for step roll"},
+	} {
+		write(tc.name, tc.b)
+		if _, err := signoff.Requests(run, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.want, err, tc.want)
+		}
+	}
+	write("x", nil)
+	if err := os.Symlink("/dev/zero", signoff.RequestPath(run, "roll")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signoff.Requests(run, "roll"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a request linked to /dev/zero: %v", err)
+	}
+}
+
+// TestRequestCheck (review L5): a request's step, digest and nonce name
+// files in approvals/: only what a run writes passes, and WriteSignature
+// writes nothing for another.
+func TestRequestCheck(t *testing.T) {
+	ok := signoff.Request{Run: "run-1", Step: "stop-brokers.1_a-b", Digest: strings.Repeat("0a", 32), Nonce: strings.Repeat("f1", 16)}
+	if err := ok.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		edit func(*signoff.Request)
+		want string
+	}{
+		{func(r *signoff.Request) { r.Step = "../../x" }, "not a step id"},
+		{func(r *signoff.Request) { r.Step = "a..b" }, "not a step id"},
+		{func(r *signoff.Request) { r.Step = "a/b" }, "not a step id"},
+		{func(r *signoff.Request) { r.Step = "" }, "not a step id"},
+		{func(r *signoff.Request) { r.Digest = strings.Repeat("0A", 32) }, "not a sha256"},
+		{func(r *signoff.Request) { r.Digest = "../" + strings.Repeat("0", 61) }, "not a sha256"},
+		{func(r *signoff.Request) { r.Nonce = "" }, "nonce \"\" is not 32 hex digits"},
+		{func(r *signoff.Request) { r.Nonce = strings.Repeat("g", 32) }, "not 32 hex digits"},
+		{func(r *signoff.Request) { r.Run = "" }, "names no run"},
+	} {
+		r := ok
+		tc.edit(&r)
+		err := r.Check()
+		if !errors.Is(err, signoff.ErrBadRequest) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", r, err, tc.want)
+		}
+		dir := t.TempDir()
+		if _, err := signoff.WriteSignature(filepath.Join(dir, "run"), r, "bob", []byte("sig")); !errors.Is(err, signoff.ErrBadRequest) {
+			t.Errorf("WriteSignature of %+v: %v", r, err)
+		}
+		if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+			t.Errorf("WriteSignature of %+v wrote %v", r, files)
+		}
 	}
 }
