@@ -188,11 +188,11 @@ func (ts *tokenSource) fetch(ctx context.Context) (string, time.Duration, error)
 	}
 	defer resp.Body.Close()
 	if c := resp.StatusCode; c >= 300 && c < 400 {
-		to := "no usable Location"
+		to := "with no usable Location"
 		if u, err := resp.Location(); err == nil && u.Host != "" {
-			to = u.Scheme + "://" + u.Host
+			to = "to " + u.Scheme + "://" + u.Host // never its path or query
 		}
-		return "", 0, fmt.Errorf("%w: OAuth token endpoint %s answered HTTP %d %s to %s; kremedy does not follow redirects, so the client credentials were not sent there and there is no token: set sasl.oauthbearer.token.endpoint.url to the final URL", ErrSecurity, ts.endpoint, c, http.StatusText(c), to)
+		return "", 0, fmt.Errorf("%w: OAuth token endpoint %s answered HTTP %d %s %s; kremedy does not follow redirects, so the client credentials were not sent there and there is no token: set sasl.oauthbearer.token.endpoint.url to the final URL", ErrSecurity, ts.endpoint, c, http.StatusText(c), to)
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {

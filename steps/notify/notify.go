@@ -322,26 +322,26 @@ func (s *sender) deliver(it item) error {
 // than 408 and 429, or a redirect).
 type permanentError struct {
 	status int
-	// to names where a redirect pointed: scheme and host only (its path
-	// and query may be a secret); "" for a refusal.
+	// to says where a redirect pointed ("to SCHEME://HOST": never its path
+	// or query, which may be a secret); "" for a refusal.
 	to string
 }
 
 func (e *permanentError) Error() string {
 	if e.status >= 300 && e.status < 400 {
-		return fmt.Sprintf("the webhook answered HTTP %d %s to %s; kremedy does not follow redirects, so nothing was sent there (not the event, not the token): give the webhook's final URL", e.status, http.StatusText(e.status), e.to)
+		return fmt.Sprintf("the webhook answered HTTP %d %s %s; kremedy does not follow redirects, so nothing was sent there (not the event, not the token): give the webhook's final URL", e.status, http.StatusText(e.status), e.to)
 	}
 	return fmt.Sprintf("the webhook refused it (HTTP %d %s)", e.status, http.StatusText(e.status))
 }
 
-// location names where a redirect points: scheme and host, never the path
-// or query.
+// location says where a redirect points: "to SCHEME://HOST", never the
+// path or query.
 func location(resp *http.Response) string {
 	u, err := resp.Location()
 	if err != nil || u.Host == "" {
-		return "no usable Location"
+		return "with no usable Location"
 	}
-	return u.Scheme + "://" + u.Host
+	return "to " + u.Scheme + "://" + u.Host
 }
 
 // post sends one body; a 429's or 503's Retry-After comes back with the
