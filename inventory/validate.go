@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kremedy/kremedy/internal/logdir"
 	"github.com/kremedy/kremedy/internal/webhook"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
@@ -268,7 +269,8 @@ func (d *decoder) localPath(p, v string) {
 }
 
 // logDirs checks a broker's log.dirs: remote POSIX paths, absolute and
-// clean, so that a path in a plan means exactly one directory.
+// clean, so that a path in a plan means exactly one directory, of the
+// characters logdir.Allowed only (security review L4).
 func (d *decoder) logDirs(p string, dirs []string) {
 	for i, dir := range dirs {
 		pi := fmt.Sprintf("%s[%d]", p, i)
@@ -284,6 +286,10 @@ func (d *decoder) logDirs(p string, dirs []string) {
 			continue
 		case strings.Contains(dir, ","):
 			d.Errorf(d.At(pi), "%s %q contains ',', which Kafka's log.dirs uses to separate directories", pi, dir)
+			continue
+		}
+		if err := logdir.Check(dir); err != nil {
+			d.Errorf(d.At(pi), "%s %q: %v (so that no script kremedy writes can read it as a glob, an expansion or two lines); rename the directory, or point log.dirs at it through a symbolic link whose path is plain", pi, dir, err)
 			continue
 		}
 		for j := range i {

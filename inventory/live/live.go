@@ -16,6 +16,7 @@ import (
 
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -245,10 +246,19 @@ func Init(ctx context.Context, regs []Registration, kc ports.Kafka, hosts ports.
 				dirs = []string{v}
 			}
 		}
+		for i := range dirs {
+			dirs[i] = strings.TrimSpace(dirs[i]) // Kafka's csv lists are trimmed
+		}
 		slices.Sort(dirs)
-		b.LogDirs = dirs
-		if len(dirs) == 0 {
-			notes = append(notes, fmt.Sprintf("broker %d: log.dirs not read (%v); kremedy asks the broker at run time", r.ID, err))
+		if bad := brokers.CheckLogDirs(r.ID, dirs, "as the broker reports it"); bad != nil {
+			// None of them: an inventory naming some of a broker's log dirs
+			// would hide the others from a cleanup.
+			notes = append(notes, fmt.Sprintf("broker %d: no log_dirs written: %v", r.ID, bad))
+		} else {
+			b.LogDirs = dirs
+			if len(dirs) == 0 {
+				notes = append(notes, fmt.Sprintf("broker %d: log.dirs not read (%v); kremedy asks the broker at run time", r.ID, err))
+			}
 		}
 		u, err := Guess(ctx, hosts, r.ID, r.Endpoints)
 		if err != nil {

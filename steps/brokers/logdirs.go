@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kremedy/kremedy/internal/logdir"
 	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -28,7 +29,10 @@ import (
 // symbolic link to a directory (ls -p marks only real ones; Kafka's
 // File.isDirectory follows links); "m", then the directories' topic ids
 // from partition.metadata as grep prints them (NAME/partition.metadata:
-// topic_id: ID); "e" at the end.
+// topic_id: ID); "e" at the end. grep prints names raw, so a name with a
+// line break would print as a line naming another directory: listHost
+// refuses a log dir in which ls printed a name with a ? or a topic-id line
+// does not parse (security review L3).
 //
 // A log dir holds thousands of partition directories, so the listing is
 // one ls and one grep per log dir, each writing its output in large
@@ -148,12 +152,58 @@ func List(ctx context.Context, h ports.Hosts, t ports.Target, dirs map[int32][]s
 	return out
 }
 
+// CheckLogDirs refuses broker's log dirs that logdir.Check refuses, naming
+// each and from, where they came from (the inventory, DescribeLogDirs, a
+// server.properties): kremedy puts no such path in a command.
+func CheckLogDirs(broker int32, dirs []string, from string) error {
+	var errs []error
+	for _, d := range dirs {
+		if err := logdir.Check(d); err != nil {
+			errs = append(errs, fmt.Errorf("%w: broker %d's log dir %q (%s): %w; kremedy puts no path a script could misread in a command, and did nothing with this broker's log dirs: give the broker a log dir of plain characters (a symbolic link to it will do) and name it in the inventory's log_dirs", ports.ErrRefused, broker, d, from, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// foreignNames says which names of a log dir's listing kremedy refuses to
+// read topic ids beside: those ls -q printed with a ? (a line break, tab or
+// other character that cannot be printed, which no Kafka directory holds)
+// and the lines of the topic-id listing that did not parse (what a name
+// with a line break turns into).
+func foreignNames(dir string, names, lines []string) string {
+	quoted := func(l []string) string {
+		const most = 5
+		q := make([]string, 0, most)
+		for _, n := range l[:min(len(l), most)] {
+			q = append(q, strconv.Quote(n))
+		}
+		if len(l) > most {
+			q = append(q, fmt.Sprintf("and %d more", len(l)-most))
+		}
+		return strings.Join(q, ", ")
+	}
+	var why []string
+	if len(names) > 0 {
+		why = append(why, "names Kafka never makes (as ls -q prints them: each ? is a line break, tab or other character that cannot be printed): "+quoted(names))
+	}
+	if len(lines) > 0 {
+		why = append(why, "lines in its topic-id listing that are not NAME/partition.metadata:topic_id: ID (what a directory whose name holds a line break prints): "+quoted(lines))
+	}
+	return fmt.Sprintf("log dir %s holds %s", dir, strings.Join(why, "; and "))
+}
+
 func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (map[string][]segments.Entry, []string, map[string]string, error) {
+	if err := CheckLogDirs(broker, dirs, "as given to the listing"); err != nil {
+		return nil, nil, nil, err
+	}
 	out := map[string][]segments.Entry{}
 	unwr := map[string]string{}
 	ids := map[string]map[string]string{}  // log dir → directory → topic id
 	linked := map[string]map[string]bool{} // log dir → symbolic links to directories
 	var missing, unreadable, bad, failed []string
+	// Per log dir: names ls printed with a ?, and topic-id lines that did
+	// not parse; either means a name that could forge another's topic id.
+	odd, unparsed := map[string][]string{}, map[string][]string{}
 	listing, grepping := -1, -1 // the log dir whose ls or grep lines are coming
 	at := func(m map[string]map[string]string, i int) map[string]string {
 		if m[dirs[i]] == nil {
@@ -171,16 +221,23 @@ func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (
 				bad = append(bad, l.Text)
 			case listing >= 0:
 				name, dir := strings.CutSuffix(text, "/")
+				if strings.ContainsFunc(name, func(r rune) bool { return r == '?' || r < ' ' || r == 0x7f }) {
+					odd[dirs[listing]] = append(odd[dirs[listing]], name)
+				}
 				if name != "" && name != "." && name != ".." {
 					out[dirs[listing]] = append(out[dirs[listing]], segments.Entry{Name: name, IsDir: dir})
 				}
 			case grepping >= 0:
 				// NAME/partition.metadata:topic_id: ID (a name holds no '/');
-				// applied to the directories ls listed only.
+				// applied to the directories ls listed only. grep prints a
+				// name raw: one with a line break comes as two lines, the
+				// first of which cannot parse (it has no '/'), the second
+				// naming another directory. So any line that does not
+				// parse refuses the whole log dir's ids.
 				if name, id, ok := strings.Cut(text, "/partition.metadata:topic_id:"); ok {
 					at(ids, grepping)[name] = strings.TrimLeft(id, " ")
 				} else {
-					bad = append(bad, l.Text)
+					unparsed[dirs[grepping]] = append(unparsed[dirs[grepping]], text)
 				}
 			default:
 				bad = append(bad, l.Text)
@@ -209,6 +266,10 @@ func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (
 		case "e":
 			grepping = -1
 		case "i":
+			if strings.Contains(f[3], "\t") { // a name with a tab: NAME\tREST\tID
+				unparsed[dirs[i]] = append(unparsed[dirs[i]], text)
+				break
+			}
 			at(ids, i)[f[2]] = strings.TrimLeft(f[3], " ")
 		case "x":
 			missing = append(missing, dirs[i])
@@ -234,6 +295,17 @@ func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (
 				es[j].TopicID = ids[dir][es[j].Name]
 			}
 		}
+	}
+	var foreign []string
+	for _, dir := range dirs {
+		if len(odd[dir]) > 0 || len(unparsed[dir]) > 0 {
+			foreign = append(foreign, foreignNames(dir, odd[dir], unparsed[dir]))
+		}
+	}
+	if len(foreign) > 0 {
+		// Such a name could give another directory its topic id (security
+		// review L3): nothing from this host is trusted.
+		return nil, bad, nil, fmt.Errorf("%w: on broker %d's host, %s. Kafka never makes such a name (topic names are letters, digits, '.', '_' and '-'), so someone else put it there; kremedy trusts no topic id read beside it and used nothing from this host's listing. Look at it (ls -lab in the log dir), move it out of the log dir, and run again", ports.ErrRefused, broker, strings.Join(foreign, "; "))
 	}
 	if len(failed) > 0 {
 		// Never an empty listing taken for an empty log dir.

@@ -2,6 +2,8 @@ package brokers_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +60,7 @@ func TestListLogDirsRealShell(t *testing.T) {
 		{Name: "recovery-point-offset-checkpoint"},
 		{Name: "with space-0", IsDir: true, TopicID: "EEEEEEEEEEEEEEEEEEEEEE"},
 	}
-	missing := filepath.Join(dir, "no such dir")
+	missing := filepath.Join(dir, "no-such-dir")
 	for _, sh := range []string{"/bin/sh", "/bin/bash", "no grep"} {
 		t.Run(sh, func(t *testing.T) {
 			if sh == "no grep" {
@@ -86,7 +88,7 @@ func TestListLogDirsRealShell(t *testing.T) {
 				t.Errorf("listing under %s:\n got %+v\nwant %+v", sh, l, want)
 			}
 			got = brokers.List(context.Background(), steptest.LocalShell{Shell: sh}, target, map[int32][]string{1: {dir, missing}})
-			if err := got.Err(target); err == nil || !strings.Contains(err.Error(), "no such dir") {
+			if err := got.Err(target); err == nil || !strings.Contains(err.Error(), "no-such-dir") || !strings.Contains(err.Error(), "do not exist") {
 				t.Errorf("a missing log dir: %v", err)
 			}
 		})
@@ -108,23 +110,82 @@ func TestListLogDirsLsFails(t *testing.T) {
 	}
 }
 
-// TestListLogDirsHostileNames: a directory whose name holds line ends and
-// tabs cannot forge the listing's own lines (another directory's topic id,
-// a missing dir), and a symbolic link to a directory is a directory, as
-// Kafka's File.isDirectory has it.
+// TestListLogDirsHostileNames: a directory whose name holds a line break
+// or a tab could give another directory its topic id (grep prints names
+// raw), so the host's listing is refused, naming it, under every way the
+// listing runs (dash, bash, without grep), and even when ls did not see it
+// (made between ls and grep): the topic-id lines it prints do not parse.
+// Security review L3: "zzz\norders-0" with FORGED made orders-0 FORGED.
 func TestListLogDirsHostileNames(t *testing.T) {
-	dir := t.TempDir()
-	for name, meta := range map[string]string{
-		"orders-0":                               "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n",
-		"z\n0\ti\torders-0\tFORGED\n0\tx\t\t\nq": "version: 0\ntopic_id: HOSTILEHOSTILEHOSTILE0\n",
+	const real = "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n"
+	for _, tc := range []struct {
+		name    string
+		hostile string
+		shell   string // "/bin/sh" or "/bin/bash"
+		noGrep  bool   // the shell reads the topic ids itself
+		blindLs bool   // ls lists orders-0 only: the hostile name came after it
+		want    string // in the refusal
+	}{
+		{name: "newline", hostile: "zzz\norders-0", shell: "/bin/sh", want: `"zzz?orders-0"`},
+		{name: "newline under bash", hostile: "zzz\norders-0", shell: "/bin/bash", want: `"zzz?orders-0"`},
+		{name: "newline without grep", hostile: "zzz\norders-0", shell: "/bin/sh", noGrep: true, want: `"zzz?orders-0"`},
+		{name: "newline after ls", hostile: "zzz\norders-0", shell: "/bin/sh", blindLs: true, want: `"zzz"`},
+		{name: "newline after ls without grep", hostile: "zzz\norders-0", shell: "/bin/sh", noGrep: true, blindLs: true, want: `"orders-0\tFORGEDFORGEDFORGEDFORGE"`},
+		{name: "tab without grep", hostile: "orders-0\tFORGEDFORGEDFORGEDFORGE", shell: "/bin/sh", noGrep: true, want: `"orders-0?FORGEDFORGEDFORGEDFORGE"`},
+		{name: "tab after ls without grep", hostile: "orders-0\tFORGEDFORGEDFORGEDFORGE", shell: "/bin/sh", noGrep: true, blindLs: true, want: `"0\ti\torders-0\tFORGEDFORGEDFORGEDFORGE\t`},
+		{name: "listing lines", hostile: "z\n0\ti\torders-0\tFORGED\n0\tx\t\t\nq", shell: "/bin/sh", want: `"z?0?i?orders-0?FORGED?0?x???q"`},
 	} {
-		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name, "partition.metadata"), []byte(meta), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, meta := range map[string]string{"orders-0": real, tc.hostile: "version: 0\ntopic_id: FORGEDFORGEDFORGEDFORGE\n"} {
+				if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, name, "partition.metadata"), []byte(meta), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.noGrep || tc.blindLs {
+				bin := t.TempDir()
+				if tc.blindLs {
+					if err := os.WriteFile(filepath.Join(bin, "ls"), []byte("#!/bin/sh\necho orders-0/\n"), 0o755); err != nil {
+						t.Fatal(err)
+					}
+				} else if ls, err := exec.LookPath("ls"); err != nil {
+					t.Fatal(err)
+				} else if err := os.Symlink(ls, filepath.Join(bin, "ls")); err != nil {
+					t.Fatal(err)
+				}
+				if !tc.noGrep {
+					grep, err := exec.LookPath("grep")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(grep, filepath.Join(bin, "grep")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				t.Setenv("PATH", bin)
+			}
+			target := ports.Target{Hosts: []ports.Host{{ID: 1, Host: "localhost"}}}
+			got := brokers.List(context.Background(), steptest.LocalShell{Shell: tc.shell}, target, map[int32][]string{1: {dir}})
+			for _, e := range got.Entries[1][dir] {
+				if e.TopicID != "" && e.TopicID != "AAAAAAAAAAAAAAAAAAAAAA" {
+					t.Errorf("a forged topic id landed on %+v", e)
+				}
+			}
+			err := got.Err(target)
+			if !errors.Is(err, ports.ErrRefused) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "move it out of the log dir") {
+				t.Fatalf("listing %q: %v, entries %+v; want a refusal naming %s", tc.hostile, err, got.Entries[1][dir], tc.want)
+			}
+		})
 	}
+}
+
+// TestListLogDirsLinkedDirectory: a symbolic link to a directory is a
+// directory, as Kafka's File.isDirectory has it.
+func TestListLogDirsLinkedDirectory(t *testing.T) {
+	dir := t.TempDir()
 	elsewhere := filepath.Join(t.TempDir(), "orders-1")
 	if err := os.MkdirAll(elsewhere, 0o755); err != nil {
 		t.Fatal(err)
@@ -137,22 +198,37 @@ func TestListLogDirsHostileNames(t *testing.T) {
 	if err := got.Err(target); err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]segments.Entry{}
-	for _, e := range got.Entries[1][dir] {
-		byName[e.Name] = e
+	if l := got.Entries[1][dir]; len(l) != 1 || l[0] != (segments.Entry{Name: "orders-1", IsDir: true}) {
+		t.Errorf("entries %+v; want orders-1, a directory", l)
 	}
-	if e := byName["orders-0"]; !e.IsDir || e.TopicID != "AAAAAAAAAAAAAAAAAAAAAA" {
-		t.Errorf("orders-0 %+v: a hostile name forged its topic id", e)
-	}
-	if e := byName["orders-1"]; !e.IsDir {
-		t.Errorf("orders-1, a link to a directory: %+v", e)
-	}
-	if len(got.Entries[1][dir]) != 3 {
-		t.Errorf("entries %+v, want orders-0, orders-1 and the hostile one on one line", got.Entries[1][dir])
-	}
-	for _, e := range got.Entries[1][dir] {
-		if e.TopicID == "HOSTILEHOSTILEHOSTILE0" || e.TopicID == "FORGED" {
-			t.Errorf("a forged topic id landed on %+v", e)
+}
+
+// TestListLogDirsRefusesAPathAScriptCouldMisread: a log dir that is a glob,
+// an expansion or two lines is never put in a command, wherever it came
+// from (a broker's DescribeLogDirs answer reaches List unchecked).
+func TestListLogDirsRefusesAPathAScriptCouldMisread(t *testing.T) {
+	var h strictHosts
+	target := ports.Target{Hosts: []ports.Host{{ID: 1, Host: "localhost"}}}
+	for _, dir := range []string{"/data/k[1]", "/data/$(id)", "/data/k*", "/data/a b", "/data/x\ny", "data"} {
+		got := brokers.List(context.Background(), &h, target, map[int32][]string{1: {"/data/ok", dir}})
+		err := got.Err(target)
+		if !errors.Is(err, ports.ErrRefused) || !strings.Contains(err.Error(), fmt.Sprintf("%q", dir)) || !strings.Contains(err.Error(), "did nothing with this broker's log dirs") {
+			t.Errorf("%q: %v", dir, err)
 		}
 	}
+	if h.ran != 0 {
+		t.Errorf("%d commands ran", h.ran)
+	}
+}
+
+// strictHosts counts the commands it is asked to run, and runs none (its
+// other methods are not to be called: they panic).
+type strictHosts struct {
+	ports.Hosts
+	ran int
+}
+
+func (h *strictHosts) Run(context.Context, int32, string, func(ports.Line)) error {
+	h.ran++
+	return errors.New("no command may run")
 }

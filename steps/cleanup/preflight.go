@@ -273,6 +273,9 @@ func (g *gathering) brokerFacts(ctx context.Context) error {
 			if dirs, err = env.Kafka.LogDirs(ctx, h.ID); err != nil {
 				return fmt.Errorf("log dirs of broker %d: %w", h.ID, err)
 			}
+			if err := brokers.CheckLogDirs(h.ID, dirs, "its DescribeLogDirs answer"); err != nil {
+				return err
+			}
 		}
 		g.f.LogDirs[h.ID] = dirs
 	}

@@ -146,6 +146,9 @@ func lookStrays(ctx context.Context, env *steps.Env, o strayOpts) (*strayLook, e
 		if r.err != nil {
 			return nil, fmt.Errorf("broker %d's log dirs (DescribeLogDirs): %w; add log_dirs to its inventory entry. Nothing was moved", ask[i], r.err)
 		}
+		if err := brokers.CheckLogDirs(ask[i], r.v, "its DescribeLogDirs answer"); err != nil {
+			return nil, err
+		}
 		look.Dirs[ask[i]] = r.v
 	}
 	listing := brokers.List(ctx, env.Hosts, env.Target, look.Dirs)

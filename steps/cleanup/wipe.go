@@ -211,10 +211,20 @@ const moveFunc = `kremedy_move() {
 // running Kafka broker keeps open for its whole life: the last guard on the
 // host itself, after "not registered" and "port closed". It sees only the
 // processes the SSH user may inspect (root, or the broker's own user).
+// The log dir is never a pattern (a "[1]" in it would fail open, security
+// review L4): find's fixed pattern picks the descriptors of any .lock, and
+// each one's target is compared as a string with the log dir's .lock as
+// named and as the kernel names it (symbolic links resolved, pwd -P).
 const lockFunc = `kremedy_lockcheck() {
-  h=$(find /proc/[0-9]*/fd -lname "$1/.lock" 2>/dev/null | head -n 1)
-  if [ -n "$h" ]; then
-    pid=${h#/proc/}; pid=${pid%%/*}
+  want=$1/.lock
+  real=$(cd -- "$1" 2>/dev/null && pwd -P) && real=$real/.lock || real=$want
+  pid=$(find /proc/[0-9]*/fd -lname '*/.lock' 2>/dev/null | while IFS= read -r h; do
+    l=$(readlink "$h" 2>/dev/null) || continue
+    if [ "$l" = "$want" ] || [ "$l" = "$real" ]; then
+      h=${h#/proc/}; echo "${h%%/*}"; break
+    fi
+  done)
+  if [ -n "$pid" ]; then
     echo "refusing: process $pid ($(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null | cut -c1-120)) holds $1/.lock: a broker still runs on this log dir. Nothing was moved on this host" >&2
     return 5
   fi

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
@@ -99,7 +100,7 @@ func newTokenSource(endpoint string, jaasOpts map[string]string, urlencode bool)
 		return nil, fmt.Errorf("sasl.oauthbearer.token.endpoint.url: %w", err)
 	}
 	ts := &tokenSource{endpoint: endpoint, id: jaasOpts["clientId"], secret: jaasOpts["clientSecret"], scope: jaasOpts["scope"],
-		urlencode: urlencode, client: &http.Client{Timeout: 10 * time.Second}}
+		urlencode: urlencode, client: &http.Client{Timeout: 10 * time.Second, CheckRedirect: noRedirect}}
 	switch u.Scheme {
 	case "file":
 	case "http", "https":
@@ -110,6 +111,36 @@ func newTokenSource(endpoint string, jaasOpts map[string]string, urlencode bool)
 		return nil, fmt.Errorf("%w: sasl.oauthbearer.token.endpoint.url=%s: an https://, http:// or file: URL", ErrUnsupportedProperty, endpoint)
 	}
 	return ts, nil
+}
+
+// noRedirect stops the token request at a redirect, which fetch refuses:
+// Go's client would re-POST the form to wherever the Location says, and
+// keeps the Basic client credentials when only the port or the scheme
+// changes (https to http).
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// maxIdPText bounds how much of the OAuth server's error body an error
+// quotes: the error can reach the journal and the webhooks.
+const maxIdPText = 200
+
+// excerpt is at most n bytes of an answer's body, on one line, cut at a
+// character and saying how long the rest was.
+func excerpt(b []byte, n int) string {
+	s := strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
 }
 
 // token returns the cached token while it has more than a fifth of its
@@ -156,9 +187,16 @@ func (ts *tokenSource) fetch(ctx context.Context) (string, time.Duration, error)
 		return "", 0, fmt.Errorf("%w: OAuth token endpoint %s: %v", ErrSecurity, ts.endpoint, err)
 	}
 	defer resp.Body.Close()
+	if c := resp.StatusCode; c >= 300 && c < 400 {
+		to := "with no usable Location"
+		if u, err := resp.Location(); err == nil && u.Host != "" {
+			to = "to " + u.Scheme + "://" + u.Host // never its path or query
+		}
+		return "", 0, fmt.Errorf("%w: OAuth token endpoint %s answered HTTP %d %s %s; kremedy does not follow redirects, so the client credentials were not sent there and there is no token: set sasl.oauthbearer.token.endpoint.url to the final URL", ErrSecurity, ts.endpoint, c, http.StatusText(c), to)
+	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		return "", 0, fmt.Errorf("%w: OAuth token endpoint %s refused client %q: %s %s: check clientId and clientSecret in sasl.jaas.config", ErrSecurity, ts.endpoint, ts.id, resp.Status, strings.TrimSpace(string(body)))
+		return "", 0, fmt.Errorf("%w: OAuth token endpoint %s refused client %q: %s %s: check clientId and clientSecret in sasl.jaas.config", ErrSecurity, ts.endpoint, ts.id, resp.Status, excerpt(body, maxIdPText))
 	}
 	var out struct {
 		AccessToken string  `json:"access_token"`

@@ -36,7 +36,9 @@ type Options struct {
 	// does not fit is not delivered, and said so.
 	Queue int
 	// Client makes the requests (default: one with no timeout of its own;
-	// Timeout bounds each request).
+	// Timeout bounds each request). Whatever its CheckRedirect, a
+	// redirect is never followed: New uses a copy that stops at the
+	// first answer.
 	Client *http.Client
 	// Problem is told, once per webhook, that it loses events or gets them
 	// late (the journal and the screen); it is called from the webhook's
@@ -59,13 +61,22 @@ func (o *Options) defaults() {
 	if o.Queue <= 0 {
 		o.Queue = 256
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{}
+	c := http.Client{}
+	if o.Client != nil {
+		c = *o.Client
 	}
+	c.CheckRedirect = noRedirect
+	o.Client = &c
 	if o.Problem == nil {
 		o.Problem = func(string) {}
 	}
 }
+
+// noRedirect stops a client at a redirect, which post refuses: Go's client
+// would re-POST the body to wherever the Location says, and keeps the
+// Authorization header when only the port or the scheme changes (https to
+// http), past Target.Check's "a token over https only".
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // maxBackoff caps the pause between tries.
 const maxBackoff = 5 * time.Second
@@ -308,11 +319,29 @@ func (s *sender) deliver(it item) error {
 }
 
 // permanentError is a refusal that a retry would not change (a 4xx other
-// than 408 and 429).
-type permanentError struct{ status int }
+// than 408 and 429, or a redirect).
+type permanentError struct {
+	status int
+	// to says where a redirect pointed ("to SCHEME://HOST": never its path
+	// or query, which may be a secret); "" for a refusal.
+	to string
+}
 
 func (e *permanentError) Error() string {
+	if e.status >= 300 && e.status < 400 {
+		return fmt.Sprintf("the webhook answered HTTP %d %s %s; kremedy does not follow redirects, so nothing was sent there (not the event, not the token): give the webhook's final URL", e.status, http.StatusText(e.status), e.to)
+	}
 	return fmt.Sprintf("the webhook refused it (HTTP %d %s)", e.status, http.StatusText(e.status))
+}
+
+// location says where a redirect points: "to SCHEME://HOST", never the
+// path or query.
+func location(resp *http.Response) string {
+	u, err := resp.Location()
+	if err != nil || u.Host == "" {
+		return "with no usable Location"
+	}
+	return "to " + u.Scheme + "://" + u.Host
 }
 
 // post sends one body; a 429's or 503's Retry-After comes back with the
@@ -352,6 +381,8 @@ func (s *sender) post(body []byte) (time.Duration, error) {
 			ra = time.Duration(secs) * time.Second
 		}
 		return ra, fmt.Errorf("HTTP %d %s", c, http.StatusText(c))
+	case c >= 300 && c < 400:
+		return 0, &permanentError{status: c, to: location(resp)}
 	default:
 		return 0, &permanentError{status: c}
 	}

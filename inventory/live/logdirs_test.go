@@ -1,0 +1,51 @@
+package live_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kremedy/kremedy/inventory/live"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// dirsKafka answers LogDirs (DescribeLogDirs) with its broker's dirs; any
+// other call panics.
+type dirsKafka struct {
+	ports.Kafka
+	dirs map[int32][]string
+}
+
+func (k dirsKafka) LogDirs(_ context.Context, id int32) ([]string, error) {
+	return slices.Clone(k.dirs[id]), nil
+}
+
+// noHosts reaches no host.
+type noHosts struct{ ports.Hosts }
+
+func (noHosts) Run(context.Context, int32, string, func(ports.Line)) error {
+	return errors.New("no host in this test")
+}
+
+// TestInitWritesNoLogDirAScriptCouldMisread: a broker that reports a log
+// dir kremedy would not put in a command (security review L4) gets no
+// log_dirs in the inventory (not some of them: a cleanup would miss the
+// others), and the inventory's notes name the dir.
+func TestInitWritesNoLogDirAScriptCouldMisread(t *testing.T) {
+	kc := dirsKafka{dirs: map[int32][]string{1: {"/data/ok", "/data/k[1]"}, 2: {"/data/b", "/data/a"}}}
+	inv, err := live.Init(context.Background(), []live.Registration{{ID: 1, Host: "b1"}, {ID: 2, Host: "b2"}}, kc, noHosts{}, live.Options{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := inv.Brokers[0].LogDirs; len(got) != 0 {
+		t.Errorf("broker 1's log_dirs %q; want none", got)
+	}
+	if got := inv.Brokers[1].LogDirs; !slices.Equal(got, []string{"/data/a", "/data/b"}) {
+		t.Errorf("broker 2's log_dirs %q", got)
+	}
+	if !strings.Contains(inv.Note, `broker 1: no log_dirs written: refused: broker 1's log dir "/data/k[1]"`) || !strings.Contains(inv.Note, "it holds '['") {
+		t.Errorf("notes:\n%s", inv.Note)
+	}
+}
