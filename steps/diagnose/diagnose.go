@@ -848,14 +848,27 @@ func listDisks(ctx context.Context, c ports.Cluster, registered []int32) diskLis
 	return diskListing{dirs: dirs, Listing: brokers.List(ctx, c.Hosts, c.Target, dirs)}
 }
 
+// unlistedFinding is a broker whose disk was not examined: SSH failed, or
+// the host answered with what kremedy refuses to act on (a name Kafka
+// cannot make, a log dir path a script could misread, a dir it cannot
+// enter) — then the evidence, not SSH, says what to fix.
+func unlistedFinding(id int32, err error, more string) Finding {
+	f := Finding{Kind: FindDiskUnlisted, Severity: Critical, Brokers: []int32{id},
+		Summary:  fmt.Sprintf("broker %d's log dirs could not be listed over SSH: its disk was not examined", id),
+		Evidence: []string{err.Error()},
+		Fix:      "fix SSH to the host (reachability, user, key, known_hosts) and diagnose again" + more}
+	if errors.Is(err, ports.ErrRefused) {
+		f.Summary = fmt.Sprintf("broker %d's host answered, but kremedy refused what its log dirs hold: its disk was not examined", id)
+		f.Fix = "do what the evidence says (move a name Kafka cannot make out of the log dir, give a log dir a plain path, or let kremedy's commands run through sudo), then diagnose again" + more
+	}
+	return f
+}
+
 func diagnoseDisks(add func(Finding), t ports.Target, st *kafkazk.ClusterState, l diskListing, only string, refuses bool) {
 	all, errs := l.Entries, l.Errs
 	for _, h := range t.Hosts {
 		if err := errs[h.ID]; err != nil {
-			add(Finding{Kind: FindDiskUnlisted, Severity: Critical, Brokers: []int32{h.ID},
-				Summary:  fmt.Sprintf("broker %d's log dirs could not be listed over SSH: its disk was not examined", h.ID),
-				Evidence: []string{err.Error()},
-				Fix:      "fix SSH to the host (reachability, user, key, known_hosts) and diagnose again; a cleanup refuses to start until every host answers"})
+			add(unlistedFinding(h.ID, err, "; a cleanup refuses to start until every host answers"))
 		}
 	}
 	type key struct{ kind, topic string }

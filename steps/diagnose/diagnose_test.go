@@ -398,3 +398,25 @@ func TestSeveralGhostsShareACause(t *testing.T) {
 		t.Fatalf("JSON lacks the shared cause: %s", b)
 	}
 }
+
+// TestARefusedListingIsNotAnSSHProblem: a host that answered with a name
+// Kafka cannot make has its disk unexamined, and the finding says so and
+// what to do — not "fix SSH".
+func TestARefusedListingIsNotAnSSHProblem(t *testing.T) {
+	f := newFixture(t)
+	f.hosts.AddDir(2, "/data/k1", "zzz\norders-v2-0", "FORGED")
+	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2", Disk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range d.Findings {
+		if fd.Kind != diagnose.FindDiskUnlisted {
+			continue
+		}
+		if !strings.Contains(fd.Summary, "kremedy refused what its log dirs hold") || strings.Contains(fd.Fix, "fix SSH") || !strings.Contains(strings.Join(fd.Evidence, " "), "zzz") {
+			t.Fatalf("the finding of a refused listing: %+v", fd)
+		}
+		return
+	}
+	t.Fatalf("no disk-unlisted finding for a host whose listing holds a forged name: %v", kinds(d))
+}

@@ -522,10 +522,7 @@ func (g *kraftDiag) features(ctx context.Context, live []int32) {
 func (g *kraftDiag) disks(ctx context.Context, l diskListing) {
 	for _, h := range g.c.Target.Hosts {
 		if err := l.Errs[h.ID]; err != nil {
-			g.add(Finding{Kind: FindDiskUnlisted, Severity: Critical, Brokers: []int32{h.ID},
-				Summary:  fmt.Sprintf("broker %d's log dirs could not be listed over SSH: its disk was not examined", h.ID),
-				Evidence: []string{err.Error()},
-				Fix:      "fix SSH to the host (reachability, user, key, known_hosts) and diagnose again"})
+			g.add(unlistedFinding(h.ID, err, ""))
 		}
 	}
 	var strays []stray
