@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,6 +220,13 @@ func TestTeamLab(t *testing.T) {
 	t.Run("webhooks: order, Slack's shape, a restart, dead ones", func(t *testing.T) {
 		plain, slack := newHook(t), newHook(t)
 		silent, dead := silentHook(t), deadHook(t)
+		// M5: a hook that redirects (307) to another server: nothing of the
+		// run may reach that one, and the redirect is reported once.
+		beyond := newHook(t)
+		redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, beyond.url("/collect"), http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(redirect.Close)
 		// The JSON hook goes away when the outage window opens and comes
 		// back 4 s later: what it missed is retried, in order.
 		var once sync.Once
@@ -236,7 +244,7 @@ func TestTeamLab(t *testing.T) {
 		})
 		run := filepath.Join(t.TempDir(), "run")
 		r := kremedy(t, "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab",
-			"--notify", plain.url("/hook"), "--notify", silent, "--notify", dead)
+			"--notify", plain.url("/hook"), "--notify", silent, "--notify", dead, "--notify", redirect.URL+"/hook")
 		ran := "?"
 		if m := runTookRe.FindStringSubmatch(r.out); m != nil {
 			ran = m[1] + "s"
@@ -265,6 +273,12 @@ func TestTeamLab(t *testing.T) {
 			if !strings.Contains(string(journal), "notifications to "+name) {
 				t.Errorf("%s is not in the journal", name)
 			}
+		}
+		if got := beyond.got(); len(got) != 0 {
+			t.Errorf("a redirect was followed: the server it pointed at got %d messages", len(got))
+		}
+		if n := strings.Count(r.out, "kremedy does not follow redirects"); n != 1 {
+			t.Errorf("the redirecting webhook reported %d times, want once:\n%s", n, r.out)
 		}
 		if strings.Contains(r.out, "notifications to "+notify.Name(plain.url(""))) {
 			t.Errorf("the restarted webhook was reported:\n%s", r.out)
