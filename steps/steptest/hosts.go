@@ -64,6 +64,10 @@ type Hosts struct {
 	Local    func(node int32, cmd string) bool
 	local    LocalShell
 	Commands []string
+	// Inputs are the standard inputs RunInput was given, in order, each
+	// with its command's index in Commands (a test looks for what must
+	// never be in a command line there, and in what may be here).
+	Inputs []Input
 	// ClientRuns are the client commands run ("name: cmd").
 	ClientRuns []string
 	// Racks are the brokers' broker.rack, in their registrations.
@@ -170,6 +174,41 @@ func shellWord(w string) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// Input is one RunInput's standard input: Command indexes Hosts.Commands.
+type Input struct {
+	Command int
+	Data    []byte
+}
+
+// RunInput implements ports.Hosts: the command is recorded in Commands and
+// its input in Inputs. Only a command Local picks runs (with the input on
+// its standard input); the fake plays none of kremedy's scripts with an
+// input, so any other fails the test.
+func (h *Hosts) RunInput(_ context.Context, broker int32, cmd string, stdin []byte, out func(ports.Line)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Commands = append(h.Commands, fmt.Sprintf("%d: %s", broker, cmd))
+	h.Inputs = append(h.Inputs, Input{Command: len(h.Commands) - 1, Data: slices.Clone(stdin)})
+	if err := h.Unreachable[broker]; err != nil {
+		return err
+	}
+	if h.Local == nil || !h.Local(broker, cmd) {
+		h.t.Errorf("unexpected command with an input on node %d: %q", broker, cmd)
+		return &ExitErr{127}
+	}
+	if h.local.Shell == "" {
+		h.local.Shell = "/bin/sh"
+	}
+	if stdin == nil {
+		stdin = []byte{}
+	}
+	return h.local.RunInput(context.Background(), broker, cmd, stdin, func(l ports.Line) {
+		if out != nil {
+			out(l)
+		}
+	})
 }
 
 // Run implements ports.Hosts.
