@@ -138,6 +138,9 @@ var (
 	moveRe  = regexp.MustCompile(`(?m)^kremedy_move (\S+) (\S+) \|\| exit \$\?$`)
 	backRe  = regexp.MustCompile(`(?sm)^set -e\nsrc=(\S+); dst=(\S+)\n`)
 	whereRe = regexp.MustCompile(`^if \[ -e (\S+) \] && \[ ! -e (\S+) \]`)
+	// asideRe is the migration revert's move of the KRaft metadata log out
+	// of a log dir (migrate's metadataScript).
+	asideRe = regexp.MustCompile(`(?m)^if \[ -e (\S+) \]; then mv -- (\S+) (\S+); printf 'moved %s aside\\n' (\S+); fi$`)
 )
 
 // unquote decodes a word the scripts' regexps captured.
@@ -403,6 +406,30 @@ func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
 		delete(h.FS[broker][sd], sn)
 		h.FS[broker][dd][dn] = e
 		emit("moved back " + src + " -> " + dst)
+		return nil
+	}
+	if ms := asideRe.FindAllStringSubmatch(cmd, -1); ms != nil {
+		for _, m := range ms {
+			src, dst := unquote(m[1]), unquote(m[3])
+			if unquote(m[2]) != src || unquote(m[4]) != src {
+				h.t.Errorf("metadata move on broker %d names two sources: %q", broker, m[0])
+				return &ExitErr{2}
+			}
+			if h.Running[broker] {
+				h.t.Errorf("move %s on broker %d while it runs", src, broker)
+			}
+			sd, sn, dd, dn := filepath.Dir(src), filepath.Base(src), filepath.Dir(dst), filepath.Base(dst)
+			e, ok := h.FS[broker][sd][sn]
+			if !ok {
+				continue
+			}
+			delete(h.FS[broker][sd], sn)
+			if h.FS[broker][dd] == nil {
+				h.FS[broker][dd] = map[string]Entry{}
+			}
+			h.FS[broker][dd][dn] = e
+			emit("moved " + src + " aside")
+		}
 		return nil
 	}
 	if m := whereRe.FindStringSubmatch(cmd); m != nil {
