@@ -448,7 +448,7 @@ func logicalLines(text string) []string {
 // masked only when its value holds a private key, as any value is.
 func secretKey(k string) bool {
 	k = strings.ToLower(k)
-	for _, w := range []string{"password", "passphrase", "secret", "credential"} {
+	for _, w := range []string{"password", "passphrase", "secret"} {
 		if strings.Contains(k, w) {
 			return true
 		}
