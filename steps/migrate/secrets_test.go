@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,7 +134,7 @@ func TestNoSecretLeavesTheHost(t *testing.T) {
 		})
 		seen.stop = stop
 		out := s.Run(context.Background(), c.Ports, seen, ev)
-		if out.Err != nil && !(stop != "" && out.Err != nil && strings.Contains(out.Err.Error(), "abort")) {
+		if out.Err != nil && !(stop != "" && errors.Is(out.Err, steps.ErrAborted)) {
 			t.Fatalf("%s: %v (%+v)", runbook, out.Err, out)
 		}
 	}
