@@ -27,7 +27,11 @@ if ! id kremedy-kafka >/dev/null 2>&1; then
   useradd --system --no-create-home --shell /usr/sbin/nologin kremedy-kafka
   echo "lab users: created kremedy-kafka"
 fi
-rule='kremedy-op ALL=(ALL) NOPASSWD: ALL'
+# sudo also logs every command it runs to /var/log/kremedy-lab-sudo.log,
+# unwrapped (loglinelen=0): the secured lab test reads it to prove that no
+# secret reaches a command line (sudo logs COMMAND= in full).
+rule='Defaults logfile=/var/log/kremedy-lab-sudo.log, loglinelen=0
+kremedy-op ALL=(ALL) NOPASSWD: ALL'
 if [ "$(cat /etc/sudoers.d/kremedy-lab 2>/dev/null)" != "$rule" ]; then
   printf '%s\n' "$rule" > /etc/sudoers.d/kremedy-lab.tmp
   chmod 0440 /etc/sudoers.d/kremedy-lab.tmp

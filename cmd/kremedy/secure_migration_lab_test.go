@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -16,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kremedy/kremedy/internal/javaprops"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -41,10 +47,22 @@ func TestSecureMigrationLab(t *testing.T) {
 	cfg := lab.DefaultConfig()
 	cfg.Net, cfg.ZooKeepers, cfg.Secure, cfg.KRaftControllers = 26, 1, true, 3
 	l := startSecureLab(t, cfg)
+	// What sudo logs from here on (lab/install-users.sh makes it log every
+	// command): no secret may be in it when the run is over.
+	sudoLogFrom := sudoLogSize(t)
 	c := connectLab(t, l)
 	inv := l.Inventory().Name
 	original := brokerConfigs(t, l)
 	runs := t.TempDir()
+	// Every kremedy's output (text and --output jsonl) is kept: no secret
+	// may be in it either.
+	var outputs []string
+	kr := func(args ...string) result {
+		t.Helper()
+		r := kremedy(t, args...)
+		outputs = append(outputs, r.out)
+		return r
+	}
 	app, intruder := userOpts(t, l, lab.AppUser), userOpts(t, l, lab.IntruderUser)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -76,7 +94,7 @@ func TestSecureMigrationLab(t *testing.T) {
 	// Without the brokers' login at the controllers' SASL listener the
 	// migration is refused before anything changes, naming the way.
 	refused := filepath.Join(runs, "refused")
-	r := kremedy(t, "run", "zk-to-kraft", "--inventory", l.InventoryPath(), "--run-dir", refused, "--headless", "--yes", "--confirm", inv)
+	r := kr("run", "zk-to-kraft", "--inventory", l.InventoryPath(), "--run-dir", refused, "--headless", "--yes", "--confirm", inv)
 	if r.code != exitFailed || !strings.Contains(r.out, "listener.name.controller.gssapi.sasl.jaas.config") || !strings.Contains(r.out, "--set controller_settings=") || !strings.Contains(r.out, "Nothing was changed") {
 		t.Fatalf("zk-to-kraft without controller_settings: exit %d, want a refusal naming the login and the way\n%s", r.code, r.out)
 	}
@@ -99,11 +117,11 @@ func TestSecureMigrationLab(t *testing.T) {
 	settings := "controller_settings=" + l.BrokerControllerSettings()
 	migrateTo := func(run, stopBefore string) {
 		t.Helper()
-		args := []string{"run", "zk-to-kraft", "--inventory", l.InventoryPath(), "--set", settings, "--run-dir", run, "--headless", "--yes", "--confirm", inv}
+		args := []string{"run", "zk-to-kraft", "--inventory", l.InventoryPath(), "--set", settings, "--run-dir", run, "--headless", "--output", "jsonl", "--yes", "--confirm", inv}
 		if stopBefore != "" {
 			args = append(args, "--stop-before", stopBefore)
 		}
-		r := kremedy(t, args...)
+		r := kr(args...)
 		if stopBefore == "" && r.code != 0 || stopBefore != "" && !strings.Contains(r.out, "stopping before "+stopBefore) {
 			t.Fatalf("zk-to-kraft on the secured lab: exit %d\n%s", r.code, r.out)
 		}
@@ -113,7 +131,7 @@ func TestSecureMigrationLab(t *testing.T) {
 
 	revert := func(run, from string) {
 		t.Helper()
-		if r := kremedy(t, "run", "zk-to-kraft-revert", "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", inv); r.code != 0 {
+		if r := kr("run", "zk-to-kraft-revert", "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", inv); r.code != 0 {
 			t.Fatalf("zk-to-kraft-revert from %s on the secured lab: exit %d\n%s", from, r.code, r.out)
 		}
 		noRollTwice(t, run)
@@ -131,6 +149,11 @@ func TestSecureMigrationLab(t *testing.T) {
 		t.Fatalf("after the roll into migration mode the phase is %s", p)
 	}
 	authorized("in migration mode")
+	// The plan of the roll to KRaft as `plan --json` prints it: its edits
+	// carry digests, not the new server.properties.
+	if r := kr("plan", "zk-to-kraft", "--inventory", l.InventoryPath(), "--set", settings, "--json"); !strings.Contains(r.out, `"to_sha256"`) || !strings.Contains(r.out, `"brokers-to-kraft"`) {
+		t.Fatalf("plan --json in migration mode plans no config edit of brokers-to-kraft: exit %d\n%s", r.code, r.out)
+	}
 	revert(filepath.Join(runs, "r0"), "migration mode")
 
 	// 1. To dual-write.
@@ -151,7 +174,7 @@ func TestSecureMigrationLab(t *testing.T) {
 	if err != nil || !slices.ContainsFunc(acl, func(a kafkazk.ACL) bool { return a.Scheme == "sasl" && a.ID == "kafka" }) {
 		t.Fatalf("%s in dual-write: ACL %+v (%v), want the brokers' SASL identity", kafkazk.MigrationPath, acl, err)
 	}
-	if r := kremedy(t, "inventory", "check", "--inventory", l.InventoryPath()); r.code != 0 || !strings.Contains(r.out, "ok  metadata quorum") {
+	if r := kr("inventory", "check", "--inventory", l.InventoryPath()); r.code != 0 || !strings.Contains(r.out, "ok  metadata quorum") {
 		t.Fatalf("inventory check in dual-write (the controllers reached with kafka.controller_client_properties): exit %d\n%s", r.code, r.out)
 	}
 	authorized("in dual-write")
@@ -186,12 +209,128 @@ func TestSecureMigrationLab(t *testing.T) {
 		t.Fatalf("%s read %d records of %s back, %d were acknowledged", lab.AppUser, got, ledgerTopic, s.acked)
 	}
 	kinv := filepath.Join(runs, "m2", "inventory-kraft.yaml")
-	if r := kremedy(t, "inventory", "check", "--inventory", kinv); r.code != 0 {
+	if r := kr("inventory", "check", "--inventory", kinv); r.code != 0 {
 		t.Fatalf("inventory check of the secured cluster's KRaft inventory: exit %d\n%s", r.code, r.out)
 	}
-	if r := kremedy(t, "diagnose", "--inventory", kinv); r.code != 0 {
+	if r := kr("diagnose", "--inventory", kinv); r.code != 0 {
 		t.Fatalf("diagnose of the secured cluster in KRaft mode: exit %d\n%s", r.code, r.out)
 	}
+	noSecretLeft(t, l, runs, outputs, sudoLogFrom)
+}
+
+// sudoLog is where the lab's sudoers make sudo log every command it runs
+// (lab/install-users.sh): COMMAND= with the whole command line.
+const sudoLog = "/var/log/kremedy-lab-sudo.log"
+
+// sudoLogSize is how much of the sudo log there is now (0 when none yet).
+func sudoLogSize(t *testing.T) int64 {
+	t.Helper()
+	fi, err := os.Stat(sudoLog)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// noSecretLeft: no password of the lab (secrets.properties, which made
+// every store, login and controller setting), plain or in base64, is in
+// any file of the runs (journal.jsonl, report.md, approvals/…), in any
+// output kremedy printed (--output jsonl and plan --json among them), or in
+// what sudo logged on the hosts since from: a config edit's content
+// travels on the SSH session's standard input, never in a command line.
+// The sudo log must exist and hold this run's config edits, or its grep
+// would prove nothing.
+func noSecretLeft(t *testing.T, l *lab.Lab, runs string, outputs []string, from int64) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(l.Dir, "secrets.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := javaprops.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for k, v := range p.Values {
+		if len(v) < 8 {
+			t.Fatalf("lab secret %s is %d bytes: too short to look for", k, len(v))
+		}
+		secrets = append(secrets, v)
+	}
+	if len(secrets) < 10 {
+		t.Fatalf("%d lab secrets in %s, want every password the lab made", len(secrets), l.Dir)
+	}
+	leaks := func(where string, b []byte) {
+		t.Helper()
+		for _, s := range secrets {
+			for _, f := range secretForms(s) {
+				if bytes.Contains(b, []byte(f)) {
+					t.Errorf("%s holds a lab password (as %q)", where, f)
+				}
+			}
+		}
+	}
+	files := 0
+	err = filepath.WalkDir(runs, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		leaks(path, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(runs, "m2", "journal.jsonl")); err != nil || files < 12 {
+		t.Fatalf("the runs' files (%d): %v", files, err)
+	}
+	for i, o := range outputs {
+		leaks(fmt.Sprintf("kremedy's output #%d", i), []byte(o))
+	}
+	f, err := os.Open(sudoLog)
+	if err != nil {
+		t.Fatalf("%v: the lab's sudoers log every command there (make lab-users); without it nothing proves no secret was in a command line", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	logged, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edits := 0
+	for _, line := range strings.Split(string(logged), "\n") {
+		if strings.Contains(line, "COMMAND=") && strings.Contains(line, l.Dir) && strings.Contains(line, ".kremedy-new") {
+			edits++
+		}
+	}
+	if edits == 0 {
+		t.Fatalf("%s holds no COMMAND= line of this run's config edits (of %d bytes since the test began): sudo did not log them", sudoLog, len(logged))
+	}
+	t.Logf("no lab password in %d files of the runs, %d outputs, and %d bytes of %s (%d config edits logged)", files, len(outputs), len(logged), sudoLog, edits)
+	leaks(sudoLog, logged)
+}
+
+// secretForms are the ways s shows in text: itself, and base64 of it at
+// each of the three offsets it can start at inside a longer text (the
+// characters that hold s's bytes only).
+func secretForms(s string) []string {
+	out := []string{s}
+	for k := 0; k < 3; k++ {
+		enc := base64.StdEncoding.EncodeToString(append(make([]byte, k), s...))
+		from, to := (8*k+5)/6, 8*(k+len(s))/6
+		out = append(out, enc[from:to])
+	}
+	return out
 }
 
 // needSecureLab: the secured lab runs its brokers as the service user and

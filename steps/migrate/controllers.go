@@ -279,19 +279,28 @@ func (w *finalizeWhile) Plan(_ context.Context, env *steps.Env, id int32) ([]ste
 		return nil, "", nil
 	}
 	f := w.st.files[id]
-	text, d, err := f.Props.Apply(FinalizeController())
+	text, err := w.text(id)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: controller %d (%s): %v", steps.ErrRefused, id, f.Path, err)
+		return nil, "", err
 	}
 	e := editAction(f, text, backupOf(f.Path, "finalize"))
 	e.Target += " on " + env.Target.Node(id).On()
-	e.Detail = d.String() + "; backup first: " + backupOf(f.Path, "finalize")
 	return []steps.Action{e}, "out of migration mode", nil
+}
+
+// text is controller id's config out of migration mode.
+func (w *finalizeWhile) text(id int32) (string, error) {
+	f := w.st.files[id]
+	text, _, err := f.Props.Apply(FinalizeController())
+	if err != nil {
+		return "", fmt.Errorf("%w: controller %d (%s): %v", steps.ErrRefused, id, f.Path, err)
+	}
+	return text, nil
 }
 
 func (w *finalizeWhile) Apply(ctx context.Context, env *steps.Env, id int32, acts []steps.Action) error {
 	for _, a := range acts {
-		if err := applyEdit(ctx, env, a); err != nil {
+		if err := applyEdit(ctx, env, a, func() (string, error) { return w.text(id) }); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,14 @@
 // are edited while they are stopped (the roll's While: configWhile,
 // finalizeWhile), after a backup beside each file
 // (<file>.kremedy-before-<where>), with a check that the file is still what
-// the plan read. The brokers are seen over Kafka (roll.KafkaBrokers),
+// the plan read. A config file holds the node's passwords, so its new
+// content is in no plan, journal record, event or command line: the plan
+// carries the path, the sha256 of the file it read and of the content it
+// will write, and the diff with every secret masked; Apply computes the
+// content again from what the plan was made of, refuses one whose sha256
+// is not the plan's (a stale plan), and sends it on the SSH session's
+// standard input to a script that checks it before it renames it into
+// place. The brokers are seen over Kafka (roll.KafkaBrokers),
 // because KRaft brokers no longer register in ZooKeeper, and each stop is
 // judged by the same stop-safety rule as a rolling restart's. A resumed
 // run never restarts a node again whose roll this run already finished.

@@ -206,7 +206,10 @@ func (c *cluster) session(t *testing.T, runbook string, set ...string) *steps.Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := map[string]string{"health_checks": "1", "health_timeout": "3s", "migration_timeout": "5s"}
+	params := map[string]string{"health_checks": "1", "health_timeout": "3s"}
+	if runbook == "zk-to-kraft" {
+		params["migration_timeout"] = "5s"
+	}
 	for i := 0; i+1 < len(set); i += 2 {
 		params[set[i]] = set[i+1]
 	}

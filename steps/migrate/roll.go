@@ -3,7 +3,6 @@ package migrate
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/roll"
 )
 
@@ -67,15 +67,18 @@ func newRollBrokers(o rollOpts) *rollBrokers {
 	return k
 }
 
-// editArgs are one config edit: the file, its content before (sha256) and
-// after (the whole new content), and the backup made first.
+// editArgs are one config edit: the file, its content before and after
+// (sha256 each), and the backup made first. The new content itself is in
+// no plan, journal or command line (a broker's config holds its
+// passwords): Apply computes it again from what the plan was made of,
+// refuses it unless its sha256 is To (which the plan's digest binds), and
+// sends it to the host on the SSH session's standard input.
 type editArgs struct {
-	Node    int32  `json:"node"`
-	Path    string `json:"path"`
-	From    string `json:"from_sha256"`
-	To      string `json:"to_sha256"`
-	Content string `json:"content_base64"`
-	Backup  string `json:"backup"`
+	Node   int32  `json:"node"`
+	Path   string `json:"path"`
+	From   string `json:"from_sha256"`
+	To     string `json:"to_sha256"`
+	Backup string `json:"backup"`
 }
 
 // metadataArgs are the revert's move of the KRaft metadata log out of a
@@ -184,7 +187,6 @@ func (w *configWhile) Plan(ctx context.Context, env *steps.Env, id int32) ([]ste
 	if change {
 		e := editAction(f, text, backupOf(f.Path, w.o.To))
 		e.Target += " on " + env.Target.Node(id).On()
-		e.Detail = diffText(f.Text, text) + "; backup first: " + backupOf(f.Path, w.o.To)
 		acts = append(acts, e)
 	}
 	if w.o.To == BackToZooKeeper {
@@ -201,7 +203,10 @@ func (w *configWhile) Apply(ctx context.Context, env *steps.Env, id int32, acts 
 		var err error
 		switch args := a.Args.(type) {
 		case editArgs:
-			err = applyEdit(ctx, env, a)
+			err = applyEdit(ctx, env, a, func() (string, error) {
+				text, _, err := w.target(ctx, env, id)
+				return text, err
+			})
 		case metadataArgs:
 			err = env.Do(a, func() error { return roll.RunOn(ctx, env, id, metadataScript(args.Dirs, env.RunID())) })
 		default:
@@ -372,90 +377,212 @@ func (k *rollBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 	return append(checks, rc...), err
 }
 
-// editAction replaces file f with text, after a backup.
+// editAction replaces file f with text, after a backup: the action
+// carries text's sha256, never text, and shows the masked diff.
 func editAction(f File, text, backup string) steps.Action {
 	return steps.Action{ID: roll.WhileID(f.Node, "edit"), Op: steps.OpSSH, Broker: f.Node, Target: f.Path,
-		Args: editArgs{Node: f.Node, Path: f.Path, From: f.Sum, To: sum(text), Content: base64.StdEncoding.EncodeToString([]byte(text)), Backup: backup}}
+		Detail: diffText(f.Text, text) + "; backup first: " + backup,
+		Args:   editArgs{Node: f.Node, Path: f.Path, From: f.Sum, To: sum(text), Backup: backup}}
 }
 
-// diffText is the lines an edit removes and adds, passwords masked (the
-// plan is shown on screens and sent to webhooks; the edit itself carries
-// the exact content).
+// diffText is the lines an edit removes and adds, secrets masked (the
+// plan is shown on screens, journaled, and sent to webhooks; the edit
+// itself carries only the content's sha256). It compares logical lines: a
+// value continued over several lines (a trailing backslash) is one entry,
+// masked as a whole.
 func diffText(from, to string) string {
-	a, b := strings.Split(from, "\n"), strings.Split(to, "\n")
+	a, b := logicalLines(from), logicalLines(to)
 	var d Diff
 	for _, l := range a {
-		if l != "" && !slices.Contains(b, l) {
+		if !slices.Contains(b, l) {
 			d.Removed = append(d.Removed, maskLine(l))
 		}
 	}
 	for _, l := range b {
-		if l != "" && !slices.Contains(a, l) {
+		if !slices.Contains(a, l) {
 			d.Added = append(d.Added, maskLine(l))
 		}
 	}
 	return d.String()
 }
 
-// jaasSecret is a password or client secret inside a JAAS line.
-var jaasSecret = regexp.MustCompile(`(?i)\b(password|clientSecret|user_[^\s=]+)(\s*=\s*)"[^"]*"`)
+// logicalLines splits a config file into its logical lines (blank lines
+// left out): a line that ends in an odd number of backslashes continues
+// on the next, joined here without the backslash and with the next
+// line's leading blanks trimmed, as Java reads it.
+func logicalLines(text string) []string {
+	var out []string
+	var cur strings.Builder
+	cont := false
+	for _, raw := range strings.Split(text, "\n") {
+		line := strings.TrimRight(raw, "\r")
+		if cont {
+			line = strings.TrimLeft(line, " \t\f")
+		}
+		bs := len(line) - len(strings.TrimRight(line, "\\"))
+		comment := !cont && (strings.HasPrefix(strings.TrimLeft(line, " \t\f"), "#") || strings.HasPrefix(strings.TrimLeft(line, " \t\f"), "!"))
+		more := bs%2 == 1 && !comment
+		if more {
+			line = line[:len(line)-1]
+		}
+		cur.WriteString(line)
+		cont = more
+		if !cont {
+			if strings.TrimSpace(cur.String()) != "" {
+				out = append(out, cur.String())
+			}
+			cur.Reset()
+		}
+	}
+	if strings.TrimSpace(cur.String()) != "" {
+		out = append(out, cur.String())
+	}
+	return out
+}
 
-// maskLine hides a config line's secrets: the value of a key that names
-// a password, and the passwords inside a sasl.jaas.config.
+// secretKey: a config key whose whole value is a secret (any listener's
+// prefix too): a password or passphrase, a secret (password.encoder.secret,
+// an OAuth client secret), a key (ssl.keystore.key, an inline PEM private
+// key; delegation.token.secret.key), and ssl.truststore.certificates.
+// ssl.keystore.certificate.chain is a public certificate chain: it is
+// masked only when its value holds a private key, as any value is.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, w := range []string{"password", "passphrase", "secret"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return k == "key" || strings.HasSuffix(k, ".key") || strings.HasSuffix(k, "ssl.truststore.certificates")
+}
+
+// jaasSecret is a secret option inside a JAAS line: a password, a client
+// secret, a token or credential, a PLAIN login module's user_<name>,
+// quoted or not.
+var jaasSecret = regexp.MustCompile(`(?i)\b(\w*(?:password|passphrase|secret|token|credential)\w*|user_[^\s=]+)(\s*=\s*)("[^"]*"|[^\s";]+)`)
+
+// maskLine hides a config line's secrets: the whole value of a key
+// secretKey names or of any value holding a PEM private key, the secret
+// options inside a JAAS config (a key ending in jaas.config), and the same
+// in a commented-out line. The key's separator may be '=', ':' or blanks,
+// as Java reads it.
 func maskLine(l string) string {
-	k, v, ok := strings.Cut(l, "=")
-	switch {
-	case !ok:
+	t := strings.TrimLeft(l, " \t\f")
+	if t == "" {
 		return l
-	case strings.Contains(strings.ToLower(k), "password"):
-		return k + "=****"
-	case strings.HasSuffix(strings.TrimSpace(k), "sasl.jaas.config"):
-		return k + "=" + jaasSecret.ReplaceAllString(v, `$1$2"****"`)
+	}
+	lead := l[:len(l)-len(t)]
+	if t[0] == '#' || t[0] == '!' {
+		rest := strings.TrimLeft(t, "#! \t\f")
+		return lead + t[:len(t)-len(rest)] + maskLine(rest)
+	}
+	end := keyEnd(t)
+	k, rest := t[:end], t[end:]
+	v := strings.TrimLeft(rest, " \t\f")
+	if v != "" && (v[0] == '=' || v[0] == ':') {
+		v = strings.TrimLeft(v[1:], " \t\f")
+	}
+	sep := rest[:len(rest)-len(v)]
+	key := strings.ReplaceAll(k, "\\", "")
+	switch {
+	case v == "":
+		return l
+	case secretKey(key) || strings.Contains(v, "PRIVATE KEY"):
+		return lead + k + sep + "****"
+	case strings.HasSuffix(strings.ToLower(key), "jaas.config"):
+		return lead + k + sep + jaasSecret.ReplaceAllString(v, `$1$2"****"`)
 	}
 	return l
 }
 
+// keyEnd is where a properties line's key ends: at the first unescaped
+// '=', ':' or blank.
+func keyEnd(t string) int {
+	for i := 0; i < len(t); i++ {
+		switch t[i] {
+		case '\\':
+			i++
+		case '=', ':', ' ', '\t', '\f':
+			return i
+		}
+	}
+	return len(t)
+}
+
 // editScript replaces the file if it is still what the plan read: it
 // keeps the file it replaces as the backup (an older, different backup of
-// the same name is renamed, never overwritten) and writes the new content
-// beside it, then renames it over the file. Exit 3: the file changed since
-// the plan.
+// the same name is renamed, never overwritten) and writes the new content,
+// read from its standard input, beside it (0600 until it is complete and
+// checked), then renames it over the file. The script is fixed text, the
+// quoted paths and the digests: sudo logs it and ps shows it, so no byte
+// of the content is in it. It reads its input to the end before anything
+// else, so that the sender never writes into a closed session. Exit 3:
+// the file changed since the plan; exit 4: the content that arrived is
+// not the planned one.
 func editScript(e editArgs) string {
 	return shell.Script(fmt.Sprintf(`set -eu
-f=%s; b=%s
+umask 077
+f=%s; b=%s; t=%s
+cat > "$t"
+got=$(sha256sum -- "$t" | cut -d' ' -f1)
+if [ "$got" != %s ]; then rm -f -- "$t"; echo "$f: the content received has sha256 $got, not the planned one; nothing was written" >&2; exit 4; fi
 cur=$(sha256sum -- "$f" | cut -d' ' -f1)
-if [ "$cur" = %s ]; then echo "$f is already as planned"; exit 0; fi
-if [ "$cur" != %s ]; then echo "$f changed since the plan (sha256 $cur)" >&2; exit 3; fi
+if [ "$cur" = %s ]; then rm -f -- "$t"; echo "$f is already as planned"; exit 0; fi
+if [ "$cur" != %s ]; then rm -f -- "$t"; echo "$f changed since the plan (sha256 $cur)" >&2; exit 3; fi
 if [ -e "$b" ] && ! cmp -s -- "$f" "$b"; then mv -- "$b" "$b.$(date -u +%%Y%%m%%dT%%H%%M%%SZ)"; fi
 cp -p -- "$f" "$b"
-t="$f.kremedy-new"
-printf '%%s' %s | base64 -d > "$t"
 chmod --reference="$f" -- "$t"
 chown --reference="$f" -- "$t" 2>/dev/null || true
 mv -f -- "$t" "$f"
-echo "$f edited; the file before it is $b"`, shell.Quote(e.Path), shell.Quote(e.Backup), shell.Quote(e.To), shell.Quote(e.From), shell.Quote(e.Content)))
+echo "$f edited; the file before it is $b"`, shell.Quote(e.Path), shell.Quote(e.Backup), shell.Quote(e.Path+".kremedy-new"), shell.Quote(e.To), shell.Quote(e.To), shell.Quote(e.From)))
 }
 
-// applyEdit runs an edit on its node's host.
-func applyEdit(ctx context.Context, env *steps.Env, a steps.Action) error {
+// applyEdit runs an edit on its node's host: content computes the new
+// text again from what the plan was made of, and a text that is not the
+// planned one (its sha256 in the action) is a stale plan, never written.
+// The text goes to the host on the session's standard input.
+func applyEdit(ctx context.Context, env *steps.Env, a steps.Action, content func() (string, error)) error {
 	e, err := steps.ArgsOf[editArgs](a)
 	if err != nil {
 		return err
 	}
-	err = env.Do(a, func() error { return roll.RunOn(ctx, env, e.Node, editScript(e)) })
+	text, err := content()
+	if err != nil {
+		return err
+	}
+	if got := sum(text); got != e.To {
+		return fmt.Errorf("%w: the config kremedy would write to %s on node %d now (sha256 %.12s) is not the one planned (sha256 %.12s): what it is made of changed since the plan; nothing was written",
+			steps.ErrStalePlan, e.Path, e.Node, got, e.To)
+	}
+	err = env.Do(a, func() error { return runInput(ctx, env, e.Node, editScript(e), []byte(text)) })
 	if code, ok := brokers.ExitStatus(err); ok && code == 3 {
 		return fmt.Errorf("%w: %s on node %d changed since the plan; nothing was written", steps.ErrStalePlan, e.Path, e.Node)
+	}
+	if code, ok := brokers.ExitStatus(err); ok && code == 4 {
+		return fmt.Errorf("the new %s did not reach node %d whole (its sha256 differs from the plan's); nothing was written, the node is stopped: run again (kremedy resume): %w", e.Path, e.Node, err)
 	}
 	return err
 }
 
-// metadataScript moves __cluster_metadata-0 out of each log dir.
+// runInput is roll.RunOn with stdin as the command's standard input: the
+// command's output is the run's, its input is nobody's.
+func runInput(ctx context.Context, env *steps.Env, node int32, cmd string, stdin []byte) error {
+	h, ok := env.Target.Host(node)
+	host := fmt.Sprintf("broker %d (%s)", node, h.Host)
+	if c, isCtrl := env.Target.Controller(node); !ok && isCtrl {
+		host = fmt.Sprintf("controller %d (%s)", node, c.Host)
+	}
+	return env.Hosts.RunInput(ctx, node, cmd, stdin, func(l ports.Line) { env.Output(host, l) })
+}
+
+// metadataScript moves __cluster_metadata-0 out of each log dir. Every
+// path is quoted, in the messages too (a log dir may hold `$`, `"`).
 func metadataScript(dirs []string, run string) string {
 	var b strings.Builder
 	b.WriteString("set -eu\n")
 	for _, d := range dirs {
 		src := d + "/__cluster_metadata-0"
-		fmt.Fprintf(&b, "if [ -e %s ]; then mv -- %s %s; echo \"moved %s aside\"; fi\n", shell.Quote(src), shell.Quote(src), shell.Quote(d+".__cluster_metadata-0.kremedy-"+run), src)
+		fmt.Fprintf(&b, "if [ -e %s ]; then mv -- %s %s; printf 'moved %%s aside\\n' %s; fi\n", shell.Quote(src), shell.Quote(src), shell.Quote(d+".__cluster_metadata-0.kremedy-"+run), shell.Quote(src))
 	}
 	return shell.Script(b.String())
 }

@@ -178,16 +178,67 @@ func TestReadControllerSettings(t *testing.T) {
 	}
 }
 
-// TestMaskLine: the plan's diff lines show no password.
+// TestMaskLine: the plan's diff lines show no secret: every key that
+// names one (any listener's prefix too), whatever its separator, JAAS
+// options, PEM private keys, commented-out lines; what is no secret stays
+// readable.
 func TestMaskLine(t *testing.T) {
-	for in, want := range map[string]string{
-		`ssl.keystore.password=s3cret`: `ssl.keystore.password=****`,
-		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="x" user_admin="y";`: `listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="****" user_admin="****";`,
-		`zookeeper.connect=zk:2181/kafka`: `zookeeper.connect=zk:2181/kafka`,
-		`# password=comment`:              `# password=****`,
+	for _, tc := range []struct{ in, want string }{
+		{`ssl.keystore.password=s3cret`, `ssl.keystore.password=****`},
+		{`ssl.key.password = s3cret`, `ssl.key.password = ****`},
+		{`ssl.truststore.password: s3cret`, `ssl.truststore.password: ****`},
+		{`ssl.keystore.password s3cret`, `ssl.keystore.password ****`},
+		{`listener.name.internal.ssl.keystore.password=s3cret`, `listener.name.internal.ssl.keystore.password=****`},
+		{`zookeeper.ssl.keystore.password=s3cret`, `zookeeper.ssl.keystore.password=****`},
+		{`ssl.keystore.key=-----BEGIN ENCRYPTED PRIVATE KEY----- MIIE -----END ENCRYPTED PRIVATE KEY-----`, `ssl.keystore.key=****`},
+		{`listener.name.controller.ssl.keystore.key=MIIE`, `listener.name.controller.ssl.keystore.key=****`},
+		{`ssl.truststore.certificates=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`, `ssl.truststore.certificates=****`},
+		{`password.encoder.secret=s3cret`, `password.encoder.secret=****`},
+		{`password.encoder.old.secret=s3cret`, `password.encoder.old.secret=****`},
+		{`delegation.token.secret.key=s3cret`, `delegation.token.secret.key=****`},
+		{`delegation.token.master.key=s3cret`, `delegation.token.master.key=****`},
+		{`sasl.oauthbearer.client.credentials.client.secret=s3cret`, `sasl.oauthbearer.client.credentials.client.secret=****`},
+		{`sasl.oauthbearer.assertion.private.key.passphrase=s3cret`, `sasl.oauthbearer.assertion.private.key.passphrase=****`},
+		{`ssl.keystore.password=${file:/etc/kafka/secrets.properties:store}`, `ssl.keystore.password=****`},
+		// A certificate chain is public: masked only when a private key is in it.
+		{`ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`, `ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`},
+		{`ssl.keystore.certificate.chain=-----BEGIN PRIVATE KEY----- MIIE -----END PRIVATE KEY----- -----BEGIN CERTIFICATE----- MIIC`, `ssl.keystore.certificate.chain=****`},
+		{`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="x" user_admin="y";`,
+			`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="****" user_admin="****";`},
+		{`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=admin password=bare;`,
+			`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=admin password="****";`},
+		{`listener.name.x.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kafka" clientSecret="s3cret" scope="a";`,
+			`listener.name.x.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kafka" clientSecret="****" scope="a";`},
+		{`sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/etc/kafka/k.keytab" principal="kafka/b1@EXAMPLE.COM";`,
+			`sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/etc/kafka/k.keytab" principal="kafka/b1@EXAMPLE.COM";`},
+		{`# password=comment`, `# password=****`},
+		{`#ssl.keystore.password=old`, `#ssl.keystore.password=****`},
+		{`zookeeper.connect=zk:2181/kafka`, `zookeeper.connect=zk:2181/kafka`},
+		{`ssl.keystore.location=/etc/kafka/keystore.jks`, `ssl.keystore.location=/etc/kafka/keystore.jks`},
+		{`sasl.oauthbearer.client.credentials.client.id=kafka`, `sasl.oauthbearer.client.credentials.client.id=kafka`},
+		{`ssl.keystore.password=`, `ssl.keystore.password=`},
+		{`# a comment`, `# a comment`},
 	} {
-		if got := maskLine(in); got != want {
-			t.Errorf("maskLine(%q) = %q, want %q", in, got, want)
+		if got := maskLine(tc.in); got != tc.want {
+			t.Errorf("maskLine(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestDiffTextMasksContinuedLines: a value continued over several lines
+// is one entry of the diff, masked as a whole.
+func TestDiffTextMasksContinuedLines(t *testing.T) {
+	from := "broker.id=1\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n    username=\"admin\" \\\n    password=\"s3cret\";\nssl.keystore.password=\\\n  s3cret2\n"
+	to := "broker.id=1\nprocess.roles=broker\n"
+	got := diffText(from, to)
+	for _, s := range []string{"s3cret", "s3cret2"} {
+		if strings.Contains(got, s) {
+			t.Fatalf("diff shows %s: %s", s, got)
+		}
+	}
+	for _, w := range []string{`username="admin" password="****";`, "- ssl.keystore.password=****", "+ process.roles=broker"} {
+		if !strings.Contains(got, w) {
+			t.Fatalf("diff lacks %q: %s", w, got)
 		}
 	}
 }

@@ -297,6 +297,11 @@ type Hosts interface {
 	// Run runs cmd on broker's host; a non-zero exit is an error that
 	// satisfies interface{ ExitStatus() int }.
 	Run(ctx context.Context, broker int32, cmd string, out func(Line)) error
+	// RunInput runs cmd as Run does, with stdin as its standard input:
+	// how a file's content reaches a host. cmd itself is seen by others
+	// (sudo logs it, ps shows it), so it names paths and digests only;
+	// a secret travels in stdin, never in cmd.
+	RunInput(ctx context.Context, broker int32, cmd string, stdin []byte, out func(Line)) error
 	// Check proves the host is reachable with a verified host key.
 	Check(ctx context.Context, broker int32) error
 	// RunClient runs an inventory client's command on its host.

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"os"
 	"os/user"
@@ -73,6 +74,15 @@ func TestBecomeSudo(t *testing.T) {
 	}
 	if err := opSudo.Check(ctx, 1); err != nil {
 		t.Fatalf("Check through sudo: %v", err)
+	}
+	// An input passes through sudo to the command as root, whole.
+	secret := []byte("ssl.keystore.password=s3cret\nno final newline")
+	var got []string
+	if err := opSudo.RunInput(ctx, 1, shell.Script("id -u; od -An -v -tx1 | tr -d ' \\n'; echo"), secret, func(l ports.Line) { got = append(got, l.Text) }); err != nil {
+		t.Fatalf("RunInput through sudo: %v", err)
+	}
+	if len(got) != 2 || got[0] != "0" || got[1] != hex.EncodeToString(secret) {
+		t.Fatalf("RunInput through sudo read %q, want uid 0 and %x", got, secret)
 	}
 
 	// The listing as the login user cannot enter the service user's dir

@@ -9,7 +9,10 @@
 // false "key mismatch"). A keepalive notices a dead peer so Run fails with
 // ErrSessionLost instead of hanging. Failures keep their identity:
 // *UnknownHostKeyError, *HostKeyMismatchError, ErrAuth and ErrUnreachable from
-// Dial; *ExitError, ErrSessionLost and the context's error from Run. Commands
+// Dial; *ExitError, ErrSessionLost and the context's error from Run. RunInput
+// gives a command a standard input: the way file contents, secrets among
+// them, reach a host without being in the command line (which sudo logs and
+// ps shows). Commands
 // run without a terminal, so cancelling Run does not stop the remote process
 // (OpenSSH ignores signal requests for root logins): build commands that limit
 // themselves, e.g. Command("timeout", "--kill-after=10", "300", ...), and

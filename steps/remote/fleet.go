@@ -84,7 +84,7 @@ func (f *Fleet) drop(t Target) {
 	}
 }
 
-func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(ports.Line)) error {
+func (f *Fleet) run(ctx context.Context, t Target, cmd string, stdin []byte, out func(ports.Line)) error {
 	c, err := f.client(ctx, t)
 	if err != nil {
 		return err
@@ -94,14 +94,19 @@ func (f *Fleet) run(ctx context.Context, t Target, cmd string, out func(ports.Li
 		sent = Sudo(cmd)
 	}
 	var said string // sudo's first complaint on stderr
-	_, err = c.Run(ctx, sent, func(l Line) {
+	emit := func(l Line) {
 		if t.Become == BecomeSudo && said == "" && l.Stream == Stderr && sudoComplaint(l.Text) {
 			said = l.Text
 		}
 		if out != nil {
 			out(ports.Line{Stderr: l.Stream == Stderr, Text: l.Text})
 		}
-	})
+	}
+	if stdin != nil {
+		_, err = c.RunInput(ctx, sent, stdin, emit)
+	} else {
+		_, err = c.Run(ctx, sent, emit)
+	}
 	if errors.Is(err, ErrSessionLost) || errors.Is(err, ErrUnreachable) {
 		f.drop(t)
 	}
@@ -132,7 +137,21 @@ func (f *Fleet) Run(ctx context.Context, broker int32, cmd string, out func(port
 	if !ok {
 		return fmt.Errorf("broker %d has no SSH target in the inventory", broker)
 	}
-	return f.run(ctx, t, cmd, out)
+	return f.run(ctx, t, cmd, nil, out)
+}
+
+// RunInput runs cmd on broker's host with stdin as its standard input
+// (through sudo too: sudo passes it on). Only cmd is on the command line
+// sudo logs; stdin is not.
+func (f *Fleet) RunInput(ctx context.Context, broker int32, cmd string, stdin []byte, out func(ports.Line)) error {
+	t, ok := f.brokers[broker]
+	if !ok {
+		return fmt.Errorf("broker %d has no SSH target in the inventory", broker)
+	}
+	if stdin == nil {
+		stdin = []byte{}
+	}
+	return f.run(ctx, t, cmd, stdin, out)
 }
 
 // Check connects to broker's host (verifying its host key) and runs `true`.
@@ -146,7 +165,7 @@ func (f *Fleet) RunClient(ctx context.Context, c ports.Client, cmd string, out f
 	if !ok {
 		return fmt.Errorf("client %s has no SSH target in the inventory", c.Name)
 	}
-	return f.run(ctx, t, cmd, out)
+	return f.run(ctx, t, cmd, nil, out)
 }
 
 // Close ends every connection.

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"net"
@@ -194,6 +195,31 @@ func TestRunStreamsAsTheyArrive(t *testing.T) {
 	}
 	if first.IsZero() || end.Sub(first) < 700*time.Millisecond {
 		t.Fatalf("first line came %v before Run returned; want it streamed ~1s before the end", end.Sub(first))
+	}
+}
+
+// TestRunInput: the input reaches the command's standard input byte for
+// byte (3 MiB: more than one SSH window, binary, no final newline), and the
+// command line is only the command; a command without input reads EOF.
+func TestRunInput(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	c := dial(t, s, s.target(t))
+	in := make([]byte, 3<<20)
+	for i := range in {
+		in[i] = byte(i*7 + i>>9)
+	}
+	col := &collector{}
+	if _, err := c.RunInput(context.Background(), "sha256sum | cut -d' ' -f1", in, col.add); err != nil {
+		t.Fatalf("RunInput: %v (%q)", err, col.err)
+	}
+	h := sha256.Sum256(in)
+	if len(col.out) != 1 || col.out[0] != hex.EncodeToString(h[:]) {
+		t.Fatalf("the command read %q, want the %d bytes' sha256 %x", col.out, len(in), h)
+	}
+	col = &collector{}
+	if _, err := c.RunInput(context.Background(), "wc -c", nil, col.add); err != nil || len(col.out) != 1 || strings.TrimSpace(col.out[0]) != "0" {
+		t.Fatalf("no input: %q %v", col.out, err)
 	}
 }
 

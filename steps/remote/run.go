@@ -68,6 +68,22 @@ const maxLine = 1 << 20 // bufio.Scanner buffer limit
 //   - ErrUnreachable (wrapped) when the connection was already gone and
 //     the command was not started.
 func (c *Client) Run(ctx context.Context, cmd string, out func(Line)) (Result, error) {
+	return c.run(ctx, cmd, nil, out)
+}
+
+// RunInput is Run with stdin as the command's standard input (closed
+// once it is sent): the way a file's content reaches a host without
+// appearing in the command line, which sudo logs and ps shows. The
+// command must read its input to the end: one that exits first may make
+// the send fail, and its outcome is reported as a lost session.
+func (c *Client) RunInput(ctx context.Context, cmd string, stdin []byte, out func(Line)) (Result, error) {
+	if stdin == nil {
+		stdin = []byte{}
+	}
+	return c.run(ctx, cmd, stdin, out)
+}
+
+func (c *Client) run(ctx context.Context, cmd string, stdin []byte, out func(Line)) (Result, error) {
 	start := time.Now()
 	res := Result{ExitCode: -1}
 	done := func() Result { res.Duration = time.Since(start); return res }
@@ -106,6 +122,9 @@ func (c *Client) Run(ctx context.Context, cmd string, out func(Line)) (Result, e
 		}
 	}
 
+	if stdin != nil {
+		sess.Stdin = bytes.NewReader(stdin)
+	}
 	if err := sess.Start(cmd); err != nil {
 		if c.state() != nil || errors.Is(err, io.EOF) {
 			return done(), c.sessionLost(cmd, err)

@@ -64,6 +64,10 @@ type Hosts struct {
 	Local    func(node int32, cmd string) bool
 	local    LocalShell
 	Commands []string
+	// Inputs are the standard inputs RunInput was given, in order, each
+	// with its command's index in Commands (a test looks for what must
+	// never be in a command line there, and in what may be here).
+	Inputs []Input
 	// ClientRuns are the client commands run ("name: cmd").
 	ClientRuns []string
 	// Racks are the brokers' broker.rack, in their registrations.
@@ -134,6 +138,9 @@ var (
 	moveRe  = regexp.MustCompile(`(?m)^kremedy_move (\S+) (\S+) \|\| exit \$\?$`)
 	backRe  = regexp.MustCompile(`(?sm)^set -e\nsrc=(\S+); dst=(\S+)\n`)
 	whereRe = regexp.MustCompile(`^if \[ -e (\S+) \] && \[ ! -e (\S+) \]`)
+	// asideRe is the migration revert's move of the KRaft metadata log out
+	// of a log dir (migrate's metadataScript).
+	asideRe = regexp.MustCompile(`(?m)^if \[ -e (\S+) \]; then mv -- (\S+) (\S+); printf 'moved %s aside\\n' (\S+); fi$`)
 )
 
 // unquote decodes a word the scripts' regexps captured.
@@ -170,6 +177,41 @@ func shellWord(w string) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// Input is one RunInput's standard input: Command indexes Hosts.Commands.
+type Input struct {
+	Command int
+	Data    []byte
+}
+
+// RunInput implements ports.Hosts: the command is recorded in Commands and
+// its input in Inputs. Only a command Local picks runs (with the input on
+// its standard input); the fake plays none of kremedy's scripts with an
+// input, so any other fails the test.
+func (h *Hosts) RunInput(_ context.Context, broker int32, cmd string, stdin []byte, out func(ports.Line)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Commands = append(h.Commands, fmt.Sprintf("%d: %s", broker, cmd))
+	h.Inputs = append(h.Inputs, Input{Command: len(h.Commands) - 1, Data: slices.Clone(stdin)})
+	if err := h.Unreachable[broker]; err != nil {
+		return err
+	}
+	if h.Local == nil || !h.Local(broker, cmd) {
+		h.t.Errorf("unexpected command with an input on node %d: %q", broker, cmd)
+		return &ExitErr{127}
+	}
+	if h.local.Shell == "" {
+		h.local.Shell = "/bin/sh"
+	}
+	if stdin == nil {
+		stdin = []byte{}
+	}
+	return h.local.RunInput(context.Background(), broker, cmd, stdin, func(l ports.Line) {
+		if out != nil {
+			out(l)
+		}
+	})
 }
 
 // Run implements ports.Hosts.
@@ -364,6 +406,30 @@ func (h *Hosts) script(broker int32, cmd string, emit func(string)) error {
 		delete(h.FS[broker][sd], sn)
 		h.FS[broker][dd][dn] = e
 		emit("moved back " + src + " -> " + dst)
+		return nil
+	}
+	if ms := asideRe.FindAllStringSubmatch(cmd, -1); ms != nil {
+		for _, m := range ms {
+			src, dst := unquote(m[1]), unquote(m[3])
+			if unquote(m[2]) != src || unquote(m[4]) != src {
+				h.t.Errorf("metadata move on broker %d names two sources: %q", broker, m[0])
+				return &ExitErr{2}
+			}
+			if h.Running[broker] {
+				h.t.Errorf("move %s on broker %d while it runs", src, broker)
+			}
+			sd, sn, dd, dn := filepath.Dir(src), filepath.Base(src), filepath.Dir(dst), filepath.Base(dst)
+			e, ok := h.FS[broker][sd][sn]
+			if !ok {
+				continue
+			}
+			delete(h.FS[broker][sd], sn)
+			if h.FS[broker][dd] == nil {
+				h.FS[broker][dd] = map[string]Entry{}
+			}
+			h.FS[broker][dd][dn] = e
+			emit("moved " + src + " aside")
+		}
 		return nil
 	}
 	if m := whereRe.FindStringSubmatch(cmd); m != nil {

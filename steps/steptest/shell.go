@@ -2,6 +2,7 @@ package steptest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -15,8 +16,16 @@ import (
 // writes meet a real shell (dash, bash) in a unit test.
 type LocalShell struct{ Shell string }
 
-func (s LocalShell) Run(ctx context.Context, _ int32, cmd string, out func(ports.Line)) error {
+func (s LocalShell) Run(ctx context.Context, n int32, cmd string, out func(ports.Line)) error {
+	return s.RunInput(ctx, n, cmd, nil, out)
+}
+
+// RunInput runs cmd with stdin as its standard input (none when nil).
+func (s LocalShell) RunInput(ctx context.Context, _ int32, cmd string, stdin []byte, out func(ports.Line)) error {
 	c := exec.CommandContext(ctx, s.Shell, "-c", cmd)
+	if stdin != nil {
+		c.Stdin = bytes.NewReader(stdin)
+	}
 	stdout, err := c.StdoutPipe()
 	if err != nil {
 		return err
