@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/logdir"
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
@@ -99,6 +100,10 @@ func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
 		}
 		if dir == "" {
 			why = append(why, fmt.Sprintf("controller %d: neither metadata.log.dir nor log.dirs is set", c.ID))
+			continue
+		}
+		if err := logdir.Check(dir); err != nil {
+			why = append(why, fmt.Sprintf("controller %d: its metadata log dir %q (%s) is not a path kremedy puts in a command: %v; give it a plain path (a symbolic link to it will do)", c.ID, dir, f.Path, err))
 			continue
 		}
 		meta, err := readFile(ctx, env, c.ID, path.Join(dir, "meta.properties"))

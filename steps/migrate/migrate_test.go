@@ -399,3 +399,21 @@ func TestMigrationResumesWithoutRollingTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestControllerMetadataDirMustBePlain: a controller whose server.properties
+// names a metadata log dir a script could misread ($(…)) is refused before
+// any controller starts, naming the dir; kremedy puts no such path in a
+// command (review L4).
+func TestControllerMetadataDirMustBePlain(t *testing.T) {
+	c := newCluster(t)
+	ctl := c.Ports.Target.Controllers[0]
+	write(t, ctl.Config, controllerConfig(ctl.ID, "/data/$(touch /tmp/pwned)"))
+	s := c.session(t, "zk-to-kraft")
+	out := s.Run(context.Background(), c.Ports, &typing{}, nil)
+	if out.Err == nil || !strings.Contains(out.Err.Error(), `its metadata log dir "/data/$(touch /tmp/pwned)"`) {
+		t.Fatalf("zk-to-kraft with a controller's metadata dir $(…): %v", out.Err)
+	}
+	if got := c.restarts(); len(got) != 0 {
+		t.Fatalf("nodes were started or stopped: %v", got)
+	}
+}
