@@ -274,9 +274,18 @@ func (s *StepView) Approved() *DecisionView {
 // journal does not hold intact: no journaled plan of the step with the
 // approved digest, or one whose bytes digest otherwise (edited after it was
 // approved). The report says so; an empty list means every approved plan
-// can be recomputed from the journal.
+// can be recomputed from the journal. A run whose digests are of another
+// form (Meta.PlanDigest) cannot be checked: one line says so.
 func (v *RunView) Tampered() []string {
 	var out []string
+	if v.Meta.PlanDigest != PlanDigestForm {
+		for _, s := range v.Steps {
+			if s.Approved() != nil {
+				return []string{fmt.Sprintf("this run's plan digests are of an earlier kremedy's form (%q), which cannot be recomputed from the journal: its approvals are not checked", v.Meta.PlanDigest)}
+			}
+		}
+		return nil
+	}
 	for _, s := range v.Steps {
 		for _, d := range s.Decisions {
 			if d.Decision != Approve.String() || d.Digest == "" {

@@ -286,7 +286,9 @@ func reportApprovals(v *RunView) string {
 		}
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 	}
-	if bad := v.Tampered(); len(bad) > 0 {
+	if v.Meta.PlanDigest != PlanDigestForm {
+		b.WriteString("\nthis run was started by an earlier kremedy, whose plan digests cannot be recomputed from the journal: its approvals are not checked.\n")
+	} else if bad := v.Tampered(); len(bad) > 0 {
 		b.WriteString("\n**The journal does not hold every approved plan as it was approved:**\n\n")
 		for _, l := range bad {
 			fmt.Fprintf(&b, "- %s\n", l)

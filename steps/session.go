@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +40,14 @@ type Meta struct {
 	// a weaker one is refused. Nil: a run of a kremedy that did not record
 	// it.
 	Policy *PolicyRecord `json:"policy,omitempty"`
+	// PlanDigest is the form of the plan digests the run journals
+	// (Create sets it): a run of a kremedy that hashed plans otherwise
+	// ("": v1) cannot have its approvals recomputed.
+	PlanDigest string `json:"plan_digest,omitempty"`
 }
+
+// PlanDigestForm is the plan digest this kremedy computes (Plan.Digest).
+const PlanDigestForm = "v2"
 
 // PolicyRecord is an approval policy as a run's start record keeps it.
 type PolicyRecord struct {
@@ -112,6 +120,7 @@ func Create(dir string, rb *Runbook, meta Meta) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create run directory: %w; %w", err, ErrNothingDone)
 	}
+	meta.PlanDigest = PlanDigestForm
 	s := &Session{j: j, run: &run{meta: meta, rb: rb, dir: dir, rec: &recorder{j: j}}}
 	if err := s.run.rec.append(journal.RunStart, "", meta); err != nil {
 		j.Close()
@@ -128,11 +137,18 @@ func Open(dir string, bind func(Meta) (*Runbook, error)) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	meta, err := metaOf(recs)
+	v, err := ViewRecords(recs)
 	if err != nil {
 		j.Close()
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
+	// A journal whose approved plans no longer digest as approved was
+	// edited: what it says was done and approved cannot be trusted.
+	if bad := v.Tampered(); len(bad) > 0 && v.Meta.PlanDigest == PlanDigestForm {
+		j.Close()
+		return nil, fmt.Errorf("%w: %s: the journal was changed after it was written: %s; kremedy does not continue a run whose record it cannot trust, and changed nothing — find out who edited it, then start a new run (kremedy plan shows what it would do now)", ErrRefused, dir, strings.Join(bad, "; "))
+	}
+	meta := v.Meta
 	rb, err := bind(meta)
 	if err != nil {
 		j.Close()

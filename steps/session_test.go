@@ -1,14 +1,18 @@
 package steps_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // TestReadMetaIsTheRunStartRecord: ReadMeta returns what Create journaled,
@@ -45,5 +49,53 @@ func TestReadMetaIsTheRunStartRecord(t *testing.T) {
 	j.Close()
 	if _, err := steps.ReadMeta(other); !errors.Is(err, steps.ErrNotARun) {
 		t.Errorf("a journal that does not start with run-start: %v", err)
+	}
+}
+
+// TestResumeRefusesAnEditedJournal: a run whose journal's approved plan no
+// longer digests as approved (edited after the fact) is not resumed, and
+// the report of a run says every approved plan was recomputed.
+func TestResumeRefusesAnEditedJournal(t *testing.T) {
+	dir := t.TempDir()
+	k := &fakeKind{plan: func() *steps.Plan {
+		return &steps.Plan{Summary: "stop broker 1", Actions: []steps.Action{{ID: "a", Op: steps.OpSSH, Target: "b1", Detail: "systemctl stop kafka"}}}
+	}}
+	rb := &steps.Runbook{Name: "test", Confirm: steps.Confirmation{Word: "word", Noun: "thing"},
+		Steps: []steps.Step{step("stop", steps.Destructive, steps.ConfirmTyped, k), step("later", steps.Low, steps.ConfirmNone, &fakeKind{})}}
+	s, err := steps.Create(dir, rb, steps.Meta{ID: "r", Runbook: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2 := rb.Steps[1].Kind.(*fakeKind)
+	k2.apply = func(*steps.Env, *steps.Plan) error { return errors.New("stopped here") }
+	if out := s.Run(context.Background(), ports.Cluster{}, approveAll, nil); out.Err == nil {
+		t.Fatal("the run did not stop at its second step")
+	}
+	s.Close()
+	report, _ := os.ReadFile(filepath.Join(dir, steps.ReportFile))
+	if !strings.Contains(string(report), "every approved plan digests, recomputed from this journal, as approved (1 approvals checked)") {
+		t.Errorf("the report does not say the approved plan was recomputed:\n%s", report)
+	}
+	bind := func(steps.Meta) (*steps.Runbook, error) { return rb, nil }
+	again, err := steps.Open(dir, bind)
+	if err != nil {
+		t.Fatalf("an untouched journal: %v", err)
+	}
+	again.Close()
+
+	path := filepath.Join(dir, steps.JournalFile)
+	b, _ := os.ReadFile(path)
+	edited := bytes.Replace(b, []byte("systemctl stop kafka"), []byte("systemctl stop kafka-other"), 1)
+	if bytes.Equal(edited, b) {
+		t.Fatal("the test's edit changed nothing")
+	}
+	if err := os.WriteFile(path, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := steps.Open(dir, bind); !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "stop: the plan approved as") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("resume of an edited journal: %v", err)
 	}
 }

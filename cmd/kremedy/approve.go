@@ -83,6 +83,9 @@ func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
 	if err := requestSigners(meta, req); err != nil {
 		return failedErr(err)
 	}
+	if meta.PlanDigest != steps.PlanDigestForm {
+		return failedErr(fmt.Errorf("run %s was started by an earlier kremedy (plan digest form %q, this one computes %s): the plan it waits for cannot be recomputed here; approve it with the kremedy that runs it, or have the operator start the run again with this one; nothing was signed", meta.ID, meta.PlanDigest, steps.PlanDigestForm))
+	}
 	plan, err := journaledPlan(dir, req)
 	if err != nil {
 		return failedErr(err)

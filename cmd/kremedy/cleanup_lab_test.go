@@ -64,7 +64,14 @@ func needLab(t *testing.T) {
 
 func startLab(t *testing.T, cfg lab.Config) *lab.Lab {
 	t.Helper()
-	return startLabIn(t, filepath.Join(t.TempDir(), "lab"), cfg)
+	// Not t.TempDir(): a subtest's name can put a ',' or '(' in it, and a
+	// log dir kremedy acts on may hold neither (internal/logdir).
+	parent, err := os.MkdirTemp("", "kremedy-lab-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	return startLabIn(t, filepath.Join(parent, "lab"), cfg)
 }
 
 func startLabIn(t *testing.T, dir string, cfg lab.Config) *lab.Lab {

@@ -64,7 +64,13 @@ func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	g := steptest.Ghost(t)
 	g.ZK.Remove(kafkazk.DeleteTopicPath("orders"))
-	dir := t.TempDir()
+	// Not t.TempDir(): a subtest's name can put a ',' in it, which no log
+	// dir may hold (log.dirs is a comma-separated list).
+	dir, err := os.MkdirTemp("", "kremedy-migrate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	target := g.Ports.Target
 	for i := range target.Hosts {
 		h := &target.Hosts[i]

@@ -394,6 +394,8 @@ func TestRollRefusesAJournalWithoutPhases(t *testing.T) {
 	if bytes.Equal(old, b) {
 		t.Fatal("the journal holds no phased roller action to rewrite")
 	}
+	// That kremedy hashed plans another way, and its run-start said none.
+	old = bytes.Replace(old, []byte(`,"plan_digest":"v2"`), nil, 1)
 	if err := os.WriteFile(path, old, 0o600); err != nil {
 		t.Fatal(err)
 	}
