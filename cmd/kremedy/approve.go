@@ -41,8 +41,9 @@ common with the operator's key). The run counts the signature within a
 second. A plan that changes (re-planned, stale), and a later request for the
 same plan (another attempt, a resume), need a new approval.
 
-It reads and writes RUN_DIR (approvals/ in it): run it where the run
-directory is, as a user who can write there.`,
+It reads RUN_DIR and writes to its approvals/: run it on the machine where
+the run directory is, from your own account, in the group the inventory's
+policy.group shares the run with (docs/team.md).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {
