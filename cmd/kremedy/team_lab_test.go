@@ -779,7 +779,19 @@ func sharedApproval(t *testing.T, l *lab.Lab) {
 	// operator's files from approvals/ (sticky).
 	jpath := filepath.Join(run, steps.JournalFile)
 	jBefore, _ := os.ReadFile(jpath)
-	bob.run(t, []uint32{grp}, "sh", "-c", "echo '{}' >> "+jpath+"; rm -f "+opSigs[0]+" "+signoff.RequestPath(run, "roll")+"; mv "+opSigs[0]+" "+opSigs[0]+".x")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sh", "-c", "echo '{}' >> " + jpath}, "Permission denied"},
+		{[]string{"rm", "-f", opSigs[0]}, "Operation not permitted"},
+		{[]string{"rm", "-f", signoff.RequestPath(run, "roll")}, "Operation not permitted"},
+		{[]string{"mv", opSigs[0], opSigs[0] + ".x"}, "Operation not permitted"},
+	} {
+		if r := bob.run(t, []uint32{grp}, c.args[0], c.args[1:]...); r.code == 0 || !strings.Contains(r.out, c.want) {
+			t.Errorf("kremedy-nosudo: %s: exit %d, want %q\n%s", strings.Join(c.args, " "), r.code, c.want, r.out)
+		}
+	}
 	for _, f := range []string{opSigs[0], signoff.RequestPath(run, "roll")} {
 		if _, err := os.Lstat(f); err != nil {
 			t.Errorf("kremedy-nosudo removed or moved the operator's %s: %v", filepath.Base(f), err)
