@@ -27,6 +27,7 @@ lab-users-remove:
 	-userdel -r kremedy-op
 	-userdel -r kremedy-nosudo
 	-userdel kremedy-kafka
+	-groupdel kremedy-approvers
 	rm -f /etc/sudoers.d/kremedy-lab
 
 # A fresh lab, broken like the incident (ghost-topic), then the TUI on the

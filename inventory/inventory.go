@@ -194,6 +194,11 @@ type Policy struct {
 	// InLab makes a lab inventory (lab: true) enforce the policy too: the
 	// lab ignores it otherwise.
 	InLab bool `yaml:"in_lab"`
+	// Group is a Unix group the operators and approvers are all in: a run
+	// shares its directory with it (mode 2750, the journal 0640,
+	// approvals/ 3770), so that an approver runs `kremedy approve` from
+	// their own account. "": the run directory is the operator's alone.
+	Group string `yaml:"group"`
 }
 
 // Enforced reports whether runs on this inventory enforce its approval

@@ -349,7 +349,7 @@ func TestParseExample(t *testing.T) {
 			Stop: "sudo -n systemctl stop orders-consumer", Start: "sudo -n systemctl start orders-consumer"}},
 		Notify: []Notify{{URLEnv: "KREMEDY_SLACK_WEBHOOK"},
 			{URL: "https://ops.example.com/hooks/kremedy", TokenEnv: "KREMEDY_NOTIFY_TOKEN", Format: "json"}},
-		Policy: &Policy{Approvals: 2, AllowedSigners: "~/.config/kremedy/allowed_signers", Timeout: Duration{30 * time.Minute}},
+		Policy: &Policy{Approvals: 2, AllowedSigners: "~/.config/kremedy/allowed_signers", Timeout: Duration{30 * time.Minute}, Group: "kremedy-approvers"},
 	}
 	if !reflect.DeepEqual(inv, want) {
 		t.Errorf("example.yaml parsed to\n%+v\nwant\n%+v", inv, want)
@@ -375,7 +375,7 @@ func tricky() *Inventory {
 		Clients: []Client{{Name: "orders: consumer", Host: "app1", Stop: "*stop", Start: "[start]"}},
 		Notify: []Notify{{URL: "https://ops.example.com/h?a=1&b=#x", TokenFile: "~/tok en"},
 			{URLFile: "rel/slack url", Format: "slack"}, {URLEnv: "X_1", TokenEnv: "Y"}, {URL: "http://[::1]:8080/", TokenEnv: "T"}},
-		Policy: &Policy{Approvals: 9, AllowedSigners: "#signers: yes", Timeout: Duration{90 * time.Second}, InLab: true},
+		Policy: &Policy{Approvals: 9, AllowedSigners: "#signers: yes", Timeout: Duration{90 * time.Second}, InLab: true, Group: "_ops.team-1"},
 	}
 }
 

@@ -136,6 +136,7 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 			if p.InLab {
 				e.line(1, "in_lab: true")
 			}
+			e.str(1, "group", p.Group)
 		})
 		if !e.wrote {
 			e.line(0, "policy: {}")

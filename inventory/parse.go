@@ -171,6 +171,7 @@ func (d *decoder) inventory(root ast.Node, inv *Inventory) {
 				"allowed_signers": d.Str(&p.AllowedSigners),
 				"timeout":         d.Duration(&p.Timeout.Duration),
 				"in_lab":          d.Bool(&p.InLab),
+				"group":           d.Str(&p.Group),
 			})
 		},
 		"clients": func(path string, at pos, n ast.Node) {

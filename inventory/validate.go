@@ -174,7 +174,14 @@ func (d *decoder) policy(p *Policy) {
 		d.Errorf(d.At("policy"), "policy approvals: %d needs allowed_signers: an OpenSSH allowed_signers file of who may approve (man ssh-keygen, ALLOWED SIGNERS)", p.Approvals)
 	}
 	d.localPath("policy.allowed_signers", p.AllowedSigners)
+	if d.Has("policy.group") && !groupRe.MatchString(p.Group) {
+		d.Errorf(d.At("policy.group"), "policy.group %q is not a Unix group name (a letter or _, then letters, digits, '.', '_', '-'; at most 32): the group the operators and approvers are in, which a run shares its directory with", p.Group)
+	}
 }
+
+// groupRe is a Unix group name as shadow-utils' groupadd takes one by
+// default (a name, never a number).
+var groupRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9._-]{0,31}$`)
 
 func (d *decoder) validateZooKeeper(z *ZooKeeper) {
 	if strings.TrimSpace(z.Connect) == "" {

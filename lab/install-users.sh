@@ -6,9 +6,13 @@
 #                   on-call engineer on a broker host usually may;
 #   kremedy-nosudo  a login without sudo rights;
 #   kremedy-kafka   the service user a secured lab's brokers run as
-#                   (`lab up --secure`), owner of their data; no login.
+#                   (`lab up --secure`), owner of their data; no login;
+#   kremedy-approvers  a group of kremedy-op and kremedy-nosudo: the
+#                   approvers' group (policy.group) the team test shares a
+#                   run directory with (kremedy-op runs, kremedy-nosudo
+#                   approves from its own account).
 # Neither has a password (logins are by the lab's key only, on the lab's
-# own sshd on loopback addresses); `make lab-users-remove` deletes both.
+# own sshd on loopback addresses); `make lab-users-remove` deletes them all.
 set -eu
 if [ "$(id -u)" != 0 ]; then
   echo "lab users: run as root (sudo make lab-users) to create kremedy-op and kremedy-nosudo" >&2; exit 2
@@ -38,3 +42,13 @@ if [ "$(cat /etc/sudoers.d/kremedy-lab 2>/dev/null)" != "$rule" ]; then
   visudo -cf /etc/sudoers.d/kremedy-lab.tmp >/dev/null
   mv /etc/sudoers.d/kremedy-lab.tmp /etc/sudoers.d/kremedy-lab
 fi
+if ! getent group kremedy-approvers >/dev/null 2>&1; then
+  groupadd kremedy-approvers
+  echo "lab users: created group kremedy-approvers"
+fi
+for u in kremedy-op kremedy-nosudo; do
+  if ! id -nG "$u" | tr ' ' '\n' | grep -qx kremedy-approvers; then
+    usermod -aG kremedy-approvers "$u"
+    echo "lab users: added $u to kremedy-approvers"
+  fi
+done

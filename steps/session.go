@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,6 +64,11 @@ type PolicyRecord struct {
 	// Why says why a policy of 2 or more approvals is waived, or why a lab
 	// inventory's is enforced.
 	Why string `json:"why,omitempty"`
+	// Group is the Unix group the run directory is shared with (the
+	// inventory's policy.group): its members read the journal and the
+	// requests and add their signatures to approvals/. "": the directory
+	// is the operator's alone.
+	Group string `json:"group,omitempty"`
 }
 
 func (p *PolicyRecord) String() string {
@@ -81,7 +87,18 @@ func (p *PolicyRecord) String() string {
 	if p.Why != "" {
 		s += ": " + p.Why
 	}
+	if p.Group != "" {
+		s += "; the run directory is shared with group " + p.Group + " (it reads the journal and adds signatures to approvals/)"
+	}
 	return s
+}
+
+// shareGroup is the group a new run's directory is shared with ("": none).
+func (p *PolicyRecord) shareGroup() string {
+	if p == nil || !p.Enforced {
+		return ""
+	}
+	return p.Group
 }
 
 // NewMeta is the metadata of a new run of rb on the inventory's cluster,
@@ -108,15 +125,34 @@ type Session struct {
 	busy bool
 }
 
-// Create makes the run directory dir (0700) and its journal, and journals
-// the run-start record. A directory that already holds a run is refused
-// (ErrRunExists): resume it with Open.
+// Create makes the run directory dir (0700) and its journal (0600), and
+// journals the run-start record. A directory that already holds a run is
+// refused (ErrRunExists): resume it with Open.
+//
+// A run whose policy names a group (meta.Policy.Group, enforced) shares
+// its directory with it: dir, and every directory made above it, mode
+// 2750 and that group; the journal 0640 (the approvers read the plan
+// they sign). Everything else the run writes stays the operator's alone
+// (0600; approvals/ is the approval policy's). A group that does not
+// exist or the operator is not in is refused (ErrShare) before anything
+// is made.
 func Create(dir string, rb *Runbook, meta Meta) (*Session, error) {
 	path := filepath.Join(dir, JournalFile)
 	if recs, err := journal.Read(path); err == nil && len(recs) > 0 {
 		return nil, fmt.Errorf("%w: %s; continue it with `kremedy resume %s`, or choose another run directory", ErrRunExists, dir, shell.Quote(dir))
 	}
-	j, err := journal.Create(path)
+	perm := fs.FileMode(0o600)
+	if g := meta.Policy.shareGroup(); g != "" {
+		gid, err := ShareGroup(g)
+		if err != nil {
+			return nil, err
+		}
+		if err := makeShared(dir, gid); err != nil {
+			return nil, fmt.Errorf("share the run directory %s with group %s (policy.group): %w; %w", dir, g, err, ErrNothingDone)
+		}
+		perm = SharedFileMode
+	}
+	j, err := journal.CreateMode(path, perm)
 	if err != nil {
 		return nil, fmt.Errorf("create run directory: %w; %w", err, ErrNothingDone)
 	}

@@ -6,8 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,8 +41,9 @@ common with the operator's key). The run counts the signature within a
 second. A plan that changes (re-planned, stale), and a later request for the
 same plan (another attempt, a resume), need a new approval.
 
-It reads and writes RUN_DIR (approvals/ in it): run it where the run
-directory is, as a user who can write there.`,
+It reads RUN_DIR and writes to its approvals/: run it on the machine where
+the run directory is, from your own account, in the group the inventory's
+policy.group shares the run with (docs/team.md).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {
@@ -55,6 +61,9 @@ directory is, as a user who can write there.`,
 func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
 	ctx, w := cmd.Context(), cmd.OutOrStdout()
 	meta, err := steps.ReadMeta(dir)
+	if errors.Is(err, fs.ErrPermission) {
+		return failedErr(unreadableRun(dir, err))
+	}
 	if err != nil {
 		return usageErr(err)
 	}
@@ -128,6 +137,29 @@ func approve(cmd *cobra.Command, dir, step, key string, yes bool) error {
 	}
 	fmt.Fprintf(w, "\nsigned: %s (key %s) approved the plan of %s, digest %.12s, in run %s, answering its request %s.\n  signature: %s\n  the run counts it within a second (it counts for this request only: a later one needs a new approval).\n", id.Principal, id.Key, req.Step, req.Digest, meta.ID, req.Nonce, path)
 	return nil
+}
+
+// unreadableRun is approve's error for a run whose journal the user
+// cannot read: the group the run directory is shared with (its
+// policy.group), or that it is the operator's alone.
+func unreadableRun(dir string, err error) error {
+	path := filepath.Join(dir, steps.JournalFile)
+	var st *syscall.Stat_t
+	fi, serr := os.Stat(dir)
+	if serr == nil {
+		st, _ = fi.Sys().(*syscall.Stat_t)
+	}
+	switch {
+	case st != nil && fi.Mode().Perm()&0o050 == 0o050:
+		g := strconv.FormatUint(uint64(st.Gid), 10)
+		if grp, err := user.LookupGroupId(g); err == nil {
+			g = grp.Name
+		}
+		return fmt.Errorf("cannot read %s: permission denied — this run is shared with group %s (policy.group); ask to be added to it, or approve where the run directory is readable; nothing was signed (%w)", path, g, err)
+	case st != nil:
+		return fmt.Errorf("cannot read %s: permission denied — the run directory is its operator's alone (mode %#o): an inventory's policy.group shares a run with the approvers' group (docs/team.md); approve as a user who can read it; nothing was signed (%w)", path, fi.Mode().Perm(), err)
+	}
+	return fmt.Errorf("cannot read %s: permission denied — the run directory cannot be reached from this account; a run shared with the approvers' group (policy.group) needs every directory above it searchable by the group; nothing was signed (%w)", path, err)
 }
 
 // requestSigners refuses a request whose allowed signers are not the

@@ -296,6 +296,9 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			meta.Policy = tc.record // journaled: a resume under a weaker one is refused
+			if err := tc.checkShare(dir); err != nil {
+				return err
+			}
 			if !f.headless {
 				return runTUINew(cmd, rb, meta, dir, f.inventory, tc)
 			}

@@ -150,10 +150,40 @@ func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryR
 	if w := writable(p.AllowedSigners); w != "" {
 		tc.notes = append(tc.notes, fmt.Sprintf("warning: you, the operator, can write %s (%s): you could change who approves. The run journals its sha256 (%.12s), counts no approval while it differs, and refuses a resume under another; keep it where only an administrator writes (a root-owned /etc/kremedy/allowed_signers)", p.AllowedSigners, w, sum))
 	}
+	if p.Group != "" {
+		// Refused now, before anything is done, rather than when the run
+		// directory is made.
+		if _, err := steps.ShareGroup(p.Group); err != nil {
+			return nil, usageErr(fmt.Errorf("%s's approval policy: %w", inv.Path, err))
+		}
+		tc.record.Group = p.Group
+	}
 	tc.record.SignersSHA256, tc.record.Enforced = sum, true
 	tc.policy = &signoff.Policy{Approvals: p.Approvals, AllowedSigners: p.AllowedSigners, SignersSHA256: sum, Timeout: p.Timeout.Duration}
 	tc.key = key
 	return tc, nil
+}
+
+// checkShare refuses, before a new run's directory dir is made, a
+// policy.group whose members could not reach it (a directory above it
+// they cannot search); a note when the modes cannot tell (an ACL).
+func (tc *teamConfig) checkShare(dir string) error {
+	if tc.record == nil || tc.record.Group == "" {
+		return nil
+	}
+	g := tc.record.Group
+	gid, err := steps.ShareGroup(g)
+	if err != nil {
+		return usageErr(err)
+	}
+	note, err := steps.ShareReach(dir, g, gid)
+	if err != nil {
+		return usageErr(err)
+	}
+	if note != "" {
+		tc.notes = append(tc.notes, note)
+	}
+	return nil
 }
 
 // because is why a lab inventory's policy is enforced, for an error.
@@ -211,6 +241,13 @@ func resumePolicy(meta steps.Meta, tc *teamConfig) error {
 		tc.notes = append(tc.notes, fmt.Sprintf("the run's start record has no approval policy (a kremedy before policies were journaled): it goes on under the inventory's as it is now: %s", now))
 	case *then != *now:
 		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy changed since the run started (then: %s); it goes on under %s", then, now))
+	}
+	if then != nil && now != nil && then.Group != now.Group {
+		was := "the operator's alone"
+		if then.Group != "" {
+			was = "shared with group " + then.Group
+		}
+		tc.notes = append(tc.notes, fmt.Sprintf("the run directory stays as the run made it (%s): policy.group applies to new runs", was))
 	}
 	return nil
 }
@@ -301,8 +338,11 @@ func (tm *team) run(ctx context.Context, a steps.Approver, rep steps.Reporter, w
 	}
 	if p := tm.tc.policy; p != nil {
 		meta := tm.s.Meta()
+		// Shared as the run's directory was made (the journaled policy),
+		// whatever the inventory says now.
+		shared := meta.Policy != nil && meta.Policy.Enforced && meta.Policy.Group != ""
 		a = &signoff.Approver{Inner: a, Policy: *p, Run: meta.ID, Dir: tm.s.Dir(), Runbook: meta.Runbook, Cluster: meta.Cluster, Lab: meta.Lab,
-			Key: tm.tc.key, Signer: signoff.Keygen{}, Report: rep, Log: func(step, text string) { tm.s.Notef(step, "%s", text) }}
+			Shared: shared, Key: tm.tc.key, Signer: signoff.Keygen{}, Report: rep, Log: func(step, text string) { tm.s.Notef(step, "%s", text) }}
 	}
 	out := walk(a, rep)
 	if tm.n != nil {

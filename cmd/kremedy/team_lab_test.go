@@ -8,19 +8,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -508,6 +513,10 @@ func TestTeamLab(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("policy.group: kremedy-op runs, kremedy-nosudo approves from its own account", func(t *testing.T) {
+		sharedApproval(t, l)
+	})
 }
 
 // runTookRe finds the time the headless runner says the run took.
@@ -529,4 +538,350 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// account is a local user a lab test runs kremedy as.
+type account struct {
+	name     string
+	uid, gid uint32
+	home     string
+}
+
+// labAccount is the local user name (`make lab-users`), with a home of
+// its own under base (0700): missing, the test fails, saying how to make it.
+func labAccount(t *testing.T, name, base string) account {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatalf("the local user %s is missing (%v): run `make lab-users` as root", name, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	a := account{name: name, uid: uint32(uid), gid: uint32(gid), home: filepath.Join(base, name)}
+	if err := os.Mkdir(a.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chown(t, a.home, a)
+	return a
+}
+
+func chown(t *testing.T, path string, a account) {
+	t.Helper()
+	if err := os.Chown(path, int(a.uid), int(a.gid)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyTo copies src to dst (mode perm), owned by a.
+func copyTo(t *testing.T, src, dst string, perm fs.FileMode, a account) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dst, perm); err != nil {
+		t.Fatal(err)
+	}
+	chown(t, dst, a)
+}
+
+// cmd runs name as a, with exactly the supplementary groups given, in a's
+// home (HOME too).
+func (a account) cmd(groups []uint32, name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: a.uid, Gid: a.gid, Groups: groups}}
+	c.Env = []string{"HOME=" + a.home, "USER=" + a.name, "LOGNAME=" + a.name, "PATH=" + os.Getenv("PATH")}
+	c.Dir = a.home
+	return c
+}
+
+// run runs name as a and returns its output and exit code.
+func (a account) run(t *testing.T, groups []uint32, name string, args ...string) result {
+	t.Helper()
+	var buf bytes.Buffer
+	c := a.cmd(groups, name, args...)
+	c.Stdout, c.Stderr = &buf, &buf
+	start := time.Now()
+	err := c.Run()
+	r := result{out: buf.String(), took: time.Since(start)}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// owner is a file's mode, uid and gid (not following a link).
+func owner(t *testing.T, path string) (fs.FileMode, uint32, uint32) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return fi.Mode(), st.Uid, st.Gid
+}
+
+// sharedApproval (review M4): the deployment docs/team.md describes —
+// each engineer their own account, both in the approvers' group, runs
+// under a parent the group can search, policy.group — on two real local
+// users: kremedy-op runs a rolling restart with alice's key, kremedy-nosudo
+// approves with bob's, which kremedy-op cannot read; the run directory is
+// the group's to read (journal, request 0640), approvals/ the group's to
+// add to but not to remove from, nothing else in it the group's; a user
+// outside the group is told why it cannot approve.
+func sharedApproval(t *testing.T, l *lab.Lab) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test runs kremedy as two local users: run it as root (CI does; sudo go test …)")
+	}
+	const groupName = "kremedy-approvers"
+	g, err := user.LookupGroup(groupName)
+	if err != nil {
+		t.Fatalf("the group %s is missing (%v): run `make lab-users` as root", groupName, err)
+	}
+	n, _ := strconv.Atoi(g.Gid)
+	grp := uint32(n)
+	base, err := os.MkdirTemp("", "kremedy-team-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	op, bob := labAccount(t, "kremedy-op", base), labAccount(t, "kremedy-nosudo", base)
+	for _, a := range []account{op, bob} {
+		u, _ := user.Lookup(a.name)
+		if ids, err := u.GroupIds(); err != nil || !slices.Contains(ids, g.Gid) {
+			t.Fatalf("%s is not in %s (%v, %v): run `make lab-users` as root", a.name, groupName, ids, err)
+		}
+	}
+	root := account{name: "root", home: base}
+
+	// The binary, and the allowed signers where only root writes.
+	for _, d := range []string{"bin", "etc"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kremedyBin := filepath.Join(base, "bin", "kremedy")
+	copyTo(t, bin, kremedyBin, 0o755, root)
+	alice, bobKey := filepath.Join(op.home, "alice"), filepath.Join(bob.home, "bob")
+	var lines []string
+	for _, k := range []struct {
+		path, who string
+		a         account
+	}{{alice, "alice", op}, {bobKey, "bob", bob}} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", k.who, "-f", k.path).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+		chown(t, k.path, k.a)
+		chown(t, k.path+".pub", k.a)
+		pub, _ := os.ReadFile(k.path + ".pub")
+		f := strings.Fields(string(pub))
+		lines = append(lines, fmt.Sprintf("%s@example.com namespaces=%q %s %s", k.who, signoff.Namespace, f[0], f[1]))
+	}
+	signers := filepath.Join(base, "etc", "allowed_signers")
+	if err := os.WriteFile(signers, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The runs' parent: the group's, setgid, as on a bastion.
+	runs := filepath.Join(base, "runs")
+	if err := os.Mkdir(runs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(runs, 0, int(grp)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(runs, 0o775|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+
+	// The operator's inventory: the lab's, with the policy, and the SSH
+	// files it names copied where kremedy-op reads them (the login on the
+	// lab's hosts is unchanged). A client setting pointing at a root-only
+	// file (TLS, JAAS) would need the same; the plain lab has none.
+	inv, err := inventory.Load(l.InventoryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.ZooKeeper.TLSConfigFile != "" || inv.Kafka.ClientProperties != "" || inv.Kafka.Krb5Conf != "" || inv.ZooKeeper.Auth != nil || inv.SSH.Config != inventory.SSHConfigNone {
+		t.Fatalf("the lab's inventory names client files this test does not copy for kremedy-op: %+v", inv)
+	}
+	for _, p := range []*string{&inv.SSH.IdentityFile, &inv.SSH.KnownHosts} {
+		if *p != "" {
+			to := filepath.Join(op.home, filepath.Base(*p))
+			copyTo(t, *p, to, 0o600, op)
+			*p = to
+		}
+	}
+	for _, b := range inv.Brokers {
+		if b.IdentityFile != "" || b.KnownHosts != "" {
+			t.Fatalf("broker %d names its own SSH files: copy them for kremedy-op too", b.ID)
+		}
+	}
+	inv.Policy = &inventory.Policy{Approvals: 2, AllowedSigners: signers, Timeout: inventory.Duration{Duration: 5 * time.Minute}, InLab: true, Group: groupName}
+	opInv := filepath.Join(op.home, "inventory.yaml")
+	if err := inventory.Write(opInv, inv); err != nil {
+		t.Fatal(err)
+	}
+	chown(t, opInv, op)
+
+	// (1) The approver's key is out of the operator's reach.
+	if r := op.run(t, []uint32{grp}, "cat", bobKey); r.code == 0 || !strings.Contains(r.out, "Permission denied") {
+		t.Fatalf("kremedy-op reads bob's private key: exit %d\n%s", r.code, r.out)
+	}
+
+	run := filepath.Join(runs, "run")
+	before := brokerPIDs(l)
+	var out lockedBuffer
+	cmd := op.cmd([]uint32{grp}, kremedyBin, "run", "rolling-restart", "--inventory", opInv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab", "--key", alice)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	var req signoff.Request
+	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if rs, err := signoff.Requests(run, "roll"); err == nil {
+			req = rs[0]
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the run ended (%v) without waiting for an approval:\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the run never asked for an approval:\n%s", out.String())
+		}
+	}
+
+	// (3) What the group reads, and how: the run directory 2750, the
+	// journal and the request 0640, kremedy-op's, group kremedy-approvers;
+	// approvals/ 3770.
+	approvals := filepath.Join(run, signoff.Dir)
+	for _, c := range []struct {
+		path string
+		mode fs.FileMode
+	}{
+		{run, fs.ModeDir | fs.ModeSetgid | 0o750},
+		{filepath.Join(run, steps.JournalFile), 0o640},
+		{signoff.RequestPath(run, "roll"), 0o640},
+		{approvals, fs.ModeDir | fs.ModeSetgid | fs.ModeSticky | 0o770},
+	} {
+		if m, uid, gid := owner(t, c.path); m != c.mode || uid != op.uid || gid != grp {
+			t.Errorf("%s: %v uid %d gid %d, want %v uid %d (kremedy-op) gid %d (%s)", c.path, m, uid, gid, c.mode, op.uid, grp, groupName)
+		}
+	}
+	opSigs, _ := filepath.Glob(filepath.Join(approvals, "*+operator.sig"))
+	if len(opSigs) != 1 {
+		t.Fatalf("the operator's signature: %v", opSigs)
+	}
+	// A member of the group neither changes the journal nor removes the
+	// operator's files from approvals/ (sticky).
+	jpath := filepath.Join(run, steps.JournalFile)
+	jBefore, _ := os.ReadFile(jpath)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sh", "-c", "echo '{}' >> " + jpath}, "Permission denied"},
+		{[]string{"rm", "-f", opSigs[0]}, "Operation not permitted"},
+		{[]string{"rm", "-f", signoff.RequestPath(run, "roll")}, "Operation not permitted"},
+		{[]string{"mv", opSigs[0], opSigs[0] + ".x"}, "Operation not permitted"},
+	} {
+		if r := bob.run(t, []uint32{grp}, c.args[0], c.args[1:]...); r.code == 0 || !strings.Contains(r.out, c.want) {
+			t.Errorf("kremedy-nosudo: %s: exit %d, want %q\n%s", strings.Join(c.args, " "), r.code, c.want, r.out)
+		}
+	}
+	for _, f := range []string{opSigs[0], signoff.RequestPath(run, "roll")} {
+		if _, err := os.Lstat(f); err != nil {
+			t.Errorf("kremedy-nosudo removed or moved the operator's %s: %v", filepath.Base(f), err)
+		}
+	}
+	if jAfter, _ := os.ReadFile(jpath); !bytes.HasPrefix(jAfter, jBefore) || bytes.Contains(jAfter[len(jBefore):], []byte("{}\n")) {
+		t.Errorf("kremedy-nosudo wrote to the journal")
+	}
+
+	// (4) Outside the group (its own group only): told why, nothing
+	// written, exit 1.
+	listed := func() []string {
+		es, _ := os.ReadDir(approvals)
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	had := listed()
+	r := bob.run(t, nil, kremedyBin, "approve", run, "--step", "roll", "--key", bobKey, "--yes")
+	if want := "cannot read " + jpath + ": permission denied — this run is shared with group " + groupName + " (policy.group); ask to be added to it, or approve where the run directory is readable"; r.code != 1 || !strings.Contains(r.out, want) || strings.Contains(r.out, "signed:") {
+		t.Errorf("an approver outside the group: exit %d, want 1 saying %q\n%s", r.code, want, r.out)
+	}
+	if now := listed(); !slices.Equal(had, now) {
+		t.Errorf("approvals/ changed: %v -> %v", had, now)
+	}
+	if got := stops(t, run); len(got) != 0 {
+		t.Fatalf("brokers were stopped before the second approval: %v", got)
+	}
+
+	// (2) kremedy-nosudo, in the group, approves from its own account.
+	r = bob.run(t, []uint32{grp}, kremedyBin, "approve", run, "--step", "roll", "--key", bobKey, "--yes")
+	if r.code != 0 || !strings.Contains(r.out, "signed: bob@example.com") || !strings.Contains(r.out, "digest "+req.Digest) {
+		t.Fatalf("kremedy-nosudo's approval: exit %d\n%s", r.code, r.out)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the run (kremedy-op) failed after the approval: %v\n%s", err, out.String())
+		}
+	case <-time.After(10 * time.Minute):
+		t.Fatalf("the run did not end:\n%s", out.String())
+	}
+	if text := out.String(); !strings.Contains(text, "approved by bob@example.com") || !strings.Contains(text, "signed off by alice@example.com (operator), bob@example.com") {
+		t.Errorf("the run's output does not count bob's approval:\n%s", text)
+	}
+	restartedOnce(t, l, run, before)
+	// (3) The signature is kremedy-nosudo's, 0640, the group's.
+	bobSigs, _ := filepath.Glob(filepath.Join(approvals, "roll.*.bob@example.com.sig"))
+	if len(bobSigs) != 1 {
+		t.Fatalf("bob's signature: %v", bobSigs)
+	}
+	if m, uid, gid := owner(t, bobSigs[0]); m != 0o640 || uid != bob.uid || gid != grp {
+		t.Errorf("bob's signature: %v uid %d gid %d, want 0640 uid %d (kremedy-nosudo) gid %d", m, uid, gid, bob.uid, grp)
+	}
+	// Nothing else in the run directory is the group's to read.
+	err = filepath.WalkDir(run, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if p == jpath || filepath.Dir(p) == approvals {
+			return nil
+		}
+		if m, _, _ := owner(t, p); m.Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v: the group or others can read it", p, m)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, uid, _ := owner(t, filepath.Join(run, steps.ReportFile)); m != 0o600 || uid != op.uid {
+		t.Errorf("report.md: %v uid %d, want 0600 kremedy-op's", m, uid)
+	}
+	if p := runStartPolicy(t, run); p.Group != groupName || !p.Enforced {
+		t.Errorf("the run-start record's policy: %+v", p)
+	}
 }

@@ -66,21 +66,33 @@ type Journal struct {
 
 // Create creates a new, empty journal at path. Missing parent directories are
 // created with mode 0700; the file is created with mode 0600 and must not
-// exist yet. The file and its directory entries are fsynced before Create
-// returns.
-func Create(path string) (*Journal, error) {
+// exist yet (nor be a symbolic link, even a dangling one). The file and its
+// directory entries are fsynced before Create returns.
+func Create(path string) (*Journal, error) { return CreateMode(path, 0o600) }
+
+// CreateMode is Create with the file's mode perm, set whatever the umask
+// (a run shared with its approvers' group: 0640, taking the group of its
+// setgid directory).
+func CreateMode(path string, perm fs.FileMode) (*Journal, error) {
 	dir := filepath.Dir(path)
 	made, err := mkdirAll(dir)
 	if err != nil {
 		return nil, fmt.Errorf("create journal %s: %w; nothing was written", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("create journal %s: the file already exists and was not touched; "+
 			"resume that run from it or start the new run with another journal path: %w", path, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
+	}
+	if perm != 0o600 {
+		if err := f.Chmod(perm); err != nil {
+			_ = f.Close()
+			_ = os.Remove(path)
+			return nil, fmt.Errorf("create journal %s: set its mode %#o: %w; the journal was removed again, nothing was written", path, perm, err)
+		}
 	}
 	// The new file's entry lives in dir; each directory mkdirAll made has its
 	// entry in its own parent.
@@ -165,9 +177,9 @@ func lock(f *os.File, path string) error {
 // is fsynced, and is not among the returned records. Appends continue the
 // Seq after the last returned record. On error nothing was changed.
 func Open(path string) (*Journal, []Record, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open journal: %w", err)
+		return nil, nil, fmt.Errorf("open journal: %w", linkErr(path, err))
 	}
 	if err := checkRegular(f, path); err != nil {
 		_ = f.Close()
@@ -203,9 +215,9 @@ func Open(path string) (*Journal, []Record, error) {
 // Read returns every record of the journal at path without changing the
 // file. A torn last line is ignored, as Open would cut it off.
 func Read(path string) ([]Record, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
+		return nil, fmt.Errorf("read journal: %w", linkErr(path, err))
 	}
 	defer f.Close()
 	if err := checkRegular(f, path); err != nil {
@@ -213,6 +225,21 @@ func Read(path string) ([]Record, error) {
 	}
 	recs, _, _, err := scan(f, path)
 	return recs, err
+}
+
+// ErrLink: a journal path that is a symbolic link. A run's journal is the
+// file in its directory: a link could make a resume append to, or an
+// approver read, a file the run never wrote.
+var ErrLink = errors.New("the journal is a symbolic link")
+
+// linkErr names an open refused by O_NOFOLLOW (ELOOP) as ErrLink.
+func linkErr(path string, err error) error {
+	if errors.Is(err, syscall.ELOOP) {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %w (not followed); nothing was read or changed: %w", path, ErrLink, err)
+		}
+	}
+	return err
 }
 
 // checkRegular refuses devices, pipes and directories, which would make the

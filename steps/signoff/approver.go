@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/kremedy/kremedy/internal/atomicfile"
@@ -45,6 +46,12 @@ type Approver struct {
 	// live in Dir/approvals); Runbook, Cluster and Lab are for the request.
 	Run, Dir, Runbook, Cluster string
 	Lab                        bool
+	// Shared: the run directory is shared with the approvers' group (the
+	// journaled policy.group): approvals/ is made 3770 (setgid, sticky:
+	// each person adds files, none removes or replaces another's) and the
+	// request and the operator's signature 0640, for the approvers'
+	// `kremedy approve` from their own accounts. Otherwise 0700 and 0600.
+	Shared bool
 	// Key is the operator's signing key.
 	Key    string
 	Signer Signer
@@ -56,6 +63,49 @@ type Approver struct {
 	// ProgressEvery how often it says it still waits (default 15s).
 	Poll, ProgressEvery time.Duration
 	Now                 func() time.Time
+}
+
+// fileMode is the mode of the request and the operator's signature.
+func (a *Approver) fileMode() os.FileMode {
+	if a.Shared {
+		return steps.SharedFileMode
+	}
+	return 0o600
+}
+
+// MakeDir makes the approvals folder of the run directory runDir, or
+// gives one that exists the mode it should have: 3770 and the run
+// directory's group when the run is shared with its approvers' group (its
+// files take the group; a member adds files, and removes or replaces only
+// their own), 0700 otherwise. A folder that is not a directory (a link)
+// is refused.
+func MakeDir(runDir string, shared bool) error {
+	dir := filepath.Join(runDir, Dir)
+	if !shared {
+		return os.MkdirAll(dir, 0o700)
+	}
+	parent, err := os.Stat(runDir)
+	if err != nil {
+		return err
+	}
+	st, ok := parent.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: no owner and group to share approvals/ with", runDir)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (%v): approvals are not kept there", dir, fi.Mode().Type())
+	}
+	if err := os.Lchown(dir, -1, int(st.Gid)); err != nil {
+		return fmt.Errorf("give %s the run directory's group: %w", dir, err)
+	}
+	return os.Chmod(dir, steps.SharedDropMode)
 }
 
 func (a *Approver) now() time.Time {
@@ -94,11 +144,11 @@ func (a *Approver) Approve(ctx context.Context, info steps.Info, plan *steps.Pla
 	if err != nil {
 		return ap, fmt.Errorf("%w: the operator's key %s does not sign approvals under the policy (%w); add it to %s or use your key there; nothing of %s was done", steps.ErrNotApproved, a.Key, err, a.Policy.AllowedSigners, info.ID)
 	}
-	if err := os.MkdirAll(filepath.Join(a.Dir, Dir), 0o700); err != nil {
+	if err := MakeDir(a.Dir, a.Shared); err != nil {
 		return ap, fmt.Errorf("%w: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
 	}
 	opFile := filepath.Join(a.Dir, Dir, operatorName(info.ID, digest, nonce))
-	if err := atomicfile.WriteFile(opFile, sig); err != nil {
+	if err := atomicfile.WriteFileMode(opFile, sig, a.fileMode()); err != nil {
 		return ap, fmt.Errorf("%w: keep the operator's signature: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
 	}
 	ap.Signoffs = []steps.Signoff{{By: op.Principal, Key: op.Key, Digest: digest, Nonce: nonce, At: a.now().UTC(), Operator: true, File: opFile}}
@@ -158,7 +208,7 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 		return nil, fmt.Errorf("%w: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
 	}
 	reqPath := RequestPath(a.Dir, info.ID)
-	if err := atomicfile.WriteJSON(reqPath, req); err != nil {
+	if err := atomicfile.WriteJSONMode(reqPath, req, a.fileMode()); err != nil {
 		return nil, fmt.Errorf("%w: write the approval request: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
 	}
 	defer os.Remove(reqPath)

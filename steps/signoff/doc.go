@@ -19,6 +19,9 @@
 // changed since the run started, ssh-keygen too slow) is judged again, and
 // so is one signed again in the same file. Every signature is kept in the
 // run directory; the approval the engine journals carries them
-// (steps.Signoff, with the request's nonce). Keygen is the adapter over
-// ssh-keygen (OpenSSH 8.2 or later).
+// (steps.Signoff, with the request's nonce). In a run shared with the
+// approvers' group (policy.group, Approver.Shared) approvals/ is 3770 —
+// setgid, and sticky so nobody removes another's file — and the request
+// and every signature 0640, so that each person approves from their own
+// account. Keygen is the adapter over ssh-keygen (OpenSSH 8.2 or later).
 package signoff

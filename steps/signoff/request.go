@@ -162,14 +162,20 @@ func operatorName(step, digest, nonce string) string {
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9@._-]+`)
 
 // WriteSignature stores an approver's signature of r's plan in the run
-// directory, where the waiting run finds it. A request that fails Check
-// is refused: nothing is written.
+// directory, where the waiting run finds it: 0640 in a run shared with
+// its approvers' group (approvals/ lets the group write: the file takes
+// its group, and the operator's run, another user, reads it), 0600
+// otherwise. A request that fails Check is refused: nothing is written.
 func WriteSignature(runDir string, r Request, who string, sig []byte) (string, error) {
 	if err := r.Check(); err != nil {
 		return "", err
 	}
 	path := filepath.Join(runDir, Dir, sigName(r.Step, r.Digest, r.Nonce, who))
-	if err := atomicfile.WriteFile(path, sig); err != nil {
+	perm := os.FileMode(0o600)
+	if fi, err := os.Stat(filepath.Join(runDir, Dir)); err == nil && fi.Mode().Perm()&0o020 != 0 {
+		perm = steps.SharedFileMode
+	}
+	if err := atomicfile.WriteFileMode(path, sig, perm); err != nil {
 		return "", err
 	}
 	return path, nil
