@@ -36,7 +36,6 @@ var (
 // (CreateEphemeral); As gives another session's view.
 const Session int64 = 0x5e55
 
-
 type znode struct {
 	data []byte
 	acl  []kafkazk.ACL
