@@ -171,13 +171,13 @@ func vars(dir string) string {
 // once (a reader never sees half of it).
 func write(h ports.Holder) string {
 	b, _ := json.Marshal(h)
-	return fmt.Sprintf(`printf '%%s\n' %s > "$f.new" && mv -f "$f.new" "$f"`, shell.Quote(string(b)))
+	return fmt.Sprintf(`printf '%%s\n' %s > "$f.new.$$" && mv -f "$f.new.$$" "$f"`, shell.Quote(string(b)))
 }
 
 func acquireScript(dir string, h ports.Holder) string {
 	return vars(dir) + `if mkdir "$d" 2>/dev/null; then
   if ` + write(h) + `; then echo "` + mark + ` taken"; exit 0; fi
-  rm -f "$f" "$f.new"; rmdir "$d"; exit 1
+  rm -f "$f" "$f".new.*; rmdir "$d"; exit 1
 fi
 [ -d "$d" ] || { echo "cannot make $d" >&2; exit 1; }
 ` + showHeld + "\n"
@@ -213,15 +213,18 @@ func beatScript(dir string, h ports.Holder) string {
 	return vars(dir) + fmt.Sprintf(`if grep -qF %s "$f" 2>/dev/null; then `, shell.Quote(`"token":"`+h.Token+`"`)) + write(h) + ` && echo "` + mark + ` beat"; else echo "` + mark + ` lost"; fi` + "\n"
 }
 
+// releaseScript removes the lock directory if holder.json is still the
+// holder's; a missing one is gone (another host sharing the disk removed
+// it a moment ago), another holder's is left alone.
 func releaseScript(dir, token string) string {
-	return vars(dir) + `if ! [ -d "$d" ]; then echo "` + mark + ` gone"
-elif ` + fmt.Sprintf(`grep -qF %s "$f" 2>/dev/null`, shell.Quote(`"token":"`+token+`"`)) + `; then rm -f "$f" "$f.new"; rmdir "$d" 2>/dev/null; echo "` + mark + ` released"
-else echo "` + mark + ` other"; cat "$f" 2>/dev/null; echo; fi
+	return vars(dir) + `if [ -f "$f" ] && ` + fmt.Sprintf(`grep -qF %s "$f" 2>/dev/null`, shell.Quote(`"token":"`+token+`"`)) + `; then rm -f "$f" "$f".new.*; rmdir "$d" 2>/dev/null; echo "` + mark + ` released"
+elif [ -f "$f" ]; then echo "` + mark + ` other"; cat "$f" 2>/dev/null; echo
+else echo "` + mark + ` gone"; fi
 `
 }
 
 func breakScript(dir string) string {
-	return vars(dir) + `if [ -d "$d" ]; then echo "` + mark + ` broke"; cat "$f" 2>/dev/null; echo; rm -f "$f" "$f.new"; rmdir "$d" 2>/dev/null; else echo "` + mark + ` none"; fi
+	return vars(dir) + `if [ -d "$d" ]; then echo "` + mark + ` broke"; cat "$f" 2>/dev/null; echo; rm -f "$f" "$f".new.*; rmdir "$d" 2>/dev/null; else echo "` + mark + ` none"; fi
 rmdir "$t" 2>/dev/null; exit 0
 `
 }
@@ -265,15 +268,21 @@ func (l *KRaft) take(ctx context.Context, dir string, id int32, h ports.Holder) 
 			}
 			return s, nil
 		}
-		if !l.expired(s) {
+		switch {
+		case !l.expired(s) && s.holder != nil:
 			return s, nil
-		}
-		t := l.run(ctx, id, takeoverScript(dir, s.token, l.ttl(), h))
-		if t.err != nil {
-			return t, nil
-		}
-		if t.word == "taken" {
-			return t, s.holder
+		case !l.expired(s):
+			// A directory without holder.json: a taker between its mkdir
+			// and its write (milliseconds), or one that died there (it
+			// expires). Look again.
+		default:
+			t := l.run(ctx, id, takeoverScript(dir, s.token, l.ttl(), h))
+			if t.err != nil {
+				return t, nil
+			}
+			if t.word == "taken" {
+				return t, s.holder
+			}
 		}
 		if try == 3 {
 			return s, nil

@@ -105,6 +105,13 @@ func (z *ZK) PutEphemeral(p, data string, owner int64) {
 	z.notify()
 }
 
+// SetACL sets p's ACL (a chroot whose znodes are ACLed), for test setup.
+func (z *ZK) SetACL(p string, acl []kafkazk.ACL) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.nodes[p].acl = acl
+}
+
 // Created sets p's ctime (a znode created at t, by ZooKeeper's clock).
 func (z *ZK) Created(p string, t time.Time) {
 	z.mu.Lock()
