@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -28,8 +29,12 @@ func (s *Session) leaseHolder() ports.Holder {
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
+	dir, err := filepath.Abs(s.run.dir)
+	if err != nil {
+		dir = s.run.dir
+	}
 	return ports.Holder{RunID: s.run.meta.ID, Runbook: s.run.meta.Runbook, Operator: op + "@" + host, Host: host, PID: os.Getpid(),
-		Since: s.run.rec.clock().UTC(), Token: hex.EncodeToString(b)}
+		Dir: dir, Since: s.run.rec.clock().UTC(), Token: hex.EncodeToString(b)}
 }
 
 // takeLease takes the cluster's lease before the attempt's first change
@@ -60,10 +65,10 @@ func (s *Session) takeLease(ctx context.Context, c ports.Cluster) (release func(
 	me := s.leaseHolder()
 	held, err := l.Acquire(ctx, me)
 	var he *ports.LeaseHeldError
-	if errors.As(err, &he) && he.Holder.RunID == s.run.meta.ID {
-		// This run's own lease: an earlier attempt was killed and its
-		// lease has not lapsed yet. The journal's lock proves no other
-		// kremedy runs this run now.
+	if errors.As(err, &he) && he.Holder.SameRun(me) {
+		// This run's own lease (its id, its run directory, this machine):
+		// an earlier attempt was killed and its lease has not lapsed yet.
+		// The journal's lock proves no other kremedy runs this run now.
 		if _, err := l.Break(ctx); err != nil {
 			return release, fmt.Errorf("take back this run's own lease (%s): %w; %w", he.Holder, err, ErrNothingDone)
 		}

@@ -3,6 +3,8 @@ package steps_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,6 +42,14 @@ func leaseRun(t *testing.T, id string, k steps.Kind) *steps.Session {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+func hostname(t *testing.T) string {
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func withLease(z *steptest.ZK) ports.Cluster {
@@ -148,13 +158,26 @@ func TestLeaseIsHeldDuringTheWalkAndGivenBack(t *testing.T) {
 // journal's lock proves nobody else runs it).
 func TestLeaseOfAnEarlierAttemptOfTheSameRunIsTakenBack(t *testing.T) {
 	z := steptest.NewZK(t, "/kafka")
-	mine := alice
-	mine.RunID = "r1"
+	k := &fakeKind{}
+	s := leaseRun(t, "r1", k)
+	// Another run started in the same second has the same id, in another
+	// run directory: it is not this run.
+	same := alice
+	same.RunID, same.Host = "r1", hostname(t)
+	same.Dir = filepath.Join(t.TempDir(), "other-run")
+	if _, err := lease.NewZK(z.As(aliceSession), 0).Acquire(context.Background(), same); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.Run(context.Background(), withLease(z), approveAll, nil); !errors.Is(out.Err, steps.ErrRefused) {
+		t.Fatalf("a lease of the same run id in another run directory: %v, want refused", out.Err)
+	}
+	z.Expire(aliceSession)
+	// This run's killed attempt: its id, its directory, this machine.
+	mine := same
+	mine.Dir = s.Dir()
 	if _, err := lease.NewZK(z.As(aliceSession), 0).Acquire(context.Background(), mine); err != nil {
 		t.Fatal(err)
 	}
-	k := &fakeKind{}
-	s := leaseRun(t, "r1", k)
 	if out := s.Run(context.Background(), withLease(z), approveAll, nil); out.Err != nil {
 		t.Fatal(out.Err)
 	}

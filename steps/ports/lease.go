@@ -49,10 +49,13 @@ type Holder struct {
 	Runbook string `json:"runbook"`
 	// Operator is the user running kremedy, at the machine it runs on
 	// (user@host); Host that machine, PID its process.
-	Operator string    `json:"operator"`
-	Host     string    `json:"host"`
-	PID      int       `json:"pid,omitempty"`
-	Since    time.Time `json:"since"`
+	Operator string `json:"operator"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid,omitempty"`
+	// Dir is the run directory (absolute): with Host and RunID it names
+	// the run (two runs started in the same second can share an id).
+	Dir   string    `json:"dir,omitempty"`
+	Since time.Time `json:"since"`
 	// Heartbeat is the holder's last heartbeat (KRaft mode; a ZooKeeper
 	// session is its own heartbeat).
 	Heartbeat time.Time `json:"heartbeat,omitzero"`
@@ -62,6 +65,12 @@ type Holder struct {
 	// Expired: Read found the holder's heartbeat older than the expiry
 	// (the lease lapsed; a new run takes it over).
 	Expired bool `json:"-"`
+}
+
+// SameRun reports whether o is the lease of the same run as h: the same
+// id, in the same run directory on the same machine (a resume of it).
+func (h Holder) SameRun(o Holder) bool {
+	return h.RunID == o.RunID && h.Dir == o.Dir && h.Host == o.Host
 }
 
 // String names the holder for a person: "run R (runbook B) by op@host
