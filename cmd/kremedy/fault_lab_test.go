@@ -516,6 +516,7 @@ func TestFaultsLab(t *testing.T) {
 			}
 		}
 		mustEnd(t, r, exitFailed, "a second run while the first holds the lease")
+		t.Logf("the second run: %s", firstLine(r.out, "another kremedy run"))
 		if recs := records(t, second); count(recs, journal.StepStart, "", "") != 0 || count(recs, journal.ActionStart, "", "") != 0 {
 			t.Fatalf("the refused run started a step")
 		}
