@@ -99,7 +99,9 @@ func (s *Session) takeLease(ctx context.Context, c ports.Cluster) (release func(
 				s.Notef("lease", "the cluster's lease was not given back cleanly: %v", err)
 				return
 			}
-			s.Notef("lease", "gave the cluster's lease back")
+			// Said, not journaled: the run's last record (its end, its
+			// interruption) already says when the attempt ended.
+			s.run.rec.emit(Event{Step: "lease", Kind: EvLog, Text: "gave the cluster's lease back"})
 		})
 	}, nil
 }
