@@ -123,6 +123,8 @@ type Session struct {
 	j    *journal.Journal
 	mu   sync.Mutex
 	busy bool
+	// breakLease: the next attempt breaks the cluster's lease (BreakLease).
+	breakLease bool
 }
 
 // Create makes the run directory dir (0700) and its journal (0600), and
@@ -346,7 +348,15 @@ func (s *Session) Run(ctx context.Context, c ports.Cluster, a Approver, rep Repo
 		s.run.rec.emit(ev)
 	}
 	e := &engine{run: s.run, cluster: c, approver: a}
-	out, err := e.walk(ctx)
+	// One run per cluster: the lease is taken before the walk's first
+	// change and given back when the walk ends, however it ends.
+	var out Outcome
+	release, err := s.takeLease(ctx, c)
+	defer release()
+	if err == nil {
+		out, err = e.walk(ctx)
+		release()
+	}
 	out.Err = err
 	out.NotDone = s.notDone(out)
 	if rerr := s.writeReport(out); rerr != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/lease"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/remote"
 	"github.com/kremedy/kremedy/steps/zookeeper"
@@ -195,6 +196,12 @@ func connect(ctx context.Context, path string) (*cluster, error) {
 	}
 	if c.zk != nil { // never an interface holding a nil *Conn
 		c.ports.ZK = c.zk
+		// One run per cluster: an ephemeral znode of this, the run's own
+		// session.
+		c.ports.Lease = lease.NewZK(c.zk, c.zk.SessionTimeout())
+	} else if len(c.ports.Target.Controllers) > 0 {
+		// KRaft: a lock directory on a majority of the controller hosts.
+		c.ports.Lease = lease.NewKRaft(c.fleet, c.kafka, c.ports.Target.Controllers)
 	}
 	c.ports.Kafka, c.ports.Hosts = c.kafka, c.fleet
 	return c, nil

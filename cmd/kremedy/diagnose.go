@@ -57,7 +57,7 @@ func newDiagnoseCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration, Accept: accepted})
+			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration, Accept: accepted, Lease: true})
 			if err != nil {
 				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
 			}

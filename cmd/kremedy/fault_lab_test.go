@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
@@ -491,6 +492,74 @@ func TestFaultsLab(t *testing.T) {
 			t.Fatal("the resumed run overwrote the first attempt's znode backup")
 		}
 		c.assertRecreated(t, s.topic, s.id)
+		c.assertSibling(t, s)
+	})
+
+	t.Run("one run per cluster: a second run is refused naming the holder, diagnose names it, a SIGKILLed holder's lease lapses with its session", func(t *testing.T) {
+		s := c.seed(t, "leased")
+		run := filepath.Join(t.TempDir(), "holder")
+		f := startFault(t, "pause@step-start:preflight", cleanupArgs(l, s.topic, run)...)
+		f.waitPaused(t)
+		meta, err := steps.ReadMeta(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if count(records(t, run), journal.Note, "", "took the cluster's lease: run "+meta.ID) != 1 {
+			t.Fatalf("the holder's journal does not record the lease it took:\n%s", f.out)
+		}
+		// A second operator (another run directory) on the same cluster.
+		second := filepath.Join(t.TempDir(), "second")
+		r := kremedy(t, cleanupArgs(l, s.topic, second)...)
+		for _, want := range []string{"refused", "another kremedy run holds the cluster's lease: run " + meta.ID + " (topic-cleanup) by ", "since ", "/kremedy/lease", "--break-lease"} {
+			if !strings.Contains(r.out, want) {
+				t.Fatalf("second run: exit %d without %q\n%s", r.code, want, r.out)
+			}
+		}
+		mustEnd(t, r, exitFailed, "a second run while the first holds the lease")
+		t.Logf("the second run: %s", firstLine(r.out, "another kremedy run"))
+		if recs := records(t, second); count(recs, journal.StepStart, "", "") != 0 || count(recs, journal.ActionStart, "", "") != 0 {
+			t.Fatalf("the refused run started a step")
+		}
+		// diagnose names the holder, as a note of its own.
+		r = kremedy(t, "diagnose", "--inventory", l.InventoryPath(), "--topic", s.topic, "--no-disk", "--json")
+		var d struct {
+			Findings []struct{ Kind, Severity, Summary string }
+		}
+		if err := json.NewDecoder(strings.NewReader(r.out)).Decode(&d); err != nil {
+			t.Fatalf("diagnose --json: %v\n%s", err, r.out)
+		}
+		held := false
+		for _, fd := range d.Findings {
+			held = held || fd.Kind == "lease-held" && fd.Severity == "info" && strings.HasPrefix(fd.Summary, "a kremedy run holds this cluster: run "+meta.ID+" (topic-cleanup) by ")
+		}
+		if !held {
+			t.Fatalf("diagnose does not name the holder:\n%s", r.out)
+		}
+		// The holder crashes: its ZooKeeper session, and with it the
+		// lease, expires after the session timeout (10 s).
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if ok, _, err := c.zk.Exists(ctx, "/kremedy/lease"); !ok || err != nil {
+			t.Fatalf("the lease znode: %v %v", ok, err)
+		}
+		killed := time.Now()
+		if err := f.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		f.wait(t)
+		for ok := true; ok; time.Sleep(100 * time.Millisecond) {
+			if ok, _, err = c.zk.Exists(ctx, "/kremedy/lease"); err != nil {
+				t.Fatalf("the lease did not lapse within a minute of the SIGKILL: %v", err)
+			}
+		}
+		lapsed := time.Since(killed)
+		if lapsed < 3*time.Second {
+			t.Fatalf("the lease went %s after the SIGKILL: not the session's expiry (10 s)", lapsed)
+		}
+		t.Logf("FIGURE the SIGKILLed holder's lease lapsed %s after the kill (ZooKeeper session timeout 10 s)", lapsed.Round(100*time.Millisecond))
+		// A new run proceeds, to the end.
+		mustEnd(t, kremedy(t, cleanupArgs(l, s.topic, filepath.Join(t.TempDir(), "third"))...), 0, "a new run once the lease lapsed")
+		c.assertGone(t, s.topic)
 		c.assertSibling(t, s)
 	})
 

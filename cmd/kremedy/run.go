@@ -37,6 +37,8 @@ type runFlags struct {
 	// key is the operator's signing key, for an inventory whose policy
 	// wants a second approval.
 	key string
+	// breakLease: break the cluster's lease before taking it.
+	breakLease bool
 }
 
 func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
@@ -54,6 +56,7 @@ func addRunFlags(c *cobra.Command, f *runFlags, full bool) {
 	c.Flags().StringVar(&f.output, "output", "text", "headless: text, or jsonl (one JSON event per line on stdout, for automation; the rest on stderr)")
 	c.Flags().StringArrayVar(&f.notify, "notify", nil, "POST the run's events to this webhook (repeatable; besides the inventory's notify): a URL, or env:NAME / file:PATH holding it (a Slack webhook's URL is a secret); never blocks or fails the run")
 	c.Flags().StringVar(&f.notifyToken, "notify-token", "", "the --notify webhooks' bearer token: env:NAME or file:PATH (never the token itself)")
+	c.Flags().BoolVar(&f.breakLease, "break-lease", false, "break the cluster's lease (held by another kremedy run, named when it refuses) before taking it: only after making sure that run is dead; the journal records whose lease was broken")
 	c.Flags().StringVar(&f.key, "key", "", "your signing key (a private key, or the .pub of a key in ssh-agent), for an inventory whose policy wants a second approval: it signs your confirmation of each destructive step")
 }
 
@@ -184,6 +187,7 @@ func newPlanCmd() *cobra.Command {
 	addRunFlags(c, &f, true)
 	c.Flags().Lookup("run-dir").Hidden = true
 	c.Flags().Lookup("output").Hidden = true
+	c.Flags().Lookup("break-lease").Hidden = true // a plan takes no lease
 	c.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON: every step's info and plan (its actions with their typed arguments and digest), or why it cannot be planned now")
 	return c
 }
@@ -300,7 +304,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			if !f.headless {
-				return runTUINew(cmd, rb, meta, dir, f.inventory, tc)
+				return runTUINew(cmd, rb, meta, dir, f.inventory, tc, f.breakLease)
 			}
 			cl, err := connect(cmd.Context(), f.inventory)
 			if err != nil {
@@ -312,6 +316,9 @@ func newRunCmd() *cobra.Command {
 				return sessionErr(err)
 			}
 			defer s.Close()
+			if f.breakLease {
+				s.BreakLease()
+			}
 			return headless(cmd, s, cl, f, tc)
 		},
 	}
@@ -335,6 +342,9 @@ func newResumeCmd() *cobra.Command {
 			}
 			defer s.Close()
 			meta := s.Meta()
+			if f.breakLease {
+				s.BreakLease()
+			}
 			if s.Finished() {
 				fmt.Fprintf(cmd.OutOrStdout(), "run %s already finished; see %s\n", meta.ID, s.ReportPath())
 				return nil

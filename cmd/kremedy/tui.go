@@ -29,7 +29,7 @@ func dialer(runbook, inventory string) dial {
 // runTUINew is `kremedy run` without --headless: the run directory is
 // created (or the unfinished run it holds offered) before the first frame;
 // the cluster is dialled behind it.
-func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inventory string, tc *teamConfig) error {
+func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inventory string, tc *teamConfig, breakLease bool) error {
 	ctx, w := cmd.Context(), cmd.OutOrStdout()
 	if !isTerminal(os.Stdin) || !isTerminal(w) {
 		return usageErr(fmt.Errorf("the terminal UI needs a terminal on stdin and stdout: add --headless --yes (and --confirm %s for destructive steps); nothing was done, no run directory was created", rb.Confirm.Word))
@@ -38,6 +38,9 @@ func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inve
 		defer s.Close()
 		if s.Finished() {
 			return usageErr(fmt.Errorf("%s holds run %s, which finished; choose another --run-dir", dir, s.Meta().ID))
+		}
+		if breakLease {
+			s.BreakLease()
 		}
 		return runTUI(ctx, w, s, dialer(s.Meta().Runbook, s.Meta().Inventory), true, tc)
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -48,6 +51,9 @@ func runTUINew(cmd *cobra.Command, rb *steps.Runbook, meta steps.Meta, dir, inve
 		return sessionErr(err)
 	}
 	defer s.Close()
+	if breakLease {
+		s.BreakLease()
+	}
 	return runTUI(ctx, w, s, dialer(meta.Runbook, inventory), false, tc)
 }
 

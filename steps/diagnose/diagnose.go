@@ -115,6 +115,10 @@ type Options struct {
 	// that the migration's rolls are to accept (brokers.AcceptParam; "*"
 	// for every one): advice, not a blocker.
 	Accept []string
+	// Lease reads the cluster's lease and reports a run holding it
+	// (lease-held). `kremedy diagnose` does; a run's own diagnosis does
+	// not (the lease it would find is its own).
+	Lease bool
 }
 
 const cleanupFix = "run the topic-cleanup runbook: `kremedy run topic-cleanup --inventory " + InventoryMark + " --set topic=%s` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything and verifies)"
@@ -244,6 +248,9 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	}
 	if o.Migration {
 		g.migration(ctx, disks)
+	}
+	if m := lease(ctx, c, o, g.add); m != "" {
+		g.d.Methods = append(g.d.Methods, m)
 	}
 	sortFindings(g.d.Findings)
 	g.d.Findings = linkCauses(g.d.Findings)

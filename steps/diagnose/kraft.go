@@ -99,6 +99,9 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 		g.disks(ctx, *disks)
 		g.leftovers(ctx)
 	}
+	if m := lease(ctx, c, o, g.add); m != "" {
+		g.d.Methods = append(g.d.Methods, m)
+	}
 	sortFindings(g.d.Findings)
 	g.d.Findings = linkCauses(g.d.Findings)
 	g.d.Healthy = healthy(g.d.Findings)

@@ -66,7 +66,9 @@ var whyBlocks = map[string]string{
 }
 
 // advisory findings do not stop a migration.
-var advisory = map[string]bool{FindMigrationControlPlane: true, FindUnsafeAutoCreate: true, FindDeleteDisabled: true, FindMigrationAccepted: true}
+var advisory = map[string]bool{FindMigrationControlPlane: true, FindUnsafeAutoCreate: true, FindDeleteDisabled: true, FindMigrationAccepted: true,
+	// The migration's own run takes the lease, and is refused while another holds it.
+	FindLeaseHeld: true}
 
 // migration adds the checks only a migration needs.
 func (g *diagnosis) migration(ctx context.Context, disks *diskListing) {

@@ -22,6 +22,11 @@ type ZooKeeper interface {
 	Children(ctx context.Context, path string) ([]string, error)
 	GetACL(ctx context.Context, path string) ([]kafkazk.ACL, error)
 	Create(ctx context.Context, path string, data []byte, acl []kafkazk.ACL) error
+	// CreateEphemeral makes an ephemeral znode owned by this session: it
+	// goes when the session ends (closed, or expired after its timeout
+	// when the process died). An existing node is an error, and so is
+	// creating one under an ephemeral parent (ephemerals have no children).
+	CreateEphemeral(ctx context.Context, path string, data []byte, acl []kafkazk.ACL) error
 	Set(ctx context.Context, path string, data []byte, version int32) (kafkazk.ZStat, error)
 	// Delete removes one node if its version matches; ErrNoNode and
 	// ErrBadVersion (the adapter's sentinels) come back wrapped.
@@ -406,6 +411,9 @@ type Cluster struct {
 	ZK     ZooKeeper
 	Kafka  Kafka
 	Hosts  Hosts
+	// Lease is the cluster's one-run-at-a-time lease (lease.go); nil
+	// when none can be taken (a preview, a test without one).
+	Lease Lease
 }
 
 // Errors the adapters and the shared readers wrap; package steps names

@@ -87,6 +87,34 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	if kids, _ := c.Children(ctx, p); !slices.Equal(kids, []string{"c"}) {
 		t.Fatalf("after delete-all: children %v, want [c]", kids)
 	}
+	// An ephemeral node belongs to this session; a second create of it
+	// fails and leaves it as it was, it may have no children, and it
+	// can be deleted like any node (a released lease).
+	e := p + "/lease"
+	if err := c.CreateEphemeral(ctx, e, []byte(`{"run_id":"r1"}`), nil); err != nil {
+		t.Fatalf("create ephemeral %s: %v", e, err)
+	}
+	if b, st, err := c.Get(ctx, e); err != nil || string(b) != `{"run_id":"r1"}` || st.EphemeralOwner == 0 {
+		t.Fatalf("get ephemeral: %q %+v %v, want its data and a non-zero ephemeral owner", b, st, err)
+	}
+	if _, st, _ := c.Get(ctx, p); st.EphemeralOwner != 0 {
+		t.Fatalf("a persistent node has ephemeral owner %#x", st.EphemeralOwner)
+	}
+	if err := c.CreateEphemeral(ctx, e, []byte(`{"run_id":"r2"}`), nil); err == nil || c.IsNoNode(err) {
+		t.Fatalf("second create of ephemeral %s: %v, want node-exists", e, err)
+	}
+	if b, _, _ := c.Get(ctx, e); string(b) != `{"run_id":"r1"}` {
+		t.Fatalf("a refused create changed the ephemeral node: %q", b)
+	}
+	if err := c.Create(ctx, e+"/child", nil, nil); err == nil {
+		t.Fatal("a child was created under an ephemeral node")
+	}
+	if err := c.CreateEphemeral(ctx, p+"/nope/lease", nil, nil); !c.IsNoNode(err) {
+		t.Fatalf("ephemeral under a missing parent: %v, want no-node", err)
+	}
+	if err := c.Delete(ctx, e, 0); err != nil {
+		t.Fatalf("delete ephemeral: %v", err)
+	}
 	for _, n := range []string{"/c", ""} {
 		if err := c.Delete(ctx, p+n, -1); err != nil {
 			t.Fatalf("cleanup %s: %v", p+n, err)

@@ -27,7 +27,14 @@ var (
 	ErrBadVersion = errors.New("zk: version conflict")
 	ErrNotEmpty   = errors.New("zk: node has children")
 	ErrNodeExists = errors.New("zk: node already exists")
+	// ErrNoChildrenForEphemerals: ZooKeeper refuses a child under an
+	// ephemeral node.
+	ErrNoChildrenForEphemerals = errors.New("zk: ephemeral nodes may not have children")
 )
+
+// Session is the session id the fake's own ephemerals belong to
+// (CreateEphemeral); As gives another session's view.
+const Session int64 = 0x5e55
 
 type znode struct {
 	data []byte
@@ -96,6 +103,13 @@ func (z *ZK) PutEphemeral(p, data string, owner int64) {
 	z.put(p, []byte(data))
 	z.nodes[p].stat.EphemeralOwner = owner
 	z.notify()
+}
+
+// SetACL sets p's ACL (a chroot whose znodes are ACLed), for test setup.
+func (z *ZK) SetACL(p string, acl []kafkazk.ACL) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.nodes[p].acl = acl
 }
 
 // Created sets p's ctime (a znode created at t, by ZooKeeper's clock).
@@ -211,7 +225,21 @@ func (z *ZK) hook(op, p string) error {
 }
 
 func (z *ZK) Create(_ context.Context, p string, data []byte, acl []kafkazk.ACL) error {
-	if err := z.hook("create", p); err != nil {
+	return z.create(p, data, acl, 0)
+}
+
+// CreateEphemeral creates p as an ephemeral node of the fake's session
+// (Session); Expire removes it as ZooKeeper would.
+func (z *ZK) CreateEphemeral(_ context.Context, p string, data []byte, acl []kafkazk.ACL) error {
+	return z.create(p, data, acl, Session)
+}
+
+func (z *ZK) create(p string, data []byte, acl []kafkazk.ACL, owner int64) error {
+	op := "create"
+	if owner != 0 {
+		op = "create-ephemeral"
+	}
+	if err := z.hook(op, p); err != nil {
 		return err
 	}
 	z.mu.Lock()
@@ -219,16 +247,51 @@ func (z *ZK) Create(_ context.Context, p string, data []byte, acl []kafkazk.ACL)
 	if _, ok := z.nodes[p]; ok {
 		return fmt.Errorf("create %s: %w", p, ErrNodeExists)
 	}
-	if _, ok := z.nodes[path.Dir(p)]; !ok {
+	parent, ok := z.nodes[path.Dir(p)]
+	if !ok {
 		return fmt.Errorf("create %s: %w (parent)", p, ErrNoNode)
 	}
+	if parent.stat.EphemeralOwner != 0 {
+		return fmt.Errorf("create %s: %w", p, ErrNoChildrenForEphemerals)
+	}
 	z.put(p, data)
+	z.nodes[p].stat.EphemeralOwner = owner
 	if acl != nil {
 		z.nodes[p].acl = acl
 	}
-	z.Ops = append(z.Ops, "create "+p)
+	z.Ops = append(z.Ops, op+" "+p)
 	z.notify()
 	return nil
+}
+
+// As is the tree seen through another session (another kremedy
+// process): its ephemerals belong to session owner.
+func (z *ZK) As(owner int64) ports.ZooKeeper { return sessionOf{z, owner} }
+
+type sessionOf struct {
+	*ZK
+	owner int64
+}
+
+func (s sessionOf) CreateEphemeral(_ context.Context, p string, data []byte, acl []kafkazk.ACL) error {
+	return s.create(p, data, acl, s.owner)
+}
+
+// Expire ends session owner as ZooKeeper does when its timeout passes
+// without a word from it: its ephemeral nodes go.
+func (z *ZK) Expire(owner int64) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	var gone []string
+	for p, n := range z.nodes {
+		if n.stat.EphemeralOwner == owner {
+			gone = append(gone, p)
+		}
+	}
+	for _, p := range gone {
+		z.remove(p)
+	}
+	z.notify()
 }
 
 func (z *ZK) Set(_ context.Context, p string, data []byte, version int32) (kafkazk.ZStat, error) {

@@ -212,6 +212,11 @@ func (c *Conn) Session() string {
 	return fmt.Sprintf("0x%x via %s", c.zc.SessionID(), c.zc.Server())
 }
 
+// SessionTimeout is the session timeout kremedy asked for (the server may
+// clamp it to [2, 20] ticks): how long after this process dies its
+// ephemeral znodes outlive it.
+func (c *Conn) SessionTimeout() time.Duration { return c.opts.SessionTimeout }
+
 // Chroot is the path prefix this connection applies ("" for none).
 func (c *Conn) Chroot() string { return c.chroot }
 
@@ -311,11 +316,22 @@ func (c *Conn) GetACL(ctx context.Context, p string) ([]kafkazk.ACL, error) {
 
 // Create makes a persistent znode with the given kafkazk.ACL (world-all when nil).
 func (c *Conn) Create(ctx context.Context, p string, data []byte, acl []kafkazk.ACL) error {
+	return c.create(ctx, p, data, acl, 0)
+}
+
+// CreateEphemeral makes an ephemeral znode of this session (the Conn's
+// own, never a scan's sibling): it goes when the session is closed or
+// expires. The chroot is applied as for every path.
+func (c *Conn) CreateEphemeral(ctx context.Context, p string, data []byte, acl []kafkazk.ACL) error {
+	return c.create(ctx, p, data, acl, zk.FlagEphemeral)
+}
+
+func (c *Conn) create(ctx context.Context, p string, data []byte, acl []kafkazk.ACL, flags int32) error {
 	zacl := zk.WorldACL(zk.PermAll)
 	if acl != nil {
 		zacl = toZK(acl)
 	}
-	_, err := bound(ctx, func() (string, error) { return c.zc.Create(c.Full(p), data, 0, zacl) })
+	_, err := bound(ctx, func() (string, error) { return c.zc.Create(c.Full(p), data, flags, zacl) })
 	if err != nil {
 		return fmt.Errorf("create %s: %w", c.Full(p), err)
 	}

@@ -172,6 +172,23 @@ func TestAdapterConformance(t *testing.T) {
 		t.Fatal("chroot not applied: /kafka/suite missing")
 	}
 	steptest.CoordinatorConformance(t, c, "/suite")
+	// An ephemeral node is the creating session's, under the chroot, and
+	// goes with it: another kremedy's session creates one and ends.
+	other := dial(t, addr+"/kafka")
+	if err := other.CreateEphemeral(ctx, "/suite/lease", []byte("held"), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := root.Get(ctx, "/kafka/suite/lease")
+	if err != nil || st.EphemeralOwner == 0 {
+		t.Fatalf("/kafka/suite/lease: %+v %v, want an ephemeral node under the chroot", st, err)
+	}
+	if err := c.CreateEphemeral(ctx, "/suite/lease", []byte("mine"), nil); err == nil || !errors.Is(err, zookeeper.ErrNodeExists) {
+		t.Fatalf("create of another session's ephemeral: %v, want node-exists", err)
+	}
+	other.Close()
+	if ok, _, err := c.Exists(ctx, "/suite/lease"); ok || err != nil {
+		t.Fatalf("after its session closed the ephemeral node exists=%v (%v)", ok, err)
+	}
 	// DeleteRecursive and Walk, as the lab's scenarios use them.
 	for _, p := range []string{"/brokers", "/brokers/topics", "/brokers/topics/orders", "/brokers/topics/orders/partitions", "/brokers/topics/orders-v2"} {
 		if err := c.Create(ctx, p, nil, nil); err != nil {

@@ -1,0 +1,107 @@
+package steps
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// BreakLease makes the next attempt (Run) break the cluster's lease,
+// whoever holds it, before it takes it (`--break-lease`): for a holder the
+// operator made sure is dead. The journal names the holder it broke.
+func (s *Session) BreakLease() { s.breakLease = true }
+
+// leaseHolder is this attempt as the lease names it.
+func (s *Session) leaseHolder() ports.Holder {
+	host, _ := os.Hostname()
+	op := "unknown"
+	if u, err := user.Current(); err == nil {
+		op = u.Username
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	dir, err := filepath.Abs(s.run.dir)
+	if err != nil {
+		dir = s.run.dir
+	}
+	return ports.Holder{RunID: s.run.meta.ID, Runbook: s.run.meta.Runbook, Operator: op + "@" + host, Host: host, PID: os.Getpid(),
+		Dir: dir, Since: s.run.rec.clock().UTC(), Token: hex.EncodeToString(b)}
+}
+
+// takeLease takes the cluster's lease before the attempt's first change
+// and returns what gives it back (safe to call more than once). There is
+// none to take for a dry run or a cluster without one (c.Lease nil). A
+// lease held by an earlier attempt of this same run (killed before its
+// lease lapsed) is taken back; one held by another run refuses the
+// attempt, naming that run and the ways forward.
+func (s *Session) takeLease(ctx context.Context, c ports.Cluster) (release func(), err error) {
+	release = func() {}
+	if c.Lease == nil || s.run.meta.DryRun || s.run.preview {
+		return release, nil
+	}
+	l := c.Lease
+	brk := s.breakLease
+	s.breakLease = false // once: a retry must not break a lease taken since
+	if brk {
+		old, err := l.Break(ctx)
+		if err != nil {
+			return release, fmt.Errorf("--break-lease: %w; %w", err, ErrNothingDone)
+		}
+		if old != nil {
+			s.Notef("lease", "--break-lease: broke the cluster's lease held by %s", old)
+		} else {
+			s.Notef("lease", "--break-lease: no lease was held on the cluster")
+		}
+	}
+	me := s.leaseHolder()
+	held, err := l.Acquire(ctx, me)
+	var he *ports.LeaseHeldError
+	if errors.As(err, &he) && he.Holder.SameRun(me) {
+		// This run's own lease (its id, its run directory, this machine):
+		// an earlier attempt was killed and its lease has not lapsed yet.
+		// The journal's lock proves no other kremedy runs this run now.
+		if _, err := l.Break(ctx); err != nil {
+			return release, fmt.Errorf("take back this run's own lease (%s): %w; %w", he.Holder, err, ErrNothingDone)
+		}
+		s.Notef("lease", "the cluster's lease was still held by an earlier attempt of this run (%s): taken back", he.Holder)
+		held, err = l.Acquire(ctx, me)
+	}
+	if errors.As(err, &he) {
+		s.Notef("lease", "refused: %s holds the cluster's lease (%s); nothing was done", he.Holder, he.Where)
+		return release, fmt.Errorf("%w: %w; %w.\n  Wait for that run to end. If it is dead (its kremedy killed, its machine gone), its lease lapses by itself %s; "+
+			"or, once you have made sure it is not going on, pass --break-lease to `kremedy run` or `kremedy resume` (the journal records whose lease was broken)",
+			ErrRefused, he, ErrNothingDone, l.Expiry())
+	}
+	if err != nil {
+		s.Notef("lease", "could not take the cluster's lease: %v; nothing was done", err)
+		return release, fmt.Errorf("take the cluster's lease: %w; %w", err, ErrNothingDone)
+	}
+	if old := held.TookOver(); old != nil {
+		s.Notef("lease", "took over the EXPIRED lease of %s (no heartbeat for longer than its expiry: its kremedy died)", old)
+	}
+	s.Notef("lease", "took the cluster's lease: %s; held at %s, until this attempt ends", me, held.Where())
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			// Given back even when the attempt was cancelled (Ctrl-C).
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if err := held.Release(rctx); err != nil {
+				s.Notef("lease", "the cluster's lease was not given back cleanly: %v", err)
+				return
+			}
+			// Said, not journaled: the run's last record (its end, its
+			// interruption) already says when the attempt ended.
+			s.run.rec.emit(Event{Step: "lease", Kind: EvLog, Text: "gave the cluster's lease back"})
+		})
+	}, nil
+}
