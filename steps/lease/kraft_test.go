@@ -47,6 +47,11 @@ func (h *hosts) Run(ctx context.Context, id int32, cmd string, out func(ports.Li
 }
 
 func (h *hosts) Check(context.Context, int32) error { return nil }
+
+// RunInput is never used by the lease: it writes nothing from stdin.
+func (h *hosts) RunInput(context.Context, int32, string, []byte, func(ports.Line)) error {
+	return errors.New("the lease sends no input to a host")
+}
 func (h *hosts) RunClient(context.Context, ports.Client, string, func(ports.Line)) error {
 	return errors.New("no clients")
 }
