@@ -11,11 +11,18 @@
 // done and the command that resumes it. Preview plans every step without a
 // run directory (`kremedy plan`). The headless runner, the TUI and the
 // tests all drive runs this way; the engine never prompts and never draws:
-// it reports Events to a Reporter and asks an Approver.
+// it reports Events to a Reporter and asks an Approver. Before the walk,
+// Run takes the cluster's lease (ports.Lease: one run per cluster, a
+// holder named in every refusal) and gives it back when the attempt ends.
+// ReadRun (RunView) is the one typed read of a run's journal: approve, the
+// report, resume's check of approved plans and drill scoring read it.
 //
 // The life of one step: Planning — the kind's Plan reads the cluster and
 // lists every concrete action (an Op, a target, typed Args; ZooKeeper
-// writes carry the version they read), journaled with its Digest. A no-op
+// writes carry the version they read), journaled with its Digest: the
+// sha256 of the plan's canonical JSON, everything the approver reads
+// (actions and args, notes, facts, rollback), which the journaled copy must
+// reproduce (DigestJSON) or the plan is refused. A no-op
 // plan is only verified. Otherwise, if the step asks for a confirmation,
 // Confirming — the Approver must answer with the digest of the plan it
 // showed, and a destructive step needs the runbook's confirmation word
