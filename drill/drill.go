@@ -196,9 +196,12 @@ func DirOfInventory(inv string) string {
 	return dir
 }
 
-// Record appends c to the drill's commands.
+// Record appends c to the drill's commands (a private file: a command
+// line may name a webhook, whose URL is its secret; RedactArgs hides the
+// values of the flags known to carry one).
 func Record(dir string, c Command) error {
-	f, err := os.OpenFile(Path(dir, commandsFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	c.Args = RedactArgs(c.Args)
+	f, err := os.OpenFile(Path(dir, commandsFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -323,7 +326,7 @@ func AddHistory(cacheDir string, p Past) error {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(cacheDir, historyFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(cacheDir, historyFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -333,4 +336,36 @@ func AddHistory(cacheDir string, p Past) error {
 		return err
 	}
 	return f.Close()
+}
+
+// secretFlags are the flags whose value can be a secret itself (a Slack
+// webhook's URL is its credential; a token): drill records show
+// "[redacted]" instead. env:/file: references are kept: they name where a
+// secret is, not the secret.
+var secretFlags = []string{"--notify", "--notify-token"}
+
+// RedactArgs is args with the values of secretFlags hidden, in both forms
+// (`--notify URL` and `--notify=URL`).
+func RedactArgs(args []string) []string {
+	out := slices.Clone(args)
+	keep := func(v string) bool { return strings.HasPrefix(v, "env:") || strings.HasPrefix(v, "file:") }
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		for _, f := range secretFlags {
+			if a == f && i+1 < len(out) {
+				if !keep(out[i+1]) {
+					out[i+1] = "[redacted]"
+				}
+				i++
+				break
+			}
+			if v, ok := strings.CutPrefix(a, f+"="); ok {
+				if !keep(v) {
+					out[i] = f + "=[redacted]"
+				}
+				break
+			}
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kremedy/kremedy/internal/shell"
@@ -143,6 +144,9 @@ func Create(dir string, rb *Runbook, meta Meta) (*Session, error) {
 	if recs, err := journal.Read(path); err == nil && len(recs) > 0 {
 		return nil, fmt.Errorf("%w: %s; continue it with `kremedy resume %s`, or choose another run directory", ErrRunExists, dir, shell.Quote(dir))
 	}
+	if err := checkRunDir(dir); err != nil {
+		return nil, fmt.Errorf("%w; %w", err, ErrNothingDone)
+	}
 	perm := fs.FileMode(0o600)
 	if g := meta.Policy.shareGroup(); g != "" {
 		gid, err := ShareGroup(g)
@@ -165,6 +169,31 @@ func Create(dir string, rb *Runbook, meta Meta) (*Session, error) {
 		return nil, fmt.Errorf("%w; %w", err, ErrNothingDone)
 	}
 	return s, nil
+}
+
+// checkRunDir refuses a run directory that exists but is not this user's
+// own: a link, another user's, or one others may write (they could plant
+// or swap its files). A missing one is made 0700 by the journal.
+func checkRunDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("run directory %s: %w", dir, err)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: run directory %s is a symbolic link: name the directory itself", ErrRefused, dir)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: run directory %s is not a directory", ErrRefused, dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%w: run directory %s can be written by others (mode %04o): they could plant or swap the run's files; use a new directory (kremedy makes it 0700) or chmod go-w it", ErrRefused, dir, fi.Mode().Perm())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: run directory %s belongs to uid %d, not to you (uid %d): use a directory of your own", ErrRefused, dir, st.Uid, os.Geteuid())
+	}
+	return nil
 }
 
 // Open reopens the run in dir (locking its journal against a second

@@ -99,3 +99,37 @@ func TestResumeRefusesAnEditedJournal(t *testing.T) {
 		t.Fatalf("resume of an edited journal: %v", err)
 	}
 }
+
+// TestCreateRefusesARunDirThatIsNotOurs: an existing run directory others
+// may write, or a link, is refused before anything is written (review L8).
+func TestCreateRefusesARunDirThatIsNotOurs(t *testing.T) {
+	rb := &steps.Runbook{Name: "test", Confirm: steps.Confirmation{Word: "word", Noun: "thing"}}
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"world-writable": open, "a link": link} {
+		if s, err := steps.Create(dir, rb, steps.Meta{ID: "r"}); !errors.Is(err, steps.ErrRefused) || !errors.Is(err, steps.ErrNothingDone) {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, steps.JournalFile)); err == nil {
+			t.Errorf("%s: a journal was written", name)
+		}
+	}
+	own := t.TempDir()
+	s, err := steps.Create(own, rb, steps.Meta{ID: "r"})
+	if err != nil {
+		t.Fatalf("an existing private directory: %v", err)
+	}
+	s.Close()
+}

@@ -187,7 +187,7 @@ func spawnTraffic(dir string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	logf, err := os.OpenFile(drill.Path(dir, drill.TrafficLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logf, err := os.OpenFile(drill.Path(dir, drill.TrafficLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return 0, err
 	}

@@ -293,7 +293,11 @@ func newRunCmd() *cobra.Command {
 			meta := steps.NewMeta(rb, inv.Path, inv.Name, inv.Lab, version, time.Now())
 			dir := f.runDir
 			if dir == "" {
-				dir = filepath.Join(stateDir(), "runs", meta.ID)
+				sd := stateDir()
+				if sd == "" {
+					return usageErr(errors.New("neither HOME nor XDG_STATE_HOME is set, so kremedy has no private place for the run directory: pass --run-dir DIR (a directory of your own); nothing was done"))
+				}
+				dir = filepath.Join(sd, "runs", meta.ID)
 			}
 			tc, err := resolveTeam(cmd.Context(), inv, f, meta.DryRun)
 			if err != nil {
@@ -424,7 +428,8 @@ func stateDir() string {
 	if h, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(h, ".local", "state", "kremedy")
 	}
-	return filepath.Join(os.TempDir(), "kremedy")
+	// Never a shared /tmp: another user could prepare the directory.
+	return ""
 }
 
 // exitFor maps how a run ended (steps.Session.End) to an exit code.

@@ -459,6 +459,19 @@ func TestRestoreRoundTrip(t *testing.T) {
 	if err := cleanup.RestoreZnodes(context.Background(), f.zk, f.artifact("backup"), true, &out); err != nil {
 		t.Fatalf("--force with everything present: %v", err)
 	}
+	// The same chroot on another cluster (another inventory): refused by
+	// /cluster/id, nothing created (review L7).
+	id, st, err := f.zk.Get(context.Background(), kafkazk.ClusterIDPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.zk.Set(context.Background(), kafkazk.ClusterIDPath, []byte(`{"version":"1","id":"another-cluster"}`), st.Version); err != nil {
+		t.Fatal(err)
+	}
+	defer f.zk.Set(context.Background(), kafkazk.ClusterIDPath, id, st.Version+1)
+	if err := cleanup.RestoreZnodes(context.Background(), f.zk, f.artifact("backup"), true, &out); !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), `this inventory's ZooKeeper holds cluster id "another-cluster"`) {
+		t.Fatalf("a restore onto another cluster with the same chroot: %v", err)
+	}
 }
 
 // TestRunDirIsPrivateAndHoldsNoSecret: after a full run every file of the

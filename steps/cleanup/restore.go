@@ -12,6 +12,7 @@ import (
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/segments"
 )
@@ -31,6 +32,17 @@ func RestoreZnodes(ctx context.Context, zk ports.ZooKeeper, backupPath string, f
 	}
 	if bk.Chroot != zk.Chroot() {
 		return fmt.Errorf("%w: the backup was taken under chroot %q, this inventory uses %q; nothing was restored", steps.ErrRefused, bk.Chroot, zk.Chroot())
+	}
+	if bk.ClusterID != "" {
+		idData, _, err := zk.Get(ctx, kafkazk.ClusterIDPath)
+		if err != nil && !zk.IsNoNode(err) {
+			return fmt.Errorf("read %s%s to check the backup is this cluster's: %w; nothing was restored", zk.Chroot(), kafkazk.ClusterIDPath, err)
+		}
+		if now := kafkazk.ClusterID(idData); now != bk.ClusterID {
+			return fmt.Errorf("%w: the backup was taken on cluster id %q (%s), but this inventory's ZooKeeper holds cluster id %q: it is another cluster; nothing was restored — use the inventory of the cluster the backup came from", steps.ErrRefused, bk.ClusterID, bk.Cluster, now)
+		}
+	} else {
+		fmt.Fprintf(out, "note: the backup does not say its cluster id (an earlier kremedy's): only its chroot %q was checked\n", bk.Chroot)
 	}
 	var exist []string
 	for _, n := range bk.Nodes {

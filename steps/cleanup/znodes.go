@@ -36,9 +36,12 @@ type ZNodeBackup struct {
 type Backup struct {
 	Format  int    `json:"format"`
 	Cluster string `json:"cluster"`
-	Connect string `json:"zookeeper"`
-	Chroot  string `json:"chroot"`
-	Topic   string `json:"topic"`
+	// ClusterID is /cluster/id as the backup was taken: a restore onto
+	// another cluster (another inventory with the same chroot) is refused.
+	ClusterID string `json:"cluster_id,omitempty"`
+	Connect   string `json:"zookeeper"`
+	Chroot    string `json:"chroot"`
+	Topic     string `json:"topic"`
 	// Topics are a several-topic run's topics (Topic is then the first).
 	Topics []string      `json:"topics,omitempty"`
 	Taken  time.Time     `json:"taken"`
@@ -171,6 +174,9 @@ func (k *deleteZnodes) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 func (k *deleteZnodes) takeBackup(ctx context.Context, env *steps.Env, args backupArgs) (*Backup, string, error) {
 	zk, names := env.ZK, k.o.names()
 	b := Backup{Format: 1, Cluster: env.Target.Name, Connect: env.Target.ZKConnect, Chroot: zk.Chroot(), Topic: names[0], Taken: env.Now().UTC()}
+	if id, _, err := zk.Get(ctx, kafkazk.ClusterIDPath); err == nil {
+		b.ClusterID = kafkazk.ClusterID(id)
+	}
 	if k.o.several() {
 		b.Topics = names
 	}

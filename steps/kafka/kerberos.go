@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jcmturner/gokrb5/v8/client"
@@ -194,6 +195,12 @@ func loadCCache(path string) (cc *credentials.CCache, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
+	}
+	// A cache someone else planted (/tmp is shared) would log kremedy in as
+	// their principal: only the user's own cache is read, as MIT's
+	// libraries insist too.
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return nil, fmt.Errorf("it belongs to uid %d, not to you (uid %d): a cache another user planted is never used; run kinit as yourself", sys.Uid, os.Getuid())
 	}
 	if st.Size() < 4 {
 		return nil, fmt.Errorf("%d bytes: not a ticket cache", st.Size())

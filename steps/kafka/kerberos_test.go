@@ -85,3 +85,21 @@ func TestExplainKerberos(t *testing.T) {
 		}
 	}
 }
+
+// TestTicketCacheOfAnotherUserIsRefused: a file ticket cache that is not
+// the user's own (another user can plant /tmp/krb5cc_UID) is never read.
+func TestTicketCacheOfAnotherUserIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give a file to another uid (CI runs as root)")
+	}
+	p := filepath.Join(t.TempDir(), "krb5cc_planted")
+	if err := os.WriteFile(p, make([]byte, 64), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadCCache(p); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Fatalf("a cache of uid 65534: %v", err)
+	}
+}
