@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -302,5 +303,38 @@ func TestAPlanWithASecretIsNeverConfirmed(t *testing.T) {
 	}
 	if asked || k.applied != 0 {
 		t.Fatalf("asked %v, applied %d", asked, k.applied)
+	}
+}
+
+// TestRedactingReporterHidesWhatTheJournalHides: the events a run sends
+// outside the process (jsonl, webhooks) carry no registered secret in
+// their text or error, while errors.Is still sees through them.
+func TestRedactingReporterHidesWhatTheJournalHides(t *testing.T) {
+	k := &fakeKind{apply: func(env *steps.Env, _ *steps.Plan) error {
+		env.Logf("connected with password hunter2-secret")
+		return fmt.Errorf("login as hunter2-secret failed: %w", steps.ErrCheckFailed)
+	}}
+	s := session(t, step("s", steps.Low, steps.ConfirmNone, k))
+	s.Redact("hunter2-secret")
+	var got []steps.Event
+	out := s.Run(context.Background(), ports.Cluster{}, approveAll, s.Redacting(steps.ReporterFunc(func(e steps.Event) { got = append(got, e) })))
+	if !errors.Is(out.Err, steps.ErrCheckFailed) {
+		t.Fatalf("run: %v", out.Err)
+	}
+	sawErr := false
+	for _, e := range got {
+		b, _ := json.Marshal(e)
+		if strings.Contains(string(b), "hunter2") {
+			t.Fatalf("an event carries the secret: %s", b)
+		}
+		if e.Err != nil {
+			sawErr = true
+			if !errors.Is(e.Err, steps.ErrCheckFailed) || !strings.Contains(e.Err.Error(), "[redacted]") {
+				t.Errorf("the redacted error: %v", e.Err)
+			}
+		}
+	}
+	if !sawErr {
+		t.Fatal("no event carried the step's error")
 	}
 }

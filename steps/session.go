@@ -270,8 +270,50 @@ func (s *Session) ReportPath() string { return filepath.Join(s.run.dir, ReportFi
 // JournalPath is the journal's path.
 func (s *Session) JournalPath() string { return s.j.Path() }
 
-// Redact keeps secrets (passwords) out of every later journal record.
+// Redact keeps secrets (passwords) out of every later journal record, and
+// out of what a Redacting reporter passes on.
 func (s *Session) Redact(secrets ...string) { s.j.Redact(secrets...) }
+
+// Redacting wraps a reporter that sends events outside this process (the
+// --output jsonl stream, webhooks): each event's texts (its text, error,
+// check detail and action detail) reach it with the secrets the journal
+// redacts replaced, as the journal has them.
+func (s *Session) Redacting(rep Reporter) Reporter {
+	if rep == nil {
+		return nil
+	}
+	return ReporterFunc(func(e Event) { rep.Report(redactEvent(e, s.j.RedactText)) })
+}
+
+// redactedErr is an error whose text had secrets replaced; it still
+// unwraps to the original, so errors.Is keeps working.
+type redactedErr struct {
+	text string
+	err  error
+}
+
+func (r redactedErr) Error() string { return r.text }
+func (r redactedErr) Unwrap() error { return r.err }
+
+func redactEvent(e Event, red func(string) string) Event {
+	e.Text, e.Host = red(e.Text), red(e.Host)
+	if e.Err != nil {
+		if t := red(e.Err.Error()); t != e.Err.Error() {
+			e.Err = redactedErr{t, e.Err}
+		}
+	}
+	if e.Check != nil {
+		c := *e.Check
+		c.Detail = red(c.Detail)
+		e.Check = &c
+	}
+	if e.Action != nil {
+		a := *e.Action
+		a.Detail, a.Target = red(a.Detail), red(a.Target)
+		e.Action = &a
+	}
+	return e
+}
 
 // AfterRecord sets a hook called after each journal record is on disk
 // (fault injection on a lab: cmd/kremedy's KREMEDY_FAULT).

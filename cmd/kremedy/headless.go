@@ -33,7 +33,7 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags, tc 
 	if f.output == "jsonl" {
 		// stdout carries only JSON lines; what a person reads goes to stderr.
 		jl = &jsonLines{enc: json.NewEncoder(w)}
-		rep, w = jl, cmd.ErrOrStderr()
+		rep, w = s.Redacting(jl), cmd.ErrOrStderr()
 		jl.line(map[string]any{"kind": "run-start", "run": meta.ID, "runbook": rb.Name, "cluster": meta.Cluster, "lab": meta.Lab, "dir": s.Dir(), "kremedy": version, "time": time.Now().UTC()})
 	}
 	if fs, err := faultsFor(meta.Lab); err != nil {

@@ -333,7 +333,7 @@ func (tm *team) run(ctx context.Context, a steps.Approver, rep steps.Reporter, w
 		}
 	})
 	if tm.n != nil {
-		rep = steps.Reporters(rep, tm.n)
+		rep = steps.Reporters(rep, tm.s.Redacting(tm.n))
 		tm.n.RunStart(tm.s.Resumed())
 	}
 	if p := tm.tc.policy; p != nil {

@@ -38,6 +38,19 @@ func (j *Journal) Redact(secrets ...string) {
 	j.redacted = len(j.secrets) > 0
 }
 
+// RedactText is s with every secret registered by Redact replaced, as
+// Append would write it: for the run's other sinks (the --output jsonl
+// stream, webhooks), which must not carry what the journal hides.
+func (j *Journal) RedactText(s string) string {
+	j.mu.Lock()
+	secrets := j.secrets
+	j.mu.Unlock()
+	if len(secrets) == 0 {
+		return s
+	}
+	return redactString(s, secrets)
+}
+
 // redactString replaces every stretch of s covered by an occurrence of any
 // secret with one "[redacted]". Overlapping occurrences, of one secret or of
 // several, merge, so no part of a secret survives.
