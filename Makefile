@@ -3,14 +3,19 @@ GO      ?= go
 BIN     := bin/kremedy
 DEMODIR ?= $(or $(KREMEDY_CACHE),$(HOME)/.cache/kremedy)/demo-lab
 
-.PHONY: build deps lab-install lab-users lab-users-remove demo check test test-versions test-short bench fuzz vet clean
+.PHONY: build deps demo-deps lab-install lab-users lab-users-remove demo check test test-versions test-short bench fuzz vet clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/kremedy
 
-# OpenSSH server, Maven, tmux from apt when missing; then Kafka jars from Maven Central.
+# What the tests use, from apt when missing: OpenSSH server, Maven, tmux,
+# openssl, sudo, MIT Kerberos (see the script).
 deps:
-	./lab/install-deps.sh
+	./lab/install-deps.sh test
+
+# What the demo uses, from apt when missing: OpenSSH server and Maven.
+demo-deps:
+	./lab/install-deps.sh demo
 
 # Kafka 3.9.2 (the default), the older releases the version matrix runs,
 # and 4.1.2 for the KRaft lab test (KRaft only, log4j2).
@@ -31,8 +36,9 @@ lab-users-remove:
 	rm -f /etc/sudoers.d/kremedy-lab
 
 # A fresh lab, broken like the incident (ghost-topic), then the TUI on the
-# cleanup runbook against it.
-demo: deps build
+# cleanup runbook against it. Installs only what it uses (demo-deps); the
+# Kafka jars come from Maven Central (lab install).
+demo: demo-deps build
 	$(BIN) lab install
 	-$(BIN) lab down --dir $(DEMODIR) --purge
 	$(BIN) lab up --dir $(DEMODIR)

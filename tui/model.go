@@ -63,8 +63,9 @@ type Model struct {
 	dark bool
 	help help.Model
 	spin spinner.Model
-	// confirm is embedded only so that its mode and input read as m.mode
-	// and m.input, as the tests read them; the model calls it as m.confirm.
+	// confirm is the confirmation child, a named field (not embedded): the
+	// model and the tests reach its mode and input as m.confirm.mode and
+	// m.confirm.input.
 	confirm confirm // the open question, if any: its own Update and View
 	b       *bridge
 	parent  context.Context

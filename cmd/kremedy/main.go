@@ -43,7 +43,7 @@ func failedErr(err error) error { return &exitError{exitFailed, err} }
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kremedy",
-		Short:         "Repair a ZooKeeper-mode Kafka cluster whose metadata drifted apart, step by step",
+		Short:         "Diagnose, repair, roll and migrate a Kafka cluster (ZooKeeper or KRaft mode), one confirmed step at a time",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

@@ -153,9 +153,10 @@ func OverridesOf(st *kafkazk.ClusterState) map[string]string {
 // state is unknown, are listed too: stopping any broker of a cluster in that
 // state is not safe. A partition no restart can keep available (Unavoidable)
 // is not a risk of this stop but of its topic: Unavailables lists it, and
-// the roll refuses it unless the operator accepts it (Accept). Of the two rules kremedy had, this is the stricter:
-// the other ignored partitions already below and capped min.insync.replicas
-// at the replica count. The result is sorted.
+// the roll refuses it unless the operator accepts it (Accept). The
+// min.insync.replicas judged is the topic's own, never capped at the
+// replica count (a partition whose replicas are not above it is Unavoidable
+// instead). The result is sorted.
 func StopRisks(parts []Partition, stopping []int32, m MinISR) []string {
 	var out []string
 	name := func(ids []int32) string {

@@ -1,6 +1,8 @@
 // Package roll is the one rolling restart every runbook stands on
 // (rolling-restart, topic-cleanup's rolling mode, each roll of the ZooKeeper
-// → KRaft migration), and the acts the kind packs share on a running
+// → KRaft migration, kraft-rolling-restart's controllers then brokers, and
+// stray-cleanup's stray-roll of the brokers that hold would-be strays), and
+// the acts the kind packs share on a running
 // cluster: a node's own commands over SSH (RunOn), waits (WaitGone,
 // WaitFor, WaitListening, WaitQuorum), the health gates (Gate over
 // ZooKeeper and every broker's Metadata, Health over the brokers' Metadata
@@ -18,8 +20,9 @@
 // What differs between rolls is a Nodes: how a node is listed, looked at
 // (up; a new process), waited for and gated. ZooKeeperBrokers sees brokers
 // registered in ZooKeeper (a new process has a new session); KafkaBrokers
-// sees them only through Kafka (the migration's rolls); Controllers are the
-// KRaft controllers. A Nodes that is also a Guard reads the Snapshot the
+// sees them only through Kafka (the migration's rolls, kraft-rolling-restart,
+// stray-roll); Controllers are the KRaft controllers (finalize's roll,
+// kraft-rolling-restart). A Nodes that is also a Guard reads the Snapshot the
 // stop-safety rule judges; the plan refuses before the first stop when
 // any node's stop would not be safe. A new kind of roll is a new Nodes and,
 // if work is done while a node is stopped, a While (a Skipper when some

@@ -10,7 +10,8 @@ import (
 )
 
 // CoordinatorConformance checks the ports.ZooKeeper contract the step
-// kinds rely on. The fake ZK passes it, and so must the real adapter
+// kinds rely on (the suite keeps the name of that port's first version,
+// Coordinator). The fake ZK passes it, and so must the real adapter
 // against a real ZooKeeper. root is an existing, empty, chroot-relative
 // path the suite may use.
 func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
