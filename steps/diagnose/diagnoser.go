@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/steps/brokers"
@@ -75,4 +76,17 @@ func sortedIDs(m map[int32]ports.BrokerView) []int32 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sleep waits d, or less when ctx ends first; it reports whether the whole
+// d passed (the diagnosers' waits between two reads of the cluster).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -133,8 +133,7 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 		return
 	}
 	bad := lagging(q, defaultFetchTimeout)
-	if len(bad) > 0 {
-		time.Sleep(time.Second)
+	if len(bad) > 0 && sleep(ctx, time.Second) {
 		if q2, err := g.readQuorum(ctx); err == nil {
 			q, bad = q2, lagging(q2, defaultFetchTimeout)
 		}
@@ -281,10 +280,7 @@ func (g *kraftDiag) readViews(ctx context.Context, live []int32, topics []string
 		if since.IsZero() {
 			since = at
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+		sleep(ctx, time.Second)
 	}
 }
 

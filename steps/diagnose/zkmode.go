@@ -214,10 +214,7 @@ func (g *diagnosis) readAgreeing(ctx context.Context, first *firstRead) (map[int
 		if g.reads++; attempt >= 2 && time.Since(g.since) >= g.window() || ctx.Err() != nil {
 			return unreachable, nil
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+		sleep(ctx, time.Second)
 		st, err := g.c.ZK.ReadState(ctx, g.topics...)
 		if err != nil {
 			return nil, fmt.Errorf("read ZooKeeper %s: %w", g.c.Target.ZKConnect, err)
