@@ -69,28 +69,7 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 		return nil, nil, nil
 	}
 	serving := servingBrokers(name, views)
-	type key struct {
-		part  int32 // -1: the topic
-		field string
-	}
-	// Made on the first disagreement: a healthy topic allocates nothing
-	// (diagnose compares every partition of every broker, twice).
-	var zk map[key]string
-	var held map[key]map[string][]int32
-	note := func(k key, zkVal, brokerVal string, id int32) {
-		if held == nil {
-			zk, held = map[key]string{}, map[key]map[string][]int32{}
-		}
-		if held[k] == nil {
-			held[k] = map[string][]int32{}
-		}
-		zk[k] = zkVal
-		held[k][brokerVal] = append(held[k][brokerVal], id)
-		disB = append(disB, id)
-		if k.part >= 0 {
-			disP = append(disP, k.part)
-		}
-	}
+	var d differences
 	// known: some serving broker knows partition p.
 	known := func(p int32) bool {
 		for _, id := range serving {
@@ -103,35 +82,76 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 	for _, id := range serving {
 		tv := views[id].Topics[name]
 		if ts.Znode.TopicID != "" && tv.ID != "" && tv.ID != ts.Znode.TopicID {
-			note(key{-1, "topic id"}, ts.Znode.TopicID, tv.ID, id)
+			d.note(diffKey{-1, "topic id"}, ts.Znode.TopicID, tv.ID, id)
 		}
 		for p, reps := range assign {
 			pv, ok := tv.Partitions[p]
 			if !ok {
 				if known(p) {
-					note(key{p, "partition"}, "assigns it", "do not know it", id)
+					d.note(diffKey{p, "partition"}, "assigns it", "do not know it", id)
 				}
 				continue
 			}
 			if !slices.Equal(pv.Replicas, reps) {
-				note(key{p, "replicas"}, fmt.Sprint(reps), fmt.Sprint(pv.Replicas), id)
+				d.note(diffKey{p, "replicas"}, fmt.Sprint(reps), fmt.Sprint(pv.Replicas), id)
 			}
 			zs, ok := ts.States[p]
 			if !ok {
 				continue
 			}
 			if pv.Leader != zs.Leader {
-				note(key{p, "leader"}, fmt.Sprint(zs.Leader), fmt.Sprint(pv.Leader), id)
+				d.note(diffKey{p, "leader"}, fmt.Sprint(zs.Leader), fmt.Sprint(pv.Leader), id)
 			}
 			if pv.LeaderEpoch != zs.LeaderEpoch {
-				note(key{p, "leader epoch"}, fmt.Sprint(zs.LeaderEpoch), fmt.Sprint(pv.LeaderEpoch), id)
+				d.note(diffKey{p, "leader epoch"}, fmt.Sprint(zs.LeaderEpoch), fmt.Sprint(pv.LeaderEpoch), id)
 			}
 			if !sameIDs(pv.ISR, zs.ISR) {
-				note(key{p, "isr"}, fmt.Sprint(zs.ISR), fmt.Sprint(pv.ISR), id)
+				d.note(diffKey{p, "isr"}, fmt.Sprint(zs.ISR), fmt.Sprint(pv.ISR), id)
 			}
 		}
 	}
-	for k, vals := range held {
+	return d.lines(name), d.brokers, d.partitions
+}
+
+// diffKey is one field that differs: a partition's, or the topic's.
+type diffKey struct {
+	part  int32 // -1: the topic
+	field string
+}
+
+// differences are what the brokers that serve a topic hold against
+// ZooKeeper, field by field (topicDisagreement). Its maps are made on the
+// first difference: a healthy topic allocates nothing (diagnose compares
+// every partition of every broker, twice).
+type differences struct {
+	zk         map[diffKey]string
+	held       map[diffKey]map[string][]int32 // value -> the brokers holding it
+	brokers    []int32
+	partitions []int32
+}
+
+// note records that broker id holds brokerVal where ZooKeeper holds zkVal.
+func (d *differences) note(k diffKey, zkVal, brokerVal string, id int32) {
+	if d.held == nil {
+		d.zk, d.held = map[diffKey]string{}, map[diffKey]map[string][]int32{}
+	}
+	if d.held[k] == nil {
+		d.held[k] = map[string][]int32{}
+	}
+	d.zk[k] = zkVal
+	d.held[k][brokerVal] = append(d.held[k][brokerVal], id)
+	d.brokers = append(d.brokers, id)
+	if k.part >= 0 {
+		d.partitions = append(d.partitions, k.part)
+	}
+}
+
+// lines says each difference of topic name in one line, sorted: the field,
+// ZooKeeper's value, and each value the brokers hold with the brokers that
+// hold it.
+func (d *differences) lines(name string) []string {
+	var dis []string
+	for k, vals := range d.held {
 		what := name
 		if k.part >= 0 {
 			what = fmt.Sprintf("%s-%d", name, k.part)
@@ -142,10 +162,10 @@ func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]port
 			slices.Sort(ids)
 			parts = append(parts, fmt.Sprintf("brokers %s %s", fmt.Sprint(ids), v))
 		}
-		dis = append(dis, fmt.Sprintf("%s %s: ZooKeeper %s; %s", what, k.field, zk[k], strings.Join(parts, "; ")))
+		dis = append(dis, fmt.Sprintf("%s %s: ZooKeeper %s; %s", what, k.field, d.zk[k], strings.Join(parts, "; ")))
 	}
 	sort.Strings(dis)
-	return dis, disB, disP
+	return dis
 }
 
 // servingBrokers lists the brokers whose view has the topic, sorted.
