@@ -517,6 +517,162 @@ func TestTeamLab(t *testing.T) {
 	t.Run("policy.group: kremedy-op runs, kremedy-nosudo approves from its own account", func(t *testing.T) {
 		sharedApproval(t, l)
 	})
+
+	t.Run("a signature answers one request, one person one approver, a refusal judged again", func(t *testing.T) {
+		signatureLifecycle(t, l)
+	})
+}
+
+// signatureLifecycle proves on a real rolling restart, under a policy of
+// two approvals, three findings of the security review:
+//   - M3: alice's second key, allowed under another spelling of her name
+//     (allowed_signers `alice@example.com,alice KEY_A` and `alice KEY_A2`),
+//     never counts as the second person;
+//   - M2: bob's approval of the first attempt's request does not count for
+//     the resumed attempt's request of the same plan (the run was killed
+//     right after the approval; the plan's digest is unchanged): the resumed
+//     run waits, no broker stopped, until bob approves again;
+//   - L1: bob's new signature, refused while allowed_signers is missing (a
+//     config-management rewrite), counts once the file is back, without
+//     being signed again.
+func signatureLifecycle(t *testing.T, l *lab.Lab) {
+	keys := t.TempDir()
+	pub := map[string][]string{}
+	for _, name := range []string{"alice", "alice2", "bob"} {
+		k := filepath.Join(keys, name)
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", k).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+		b, _ := os.ReadFile(k + ".pub")
+		pub[name] = strings.Fields(string(b))
+	}
+	ns := fmt.Sprintf("namespaces=%q", signoff.Namespace)
+	signers := filepath.Join(keys, "allowed_signers")
+	lines := fmt.Sprintf("alice@example.com,alice %s %s %s\nalice %s %s %s\nbob@example.com %s %s %s\n",
+		ns, pub["alice"][0], pub["alice"][1], ns, pub["alice2"][0], pub["alice2"][1], ns, pub["bob"][0], pub["bob"][1])
+	if err := os.WriteFile(signers, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inv := labInventory(t, l, func(inv *inventory.Inventory) {
+		inv.Policy = &inventory.Policy{Approvals: 2, AllowedSigners: signers, Timeout: inventory.Duration{Duration: 5 * time.Minute}, InLab: true}
+	})
+	run := filepath.Join(t.TempDir(), "run")
+	before := brokerPIDs(l)
+	waitRequest := func(exited <-chan error, out *lockedBuffer, not string) signoff.Request {
+		t.Helper()
+		for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			if rs, err := signoff.Requests(run, "roll"); err == nil && rs[0].Nonce != not {
+				return rs[0]
+			}
+			select {
+			case err := <-exited:
+				t.Fatalf("the run ended (%v) without waiting for an approval:\n%s", err, out.String())
+			default:
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the run never asked for an approval:\n%s", out.String())
+			}
+		}
+	}
+	approve := func(key string) result {
+		return kremedy(t, "approve", run, "--step", "roll", "--key", filepath.Join(keys, key), "--yes")
+	}
+	start := func(fault string, args ...string) (*exec.Cmd, *lockedBuffer, chan error) {
+		out := &lockedBuffer{}
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.Env = os.Environ()
+		if fault != "" {
+			cmd.Env = append(cmd.Env, "KREMEDY_FAULT="+fault)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				_ = cmd.Process.Kill()
+			}
+		})
+		return cmd, out, exited
+	}
+
+	// The first attempt: killed right after the approval is journaled.
+	_, out1, exited1 := start("sigkill@approval:roll", "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes",
+		"--confirm", "kremedy-lab", "--key", filepath.Join(keys, "alice"))
+	req1 := waitRequest(exited1, out1, "")
+	if r := approve("alice2"); r.code != 1 || !strings.Contains(r.out, "the operator of this run") {
+		t.Fatalf("M3: alice's second key, allowed as \"alice\": exit %d\n%s", r.code, r.out)
+	}
+	if r := approve("bob"); r.code != 0 {
+		t.Fatalf("bob's approval of the first request: exit %d\n%s", r.code, r.out)
+	}
+	select {
+	case <-exited1:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the first attempt was not killed after its approval:\n%s", out1.String())
+	}
+	if got := stops(t, run); len(got) != 0 {
+		t.Fatalf("the first attempt stopped brokers before it was killed: %v", got)
+	}
+
+	// The resumed attempt: the same plan, a new request; bob's old
+	// signature is refused and the run waits.
+	_, out2, exited2 := start("", "resume", run, "--headless", "--yes", "--confirm", "kremedy-lab", "--key", filepath.Join(keys, "alice"))
+	req2 := waitRequest(exited2, out2, req1.Nonce)
+	if req2.Digest != req1.Digest {
+		t.Logf("the resumed roll re-planned to another digest (%.12s, was %.12s): the old signature is refused for that reason too", req2.Digest, req1.Digest)
+	}
+	for end := time.Now().Add(30 * time.Second); !strings.Contains(out2.String(), "answers an earlier request") && !strings.Contains(out2.String(), "an earlier plan of roll"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("M2: the first request's signature was not refused for the second:\n%s", out2.String())
+		}
+	}
+	if got := stops(t, run); len(got) != 0 {
+		t.Fatalf("M2: brokers were stopped on the first request's signature: %v", got)
+	}
+
+	// L1: bob signs the new request while allowed_signers is away; the
+	// refusal is no verdict, and the same file counts once it is back.
+	if err := os.Rename(signers, signers+".away"); err != nil {
+		t.Fatal(err)
+	}
+	sig, err := (signoff.Keygen{}).Sign(context.Background(), filepath.Join(keys, "bob"), signoff.Message(req2.Run, req2.Step, req2.Digest, req2.Nonce), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signoff.WriteSignature(run, req2, "bob@example.com", sig); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(30 * time.Second); !strings.Contains(out2.String(), "is not judged: the run cannot read the allowed signers"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("L1: the signature was not judged while allowed_signers was missing:\n%s", out2.String())
+		}
+	}
+	if got := stops(t, run); len(got) != 0 {
+		t.Fatalf("L1: brokers were stopped while allowed_signers was missing: %v", got)
+	}
+	if err := os.Rename(signers+".away", signers); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited2:
+		if err != nil {
+			t.Fatalf("L1: the resumed run failed once allowed_signers was back: %v\n%s", err, out2.String())
+		}
+	case <-time.After(10 * time.Minute):
+		t.Fatalf("L1: the resumed run did not end:\n%s", out2.String())
+	}
+	if !strings.Contains(out2.String(), "approved by bob@example.com") {
+		t.Errorf("the resumed run does not say bob approved:\n%s", out2.String())
+	}
+	if got := stops(t, run); len(got) != 3 {
+		t.Errorf("stops per broker %v, want every broker once", got)
+	}
+	if after := brokerPIDs(l); maps.Equal(before, after) {
+		t.Errorf("no broker was restarted")
+	}
 }
 
 // runTookRe finds the time the headless runner says the run took.
