@@ -536,8 +536,10 @@ func readFrame(r io.Reader) ([]byte, error) {
 	}
 	if size <= 64<<10 {
 		b := make([]byte, size)
-		_, err := io.ReadFull(r, b)
-		return b, unexpectedEOF(err)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		return b, nil
 	}
 	// A large frame's buffer grows with the bytes that arrive, not with
 	// what its length claims: a bad length costs no more than its frame.
