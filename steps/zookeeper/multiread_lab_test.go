@@ -2,12 +2,15 @@ package zookeeper_test
 
 import (
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -51,4 +54,39 @@ func TestCannedFramesAreZooKeepers(t *testing.T) {
 		t.Fatalf("ZooKeeper sent %d frames:\n%q\nthe canned session has %d:\n%q", len(lf), ls, len(cf), cs)
 	}
 	t.Logf("%d frames: %q", len(lf), ls)
+}
+
+// TestIdleBulkSessionPings: a Conn's bulk sessions, idle for longer than
+// their session timeout (4 s, on a server ticking every 2 s), ping and are
+// not expired: the next scan reads on the same sessions, none re-dialled.
+func TestIdleBulkSessionPings(t *testing.T) {
+	zk := startZKProcTick(t, "", 2000)
+	connect := zk.Addr + "/idle"
+	ctx := ctxT(t, time.Minute)
+	mustDo(t, lab.Seed(ctx, connect, zookeeper.ScanSpreadMin, 1, io.Discard))
+	c, err := zookeeper.Dial(ctx, connect, zookeeper.Options{SessionTimeout: 4 * time.Second})
+	mustDo(t, err)
+	t.Cleanup(c.Close)
+	want, err := c.Scan(ctx, 0)
+	mustDo(t, err)
+	ids, timeouts := c.ReaderSessions()
+	if len(ids) == 0 {
+		t.Fatal("a scan of ScanSpreadMin topics opened no bulk session")
+	}
+	for _, to := range timeouts {
+		if to != 4*time.Second {
+			t.Fatalf("bulk sessions granted %v, want 4s", timeouts)
+		}
+	}
+	// ZooKeeper expires a silent session between its timeout and a tick
+	// later (its expiry queue runs each tick): 6 s here.
+	time.Sleep(7 * time.Second)
+	if now, _ := c.ReaderSessions(); !slices.Equal(now, ids) {
+		t.Fatalf("after 7 s idle the bulk sessions are %x, were %x: the idle ones expired", now, ids)
+	}
+	got, err := c.Scan(ctx, 0)
+	mustDo(t, err)
+	if now, _ := c.ReaderSessions(); !slices.Equal(now, ids) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("the scan after 7 s idle read on sessions %x (were %x); same state: %v", now, ids, reflect.DeepEqual(got, want))
+	}
 }
