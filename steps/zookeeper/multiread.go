@@ -27,7 +27,7 @@ import (
 // one request, not hundreds: at 10,000 partitions ZooKeeper spent most of
 // a diagnosis's CPU on the per-request path (queues, threads, a response
 // write each) of 12,000 getData. Reads only: the reader never writes, and
-// answers nothing but multiRead, sync and its own session's end.
+// sends nothing but multiRead, sync, pings when idle and its session's end.
 //
 // The wire format is ZooKeeper's jute (zookeeper-jute's zookeeper.jute):
 // big-endian ints and longs, a bool as one byte, a string or buffer as its
