@@ -83,6 +83,7 @@ FUZZ_TARGETS := \
 	./inventory:FuzzParse \
 	./steps/kafkazk:FuzzDecodeZNodes \
 	./steps/kafkazk:FuzzValidateTopic \
+	./steps/zookeeper:FuzzReaderFrames \
 	./steps/journal:FuzzRead \
 	./steps/segments:FuzzParseDir \
 	./steps/segments:FuzzParsePartitionMetadata \

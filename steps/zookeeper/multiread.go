@@ -2,6 +2,8 @@ package zookeeper
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -25,7 +27,7 @@ import (
 // one request, not hundreds: at 10,000 partitions ZooKeeper spent most of
 // a diagnosis's CPU on the per-request path (queues, threads, a response
 // write each) of 12,000 getData. Reads only: the reader never writes, and
-// answers nothing but multiRead, sync and its own session's end.
+// sends nothing but multiRead, sync, pings when idle and its session's end.
 //
 // The wire format is ZooKeeper's jute (zookeeper-jute's zookeeper.jute):
 // big-endian ints and longs, a bool as one byte, a string or buffer as its
@@ -36,6 +38,13 @@ type reader struct {
 	chroot string
 	wmu    sync.Mutex // one frame written at a time
 	xid    atomic.Int32
+
+	// The session the server granted: its id and negotiated timeout.
+	session int64
+	timeout time.Duration
+	// lastSend is when a request was last written (UnixNano): the session
+	// pings when idle for a third of its timeout (see pingLoop).
+	lastSend atomic.Int64
 
 	mu   sync.Mutex
 	wait map[int32]chan frame
@@ -54,6 +63,7 @@ const (
 	opGetData      = 4
 	opSync         = 9
 	opMultiRead    = 22
+	opPing         = 11
 	opAuth         = 100
 	opCloseSession = -11
 	opError        = -1
@@ -102,6 +112,19 @@ func dialReaderAt(ctx context.Context, addr, chroot string, o Options) (*reader,
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", addr, err)
 	}
+	if readerConnHook != nil {
+		nc = readerConnHook(nc)
+	}
+	return startReader(ctx, nc, addr, chroot, o, timeout)
+}
+
+// readerConnHook, when set (by tests only), wraps each bulk session's
+// connection: the tests record the bytes ZooKeeper sends.
+var readerConnHook func(net.Conn) net.Conn
+
+// startReader opens the session on nc (closed on failure): connect,
+// digest auth, and a multiRead probe.
+func startReader(ctx context.Context, nc net.Conn, addr, chroot string, o Options, timeout time.Duration) (*reader, error) {
 	r := &reader{conn: nc, chroot: chroot, wait: map[int32]chan frame{}, done: make(chan struct{})}
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	ok := false
@@ -116,7 +139,7 @@ func dialReaderAt(ctx context.Context, addr, chroot string, o Options) (*reader,
 	var b jute
 	b.int32(0)
 	b.int64(0)
-	b.int32(int32(max(o.SessionTimeout, 10*time.Second) / time.Millisecond))
+	b.int32(int32(cmp.Or(o.SessionTimeout, 10*time.Second) / time.Millisecond))
 	b.int64(0)
 	b.buffer(make([]byte, 16))
 	b.bool(false)
@@ -129,15 +152,13 @@ func dialReaderAt(ctx context.Context, addr, chroot string, o Options) (*reader,
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: no session: %w", addr, err)
 	}
-	// ConnectResponse: protocolVersion, timeOut (0: the server refused
-	// the session), sessionId, passwd, readOnly.
-	d := unjute{b: resp}
-	d.int32()
-	if to := d.int32(); d.err != nil || to <= 0 {
-		return nil, fmt.Errorf("zookeeper %s: %w: the server granted no session", addr, ErrNoSession)
+	if r.session, r.timeout, err = parseConnect(resp); err != nil {
+		return nil, fmt.Errorf("zookeeper %s: %w", addr, err)
 	}
 	nc.SetDeadline(time.Time{})
+	r.lastSend.Store(time.Now().UnixNano())
 	go r.readLoop(br)
+	go r.pingLoop(max(r.timeout/3, 100*time.Millisecond))
 	if o.DigestAuth != "" {
 		var a jute
 		a.int32(0)
@@ -175,6 +196,73 @@ type zkError struct {
 
 func (e *zkError) Error() string { return fmt.Sprintf("%s: zookeeper error %d", e.op, e.code) }
 
+// parseConnect reads a ConnectResponse: protocolVersion, timeOut (0: the
+// server refused the session), sessionId, passwd, readOnly (absent from
+// servers before 3.4).
+func parseConnect(b []byte) (session int64, timeout time.Duration, err error) {
+	d := unjute{b: b}
+	d.int32()
+	to := d.int32()
+	session = d.int64()
+	d.buffer()
+	if d.err != nil {
+		return 0, 0, fmt.Errorf("a malformed session response (%d bytes): %w", len(b), d.err)
+	}
+	if to <= 0 {
+		return 0, 0, fmt.Errorf("%w: the server granted no session", ErrNoSession)
+	}
+	return session, time.Duration(to) * time.Millisecond, nil
+}
+
+// parseReply reads a ReplyHeader (xid, zxid, err) and returns the body
+// after it.
+func parseReply(b []byte) (xid, zerr int32, body []byte, err error) {
+	d := unjute{b: b}
+	xid, _, zerr = d.int32(), d.int64(), d.int32()
+	if d.err != nil {
+		return 0, 0, nil, fmt.Errorf("a %d-byte response is shorter than its header: %w", len(b), d.err)
+	}
+	return xid, zerr, d.b, nil
+}
+
+// pingLoop pings the server whenever the session has sent nothing for
+// every (a third of the negotiated timeout, as ZooKeeper's own clients
+// do), so that an idle bulk session is not expired; readLoop drops the
+// replies (xid -2). It ends with the connection.
+func (r *reader) pingLoop(every time.Duration) {
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+		}
+		wait := every - time.Since(time.Unix(0, r.lastSend.Load()))
+		if wait <= 0 {
+			var h jute
+			h.int32(xidPing)
+			h.int32(opPing)
+			if err := r.send(h); err != nil {
+				r.conn.Close() // readLoop ends and says why
+				return
+			}
+			wait = every
+		}
+		t.Reset(wait)
+	}
+}
+
+// send writes one request frame.
+func (r *reader) send(h jute) error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.conn.SetWriteDeadline(time.Now().Add(DefaultOpTimeout))
+	err := writeFrame(r.conn, h)
+	r.lastSend.Store(time.Now().UnixNano())
+	return err
+}
+
 // readLoop hands each response to its caller by xid until the connection
 // ends.
 func (r *reader) readLoop(br *bufio.Reader) {
@@ -184,10 +272,8 @@ func (r *reader) readLoop(br *bufio.Reader) {
 		if b, err = readFrame(br); err != nil {
 			break
 		}
-		d := unjute{b: b}
-		xid, _, zerr := d.int32(), d.int64(), d.int32()
-		if d.err != nil {
-			err = d.err
+		var xid, zerr int32
+		if xid, zerr, b, err = parseReply(b); err != nil {
 			break
 		}
 		if xid == xidPing || xid == xidWatch {
@@ -198,7 +284,7 @@ func (r *reader) readLoop(br *bufio.Reader) {
 		delete(r.wait, xid)
 		r.mu.Unlock()
 		if ch != nil {
-			ch <- frame{err: zerr, body: d.b}
+			ch <- frame{err: zerr, body: b}
 		}
 	}
 	r.mu.Lock()
@@ -225,11 +311,7 @@ func (r *reader) call(ctx context.Context, xid, op int32, body jute) (frame, err
 	h.int32(xid)
 	h.int32(op)
 	h = append(h, body...)
-	r.wmu.Lock()
-	r.conn.SetWriteDeadline(time.Now().Add(DefaultOpTimeout))
-	err := writeFrame(r.conn, h)
-	r.wmu.Unlock()
-	if err != nil {
+	if err := r.send(h); err != nil {
 		r.conn.Close()
 		return frame{}, err
 	}
@@ -279,7 +361,14 @@ func (r *reader) getAll(ctx context.Context, paths []string) ([]got, error) {
 	if f.err != 0 {
 		return nil, &zkError{"multiRead", f.err}
 	}
-	d := unjute{b: f.body}
+	return parseMultiRead(f.body, r.chroot, paths)
+}
+
+// parseMultiRead reads a MultiReadResponse to reads of paths: for each, a
+// MultiHeader (type, done, err) and a GetDataResponse (data, stat) or an
+// ErrorResult (err); then a header with done set.
+func parseMultiRead(body []byte, chroot string, paths []string) ([]got, error) {
+	d := unjute{b: body}
 	out := make([]got, 0, len(paths))
 	for {
 		typ, done := d.int32(), d.bool()
@@ -290,6 +379,9 @@ func (r *reader) getAll(ctx context.Context, paths []string) ([]got, error) {
 		if done {
 			break
 		}
+		if len(out) == len(paths) {
+			return nil, fmt.Errorf("multiRead: more results than the %d reads", len(paths))
+		}
 		switch typ {
 		case opGetData:
 			data := d.buffer()
@@ -297,11 +389,7 @@ func (r *reader) getAll(ctx context.Context, paths []string) ([]got, error) {
 			out = append(out, got{data: data, stat: st})
 		case opError:
 			code := d.int32()
-			if i := len(out); i < len(paths) {
-				out = append(out, got{err: zkErr(code, full(r.chroot, paths[i]))})
-			} else {
-				return nil, fmt.Errorf("multiRead: more results than reads")
-			}
+			out = append(out, got{err: zkErr(code, full(chroot, paths[len(out)]))})
 		default:
 			return nil, fmt.Errorf("multiRead: unexpected result type %d", typ)
 		}
@@ -311,6 +399,9 @@ func (r *reader) getAll(ctx context.Context, paths []string) ([]got, error) {
 	}
 	if len(out) != len(paths) {
 		return nil, fmt.Errorf("multiRead: %d results for %d reads", len(out), len(paths))
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("multiRead: %d bytes after the last result", len(d.b))
 	}
 	return out, nil
 }
@@ -443,9 +534,29 @@ func readFrame(r io.Reader) ([]byte, error) {
 	if size > maxFrame {
 		return nil, fmt.Errorf("a %d-byte response is past %d", size, maxFrame)
 	}
-	b := make([]byte, size)
-	_, err := io.ReadFull(r, b)
-	return b, err
+	if size <= 64<<10 {
+		b := make([]byte, size)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		return b, nil
+	}
+	// A large frame's buffer grows with the bytes that arrive, not with
+	// what its length claims: a bad length costs no more than its frame.
+	var buf bytes.Buffer
+	got, err := io.CopyN(&buf, r, int64(size))
+	if got < int64(size) {
+		return nil, unexpectedEOF(cmp.Or(err, io.EOF))
+	}
+	return buf.Bytes(), nil
+}
+
+// unexpectedEOF is err, but io.ErrUnexpectedEOF for a frame cut short.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // readers are a Conn's bulk-read sessions, opened by the first scan that

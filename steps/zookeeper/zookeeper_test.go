@@ -36,11 +36,19 @@ func startZKProc(tb testing.TB) *zkProcess { return startZKProcOf(tb, "") }
 // the lab's default).
 func startZKProcOf(tb testing.TB, kafkaVersion string) *zkProcess {
 	tb.Helper()
+	return startZKProcTick(tb, kafkaVersion, 0)
+}
+
+// startZKProcTick is startZKProcOf with the server's tickTime in
+// milliseconds (0: ZooKeeper's default, 3000); sessions are granted
+// timeouts of 2 to 20 ticks.
+func startZKProcTick(tb testing.TB, kafkaVersion string, tickMs int) *zkProcess {
+	tb.Helper()
 	if testing.Short() {
 		tb.Skip("needs a real ZooKeeper; runs without -short")
 	}
 	dir := tb.TempDir()
-	zk, err := startZKProcessOf(dir, "128m", kafkaVersion)
+	zk, err := startZKProcessOf(dir, "128m", kafkaVersion, tickMs)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -69,9 +77,9 @@ type zkProcess struct {
 // another port, and readiness is ZooKeeper's own answer to srvr, not an
 // open port (a connection to a port nobody listens on can connect to
 // itself).
-func startZKProcess(dir, heap string) (*zkProcess, error) { return startZKProcessOf(dir, heap, "") }
+func startZKProcess(dir, heap string) (*zkProcess, error) { return startZKProcessOf(dir, heap, "", 0) }
 
-func startZKProcessOf(dir, heap, kafkaVersion string) (*zkProcess, error) {
+func startZKProcessOf(dir, heap, kafkaVersion string, tickMs int) (*zkProcess, error) {
 	home, _, err := lab.ResolveKafkaHome("", kafkaVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%v (run `make lab-install`)", err)
@@ -82,7 +90,7 @@ func startZKProcessOf(dir, heap, kafkaVersion string) (*zkProcess, error) {
 	}
 	var errs []error
 	for range 3 {
-		zk, err := startZKOnce(java, home, dir, heap)
+		zk, err := startZKOnce(java, home, dir, heap, tickMs)
 		if err == nil {
 			return zk, nil
 		}
@@ -91,16 +99,20 @@ func startZKProcessOf(dir, heap, kafkaVersion string) (*zkProcess, error) {
 	return nil, errors.Join(errs...)
 }
 
-func startZKOnce(java, home, dir, heap string) (*zkProcess, error) {
+func startZKOnce(java, home, dir, heap string, tickMs int) (*zkProcess, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(java, "-Xmx"+heap, "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false",
+	args := []string{"-Xmx" + heap, "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false",
 		"-Dlog4j.configuration=file:/dev/null", "-cp", filepath.Join(home, "libs", "*"),
-		"org.apache.zookeeper.server.ZooKeeperServerMain", fmt.Sprint(port), dir)
+		"org.apache.zookeeper.server.ZooKeeperServerMain", fmt.Sprint(port), dir}
+	if tickMs > 0 {
+		args = append(args, fmt.Sprint(tickMs))
+	}
+	cmd := exec.Command(java, args...)
 	logf, err := os.Create(filepath.Join(dir, "zookeeper.out"))
 	if err != nil {
 		return nil, err
