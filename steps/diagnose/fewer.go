@@ -10,12 +10,6 @@ import (
 	"github.com/kremedy/kremedy/steps/brokers"
 )
 
-// FindFewerReplicas is one cause across topics: partitions created with
-// fewer replicas than the min.insync.replicas in force. acks=all writes to
-// them can never succeed, and no replica is missing: restoring replicas or
-// a topic cleanup would not help.
-const FindFewerReplicas = "fewer-replicas-than-min-isr"
-
 // fewer collects, across the topics of one diagnosis, the partitions whose
 // replication factor is below their min.insync.replicas: one finding for
 // all of them (finish), never one "restore the missing replicas" per topic.

@@ -16,38 +16,14 @@ import (
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
-// Finding kinds of a KRaft cluster.
-const (
-	FindQuorumMargin        = "quorum-margin"              // a voter down or lagging: the margin left
-	FindQuorumNoLeader      = "quorum-no-leader"           // the metadata quorum answers without a leader
-	FindQuorumUnreachable   = "quorum-unreachable"         // no controller nor broker answers DescribeQuorum
-	FindControllerNotVoter  = "controller-not-voter"       // an inventory controller the quorum does not list
-	FindBrokerFenced        = "broker-fenced"              // registered with the controllers, not serving
-	FindStrayLogs           = "stray-logs"                 // -stray directories Kafka set aside
-	FindWouldBeStray        = "would-be-stray"             // a log Kafka will set aside at the broker's next start
-	FindNoPartitionMetadata = "missing-partition-metadata" // a partition directory without partition.metadata
-	FindFeatureLevel        = "feature-level"              // metadata.version below what the brokers run
-	FindMigratedToKRaft     = "migrated-to-kraft"          // a ZooKeeper inventory of a cluster that migrated
-	FindMigrationLeftover   = "migration-leftover"         // a config or znode the migration left behind
-)
-
-// Info is a finding that needs no repair (an upgrade available, a state
-// that settles by itself): it is shown, and the diagnosis stays healthy.
-const Info Severity = "info"
-
 // defaultFetchTimeout is controller.quorum.fetch.timeout.ms's default
 // (brokers.FetchTimeout).
 const defaultFetchTimeout = brokers.FetchTimeout
 
 // kraftDiag is one diagnosis of a KRaft cluster being made.
 type kraftDiag struct {
-	c      ports.Cluster
-	o      Options
-	d      *Diagnosis
-	cv     ports.ClusterView
-	views  map[int32]ports.BrokerView
-	minISR brokers.MinISR
-	fewer  fewer
+	diagnoser
+	cv ports.ClusterView
 }
 
 // runKRaft diagnoses a KRaft cluster over Kafka alone (no ZooKeeper): the
@@ -58,7 +34,7 @@ type kraftDiag struct {
 // migration from ZooKeeper left behind in the nodes' configs.
 func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	start := time.Now()
-	g := &kraftDiag{c: c, o: o, d: &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic, Mode: "kraft", Controller: -1}}
+	g := &kraftDiag{diagnoser: diagnoser{c: c, o: o, d: &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic, Mode: "kraft", Controller: -1}}}
 	cv, err := c.Kafka.DescribeCluster(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("describe the cluster over Kafka (%s): %w", strings.Join(c.Target.Bootstrap, ","), err)
@@ -66,13 +42,8 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	g.cv = cv
 	live := g.unfenced()
 	g.d.Brokers = live
-	var disks *diskListing
-	var disksDone chan struct{}
-	if o.Disk && c.Hosts != nil {
-		disks, disksDone = &diskListing{}, make(chan struct{})
-		go func() { defer close(disksDone); *disks = listDisks(ctx, c, live) }()
-		defer func() { <-disksDone }()
-	}
+	disks := startDisks(ctx, c, o, live)
+	defer disks.wait()
 	g.quorum(ctx)
 	g.d.Releases = brokers.Probe(ctx, c.Kafka, live)
 	g.d.Methods = g.d.Releases.Methods()
@@ -82,7 +53,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 		topics = []string{o.Topic}
 	}
 	g.readViews(ctx, live, topics)
-	names := g.topicNames()
+	names := g.topicNames(nil)
 	g.d.Topics = len(names)
 	g.readMinISR(ctx, live, names)
 	for _, name := range names {
@@ -93,10 +64,9 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	}
 	g.eligibleLeaders(ctx)
 	g.features(ctx, live)
-	if disks != nil {
-		<-disksDone
+	if l := disks.wait(); l != nil {
 		g.d.Disk = true
-		g.disks(ctx, *disks)
+		g.disks(ctx, *l)
 		g.leftovers(ctx)
 	}
 	if m := lease(ctx, c, o, g.add); m != "" {
@@ -108,8 +78,6 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	g.d.Took = time.Since(start).Round(time.Millisecond).String()
 	return g.d, nil
 }
-
-func (g *kraftDiag) add(f Finding) { g.d.Findings = appendFinding(g.d.Findings, f) }
 
 // unfenced are the brokers DescribeCluster lists as serving.
 func (g *kraftDiag) unfenced() []int32 {
@@ -165,8 +133,7 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 		return
 	}
 	bad := lagging(q, defaultFetchTimeout)
-	if len(bad) > 0 {
-		time.Sleep(time.Second)
+	if len(bad) > 0 && sleep(ctx, time.Second) {
 		if q2, err := g.readQuorum(ctx); err == nil {
 			q, bad = q2, lagging(q2, defaultFetchTimeout)
 		}
@@ -313,10 +280,7 @@ func (g *kraftDiag) readViews(ctx context.Context, live []int32, topics []string
 		if since.IsZero() {
 			since = at
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+		sleep(ctx, time.Second)
 	}
 }
 
@@ -337,23 +301,6 @@ func viewDiffs(views map[int32]ports.BrokerView) []string {
 		}
 	}
 	return out
-}
-
-// topicNames are the topics any broker serves (or the one asked for),
-// Kafka's own metadata log left out.
-func (g *kraftDiag) topicNames() []string {
-	if g.o.Topic != "" {
-		return []string{g.o.Topic}
-	}
-	seen := map[string]bool{}
-	for _, v := range g.views {
-		for name, t := range v.Topics {
-			if t.Present() {
-				seen[name] = true
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(seen))
 }
 
 // readMinISR resolves min.insync.replicas over Kafka: the brokers' default
@@ -724,27 +671,4 @@ func idsOf[T any](xs []T, id func(T) int32) []int32 {
 		out[i] = id(x)
 	}
 	return out
-}
-
-// sortFindings puts the critical first, then by topic and kind.
-func sortFindings(fs []Finding) {
-	slices.SortStableFunc(fs, func(a, b Finding) int {
-		if a.Severity != b.Severity {
-			return rank(a.Severity) - rank(b.Severity)
-		}
-		if a.Topic != b.Topic {
-			return strings.Compare(a.Topic, b.Topic)
-		}
-		return strings.Compare(a.Kind, b.Kind)
-	})
-}
-
-// healthy: no finding that needs a repair (info findings do not).
-func healthy(fs []Finding) bool {
-	for _, f := range fs {
-		if f.Severity != Info {
-			return false
-		}
-	}
-	return true
 }

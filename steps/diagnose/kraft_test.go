@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -196,5 +197,41 @@ func TestSameIDs(t *testing.T) {
 		if got := sameIDs(tc.a, tc.b); got != tc.want {
 			t.Errorf("sameIDs(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// quorumCounter counts the DescribeQuorum requests a diagnosis makes.
+type quorumCounter struct {
+	ports.Kafka
+	calls int
+}
+
+func (k *quorumCounter) Quorum(ctx context.Context, addrs []string) (ports.Quorum, error) {
+	k.calls++
+	return k.Kafka.Quorum(ctx, addrs)
+}
+
+// TestKRaftQuorumWaitEndsWithCtx: a voter seen lagging is read again a
+// second later before it counts, but a diagnosis whose ctx has ended does
+// not sit out that second (it slept through it, ctx ignored): it judges
+// the one read it has, at once.
+func TestKRaftQuorumWaitEndsWithCtx(t *testing.T) {
+	c := steptest.KRaft(t)
+	q, _ := c.Kafka.Quorum(context.Background(), []string{"c1:9093"})
+	q.Voters[2].LastCaughtUpMs -= 30_000
+	c.Kafka.SetQuorum(&q)
+	k := &quorumCounter{Kafka: c.Ports.Kafka}
+	cl := c.Ports
+	cl.Kafka = k
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g := &kraftDiag{diagnoser: diagnoser{c: cl, d: &Diagnosis{}}}
+	began := time.Now()
+	g.quorum(ctx)
+	if took := time.Since(began); took >= time.Second || k.calls != 1 {
+		t.Fatalf("the quorum check took %s and asked DescribeQuorum %d times with its ctx ended; want no wait and 1 request", took, k.calls)
+	}
+	if len(g.d.Findings) != 1 || g.d.Findings[0].Kind != FindQuorumMargin || !slices.Equal(g.d.Findings[0].Brokers, []int32{3003}) {
+		t.Fatalf("findings %+v, want quorum-margin of 3003 from the one read", g.d.Findings)
 	}
 }

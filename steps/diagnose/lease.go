@@ -7,9 +7,6 @@ import (
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
-// FindLeaseHeld: a kremedy run holds the cluster's lease (info).
-const FindLeaseHeld = "lease-held"
-
 // lease reports the cluster's lease when a run holds it: not a problem,
 // but whoever reads the diagnosis should know that another run is
 // changing the cluster (and that a run of theirs would be refused). A

@@ -16,22 +16,6 @@ import (
 	"github.com/kremedy/kremedy/steps/segments"
 )
 
-// Findings only a migration readiness check makes (diagnose --migration).
-const (
-	FindMigrationRelease      = "migration-release"
-	FindMigrationJBOD         = "migration-jbod-ibp"
-	FindMigrationGeneratedID  = "migration-generated-broker-id"
-	FindMigrationReassignment = "migration-reassignment-in-flight"
-	FindMigrationZnode        = "migration-znode"
-	FindMigrationNoMetadata   = "migration-partition-metadata-missing"
-	FindMigrationControlPlane = "migration-control-plane-listener"
-	// The migration's rolls would take partitions no restart can keep
-	// available out of service: unaccepted, a blocker; accepted
-	// (Options.Accept), advice.
-	FindMigrationUnavailable = "migration-roll-unavailable"
-	FindMigrationAccepted    = "migration-roll-accepted"
-)
-
 // Readiness is the verdict of a ZooKeeper → KRaft migration readiness
 // check (KIP-866, Kafka 3.9): ready only when nothing below would stall
 // or corrupt it.

@@ -10,12 +10,6 @@ import (
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
-// FindSettling is a topic whose views disagree while it is expected to:
-// created within the settle window, a partition reassignment or a
-// preferred-leader election in flight. Informational: it never pages and
-// never points at a destructive runbook.
-const FindSettling = "settling"
-
 // PreferredElectionPath is where kafka-leader-election (and the admin
 // API on ZooKeeper-mode clusters) asks the controller for an election;
 // the controller deletes it when the election is done (Kafka 3.9,

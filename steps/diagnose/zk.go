@@ -11,17 +11,6 @@ import (
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
-// Findings about what ZooKeeper holds against itself and against the
-// brokers, partition by partition.
-const (
-	FindUnregisteredReplica   = "unregistered-replica"
-	FindStateNotInAssignment  = "state-not-in-assignment"
-	FindMissingPartitionState = "missing-partition-state"
-	FindMissingTopicID        = "missing-topic-id"
-	FindUnknownToBrokers      = "partitions-unknown-to-brokers"
-	FindUnknownToZooKeeper    = "partitions-unknown-to-zookeeper"
-)
-
 // reassignFix is how to move a topic's replicas off brokers that are gone,
 // as a plan to review before executing it.
 const reassignFix = "move its replicas to registered brokers with a reassignment you review first: write {\"version\":1,\"topics\":[{\"topic\":\"%s\"}]} to topics.json, run `kafka-reassign-partitions --bootstrap-server B --topics-to-move-json-file topics.json --broker-list %s --generate`, check the proposed assignment, then --execute it and --verify"

@@ -5,143 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
-	"github.com/kremedy/kremedy/steps/segments"
 )
 
-// Severity of a finding.
-type Severity string
-
-const (
-	Critical Severity = "critical"
-	Warning  Severity = "warning"
-)
-
-// Finding kinds; the JSON form of a diagnosis uses these names.
-const (
-	FindStuckDeletion     = "stuck-deletion"
-	FindStaleMetadata     = "stale-metadata"
-	FindDisagreement      = "metadata-disagreement"
-	FindOrphanedSegments  = "orphaned-segments"
-	FindForeignSegments   = "foreign-segments"
-	FindAdoptedSegments   = "adopted-segments"
-	FindStrayDirectory    = "stray-directory"
-	FindUnderReplicated   = "under-replicated"
-	FindOffline           = "offline-partitions"
-	FindUnderMinISR       = "under-min-isr"
-	FindLeaderNotInISR    = "leader-not-in-isr"
-	FindLeaderNotServing  = "leader-not-serving"
-	FindUnsafeAutoCreate  = "unsafe-auto-create"
-	FindDeleteDisabled    = "delete-disabled"
-	FindBrokerUnreachable = "broker-unreachable"
-	FindDiskUnlisted      = "disk-unlisted"
-	FindCorruptZnode      = "corrupt-znode"
-	FindBrokerDown        = "broker-down"
-	FindNoController      = "no-controller"
-	FindZKServerDown      = "zookeeper-server-down"
-)
-
-// Finding is one problem, with its evidence and what repairs it.
-type Finding struct {
-	// ID names the finding within the diagnosis ("broker-down/1",
-	// "under-replicated/orders").
-	ID         string   `json:"id"`
-	Kind       string   `json:"kind"`
-	Severity   Severity `json:"severity"`
-	Topic      string   `json:"topic,omitempty"`
-	Brokers    []int32  `json:"brokers,omitempty"`
-	Partitions []int32  `json:"partitions,omitempty"`
-	Summary    string   `json:"summary"`
-	Evidence   []string `json:"evidence"`
-	Fix        string   `json:"fix"`
-	DoNot      string   `json:"do_not,omitempty"`
-	Runbook    string   `json:"runbook,omitempty"`
-	// Cause is the ID of the finding that explains this one (a broker that
-	// is down, the topic's ghost); "" for a root cause.
-	Cause string `json:"cause,omitempty"`
-}
-
-// Diagnosis is what `kremedy diagnose` reports. Its JSON form is stable:
-// fields are only ever added.
-type Diagnosis struct {
-	Version    int       `json:"version"` // 1
-	Cluster    string    `json:"cluster"`
-	Topic      string    `json:"topic,omitempty"` // "" for the whole cluster
-	Healthy    bool      `json:"healthy"`
-	Brokers    []int32   `json:"brokers"` // registered in ZooKeeper
-	Controller int32     `json:"controller"`
-	Topics     int       `json:"topics_scanned"`
-	Disk       bool      `json:"disk_checked"` // log dirs listed over SSH
-	Findings   []Finding `json:"findings"`
-	// Shared are causes several topics share, with the one command that
-	// repairs them all (sharedCauses).
-	Shared []Shared `json:"shared_causes,omitempty"`
-	Took   string   `json:"took"`
-	// Releases is what each registered broker runs (ApiVersions, IBP);
-	// Methods what kremedy judges differently because of it.
-	Releases brokers.Releases `json:"releases,omitempty"`
-	Methods  []string         `json:"methods,omitempty"`
-	// Migration is the ZooKeeper → KRaft readiness verdict (--migration).
-	Migration *Readiness `json:"migration,omitempty"`
-	// Mode is "kraft" for a KRaft cluster ("" in ZooKeeper mode); such a
-	// diagnosis has the metadata quorum and the finalized features.
-	Mode     string          `json:"mode,omitempty"`
-	Quorum   *ports.Quorum   `json:"quorum,omitempty"`
-	Features *ports.Features `json:"features,omitempty"`
-}
-
-// Options narrow or widen a diagnosis.
-type Options struct {
-	Topic string // "" for the whole cluster
-	// Disk lists every broker's log dirs over SSH.
-	Disk bool
-	// Migration adds the ZooKeeper → KRaft migration's readiness checks
-	// and verdict (Diagnosis.Migration).
-	Migration bool
-	// Settle is the settle window (DefaultSettle when 0): how long a
-	// disagreement must last to count, and how young a topic is settling.
-	Settle time.Duration
-	// Accept: the topics whose partitions no restart can keep available
-	// that the migration's rolls are to accept (brokers.AcceptParam; "*"
-	// for every one): advice, not a blocker.
-	Accept []string
-	// Lease reads the cluster's lease and reports a run holding it
-	// (lease-held). `kremedy diagnose` does; a run's own diagnosis does
-	// not (the lease it would find is its own).
-	Lease bool
-}
-
-const cleanupFix = "run the topic-cleanup runbook: `kremedy run topic-cleanup --inventory " + InventoryMark + " --set topic=%s` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything and verifies)"
-
-// cleanupFixRecreate is cleanupFix with the topic recreated empty at the end.
-const cleanupFixRecreate = "run the topic-cleanup runbook with recreate=true: `kremedy run topic-cleanup --inventory " + InventoryMark + " --set topic=%s --set recreate=true` (it detaches clients, deletes the znodes with a backup, stops every broker, quarantines the segments, restarts everything, recreates the topic empty and verifies)"
-
-// InventoryMark stands for the inventory's path in a finding's commands;
-// the command that knows the path (diagnose's) puts it in (WithInventory).
-const InventoryMark = "INV"
-
-// diagnosis is one diagnosis being made.
+// diagnosis is one diagnosis of a ZooKeeper-mode cluster being made.
 type diagnosis struct {
-	c      ports.Cluster
-	o      Options
-	d      *Diagnosis
+	diagnoser
 	st     *kafkazk.ClusterState
-	views  map[int32]ports.BrokerView
 	topics []string // asked for: o.Topic, or nil for every topic
 	// the cluster's defaults, read once
 	deleteDisabled []int32
-	minISR         brokers.MinISR
-	fewer          fewer
 	ibp            string // inter.broker.protocol.version, "" when no broker said
 	migrating      string // /migration's content when a migration has started
 	// how long the disagreements lasted: the first read that showed one,
@@ -150,20 +31,10 @@ type diagnosis struct {
 	reads int
 }
 
-func (g *diagnosis) add(f Finding) { g.d.Findings = appendFinding(g.d.Findings, f) }
-
-// appendFinding adds f with its brokers and partitions sorted, once each.
-func appendFinding(fs []Finding, f Finding) []Finding {
-	slices.Sort(f.Brokers)
-	f.Brokers = slices.Compact(f.Brokers)
-	slices.Sort(f.Partitions)
-	f.Partitions = slices.Compact(f.Partitions)
-	return append(fs, f)
-}
-
 // Run reads ZooKeeper, every broker's own metadata and, with Disk, every
 // broker's log dirs, and reports what disagrees. It never changes anything:
-// Metadata requests never auto-create topics.
+// Metadata requests never auto-create topics. A KRaft inventory (no
+// ZooKeeper) is diagnosed over Kafka alone (runKRaft).
 func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	if c.ZK == nil {
 		if o.Migration {
@@ -172,11 +43,10 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		return runKRaft(ctx, c, o)
 	}
 	start := time.Now()
-	g := &diagnosis{c: c, o: o, minISR: brokers.MinISR{Default: 1}}
+	g := &diagnosis{diagnoser: diagnoser{c: c, o: o, minISR: brokers.MinISR{Default: 1}}}
 	if o.Topic != "" {
 		g.topics = []string{o.Topic}
 	}
-	var err error
 	if kid, migrated, err := brokers.Migrated(ctx, c.ZK); err != nil {
 		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
 	} else if migrated {
@@ -190,13 +60,33 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
 	}
-	var disks *diskListing
-	var disksDone chan struct{}
-	if o.Disk && c.Hosts != nil {
-		disks, disksDone = &diskListing{}, make(chan struct{})
-		go func() { defer close(disksDone); *disks = listDisks(ctx, c, registered) }()
-		defer func() { <-disksDone }() // an early return still waits for the SSH listings
+	disks := startDisks(ctx, c, o, registered)
+	defer disks.wait() // an early return still waits for the SSH listings
+	unreachable, err := g.read(ctx, registered)
+	if err != nil {
+		return nil, err
 	}
+	g.examine(ctx, unreachable)
+	if l := disks.wait(); l != nil {
+		g.d.Disk = true
+		diagnoseDisks(g.add, c.Target, g.st, *l, o.Topic, g.d.Releases.RefusesStaleLog())
+	}
+	if o.Migration {
+		g.migration(ctx, disks.wait())
+	}
+	if m := lease(ctx, c, o, g.add); m != "" {
+		g.d.Methods = append(g.d.Methods, m)
+	}
+	g.conclude(ctx, start)
+	return g.d, nil
+}
+
+// read is the first phase of Run: ZooKeeper's state, with every registered
+// broker's own metadata and what each runs asked meanwhile, read again
+// while they disagree (readAgreeing). It returns the brokers that did not
+// answer.
+func (g *diagnosis) read(ctx context.Context, registered []int32) (map[int32]error, error) {
+	c := g.c
 	early := make(chan firstRead, 1)
 	ectx, ecancel := context.WithCancel(ctx)
 	defer ecancel()
@@ -207,13 +97,14 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		r.releases = brokers.Probe(ectx, c.Kafka, registered)
 		early <- r
 	}()
+	var err error
 	if g.st, err = c.ZK.ReadState(ctx, g.topics...); err != nil {
 		ecancel() // the brokers' answers are not needed any more
 		<-early
 		return nil, fmt.Errorf("read ZooKeeper %s: %w", c.Target.ZKConnect, err)
 	}
 	first := <-early
-	g.d = &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: o.Topic}
+	g.d = &Diagnosis{Version: 1, Cluster: c.Target.Name, Topic: g.o.Topic}
 	unreachable, err := g.readAgreeing(ctx, &first)
 	if err != nil {
 		return nil, err
@@ -225,10 +116,16 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		g.d.Releases = brokers.Probe(ctx, c.Kafka, g.st.Brokers)
 	}
 	g.d.Methods = g.d.Releases.Methods()
+	return unreachable, nil
+}
+
+// examine is Run's second phase, on what read read: the cluster's
+// findings, then every topic's, then the causes across topics.
+func (g *diagnosis) examine(ctx context.Context, unreachable map[int32]error) {
 	g.clusterFindings(unreachable)
 	g.zkServers(ctx)
 	g.readDefaults(ctx)
-	names := g.topicNames()
+	names := g.topicNames(g.st.Topics)
 	for _, name := range names {
 		ts := g.st.Topics[name]
 		if ts == nil {
@@ -241,17 +138,11 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 		g.add(*f)
 	}
 	g.brokersDown(names)
-	if disks != nil {
-		<-disksDone
-		g.d.Disk = true
-		diagnoseDisks(g.add, c.Target, g.st, *disks, o.Topic, g.d.Releases.RefusesStaleLog())
-	}
-	if o.Migration {
-		g.migration(ctx, disks)
-	}
-	if m := lease(ctx, c, o, g.add); m != "" {
-		g.d.Methods = append(g.d.Methods, m)
-	}
+}
+
+// conclude is Run's last phase: the findings sorted and linked to their
+// causes, the settling ones folded, and the verdicts.
+func (g *diagnosis) conclude(ctx context.Context, start time.Time) {
 	sortFindings(g.d.Findings)
 	g.d.Findings = linkCauses(g.d.Findings)
 	// After the causes are linked: a finding a cause explains (a broker
@@ -263,11 +154,10 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	g.d.Methods = append(g.d.Methods, g.settled())
 	g.d.Healthy = healthy(g.d.Findings)
 	g.d.Shared = sharedCauses(g.d.Findings)
-	if o.Migration {
+	if g.o.Migration {
 		g.readiness()
 	}
 	g.d.Took = time.Since(start).Round(time.Millisecond).String()
-	return g.d, nil
 }
 
 // migratedDiagnosis is the one finding a ZooKeeper-mode inventory of a
@@ -324,10 +214,7 @@ func (g *diagnosis) readAgreeing(ctx context.Context, first *firstRead) (map[int
 		if g.reads++; attempt >= 2 && time.Since(g.since) >= g.window() || ctx.Err() != nil {
 			return unreachable, nil
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+		sleep(ctx, time.Second)
 		st, err := g.c.ZK.ReadState(ctx, g.topics...)
 		if err != nil {
 			return nil, fmt.Errorf("read ZooKeeper %s: %w", g.c.Target.ZKConnect, err)
@@ -336,8 +223,6 @@ func (g *diagnosis) readAgreeing(ctx context.Context, first *firstRead) (map[int
 	}
 }
 
-// clusterFindings: brokers that do not answer, and brokers that disagree
-// with ZooKeeper about the controller or the live brokers.
 // zkServers reports the ensemble's servers (the inventory's connect
 // string) that refuse connections: the session kremedy has proves a
 // quorum, but each server lost takes the ensemble closer to losing it.
@@ -368,6 +253,8 @@ func (g *diagnosis) zkServers(ctx context.Context) {
 		DoNot:    "do not restart another ZooKeeper server until these are back"})
 }
 
+// clusterFindings: brokers that do not answer, and brokers that disagree
+// with ZooKeeper about the controller or the live brokers.
 func (g *diagnosis) clusterFindings(unreachable map[int32]error) {
 	if g.st.Controller < 0 && len(g.st.Brokers) > 0 {
 		g.add(Finding{Kind: FindNoController, Severity: Critical, Brokers: g.st.Brokers,
@@ -430,7 +317,7 @@ func (g *diagnosis) brokersDown(names []string) {
 	}
 }
 
-// readDefaults reads the brokers'  delete.topic.enable and default
+// readDefaults reads the brokers' delete.topic.enable and default
 // min.insync.replicas.
 func (g *diagnosis) readDefaults(ctx context.Context) {
 	for _, id := range sortedIDs(g.views) {
@@ -460,77 +347,12 @@ func (g *diagnosis) readDefaults(ctx context.Context) {
 	}
 }
 
-// topicNames: ZooKeeper's topics and any a broker still serves, or the
-// one asked for.
-func (g *diagnosis) topicNames() []string {
-	if g.o.Topic != "" {
-		return []string{g.o.Topic}
-	}
-	names := map[string]bool{}
-	for n := range g.st.Topics {
-		names[n] = true
-	}
-	for _, v := range g.views {
-		for n, tv := range v.Topics {
-			if tv.Present() {
-				names[n] = true
-			}
-		}
-	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	return sorted
-}
-
 // lasted says how long the disagreements lasted across the re-reads.
 func (g *diagnosis) lasted() string {
 	if g.reads <= 1 {
 		return "seen in one read of ZooKeeper and the brokers"
 	}
 	return fmt.Sprintf("lasted at least %s: seen in %d reads of ZooKeeper and the brokers, 1 s apart", time.Since(g.since).Round(100*time.Millisecond), g.reads)
-}
-
-// brokerViews asks every broker for its own metadata, at most 16 at a time.
-func brokerViews(ctx context.Context, kc ports.Kafka, ids []int32, topics []string) (map[int32]ports.BrokerView, map[int32]error) {
-	type answer struct {
-		v   ports.BrokerView
-		err error
-	}
-	got := par.Each(ids, func(id int32) answer {
-		v, err := kc.BrokerView(ctx, id, topics...)
-		return answer{v, err}
-	})
-	views, errs := map[int32]ports.BrokerView{}, map[int32]error{}
-	for i, id := range ids {
-		if got[i].err != nil {
-			errs[id] = got[i].err
-		} else {
-			views[id] = got[i].v
-		}
-	}
-	return views, errs
-}
-
-func rank(s Severity) int {
-	switch s {
-	case Critical:
-		return 0
-	case Warning:
-		return 1
-	}
-	return 2
-}
-
-func sortedIDs(m map[int32]ports.BrokerView) []int32 {
-	var out []int32
-	for id := range m {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // topic diagnoses one topic, phase by phase.
@@ -828,289 +650,4 @@ func viewEvidence(views map[int32]ports.BrokerView, name string, lists, missing 
 		ev = append(ev, fmt.Sprintf("broker %d: %s", id, e))
 	}
 	return ev
-}
-
-// diskListing is every host's log dirs as listed over SSH.
-type diskListing struct {
-	dirs map[int32][]string
-	brokers.Listing
-}
-
-// listDisks finds each broker's log dirs (the inventory's, else the
-// broker's own answer) and lists them on every host at once. One host that
-// cannot be reached is recorded, not the end of the diagnosis: the other
-// hosts' disks are still worth reading at 3 a.m.
-func listDisks(ctx context.Context, c ports.Cluster, registered []int32) diskListing {
-	dirs := map[int32][]string{}
-	var ask []int32
-	for _, h := range c.Target.Hosts {
-		dirs[h.ID] = h.LogDirs
-		if len(h.LogDirs) == 0 && slices.Contains(registered, h.ID) {
-			ask = append(ask, h.ID)
-		}
-	}
-	for i, d := range par.Each(ask, func(id int32) []string { d, _ := c.Kafka.LogDirs(ctx, id); return d }) {
-		dirs[ask[i]] = d
-	}
-	return diskListing{dirs: dirs, Listing: brokers.List(ctx, c.Hosts, c.Target, dirs)}
-}
-
-// unlistedFinding is a broker whose disk was not examined: SSH failed, or
-// the host answered with what kremedy refuses to act on (a name Kafka
-// cannot make, a log dir path a script could misread, a dir it cannot
-// enter) — then the evidence, not SSH, says what to fix.
-func unlistedFinding(id int32, err error, more string) Finding {
-	f := Finding{Kind: FindDiskUnlisted, Severity: Critical, Brokers: []int32{id},
-		Summary:  fmt.Sprintf("broker %d's log dirs could not be listed over SSH: its disk was not examined", id),
-		Evidence: []string{err.Error()},
-		Fix:      "fix SSH to the host (reachability, user, key, known_hosts) and diagnose again" + more}
-	if errors.Is(err, ports.ErrRefused) {
-		f.Summary = fmt.Sprintf("broker %d's host answered, but kremedy refused what its log dirs hold: its disk was not examined", id)
-		f.Fix = "do what the evidence says (move a name Kafka cannot make out of the log dir, give a log dir a plain path, or let kremedy's commands run through sudo), then diagnose again" + more
-	}
-	return f
-}
-
-func diagnoseDisks(add func(Finding), t ports.Target, st *kafkazk.ClusterState, l diskListing, only string, refuses bool) {
-	all, errs := l.Entries, l.Errs
-	for _, h := range t.Hosts {
-		if err := errs[h.ID]; err != nil {
-			add(unlistedFinding(h.ID, err, "; a cleanup refuses to start until every host answers"))
-		}
-	}
-	type key struct{ kind, topic string }
-	groups := map[key]*Finding{}
-	for _, h := range t.Hosts {
-		for _, dir := range l.dirs[h.ID] {
-			for _, e := range all[h.ID][dir] {
-				if !e.IsDir || segments.IsLogDirFile(e.Name) {
-					continue
-				}
-				pd, err := segments.ParseDir(e.Name)
-				if err != nil {
-					if errors.Is(err, segments.ErrBlocksStartup) && (only == "" || strings.HasPrefix(e.Name, only)) {
-						add(Finding{Kind: FindStrayDirectory, Severity: Critical, Brokers: []int32{h.ID},
-							Summary:  fmt.Sprintf("broker %d's log dir holds %s, which Kafka cannot parse: the broker will refuse to start", h.ID, e.Name),
-							Evidence: []string{fmt.Sprintf("%s/%s: %v", dir, e.Name, err)},
-							Fix:      "move it out of every log dir (not just rename it inside one) before the broker restarts"})
-					}
-					continue
-				}
-				if only != "" && pd.Topic != only {
-					continue
-				}
-				ts := st.Topics[pd.Topic]
-				var k key
-				var ev string
-				switch {
-				case ts == nil || !ts.HasZnode():
-					if ts != nil && ts.PendingDelete || pd.Kind == segments.Delete {
-						// covered by stuck-deletion, or Kafka's own asynchronous
-						// delete (gone after file.delete.delay.ms)
-						continue
-					}
-					k, ev = key{FindOrphanedSegments, pd.Topic}, fmt.Sprintf("broker %d %s/%s (%s)", h.ID, dir, e.Name, pd.Kind)
-				case ts.Znode.TopicID != "" && e.TopicID != "" && e.TopicID != ts.Znode.TopicID && pd.Kind == segments.Live:
-					k, ev = key{FindForeignSegments, pd.Topic}, fmt.Sprintf("broker %d %s/%s: partition.metadata topic_id %s, znode topic_id %s", h.ID, dir, e.Name, e.TopicID, ts.Znode.TopicID)
-				default:
-					continue
-				}
-				f, ok := groups[k]
-				if !ok {
-					f = &Finding{Kind: k.kind, Topic: k.topic, Runbook: "topic-cleanup"}
-					groups[k] = f
-				}
-				f.Brokers = append(f.Brokers, h.ID)
-				f.Partitions = append(f.Partitions, pd.Partition)
-				f.Evidence = append(f.Evidence, ev)
-			}
-		}
-	}
-	for k, f := range groups {
-		sort.Strings(f.Evidence)
-		switch k.kind {
-		case FindOrphanedSegments:
-			f.Severity = Warning
-			f.Summary = fmt.Sprintf("partition directories of %q remain on disk but ZooKeeper has no such topic", k.topic)
-			f.Fix = fmt.Sprintf(cleanupFix, k.topic) + " — the segments are quarantined while every broker is stopped"
-			f.DoNot = "do not recreate the topic under this name first: the brokers would adopt these segments (or reject it with INCONSISTENT_TOPIC_ID)"
-		case FindForeignSegments:
-			f.Severity = Critical
-			f.Summary = fmt.Sprintf("directories of %q carry another topic ID than its znode (INCONSISTENT_TOPIC_ID): those brokers never serve or replicate it", k.topic)
-			if !refuses {
-				// Kafka 2.8 compares IDs only with a log already attached
-				// to the partition: after a restart it adopts the directory.
-				f.Summary = fmt.Sprintf("directories of %q carry another topic ID than its znode: on this release (topic IDs without the 3.0 check) the broker adopted them and serves the old segments as the new topic's", k.topic)
-			}
-			f.Fix = fmt.Sprintf(cleanupFixRecreate, k.topic)
-			f.DoNot = "do not delete the directories while the broker runs, and do not rewrite the znode's topic_id"
-		}
-		add(*f)
-	}
-}
-
-// disagrees reports whether any broker's view differs from ZooKeeper's
-// state: about the controller and live brokers, or about a topic's id,
-// partitions, leaders, epochs or ISR.
-func disagrees(st *kafkazk.ClusterState, views map[int32]ports.BrokerView) bool {
-	for _, v := range views {
-		if !agreesOnCluster(v, st) {
-			return true
-		}
-	}
-	for _, v := range views {
-		for name, tv := range v.Topics {
-			if ts := st.Topics[name]; tv.Present() && (ts == nil || !ts.Exists) {
-				return true // a broker serves a topic ZooKeeper does not have
-			}
-		}
-	}
-	for name, ts := range st.Topics {
-		if ts.HasZnode() && !ts.PendingDelete {
-			for _, v := range views {
-				if tv, ok := v.Topics[name]; !ok || tv.Gone() {
-					return true // ZooKeeper has it, a broker does not serve it
-				}
-			}
-		}
-		if dis, _, _ := topicDisagreement(name, ts, views); len(dis) > 0 {
-			return true
-		}
-		if toBrokers, toZK := partitionsUnknown(name, ts, views); len(toBrokers)+len(toZK) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// agreesOnCluster: the broker names ZooKeeper's controller and exactly the
-// registered brokers as live.
-func agreesOnCluster(v ports.BrokerView, st *kafkazk.ClusterState) bool {
-	return v.Controller == st.Controller && slices.Equal(v.Brokers, st.Brokers)
-}
-
-// topicDisagreement compares, partition by partition, what ZooKeeper
-// says of a topic — its id, each partition's replicas, and the state
-// znode's leader, leader epoch and ISR — with what each broker that serves
-// the topic says, not only brokers with each other. Each difference is one
-// line naming the field, ZooKeeper's value, and each value the brokers hold
-// with the brokers that hold it. A partition some brokers know and others
-// do not is a difference; one no broker knows, or only brokers know, is
-// partitionsUnknown's. Nothing to compare while the topic has no znode or
-// is being deleted (stale-metadata and stuck-deletion cover those).
-func topicDisagreement(name string, ts *kafkazk.TopicState, views map[int32]ports.BrokerView) (dis []string, disB, disP []int32) {
-	if !ts.HasZnode() || ts.PendingDelete {
-		return nil, nil, nil
-	}
-	assign, err := ts.Znode.Assignment()
-	if err != nil {
-		return nil, nil, nil
-	}
-	serving := servingBrokers(name, views)
-	type key struct {
-		part  int32 // -1: the topic
-		field string
-	}
-	// Made on the first disagreement: a healthy topic allocates nothing
-	// (diagnose compares every partition of every broker, twice).
-	var zk map[key]string
-	var held map[key]map[string][]int32
-	note := func(k key, zkVal, brokerVal string, id int32) {
-		if held == nil {
-			zk, held = map[key]string{}, map[key]map[string][]int32{}
-		}
-		if held[k] == nil {
-			held[k] = map[string][]int32{}
-		}
-		zk[k] = zkVal
-		held[k][brokerVal] = append(held[k][brokerVal], id)
-		disB = append(disB, id)
-		if k.part >= 0 {
-			disP = append(disP, k.part)
-		}
-	}
-	// known: some serving broker knows partition p.
-	known := func(p int32) bool {
-		for _, id := range serving {
-			if _, ok := views[id].Topics[name].Partitions[p]; ok {
-				return true
-			}
-		}
-		return false
-	}
-	for _, id := range serving {
-		tv := views[id].Topics[name]
-		if ts.Znode.TopicID != "" && tv.ID != "" && tv.ID != ts.Znode.TopicID {
-			note(key{-1, "topic id"}, ts.Znode.TopicID, tv.ID, id)
-		}
-		for p, reps := range assign {
-			pv, ok := tv.Partitions[p]
-			if !ok {
-				if known(p) {
-					note(key{p, "partition"}, "assigns it", "do not know it", id)
-				}
-				continue
-			}
-			if !slices.Equal(pv.Replicas, reps) {
-				note(key{p, "replicas"}, fmt.Sprint(reps), fmt.Sprint(pv.Replicas), id)
-			}
-			zs, ok := ts.States[p]
-			if !ok {
-				continue
-			}
-			if pv.Leader != zs.Leader {
-				note(key{p, "leader"}, fmt.Sprint(zs.Leader), fmt.Sprint(pv.Leader), id)
-			}
-			if pv.LeaderEpoch != zs.LeaderEpoch {
-				note(key{p, "leader epoch"}, fmt.Sprint(zs.LeaderEpoch), fmt.Sprint(pv.LeaderEpoch), id)
-			}
-			if !sameIDs(pv.ISR, zs.ISR) {
-				note(key{p, "isr"}, fmt.Sprint(zs.ISR), fmt.Sprint(pv.ISR), id)
-			}
-		}
-	}
-	for k, vals := range held {
-		what := name
-		if k.part >= 0 {
-			what = fmt.Sprintf("%s-%d", name, k.part)
-		}
-		var parts []string
-		for _, v := range slices.Sorted(maps.Keys(vals)) {
-			ids := vals[v]
-			slices.Sort(ids)
-			parts = append(parts, fmt.Sprintf("brokers %s %s", fmt.Sprint(ids), v))
-		}
-		dis = append(dis, fmt.Sprintf("%s %s: ZooKeeper %s; %s", what, k.field, zk[k], strings.Join(parts, "; ")))
-	}
-	sort.Strings(dis)
-	return dis, disB, disP
-}
-
-// servingBrokers lists the brokers whose view has the topic, sorted.
-func servingBrokers(name string, views map[int32]ports.BrokerView) []int32 {
-	var out []int32
-	for _, id := range sortedIDs(views) {
-		if tv, ok := views[id].Topics[name]; ok && tv.Present() {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// sameIDs reports whether a and b hold the same ids, in any order.
-func sameIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) > 16 {
-		return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
-	}
-	// Replica sets are small: sorted copies on the stack (called for every
-	// partition and broker: at 10,000 partitions the allocations showed).
-	var x, y [16]int32
-	copy(x[:], a)
-	copy(y[:], b)
-	slices.Sort(x[:len(a)])
-	slices.Sort(y[:len(b)])
-	return x == y
 }
