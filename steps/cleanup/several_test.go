@@ -179,31 +179,29 @@ func TestSeveralTopicsRefuseAHealthyOrUnknownOne(t *testing.T) {
 // TestTopicOptionsAreChecked: topic or topics, never both or neither, and
 // never * or an internal topic.
 func TestTopicOptionsAreChecked(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rb, err := runbooks.Get("topic-cleanup")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for set, want := range map[string]string{
-			"":                                 "no topic to clean up: set --set topic=NAME, or several at once with --set topics=a,b,c",
-			"topic=a,topics=b,c":               "topic=a and topics=b,c are both set: set one",
-			"topics=*":                         "topics=*: name each topic to clean up",
-			"topics=orders,__consumer_offsets": "is internal to Kafka",
-		} {
-			vals := map[string]string{}
-			if set != "" {
-				k1, rest, _ := strings.Cut(set, ",topics=")
-				k, v, _ := strings.Cut(k1, "=")
-				vals[k] = v
-				if rest != "" {
-					vals["topics"] = rest
-				}
-			}
-			if _, err := rb.Bind(vals, "test"); err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("Bind(%v) = %v, want %q", vals, err, want)
+	rb, err := runbooks.Get("topic-cleanup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for set, want := range map[string]string{
+		"":                                 "no topic to clean up: set --set topic=NAME, or several at once with --set topics=a,b,c",
+		"topic=a,topics=b,c":               "topic=a and topics=b,c are both set: set one",
+		"topics=*":                         "topics=*: name each topic to clean up",
+		"topics=orders,__consumer_offsets": "is internal to Kafka",
+	} {
+		vals := map[string]string{}
+		if set != "" {
+			k1, rest, _ := strings.Cut(set, ",topics=")
+			k, v, _ := strings.Cut(k1, "=")
+			vals[k] = v
+			if rest != "" {
+				vals["topics"] = rest
 			}
 		}
-	})
+		if _, err := rb.Bind(vals, "test"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Bind(%v) = %v, want %q", vals, err, want)
+		}
+	}
 }
 
 // TestSeveralGhostsRolling: rolling mode repairs the three in one roll:

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"testing/synctest"
 
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -36,46 +35,44 @@ func TestMoveScriptRefusesAHeldLock(t *testing.T) {
 		{name: "brackets through a link", dir: "k[1]", real: "disk[2]/data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				base := t.TempDir()
-				logDir := filepath.Join(base, tc.dir)
-				if tc.real != "" {
-					if err := os.MkdirAll(filepath.Join(base, tc.real), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.Symlink(filepath.Join(base, tc.real), logDir); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := os.MkdirAll(filepath.Join(logDir, "orders-0"), 0o755); err != nil {
+			base := t.TempDir()
+			logDir := filepath.Join(base, tc.dir)
+			if tc.real != "" {
+				if err := os.MkdirAll(filepath.Join(base, tc.real), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				lock, err := os.Create(filepath.Join(logDir, ".lock"))
-				if err != nil {
+				if err := os.Symlink(filepath.Join(base, tc.real), logDir); err != nil {
 					t.Fatal(err)
 				}
-				defer lock.Close()
-				mv := Move{From: filepath.Join(logDir, "orders-0"), To: filepath.Join(base, "kremedy-quarantine", "run", "data", "orders-0")}
-				run := func() (string, error) {
-					var out strings.Builder
-					err := steptest.LocalShell{Shell: "/bin/sh"}.Run(context.Background(), 1, shell.Script(moveScript([]Move{mv}, false)), func(l ports.Line) { out.WriteString(l.Text + "\n") })
-					return out.String(), err
-				}
-				out, err := run()
-				if err == nil {
-					t.Fatalf("the wipe moved under a held .lock:\n%s", out)
-				}
-				if _, serr := os.Stat(mv.From); serr != nil {
-					t.Fatalf("%s moved while its log dir's .lock was held: %v", mv.From, serr)
-				}
-				lock.Close()
-				if out, err := run(); err != nil || !strings.Contains(out, "moved "+mv.From) {
-					t.Fatalf("after the lock was released: %v\n%s", err, out)
-				}
-				if _, err := os.Stat(mv.To); err != nil {
-					t.Fatal(err)
-				}
-			})
+			}
+			if err := os.MkdirAll(filepath.Join(logDir, "orders-0"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			lock, err := os.Create(filepath.Join(logDir, ".lock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Close()
+			mv := Move{From: filepath.Join(logDir, "orders-0"), To: filepath.Join(base, "kremedy-quarantine", "run", "data", "orders-0")}
+			run := func() (string, error) {
+				var out strings.Builder
+				err := steptest.LocalShell{Shell: "/bin/sh"}.Run(context.Background(), 1, shell.Script(moveScript([]Move{mv}, false)), func(l ports.Line) { out.WriteString(l.Text + "\n") })
+				return out.String(), err
+			}
+			out, err := run()
+			if err == nil {
+				t.Fatalf("the wipe moved under a held .lock:\n%s", out)
+			}
+			if _, serr := os.Stat(mv.From); serr != nil {
+				t.Fatalf("%s moved while its log dir's .lock was held: %v", mv.From, serr)
+			}
+			lock.Close()
+			if out, err := run(); err != nil || !strings.Contains(out, "moved "+mv.From) {
+				t.Fatalf("after the lock was released: %v\n%s", err, out)
+			}
+			if _, err := os.Stat(mv.To); err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }
@@ -84,24 +81,22 @@ func TestMoveScriptRefusesAHeldLock(t *testing.T) {
 // the log dir's name would match as a pattern ("k[1]" matches "k1") does
 // not stop the wipe of this one.
 func TestMoveScriptLockIsNotAPattern(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		base := t.TempDir()
-		logDir, other := filepath.Join(base, "k[1]"), filepath.Join(base, "k1")
-		for _, d := range []string{filepath.Join(logDir, "orders-0"), other} {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		lock, err := os.Create(filepath.Join(other, ".lock"))
-		if err != nil {
+	base := t.TempDir()
+	logDir, other := filepath.Join(base, "k[1]"), filepath.Join(base, "k1")
+	for _, d := range []string{filepath.Join(logDir, "orders-0"), other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		defer lock.Close()
-		mv := Move{From: filepath.Join(logDir, "orders-0"), To: filepath.Join(base, "kremedy-quarantine", "run", "k[1]", "orders-0")}
-		var out strings.Builder
-		err = steptest.LocalShell{Shell: "/bin/sh"}.Run(context.Background(), 1, shell.Script(moveScript([]Move{mv}, false)), func(l ports.Line) { out.WriteString(l.Text + "\n") })
-		if err != nil || !strings.Contains(out.String(), "moved "+mv.From) {
-			t.Fatalf("k1/.lock held, k[1] wiped: %v\n%s", err, out.String())
-		}
-	})
+	}
+	lock, err := os.Create(filepath.Join(other, ".lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	mv := Move{From: filepath.Join(logDir, "orders-0"), To: filepath.Join(base, "kremedy-quarantine", "run", "k[1]", "orders-0")}
+	var out strings.Builder
+	err = steptest.LocalShell{Shell: "/bin/sh"}.Run(context.Background(), 1, shell.Script(moveScript([]Move{mv}, false)), func(l ports.Line) { out.WriteString(l.Text + "\n") })
+	if err != nil || !strings.Contains(out.String(), "moved "+mv.From) {
+		t.Fatalf("k1/.lock held, k[1] wiped: %v\n%s", err, out.String())
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"testing/synctest"
 
 	"github.com/kremedy/kremedy/steps/diagnose"
 )
@@ -20,65 +19,63 @@ import (
 // finding.go's one block and listed in Kinds, once; Kinds lists nothing
 // else.
 func TestKindsIsEveryKind(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		files, err := filepath.Glob("*.go")
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]string{} // kind -> file
+	fset := token.NewFileSet()
+	for _, fn := range files {
+		if strings.HasSuffix(fn, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, fn, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		declared := map[string]string{} // kind -> file
-		fset := token.NewFileSet()
-		for _, fn := range files {
-			if strings.HasSuffix(fn, "_test.go") {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
 				continue
 			}
-			f, err := parser.ParseFile(fset, fn, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.CONST {
-					continue
-				}
-				for _, s := range g.Specs {
-					vs := s.(*ast.ValueSpec)
-					for i, n := range vs.Names {
-						if !strings.HasPrefix(n.Name, "Find") || i >= len(vs.Values) {
-							continue
-						}
-						lit, ok := vs.Values[i].(*ast.BasicLit)
-						if !ok || lit.Kind != token.STRING {
-							t.Errorf("%s: %s is not a string literal", fn, n.Name)
-							continue
-						}
-						kind, _ := strconv.Unquote(lit.Value)
-						if fn != "finding.go" {
-							t.Errorf("%s declares %s (%q): every finding kind is declared in finding.go's one block", fn, n.Name, kind)
-						}
-						declared[kind] = fn
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if !strings.HasPrefix(n.Name, "Find") || i >= len(vs.Values) {
+						continue
 					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						t.Errorf("%s: %s is not a string literal", fn, n.Name)
+						continue
+					}
+					kind, _ := strconv.Unquote(lit.Value)
+					if fn != "finding.go" {
+						t.Errorf("%s declares %s (%q): every finding kind is declared in finding.go's one block", fn, n.Name, kind)
+					}
+					declared[kind] = fn
 				}
 			}
 		}
-		if len(declared) < 49 {
-			t.Fatalf("found %d finding kinds in the package's source, want at least 49: the scan is broken", len(declared))
+	}
+	if len(declared) < 49 {
+		t.Fatalf("found %d finding kinds in the package's source, want at least 49: the scan is broken", len(declared))
+	}
+	seen := map[string]bool{}
+	for _, k := range diagnose.Kinds {
+		if seen[k] {
+			t.Errorf("Kinds lists %q twice", k)
 		}
-		seen := map[string]bool{}
-		for _, k := range diagnose.Kinds {
-			if seen[k] {
-				t.Errorf("Kinds lists %q twice", k)
-			}
-			seen[k] = true
-			if declared[k] == "" {
-				t.Errorf("Kinds lists %q, which no Find* constant declares", k)
-			}
+		seen[k] = true
+		if declared[k] == "" {
+			t.Errorf("Kinds lists %q, which no Find* constant declares", k)
 		}
-		for k := range declared {
-			if !seen[k] {
-				t.Errorf("finding kind %q is not in Kinds", k)
-			}
+	}
+	for k := range declared {
+		if !seen[k] {
+			t.Errorf("finding kind %q is not in Kinds", k)
 		}
-	})
+	}
 }
 
 // docKinds are the kinds docs/diagnose.md's tables of findings list: the
@@ -113,20 +110,18 @@ func docKinds(t *testing.T) map[string]bool {
 // TestEveryKindIsDocumented: docs/diagnose.md has a row for every finding
 // kind, and documents no kind that does not exist.
 func TestEveryKindIsDocumented(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		doc := docKinds(t)
-		if len(doc) < 40 {
-			t.Fatalf("found %d kinds in docs/diagnose.md's tables: the parse is broken", len(doc))
+	doc := docKinds(t)
+	if len(doc) < 40 {
+		t.Fatalf("found %d kinds in docs/diagnose.md's tables: the parse is broken", len(doc))
+	}
+	for _, k := range diagnose.Kinds {
+		if !doc[k] {
+			t.Errorf("finding kind %q has no row in docs/diagnose.md", k)
 		}
-		for _, k := range diagnose.Kinds {
-			if !doc[k] {
-				t.Errorf("finding kind %q has no row in docs/diagnose.md", k)
-			}
+	}
+	for k := range doc {
+		if !slices.Contains(diagnose.Kinds, k) {
+			t.Errorf("docs/diagnose.md documents %q, which is no finding kind", k)
 		}
-		for k := range doc {
-			if !slices.Contains(diagnose.Kinds, k) {
-				t.Errorf("docs/diagnose.md documents %q, which is no finding kind", k)
-			}
-		}
-	})
+	}
 }

@@ -185,30 +185,28 @@ func TestZooKeeperInventoryOfAMigratedCluster(t *testing.T) {
 // TestSameIDs: two replica sets are the same whatever their order, as
 // multisets, on the stack's path and past it.
 func TestSameIDs(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		long := make([]int32, 20)
-		for i := range long {
-			long[i] = int32(i)
+	long := make([]int32, 20)
+	for i := range long {
+		long[i] = int32(i)
+	}
+	rev := slices.Clone(long)
+	slices.Reverse(rev)
+	for _, tc := range []struct {
+		a, b []int32
+		want bool
+	}{
+		{[]int32{1, 2, 3}, []int32{3, 1, 2}, true},
+		{[]int32{1, 2}, []int32{1, 2, 3}, false},
+		{[]int32{1, 1, 2}, []int32{1, 2, 2}, false},
+		{nil, []int32{}, true},
+		{[]int32{0}, []int32{}, false},
+		{long, rev, true},
+		{long, append(slices.Clone(rev[:19]), 99), false},
+	} {
+		if got := sameIDs(tc.a, tc.b); got != tc.want {
+			t.Errorf("sameIDs(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
-		rev := slices.Clone(long)
-		slices.Reverse(rev)
-		for _, tc := range []struct {
-			a, b []int32
-			want bool
-		}{
-			{[]int32{1, 2, 3}, []int32{3, 1, 2}, true},
-			{[]int32{1, 2}, []int32{1, 2, 3}, false},
-			{[]int32{1, 1, 2}, []int32{1, 2, 2}, false},
-			{nil, []int32{}, true},
-			{[]int32{0}, []int32{}, false},
-			{long, rev, true},
-			{long, append(slices.Clone(rev[:19]), 99), false},
-		} {
-			if got := sameIDs(tc.a, tc.b); got != tc.want {
-				t.Errorf("sameIDs(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
-			}
-		}
-	})
+	}
 }
 
 // quorumCounter counts the DescribeQuorum requests a diagnosis makes.

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"testing/synctest"
 )
 
 // A secured ZooKeeper-mode broker and controller as the secured lab writes
@@ -125,19 +124,17 @@ func TestCheckSecurity(t *testing.T) {
 			fact: "CONTROLLER listener: PLAINTEXT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				sec := CheckSecurity(map[int32]*Props{1: mustProps(t, tc.broker)}, map[int32]*Props{3001: mustProps(t, tc.ctrl)}, "CONTROLLER", tc.set)
-				all := strings.Join(sec.Problems, "\n")
-				switch {
-				case tc.want == "" && len(sec.Problems) > 0:
-					t.Fatalf("problems: %s", all)
-				case tc.want != "" && !strings.Contains(all, tc.want):
-					t.Fatalf("problems %q, want one saying %q", all, tc.want)
-				}
-				if tc.fact != "" && !strings.Contains(strings.Join(sec.Facts, "\n"), tc.fact) {
-					t.Fatalf("facts %q, want %q", sec.Facts, tc.fact)
-				}
-			})
+			sec := CheckSecurity(map[int32]*Props{1: mustProps(t, tc.broker)}, map[int32]*Props{3001: mustProps(t, tc.ctrl)}, "CONTROLLER", tc.set)
+			all := strings.Join(sec.Problems, "\n")
+			switch {
+			case tc.want == "" && len(sec.Problems) > 0:
+				t.Fatalf("problems: %s", all)
+			case tc.want != "" && !strings.Contains(all, tc.want):
+				t.Fatalf("problems %q, want one saying %q", all, tc.want)
+			}
+			if tc.fact != "" && !strings.Contains(strings.Join(sec.Facts, "\n"), tc.fact) {
+				t.Fatalf("facts %q, want %q", sec.Facts, tc.fact)
+			}
 		})
 	}
 }
@@ -145,44 +142,40 @@ func TestCheckSecurity(t *testing.T) {
 // TestMigrationEditWritesTheLogin: the brokers' login at the controllers is
 // in the migration edit, escaped so Java reads it back as written.
 func TestMigrationEditWritesTheLogin(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		set, err := ReadControllerSettings(writeSettings(t, settingsText+`listener.name.controller.ssl.truststore.password=back\slash`+"\n"), "CONTROLLER")
-		if err != nil {
-			t.Fatal(err)
+	set, err := ReadControllerSettings(writeSettings(t, settingsText+`listener.name.controller.ssl.truststore.password=back\slash`+"\n"), "CONTROLLER")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := quorum
+	q.Listener, q.Protocol, q.Settings = "CONTROLLER", "SASL_SSL", set.Set
+	text, _ := edit(t, securedBroker, func(p *Props) (Edit, error) { return MigrationEdit(p, q) })
+	p := mustProps(t, text)
+	for _, kv := range set.Set {
+		if got, _ := p.Get(kv[0]); got != kv[1] {
+			t.Fatalf("%s reads back as %q, want %q:\n%s", kv[0], got, kv[1], text)
 		}
-		q := quorum
-		q.Listener, q.Protocol, q.Settings = "CONTROLLER", "SASL_SSL", set.Set
-		text, _ := edit(t, securedBroker, func(p *Props) (Edit, error) { return MigrationEdit(p, q) })
-		p := mustProps(t, text)
-		for _, kv := range set.Set {
-			if got, _ := p.Get(kv[0]); got != kv[1] {
-				t.Fatalf("%s reads back as %q, want %q:\n%s", kv[0], got, kv[1], text)
-			}
-		}
-		if pm, _ := p.Get(keyProtoMap); !strings.Contains(pm, "CONTROLLER:SASL_SSL") {
-			t.Fatalf("protocol map %q", pm)
-		}
-	})
+	}
+	if pm, _ := p.Get(keyProtoMap); !strings.Contains(pm, "CONTROLLER:SASL_SSL") {
+		t.Fatalf("protocol map %q", pm)
+	}
 }
 
 // TestReadControllerSettings refuses what does not belong there, naming
 // the line, and a relative path.
 func TestReadControllerSettings(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		for _, tc := range []struct{ text, want string }{
-			{settingsText + "# a comment\nsasl.jaas.config=x\n", "line 4: sasl.jaas.config"},
-			{"ssl.keystore.password=x\n", "only sasl.mechanism.controller.protocol and listener.name.controller.*"},
-			{"# nothing\n", "sets nothing"},
-			{"a=\\u00zz\n", "malformed"},
-		} {
-			if _, err := ReadControllerSettings(writeSettings(t, tc.text), "CONTROLLER"); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("%q: %v, want %q", tc.text, err, tc.want)
-			}
+	for _, tc := range []struct{ text, want string }{
+		{settingsText + "# a comment\nsasl.jaas.config=x\n", "line 4: sasl.jaas.config"},
+		{"ssl.keystore.password=x\n", "only sasl.mechanism.controller.protocol and listener.name.controller.*"},
+		{"# nothing\n", "sets nothing"},
+		{"a=\\u00zz\n", "malformed"},
+	} {
+		if _, err := ReadControllerSettings(writeSettings(t, tc.text), "CONTROLLER"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%q: %v, want %q", tc.text, err, tc.want)
 		}
-		if _, err := ReadControllerSettings("settings.properties", "CONTROLLER"); err == nil || !strings.Contains(err.Error(), "absolute path") {
-			t.Fatalf("a relative path: %v", err)
-		}
-	})
+	}
+	if _, err := ReadControllerSettings("settings.properties", "CONTROLLER"); err == nil || !strings.Contains(err.Error(), "absolute path") {
+		t.Fatalf("a relative path: %v", err)
+	}
 }
 
 // TestMaskLine: the plan's diff lines show no secret: every key that
@@ -190,66 +183,62 @@ func TestReadControllerSettings(t *testing.T) {
 // options, PEM private keys, commented-out lines; what is no secret stays
 // readable.
 func TestMaskLine(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		for _, tc := range []struct{ in, want string }{
-			{`ssl.keystore.password=s3cret`, `ssl.keystore.password=****`},
-			{`ssl.key.password = s3cret`, `ssl.key.password = ****`},
-			{`ssl.truststore.password: s3cret`, `ssl.truststore.password: ****`},
-			{`ssl.keystore.password s3cret`, `ssl.keystore.password ****`},
-			{`listener.name.internal.ssl.keystore.password=s3cret`, `listener.name.internal.ssl.keystore.password=****`},
-			{`zookeeper.ssl.keystore.password=s3cret`, `zookeeper.ssl.keystore.password=****`},
-			{`ssl.keystore.key=-----BEGIN ENCRYPTED PRIVATE KEY----- MIIE -----END ENCRYPTED PRIVATE KEY-----`, `ssl.keystore.key=****`},
-			{`listener.name.controller.ssl.keystore.key=MIIE`, `listener.name.controller.ssl.keystore.key=****`},
-			{`ssl.truststore.certificates=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`, `ssl.truststore.certificates=****`},
-			{`password.encoder.secret=s3cret`, `password.encoder.secret=****`},
-			{`password.encoder.old.secret=s3cret`, `password.encoder.old.secret=****`},
-			{`delegation.token.secret.key=s3cret`, `delegation.token.secret.key=****`},
-			{`delegation.token.master.key=s3cret`, `delegation.token.master.key=****`},
-			{`sasl.oauthbearer.client.credentials.client.secret=s3cret`, `sasl.oauthbearer.client.credentials.client.secret=****`},
-			{`sasl.oauthbearer.assertion.private.key.passphrase=s3cret`, `sasl.oauthbearer.assertion.private.key.passphrase=****`},
-			{`ssl.keystore.password=${file:/etc/kafka/secrets.properties:store}`, `ssl.keystore.password=****`},
-			// A certificate chain is public: masked only when a private key is in it.
-			{`ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`, `ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`},
-			{`ssl.keystore.certificate.chain=-----BEGIN PRIVATE KEY----- MIIE -----END PRIVATE KEY----- -----BEGIN CERTIFICATE----- MIIC`, `ssl.keystore.certificate.chain=****`},
-			{`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="x" user_admin="y";`,
-				`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="****" user_admin="****";`},
-			{`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=admin password=bare;`,
-				`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=admin password="****";`},
-			{`listener.name.x.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kafka" clientSecret="s3cret" scope="a";`,
-				`listener.name.x.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kafka" clientSecret="****" scope="a";`},
-			{`sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/etc/kafka/k.keytab" principal="kafka/b1@EXAMPLE.COM";`,
-				`sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/etc/kafka/k.keytab" principal="kafka/b1@EXAMPLE.COM";`},
-			{`# password=comment`, `# password=****`},
-			{`#ssl.keystore.password=old`, `#ssl.keystore.password=****`},
-			{`zookeeper.connect=zk:2181/kafka`, `zookeeper.connect=zk:2181/kafka`},
-			{`ssl.keystore.location=/etc/kafka/keystore.jks`, `ssl.keystore.location=/etc/kafka/keystore.jks`},
-			{`sasl.oauthbearer.client.credentials.client.id=kafka`, `sasl.oauthbearer.client.credentials.client.id=kafka`},
-			{`ssl.keystore.password=`, `ssl.keystore.password=`},
-			{`# a comment`, `# a comment`},
-		} {
-			if got := maskLine(tc.in); got != tc.want {
-				t.Errorf("maskLine(%q)\n = %q\nwant %q", tc.in, got, tc.want)
-			}
+	for _, tc := range []struct{ in, want string }{
+		{`ssl.keystore.password=s3cret`, `ssl.keystore.password=****`},
+		{`ssl.key.password = s3cret`, `ssl.key.password = ****`},
+		{`ssl.truststore.password: s3cret`, `ssl.truststore.password: ****`},
+		{`ssl.keystore.password s3cret`, `ssl.keystore.password ****`},
+		{`listener.name.internal.ssl.keystore.password=s3cret`, `listener.name.internal.ssl.keystore.password=****`},
+		{`zookeeper.ssl.keystore.password=s3cret`, `zookeeper.ssl.keystore.password=****`},
+		{`ssl.keystore.key=-----BEGIN ENCRYPTED PRIVATE KEY----- MIIE -----END ENCRYPTED PRIVATE KEY-----`, `ssl.keystore.key=****`},
+		{`listener.name.controller.ssl.keystore.key=MIIE`, `listener.name.controller.ssl.keystore.key=****`},
+		{`ssl.truststore.certificates=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`, `ssl.truststore.certificates=****`},
+		{`password.encoder.secret=s3cret`, `password.encoder.secret=****`},
+		{`password.encoder.old.secret=s3cret`, `password.encoder.old.secret=****`},
+		{`delegation.token.secret.key=s3cret`, `delegation.token.secret.key=****`},
+		{`delegation.token.master.key=s3cret`, `delegation.token.master.key=****`},
+		{`sasl.oauthbearer.client.credentials.client.secret=s3cret`, `sasl.oauthbearer.client.credentials.client.secret=****`},
+		{`sasl.oauthbearer.assertion.private.key.passphrase=s3cret`, `sasl.oauthbearer.assertion.private.key.passphrase=****`},
+		{`ssl.keystore.password=${file:/etc/kafka/secrets.properties:store}`, `ssl.keystore.password=****`},
+		// A certificate chain is public: masked only when a private key is in it.
+		{`ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`, `ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- MIIC -----END CERTIFICATE-----`},
+		{`ssl.keystore.certificate.chain=-----BEGIN PRIVATE KEY----- MIIE -----END PRIVATE KEY----- -----BEGIN CERTIFICATE----- MIIC`, `ssl.keystore.certificate.chain=****`},
+		{`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="x" user_admin="y";`,
+			`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="****" user_admin="****";`},
+		{`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=admin password=bare;`,
+			`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=admin password="****";`},
+		{`listener.name.x.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kafka" clientSecret="s3cret" scope="a";`,
+			`listener.name.x.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="kafka" clientSecret="****" scope="a";`},
+		{`sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/etc/kafka/k.keytab" principal="kafka/b1@EXAMPLE.COM";`,
+			`sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/etc/kafka/k.keytab" principal="kafka/b1@EXAMPLE.COM";`},
+		{`# password=comment`, `# password=****`},
+		{`#ssl.keystore.password=old`, `#ssl.keystore.password=****`},
+		{`zookeeper.connect=zk:2181/kafka`, `zookeeper.connect=zk:2181/kafka`},
+		{`ssl.keystore.location=/etc/kafka/keystore.jks`, `ssl.keystore.location=/etc/kafka/keystore.jks`},
+		{`sasl.oauthbearer.client.credentials.client.id=kafka`, `sasl.oauthbearer.client.credentials.client.id=kafka`},
+		{`ssl.keystore.password=`, `ssl.keystore.password=`},
+		{`# a comment`, `# a comment`},
+	} {
+		if got := maskLine(tc.in); got != tc.want {
+			t.Errorf("maskLine(%q)\n = %q\nwant %q", tc.in, got, tc.want)
 		}
-	})
+	}
 }
 
 // TestDiffTextMasksContinuedLines: a value continued over several lines
 // is one entry of the diff, masked as a whole.
 func TestDiffTextMasksContinuedLines(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		from := "broker.id=1\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n    username=\"admin\" \\\n    password=\"s3cret\";\nssl.keystore.password=\\\n  s3cret2\n"
-		to := "broker.id=1\nprocess.roles=broker\n"
-		got := diffText(from, to)
-		for _, s := range []string{"s3cret", "s3cret2"} {
-			if strings.Contains(got, s) {
-				t.Fatalf("diff shows %s: %s", s, got)
-			}
+	from := "broker.id=1\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n    username=\"admin\" \\\n    password=\"s3cret\";\nssl.keystore.password=\\\n  s3cret2\n"
+	to := "broker.id=1\nprocess.roles=broker\n"
+	got := diffText(from, to)
+	for _, s := range []string{"s3cret", "s3cret2"} {
+		if strings.Contains(got, s) {
+			t.Fatalf("diff shows %s: %s", s, got)
 		}
-		for _, w := range []string{`username="admin" password="****";`, "- ssl.keystore.password=****", "+ process.roles=broker"} {
-			if !strings.Contains(got, w) {
-				t.Fatalf("diff lacks %q: %s", w, got)
-			}
+	}
+	for _, w := range []string{`username="admin" password="****";`, "- ssl.keystore.password=****", "+ process.roles=broker"} {
+		if !strings.Contains(got, w) {
+			t.Fatalf("diff lacks %q: %s", w, got)
 		}
-	})
+	}
 }

@@ -225,36 +225,34 @@ func TestKRaftRollResumesWithoutRestartingTwice(t *testing.T) {
 }
 
 func TestQuorumStopRisk(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q := ports.Quorum{Leader: 1, HighWatermark: 100}
-		for id := int32(1); id <= 5; id++ {
-			q.Voters = append(q.Voters, ports.Voter{ID: id, LogEndOffset: 100, LastCaughtUpMs: now})
-		}
-		q.Voters[3].LastCaughtUpMs = now - 1_500 // within the fetch timeout: caught up
-		q.Voters[4].LastCaughtUpMs = -1          // never
-		lag := brokers.Lagging(q, brokers.FetchTimeout)
-		if len(lag) != 1 || lag[5] != "never caught up" {
-			t.Fatalf("lagging %v, want only voter 5", lag)
-		}
-		m := brokers.MarginOf(q, lag)
-		if m.Majority != 3 || m.CaughtUp != 4 {
-			t.Fatalf("margin %+v", m)
-		}
-		if r := m.StopRisk(q, 2); r != "" { // 3 of 5 stay: enough
-			t.Errorf("stopping 2 of a 4-caught-up quorum: %s", r)
-		}
-		if r := m.StopRisk(q, 5); r != "" { // 5 is behind already: its stop costs nothing more
-			t.Errorf("stopping the lagging voter: %s", r)
-		}
-		q.Voters[3].LastCaughtUpMs = now - 2_500
-		lag = brokers.Lagging(q, brokers.FetchTimeout)
-		m = brokers.MarginOf(q, lag)
-		r := m.StopRisk(q, 1)
-		if !strings.Contains(r, "without controller 1, 2 of 5 voters are caught up and the quorum needs 3") || !strings.Contains(r, "controller 4 last caught up 2.5s before the leader") {
-			t.Errorf("stopping the leader with two voters behind: %q", r)
-		}
-		if r := m.StopRisk(q, 9); r != "" {
-			t.Errorf("a node that is no voter: %q", r)
-		}
-	})
+	q := ports.Quorum{Leader: 1, HighWatermark: 100}
+	for id := int32(1); id <= 5; id++ {
+		q.Voters = append(q.Voters, ports.Voter{ID: id, LogEndOffset: 100, LastCaughtUpMs: now})
+	}
+	q.Voters[3].LastCaughtUpMs = now - 1_500 // within the fetch timeout: caught up
+	q.Voters[4].LastCaughtUpMs = -1          // never
+	lag := brokers.Lagging(q, brokers.FetchTimeout)
+	if len(lag) != 1 || lag[5] != "never caught up" {
+		t.Fatalf("lagging %v, want only voter 5", lag)
+	}
+	m := brokers.MarginOf(q, lag)
+	if m.Majority != 3 || m.CaughtUp != 4 {
+		t.Fatalf("margin %+v", m)
+	}
+	if r := m.StopRisk(q, 2); r != "" { // 3 of 5 stay: enough
+		t.Errorf("stopping 2 of a 4-caught-up quorum: %s", r)
+	}
+	if r := m.StopRisk(q, 5); r != "" { // 5 is behind already: its stop costs nothing more
+		t.Errorf("stopping the lagging voter: %s", r)
+	}
+	q.Voters[3].LastCaughtUpMs = now - 2_500
+	lag = brokers.Lagging(q, brokers.FetchTimeout)
+	m = brokers.MarginOf(q, lag)
+	r := m.StopRisk(q, 1)
+	if !strings.Contains(r, "without controller 1, 2 of 5 voters are caught up and the quorum needs 3") || !strings.Contains(r, "controller 4 last caught up 2.5s before the leader") {
+		t.Errorf("stopping the leader with two voters behind: %q", r)
+	}
+	if r := m.StopRisk(q, 9); r != "" {
+		t.Errorf("a node that is no voter: %q", r)
+	}
 }
