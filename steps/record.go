@@ -20,18 +20,18 @@ type recorder struct {
 	after func(typ, step string)
 	// clk is the run's clock: what Env.Now reads and Env.After and
 	// Env.Sleep wait on (nil: real time).
-	clk clock
+	clk timeSource
 	// outage follows the outage window as records are written (EvOutage).
 	outage outageTracker
 	primed bool
 }
 
-// clock is the source of a run's time. A wait and its measurement read
+// timeSource is the source of a run's time. A wait and its measurement read
 // the same one: a kind that measures with Env.Now waits with Env.After or
 // Env.Sleep, never with the time package. Production uses realClock; the
 // kinds' tests run inside a testing/synctest bubble, where the real clock
 // is the bubble's fake one and a ten-second wait takes no time.
-type clock interface {
+type timeSource interface {
 	Now() time.Time
 	After(d time.Duration) <-chan time.Time
 }
@@ -42,7 +42,7 @@ type realClock struct{}
 func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-func (r *recorder) source() clock {
+func (r *recorder) source() timeSource {
 	if r.clk != nil {
 		return r.clk
 	}
