@@ -75,7 +75,16 @@ func TestTrafficCountsRefusedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	// Stop once the refusals and the bystander's acknowledgements came in.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s := tr.Snapshot()
+		if s["orders"].Failed > 0 && s["bystander"].Acked > 0 && s["bystander"].Consumed > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no refused write on orders, or no bystander traffic, within 10s: %+v", s)
+		}
+	}
 	final := tr.Stop(5 * time.Second)
 	o, b := final["orders"], final["bystander"]
 	if o.Sent == 0 || o.Acked != 0 || o.Failed != o.Sent || o.Lost != 0 || len(o.Errors) == 0 || !strings.Contains(strings.Join(o.Errors, "\n"), "TOPIC_AUTHORIZATION_FAILED") {
@@ -107,9 +116,10 @@ func TestTrafficPauseDetaches(t *testing.T) {
 	if err := tr.Pause("orders"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // what was in flight lands
+	// Pause returned: no Produce call is in progress and none will come.
+	// While the bystander sends 50 more records, orders gets none.
 	before := tr.Snapshot()
-	time.Sleep(time.Second)
+	waitFor("the bystander flowing on", func(s map[string]Counts) bool { return s["bystander"].Sent >= before["bystander"].Sent+50 })
 	after := tr.Snapshot()
 	if after["orders"].Sent != before["orders"].Sent || after["bystander"].Sent <= before["bystander"].Sent {
 		t.Fatalf("paused orders still written, or bystander stopped: %+v → %+v", before, after)

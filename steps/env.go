@@ -76,6 +76,24 @@ func (e *Env) Rechecking() bool { return e.rechecking }
 // Now is the run's clock.
 func (e *Env) Now() time.Time { return e.run.rec.clock() }
 
+// After sends the run's clock's time once d has passed on it (Now's clock:
+// a kind waits with After or Sleep, never with the time package, so that
+// one clock governs a wait and its measurement).
+func (e *Env) After(d time.Duration) <-chan time.Time { return e.run.rec.source().After(d) }
+
+// Sleep waits d on the run's clock, or until ctx ends (then ctx's error).
+func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.After(d):
+		return nil
+	}
+}
+
 // History is the run's journal so far, every attempt.
 func (e *Env) History() History { return History{e.run.rec.records()} }
 
@@ -123,13 +141,11 @@ func (e *Env) Status(text string) {
 func (e *Env) ProgressEvery(period time.Duration, text func() string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(period)
-		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-t.C:
+			case <-e.After(period):
 				e.Progress("%s", text())
 			}
 		}

@@ -18,18 +18,38 @@ type recorder struct {
 	recs  []journal.Record
 	rep   Reporter
 	after func(typ, step string)
-	now   func() time.Time
+	// clk is the run's clock: what Env.Now reads and Env.After and
+	// Env.Sleep wait on (nil: real time).
+	clk timeSource
 	// outage follows the outage window as records are written (EvOutage).
 	outage outageTracker
 	primed bool
 }
 
-func (r *recorder) clock() time.Time {
-	if r.now != nil {
-		return r.now()
-	}
-	return time.Now()
+// timeSource is the source of a run's time. A wait and its measurement read
+// the same one: a kind that measures with Env.Now waits with Env.After or
+// Env.Sleep, never with the time package. Production uses realClock; the
+// kinds' tests run inside a testing/synctest bubble, where the real clock
+// is the bubble's fake one and a ten-second wait takes no time.
+type timeSource interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
 }
+
+// realClock is the time package's clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func (r *recorder) source() timeSource {
+	if r.clk != nil {
+		return r.clk
+	}
+	return realClock{}
+}
+
+func (r *recorder) clock() time.Time { return r.source().Now() }
 
 // append writes one record. A journal that cannot be written stops the
 // run: an unrecorded action could not be resumed or audited.

@@ -39,11 +39,21 @@ func (s *tuiScreen) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
-func (s *tuiScreen) waitFor(t *testing.T, sub string) {
+func (s *tuiScreen) waitFor(t *testing.T, sub string) { t.Helper(); s.waitForSince(t, 0, sub) }
+
+// mark is how much the screen has been written so far (waitForSince).
+func (s *tuiScreen) mark() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// waitForSince waits for sub in what was written to the screen after mark.
+func (s *tuiScreen) waitForSince(t *testing.T, mark int, sub string) {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		s.mu.Lock()
-		ok := strings.Contains(ansi.Strip(s.b.String()), sub)
+		ok := strings.Contains(ansi.Strip(string(s.b.Bytes()[mark:])), sub)
 		s.mu.Unlock()
 		if ok {
 			return
@@ -135,27 +145,47 @@ func TestTUIConnectFailure(t *testing.T) {
 	defer keys.Close()
 	screen := newTUIScreen()
 	dialErr := failedErr(errors.New("zookeeper 127.0.0.1:1: connection refused"))
-	dials := 0
+	// Each dial says it began and fails only when the test lets it: the
+	// screen shows the connecting state, then the failure, each drawn anew.
+	dialled, fail := make(chan struct{}, 10), make(chan struct{})
 	var w bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runTUI(context.Background(), &w, s, func(context.Context) (*cluster, error) {
-			dials++
+			dialled <- struct{}{}
+			<-fail
 			return nil, dialErr
 		}, false, nil, tuiOpts(screen, in)...)
 	}()
-	screen.waitFor(t, "kremedy could not start")
+	dialAndFail := func(which string) {
+		t.Helper()
+		mark := screen.mark()
+		select {
+		case <-dialled:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s dial within 10s", which)
+		}
+		screen.waitForSince(t, mark, "Connecting to lab")
+		mark = screen.mark()
+		fail <- struct{}{}
+		screen.waitForSince(t, mark, "kremedy could not start")
+	}
+	dialAndFail("first")
 	io.WriteString(keys, "r") // retry: dials again
-	time.Sleep(100 * time.Millisecond)
-	screen.waitFor(t, "kremedy could not start")
+	dialAndFail("retry's")
 	io.WriteString(keys, "q")
-	err := <-done
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("runTUI did not return within 10s of q (%d more dials)", len(dialled))
+	}
 	var ee *exitError
 	if !errors.Is(err, dialErr) || !errors.As(err, &ee) || ee.code != exitFailed {
 		t.Fatalf("err = %v", err)
 	}
-	if dials != 2 {
-		t.Fatalf("dialled %d times, want 2 (start, retry)", dials)
+	if n := 2 + len(dialled); n != 2 {
+		t.Fatalf("dialled %d times, want 2 (start, retry)", n)
 	}
 	if !strings.Contains(err.Error(), "resume: kremedy resume "+dir) || !strings.Contains(w.String(), "report: "+filepath.Join(dir, "report.md")) {
 		t.Fatalf("err = %v\nprinted:\n%s", err, w.String())

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,17 @@ func fakeBroker(t *testing.T, home string, id string, extra ...string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	time.Sleep(200 * time.Millisecond)
+	// Start returns once sh is exec'd; the guess reads /proc/PID/cmdline:
+	// wait until it shows the broker's command line.
+	cmdline := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline")
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(cmdline); strings.Contains(string(b), props) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s does not show %s within 10s", cmdline, props)
+		}
+	}
 	return props
 }
 

@@ -322,8 +322,6 @@ func (k *detach) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error
 
 // gate re-checks until nothing is attached, or the step's deadline.
 func (k *detach) gate(ctx context.Context, env *steps.Env, f *Facts) error {
-	t := time.NewTicker(k.o.Every)
-	defer t.Stop()
 	for {
 		groups, active, note, err := k.attached(ctx, env, f)
 		if err != nil {
@@ -335,10 +333,8 @@ func (k *detach) gate(ctx context.Context, env *steps.Env, f *Facts) error {
 			return nil
 		}
 		env.Logf("still attached to %s: %v, %d active producers%s; waiting", k.o.quoted(), m, len(active), suffix(note))
-		select {
-		case <-ctx.Done():
+		if env.Sleep(ctx, k.o.Every) != nil {
 			return fmt.Errorf("%w: clients still attached to %s: %v, %d active producers. Nothing was deleted. Stop them and re-check", steps.ErrCheckFailed, k.o.quoted(), m, len(active))
-		case <-t.C:
 		}
 	}
 }
@@ -353,10 +349,8 @@ func (k *detach) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, err
 	// offsets to see (a resume starts a new watch): wait for it, or for a
 	// movement, re-checking as the gate does.
 	for err == nil && k.pending() {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(k.o.Every):
+		if err := env.Sleep(ctx, k.o.Every); err != nil {
+			return nil, err
 		}
 		groups, active, unasked, err = k.attached(ctx, env, f)
 	}

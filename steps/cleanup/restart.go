@@ -314,9 +314,6 @@ func (k *startBrokers) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 		if env.Now().After(deadline) || ctx.Err() != nil {
 			return last, nil
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+		_ = env.Sleep(ctx, time.Second) // a cancelled ctx ends the loop above
 	}
 }

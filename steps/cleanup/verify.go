@@ -343,10 +343,8 @@ func (k *verifyTopic) waitServed(ctx context.Context, env *steps.Env, t string, 
 		if all {
 			return nil
 		}
-		select {
-		case <-wctx.Done():
+		if env.Sleep(wctx, 50*time.Millisecond) != nil {
 			return fmt.Errorf("%w: %q is not served by every broker after %s: %s", steps.ErrCheckFailed, t, k.o.Served, last)
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

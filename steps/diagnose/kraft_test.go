@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -67,47 +68,49 @@ func TestKRaftDiagnosis(t *testing.T) {
 		}, []string{"feature-level"}, true, []string{"not `--release-version`", "KAFKA-21426"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := steptest.KRaft(t)
-			tc.setup(c)
-			d, err := Run(context.Background(), c.Ports, Options{Disk: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			var text []string
-			for _, f := range d.Findings {
-				k := f.Kind
-				switch {
-				case f.Topic != "":
-					k += ":" + f.Topic
-				case len(f.Brokers) > 0:
-					k += ":" + fmt.Sprint(f.Brokers)
+			synctest.Test(t, func(t *testing.T) {
+				c := steptest.KRaft(t)
+				tc.setup(c)
+				d, err := Run(context.Background(), c.Ports, Options{Disk: true})
+				if err != nil {
+					t.Fatal(err)
 				}
-				got = append(got, k)
-				text = append(text, f.Summary)
-				text = append(text, f.Evidence...)
-				text = append(text, f.Fix)
-				if strings.Contains(f.Summary+strings.Join(f.Evidence, " "), "__cluster_metadata") {
-					t.Errorf("a finding about Kafka's own metadata log: %+v", f)
+				var got []string
+				var text []string
+				for _, f := range d.Findings {
+					k := f.Kind
+					switch {
+					case f.Topic != "":
+						k += ":" + f.Topic
+					case len(f.Brokers) > 0:
+						k += ":" + fmt.Sprint(f.Brokers)
+					}
+					got = append(got, k)
+					text = append(text, f.Summary)
+					text = append(text, f.Evidence...)
+					text = append(text, f.Fix)
+					if strings.Contains(f.Summary+strings.Join(f.Evidence, " "), "__cluster_metadata") {
+						t.Errorf("a finding about Kafka's own metadata log: %+v", f)
+					}
+					if strings.Contains(strings.ToLower(f.Summary+f.Fix), "zookeeper") && f.Kind != FindMigrationLeftover {
+						t.Errorf("a KRaft finding speaks of ZooKeeper: %+v", f)
+					}
 				}
-				if strings.Contains(strings.ToLower(f.Summary+f.Fix), "zookeeper") && f.Kind != FindMigrationLeftover {
-					t.Errorf("a KRaft finding speaks of ZooKeeper: %+v", f)
+				slices.Sort(got)
+				want := slices.Sorted(slices.Values(tc.want))
+				if !slices.Equal(got, want) {
+					t.Fatalf("findings %v, want %v:\n%s", got, want, strings.Join(text, "\n"))
 				}
-			}
-			slices.Sort(got)
-			want := slices.Sorted(slices.Values(tc.want))
-			if !slices.Equal(got, want) {
-				t.Fatalf("findings %v, want %v:\n%s", got, want, strings.Join(text, "\n"))
-			}
-			if d.Healthy != tc.healthy || d.Mode != "kraft" || d.Quorum == nil && name != "healthy" && !strings.Contains(name, "controller") {
-				t.Errorf("healthy %v (want %v), mode %q, quorum %v", d.Healthy, tc.healthy, d.Mode, d.Quorum)
-			}
-			all := strings.Join(text, "\n")
-			for _, e := range tc.evident {
-				if !strings.Contains(all, e) {
-					t.Errorf("no finding says %q:\n%s", e, all)
+				if d.Healthy != tc.healthy || d.Mode != "kraft" || d.Quorum == nil && name != "healthy" && !strings.Contains(name, "controller") {
+					t.Errorf("healthy %v (want %v), mode %q, quorum %v", d.Healthy, tc.healthy, d.Mode, d.Quorum)
 				}
-			}
+				all := strings.Join(text, "\n")
+				for _, e := range tc.evident {
+					if !strings.Contains(all, e) {
+						t.Errorf("no finding says %q:\n%s", e, all)
+					}
+				}
+			})
 		})
 	}
 }
@@ -115,29 +118,33 @@ func TestKRaftDiagnosis(t *testing.T) {
 // TestKRaftDiagnosisCauses: a broker that is down is the cause of the
 // partitions it leaves under-replicated, as in ZooKeeper mode.
 func TestKRaftDiagnosisCauses(t *testing.T) {
-	c := steptest.KRaft(t)
-	c.Hosts.Running[3] = false
-	for p := 0; p < 3; p++ {
-		c.ZK.Put(kafkazk.PartitionStatePath("orders", int32(p)), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
-	}
-	d, err := Run(context.Background(), c.Ports, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	causes := d.Causes()
-	if len(causes) != 1 || causes[0].Kind != FindBrokerDown || len(d.Explained(causes[0].ID)) == 0 {
-		t.Fatalf("causes %+v, findings %+v", causes, d.Findings)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := steptest.KRaft(t)
+		c.Hosts.Running[3] = false
+		for p := 0; p < 3; p++ {
+			c.ZK.Put(kafkazk.PartitionStatePath("orders", int32(p)), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
+		}
+		d, err := Run(context.Background(), c.Ports, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		causes := d.Causes()
+		if len(causes) != 1 || causes[0].Kind != FindBrokerDown || len(d.Explained(causes[0].ID)) == 0 {
+			t.Fatalf("causes %+v, findings %+v", causes, d.Findings)
+		}
+	})
 }
 
 // TestKRaftDiagnosisRefusesMigrationReadiness: --migration is a
 // ZooKeeper-mode question; a KRaft inventory gets a refusal saying so.
 func TestKRaftDiagnosisRefusesMigrationReadiness(t *testing.T) {
-	c := steptest.KRaft(t)
-	if _, err := Run(context.Background(), c.Ports, Options{Migration: true}); err == nil || !strings.Contains(err.Error(), "KRaft cluster") {
-		t.Fatalf("--migration on a KRaft cluster: %v", err)
-	}
-	var _ ports.Cluster = c.Ports
+	synctest.Test(t, func(t *testing.T) {
+		c := steptest.KRaft(t)
+		if _, err := Run(context.Background(), c.Ports, Options{Migration: true}); err == nil || !strings.Contains(err.Error(), "KRaft cluster") {
+			t.Fatalf("--migration on a KRaft cluster: %v", err)
+		}
+		var _ ports.Cluster = c.Ports
+	})
 }
 
 // TestZooKeeperInventoryOfAMigratedCluster: a ZooKeeper-mode inventory of a
@@ -145,32 +152,34 @@ func TestKRaftDiagnosisRefusesMigrationReadiness(t *testing.T) {
 // controller in /controller) gets one finding saying so — never "broker
 // down" — and nothing about the metadata log on the disks.
 func TestZooKeeperInventoryOfAMigratedCluster(t *testing.T) {
-	g := steptest.Ghost(t)
-	g.ZK.Remove(kafkazk.DeleteTopicPath("orders"))
-	for id := 1; id <= 3; id++ {
-		g.ZK.Remove(fmt.Sprintf("/brokers/ids/%d", id))
-		g.Hosts.AddDir(int32(id), "/data/k1", "__cluster_metadata-0", "")
-	}
-	g.ZK.Put("/controller", `{"version":2,"brokerid":3001,"timestamp":"1","kraftControllerEpoch":7}`)
-	g.ZK.Put("/migration", `{"version":0,"kraft_metadata_offset":42,"kraft_metadata_epoch":1,"kraft_controller_id":3001,"kraft_controller_epoch":7}`)
-	d, err := Run(context.Background(), g.Ports, Options{Disk: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d.Findings) != 1 || d.Findings[0].Kind != FindMigratedToKRaft || !strings.Contains(d.Findings[0].Fix, "inventory-kraft.yaml") {
-		t.Fatalf("findings %+v", d.Findings)
-	}
-	// A ZooKeeper cluster with its brokers down is still "brokers down".
-	g.ZK.Put("/controller", `{"version":2,"brokerid":3,"timestamp":"1","kraftControllerEpoch":-1}`)
-	d, err = Run(context.Background(), g.Ports, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range d.Findings {
-		if f.Kind == FindMigratedToKRaft {
-			t.Fatalf("a ZooKeeper controller's cluster called migrated: %+v", f)
+	synctest.Test(t, func(t *testing.T) {
+		g := steptest.Ghost(t)
+		g.ZK.Remove(kafkazk.DeleteTopicPath("orders"))
+		for id := 1; id <= 3; id++ {
+			g.ZK.Remove(fmt.Sprintf("/brokers/ids/%d", id))
+			g.Hosts.AddDir(int32(id), "/data/k1", "__cluster_metadata-0", "")
 		}
-	}
+		g.ZK.Put("/controller", `{"version":2,"brokerid":3001,"timestamp":"1","kraftControllerEpoch":7}`)
+		g.ZK.Put("/migration", `{"version":0,"kraft_metadata_offset":42,"kraft_metadata_epoch":1,"kraft_controller_id":3001,"kraft_controller_epoch":7}`)
+		d, err := Run(context.Background(), g.Ports, Options{Disk: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Findings) != 1 || d.Findings[0].Kind != FindMigratedToKRaft || !strings.Contains(d.Findings[0].Fix, "inventory-kraft.yaml") {
+			t.Fatalf("findings %+v", d.Findings)
+		}
+		// A ZooKeeper cluster with its brokers down is still "brokers down".
+		g.ZK.Put("/controller", `{"version":2,"brokerid":3,"timestamp":"1","kraftControllerEpoch":-1}`)
+		d, err = Run(context.Background(), g.Ports, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range d.Findings {
+			if f.Kind == FindMigratedToKRaft {
+				t.Fatalf("a ZooKeeper controller's cluster called migrated: %+v", f)
+			}
+		}
+	})
 }
 
 // TestSameIDs: two replica sets are the same whatever their order, as
@@ -216,22 +225,24 @@ func (k *quorumCounter) Quorum(ctx context.Context, addrs []string) (ports.Quoru
 // not sit out that second (it slept through it, ctx ignored): it judges
 // the one read it has, at once.
 func TestKRaftQuorumWaitEndsWithCtx(t *testing.T) {
-	c := steptest.KRaft(t)
-	q, _ := c.Kafka.Quorum(context.Background(), []string{"c1:9093"})
-	q.Voters[2].LastCaughtUpMs -= 30_000
-	c.Kafka.SetQuorum(&q)
-	k := &quorumCounter{Kafka: c.Ports.Kafka}
-	cl := c.Ports
-	cl.Kafka = k
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	g := &kraftDiag{diagnoser: diagnoser{c: cl, d: &Diagnosis{}}}
-	began := time.Now()
-	g.quorum(ctx)
-	if took := time.Since(began); took >= time.Second || k.calls != 1 {
-		t.Fatalf("the quorum check took %s and asked DescribeQuorum %d times with its ctx ended; want no wait and 1 request", took, k.calls)
-	}
-	if len(g.d.Findings) != 1 || g.d.Findings[0].Kind != FindQuorumMargin || !slices.Equal(g.d.Findings[0].Brokers, []int32{3003}) {
-		t.Fatalf("findings %+v, want quorum-margin of 3003 from the one read", g.d.Findings)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := steptest.KRaft(t)
+		q, _ := c.Kafka.Quorum(context.Background(), []string{"c1:9093"})
+		q.Voters[2].LastCaughtUpMs -= 30_000
+		c.Kafka.SetQuorum(&q)
+		k := &quorumCounter{Kafka: c.Ports.Kafka}
+		cl := c.Ports
+		cl.Kafka = k
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		g := &kraftDiag{diagnoser: diagnoser{c: cl, d: &Diagnosis{}}}
+		began := time.Now()
+		g.quorum(ctx)
+		if took := time.Since(began); took >= time.Second || k.calls != 1 {
+			t.Fatalf("the quorum check took %s and asked DescribeQuorum %d times with its ctx ended; want no wait and 1 request", took, k.calls)
+		}
+		if len(g.d.Findings) != 1 || g.d.Findings[0].Kind != FindQuorumMargin || !slices.Equal(g.d.Findings[0].Brokers, []int32{3003}) {
+			t.Fatalf("findings %+v, want quorum-margin of 3003 from the one read", g.d.Findings)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -70,29 +71,31 @@ func TestMigrationReadiness(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			tc.setup(f)
-			d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true, Migration: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := d.Migration
-			var got []string
-			for _, id := range m.Blockers {
-				kind, _, _ := strings.Cut(id, "/")
-				got = append(got, kind)
-				if m.Why[id] == "" {
-					t.Errorf("blocker %s says nothing about the migration", id)
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t)
+				tc.setup(f)
+				d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true, Migration: true})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			slices.Sort(got)
-			got = slices.Compact(got)
-			if m.Ready != (tc.want == nil) || !slices.Equal(got, tc.want) {
-				t.Fatalf("ready=%v blockers %v, want %v; findings %v", m.Ready, m.Blockers, tc.want, kinds(d))
-			}
-			if len(f.zk.Ops) != 0 || len(f.kafka.Created) != 0 {
-				t.Fatalf("the readiness check changed something: %v %v", f.zk.Ops, f.kafka.Created)
-			}
+				m := d.Migration
+				var got []string
+				for _, id := range m.Blockers {
+					kind, _, _ := strings.Cut(id, "/")
+					got = append(got, kind)
+					if m.Why[id] == "" {
+						t.Errorf("blocker %s says nothing about the migration", id)
+					}
+				}
+				slices.Sort(got)
+				got = slices.Compact(got)
+				if m.Ready != (tc.want == nil) || !slices.Equal(got, tc.want) {
+					t.Fatalf("ready=%v blockers %v, want %v; findings %v", m.Ready, m.Blockers, tc.want, kinds(d))
+				}
+				if len(f.zk.Ops) != 0 || len(f.kafka.Created) != 0 {
+					t.Fatalf("the readiness check changed something: %v %v", f.zk.Ops, f.kafka.Created)
+				}
+			})
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kremedy/kremedy/steps/diagnose"
@@ -35,35 +36,37 @@ func TestTransientIsSettling(t *testing.T) {
 		}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
-			f.zk.Put(kafkazk.TopicPath("fresh"), `{"version":3,"partitions":{"0":[1,2,3]},"topic_id":"FFFFFFFFFFFFFFFFFFFFFF"}`)
-			f.zk.Put(kafkazk.PartitionStatePath("fresh", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
-			for id := int32(1); id <= 3; id++ {
-				f.kafka.Stale[id] = map[string]ports.TopicView{"fresh": {Name: "fresh", Err: ports.KafkaUnknownTopicOrPartition}}
-			}
-			tc.setup(f)
-			d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "fresh", Settle: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, x := range d.Findings {
-				got = append(got, x.Kind)
-				if tc.settling != "" && (x.Severity != diagnose.Info || x.Runbook != "") {
-					t.Errorf("a settling topic has a %s finding with runbook %q: %s", x.Severity, x.Runbook, x.Summary)
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t)
+				f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+				f.zk.Put(kafkazk.TopicPath("fresh"), `{"version":3,"partitions":{"0":[1,2,3]},"topic_id":"FFFFFFFFFFFFFFFFFFFFFF"}`)
+				f.zk.Put(kafkazk.PartitionStatePath("fresh", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
+				for id := int32(1); id <= 3; id++ {
+					f.kafka.Stale[id] = map[string]ports.TopicView{"fresh": {Name: "fresh", Err: ports.KafkaUnknownTopicOrPartition}}
 				}
-			}
-			if tc.settling == "" {
-				if d.Healthy || len(d.Findings) != 1 || d.Findings[0].Kind != diagnose.FindStaleMetadata || d.Findings[0].Severity != diagnose.Critical {
-					t.Fatalf("an old topic no broker serves: %v", got)
+				tc.setup(f)
+				d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "fresh", Settle: 2 * time.Second})
+				if err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			if !d.Healthy || len(d.Findings) != 1 || d.Findings[0].Kind != diagnose.FindSettling || !strings.Contains(d.Findings[0].Summary, tc.settling) ||
-				!strings.Contains(strings.Join(d.Findings[0].Evidence, "\n"), "would be stale-metadata [critical]") {
-				t.Fatalf("findings %v: %+v", got, d.Findings)
-			}
+				var got []string
+				for _, x := range d.Findings {
+					got = append(got, x.Kind)
+					if tc.settling != "" && (x.Severity != diagnose.Info || x.Runbook != "") {
+						t.Errorf("a settling topic has a %s finding with runbook %q: %s", x.Severity, x.Runbook, x.Summary)
+					}
+				}
+				if tc.settling == "" {
+					if d.Healthy || len(d.Findings) != 1 || d.Findings[0].Kind != diagnose.FindStaleMetadata || d.Findings[0].Severity != diagnose.Critical {
+						t.Fatalf("an old topic no broker serves: %v", got)
+					}
+					return
+				}
+				if !d.Healthy || len(d.Findings) != 1 || d.Findings[0].Kind != diagnose.FindSettling || !strings.Contains(d.Findings[0].Summary, tc.settling) ||
+					!strings.Contains(strings.Join(d.Findings[0].Evidence, "\n"), "would be stale-metadata [critical]") {
+					t.Fatalf("findings %v: %+v", got, d.Findings)
+				}
+			})
 		})
 	}
 }
@@ -72,25 +75,27 @@ func TestTransientIsSettling(t *testing.T) {
 // whose replicas lag because a broker is down is explained by that broker,
 // never called settling.
 func TestYoungTopicOfADownBrokerIsNotSettling(t *testing.T) {
-	f := newFixture(t)
-	f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
-	f.zk.Created(kafkazk.TopicPath("orders-v2"), time.Now())
-	f.hosts.Running[3] = false
-	f.zk.Remove("/brokers/ids/3")
-	for p := 0; p < 3; p++ {
-		f.zk.Put(kafkazk.PartitionStatePath("orders-v2", int32(p)), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
-	}
-	d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2", Settle: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	causes := d.Causes()
-	if len(causes) != 1 || causes[0].Kind != diagnose.FindBrokerDown {
-		t.Fatalf("causes %v", kinds(d))
-	}
-	for _, x := range d.Findings {
-		if x.Kind == diagnose.FindSettling {
-			t.Fatalf("a topic whose broker is down is called settling: %+v", x)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+		f.zk.Created(kafkazk.TopicPath("orders-v2"), time.Now())
+		f.hosts.Running[3] = false
+		f.zk.Remove("/brokers/ids/3")
+		for p := 0; p < 3; p++ {
+			f.zk.Put(kafkazk.PartitionStatePath("orders-v2", int32(p)), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":1,"isr":[1,2]}`)
 		}
-	}
+		d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Topic: "orders-v2", Settle: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		causes := d.Causes()
+		if len(causes) != 1 || causes[0].Kind != diagnose.FindBrokerDown {
+			t.Fatalf("causes %v", kinds(d))
+		}
+		for _, x := range d.Findings {
+			if x.Kind == diagnose.FindSettling {
+				t.Fatalf("a topic whose broker is down is called settling: %+v", x)
+			}
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/runbooks"
@@ -263,45 +264,47 @@ func count(list []string, s string) int {
 // controller once in finalize with the quorum's leader last, every config
 // edited by kremedy's own script with its backup beside it.
 func TestMigrationOnTheFakes(t *testing.T) {
-	c := newCluster(t)
-	s := c.session(t, "zk-to-kraft")
-	out := s.Run(context.Background(), c.Ports, &typing{}, nil)
-	if out.Err != nil {
-		t.Fatalf("zk-to-kraft: %v (%+v)", out.Err, out)
-	}
-	for _, id := range []int32{1, 2, 3} {
-		if m := c.mode(t, id); m != migrate.ModeKRaft {
-			t.Errorf("broker %d's config is %s, want kraft", id, m)
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		s := c.session(t, "zk-to-kraft")
+		out := s.Run(context.Background(), c.Ports, &typing{}, nil)
+		if out.Err != nil {
+			t.Fatalf("zk-to-kraft: %v (%+v)", out.Err, out)
 		}
-		h, _ := c.Ports.Target.Host(id)
-		for _, to := range []string{"migration", "kraft"} {
-			b, err := os.ReadFile(h.Config + ".kremedy-before-" + to)
-			if err != nil {
-				t.Errorf("broker %d: no backup before %s: %v", id, to, err)
-			} else if to == "migration" && string(b) != brokerConfig(id) {
-				t.Errorf("broker %d: the backup before migration is not the original config:\n%s", id, b)
+		for _, id := range []int32{1, 2, 3} {
+			if m := c.mode(t, id); m != migrate.ModeKRaft {
+				t.Errorf("broker %d's config is %s, want kraft", id, m)
+			}
+			h, _ := c.Ports.Target.Host(id)
+			for _, to := range []string{"migration", "kraft"} {
+				b, err := os.ReadFile(h.Config + ".kremedy-before-" + to)
+				if err != nil {
+					t.Errorf("broker %d: no backup before %s: %v", id, to, err)
+				} else if to == "migration" && string(b) != brokerConfig(id) {
+					t.Errorf("broker %d: the backup before migration is not the original config:\n%s", id, b)
+				}
 			}
 		}
-	}
-	for _, id := range []int32{3001, 3002, 3003} {
-		if m := c.mode(t, id); m != migrate.ModeController {
-			t.Errorf("controller %d's config is %s, want out of migration mode", id, m)
+		for _, id := range []int32{3001, 3002, 3003} {
+			if m := c.mode(t, id); m != migrate.ModeController {
+				t.Errorf("controller %d's config is %s, want out of migration mode", id, m)
+			}
 		}
-	}
-	k, err := inventory.Load(filepath.Join(s.Dir(), "inventory-kraft.yaml"))
-	if err != nil || !k.KRaft() || k.ZooKeeper.Connect != "" || len(k.Brokers) != 3 || len(k.KRaftControllers) != 3 || k.Brokers[0].Config == "" {
-		t.Errorf("the cluster's KRaft inventory: %+v %v", k, err)
-	}
-	got := c.restarts()
-	want := []string{
-		"3001: start", "3002: start", "3003: start", // start-controllers
-		"1: stop", "1: start", "2: stop", "2: start", "3: stop", "3: start", // into migration mode, the ZooKeeper controller last
-		"1: stop", "1: start", "2: stop", "2: start", "3: stop", "3: start", // to KRaft (a KRaft controller holds /controller)
-		"3002: stop", "3002: start", "3003: stop", "3003: start", "3001: stop", "3001: start", // finalize, the leader last
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("restarts:\n%v\nwant\n%v", got, want)
-	}
+		k, err := inventory.Load(filepath.Join(s.Dir(), "inventory-kraft.yaml"))
+		if err != nil || !k.KRaft() || k.ZooKeeper.Connect != "" || len(k.Brokers) != 3 || len(k.KRaftControllers) != 3 || k.Brokers[0].Config == "" {
+			t.Errorf("the cluster's KRaft inventory: %+v %v", k, err)
+		}
+		got := c.restarts()
+		want := []string{
+			"3001: start", "3002: start", "3003: start", // start-controllers
+			"1: stop", "1: start", "2: stop", "2: start", "3: stop", "3: start", // into migration mode, the ZooKeeper controller last
+			"1: stop", "1: start", "2: stop", "2: start", "3: stop", "3: start", // to KRaft (a KRaft controller holds /controller)
+			"3002: stop", "3002: start", "3003: stop", "3003: start", "3001: stop", "3001: start", // finalize, the leader last
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("restarts:\n%v\nwant\n%v", got, want)
+		}
+	})
 }
 
 // TestMigrationRollRefusesAnUnsafeStop: a fully replicated topic whose
@@ -312,44 +315,46 @@ func TestMigrationOnTheFakes(t *testing.T) {
 // naming the partition, its brokers and both ways out; accepted with
 // accept_unavailable, the migration runs.
 func TestMigrationRollRefusesAnUnsafeStop(t *testing.T) {
-	c := newCluster(t)
-	c.ZK.Put(kafkazk.TopicPath("pair"), `{"version":3,"partitions":{"0":[1,2]},"topic_id":"DDDDDDDDDDDDDDDDDDDDDD"}`)
-	c.ZK.Put(kafkazk.PartitionStatePath("pair", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}`)
-	c.ZK.Put(kafkazk.ConfigTopicPath("pair"), `{"version":1,"config":{"min.insync.replicas":"2"}}`)
-	s := c.session(t, "zk-to-kraft")
-	out := s.Run(context.Background(), c.Ports, &typing{}, nil)
-	if !errors.Is(out.Err, steps.ErrRefused) {
-		t.Fatalf("want a refusal, got %v (%+v)", out.Err, out)
-	}
-	if out.Failed != "preflight" {
-		t.Fatalf("refused at %q", out.Failed)
-	}
-	for _, w := range []string{"(pair-0)",
-		"the migration's rolls cannot keep 1 topic available: stopping brokers [1 2]", "--set accept_unavailable=pair", "Nothing was changed"} {
-		if !strings.Contains(out.Err.Error(), w) {
-			t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		c.ZK.Put(kafkazk.TopicPath("pair"), `{"version":3,"partitions":{"0":[1,2]},"topic_id":"DDDDDDDDDDDDDDDDDDDDDD"}`)
+		c.ZK.Put(kafkazk.PartitionStatePath("pair", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}`)
+		c.ZK.Put(kafkazk.ConfigTopicPath("pair"), `{"version":1,"config":{"min.insync.replicas":"2"}}`)
+		s := c.session(t, "zk-to-kraft")
+		out := s.Run(context.Background(), c.Ports, &typing{}, nil)
+		if !errors.Is(out.Err, steps.ErrRefused) {
+			t.Fatalf("want a refusal, got %v (%+v)", out.Err, out)
 		}
-	}
-	if r := c.restarts(); len(r) != 0 {
-		t.Errorf("nodes were touched: %v", r)
-	}
-	for _, id := range []int32{1, 2, 3} {
-		if m := c.mode(t, id); m != migrate.ModeZK {
-			t.Errorf("broker %d's config is %s: it was edited", id, m)
+		if out.Failed != "preflight" {
+			t.Fatalf("refused at %q", out.Failed)
 		}
-	}
-	// A typo accepts nothing: refused before anything changes too.
-	s = c.session(t, "zk-to-kraft", "accept_unavailable", "piar")
-	if out := s.Run(context.Background(), c.Ports, &typing{}, nil); !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "preflight" || len(c.restarts()) != 0 {
-		t.Fatalf("accept_unavailable=piar: %v at %q, restarts %v", out.Err, out.Failed, c.restarts())
-	}
-	s = c.session(t, "zk-to-kraft", "accept_unavailable", "pair")
-	if out := s.Run(context.Background(), c.Ports, &typing{}, nil); out.Err != nil {
-		t.Fatalf("accept_unavailable=pair: %v", out.Err)
-	}
-	if r := c.restarts(); !slices.Contains(r, "1: stop") || !slices.Contains(r, "2: stop") {
-		t.Errorf("accepted, the brokers were not rolled: %v", r)
-	}
+		for _, w := range []string{"(pair-0)",
+			"the migration's rolls cannot keep 1 topic available: stopping brokers [1 2]", "--set accept_unavailable=pair", "Nothing was changed"} {
+			if !strings.Contains(out.Err.Error(), w) {
+				t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+			}
+		}
+		if r := c.restarts(); len(r) != 0 {
+			t.Errorf("nodes were touched: %v", r)
+		}
+		for _, id := range []int32{1, 2, 3} {
+			if m := c.mode(t, id); m != migrate.ModeZK {
+				t.Errorf("broker %d's config is %s: it was edited", id, m)
+			}
+		}
+		// A typo accepts nothing: refused before anything changes too.
+		s = c.session(t, "zk-to-kraft", "accept_unavailable", "piar")
+		if out := s.Run(context.Background(), c.Ports, &typing{}, nil); !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "preflight" || len(c.restarts()) != 0 {
+			t.Fatalf("accept_unavailable=piar: %v at %q, restarts %v", out.Err, out.Failed, c.restarts())
+		}
+		s = c.session(t, "zk-to-kraft", "accept_unavailable", "pair")
+		if out := s.Run(context.Background(), c.Ports, &typing{}, nil); out.Err != nil {
+			t.Fatalf("accept_unavailable=pair: %v", out.Err)
+		}
+		if r := c.restarts(); !slices.Contains(r, "1: stop") || !slices.Contains(r, "2: stop") {
+			t.Errorf("accepted, the brokers were not rolled: %v", r)
+		}
+	})
 }
 
 // TestMigrationResumesWithoutRollingTwice: an attempt interrupted while a
@@ -366,42 +371,44 @@ func TestMigrationResumesWithoutRollingTwice(t *testing.T) {
 		"broker 3 edited, not started":                {"enter-migration", "while-3-edit"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := newCluster(t)
-			s := c.session(t, "zk-to-kraft")
-			ctx, cancel := context.WithCancel(context.Background())
-			s.AfterRecord(func(typ, step string) {
-				if typ != "action-end" || step != at.step {
-					return
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t)
+				s := c.session(t, "zk-to-kraft")
+				ctx, cancel := context.WithCancel(context.Background())
+				s.AfterRecord(func(typ, step string) {
+					if typ != "action-end" || step != at.step {
+						return
+					}
+					ids, _ := steptest.EndedIDs(s.Dir(), at.step)
+					if slices.Contains(ids, at.action) {
+						cancel()
+					}
+				})
+				out := s.Run(ctx, c.Ports, &typing{}, nil)
+				if out.Interrupted != at.step {
+					t.Fatalf("first attempt: %+v %v", out, out.Err)
 				}
-				ids, _ := steptest.EndedIDs(s.Dir(), at.step)
-				if slices.Contains(ids, at.action) {
-					cancel()
+				s.AfterRecord(nil)
+				if out := s.Run(context.Background(), c.Ports, &typing{}, nil); out.Err != nil {
+					t.Fatalf("resume: %v", out.Err)
+				}
+				got := c.restarts()
+				for _, id := range []string{"1", "2", "3"} {
+					if n := count(got, id+": stop"); n != 2 {
+						t.Errorf("broker %s stopped %d times, want 2 (once a roll): %v", id, n, got)
+					}
+				}
+				for _, id := range []string{"3001", "3002", "3003"} {
+					if n := count(got, id+": stop"); n != 1 {
+						t.Errorf("controller %s stopped %d times, want 1: %v", id, n, got)
+					}
+				}
+				for _, id := range []int32{1, 2, 3} {
+					if m := c.mode(t, id); m != migrate.ModeKRaft {
+						t.Errorf("broker %d's config is %s, want kraft", id, m)
+					}
 				}
 			})
-			out := s.Run(ctx, c.Ports, &typing{}, nil)
-			if out.Interrupted != at.step {
-				t.Fatalf("first attempt: %+v %v", out, out.Err)
-			}
-			s.AfterRecord(nil)
-			if out := s.Run(context.Background(), c.Ports, &typing{}, nil); out.Err != nil {
-				t.Fatalf("resume: %v", out.Err)
-			}
-			got := c.restarts()
-			for _, id := range []string{"1", "2", "3"} {
-				if n := count(got, id+": stop"); n != 2 {
-					t.Errorf("broker %s stopped %d times, want 2 (once a roll): %v", id, n, got)
-				}
-			}
-			for _, id := range []string{"3001", "3002", "3003"} {
-				if n := count(got, id+": stop"); n != 1 {
-					t.Errorf("controller %s stopped %d times, want 1: %v", id, n, got)
-				}
-			}
-			for _, id := range []int32{1, 2, 3} {
-				if m := c.mode(t, id); m != migrate.ModeKRaft {
-					t.Errorf("broker %d's config is %s, want kraft", id, m)
-				}
-			}
 		})
 	}
 }
@@ -411,15 +418,17 @@ func TestMigrationResumesWithoutRollingTwice(t *testing.T) {
 // any controller starts, naming the dir; kremedy puts no such path in a
 // command (review L4).
 func TestControllerMetadataDirMustBePlain(t *testing.T) {
-	c := newCluster(t)
-	ctl := c.Ports.Target.Controllers[0]
-	write(t, ctl.Config, controllerConfig(ctl.ID, "/data/$(touch /tmp/pwned)"))
-	s := c.session(t, "zk-to-kraft")
-	out := s.Run(context.Background(), c.Ports, &typing{}, nil)
-	if out.Err == nil || !strings.Contains(out.Err.Error(), `its metadata log dir "/data/$(touch /tmp/pwned)"`) {
-		t.Fatalf("zk-to-kraft with a controller's metadata dir $(…): %v", out.Err)
-	}
-	if got := c.restarts(); len(got) != 0 {
-		t.Fatalf("nodes were started or stopped: %v", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		ctl := c.Ports.Target.Controllers[0]
+		write(t, ctl.Config, controllerConfig(ctl.ID, "/data/$(touch /tmp/pwned)"))
+		s := c.session(t, "zk-to-kraft")
+		out := s.Run(context.Background(), c.Ports, &typing{}, nil)
+		if out.Err == nil || !strings.Contains(out.Err.Error(), `its metadata log dir "/data/$(touch /tmp/pwned)"`) {
+			t.Fatalf("zk-to-kraft with a controller's metadata dir $(…): %v", out.Err)
+		}
+		if got := c.restarts(); len(got) != 0 {
+			t.Fatalf("nodes were started or stopped: %v", got)
+		}
+	})
 }

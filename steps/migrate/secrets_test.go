@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -102,107 +103,109 @@ func (e *events) Report(ev steps.Event) {
 // to a host holds any of them, in clear or in base64; they reach the hosts
 // only on the commands' standard input, and the files end up right.
 func TestNoSecretLeavesTheHost(t *testing.T) {
-	c := newCluster(t)
-	for _, h := range c.Ports.Target.Hosts {
-		appendFile(t, h.Config, brokerSecrets)
-	}
-	for _, k := range c.Ports.Target.Controllers {
-		appendFile(t, k.Config, controllerSecrets)
-	}
-	settings := filepath.Join(c.dir, "controller-settings.properties")
-	write(t, settings, settingsSecret)
-	original := map[string]string{}
-	for _, h := range c.Ports.Target.Hosts {
-		b, _ := os.ReadFile(h.Config)
-		original[h.Config] = string(b)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		for _, h := range c.Ports.Target.Hosts {
+			appendFile(t, h.Config, brokerSecrets)
+		}
+		for _, k := range c.Ports.Target.Controllers {
+			appendFile(t, k.Config, controllerSecrets)
+		}
+		settings := filepath.Join(c.dir, "controller-settings.properties")
+		write(t, settings, settingsSecret)
+		original := map[string]string{}
+		for _, h := range c.Ports.Target.Hosts {
+			b, _ := os.ReadFile(h.Config)
+			original[h.Config] = string(b)
+		}
 
-	seen, ev := &seeing{}, &events{}
-	var dirs []string
-	run := func(runbook, stop string, set ...string) {
-		t.Helper()
-		s := c.session(t, runbook, set...)
-		dirs = append(dirs, s.Dir())
-		// Kafka elects a ZooKeeper broker once the revert deleted the
-		// KRaft controller's /controller.
-		s.AfterRecord(func(typ, step string) {
-			if step == "reset-znodes" && typ == "action-end" {
-				if ok, _, _ := c.ZK.Exists(context.Background(), kafkazk.ControllerPath); !ok {
-					c.ZK.Put(kafkazk.ControllerPath, `{"version":2,"brokerid":3,"timestamp":"1"}`)
+		seen, ev := &seeing{}, &events{}
+		var dirs []string
+		run := func(runbook, stop string, set ...string) {
+			t.Helper()
+			s := c.session(t, runbook, set...)
+			dirs = append(dirs, s.Dir())
+			// Kafka elects a ZooKeeper broker once the revert deleted the
+			// KRaft controller's /controller.
+			s.AfterRecord(func(typ, step string) {
+				if step == "reset-znodes" && typ == "action-end" {
+					if ok, _, _ := c.ZK.Exists(context.Background(), kafkazk.ControllerPath); !ok {
+						c.ZK.Put(kafkazk.ControllerPath, `{"version":2,"brokerid":3,"timestamp":"1"}`)
+					}
 				}
+			})
+			seen.stop = stop
+			out := s.Run(context.Background(), c.Ports, seen, ev)
+			if out.Err != nil && !(stop != "" && errors.Is(out.Err, steps.ErrAborted)) {
+				t.Fatalf("%s: %v (%+v)", runbook, out.Err, out)
 			}
-		})
-		seen.stop = stop
-		out := s.Run(context.Background(), c.Ports, seen, ev)
-		if out.Err != nil && !(stop != "" && errors.Is(out.Err, steps.ErrAborted)) {
-			t.Fatalf("%s: %v (%+v)", runbook, out.Err, out)
 		}
-	}
-	run("zk-to-kraft", "finalize", "controller_settings", settings)
-	for _, h := range c.Ports.Target.Hosts {
-		if b, _ := os.ReadFile(h.Config); !strings.Contains(string(b), "SET-secret-9999") || strings.Contains(string(b), "ZK-secret-5555") || !strings.Contains(string(b), "KS-secret-1111") {
-			t.Fatalf("broker %d in dual-write: the edit did not write what it should:\n%s", h.ID, b)
+		run("zk-to-kraft", "finalize", "controller_settings", settings)
+		for _, h := range c.Ports.Target.Hosts {
+			if b, _ := os.ReadFile(h.Config); !strings.Contains(string(b), "SET-secret-9999") || strings.Contains(string(b), "ZK-secret-5555") || !strings.Contains(string(b), "KS-secret-1111") {
+				t.Fatalf("broker %d in dual-write: the edit did not write what it should:\n%s", h.ID, b)
+			}
 		}
-	}
-	run("zk-to-kraft-revert", "")
-	for path, want := range original {
-		if b, _ := os.ReadFile(path); string(b) != want {
-			t.Fatalf("%s after the revert is not the original:\n%s", path, b)
+		run("zk-to-kraft-revert", "")
+		for path, want := range original {
+			if b, _ := os.ReadFile(path); string(b) != want {
+				t.Fatalf("%s after the revert is not the original:\n%s", path, b)
+			}
 		}
-	}
-	run("zk-to-kraft", "", "controller_settings", settings)
-	for _, k := range c.Ports.Target.Controllers {
-		if b, _ := os.ReadFile(k.Config); strings.Contains(string(b), "ZKC-secret-7777") || !strings.Contains(string(b), "CKS-secret-8888") {
-			t.Fatalf("controller %d after finalize:\n%s", k.ID, b)
+		run("zk-to-kraft", "", "controller_settings", settings)
+		for _, k := range c.Ports.Target.Controllers {
+			if b, _ := os.ReadFile(k.Config); strings.Contains(string(b), "ZKC-secret-7777") || !strings.Contains(string(b), "CKS-secret-8888") {
+				t.Fatalf("controller %d after finalize:\n%s", k.ID, b)
+			}
 		}
-	}
 
-	edits := 0
-	for _, p := range seen.plans {
-		if w := leak(p); w != "" {
-			t.Errorf("a plan or approval request holds %s:\n%s", w, p)
+		edits := 0
+		for _, p := range seen.plans {
+			if w := leak(p); w != "" {
+				t.Errorf("a plan or approval request holds %s:\n%s", w, p)
+			}
+			edits += bytes.Count(p, []byte(`"to_sha256"`))
 		}
-		edits += bytes.Count(p, []byte(`"to_sha256"`))
-	}
-	if edits < 2*(3+3+3+3) {
-		t.Fatalf("%d config edits in the plans and requests, want every roll's (into migration, to KRaft, back twice, finalize)", edits/2)
-	}
-	for _, l := range ev.lines {
-		if w := leak(l); w != "" {
-			t.Errorf("an event holds %s: %s", w, l)
+		if edits < 2*(3+3+3+3) {
+			t.Fatalf("%d config edits in the plans and requests, want every roll's (into migration, to KRaft, back twice, finalize)", edits/2)
 		}
-	}
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "journal.jsonl"))
-		if err != nil {
-			t.Fatal(err)
+		for _, l := range ev.lines {
+			if w := leak(l); w != "" {
+				t.Errorf("an event holds %s: %s", w, l)
+			}
 		}
-		if w := leak(b); w != "" {
-			t.Errorf("%s/journal.jsonl holds %s", d, w)
+		for _, d := range dirs {
+			b, err := os.ReadFile(filepath.Join(d, "journal.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := leak(b); w != "" {
+				t.Errorf("%s/journal.jsonl holds %s", d, w)
+			}
 		}
-	}
-	for _, cmd := range c.Hosts.Commands {
-		if w := leak([]byte(cmd)); w != "" {
-			t.Errorf("a command line holds %s: %.300s", w, cmd)
+		for _, cmd := range c.Hosts.Commands {
+			if w := leak([]byte(cmd)); w != "" {
+				t.Errorf("a command line holds %s: %.300s", w, cmd)
+			}
 		}
-	}
-	// The content went on the commands' standard input, every secret of
-	// it, to the edit script only.
-	var in []byte
-	for _, i := range c.Hosts.Inputs {
-		if !strings.Contains(c.Hosts.Commands[i.Command], ".kremedy-new") {
-			t.Errorf("an input went to a command that is no config edit: %.200s", c.Hosts.Commands[i.Command])
+		// The content went on the commands' standard input, every secret of
+		// it, to the edit script only.
+		var in []byte
+		for _, i := range c.Hosts.Inputs {
+			if !strings.Contains(c.Hosts.Commands[i.Command], ".kremedy-new") {
+				t.Errorf("an input went to a command that is no config edit: %.200s", c.Hosts.Commands[i.Command])
+			}
+			in = append(in, i.Data...)
 		}
-		in = append(in, i.Data...)
-	}
-	for _, s := range knownSecrets {
-		if s == "ZKC-secret-7777" {
-			continue // finalize removes it: no edit writes it
+		for _, s := range knownSecrets {
+			if s == "ZKC-secret-7777" {
+				continue // finalize removes it: no edit writes it
+			}
+			if !bytes.Contains(in, []byte(s)) {
+				t.Errorf("%s never reached a host: the edits' inputs lack it", s)
+			}
 		}
-		if !bytes.Contains(in, []byte(s)) {
-			t.Errorf("%s never reached a host: the edits' inputs lack it", s)
-		}
-	}
+	})
 }
 
 func appendFile(t *testing.T, path, text string) {

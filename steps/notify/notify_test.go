@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +85,27 @@ func (r *receiver) events() []string {
 	}
 	return out
 }
+
+// requests is how many requests reached r, answered or not.
+func (r *receiver) requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.at)
+}
+
+// waitUntil polls cond until it holds, failing the test after 10s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("not within 10s: %s", what)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // quick are options for tests: short pauses and bounds.
 func quick(problems *problems) notify.Options {
@@ -313,7 +335,7 @@ func TestRetriesWithBackoff(t *testing.T) {
 	n := notify.New(testRun, []notify.Target{{URL: r.srv.URL}}, o)
 	n.RunStart(false)
 	n.RunEnd(notify.End{Ending: steps.Finished})
-	time.Sleep(2 * time.Second)
+	waitUntil(t, "6 requests (4 refused, 2 delivered)", func() bool { return r.requests() >= 6 })
 	n.Close()
 	if got := r.events(); !slices.Equal(got, []string{"run-start", "run-end"}) {
 		t.Fatalf("events %v", got)
@@ -352,14 +374,22 @@ func TestReceiverRestart(t *testing.T) {
 	// the receiver is back.
 	o := quick(&p)
 	o.Retry, o.MaxFlush = 15*time.Second, 15*time.Second
+	var failed atomic.Int32 // tries that found no webhook
+	o.Client = &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			failed.Add(1)
+		}
+		return res, err
+	})}
 	n := notify.New(testRun, []notify.Target{{URL: "http://" + addr + "/hook"}}, o)
 	n.RunStart(false)
-	time.Sleep(100 * time.Millisecond)
+	waitUntil(t, "run-start delivered", func() bool { return len(r.bodies()) == 1 })
 	srv.Close() // gone
 	for i := range 3 {
 		n.Report(steps.Event{Step: "roll", Kind: steps.EvState, State: steps.Done, Text: "step " + string(rune('a'+i))})
 	}
-	time.Sleep(400 * time.Millisecond)
+	waitUntil(t, "a try and a retry while the webhook is gone", func() bool { return failed.Load() >= 2 })
 	ln2, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -557,9 +587,9 @@ func (k sleepKind) Plan(context.Context, *steps.Env) (*steps.Plan, error) {
 	return &steps.Plan{Summary: "sleep", Actions: []steps.Action{{ID: "a", Op: steps.OpSSH, Target: "b1"}}}, nil
 }
 
-func (k sleepKind) Apply(_ context.Context, env *steps.Env, _ *steps.Plan) error {
+func (k sleepKind) Apply(ctx context.Context, env *steps.Env, _ *steps.Plan) error {
 	env.BrokersDown(1, 3)
-	time.Sleep(k.d)
+	_ = env.Sleep(ctx, k.d)
 	env.BrokersDown(0, 3)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
@@ -63,61 +64,65 @@ func batchesRun(t *testing.T, cmds []string) [][]int32 {
 }
 
 func TestBatchRollStopsRacksTogetherControllerLast(t *testing.T) {
-	f := newRacked(t, map[string]string{"batch": "auto"})
-	var mu sync.Mutex
-	var summary string
-	out := f.s.Run(context.Background(), f.Ports, approver(func(info steps.Info, p *steps.Plan) steps.Approval {
-		if info.ID == "roll" {
-			mu.Lock()
-			summary = p.Summary + "\n" + strings.Join(p.Facts, "\n")
-			mu.Unlock()
+	synctest.Test(t, func(t *testing.T) {
+		f := newRacked(t, map[string]string{"batch": "auto"})
+		var mu sync.Mutex
+		var summary string
+		out := f.s.Run(context.Background(), f.Ports, approver(func(info steps.Info, p *steps.Plan) steps.Approval {
+			if info.ID == "roll" {
+				mu.Lock()
+				summary = p.Summary + "\n" + strings.Join(p.Facts, "\n")
+				mu.Unlock()
+			}
+			return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}
+		}), nil)
+		if out.Err != nil {
+			t.Fatal(out.Err)
 		}
-		return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}
-	}), nil)
-	if out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	want := [][]int32{{2, 5}, {3, 6}, {4}, {1}}
-	if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
-		t.Fatalf("batches %v, want %v", got, want)
-	}
-	for _, w := range []string{"restart brokers in 4 batches, in this order: [2 5], [3 6], [4], [1] (the controller, alone and last)",
-		"broker 5: stopping it with brokers [2] keeps each of its 3 in-sync partitions online and at min.insync.replicas; rack r2, like broker 2",
-		"broker 4: first of rack r1's brokers left in the roll order"} {
-		if !strings.Contains(summary, w) {
-			t.Errorf("the plan lacks %q:\n%s", w, summary)
+		want := [][]int32{{2, 5}, {3, 6}, {4}, {1}}
+		if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("batches %v, want %v", got, want)
 		}
-	}
-	// One safety check and one gate per batch, each naming the batch.
-	ids, err := readJournal(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range []string{"safe-2+5", "gate-2+5", "safe-3+6", "gate-3+6", "safe-4", "gate-4", "gate-1"} {
-		if !slices.Contains(ids, w) {
-			t.Errorf("journal lacks %s: %v", w, ids)
+		for _, w := range []string{"restart brokers in 4 batches, in this order: [2 5], [3 6], [4], [1] (the controller, alone and last)",
+			"broker 5: stopping it with brokers [2] keeps each of its 3 in-sync partitions online and at min.insync.replicas; rack r2, like broker 2",
+			"broker 4: first of rack r1's brokers left in the roll order"} {
+			if !strings.Contains(summary, w) {
+				t.Errorf("the plan lacks %q:\n%s", w, summary)
+			}
 		}
-	}
+		// One safety check and one gate per batch, each naming the batch.
+		ids, err := readJournal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"safe-2+5", "gate-2+5", "safe-3+6", "gate-3+6", "safe-4", "gate-4", "gate-1"} {
+			if !slices.Contains(ids, w) {
+				t.Errorf("journal lacks %s: %v", w, ids)
+			}
+		}
+	})
 }
 
 func TestBatchOneIsOneAtATime(t *testing.T) {
-	f := newRacked(t, map[string]string{"batch": "1"})
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	want := [][]int32{{2}, {3}, {4}, {5}, {6}, {1}}
-	if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
-		t.Fatalf("batches %v, want %v", got, want)
-	}
-	rb, err := runbooks.Get("rolling-restart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, bad := range []string{"0", "-2", "all", "2.5"} {
-		if _, err := rb.Bind(map[string]string{"batch": bad}, "test"); err == nil || !strings.Contains(err.Error(), "is not a batch size: 1 (one broker at a time), a number of brokers such as 3, or auto") {
-			t.Errorf("batch=%s: %v", bad, err)
+	synctest.Test(t, func(t *testing.T) {
+		f := newRacked(t, map[string]string{"batch": "1"})
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
 		}
-	}
+		want := [][]int32{{2}, {3}, {4}, {5}, {6}, {1}}
+		if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("batches %v, want %v", got, want)
+		}
+		rb, err := runbooks.Get("rolling-restart")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"0", "-2", "all", "2.5"} {
+			if _, err := rb.Bind(map[string]string{"batch": bad}, "test"); err == nil || !strings.Contains(err.Error(), "is not a batch size: 1 (one broker at a time), a number of brokers such as 3, or auto") {
+				t.Errorf("batch=%s: %v", bad, err)
+			}
+		}
+	})
 }
 
 // TestBatchRollReadsTheBatchAgain: the ISR moved after the plan so that
@@ -125,75 +130,79 @@ func TestBatchOneIsOneAtATime(t *testing.T) {
 // not stopped (the roll stops, resumable, saying so), and resume plans the
 // batches again from the cluster as it is, restarting no broker twice.
 func TestBatchRollReadsTheBatchAgain(t *testing.T) {
-	f := newRacked(t, map[string]string{"batch": "auto"})
-	var once sync.Once
-	f.s.AfterRecord(func(typ, step string) {
-		if typ != "action-end" || step != "roll" || !slices.Contains(history(f), "gate-2+5") {
-			return
-		}
-		once.Do(func() {
-			// A topic created meanwhile, placed without regard to racks.
-			f.ZK.Put(kafkazk.TopicPath("late"), `{"version":3,"partitions":{"0":[3,6,1]},"topic_id":"DDDDDDDDDDDDDDDDDDDDDD"}`)
-			f.ZK.Put(kafkazk.PartitionStatePath("late", 0), `{"controller_epoch":7,"leader":3,"version":1,"leader_epoch":0,"isr":[3,6,1]}`)
+	synctest.Test(t, func(t *testing.T) {
+		f := newRacked(t, map[string]string{"batch": "auto"})
+		var once sync.Once
+		f.s.AfterRecord(func(typ, step string) {
+			if typ != "action-end" || step != "roll" || !slices.Contains(history(f), "gate-2+5") {
+				return
+			}
+			once.Do(func() {
+				// A topic created meanwhile, placed without regard to racks.
+				f.ZK.Put(kafkazk.TopicPath("late"), `{"version":3,"partitions":{"0":[3,6,1]},"topic_id":"DDDDDDDDDDDDDDDDDDDDDD"}`)
+				f.ZK.Put(kafkazk.PartitionStatePath("late", 0), `{"controller_epoch":7,"leader":3,"version":1,"leader_epoch":0,"isr":[3,6,1]}`)
+			})
 		})
-	})
-	out := f.run(context.Background())
-	if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" {
-		t.Fatalf("want the roll stopped before batch 2, got %+v", out)
-	}
-	for _, w := range []string{"brokers [3 6] together was not stopped after waiting 2s for it to heal", "late-0 would fall below min.insync.replicas=2: isr [3 6 1] without brokers [3 6]",
-		"it plans the batches again from the cluster as it is then", "brokers [4 1] were not touched"} {
-		if !strings.Contains(out.Err.Error(), w) {
-			t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+		out := f.run(context.Background())
+		if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" {
+			t.Fatalf("want the roll stopped before batch 2, got %+v", out)
 		}
-	}
-	if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, [][]int32{{2, 5}}, slices.Equal) {
-		t.Fatalf("first attempt restarted %v", got)
-	}
-	f.s.AfterRecord(nil)
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	want := [][]int32{{2, 5}, {3}, {6}, {4}, {1}} // rack r3's two apart now, then rack r1's 4
-	if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
-		t.Fatalf("batches %v, want %v", got, want)
-	}
+		for _, w := range []string{"brokers [3 6] together was not stopped after waiting 2s for it to heal", "late-0 would fall below min.insync.replicas=2: isr [3 6 1] without brokers [3 6]",
+			"it plans the batches again from the cluster as it is then", "brokers [4 1] were not touched"} {
+			if !strings.Contains(out.Err.Error(), w) {
+				t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+			}
+		}
+		if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, [][]int32{{2, 5}}, slices.Equal) {
+			t.Fatalf("first attempt restarted %v", got)
+		}
+		f.s.AfterRecord(nil)
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		want := [][]int32{{2, 5}, {3}, {6}, {4}, {1}} // rack r3's two apart now, then rack r1's 4
+		if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("batches %v, want %v", got, want)
+		}
+	})
 }
 
 // TestBatchRollResumesAHalfDoneBatch: killed with batch 1's brokers
 // stopped, the resume starts both first, gates them, and batches the rest;
 // no broker is stopped twice.
 func TestBatchRollResumesAHalfDoneBatch(t *testing.T) {
-	f := newRacked(t, map[string]string{"batch": "auto"})
-	ctx, cancel := context.WithCancel(context.Background())
-	f.s.AfterRecord(func(typ, step string) {
-		if typ != "action-end" || step != "roll" {
-			return
+	synctest.Test(t, func(t *testing.T) {
+		f := newRacked(t, map[string]string{"batch": "auto"})
+		ctx, cancel := context.WithCancel(context.Background())
+		f.s.AfterRecord(func(typ, step string) {
+			if typ != "action-end" || step != "roll" {
+				return
+			}
+			h := history(f)
+			if slices.Contains(h, "gone-2") && slices.Contains(h, "gone-5") {
+				cancel()
+			}
+		})
+		if out := f.run(ctx); out.Interrupted != "roll" {
+			t.Fatalf("first attempt: %+v %v", out, out.Err)
 		}
-		h := history(f)
-		if slices.Contains(h, "gone-2") && slices.Contains(h, "gone-5") {
-			cancel()
+		if got := f.restarts(); len(got) != 2 || !slices.Contains(got, "2: systemctl stop kafka-2") || !slices.Contains(got, "5: systemctl stop kafka-5") {
+			t.Fatalf("first attempt ran %v", got)
 		}
-	})
-	if out := f.run(ctx); out.Interrupted != "roll" {
-		t.Fatalf("first attempt: %+v %v", out, out.Err)
-	}
-	if got := f.restarts(); len(got) != 2 || !slices.Contains(got, "2: systemctl stop kafka-2") || !slices.Contains(got, "5: systemctl stop kafka-5") {
-		t.Fatalf("first attempt ran %v", got)
-	}
-	f.s.AfterRecord(nil)
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	got := f.restarts()
-	for b := 1; b <= 6; b++ {
-		for _, what := range []string{"stop", "start"} {
-			if n := strings.Count(strings.Join(got, "\n"), fmt.Sprintf("%d: systemctl %s kafka-%d", b, what, b)); n != 1 {
-				t.Errorf("broker %d: %s ran %d times: %v", b, what, n, got)
+		f.s.AfterRecord(nil)
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		got := f.restarts()
+		for b := 1; b <= 6; b++ {
+			for _, what := range []string{"stop", "start"} {
+				if n := strings.Count(strings.Join(got, "\n"), fmt.Sprintf("%d: systemctl %s kafka-%d", b, what, b)); n != 1 {
+					t.Errorf("broker %d: %s ran %d times: %v", b, what, n, got)
+				}
 			}
 		}
-	}
-	if got[2] != "2: systemctl start kafka-2" && got[2] != "5: systemctl start kafka-5" {
-		t.Errorf("the resume did not start the stopped batch first: %v", got)
-	}
+		if got[2] != "2: systemctl start kafka-2" && got[2] != "5: systemctl start kafka-5" {
+			t.Errorf("the resume did not start the stopped batch first: %v", got)
+		}
+	})
 }

@@ -267,10 +267,8 @@ func (k *kraftPreflight) rollable(ctx context.Context, env *steps.Env) ([]string
 		if len(why) == 0 || env.Now().Sub(start) >= preflightSettle {
 			return why, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Second):
+		if err := env.Sleep(ctx, 2*time.Second); err != nil {
+			return nil, err
 		}
 	}
 }

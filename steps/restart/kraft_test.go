@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kremedy/kremedy/runbooks"
@@ -93,42 +94,44 @@ var kraftNodes = []string{"3001: systemctl %s kafka-controller-1", "3002: system
 	"1: systemctl %s kafka-1", "2: systemctl %s kafka-2", "3: systemctl %s kafka-3"}
 
 func TestKRaftRollControllersFirstLeaderLast(t *testing.T) {
-	f := newKRaftFixture(t, nil)
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	var want []string
-	for _, i := range []int{1, 2, 0, 3, 4, 5} { // 3001 leads: last of the controllers
-		want = append(want, fmt.Sprintf(kraftNodes[i], "stop"), fmt.Sprintf(kraftNodes[i], "start"))
-	}
-	if got := f.restarts(); !slices.Equal(got, want) {
-		t.Fatalf("restarts\n%v\nwant\n%v", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if q, _ := f.Kafka.Quorum(context.Background(), []string{"c1:9093"}); q.Leader == 3001 {
-		t.Fatalf("the fake quorum kept its stopped leader: %+v", q)
-	}
-	// The header (the run's status line) follows the quorum: its leader
-	// and margin before the roll, the new leader after the old one stopped.
-	recs, err := journal.Read(filepath.Join(f.s.Dir(), steps.JournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var status []string
-	for _, r := range recs {
-		var n struct {
-			Text   string `json:"text"`
-			Status bool   `json:"status"`
+	synctest.Test(t, func(t *testing.T) {
+		f := newKRaftFixture(t, nil)
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
 		}
-		if r.Type == journal.Note && json.Unmarshal(r.Data, &n) == nil && n.Status {
-			status = append(status, n.Text)
+		var want []string
+		for _, i := range []int{1, 2, 0, 3, 4, 5} { // 3001 leads: last of the controllers
+			want = append(want, fmt.Sprintf(kraftNodes[i], "stop"), fmt.Sprintf(kraftNodes[i], "start"))
 		}
-	}
-	all := strings.Join(status, "\n")
-	if !strings.Contains(all, "metadata quorum: leader 3001, epoch 4 · 3 of 3 voters caught up, a majority is 2 · margin 1") ||
-		!strings.Contains(all, "2 of 3 voters caught up, a majority is 2 · margin 0 · not caught up: 3002") ||
-		!strings.Contains(all, "metadata quorum: leader 3002, epoch 5") {
-		t.Fatalf("the status lines do not follow the quorum:\n%s", all)
-	}
+		if got := f.restarts(); !slices.Equal(got, want) {
+			t.Fatalf("restarts\n%v\nwant\n%v", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if q, _ := f.Kafka.Quorum(context.Background(), []string{"c1:9093"}); q.Leader == 3001 {
+			t.Fatalf("the fake quorum kept its stopped leader: %+v", q)
+		}
+		// The header (the run's status line) follows the quorum: its leader
+		// and margin before the roll, the new leader after the old one stopped.
+		recs, err := journal.Read(filepath.Join(f.s.Dir(), steps.JournalFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status []string
+		for _, r := range recs {
+			var n struct {
+				Text   string `json:"text"`
+				Status bool   `json:"status"`
+			}
+			if r.Type == journal.Note && json.Unmarshal(r.Data, &n) == nil && n.Status {
+				status = append(status, n.Text)
+			}
+		}
+		all := strings.Join(status, "\n")
+		if !strings.Contains(all, "metadata quorum: leader 3001, epoch 4 · 3 of 3 voters caught up, a majority is 2 · margin 1") ||
+			!strings.Contains(all, "2 of 3 voters caught up, a majority is 2 · margin 0 · not caught up: 3002") ||
+			!strings.Contains(all, "metadata quorum: leader 3002, epoch 5") {
+			t.Fatalf("the status lines do not follow the quorum:\n%s", all)
+		}
+	})
 }
 
 // TestKRaftRollRefusesBeforeAnyStop: a controller already down, a voter
@@ -160,20 +163,22 @@ func TestKRaftRollRefusesBeforeAnyStop(t *testing.T) {
 		}, []string{"broker 2"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newKRaftFixture(t, nil)
-			tc.setup(f)
-			out := f.run(context.Background())
-			if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "preflight" || !strings.Contains(out.Err.Error(), "Nothing was changed") {
-				t.Fatalf("want preflight refused, got %v (%+v)", out.Err, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out.Err.Error(), w) {
-					t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+			synctest.Test(t, func(t *testing.T) {
+				f := newKRaftFixture(t, nil)
+				tc.setup(f)
+				out := f.run(context.Background())
+				if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "preflight" || !strings.Contains(out.Err.Error(), "Nothing was changed") {
+					t.Fatalf("want preflight refused, got %v (%+v)", out.Err, out)
 				}
-			}
-			if r := f.restarts(); len(r) != 0 {
-				t.Fatalf("nodes were touched: %v", r)
-			}
+				for _, w := range tc.want {
+					if !strings.Contains(out.Err.Error(), w) {
+						t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+					}
+				}
+				if r := f.restarts(); len(r) != 0 {
+					t.Fatalf("nodes were touched: %v", r)
+				}
+			})
 		})
 	}
 }
@@ -188,31 +193,33 @@ func TestKRaftRollResumesWithoutRestartingTwice(t *testing.T) {
 		"between broker 2's stop and its start": {"roll-brokers", "gone-2"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newKRaftFixture(t, nil)
-			ctx, cancel := context.WithCancel(context.Background())
-			f.s.AfterRecord(func(typ, step string) {
-				if typ != "action-end" || step != tc.step {
-					return
+			synctest.Test(t, func(t *testing.T) {
+				f := newKRaftFixture(t, nil)
+				ctx, cancel := context.WithCancel(context.Background())
+				f.s.AfterRecord(func(typ, step string) {
+					if typ != "action-end" || step != tc.step {
+						return
+					}
+					if ids, _ := steptest.EndedIDs(f.s.Dir(), tc.step); slices.Contains(ids, tc.after) {
+						cancel()
+					}
+				})
+				if out := f.run(ctx); out.Interrupted != tc.step {
+					t.Fatalf("first attempt: %+v %v", out, out.Err)
 				}
-				if ids, _ := steptest.EndedIDs(f.s.Dir(), tc.step); slices.Contains(ids, tc.after) {
-					cancel()
+				f.s.AfterRecord(nil)
+				if out := f.run(context.Background()); out.Err != nil {
+					t.Fatal(out.Err)
 				}
-			})
-			if out := f.run(ctx); out.Interrupted != tc.step {
-				t.Fatalf("first attempt: %+v %v", out, out.Err)
-			}
-			f.s.AfterRecord(nil)
-			if out := f.run(context.Background()); out.Err != nil {
-				t.Fatal(out.Err)
-			}
-			got := strings.Join(f.restarts(), "\n")
-			for _, n := range kraftNodes {
-				for _, what := range []string{"stop", "start"} {
-					if c := strings.Count(got, fmt.Sprintf(n, what)+"\n") + map[bool]int{true: 1}[strings.HasSuffix(got, fmt.Sprintf(n, what))]; c != 1 {
-						t.Errorf("%q ran %d times:\n%s", fmt.Sprintf(n, what), c, got)
+				got := strings.Join(f.restarts(), "\n")
+				for _, n := range kraftNodes {
+					for _, what := range []string{"stop", "start"} {
+						if c := strings.Count(got, fmt.Sprintf(n, what)+"\n") + map[bool]int{true: 1}[strings.HasSuffix(got, fmt.Sprintf(n, what))]; c != 1 {
+							t.Errorf("%q ran %d times:\n%s", fmt.Sprintf(n, what), c, got)
+						}
 					}
 				}
-			}
+			})
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kremedy/kremedy/runbooks"
@@ -86,26 +87,30 @@ func (f *fixture) restarts() []string {
 }
 
 func TestRollRestartsEachBrokerOnceControllerLast(t *testing.T) {
-	f := newFixture(t, nil)
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	want := []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2", "2: systemctl start kafka-2",
-		"3: systemctl stop kafka-3", "3: systemctl start kafka-3"} // broker 3 is the controller
-	if got := f.restarts(); !slices.Equal(got, want) {
-		t.Fatalf("restarts %v, want %v", got, want)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		want := []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2", "2: systemctl start kafka-2",
+			"3: systemctl stop kafka-3", "3: systemctl start kafka-3"} // broker 3 is the controller
+		if got := f.restarts(); !slices.Equal(got, want) {
+			t.Fatalf("restarts %v, want %v", got, want)
+		}
+	})
 }
 
 func TestRollOnlyTheBrokersAsked(t *testing.T) {
-	f := newFixture(t, map[string]string{"brokers": "3,1"})
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	want := []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "3: systemctl stop kafka-3", "3: systemctl start kafka-3"}
-	if got := f.restarts(); !slices.Equal(got, want) {
-		t.Fatalf("restarts %v, want %v", got, want)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, map[string]string{"brokers": "3,1"})
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		want := []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "3: systemctl stop kafka-3", "3: systemctl start kafka-3"}
+		if got := f.restarts(); !slices.Equal(got, want) {
+			t.Fatalf("restarts %v, want %v", got, want)
+		}
+	})
 }
 
 // TestRollRefusesBeforeStoppingAnything: a broker already down, or a
@@ -142,20 +147,22 @@ func TestRollRefusesBeforeStoppingAnything(t *testing.T) {
 		}, []string{"the cluster is not whole", "orders-v2-2 under-replicated"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, nil)
-			tc.setup(f)
-			out := f.run(context.Background())
-			if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" || !strings.Contains(out.Err.Error(), "No broker was stopped") {
-				t.Fatalf("want roll refused, got %v (%+v)", out.Err, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out.Err.Error(), w) {
-					t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, nil)
+				tc.setup(f)
+				out := f.run(context.Background())
+				if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" || !strings.Contains(out.Err.Error(), "No broker was stopped") {
+					t.Fatalf("want roll refused, got %v (%+v)", out.Err, out)
 				}
-			}
-			if r := f.restarts(); len(r) != 0 {
-				t.Fatalf("brokers were touched: %v", r)
-			}
+				for _, w := range tc.want {
+					if !strings.Contains(out.Err.Error(), w) {
+						t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+					}
+				}
+				if r := f.restarts(); len(r) != 0 {
+					t.Fatalf("brokers were touched: %v", r)
+				}
+			})
 		})
 	}
 }
@@ -173,38 +180,40 @@ func TestRollResumesWithoutRestartingTwice(t *testing.T) {
 		"after broker 2's start, before its gate": {"back-2", []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1", "2: systemctl stop kafka-2", "2: systemctl start kafka-2"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, nil)
-			shrinkOnStop(f)
-			ctx, cancel := context.WithCancel(context.Background())
-			f.s.AfterRecord(func(typ, step string) {
-				if typ != "action-end" || step != "roll" {
-					return
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, nil)
+				shrinkOnStop(f)
+				ctx, cancel := context.WithCancel(context.Background())
+				f.s.AfterRecord(func(typ, step string) {
+					if typ != "action-end" || step != "roll" {
+						return
+					}
+					for _, a := range history(f) {
+						if a == tc.after {
+							cancel()
+						}
+					}
+				})
+				out := f.run(ctx)
+				if out.Interrupted != "roll" {
+					t.Fatalf("first attempt: %+v %v", out, out.Err)
 				}
-				for _, a := range history(f) {
-					if a == tc.after {
-						cancel()
+				if got := f.restarts(); !slices.Equal(got, tc.first) {
+					t.Fatalf("first attempt restarted %v, want %v", got, tc.first)
+				}
+				f.s.AfterRecord(nil)
+				if out := f.run(context.Background()); out.Err != nil {
+					t.Fatal(out.Err)
+				}
+				got := f.restarts()
+				for _, b := range []int{1, 2, 3} {
+					for _, what := range []string{"stop", "start"} {
+						if n := strings.Count(strings.Join(got, "\n"), fmt.Sprintf("%d: systemctl %s kafka-%d", b, what, b)); n != 1 {
+							t.Errorf("broker %d: %s ran %d times: %v", b, what, n, got)
+						}
 					}
 				}
 			})
-			out := f.run(ctx)
-			if out.Interrupted != "roll" {
-				t.Fatalf("first attempt: %+v %v", out, out.Err)
-			}
-			if got := f.restarts(); !slices.Equal(got, tc.first) {
-				t.Fatalf("first attempt restarted %v, want %v", got, tc.first)
-			}
-			f.s.AfterRecord(nil)
-			if out := f.run(context.Background()); out.Err != nil {
-				t.Fatal(out.Err)
-			}
-			got := f.restarts()
-			for _, b := range []int{1, 2, 3} {
-				for _, what := range []string{"stop", "start"} {
-					if n := strings.Count(strings.Join(got, "\n"), fmt.Sprintf("%d: systemctl %s kafka-%d", b, what, b)); n != 1 {
-						t.Errorf("broker %d: %s ran %d times: %v", b, what, n, got)
-					}
-				}
-			}
 		})
 	}
 }
@@ -242,26 +251,30 @@ func history(f *fixture) []string {
 func TestRollGateNamesStaleTopics(t *testing.T) {
 	ghost := map[string]ports.TopicView{"gone": {Name: "gone", ID: "X", Partitions: map[int32]ports.PartitionView{0: {Leader: 2, Replicas: []int32{2}, ISR: []int32{2}}}}}
 	t.Run("cleared by each restart", func(t *testing.T) {
-		f := newFixture(t, nil)
-		f.Kafka.Stale[2], f.Kafka.Stale[3] = ghost, ghost
-		f.Hosts.OnStart = func(b int32) { delete(f.Kafka.Stale, b) } // a restarted broker forgets it
-		if out := f.run(context.Background()); out.Err != nil {
-			t.Fatal(out.Err)
-		}
-		if j := journalText(t, f); !strings.Contains(j, "not compared: broker 2 still serves gone (its restart clears it)") {
-			t.Fatalf("the gate after broker 1 did not name the stale topic on broker 2:\n%s", j)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.Kafka.Stale[2], f.Kafka.Stale[3] = ghost, ghost
+			f.Hosts.OnStart = func(b int32) { delete(f.Kafka.Stale, b) } // a restarted broker forgets it
+			if out := f.run(context.Background()); out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			if j := journalText(t, f); !strings.Contains(j, "not compared: broker 2 still serves gone (its restart clears it)") {
+				t.Fatalf("the gate after broker 1 did not name the stale topic on broker 2:\n%s", j)
+			}
+		})
 	})
 	t.Run("still served after a restart", func(t *testing.T) {
-		f := newFixture(t, nil)
-		f.Kafka.Stale[1] = ghost // never cleared
-		out := f.run(context.Background())
-		if !errors.Is(out.Err, steps.ErrCheckFailed) || !strings.Contains(out.Err.Error(), "broker 1 serves gone, which ZooKeeper does not have") {
-			t.Fatalf("want the gate after broker 1 to fail, got %v", out.Err)
-		}
-		if got := f.restarts(); len(got) != 2 {
-			t.Fatalf("the roll went on after a failed gate: %v", got)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.Kafka.Stale[1] = ghost // never cleared
+			out := f.run(context.Background())
+			if !errors.Is(out.Err, steps.ErrCheckFailed) || !strings.Contains(out.Err.Error(), "broker 1 serves gone, which ZooKeeper does not have") {
+				t.Fatalf("want the gate after broker 1 to fail, got %v", out.Err)
+			}
+			if got := f.restarts(); len(got) != 2 {
+				t.Fatalf("the roll went on after a failed gate: %v", got)
+			}
+		})
 	})
 }
 
@@ -269,67 +282,73 @@ func TestRollGateNamesStaleTopics(t *testing.T) {
 // down again is not started (or restarted) a second time: the resume
 // refuses and says why.
 func TestRollRefusesABrokerDownAgain(t *testing.T) {
-	f := newFixture(t, nil)
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	f.Hosts.Running[1] = false
-	f.ZK.Remove("/brokers/ids/1")
-	n := len(f.restarts())
-	out := f.run(context.Background())
-	if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "broker 1 was restarted by this run and is down again") {
-		t.Fatalf("want a refusal naming broker 1, got %v", out.Err)
-	}
-	if got := f.restarts(); len(got) != n {
-		t.Fatalf("commands ran: %v", got[n:])
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		f.Hosts.Running[1] = false
+		f.ZK.Remove("/brokers/ids/1")
+		n := len(f.restarts())
+		out := f.run(context.Background())
+		if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "broker 1 was restarted by this run and is down again") {
+			t.Fatalf("want a refusal naming broker 1, got %v", out.Err)
+		}
+		if got := f.restarts(); len(got) != n {
+			t.Fatalf("commands ran: %v", got[n:])
+		}
+	})
 }
 
 // TestRollRestartsABrokerWhoseSessionChanged: a broker re-registers under a
 // new ZooKeeper session after a session expiry without restarting; only
 // this run's own start counts, so it is still restarted.
 func TestRollRestartsABrokerWhoseSessionChanged(t *testing.T) {
-	f := newFixture(t, nil)
-	f.s.AfterRecord(func(typ, step string) {
-		if typ == "step-done" && step == "preflight" {
-			f.ZK.PutEphemeral("/brokers/ids/2", `{"version":5,"host":"b2","port":9092,"endpoints":["PLAINTEXT://b2:9092"]}`, 0xbeef)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.s.AfterRecord(func(typ, step string) {
+			if typ == "step-done" && step == "preflight" {
+				f.ZK.PutEphemeral("/brokers/ids/2", `{"version":5,"host":"b2","port":9092,"endpoints":["PLAINTEXT://b2:9092"]}`, 0xbeef)
+			}
+		})
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		if got := strings.Join(f.restarts(), "\n"); !strings.Contains(got, "2: systemctl stop kafka-2") || !strings.Contains(got, "2: systemctl start kafka-2") {
+			t.Fatalf("broker 2 was not restarted:\n%s", got)
 		}
 	})
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	if got := strings.Join(f.restarts(), "\n"); !strings.Contains(got, "2: systemctl stop kafka-2") || !strings.Contains(got, "2: systemctl start kafka-2") {
-		t.Fatalf("broker 2 was not restarted:\n%s", got)
-	}
 }
 
 // TestRollResumeStartsItsStoppedBrokerFirst: the controller moved between
 // two attempts; the broker the first attempt stopped is started before any
 // other stops, whatever the new order.
 func TestRollResumeStartsItsStoppedBrokerFirst(t *testing.T) {
-	f := newFixture(t, nil)
-	f.Kafka.Configs["min.insync.replicas"] = "1"
-	f.ZK.Put("/controller", `{"version":2,"brokerid":1}`) // order 2, 3, 1
-	shrinkOnStop(f)
-	ctx, cancel := context.WithCancel(context.Background())
-	f.s.AfterRecord(func(typ, step string) {
-		if typ == "action-end" && slices.Contains(history(f), "gone-3") {
-			cancel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.Kafka.Configs["min.insync.replicas"] = "1"
+		f.ZK.Put("/controller", `{"version":2,"brokerid":1}`) // order 2, 3, 1
+		shrinkOnStop(f)
+		ctx, cancel := context.WithCancel(context.Background())
+		f.s.AfterRecord(func(typ, step string) {
+			if typ == "action-end" && slices.Contains(history(f), "gone-3") {
+				cancel()
+			}
+		})
+		if out := f.run(ctx); out.Interrupted != "roll" {
+			t.Fatalf("first attempt: %+v", out)
+		}
+		f.s.AfterRecord(nil)
+		f.ZK.Put("/controller", `{"version":2,"brokerid":2}`) // order 1, 3, 2 now
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		want := []string{"2: systemctl stop kafka-2", "2: systemctl start kafka-2", "3: systemctl stop kafka-3", // first attempt
+			"3: systemctl start kafka-3", "1: systemctl stop kafka-1", "1: systemctl start kafka-1"}
+		if got := f.restarts(); !slices.Equal(got, want) {
+			t.Fatalf("restarts %v, want %v", got, want)
 		}
 	})
-	if out := f.run(ctx); out.Interrupted != "roll" {
-		t.Fatalf("first attempt: %+v", out)
-	}
-	f.s.AfterRecord(nil)
-	f.ZK.Put("/controller", `{"version":2,"brokerid":2}`) // order 1, 3, 2 now
-	if out := f.run(context.Background()); out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	want := []string{"2: systemctl stop kafka-2", "2: systemctl start kafka-2", "3: systemctl stop kafka-3", // first attempt
-		"3: systemctl start kafka-3", "1: systemctl stop kafka-1", "1: systemctl start kafka-1"}
-	if got := f.restarts(); !slices.Equal(got, want) {
-		t.Fatalf("restarts %v, want %v", got, want)
-	}
 }
 
 // TestRollRefusesAClusterThatIsNotWhole: a broker outside the roll that is
@@ -355,15 +374,17 @@ func TestRollRefusesAClusterThatIsNotWhole(t *testing.T) {
 			"bad: its topic znode does not decode"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, map[string]string{"brokers": "1"})
-			tc.setup(f)
-			out := f.run(context.Background())
-			if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), tc.want) {
-				t.Fatalf("want a refusal with %q, got %v", tc.want, out.Err)
-			}
-			if r := f.restarts(); len(r) != 0 {
-				t.Fatalf("brokers were touched: %v", r)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, map[string]string{"brokers": "1"})
+				tc.setup(f)
+				out := f.run(context.Background())
+				if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), tc.want) {
+					t.Fatalf("want a refusal with %q, got %v", tc.want, out.Err)
+				}
+				if r := f.restarts(); len(r) != 0 {
+					t.Fatalf("brokers were touched: %v", r)
+				}
+			})
 		})
 	}
 }
@@ -372,46 +393,48 @@ func TestRollRefusesAClusterThatIsNotWhole(t *testing.T) {
 // named sub-actions only by their IDs (no phase in their args) is refused
 // on resume, never guessed from the IDs: nothing more is stopped.
 func TestRollRefusesAJournalWithoutPhases(t *testing.T) {
-	f := newFixture(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	f.s.AfterRecord(func(typ, step string) {
-		if typ == "action-end" && step == "roll" && slices.Contains(history(f), "gone-1") {
-			cancel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		f.s.AfterRecord(func(typ, step string) {
+			if typ == "action-end" && step == "roll" && slices.Contains(history(f), "gone-1") {
+				cancel()
+			}
+		})
+		if out := f.run(ctx); out.Interrupted != "roll" {
+			t.Fatalf("first attempt: %+v", out)
+		}
+		f.s.AfterRecord(nil)
+		f.s.Close()
+		path := filepath.Join(f.s.Dir(), steps.JournalFile)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What the earlier kremedy wrote: {"broker":1,"addr":…}, no phase.
+		old := regexp.MustCompile(`"phase":"[a-z]+","node":`).ReplaceAll(b, []byte(`"broker":`))
+		if bytes.Equal(old, b) {
+			t.Fatal("the journal holds no phased roller action to rewrite")
+		}
+		// That kremedy hashed plans another way, and its run-start said none.
+		old = bytes.Replace(old, []byte(`,"plan_digest":"v2"`), nil, 1)
+		if err := os.WriteFile(path, old, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := steps.Open(f.s.Dir(), func(m steps.Meta) (*steps.Runbook, error) { return f.s.Runbook(), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		before := len(f.restarts())
+		out := s.Run(context.Background(), f.Ports, typing, nil)
+		if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "names a roll's sub-actions only by their IDs") {
+			t.Fatalf("resume of a journal without phases: %v", out.Err)
+		}
+		if got := f.restarts(); len(got) != before {
+			t.Fatalf("brokers touched after the refusal: %v", got[before:])
 		}
 	})
-	if out := f.run(ctx); out.Interrupted != "roll" {
-		t.Fatalf("first attempt: %+v", out)
-	}
-	f.s.AfterRecord(nil)
-	f.s.Close()
-	path := filepath.Join(f.s.Dir(), steps.JournalFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What the earlier kremedy wrote: {"broker":1,"addr":…}, no phase.
-	old := regexp.MustCompile(`"phase":"[a-z]+","node":`).ReplaceAll(b, []byte(`"broker":`))
-	if bytes.Equal(old, b) {
-		t.Fatal("the journal holds no phased roller action to rewrite")
-	}
-	// That kremedy hashed plans another way, and its run-start said none.
-	old = bytes.Replace(old, []byte(`,"plan_digest":"v2"`), nil, 1)
-	if err := os.WriteFile(path, old, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := steps.Open(f.s.Dir(), func(m steps.Meta) (*steps.Runbook, error) { return f.s.Runbook(), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	before := len(f.restarts())
-	out := s.Run(context.Background(), f.Ports, typing, nil)
-	if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "names a roll's sub-actions only by their IDs") {
-		t.Fatalf("resume of a journal without phases: %v", out.Err)
-	}
-	if got := f.restarts(); len(got) != before {
-		t.Fatalf("brokers touched after the refusal: %v", got[before:])
-	}
 }
 
 // single adds a topic of replication factor 1 on broker 2 and one of
@@ -444,46 +467,48 @@ func TestRollAcceptsWhatNoRestartCanKeep(t *testing.T) {
 		"every one":    {"*", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, map[string]string{"accept_unavailable": tc.accept})
-			f.single()
-			var plans []string
-			ap := approver(func(info steps.Info, p *steps.Plan) steps.Approval {
-				if info.ID == "roll" {
-					plans = append(plans, strings.Join(append(p.Facts, p.Notes...), "\n"))
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, map[string]string{"accept_unavailable": tc.accept})
+				f.single()
+				var plans []string
+				ap := approver(func(info steps.Info, p *steps.Plan) steps.Approval {
+					if info.ID == "roll" {
+						plans = append(plans, strings.Join(append(p.Facts, p.Notes...), "\n"))
+					}
+					return typing(info, p)
+				})
+				out := f.s.Run(context.Background(), f.Ports, ap, nil)
+				if tc.refuse != nil {
+					if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" {
+						t.Fatalf("want the roll refused, got %v", out.Err)
+					}
+					for _, w := range tc.refuse {
+						if !strings.Contains(out.Err.Error(), w) {
+							t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+						}
+					}
+					if r := f.restarts(); len(r) != 0 {
+						t.Fatalf("brokers were touched: %v", r)
+					}
+					return
 				}
-				return typing(info, p)
-			})
-			out := f.s.Run(context.Background(), f.Ports, ap, nil)
-			if tc.refuse != nil {
-				if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" {
-					t.Fatalf("want the roll refused, got %v", out.Err)
+				if out.Err != nil {
+					t.Fatal(out.Err)
 				}
-				for _, w := range tc.refuse {
-					if !strings.Contains(out.Err.Error(), w) {
-						t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
+				if got := f.restarts(); !slices.Equal(got, all) {
+					t.Fatalf("restarts %v, want %v", got, all)
+				}
+				if len(plans) != 1 {
+					t.Fatalf("%d roll plans approved", len(plans))
+				}
+				for _, w := range []string{"ACCEPTED by accept_unavailable=" + tc.accept, "pairs (replication factor 2, min.insync.replicas 2): acks=all writes refused on 1 partition",
+					"single (replication factor 1, min.insync.replicas 2): 1 partition offline",
+					"broker 2: ", "ACCEPTED (accept_unavailable), no restart can keep these available: single-0 goes offline while its broker is down"} {
+					if !strings.Contains(plans[0], w) {
+						t.Errorf("the approved plan lacks %q:\n%s", w, plans[0])
 					}
 				}
-				if r := f.restarts(); len(r) != 0 {
-					t.Fatalf("brokers were touched: %v", r)
-				}
-				return
-			}
-			if out.Err != nil {
-				t.Fatal(out.Err)
-			}
-			if got := f.restarts(); !slices.Equal(got, all) {
-				t.Fatalf("restarts %v, want %v", got, all)
-			}
-			if len(plans) != 1 {
-				t.Fatalf("%d roll plans approved", len(plans))
-			}
-			for _, w := range []string{"ACCEPTED by accept_unavailable=" + tc.accept, "pairs (replication factor 2, min.insync.replicas 2): acks=all writes refused on 1 partition",
-				"single (replication factor 1, min.insync.replicas 2): 1 partition offline",
-				"broker 2: ", "ACCEPTED (accept_unavailable), no restart can keep these available: single-0 goes offline while its broker is down"} {
-				if !strings.Contains(plans[0], w) {
-					t.Errorf("the approved plan lacks %q:\n%s", w, plans[0])
-				}
-			}
+			})
 		})
 	}
 }
@@ -491,36 +516,38 @@ func TestRollAcceptsWhatNoRestartCanKeep(t *testing.T) {
 // TestPlanNamesLoginAndSudo: every host command of the plan names the
 // login it runs as and sudo when it runs through it.
 func TestPlanNamesLoginAndSudo(t *testing.T) {
-	f := newFixture(t, nil)
-	for i := range f.Ports.Target.Hosts {
-		f.Ports.Target.Hosts[i].Login, f.Ports.Target.Hosts[i].Sudo = "deploy", i != 1
-	}
-	rb, err := runbooks.Get("rolling-restart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := rb.Bind(map[string]string{}, f.Ports.Target.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv := steps.Preview(context.Background(), bound, steps.Meta{ID: "p", Runbook: rb.Name, Params: bound.Params}, f.Ports)
-	var ssh []string
-	for _, s := range pv {
-		if s.Err != nil {
-			t.Fatalf("step %s: %v", s.Info.ID, s.Err)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		for i := range f.Ports.Target.Hosts {
+			f.Ports.Target.Hosts[i].Login, f.Ports.Target.Hosts[i].Sudo = "deploy", i != 1
 		}
-		for _, a := range s.Plan.Actions {
-			if a.Op == steps.OpSSH {
-				ssh = append(ssh, a.String())
+		rb, err := runbooks.Get("rolling-restart")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound, err := rb.Bind(map[string]string{}, f.Ports.Target.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv := steps.Preview(context.Background(), bound, steps.Meta{ID: "p", Runbook: rb.Name, Params: bound.Params}, f.Ports)
+		var ssh []string
+		for _, s := range pv {
+			if s.Err != nil {
+				t.Fatalf("step %s: %v", s.Info.ID, s.Err)
+			}
+			for _, a := range s.Plan.Actions {
+				if a.Op == steps.OpSSH {
+					ssh = append(ssh, a.String())
+				}
 			}
 		}
-	}
-	want := []string{"ssh broker 1 on deploy@b1 via sudo -n: systemctl stop kafka-1", "ssh broker 2 on deploy@b2: systemctl stop kafka-2"}
-	for _, w := range want {
-		if !slices.Contains(ssh, w) {
-			t.Errorf("no plan line %q in %q", w, ssh)
+		want := []string{"ssh broker 1 on deploy@b1 via sudo -n: systemctl stop kafka-1", "ssh broker 2 on deploy@b2: systemctl stop kafka-2"}
+		for _, w := range want {
+			if !slices.Contains(ssh, w) {
+				t.Errorf("no plan line %q in %q", w, ssh)
+			}
 		}
-	}
+	})
 }
 
 // TestRollWaitsForTheClusterToHeal: a replica that falls behind between
@@ -531,52 +558,54 @@ func TestPlanNamesLoginAndSudo(t *testing.T) {
 func TestRollWaitsForTheClusterToHeal(t *testing.T) {
 	for name, heals := range map[string]bool{"heals within the wait": true, "stays short": false} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, map[string]string{"health_timeout": "5s"})
-			behind := `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":2,"isr":[1,3]}`
-			whole := `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":3,"isr":[1,2,3]}`
-			var once sync.Once
-			f.s.AfterRecord(func(typ, step string) {
-				if typ != "action-end" || step != "roll" || !slices.Contains(history(f), "gate-1") {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, map[string]string{"health_timeout": "5s"})
+				behind := `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":2,"isr":[1,3]}`
+				whole := `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":3,"isr":[1,2,3]}`
+				var once sync.Once
+				f.s.AfterRecord(func(typ, step string) {
+					if typ != "action-end" || step != "roll" || !slices.Contains(history(f), "gate-1") {
+						return
+					}
+					once.Do(func() {
+						f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), behind) // broker 2 fell behind
+						if heals {
+							time.AfterFunc(3*time.Second, func() { f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), whole) })
+						}
+					})
+				})
+				var logs []string
+				var mu sync.Mutex
+				out := f.s.Run(context.Background(), f.Ports, typing, steps.ReporterFunc(func(ev steps.Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					logs = append(logs, ev.Text)
+				}))
+				all := strings.Join(logs, "\n")
+				if !strings.Contains(all, "broker 2 is not stopped yet: the cluster is not whole (partitions already short: orders-v2-0 under-replicated") || !strings.Contains(all, "waiting up to 5s for the cluster to heal") {
+					t.Errorf("the wait was not said:\n%s", all)
+				}
+				if heals {
+					if out.Err != nil {
+						t.Fatal(out.Err)
+					}
+					if len(f.restarts()) != 6 || !strings.Contains(all, "broker 2 may stop: the cluster healed after") {
+						t.Fatalf("restarts %v\n%s", f.restarts(), all)
+					}
 					return
 				}
-				once.Do(func() {
-					f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), behind) // broker 2 fell behind
-					if heals {
-						time.AfterFunc(3*time.Second, func() { f.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), whole) })
+				if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" {
+					t.Fatalf("want the roll stopped, got %v", out.Err)
+				}
+				for _, w := range []string{"broker 2 was not stopped after waiting 5s for it to heal", "resume the run", "brokers [3] were not touched"} {
+					if !strings.Contains(out.Err.Error(), w) {
+						t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
 					}
-				})
+				}
+				if got := f.restarts(); len(got) != 2 {
+					t.Fatalf("restarts %v, want broker 1's only", got)
+				}
 			})
-			var logs []string
-			var mu sync.Mutex
-			out := f.s.Run(context.Background(), f.Ports, typing, steps.ReporterFunc(func(ev steps.Event) {
-				mu.Lock()
-				defer mu.Unlock()
-				logs = append(logs, ev.Text)
-			}))
-			all := strings.Join(logs, "\n")
-			if !strings.Contains(all, "broker 2 is not stopped yet: the cluster is not whole (partitions already short: orders-v2-0 under-replicated") || !strings.Contains(all, "waiting up to 5s for the cluster to heal") {
-				t.Errorf("the wait was not said:\n%s", all)
-			}
-			if heals {
-				if out.Err != nil {
-					t.Fatal(out.Err)
-				}
-				if len(f.restarts()) != 6 || !strings.Contains(all, "broker 2 may stop: the cluster healed after") {
-					t.Fatalf("restarts %v\n%s", f.restarts(), all)
-				}
-				return
-			}
-			if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll" {
-				t.Fatalf("want the roll stopped, got %v", out.Err)
-			}
-			for _, w := range []string{"broker 2 was not stopped after waiting 5s for it to heal", "resume the run", "brokers [3] were not touched"} {
-				if !strings.Contains(out.Err.Error(), w) {
-					t.Errorf("the refusal lacks %q:\n%v", w, out.Err)
-				}
-			}
-			if got := f.restarts(); len(got) != 2 {
-				t.Fatalf("restarts %v, want broker 1's only", got)
-			}
 		})
 	}
 }

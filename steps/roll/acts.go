@@ -57,10 +57,8 @@ func WaitGone(ctx context.Context, env *steps.Env, id int32, addr string, timeou
 			if i > 100 {
 				return fmt.Errorf("broker %d: %s still accepts connections 10s after its registration vanished; something still runs there", id, addr)
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
+			if err := env.Sleep(ctx, 100*time.Millisecond); err != nil {
+				return err
 			}
 		}
 	}
@@ -108,10 +106,7 @@ func Hold(ctx context.Context, env *steps.Env, check func() []steps.Check, n int
 		if env.Now().Sub(start) > timeout || ctx.Err() != nil {
 			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, steps.Failing(last))
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+		_ = env.Sleep(ctx, time.Second) // a cancelled ctx ends the loop above
 	}
 }
 
@@ -147,10 +142,8 @@ func WaitFor(ctx context.Context, env *steps.Env, timeout time.Duration, what st
 		if env.Now().Sub(start) > timeout {
 			return fmt.Errorf("%w: %s not within %s: %s", steps.ErrCheckFailed, what, timeout, why)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
+		if err := env.Sleep(ctx, time.Second); err != nil {
+			return err
 		}
 	}
 }

@@ -108,10 +108,8 @@ func (c *Controllers) Snapshot(ctx context.Context, env *steps.Env) (*Snapshot, 
 		return nil, err
 	}
 	if len(down) > 0 {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
+		if err := env.Sleep(ctx, time.Second); err != nil {
+			return nil, err
 		}
 		if s, _, err = c.read(ctx, env); err != nil {
 			return nil, err

@@ -332,8 +332,9 @@ type Racker interface {
 	Racks(ctx context.Context, env *steps.Env) map[int32]string
 }
 
-// healEvery is how often a waiting safety check reads the cluster again.
-var healEvery = 2 * time.Second
+// healEvery is how often a waiting safety check reads the cluster again
+// (on the run's clock: Env.Sleep).
+const healEvery = 2 * time.Second
 
 // left is what is left of one node's restart.
 type left int
@@ -943,10 +944,8 @@ func (r *Roll) safeNow(ctx context.Context, env *steps.Env, set []int32, not fun
 				return fmt.Sprintf("waiting for the cluster to heal before stopping %s: %s of at most %s", who, env.Now().Sub(start).Round(time.Second), r.HealWait)
 			})
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("stopped while waiting for the cluster to heal before stopping %s: %w; it was not stopped, %s", who, ctx.Err(), not())
-		case <-time.After(healEvery):
+		if err := env.Sleep(ctx, healEvery); err != nil {
+			return fmt.Errorf("stopped while waiting for the cluster to heal before stopping %s: %w; it was not stopped, %s", who, err, not())
 		}
 	}
 	waited := ""

@@ -3,6 +3,7 @@ package steptest
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,13 +57,26 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	if acl, err := c.GetACL(ctx, p); err != nil || len(acl) == 0 {
 		t.Fatalf("acl: %v %v", acl, err)
 	}
-	// WaitChildren returns soon after another call adds a child.
+	// WaitChildren returns soon after another call adds a child. The child
+	// is added only once WaitChildren has read p's children without it
+	// (its first call of cond), so the wait must notice a later change.
 	done := make(chan []string, 1)
+	read := make(chan struct{})
+	var first sync.Once
 	go func() {
-		kids, _ := c.WaitChildren(ctx, p, func(k []string) bool { return slices.Contains(k, "c") })
+		kids, _ := c.WaitChildren(ctx, p, func(k []string) bool {
+			first.Do(func() { close(read) })
+			return slices.Contains(k, "c")
+		})
 		done <- kids
 	}()
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-read:
+	case kids := <-done:
+		t.Fatalf("WaitChildren returned %v before it read the children", kids)
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitChildren did not read the children within 5s")
+	}
 	if err := c.Create(ctx, p+"/c", nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func (z *ZK) put(p string, data []byte) {
 		return
 	}
 	z.nodes[p] = &znode{data: data, kids: map[string]bool{}, acl: []kafkazk.ACL{{Perms: 31, Scheme: "world", ID: "anyone"}},
-		stat: kafkazk.ZStat{Ctime: time.Unix(1_700_000_000, 0), Mtime: time.Unix(1_700_000_000, 0)}}
+		stat: kafkazk.ZStat{Ctime: longAgo, Mtime: longAgo}}
 	z.nodes[parent].kids[path.Base(p)] = true
 	z.nodes[parent].stat.Cversion++
 }
@@ -111,6 +111,11 @@ func (z *ZK) SetACL(p string, acl []kafkazk.ACL) {
 	defer z.mu.Unlock()
 	z.nodes[p].acl = acl
 }
+
+// longAgo is a znode's ctime and mtime unless a test sets them (Created):
+// long before now, on the real clock and on a testing/synctest bubble's,
+// which starts at 2000-01-01.
+var longAgo = time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Created sets p's ctime (a znode created at t, by ZooKeeper's clock).
 func (z *ZK) Created(p string, t time.Time) {
