@@ -110,6 +110,12 @@ func TestDiagnoseZooKeeperLab(t *testing.T) {
 		}
 	})
 
+	// On the healthy lab: the conformance suite's ISR case stops a broker
+	// and waits for it back in every ISR; its topics are gone after it.
+	t.Run("KafkaConformance on real Kafka", func(t *testing.T) {
+		labConformance(t, l, labConformanceConfigs(l.State.Kafka), labNoAuthorizer)
+	})
+
 	t.Run("one broker down under 100 topics: one cause on the first screen, nothing sent to a cleanup", func(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()

@@ -176,4 +176,3 @@ var labCases = []struct {
 		}
 	}},
 }
-
