@@ -134,7 +134,30 @@ func forget(t *testing.T, adm *kadm.Client, prefix string) {
 	if len(mine) > 0 {
 		rs, err := adm.DeleteTopics(ctx, mine...)
 		errs = append(errs, err, rs.Error())
+		// Deleted, not only asked to be: the next subtest's diagnose must
+		// not find them half-gone.
+		left := mine
+		for len(left) > 0 && ctx.Err() == nil {
+			left = nil
+			if ts, err := adm.ListTopics(ctx); err == nil {
+				for _, name := range mine {
+					if ts.Has(name) {
+						left = append(left, name)
+					}
+				}
+			}
+			if len(left) > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(250 * time.Millisecond):
+				}
+			}
+		}
+		if len(left) > 0 {
+			errs = append(errs, fmt.Errorf("still listed after a minute: %v", left))
+		}
 	}
+	t.Logf("removed %d topics of %s* from the lab: %v", len(mine), prefix, mine)
 	if err := errors.Join(errs...); err != nil {
 		t.Errorf("removing the conformance case's topics and groups (%s*) from the lab: %v", prefix, err)
 	}

@@ -167,12 +167,30 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (por
 	}
 	for _, t := range topics {
 		tv := k.view(ctx, id, t, stale)
+		if _, cached := k.Stale[id][t]; !(cached && stale) {
+			offline(tv, v.Brokers)
+		}
 		if all && !tv.Present() {
 			continue // Kafka lists only the topics it knows and lets the principal see
 		}
 		v.Topics[t] = tv
 	}
 	return v, nil
+}
+
+// offline lists in each partition's Offline its replicas on brokers not
+// live, as Kafka's Metadata does (offline_replicas: a stopped broker's
+// replicas, not only a failed log dir's).
+func offline(tv ports.TopicView, live []int32) {
+	for p, pv := range tv.Partitions {
+		pv.Offline = nil
+		for _, r := range pv.Replicas {
+			if !slices.Contains(live, r) {
+				pv.Offline = append(pv.Offline, r)
+			}
+		}
+		tv.Partitions[p] = pv
+	}
 }
 
 // Deny takes Describe on the topics away from kremedy's principal (adds
