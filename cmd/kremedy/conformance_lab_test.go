@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,7 +102,7 @@ func labConformance(t *testing.T, l *lab.Lab, configs, limits map[string]string)
 	steptest.KafkaConformance(t, func(t *testing.T) steptest.KafkaSubject {
 		s := s
 		s.Prefix = fmt.Sprintf("conformance%d-", n.Add(1))
-		t.Cleanup(func() { forget(t, adm, s.Prefix) })
+		t.Cleanup(func() { forget(t, kc, adm, slices.Sorted(maps.Keys(s.Addrs)), s.Prefix) })
 		return s
 	})
 	t.Logf("FIGURE KafkaConformance on the lab's real Kafka %s (%s) took %.1fs", l.State.Kafka, map[bool]string{true: "KRaft", false: "ZooKeeper mode"}[l.State.KRaft()], time.Since(start).Seconds())
@@ -109,7 +110,7 @@ func labConformance(t *testing.T, l *lab.Lab, configs, limits map[string]string)
 
 // forget deletes the topics and groups a conformance case made (those
 // named with prefix), so the lab's other subtests find it as before.
-func forget(t *testing.T, adm *kadm.Client, prefix string) {
+func forget(t *testing.T, kc *kafka.Client, adm *kadm.Client, brokers []int32, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var errs []error
@@ -123,14 +124,27 @@ func forget(t *testing.T, adm *kadm.Client, prefix string) {
 	} else {
 		errs = append(errs, err)
 	}
-	topics, err := adm.ListTopics(ctx)
-	errs = append(errs, err)
-	var mine []string
-	for _, name := range topics.Names() {
-		if strings.HasPrefix(name, prefix) {
-			mine = append(mine, name)
+	// Every broker's own view, not kadm's ListTopics: franz-go answers that
+	// from a metadata response up to MetadataMinAge old, which misses the
+	// topics a case made a moment ago.
+	listed := func() []string {
+		var out []string
+		for _, b := range brokers {
+			v, err := kc.BrokerView(ctx, b)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for name := range v.Topics {
+				if strings.HasPrefix(name, prefix) && !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
 		}
+		slices.Sort(out)
+		return out
 	}
+	mine := listed()
 	if len(mine) > 0 {
 		rs, err := adm.DeleteTopics(ctx, mine...)
 		errs = append(errs, err, rs.Error())
@@ -138,14 +152,7 @@ func forget(t *testing.T, adm *kadm.Client, prefix string) {
 		// not find them half-gone.
 		left := mine
 		for len(left) > 0 && ctx.Err() == nil {
-			left = nil
-			if ts, err := adm.ListTopics(ctx); err == nil {
-				for _, name := range mine {
-					if ts.Has(name) {
-						left = append(left, name)
-					}
-				}
-			}
+			left = listed()
 			if len(left) > 0 {
 				select {
 				case <-ctx.Done():
