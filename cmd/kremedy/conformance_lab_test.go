@@ -175,10 +175,20 @@ func forget(t *testing.T, kc *kafka.Client, adm *kadm.Client, brokers []int32, p
 // brokerDefaults set auto.create.topics.enable=true and
 // min.insync.replicas=2; the IBP is the release's default, 3.9-IV0 on
 // 3.9.2), without inter.broker.protocol.version from 4.0, which has none.
-func labConformanceConfigs(v string) map[string]string {
+//
+// A 4.x KRaft lab's brokers report min.insync.replicas=1: with eligible
+// leader replicas on (KIP-966, a new 4.1 cluster's default) the
+// cluster-wide value comes from the controllers, whose
+// controller.properties (lab/kraftlab.go) do not set it, and it outranks
+// the brokers' server.properties. That is what the lab runs, and what
+// kremedy's stop rule reads there, so the suite checks it.
+func labConformanceConfigs(v string, kraft bool) map[string]string {
 	c := maps.Clone(steptest.KafkaConformanceConfigs)
 	if strings.HasPrefix(v, "4.") {
 		delete(c, "inter.broker.protocol.version")
+		if kraft {
+			c["min.insync.replicas"] = "1"
+		}
 	}
 	return c
 }

@@ -116,7 +116,7 @@ func TestDiagnoseZooKeeperLab(t *testing.T) {
 	t.Run("KafkaConformance on real Kafka", func(t *testing.T) {
 		limits := maps.Clone(labNoAuthorizer)
 		limits["eligible leaders"] = "Kafka 3.9 in ZooKeeper mode has no DescribeTopicPartitions (KIP-966's eligible leaders are KRaft's): the adapter answers ErrUnsupported"
-		labConformance(t, l, labConformanceConfigs(l.State.Kafka), limits)
+		labConformance(t, l, labConformanceConfigs(l.State.Kafka, false), limits)
 	})
 
 	t.Run("one broker down under 100 topics: one cause on the first screen, nothing sent to a cleanup", func(t *testing.T) {

@@ -127,7 +127,7 @@ func kraftLabOf(t *testing.T, v string, net int) {
 	kraftInventory(t, l)
 	kraftKremedySees(t, l)
 	t.Run("KafkaConformance on real Kafka", func(t *testing.T) {
-		labConformance(t, l, labConformanceConfigs(v), labNoAuthorizer)
+		labConformance(t, l, labConformanceConfigs(v, true), labNoAuthorizer)
 	})
 	if r := kremedy(t, "lab", "status", "--dir", dir); r.code != 0 || !strings.Contains(r.out, "quorum leader") || strings.Contains(r.out, "DOWN") {
 		t.Fatalf("lab status of a healthy KRaft lab: exit %d\n%s", r.code, r.out)
