@@ -101,23 +101,31 @@ type KafkaSubject struct {
 // running broker, a broker nobody runs in its errors; eligible leader
 // replicas (DescribeTopicPartitions) of a healthy topic: none.
 //
+// Its lab-only cases (labCases: the lab's real Kafka and the fake, skipped
+// on kfake, which has no hook for them) cover a broker stopped (ISR,
+// leader, offline replicas, under-replication, back in every ISR after its
+// start), log dirs, an idempotent producer's state, a consumer group's
+// committed offsets and the KRaft quorum; cmd/kremedy's labConformance
+// runs them on Kafka 3.9.2 in ZooKeeper mode and on the KRaft lab.
+//
 // It does not cover, because one side cannot honestly do it:
-//   - partitions under-replicated, offline or leaderless, leader epochs
-//     after creation, a broker's stale cache: kfake keeps ISR equal to the
-//     replicas, has no offline replica and one metadata state for every
-//     broker; the fake models these from ZooKeeper's znodes and Stale, and
-//     the lab tests them on real Kafka.
+//   - partitions offline or leaderless, leader epochs of partitions the
+//     stopped broker did not lead, a broker's stale cache: real Kafka
+//     makes these only by faults (lab break stale-metadata), not on demand
+//     on a shared lab; the fake models them from ZooKeeper's znodes and
+//     Stale. kfake keeps ISR equal to the replicas.
 //   - an assignment's exact brokers on kfake, which keeps only its
 //     partition count and replication factor (its subject's Limits).
 //   - which release a broker runs (Releases' Guess is only required to be
 //     there): franz-go's kversion reads kfake's API table as "between v1.0
 //     and v1.1"; the fake says what its Release field says.
-//   - Quorum answered: kfake has no DescribeQuorum (a broker answers it
-//     "too old"); the fake answers its KRaft field.
-//   - Groups, Producers, Canary, FirstRecordTime, DeleteGroupOffsets,
-//     LogDirs: the fake answers what a test sets (GroupsOn, ProducerOn),
-//     counts canaries without writing them, keeps no timestamps and
-//     refuses LogDirs; kfake lists only transactional producers.
+//   - Quorum answered on kfake, which has no DescribeQuorum (a broker
+//     answers it "too old"); the lab case holds the fake's KRaft field.
+//   - Canary, FirstRecordTime, DeleteGroupOffsets, transactional
+//     producers and groups with members: the fake counts canaries without
+//     writing them, keeps no timestamps and answers GroupsOn and
+//     ProducerOn as a test sets them; kfake lists only transactional
+//     producers.
 //   - TLS, SASL and which principal the adapter is: the subject's set-up.
 func KafkaConformance(t *testing.T, subject func(t *testing.T) KafkaSubject) {
 	known := map[string]bool{}
