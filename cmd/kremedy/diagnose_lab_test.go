@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -108,6 +109,14 @@ func TestDiagnoseZooKeeperLab(t *testing.T) {
 		if d, code := diagnosis(t, l, ""); code != 0 || len(d.Findings) != 0 {
 			t.Fatalf("healthy lab: exit %d, %d findings", code, len(d.Findings))
 		}
+	})
+
+	// On the healthy lab: the conformance suite's ISR case stops a broker
+	// and waits for it back in every ISR; its topics are gone after it.
+	t.Run("KafkaConformance on real Kafka", func(t *testing.T) {
+		limits := maps.Clone(labNoAuthorizer)
+		limits["eligible leaders"] = "Kafka 3.9 in ZooKeeper mode has no DescribeTopicPartitions (KIP-966's eligible leaders are KRaft's): the adapter answers ErrUnsupported"
+		labConformance(t, l, labConformanceConfigs(l.State.Kafka, false), limits)
 	})
 
 	t.Run("one broker down under 100 topics: one cause on the first screen, nothing sent to a cleanup", func(t *testing.T) {

@@ -126,6 +126,9 @@ func kraftLabOf(t *testing.T, v string, net int) {
 	kraftRoundTrip(t, l, kc)
 	kraftInventory(t, l)
 	kraftKremedySees(t, l)
+	t.Run("KafkaConformance on real Kafka", func(t *testing.T) {
+		labConformance(t, l, labConformanceConfigs(v, true), labNoAuthorizer)
+	})
 	if r := kremedy(t, "lab", "status", "--dir", dir); r.code != 0 || !strings.Contains(r.out, "quorum leader") || strings.Contains(r.out, "DOWN") {
 		t.Fatalf("lab status of a healthy KRaft lab: exit %d\n%s", r.code, r.out)
 	}

@@ -71,6 +71,11 @@ type Kafka struct {
 	Canaries int
 	Deleted  []string // group offsets deleted
 	nextID   int
+	// committed[topic][group] are offsets CommitOffsets committed;
+	// idempotent[topic] the producers ProduceIdempotent started.
+	committed  map[string]map[string]map[int32]int64
+	idempotent map[string][]ports.ProducerUse
+	nextPID    int64
 	// logs[topic][partition] is each partition's [log start, log end),
 	// moved by Produce.
 	logs map[string]map[int32][2]int64
@@ -162,12 +167,30 @@ func (k *Kafka) BrokerView(ctx context.Context, id int32, topics ...string) (por
 	}
 	for _, t := range topics {
 		tv := k.view(ctx, id, t, stale)
+		if _, cached := k.Stale[id][t]; !(cached && stale) {
+			offline(tv, v.Brokers)
+		}
 		if all && !tv.Present() {
 			continue // Kafka lists only the topics it knows and lets the principal see
 		}
 		v.Topics[t] = tv
 	}
 	return v, nil
+}
+
+// offline lists in each partition's Offline its replicas on brokers not
+// live, as Kafka's Metadata does (offline_replicas: a stopped broker's
+// replicas, not only a failed log dir's).
+func offline(tv ports.TopicView, live []int32) {
+	for p, pv := range tv.Partitions {
+		pv.Offline = nil
+		for _, r := range pv.Replicas {
+			if !slices.Contains(live, r) {
+				pv.Offline = append(pv.Offline, r)
+			}
+		}
+		tv.Partitions[p] = pv
+	}
 }
 
 // Deny takes Describe on the topics away from kremedy's principal (adds
@@ -211,16 +234,132 @@ func registered(ctx context.Context, zk *ZK) ([]int32, error) {
 	return ids, err
 }
 
-func (k *Kafka) Groups(context.Context, string) ([]ports.GroupUse, error) {
+// Groups answers GroupsOn, and the groups CommitOffsets committed on the
+// topic (state Empty, no member), as Kafka lists a group with offsets.
+func (k *Kafka) Groups(_ context.Context, topic string) ([]ports.GroupUse, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.GroupsOn, nil
+	out := slices.Clone(k.GroupsOn)
+	for _, g := range slices.Sorted(maps.Keys(k.committed[topic])) {
+		out = append(out, ports.GroupUse{Group: g, State: "Empty", Offsets: maps.Clone(k.committed[topic][g])})
+	}
+	return out, nil
 }
 
-func (k *Kafka) Producers(context.Context, string, []int32, []int32) ([]ports.ProducerUse, error) {
+// CommitOffsets commits a group's offsets on a topic, as a consumer that
+// then left does: Groups lists the group, Empty.
+func (k *Kafka) CommitOffsets(_ context.Context, group, topic string, offsets map[int32]int64) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.ProducerOn, k.ProducersErr
+	if k.committed == nil {
+		k.committed = map[string]map[string]map[int32]int64{}
+	}
+	if k.committed[topic] == nil {
+		k.committed[topic] = map[string]map[int32]int64{}
+	}
+	if k.committed[topic][group] == nil {
+		k.committed[topic][group] = map[int32]int64{}
+	}
+	maps.Copy(k.committed[topic][group], offsets)
+	return nil
+}
+
+// Producers answers ProducerOn, and the producers ProduceIdempotent
+// started on the partitions asked of the topic (as Kafka answers only
+// for what it is asked).
+func (k *Kafka) Producers(_ context.Context, topic string, partitions []int32, _ []int32) ([]ports.ProducerUse, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := slices.Clone(k.ProducerOn)
+	for _, p := range k.idempotent[topic] {
+		if slices.Contains(partitions, p.Partition) {
+			out = append(out, p)
+		}
+	}
+	return out, k.ProducersErr
+}
+
+// ProduceIdempotent writes one record to a partition as an idempotent
+// producer does: the partition's replicas then track the producer (a
+// fresh producer id, its last write's time, no transaction) until it
+// expires, which the fake never does.
+func (k *Kafka) ProduceIdempotent(ctx context.Context, t string, p int32) error {
+	if err := k.Produce(ctx, t, p, "idempotent"); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.idempotent == nil {
+		k.idempotent = map[string][]ports.ProducerUse{}
+	}
+	k.nextPID++
+	k.idempotent[t] = append(k.idempotent[t], ports.ProducerUse{Partition: p, ProducerID: 1000 + k.nextPID, LastTimestamp: time.Now(), TxnStart: -1})
+	return nil
+}
+
+// StopBroker stops broker id and does what Kafka's controller does when a
+// broker leaves: its registration goes, it leaves every ISR, and a
+// partition it led gets the first of its in-sync replicas as leader with
+// the leader epoch bumped (-1 with none left). Hosts' own stop only stops
+// the process; tests that model the ISR by hand keep using it.
+func (k *Kafka) StopBroker(ctx context.Context, id int32) error {
+	k.hosts.mu.Lock()
+	k.hosts.Running[id] = false
+	k.hosts.mu.Unlock()
+	k.zk.Remove(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, id))
+	return k.moveISR(ctx, func(st *kafkazk.PartitionState, _ []int32) {
+		st.ISR = slices.DeleteFunc(st.ISR, func(r int32) bool { return r == id })
+		if st.Leader == id {
+			st.Leader = -1
+			if len(st.ISR) > 0 {
+				st.Leader = st.ISR[0]
+			}
+			st.LeaderEpoch++
+		}
+	})
+}
+
+// StartBroker starts broker id again: it registers and, caught up, joins
+// the ISR of every partition it is a replica of (it does not take the
+// leadership back: that is a preferred election's).
+func (k *Kafka) StartBroker(ctx context.Context, id int32) error {
+	b, ok := k.hosts.target.Host(id)
+	if !ok {
+		return fmt.Errorf("broker %d is not in the inventory", id)
+	}
+	k.hosts.mu.Lock()
+	k.hosts.Running[id] = true
+	k.hosts.register(b)
+	k.hosts.mu.Unlock()
+	return k.moveISR(ctx, func(st *kafkazk.PartitionState, replicas []int32) {
+		if slices.Contains(replicas, id) && !slices.Contains(st.ISR, id) {
+			st.ISR = append(st.ISR, id)
+			if st.Leader < 0 {
+				st.Leader = id
+				st.LeaderEpoch++
+			}
+		}
+	})
+}
+
+// moveISR rewrites every partition's state znode with change.
+func (k *Kafka) moveISR(ctx context.Context, change func(st *kafkazk.PartitionState, replicas []int32)) error {
+	topics, err := k.zk.Children(ctx, kafkazk.TopicsPath)
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		for p, pv := range k.truth(ctx, t).Partitions {
+			st := kafkazk.PartitionState{ControllerEpoch: 1, Leader: pv.Leader, LeaderEpoch: pv.LeaderEpoch, ISR: slices.Clone(pv.ISR), Version: 1}
+			change(&st, pv.Replicas)
+			b, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			k.zk.Put(kafkazk.PartitionStatePath(t, p), string(b))
+		}
+	}
+	return nil
 }
 
 func (k *Kafka) BrokerConfig(_ context.Context, _ int32, key string) (string, error) {
@@ -382,9 +521,14 @@ func (k *Kafka) DeleteGroupOffsets(_ context.Context, group, topic string) error
 	return nil
 }
 
-func (k *Kafka) LogDirs(context.Context, int32) ([]string, error) {
-	k.t.Errorf("LogDirs called: the fake inventory always lists log dirs")
-	return nil, fmt.Errorf("unexpected")
+// LogDirs answers a running broker's log dirs as the inventory lists them
+// (DescribeLogDirs), sorted; a broker that does not run does not answer.
+func (k *Kafka) LogDirs(_ context.Context, id int32) ([]string, error) {
+	h, ok := k.hosts.target.Host(id)
+	if !ok || !k.running(id) {
+		return nil, fmt.Errorf("log dirs of broker %d: connection refused", id)
+	}
+	return slices.Sorted(slices.Values(h.LogDirs)), nil
 }
 
 func (k *Kafka) FirstRecordTime(context.Context, string, int32) (time.Time, bool, error) {

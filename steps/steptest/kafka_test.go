@@ -21,11 +21,18 @@ func TestFakeKafkaConformance(t *testing.T) {
 		}
 		zk := NewZK(t, "/kafka")
 		zk.Put("/cluster/id", `{"version":"1","id":"x"}`).Put("/controller", `{"version":2,"brokerid":2}`).Put(kafkazk.TopicsPath, "")
+		for id := int32(3001); id <= 3003; id++ {
+			target.Controllers = append(target.Controllers, ports.Host{ID: id, Host: fmt.Sprintf("c%d", id-3000), Addr: fmt.Sprintf("c%d:9093", id-3000)})
+		}
 		hosts := NewHosts(t, zk, target)
+		for _, c := range target.Controllers {
+			hosts.Running[c.ID] = true
+		}
 		hosts.Running[4] = false
 		zk.Remove(fmt.Sprintf("%s/%d", kafkazk.BrokerIDsPath, 4))
 		k := NewKafka(t, zk, hosts)
 		k.AutoCreate = KafkaConformanceConfigs["auto.create.topics.enable"]
+		k.KRaft = &ports.Quorum{Leader: 3002, Epoch: 4, HighWatermark: 120, Voters: []ports.Voter{{ID: 3001, LogEndOffset: 120}, {ID: 3002, LogEndOffset: 120}, {ID: 3003, LogEndOffset: 118}}}
 		k.Configs = map[string]string{}
 		for key, v := range KafkaConformanceConfigs {
 			k.Configs[key] = v
@@ -39,6 +46,14 @@ func TestFakeKafkaConformance(t *testing.T) {
 				k.Deny(topic)
 				return nil
 			},
+			StopBroker:  k.StopBroker,
+			StartBroker: k.StartBroker,
+			Controllers: map[int32]string{3001: "c1:9093", 3002: "c2:9093", 3003: "c3:9093"},
+			IdempotentProducer: func(ctx context.Context, topic string, p int32) (func(), error) {
+				return func() {}, k.ProduceIdempotent(ctx, topic, p)
+			},
+			CommitOffsets: k.CommitOffsets,
+			LogDirs:       map[int32][]string{1: {"/data"}, 2: {"/data"}, 3: {"/data"}},
 		}
 	})
 }
