@@ -386,36 +386,10 @@ func TestTeamLab(t *testing.T) {
 		})
 		run := filepath.Join(t.TempDir(), "run")
 		before := brokerPIDs(l)
-		var out lockedBuffer
-		cmd := exec.Command(bin, "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab",
-			"--key", filepath.Join(keys, "alice"))
-		cmd.Stdout, cmd.Stderr = &out, &out
 		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		defer func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-			}
-		}()
-		var req signoff.Request
-		for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			if rs, err := signoff.Requests(run, "roll"); err == nil {
-				req = rs[0]
-				break
-			}
-			select {
-			case err := <-exited:
-				t.Fatalf("the run ended (%v) without waiting for an approval:\n%s", err, out.String())
-			default:
-			}
-			if time.Now().After(end) {
-				t.Fatalf("the run never asked for an approval:\n%s", out.String())
-			}
-		}
+		out, exited := startRun(t, exec.Command(bin, "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab",
+			"--key", filepath.Join(keys, "alice")))
+		req := waitRequest(t, run, "roll", exited, out, "")
 		approve := func(key string) result {
 			return kremedy(t, "approve", run, "--step", "roll", "--key", filepath.Join(keys, key), "--yes")
 		}
@@ -558,50 +532,22 @@ func signatureLifecycle(t *testing.T, l *lab.Lab) {
 	})
 	run := filepath.Join(t.TempDir(), "run")
 	before := brokerPIDs(l)
-	waitRequest := func(exited <-chan error, out *lockedBuffer, not string) signoff.Request {
-		t.Helper()
-		for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			if rs, err := signoff.Requests(run, "roll"); err == nil && rs[0].Nonce != not {
-				return rs[0]
-			}
-			select {
-			case err := <-exited:
-				t.Fatalf("the run ended (%v) without waiting for an approval:\n%s", err, out.String())
-			default:
-			}
-			if time.Now().After(end) {
-				t.Fatalf("the run never asked for an approval:\n%s", out.String())
-			}
-		}
-	}
 	approve := func(key string) result {
 		return kremedy(t, "approve", run, "--step", "roll", "--key", filepath.Join(keys, key), "--yes")
 	}
-	start := func(fault string, args ...string) (*exec.Cmd, *lockedBuffer, chan error) {
-		out := &lockedBuffer{}
+	start := func(fault string, args ...string) (*lockedBuffer, <-chan error) {
 		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = out, out
 		cmd.Env = os.Environ()
 		if fault != "" {
 			cmd.Env = append(cmd.Env, "KREMEDY_FAULT="+fault)
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-			}
-		})
-		return cmd, out, exited
+		return startRun(t, cmd)
 	}
 
 	// The first attempt: killed right after the approval is journaled.
-	_, out1, exited1 := start("sigkill@approval:roll", "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes",
+	out1, exited1 := start("sigkill@approval:roll", "run", "rolling-restart", "--inventory", inv, "--run-dir", run, "--headless", "--yes",
 		"--confirm", "kremedy-lab", "--key", filepath.Join(keys, "alice"))
-	req1 := waitRequest(exited1, out1, "")
+	req1 := waitRequest(t, run, "roll", exited1, out1, "")
 	if r := approve("alice2"); r.code != 1 || !strings.Contains(r.out, "the operator of this run") {
 		t.Fatalf("M3: alice's second key, allowed as \"alice\": exit %d\n%s", r.code, r.out)
 	}
@@ -619,8 +565,8 @@ func signatureLifecycle(t *testing.T, l *lab.Lab) {
 
 	// The resumed attempt: the same plan, a new request; bob's old
 	// signature is refused and the run waits.
-	_, out2, exited2 := start("", "resume", run, "--headless", "--yes", "--confirm", "kremedy-lab", "--key", filepath.Join(keys, "alice"))
-	req2 := waitRequest(exited2, out2, req1.Nonce)
+	out2, exited2 := start("", "resume", run, "--headless", "--yes", "--confirm", "kremedy-lab", "--key", filepath.Join(keys, "alice"))
+	req2 := waitRequest(t, run, "roll", exited2, out2, req1.Nonce)
 	if req2.Digest != req1.Digest {
 		t.Logf("the resumed roll re-planned to another digest (%.12s, was %.12s): the old signature is refused for that reason too", req2.Digest, req1.Digest)
 	}
@@ -895,34 +841,8 @@ func sharedApproval(t *testing.T, l *lab.Lab) {
 
 	run := filepath.Join(runs, "run")
 	before := brokerPIDs(l)
-	var out lockedBuffer
-	cmd := op.cmd([]uint32{grp}, kremedyBin, "run", "rolling-restart", "--inventory", opInv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab", "--key", alice)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	}()
-	var req signoff.Request
-	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if rs, err := signoff.Requests(run, "roll"); err == nil {
-			req = rs[0]
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("the run ended (%v) without waiting for an approval:\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the run never asked for an approval:\n%s", out.String())
-		}
-	}
+	out, exited := startRun(t, op.cmd([]uint32{grp}, kremedyBin, "run", "rolling-restart", "--inventory", opInv, "--run-dir", run, "--headless", "--yes", "--confirm", "kremedy-lab", "--key", alice))
+	req := waitRequest(t, run, "roll", exited, out, "")
 
 	// (3) What the group reads, and how: the run directory 2750, the
 	// journal and the request 0640, kremedy-op's, group kremedy-approvers;
@@ -1039,5 +959,45 @@ func sharedApproval(t *testing.T, l *lab.Lab) {
 	}
 	if p := runStartPolicy(t, run); p.Group != groupName || !p.Enforced {
 		t.Errorf("the run-start record's policy: %+v", p)
+	}
+}
+
+// startRun starts a kremedy process with its output kept as it comes;
+// exited gets how it ended; it is killed at the test's end if it still
+// runs.
+func startRun(t *testing.T, cmd *exec.Cmd) (*lockedBuffer, <-chan error) {
+	t.Helper()
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	return out, exited
+}
+
+// waitRequest waits (2 minutes at most) until the run in dir asks for an
+// approval of step by a request whose nonce is not not; the run ending
+// first fails the test.
+func waitRequest(t *testing.T, run, step string, exited <-chan error, out *lockedBuffer, not string) signoff.Request {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if rs, err := signoff.Requests(run, step); err == nil && rs[0].Nonce != not {
+			return rs[0]
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the run ended (%v) without waiting for an approval:\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the run never asked for an approval:\n%s", out.String())
+		}
 	}
 }
