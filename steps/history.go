@@ -77,11 +77,20 @@ type actionEnd struct {
 }
 
 // Actions lists step's actions in the order they started, in every
-// attempt, each with how it ended (if it did).
+// attempt, each with how it ended (if it did). A record that does not
+// decode is passed over.
 func (h History) Actions(step string) []ActionRecord {
+	out, _ := foldActions(h.recs, step, func(journal.Record, error) error { return nil })
+	return out
+}
+
+// foldActions pairs step's action-start and action-end records into
+// ActionRecords, in the order the actions started; bad says what a record
+// that does not decode does (nil: pass it over).
+func foldActions(recs []journal.Record, step string, bad func(journal.Record, error) error) ([]ActionRecord, error) {
 	var out []ActionRecord
 	open := map[string]int{} // action id -> index of its latest start
-	for _, rec := range h.recs {
+	for _, rec := range recs {
 		if rec.Step != step {
 			continue
 		}
@@ -89,6 +98,9 @@ func (h History) Actions(step string) []ActionRecord {
 		case journal.ActionStart:
 			a, err := journal.Decode[Action](rec)
 			if err != nil {
+				if err := bad(rec, err); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			open[a.ID] = len(out)
@@ -96,6 +108,9 @@ func (h History) Actions(step string) []ActionRecord {
 		case journal.ActionEnd:
 			e, err := journal.Decode[actionEnd](rec)
 			if err != nil {
+				if err := bad(rec, err); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			if i, ok := open[e.Action.ID]; ok {
@@ -104,7 +119,7 @@ func (h History) Actions(step string) []ActionRecord {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // load finds the latest value saved under key.

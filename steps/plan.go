@@ -168,24 +168,28 @@ func DigestJSON(raw []byte) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// CanonicalJSON re-encodes a JSON object in one form whatever wrote it:
+// CanonicalJSON re-encodes a JSON value in one form whatever wrote it:
 // object keys sorted (as encoding/json writes maps), numbers as their
 // literal text (json.Number: an int64 never passes through float64), no
-// insignificant space. drop names top-level keys left out. A Go value
-// marshalled, and the same value read back from the journal into maps, give
-// the same bytes: the struct's field order is gone in both.
+// insignificant space. drop names keys of a top-level object left out. A Go
+// value marshalled, and the same value read back from the journal into
+// maps, give the same bytes: the struct's field order is gone in both.
 func CanonicalJSON(raw []byte, drop ...string) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
+	var v any
+	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
 	if d.More() {
-		return nil, fmt.Errorf("trailing data after the JSON object")
+		return nil, fmt.Errorf("trailing data after the JSON value")
 	}
-	for _, k := range drop {
-		delete(m, k)
+	if m, ok := v.(map[string]any); ok {
+		for _, k := range drop {
+			delete(m, k)
+		}
+	} else if len(drop) > 0 {
+		return nil, fmt.Errorf("not a JSON object")
 	}
-	return json.Marshal(m)
+	return json.Marshal(v)
 }

@@ -50,6 +50,7 @@ type StepView struct {
 
 // Failure is one journaled failure of a step.
 type Failure struct {
+	Step string
 	Seq  int64
 	Time time.Time
 	Err  string
@@ -74,6 +75,7 @@ func (p PlanView) Intact() bool { return p.Recomputed != "" && p.Recomputed == p
 
 // DecisionView is one journaled answer to a plan.
 type DecisionView struct {
+	Step     string
 	Seq      int64
 	Time     time.Time
 	Decision string // approve, skip, abort, rejected
@@ -107,6 +109,10 @@ type decisionRecord struct {
 	Ahead bool `json:"ahead,omitempty"`
 }
 
+func (d decisionRecord) view(r journal.Record, ahead bool) DecisionView {
+	return DecisionView{Step: r.Step, Seq: r.Seq, Time: r.Time, Decision: d.Decision, By: d.By, Digest: d.Digest, Reason: d.Reason, Signoffs: d.Signoffs, Ahead: ahead}
+}
+
 // ViewRecords builds the view of a run's records (the journal of a run in
 // memory, as the report reads it). A record that does not decode as its
 // type says is an error naming its sequence number.
@@ -126,7 +132,6 @@ func ViewRecords(recs []journal.Record) (*RunView, error) {
 		}
 		return s
 	}
-	open := map[string]map[string]int{} // step -> action id -> index of its latest start
 	bad := func(r journal.Record, err error) error {
 		return fmt.Errorf("journal record %d (%s of %q): %w", r.Seq, r.Type, r.Step, err)
 	}
@@ -172,7 +177,7 @@ func ViewRecords(recs []journal.Record) (*RunView, error) {
 				return nil, bad(r, err)
 			}
 			s := step(r.Step)
-			s.Decisions = append(s.Decisions, DecisionView{Seq: r.Seq, Time: r.Time, Decision: d.Decision, By: d.By, Digest: d.Digest, Reason: d.Reason, Signoffs: d.Signoffs, Ahead: d.Ahead})
+			s.Decisions = append(s.Decisions, d.view(r, d.Ahead))
 		case journal.Note:
 			n, err := journal.Decode[struct {
 				Approval *decisionRecord `json:"approval"`
@@ -180,30 +185,8 @@ func ViewRecords(recs []journal.Record) (*RunView, error) {
 			if err != nil || n.Approval == nil || r.Step == "" {
 				continue // a note of text, or of another shape: not a decision
 			}
-			d := n.Approval
 			s := step(r.Step)
-			s.Decisions = append(s.Decisions, DecisionView{Seq: r.Seq, Time: r.Time, Decision: d.Decision, By: d.By, Digest: d.Digest, Reason: d.Reason, Signoffs: d.Signoffs, Ahead: true})
-		case journal.ActionStart:
-			a, err := journal.Decode[Action](r)
-			if err != nil {
-				return nil, bad(r, err)
-			}
-			s := step(r.Step)
-			if open[r.Step] == nil {
-				open[r.Step] = map[string]int{}
-			}
-			open[r.Step][a.ID] = len(s.Actions)
-			s.Actions = append(s.Actions, ActionRecord{Action: a, Started: r.Time})
-		case journal.ActionEnd:
-			e, err := journal.Decode[actionEnd](r)
-			if err != nil {
-				return nil, bad(r, err)
-			}
-			s := step(r.Step)
-			if i, ok := open[r.Step][e.Action.ID]; ok {
-				s.Actions[i].Ended, s.Actions[i].OK, s.Actions[i].Err, s.Actions[i].Outcome = true, e.OK, e.Error, e.Outcome
-				delete(open[r.Step], e.Action.ID)
-			}
+			s.Decisions = append(s.Decisions, n.Approval.view(r, true))
 		case journal.StepDone:
 			s := step(r.Step)
 			s.State, s.At = "done", r.Time
@@ -222,9 +205,16 @@ func ViewRecords(recs []journal.Record) (*RunView, error) {
 			if r.Type == journal.Interrupted {
 				s.State = "interrupted"
 			} else {
-				s.Failures = append(s.Failures, Failure{Seq: r.Seq, Time: r.Time, Err: d.Error})
+				s.Failures = append(s.Failures, Failure{Step: r.Step, Seq: r.Seq, Time: r.Time, Err: d.Error})
 			}
 		}
+	}
+	for _, st := range v.Steps {
+		acts, err := foldActions(recs, st.ID, bad)
+		if err != nil {
+			return nil, err
+		}
+		st.Actions = acts
 	}
 	return v, nil
 }

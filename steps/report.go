@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,32 +236,18 @@ func compact(d map[string]any) string {
 // whether every approved plan, recomputed from the journal, has the digest
 // it was approved with.
 func reportApprovals(v *RunView) string {
-	var all []struct {
-		step string
-		d    DecisionView
-	}
+	var all []DecisionView
 	for _, s := range v.Steps {
-		for _, d := range s.Decisions {
-			all = append(all, struct {
-				step string
-				d    DecisionView
-			}{s.ID, d})
-		}
+		all = append(all, s.Decisions...)
 	}
 	if len(all) == 0 {
 		return ""
 	}
-	slices.SortFunc(all, func(a, b struct {
-		step string
-		d    DecisionView
-	}) int {
-		return int(a.d.Seq - b.d.Seq)
-	})
+	slices.SortFunc(all, func(a, b DecisionView) int { return cmp.Compare(a.Seq, b.Seq) })
 	var b strings.Builder
 	b.WriteString("\n## Approvals\n\n| time (UTC) | step | decision | by | plan digest | signed off by |\n|---|---|---|---|---|---|\n")
 	approved := 0
-	for _, e := range all {
-		a := e.d
+	for _, a := range all {
 		ahead := ""
 		if a.Ahead {
 			ahead = " (ahead)"
@@ -280,7 +267,7 @@ func reportApprovals(v *RunView) string {
 		if a.Digest != "" {
 			digest = fmt.Sprintf("`%.12s`", a.Digest)
 		}
-		row := []string{a.Time.UTC().Format("15:04:05"), e.step, a.Decision + ahead, a.By, digest, so}
+		row := []string{a.Time.UTC().Format("15:04:05"), a.Step, a.Decision + ahead, a.By, digest, so}
 		for i := range row {
 			row[i] = strings.ReplaceAll(row[i], "|", "\\|")
 		}

@@ -1,13 +1,11 @@
 package steps_test
 
 import (
-	"bufio"
 	"errors"
 	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/steptest"
 )
 
 // ownGroup is the name of this process's group.
@@ -25,32 +24,6 @@ func ownGroup(t *testing.T) (string, int) {
 		t.Fatal(err)
 	}
 	return g.Name, os.Getegid()
-}
-
-// foreignGroup is a group of /etc/group this process is not in.
-func foreignGroup(t *testing.T) string {
-	t.Helper()
-	f, err := os.Open("/etc/group")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mine, _ := os.Getgroups()
-	mine = append(mine, os.Getegid())
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		p := strings.Split(sc.Text(), ":")
-		if len(p) < 3 {
-			continue
-		}
-		if gid, err := strconv.Atoi(p[2]); err == nil && !slices.Contains(mine, gid) {
-			if _, err := user.LookupGroup(p[0]); err == nil {
-				return p[0]
-			}
-		}
-	}
-	t.Fatal("/etc/group has no group this process is not in")
-	return ""
 }
 
 func sharedMeta(rb *steps.Runbook, group string) steps.Meta {
@@ -117,7 +90,7 @@ func TestCreateShared(t *testing.T) {
 	})
 	for _, tc := range []struct{ name, group, want string }{
 		{"no such group", "kremedy-no-such-group", "groupadd kremedy-no-such-group"},
-		{"the operator is not in it", foreignGroup(t), "not in group"},
+		{"the operator is not in it", steptest.ForeignGroup(t), "not in group"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "runs", "run")

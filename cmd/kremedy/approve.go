@@ -240,15 +240,12 @@ func actionArgs(a steps.Action) string {
 	if a.Args == nil {
 		return ""
 	}
-	b, err := json.Marshal(struct {
-		Args any `json:"args"`
-	}{a.Args})
+	b, err := json.Marshal(a.Args)
+	if err == nil {
+		b, err = steps.CanonicalJSON(b)
+	}
 	if err != nil {
 		return fmt.Sprintf("(unreadable: %v)", err)
 	}
-	c, err := steps.CanonicalJSON(b)
-	if err != nil {
-		return fmt.Sprintf("(unreadable: %v)", err)
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(string(c), `{"args":`), "}")
+	return string(b)
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,20 +58,7 @@ func (deleteTopic) Verify(context.Context, *steps.Env) ([]steps.Check, error) {
 // journal to the digest the run waits for, and its arguments are shown.
 func TestApproveRefusesAnEditedPlan(t *testing.T) {
 	keys := t.TempDir()
-	var lines []string
-	for _, name := range []string{"alice", "bob"} {
-		k := filepath.Join(keys, name)
-		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", k).CombinedOutput(); err != nil {
-			t.Fatalf("ssh-keygen (OpenSSH's client tools are needed: apt-get install openssh-client): %v\n%s", err, out)
-		}
-		pub, _ := os.ReadFile(k + ".pub")
-		f := strings.Fields(string(pub))
-		lines = append(lines, name+"@example.com "+f[0]+" "+f[1])
-	}
-	signers := filepath.Join(keys, "allowed_signers")
-	if err := os.WriteFile(signers, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	signers := approvalKeys(t, keys, []string{"alice", "bob"}, "alice", "bob")
 
 	dir := filepath.Join(t.TempDir(), "run")
 	applied := make(chan string, 1)
@@ -112,18 +97,7 @@ func TestApproveRefusesAnEditedPlan(t *testing.T) {
 		t.Fatalf("the journal's plan does not round-trip to the digest the run waits for: %+v, request %s", pv, req.Digest)
 	}
 
-	approve := func() (string, int) {
-		var out bytes.Buffer
-		root := newRoot()
-		root.SetArgs([]string{"approve", dir, "--key", filepath.Join(keys, "bob"), "--yes"})
-		root.SetOut(&out)
-		root.SetErr(&out)
-		err := root.ExecuteContext(context.Background())
-		if err != nil {
-			fmt.Fprintln(&out, err)
-		}
-		return out.String(), exitCode(context.Background(), err)
-	}
+	approve := func() (string, int) { return inProcess("approve", dir, "--key", filepath.Join(keys, "bob"), "--yes") }
 
 	// Edit the journal's plan after the operator's confirmation: what the
 	// approver would read now says scratch-test.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -508,34 +509,21 @@ func stepScores(v *steps.RunView, why map[string]string) ([]drill.StepScore, boo
 // is that command's refusal, counted with the commands (cmds: the drill's
 // commands on this run directory).
 func stepFailures(v *steps.RunView, runbook string, cmds []drill.Command) []drill.Refusal {
-	var all []struct {
-		step string
-		f    steps.Failure
-	}
+	var all []steps.Failure
 	for _, st := range v.Steps {
-		for _, f := range st.Failures {
-			all = append(all, struct {
-				step string
-				f    steps.Failure
-			}{st.ID, f})
-		}
+		all = append(all, st.Failures...)
 	}
-	slices.SortFunc(all, func(a, b struct {
-		step string
-		f    steps.Failure
-	}) int {
-		return int(a.f.Seq - b.f.Seq)
-	})
+	slices.SortFunc(all, func(a, b steps.Failure) int { return cmp.Compare(a.Seq, b.Seq) })
 	var out []drill.Refusal
 	lastOf := map[int]int{} // command index -> index in out of its last failure
-	for _, e := range all {
-		at := e.f.Time
+	for _, f := range all {
+		at := f.Time
 		for ci, c := range cmds {
 			if !at.Before(c.At) && (c.Exit < 0 || !at.After(c.At.Add(time.Duration(c.TookS*float64(time.Second))+time.Second))) {
 				lastOf[ci] = len(out)
 			}
 		}
-		out = append(out, drill.Refusal{At: at, Command: fmt.Sprintf("%s: step %s", runbook, e.step), Why: e.f.Err})
+		out = append(out, drill.Refusal{At: at, Command: fmt.Sprintf("%s: step %s", runbook, f.Step), Why: f.Err})
 	}
 	drop := map[int]bool{}
 	for ci, i := range lastOf {

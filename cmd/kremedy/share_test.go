@@ -1,17 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kremedy/kremedy/steps/steptest"
 )
 
 // TestSharedRunRefusedBeforeAnything (review M4): a policy.group that
@@ -37,7 +37,7 @@ func TestSharedRunRefusedBeforeAnything(t *testing.T) {
 		name, group, runDir, want string
 	}{
 		{"no such group", "kremedy-no-such-group", filepath.Join(open, "a"), "policy.group kremedy-no-such-group: group: unknown group kremedy-no-such-group — create the group (groupadd kremedy-no-such-group)"},
-		{"the operator is not in it", notMyGroup(t), filepath.Join(open, "b"), "not in group " + notMyGroup(t)},
+		{"the operator is not in it", steptest.ForeignGroup(t), filepath.Join(open, "b"), "not in group " + steptest.ForeignGroup(t)},
 		// t.TempDir is 0700: the group cannot search it.
 		{"the group cannot reach the run directory", own.Name, filepath.Join(dir, "runs", "c"), "the approvers cannot reach the run directory " + filepath.Join(dir, "runs", "c") + ": " + filepath.Dir(dir) + " (mode 0700"},
 	} {
@@ -89,30 +89,4 @@ func reachableDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return d
-}
-
-// notMyGroup is a group of /etc/group this process is not in.
-func notMyGroup(t *testing.T) string {
-	t.Helper()
-	f, err := os.Open("/etc/group")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mine, _ := os.Getgroups()
-	mine = append(mine, os.Getegid())
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		p := strings.Split(sc.Text(), ":")
-		if len(p) < 3 {
-			continue
-		}
-		if gid, err := strconv.Atoi(p[2]); err == nil && !slices.Contains(mine, gid) {
-			if _, err := user.LookupGroup(p[0]); err == nil {
-				return p[0]
-			}
-		}
-	}
-	t.Fatal("/etc/group has no group this process is not in")
-	return ""
 }

@@ -181,20 +181,7 @@ func TestResolveTeam(t *testing.T) {
 // the run then finishes, and its report says who approved.
 func TestApproveCommand(t *testing.T) {
 	keys := t.TempDir()
-	var lines []string
-	for _, name := range []string{"alice", "bob", "carol"} {
-		k := filepath.Join(keys, name)
-		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", k).CombinedOutput(); err != nil {
-			t.Fatalf("ssh-keygen (OpenSSH's client tools are needed: apt-get install openssh-client): %v\n%s", err, out)
-		}
-		if name != "carol" {
-			pub, _ := os.ReadFile(k + ".pub")
-			f := strings.Fields(string(pub))
-			lines = append(lines, name+"@example.com "+f[0]+" "+f[1])
-		}
-	}
-	signers := filepath.Join(keys, "allowed_signers")
-	os.WriteFile(signers, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	signers := approvalKeys(t, keys, []string{"alice", "bob", "carol"}, "alice", "bob")
 
 	dir := filepath.Join(t.TempDir(), "run")
 	applied := make(chan struct{}, 1)
@@ -225,18 +212,7 @@ func TestApproveCommand(t *testing.T) {
 			t.Fatal("the run never asked for an approval")
 		}
 	}
-	approve := func(args ...string) (string, int) {
-		var out bytes.Buffer
-		root := newRoot()
-		root.SetArgs(append([]string{"approve", dir}, args...))
-		root.SetOut(&out)
-		root.SetErr(&out)
-		err := root.ExecuteContext(context.Background())
-		if err != nil {
-			fmt.Fprintln(&out, err)
-		}
-		return out.String(), exitCode(context.Background(), err)
-	}
+	approve := func(args ...string) (string, int) { return inProcess(append([]string{"approve", dir}, args...)...) }
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -460,4 +436,43 @@ func TestPolicyWeakened(t *testing.T) {
 			t.Errorf("%+v then, %+v now: %q, want %q", tc.then, tc.now, got, tc.want)
 		}
 	}
+}
+
+// approvalKeys makes an ed25519 key (no passphrase) for each of names in
+// dir, and an allowed_signers file there naming each of allowed as
+// NAME@example.com; it returns that file's path.
+func approvalKeys(t *testing.T, dir string, names []string, allowed ...string) string {
+	t.Helper()
+	var lines []string
+	for _, name := range names {
+		k := filepath.Join(dir, name)
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", k).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen (OpenSSH's client tools are needed: apt-get install openssh-client): %v\n%s", err, out)
+		}
+		if slices.Contains(allowed, name) {
+			pub, _ := os.ReadFile(k + ".pub")
+			f := strings.Fields(string(pub))
+			lines = append(lines, name+"@example.com "+f[0]+" "+f[1])
+		}
+	}
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return signers
+}
+
+// inProcess runs a kremedy command in this process: its output (and
+// error), and its exit code.
+func inProcess(args ...string) (string, int) {
+	var out bytes.Buffer
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		fmt.Fprintln(&out, err)
+	}
+	return out.String(), exitCode(context.Background(), err)
 }
