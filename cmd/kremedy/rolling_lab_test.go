@@ -106,7 +106,16 @@ func produceDuringN(t *testing.T, l *lab.Lab, topic string, parts int32, stop <-
 // secured lab's user).
 func produceDuringWith(t *testing.T, l *lab.Lab, topic string, parts int32, stop <-chan struct{}, opts ...kgo.Opt) func() sent {
 	t.Helper()
-	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 2*time.Minute, opts...)
+	// AlwaysRetryEOF: a broker that is shutting down may accept a
+	// connection and close it before answering ApiVersions. Kafka's own
+	// producer retries that disconnect (NetworkException is retriable);
+	// franz-go by default takes an EOF on a connection's first read for a
+	// TLS/SASL misconfiguration and fails the record at once. The lab's
+	// client configuration is known good, so this producer behaves as a
+	// production Java client would: a send that fails here is the
+	// cluster's failure, not the client's guess (CI saw 1 of 18,205 sends
+	// fail this way during a migration's broker restart).
+	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 2*time.Minute, append([]kgo.Opt{kgo.AlwaysRetryEOF()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
