@@ -34,6 +34,9 @@ type engine struct {
 	approver Approver
 	// maxReplans bounds re-planning after ErrStalePlan.
 	maxReplans int
+	// checkLease makes sure the run still holds the cluster's lease
+	// before a step changes the cluster (nil: no lease to check).
+	checkLease func(ctx context.Context, step string) error
 	// ahead holds, per step, the decision given before its window opened
 	// (its plan's digest and who approved, or a skip); aheadDone the
 	// windows whose steps were confirmed ahead in this walk.
@@ -213,6 +216,11 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 			// approval (by anything in this process) is refused.
 			if plan.Digest() != digest {
 				return fail(fmt.Errorf("%w: the plan changed after it was approved (digest %.12s, approved %.12s); nothing of it was done", ErrNotApproved, plan.Digest(), digest))
+			}
+		}
+		if e.checkLease != nil {
+			if err := e.checkLease(ctx, s.Info.ID); err != nil {
+				return fail(err)
 			}
 		}
 		env.emit(Event{Kind: EvState, State: Running})

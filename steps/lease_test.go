@@ -262,3 +262,58 @@ func TestPreviewTakesNoLease(t *testing.T) {
 		t.Fatalf("a preview wrote %v", z.Ops)
 	}
 }
+
+// TestALeaseLostDuringTheRunStopsItBeforeTheNextChange: the run's
+// ZooKeeper session expires after its first step. Nobody took the lease
+// meanwhile: the run takes it again before its second step, and the
+// journal says so. Alice's run took it meanwhile: the second step is not
+// started, the run stops naming her run and the way forward, and her lease
+// is left alone.
+func TestALeaseLostDuringTheRunStopsItBeforeTheNextChange(t *testing.T) {
+	for _, aliceTakes := range []bool{false, true} {
+		z := steptest.NewZK(t, "/kafka")
+		first := &fakeKind{apply: func(*steps.Env, *steps.Plan) error {
+			z.Expire(steptest.Session) // this kremedy's session
+			if aliceTakes {
+				aliceHolds(t, z)
+			}
+			return nil
+		}}
+		second := &fakeKind{}
+		rb := &steps.Runbook{Name: "topic-cleanup", Steps: []steps.Step{step("first", steps.Destructive, steps.ConfirmTyped, first),
+			step("second", steps.Destructive, steps.ConfirmTyped, second)}, Confirm: steps.Confirmation{Word: "word", Noun: "thing"}}
+		s, err := steps.Create(t.TempDir(), rb, steps.Meta{ID: "r5", Runbook: "topic-cleanup"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out := s.Run(context.Background(), withLease(z), approveAll, nil)
+		texts, _ := notes(t, s)
+		if !aliceTakes {
+			if out.Err != nil || second.applied != 1 {
+				t.Fatalf("nobody took the lapsed lease: %v (second applied %d), want the run to take it again and go on", out.Err, second.applied)
+			}
+			if noteWith(texts, "the cluster's lease had lapsed during the run") < 0 || noteWith(texts, "taken again before step second") < 0 {
+				t.Errorf("the journal does not say the lease was taken again: %q", texts)
+			}
+			if z.Has(lease.ZKPath) {
+				t.Error("the lease taken again was not given back at the end")
+			}
+			continue
+		}
+		if !errors.Is(out.Err, steps.ErrRefused) || !errors.Is(out.Err, ports.ErrLeaseLost) || second.applied != 0 {
+			t.Fatalf("alice took the lease: %v (second applied %d), want the run stopped before the second step", out.Err, second.applied)
+		}
+		for _, want := range []string{"now held by run " + alice.RunID, "nothing of step second was done", "kremedy resume " + s.Dir()} {
+			if !strings.Contains(out.Err.Error(), want) {
+				t.Errorf("the stop does not say %q:\n%v", want, out.Err)
+			}
+		}
+		if noteWith(texts, "before step second:") < 0 {
+			t.Errorf("the journal does not record why the second step did not start: %q", texts)
+		}
+		if h, _ := lease.NewZK(z, 0).Read(context.Background()); h == nil || h.Token != alice.Token {
+			t.Fatalf("alice's lease after the run stopped: %+v", h)
+		}
+	}
+}

@@ -335,6 +335,7 @@ func (l *KRaft) Acquire(ctx context.Context, h ports.Holder) (ports.Held, error)
 		}
 	}
 	held.silent = silent
+	held.beaten = l.now()
 	if len(held.hosts) >= l.majority() {
 		if l.Every > 0 {
 			go held.loop()
@@ -422,9 +423,12 @@ type kraftHeld struct {
 
 	mu   sync.Mutex
 	lost map[int32]bool
-	once sync.Once
-	stop chan struct{}
-	done chan struct{}
+	// beaten is when a heartbeat last reached a majority of the
+	// controller hosts (first: when the lease was taken).
+	beaten time.Time
+	once   sync.Once
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 func (k *kraftHeld) Where() string {
@@ -466,7 +470,11 @@ func (k *kraftHeld) beat(ctx context.Context) {
 	got := par.Each(k.hosts, func(id int32) hostState { return k.l.run(ctx, id, beatScript(k.dir, h)) })
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	beats := 0
 	for _, s := range got {
+		if s.err == nil && s.word == "beat" {
+			beats++
+		}
 		if s.err == nil && s.word == "lost" {
 			if k.lost == nil {
 				k.lost = map[int32]bool{}
@@ -474,6 +482,36 @@ func (k *kraftHeld) beat(ctx context.Context) {
 			k.lost[s.id] = true
 		}
 	}
+	if beats >= k.l.majority() {
+		k.beaten = h.Heartbeat
+	}
+}
+
+// Check asks no host: it reads what the heartbeats found. The lease is
+// lost when the hosts it is still this holder's on are no longer a
+// majority (a heartbeat found it gone or another run's), or when no
+// heartbeat reached a majority for longer than the expiry (another run may
+// have taken it over as expired). A KRaft lease is never taken again here:
+// a resume takes it anew.
+func (k *kraftHeld) Check(context.Context) (bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if still := len(k.hosts) - len(k.lost); len(k.lost) > 0 && still < k.l.majority() {
+		var on []string
+		for id := range k.lost {
+			on = append(on, k.l.name(id))
+		}
+		slices.Sort(on)
+		return false, fmt.Errorf("%w: a heartbeat found %s gone or another run's on %s; it is this run's on %d of %d controller hosts, fewer than a majority (%d)",
+			ports.ErrLeaseLost, k.dir, strings.Join(on, ", "), still, len(k.l.Controllers), k.l.majority())
+	}
+	if k.l.Every > 0 {
+		if since := k.l.now().Sub(k.beaten); since > k.l.ttl() {
+			return false, fmt.Errorf("%w: no heartbeat of %s reached a majority of the controller hosts for %s, longer than the lease's expiry (%s): another run may have taken it over",
+				ports.ErrLeaseLost, k.dir, since.Round(time.Second), k.l.ttl())
+		}
+	}
+	return false, nil
 }
 
 // Release stops the heartbeat and removes the lock directory where it is

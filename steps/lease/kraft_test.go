@@ -272,3 +272,61 @@ func TestKRaftLeaseSharedDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestKRaftLeaseCheck: the run checks its lease before every change from
+// what its heartbeats found: fine while a heartbeat reaches a majority;
+// lost when none has for longer than the expiry (hosts silent), and lost
+// at once when a heartbeat found another run's lease on a majority.
+func TestKRaftLeaseCheck(t *testing.T) {
+	ctx := context.Background()
+	h, c := newHosts(t, 3000, 3001, 3002), &clock{t0}
+	l := kraftLease(h, c)
+	l.Every = time.Hour // the loop runs; its first tick is beyond the test
+	a, err := l.Acquire(ctx, holder("run-a", "tok-a", t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release(ctx)
+	held := a.(*kraftHeld)
+	c.t = t0.Add(90 * time.Second)
+	held.beat(ctx)
+	c.t = t0.Add(90*time.Second + DefaultTTL)
+	if retaken, err := a.Check(ctx); err != nil || retaken {
+		t.Fatalf("a heartbeat reached every host one expiry ago: %v %v, want held", retaken, err)
+	}
+	// Two of three hosts silent: the beat reaches a minority only.
+	h.mu.Lock()
+	h.down[3001], h.down[3002] = errors.New("no route to host"), errors.New("no route to host")
+	h.mu.Unlock()
+	held.beat(ctx)
+	if _, err := a.Check(ctx); err != nil {
+		t.Fatalf("the last majority heartbeat is exactly one expiry old: %v, want held", err)
+	}
+	c.t = c.t.Add(time.Second)
+	if _, err := a.Check(ctx); !errors.Is(err, ports.ErrLeaseLost) || !strings.Contains(err.Error(), "no heartbeat") {
+		t.Fatalf("no heartbeat reached a majority for longer than the expiry: %v, want ErrLeaseLost", err)
+	}
+
+	// Another run broke the lease and took it: the next heartbeat finds it.
+	h2, c2 := newHosts(t, 3000, 3001, 3002), &clock{t0}
+	l2 := kraftLease(h2, c2)
+	l2.Every = time.Hour
+	b, err := l2.Acquire(ctx, holder("run-b", "tok-b", t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(ctx)
+	if _, err := l2.Break(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kraftLease(h2, c2).Acquire(ctx, holder("run-c", "tok-c", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Check(ctx); err != nil {
+		t.Fatalf("before a heartbeat looked: %v", err)
+	}
+	b.(*kraftHeld).beat(ctx)
+	if _, err := b.Check(ctx); !errors.Is(err, ports.ErrLeaseLost) || !strings.Contains(err.Error(), "fewer than a majority") {
+		t.Fatalf("a heartbeat found run-c's lease on every host: %v, want ErrLeaseLost", err)
+	}
+}

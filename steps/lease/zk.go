@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
@@ -71,12 +72,13 @@ func (l *ZK) Acquire(ctx context.Context, h ports.Holder) (ports.Held, error) {
 	for range 3 {
 		cerr := l.zk.CreateEphemeral(ctx, ZKPath, data, acl)
 		if cerr == nil {
-			_, st, err := l.zk.Get(ctx, ZKPath)
-			if err != nil {
-				// Created, so held: the session it belongs to is not known.
-				return &zkHeld{l: l, token: h.Token}, nil
+			held := &zkHeld{l: l, token: h.Token, data: data, acl: acl}
+			if _, st, err := l.zk.Get(ctx, ZKPath); err == nil {
+				// Else created, so held: the session it belongs to is not
+				// known.
+				held.session = st.EphemeralOwner
 			}
-			return &zkHeld{l: l, token: h.Token, session: st.EphemeralOwner}, nil
+			return held, nil
 		}
 		other, err := l.Read(ctx)
 		if err != nil {
@@ -131,6 +133,9 @@ type zkHeld struct {
 	l       *ZK
 	token   string
 	session int64
+	// data and acl are the znode as created, to take it again (Check).
+	data []byte
+	acl  []kafkazk.ACL
 }
 
 func (h *zkHeld) Where() string {
@@ -141,6 +146,34 @@ func (h *zkHeld) Where() string {
 }
 
 func (h *zkHeld) TookOver() *ports.Holder { return nil }
+
+// Check reads the znode: still this holder's, nil. Gone — the run's
+// ZooKeeper session expired (go-zookeeper then opens a new one) or someone
+// broke the lease — and nobody took it since: this holder creates it again
+// on the session it has now, and says so. Another run's: ErrLeaseLost
+// naming that run.
+func (h *zkHeld) Check(ctx context.Context) (bool, error) {
+	cur, _, err := h.l.read(ctx)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("read the lease %s: %w", h.l.where(), err)
+	case cur != nil && cur.Token == h.token:
+		return false, nil
+	case cur != nil:
+		return false, fmt.Errorf("%w: %s is now held by %s (the lease lapsed or was broken during the run)", ports.ErrLeaseLost, h.l.where(), *cur)
+	}
+	cerr := h.l.zk.CreateEphemeral(ctx, ZKPath, h.data, h.acl)
+	if cerr != nil {
+		if other, err := h.l.Read(ctx); err == nil && other != nil && other.Token != h.token {
+			return false, fmt.Errorf("%w: %s is now held by %s (the lease lapsed or was broken during the run)", ports.ErrLeaseLost, h.l.where(), *other)
+		}
+		return false, fmt.Errorf("%w: %s was gone and could not be taken again: %w", ports.ErrLeaseLost, h.l.where(), cerr)
+	}
+	if _, st, err := h.l.zk.Get(ctx, ZKPath); err == nil {
+		h.session = st.EphemeralOwner
+	}
+	return true, nil
+}
 
 // Release deletes the znode if it is still this holder's.
 func (h *zkHeld) Release(ctx context.Context) error {

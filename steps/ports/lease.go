@@ -37,6 +37,14 @@ type Held interface {
 	// TookOver is the expired lease of a dead run this one replaced (nil:
 	// the lease was free).
 	TookOver() *Holder
+	// Check says whether the lease is still this run's, before a step
+	// changes the cluster. A lease that lapsed while nobody took it is
+	// taken again (retaken true: in ZooKeeper mode the run's session
+	// expired and the client opened a new one). One another run holds, or
+	// one this run cannot be sure of any more (no heartbeat reached a
+	// majority of the controller hosts within the expiry), is an error
+	// wrapping ErrLeaseLost; one that cannot be read is another error.
+	Check(ctx context.Context) (retaken bool, err error)
 	// Release gives the lease up. A lease that was lost meanwhile (its
 	// session expired, another run broke it) is an error wrapping
 	// ErrLeaseLost.
