@@ -94,3 +94,18 @@ func TestPresentGoneUnsure(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineMeansNoLeader: a partition whose replica is on a stopped
+// broker — Kafka lists it in offline_replicas while the leader serves (the
+// conformance suite shows it on real Kafka) — is under-replicated, not
+// offline; one without a leader is offline.
+func TestOfflineMeansNoLeader(t *testing.T) {
+	stopped := PartitionView{Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Offline: []int32{3}}
+	if stopped.IsOffline() || !stopped.UnderReplicated() {
+		t.Errorf("%+v: offline %v, under-replicated %v; want a leader serving, under-replicated", stopped, stopped.IsOffline(), stopped.UnderReplicated())
+	}
+	leaderless := PartitionView{Leader: -1, Replicas: []int32{1, 2, 3}, ISR: []int32{3}, Offline: []int32{1, 2, 3}}
+	if !leaderless.IsOffline() {
+		t.Errorf("%+v is not offline", leaderless)
+	}
+}

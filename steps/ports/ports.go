@@ -54,8 +54,13 @@ type PartitionView struct {
 	Err         KafkaErr `json:"error,omitempty"` // written as Kafka's name; NONE is left out
 }
 
-// IsOffline: no leader, or a replica whose log dir is offline.
-func (p PartitionView) IsOffline() bool { return p.Leader < 0 || len(p.Offline) > 0 }
+// IsOffline: no leader — nobody can produce to or read the partition.
+// Offline replicas alone do not make it so: Kafka lists in
+// offline_replicas every replica on a broker that is not alive (stopped,
+// fenced) as well as one on a failed log dir, while a leader still
+// serves; such a partition is under-replicated (its ISR lacks them), and
+// the gates say so rather than "offline".
+func (p PartitionView) IsOffline() bool { return p.Leader < 0 }
 
 // UnderReplicated: fewer in-sync replicas than replicas.
 func (p PartitionView) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }

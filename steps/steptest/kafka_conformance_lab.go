@@ -62,8 +62,9 @@ var labCases = []struct {
 			for p, pv := range tv.Partitions {
 				// Kafka names the stopped broker's replica in offline_replicas
 				// (a replica on a broker not alive, not only on a failed log
-				// dir), so ports' IsOffline is true although a leader serves.
-				if !slices.Equal(pv.Replicas, before.Partitions[p].Replicas) || !pv.UnderReplicated() || pv.Leader < 0 || len(pv.ISR) != 2 ||
+				// dir) although a leader serves: under-replicated, not
+				// offline (ports' IsOffline is about the leader).
+				if !slices.Equal(pv.Replicas, before.Partitions[p].Replicas) || !pv.UnderReplicated() || pv.IsOffline() || pv.Leader < 0 || len(pv.ISR) != 2 ||
 					!slices.Equal(pv.Offline, []int32{victim}) || pv.LeaderEpoch <= before.Partitions[p].LeaderEpoch && before.Partitions[p].Leader == victim {
 					t.Errorf("broker %d: %s-%d is %+v with broker %d stopped (was %+v); want its replicas kept, ISR without %d, under-replicated, a leader, offline replicas [%d], a new leader epoch where %d led",
 						b, topic, p, pv, victim, before.Partitions[p], victim, victim, victim)
