@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +24,16 @@ func (s *Session) BreakLease() { s.breakLease = true }
 
 // leaseHolder is this attempt as the lease names it.
 func (s *Session) leaseHolder() ports.Holder {
+	dir, err := filepath.Abs(s.run.dir)
+	if err != nil {
+		dir = s.run.dir
+	}
+	return newHolder(s.run.meta.ID, s.run.meta.Runbook, dir, s.run.rec.clock().UTC())
+}
+
+// newHolder names this process as a lease holder: the run (or command),
+// the user at this machine, its pid, a fresh token.
+func newHolder(runID, runbook, dir string, since time.Time) ports.Holder {
 	host, _ := os.Hostname()
 	op := "unknown"
 	if u, err := user.Current(); err == nil {
@@ -29,12 +41,8 @@ func (s *Session) leaseHolder() ports.Holder {
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	dir, err := filepath.Abs(s.run.dir)
-	if err != nil {
-		dir = s.run.dir
-	}
-	return ports.Holder{RunID: s.run.meta.ID, Runbook: s.run.meta.Runbook, Operator: op + "@" + host, Host: host, PID: os.Getpid(),
-		Dir: dir, Since: s.run.rec.clock().UTC(), Token: hex.EncodeToString(b)}
+	return ports.Holder{RunID: runID, Runbook: runbook, Operator: op + "@" + host, Host: host, PID: os.Getpid(),
+		Dir: dir, Since: since, Token: hex.EncodeToString(b)}
 }
 
 // takeLease takes the cluster's lease before the attempt's first change
@@ -128,4 +136,44 @@ func (s *Session) checkLease(ctx context.Context, step string) error {
 	s.Notef("lease", "before step %s: %v; the step was not started", step, err)
 	return fmt.Errorf("%w: %w; nothing of step %s was done.\n  Another kremedy run may be changing this cluster now: see who holds the lease (`kremedy diagnose` names it) and wait for that run to end; "+
 		"then `kremedy resume %s` takes the lease again and re-checks every step already done", ErrRefused, err, step, s.run.dir)
+}
+
+// HoldLease runs fn while holding the cluster's lease for a command that
+// changes the cluster outside a run (`znodes restore`, `segments
+// restore`): what says what it is. A lease another run holds refuses,
+// naming it and the ways forward, before fn runs; brk breaks it first
+// (`--break-lease`, said on out). A cluster without a lease (l nil) runs
+// fn as it is.
+func HoldLease(ctx context.Context, l ports.Lease, what string, brk bool, out io.Writer, fn func() error) error {
+	if l == nil {
+		return fn()
+	}
+	if brk {
+		old, err := l.Break(ctx)
+		if err != nil {
+			return fmt.Errorf("--break-lease: %w; %w", err, ErrNothingDone)
+		}
+		if old != nil {
+			fmt.Fprintf(out, "--break-lease: broke the cluster's lease held by %s\n", old)
+		}
+	}
+	now := time.Now().UTC()
+	me := newHolder(now.Format("20060102T150405Z")+"-"+strings.ReplaceAll(what, " ", "-"), what, "", now)
+	held, err := l.Acquire(ctx, me)
+	var he *ports.LeaseHeldError
+	if errors.As(err, &he) {
+		return fmt.Errorf("%w: %w; %w.\n  A run may be changing this cluster now: wait for it to end (a dead holder's lease lapses by itself %s); "+
+			"or, once you have made sure it is not going on, pass --break-lease", ErrRefused, he, ErrNothingDone, l.Expiry())
+	}
+	if err != nil {
+		return fmt.Errorf("take the cluster's lease: %w; %w", err, ErrNothingDone)
+	}
+	fmt.Fprintf(out, "took the cluster's lease for %s: %s\n", what, held.Where())
+	ferr := fn()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := held.Release(rctx); err != nil {
+		fmt.Fprintf(out, "the cluster's lease was not given back cleanly: %v\n", err)
+	}
+	return ferr
 }

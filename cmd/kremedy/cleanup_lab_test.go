@@ -26,6 +26,8 @@ import (
 	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/lease"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
@@ -518,13 +520,44 @@ func TestCleanupLab(t *testing.T) {
 		run := filepath.Join(t.TempDir(), "run")
 		runCleanup(t, l, "undone", run)
 		everyBroker(t, l, "stop")
+		// Another kremedy holds the cluster's lease: the restore is
+		// refused, naming it, and moves nothing.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		other := ports.Holder{RunID: "20261205T101010Z-rolling-restart-lab", Runbook: "rolling-restart", Operator: "alice@bastion", Host: "bastion", Since: time.Now(), Token: "alice"}
+		held, err := lease.NewZK(c.zk, c.zk.SessionTimeout()).Acquire(ctx, other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest := filepath.Join(run, "quarantine-manifest.json")
+		if r := kremedy(t, "segments", "restore", manifest); r.code != 1 || !strings.Contains(r.out, "holds the cluster's lease") ||
+			!strings.Contains(r.out, other.RunID) || !strings.Contains(r.out, "--break-lease") {
+			t.Fatalf("segments restore while another run holds the lease: exit %d, want 1 naming the holder and --break-lease\n%s", r.code, r.out)
+		}
+		b, err := os.ReadFile(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m cleanup.Manifest
+		if err := json.Unmarshal(b, &m); err != nil || len(m.Moves) == 0 {
+			t.Fatalf("manifest: %v (%d moves)", err, len(m.Moves))
+		}
+		for _, mv := range m.Moves {
+			if _, err := os.Stat(mv.To); err != nil {
+				t.Fatalf("the refused restore moved %s: %v", mv.To, err)
+			}
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 		restoreRun(t, run)
+		if ok, _, err := c.zk.Exists(ctx, lease.ZKPath); err != nil || ok {
+			t.Fatalf("the restores left the lease behind (%v, %v)", ok, err)
+		}
 		if r := kremedy(t, "znodes", "restore", filepath.Join(run, "backup", "znodes.json")); r.code != 1 || !strings.Contains(r.out, "exist already") {
 			t.Fatalf("a second znodes restore must refuse to overwrite: exit %d\n%s", r.code, r.out)
 		}
 		everyBroker(t, l, "start")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		z, _, err := c.zk.Topic(ctx, "undone")
 		if err != nil || z.TopicID != rep.NewID {
 			t.Fatalf("restored znode %+v (%v): want topic id %s", z, err, rep.NewID)

@@ -53,7 +53,7 @@ func restoreErr(err error) error {
 
 func newZnodesCmd() *cobra.Command {
 	var inv string
-	var force bool
+	var force, brk bool
 	restore := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Recreate the znodes of a run's backup (data and ACLs); refuses to overwrite existing ones unless --force",
@@ -67,11 +67,15 @@ func newZnodesCmd() *cobra.Command {
 			if cl.zk == nil {
 				return usageErr(fmt.Errorf("znodes restore writes the run's backup into ZooKeeper, and %s describes a KRaft cluster (mode: kraft), which has none; nothing was done", cl.inv.Path))
 			}
-			return restoreErr(cleanup.RestoreZnodes(cmd.Context(), cl.zk, args[0], force, cmd.OutOrStdout()))
+			out := cmd.OutOrStdout()
+			return restoreErr(steps.HoldLease(cmd.Context(), cl.ports.Lease, "znodes restore", brk, out, func() error {
+				return cleanup.RestoreZnodes(cmd.Context(), cl.zk, args[0], force, out)
+			}))
 		},
 	}
 	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
 	restore.Flags().BoolVar(&force, "force", false, "restore only the missing znodes when some exist (existing ones are never overwritten)")
+	restore.Flags().BoolVar(&brk, "break-lease", false, breakLeaseUsage)
 	c := &cobra.Command{Use: "znodes", Short: "ZooKeeper backups of a run"}
 	c.AddCommand(restore)
 	return group(c)
@@ -79,6 +83,7 @@ func newZnodesCmd() *cobra.Command {
 
 func newSegmentsCmd() *cobra.Command {
 	var inv string
+	var brk bool
 	restore := &cobra.Command{
 		Use:   "restore MANIFEST",
 		Short: "Move a run's quarantined partition directories back into their log dirs (brokers must be stopped)",
@@ -89,7 +94,10 @@ func newSegmentsCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			if err := cleanup.RestoreSegments(cmd.Context(), cl.ports, args[0], cmd.OutOrStdout()); err != nil {
+			out := cmd.OutOrStdout()
+			if err := steps.HoldLease(cmd.Context(), cl.ports.Lease, "segments restore", brk, out, func() error {
+				return cleanup.RestoreSegments(cmd.Context(), cl.ports, args[0], out)
+			}); err != nil {
 				return restoreErr(err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "start the brokers only after the znodes are restored too")
@@ -97,7 +105,12 @@ func newSegmentsCmd() *cobra.Command {
 		},
 	}
 	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
+	restore.Flags().BoolVar(&brk, "break-lease", false, breakLeaseUsage)
 	c := &cobra.Command{Use: "segments", Short: "Quarantined partition directories of a run"}
 	c.AddCommand(restore)
 	return group(c)
 }
+
+// breakLeaseUsage is the --break-lease flag of the commands that change a
+// cluster outside a run.
+const breakLeaseUsage = "break the cluster's lease (held by a kremedy run, named when it refuses) before taking it: only after making sure that run is dead"
