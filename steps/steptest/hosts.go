@@ -55,7 +55,10 @@ type Hosts struct {
 	// as that broker finds it).
 	OnStart func(broker int32)
 	// OnStop, if set, runs after a broker's stop command (the controller
-	// shrinking the ISRs it was in, say).
+	// shrinking the ISRs it was in, say). OnStart and OnStop (which run for
+	// KRaft controllers too) are reactions, not expected commands: a
+	// fixture sets them for every run, those that refuse before any stop
+	// among them.
 	OnStop func(broker int32)
 	// Local, when set, picks the commands (other than a node's stop and
 	// start) that run for real, under /bin/sh -c on this machine: a test's
@@ -93,7 +96,7 @@ func (h *Hosts) register(b ports.Host) {
 
 // NewHosts fakes the target's hosts; each broker starts running and
 // registered. When the test ends, every expected command that never came
-// fails it (Missing).
+// fails it (hosts_missing.go).
 func NewHosts(t testing.TB, zk *ZK, target ports.Target) *Hosts {
 	h := &Hosts{t: t, zk: zk, target: target, FS: map[int32]map[string]map[string]Entry{},
 		Running: map[int32]bool{}, StopFails: map[int32]int{}, Unreachable: map[int32]error{}}

@@ -31,17 +31,20 @@ func (h *Hosts) answered(r response) {
 	h.met[r] = true
 }
 
-// Missing lists, one sentence each, the scripted responses no command
+// missing lists, one sentence each, the scripted responses no command
 // met: the expected commands that never came. NewHosts fails the test
-// with each when it ends (t.Cleanup).
-func (h *Hosts) Missing() []string {
+// with each when it ends (checkMissing).
+func (h *Hosts) missing() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(h.StopFails)) {
 		if code := h.StopFails[n]; code != 0 && !h.met[response{kind: "StopFails", node: n}] {
-			b, _ := h.target.Host(n)
-			out = append(out, fmt.Sprintf("StopFails[%d] = %d: broker %d's stop command %q never came", n, code, n, b.Stop))
+			if b, ok := h.target.Host(n); ok {
+				out = append(out, fmt.Sprintf("StopFails[%d] = %d: broker %d's stop command %q never came", n, code, n, b.Stop))
+			} else {
+				out = append(out, fmt.Sprintf("StopFails[%d] = %d: node %d is no broker of the target, and the fake fails only brokers' stops", n, code, n))
+			}
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(h.Unreachable)) {
@@ -60,10 +63,10 @@ func (h *Hosts) Missing() []string {
 }
 
 // checkMissing fails t with each expected command that never came (see
-// Missing), when the test ends.
+// missing), when the test ends.
 func (h *Hosts) checkMissing(t testing.TB) {
 	t.Cleanup(func() {
-		for _, m := range h.Missing() {
+		for _, m := range h.missing() {
 			t.Errorf("steptest.Hosts: an expected command never came: %s", m)
 		}
 	})
