@@ -14,11 +14,41 @@ import (
 // kinds rely on (the suite keeps the name of that port's first version,
 // Coordinator). The fake ZK passes it, and so must the real adapter
 // against a real ZooKeeper. root is an existing, empty, chroot-relative
-// path the suite may use.
+// path the suite may use. Its cases (coordCases) run in order, each on the
+// tree under root+"/t" that the ones before it left; the first to fail
+// ends the suite and the test.
 func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p := root + "/t"
+	for _, tc := range coordCases {
+		if !t.Run(tc.name, func(t *testing.T) { tc.run(ctx, t, c, p) }) {
+			t.FailNow()
+		}
+	}
+}
+
+// coordCase is one named case of CoordinatorConformance: run checks c on
+// the tree under p.
+type coordCase struct {
+	name string
+	run  func(ctx context.Context, t *testing.T, c ports.ZooKeeper, p string)
+}
+
+// coordCases are CoordinatorConformance's cases, in the order they run.
+var coordCases = []coordCase{
+	{"create, children and get", coordCreate},
+	{"versions", coordVersions},
+	{"missing nodes and ACLs", coordMissing},
+	{"WaitChildren sees a later child", coordWaitChildren},
+	{"DeleteAll is one transaction", coordDeleteAll},
+	{"ephemeral nodes", coordEphemeral},
+	{"delete what is left", coordCleanup},
+}
+
+// coordCreate creates p ("v0") with children b and a ("x"): children come
+// back sorted, a node's data at version 0.
+func coordCreate(ctx context.Context, t *testing.T, c ports.ZooKeeper, p string) {
 	if err := c.Create(ctx, p, []byte("v0"), nil); err != nil {
 		t.Fatalf("create %s: %v", p, err)
 	}
@@ -36,6 +66,12 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	if err != nil || string(b) != "v0" || st.Version != 0 {
 		t.Fatalf("get: %q %+v %v", b, st, err)
 	}
+}
+
+// coordVersions: a set at the node's version bumps it, a stale version is
+// a bad-version error for set and delete, and a node with children is not
+// deleted.
+func coordVersions(ctx context.Context, t *testing.T, c ports.ZooKeeper, p string) {
 	if st, err := c.Set(ctx, p, []byte("v1"), 0); err != nil || st.Version != 1 {
 		t.Fatalf("set: %+v %v", st, err)
 	}
@@ -48,6 +84,11 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	if err := c.Delete(ctx, p, -1); err == nil {
 		t.Fatal("delete of a node with children succeeded")
 	}
+}
+
+// coordMissing: a missing node is a no-node error for Get and a plain
+// false for Exists; a node has an ACL.
+func coordMissing(ctx context.Context, t *testing.T, c ports.ZooKeeper, p string) {
 	if _, _, err := c.Get(ctx, p+"/nope"); !c.IsNoNode(err) {
 		t.Fatalf("get of a missing node: %v", err)
 	}
@@ -57,9 +98,13 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	if acl, err := c.GetACL(ctx, p); err != nil || len(acl) == 0 {
 		t.Fatalf("acl: %v %v", acl, err)
 	}
-	// WaitChildren returns soon after another call adds a child. The child
-	// is added only once WaitChildren has read p's children without it
-	// (its first call of cond), so the wait must notice a later change.
+}
+
+// coordWaitChildren: WaitChildren returns soon after another call adds a
+// child (c). The child is added only once WaitChildren has read p's
+// children without it (its first call of cond), so the wait must notice a
+// later change.
+func coordWaitChildren(ctx context.Context, t *testing.T, c ports.ZooKeeper, p string) {
 	done := make(chan []string, 1)
 	read := make(chan struct{})
 	var first sync.Once
@@ -88,8 +133,11 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("WaitChildren did not notice a new child within 5s")
 	}
-	// DeleteAll: one transaction — a wrong version anywhere deletes
-	// nothing; then all at once.
+}
+
+// coordDeleteAll: DeleteAll is one transaction — a wrong version anywhere
+// deletes nothing; then all at once.
+func coordDeleteAll(ctx context.Context, t *testing.T, c ports.ZooKeeper, p string) {
 	if err := c.DeleteAll(ctx, []string{p + "/a", p + "/b"}, []int32{-1, 7}); !c.IsBadVersion(err) {
 		t.Fatalf("delete-all with one wrong version: %v, want a bad-version error", err)
 	}
@@ -102,9 +150,12 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	if kids, _ := c.Children(ctx, p); !slices.Equal(kids, []string{"c"}) {
 		t.Fatalf("after delete-all: children %v, want [c]", kids)
 	}
-	// An ephemeral node belongs to this session; a second create of it
-	// fails and leaves it as it was, it may have no children, and it
-	// can be deleted like any node (a released lease).
+}
+
+// coordEphemeral: an ephemeral node belongs to this session; a second
+// create of it fails and leaves it as it was, it may have no children,
+// and it can be deleted like any node (a released lease).
+func coordEphemeral(ctx context.Context, t *testing.T, c ports.ZooKeeper, p string) {
 	e := p + "/lease"
 	if err := c.CreateEphemeral(ctx, e, []byte(`{"run_id":"r1"}`), nil); err != nil {
 		t.Fatalf("create ephemeral %s: %v", e, err)
@@ -130,6 +181,10 @@ func CoordinatorConformance(t *testing.T, c ports.ZooKeeper, root string) {
 	if err := c.Delete(ctx, e, 0); err != nil {
 		t.Fatalf("delete ephemeral: %v", err)
 	}
+}
+
+// coordCleanup deletes what the cases left: p and its child c.
+func coordCleanup(ctx context.Context, t *testing.T, c ports.ZooKeeper, p string) {
 	for _, n := range []string{"/c", ""} {
 		if err := c.Delete(ctx, p+n, -1); err != nil {
 			t.Fatalf("cleanup %s: %v", p+n, err)

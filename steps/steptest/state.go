@@ -193,14 +193,30 @@ type StateZK interface {
 
 // StateConformance holds a kafkazk.StateReader to the answers the step
 // kinds and diagnose rely on, on a chroot holding every shape of topic state
-// a damaged cluster can have. The fake passes it, and so must the ZooKeeper
-// adapter's pipelined scan against a real ZooKeeper: the unit tests and
-// production read cluster state the same way. zk's chroot must be empty.
+// a damaged cluster can have (seedStates). The fake passes it, and so must
+// the ZooKeeper adapter's pipelined scan against a real ZooKeeper: the unit
+// tests and production read cluster state the same way. zk's chroot must be
+// empty. Each case reads the seeded chroot afresh.
 func StateConformance(t *testing.T, zk StateZK) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	seedStates(t, ctx, zk)
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context, t *testing.T, zk StateZK)
+	}{
+		{"the whole state", stateWhole},
+		{"only the topics asked for", stateSome},
+		{"a hostile topic name", stateHostile},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(ctx, t, zk) })
+	}
+}
+
+// stateWhole reads every topic: the brokers, the controller, each seeded
+// topic's shape (stateShapes) and the details of the healthy "ok".
+func stateWhole(ctx context.Context, t *testing.T, zk StateZK) {
 	st, err := zk.ReadState(ctx)
 	if err != nil {
 		t.Fatalf("ReadState: %v", err)
@@ -211,19 +227,23 @@ func StateConformance(t *testing.T, zk StateZK) {
 	if got, want := st.Sorted(), []string{"badcfg", "badkey", "badstate", "corrupt", "nostate", "ok", "orphan", "pending"}; !slices.Equal(got, want) {
 		t.Fatalf("topics %v, want %v", got, want)
 	}
-	errsOf := func(ts *kafkazk.TopicState) (corrupt, missing int) {
-		for _, e := range ts.Errs {
-			switch {
-			case errors.Is(e, kafkazk.ErrCorrupt):
-				corrupt++
-			case errors.Is(e, kafkazk.ErrMissing):
-				missing++
-			default:
-				t.Errorf("%s: error %v wraps neither ErrCorrupt nor ErrMissing", ts.Name, e)
-			}
-		}
-		return
+	stateShapes(t, st)
+	if m := st.Topics["nostate"].MissingStates; !slices.Equal(m, []int32{1}) {
+		t.Errorf("nostate: missing states %v, want [1]", m)
 	}
+	if s := st.Topics["ok"].States[0]; s.Leader != 1 || s.LeaderEpoch != 4 || !slices.Equal(s.ISR, []int32{1, 2}) {
+		t.Errorf("ok-0 state %+v", s)
+	}
+	if v := st.Topics["ok"].Stat.Version; v != 0 {
+		t.Errorf("ok stat version %d, want 0", v)
+	}
+}
+
+// stateShapes holds each seeded topic of st to its shape: whether it
+// exists and has its znode, its partition states, its config, whether it
+// is pending deletion, its errors (each wrapping ErrCorrupt or ErrMissing)
+// and its topic id.
+func stateShapes(t *testing.T, st *kafkazk.ClusterState) {
 	for _, tc := range []struct {
 		name             string
 		exists, hasZnode bool
@@ -243,7 +263,7 @@ func StateConformance(t *testing.T, zk StateZK) {
 		{"badcfg", false, false, 0, "nil", false, 1, 1, ""},
 	} {
 		ts := st.Topics[tc.name]
-		c, m := errsOf(ts)
+		c, m := stateErrs(t, ts)
 		cfg := "nil"
 		switch {
 		case ts.Config == nil:
@@ -258,16 +278,26 @@ func StateConformance(t *testing.T, zk StateZK) {
 				tc.name, ts.Exists, ts.HasZnode(), len(ts.States), cfg, ts.PendingDelete, c, m, ts.Znode.TopicID, tc, ts.Errs)
 		}
 	}
-	if m := st.Topics["nostate"].MissingStates; !slices.Equal(m, []int32{1}) {
-		t.Errorf("nostate: missing states %v, want [1]", m)
+}
+
+// stateErrs counts a topic's errors by kind; one that wraps neither
+// ErrCorrupt nor ErrMissing fails the test.
+func stateErrs(t *testing.T, ts *kafkazk.TopicState) (corrupt, missing int) {
+	for _, e := range ts.Errs {
+		switch {
+		case errors.Is(e, kafkazk.ErrCorrupt):
+			corrupt++
+		case errors.Is(e, kafkazk.ErrMissing):
+			missing++
+		default:
+			t.Errorf("%s: error %v wraps neither ErrCorrupt nor ErrMissing", ts.Name, e)
+		}
 	}
-	if s := st.Topics["ok"].States[0]; s.Leader != 1 || s.LeaderEpoch != 4 || !slices.Equal(s.ISR, []int32{1, 2}) {
-		t.Errorf("ok-0 state %+v", s)
-	}
-	if v := st.Topics["ok"].Stat.Version; v != 0 {
-		t.Errorf("ok stat version %d, want 0", v)
-	}
-	// Only the topics asked for, an absent one included.
+	return corrupt, missing
+}
+
+// stateSome reads only the topics asked for, an absent one included.
+func stateSome(ctx context.Context, t *testing.T, zk StateZK) {
 	some, err := zk.ReadState(ctx, "ok", "nope", "pending")
 	if err != nil {
 		t.Fatalf("ReadState(ok, nope, pending): %v", err)
@@ -281,6 +311,11 @@ func StateConformance(t *testing.T, zk StateZK) {
 	if !some.Topics["pending"].PendingDelete || len(some.Topics["ok"].States) != 2 {
 		t.Errorf("pending %+v ok %+v", some.Topics["pending"], some.Topics["ok"])
 	}
+}
+
+// stateHostile: a topic name that could leave the topics' znodes is
+// refused (ErrInvalidTopic) before any read.
+func stateHostile(ctx context.Context, t *testing.T, zk StateZK) {
 	if _, err := zk.ReadState(ctx, "../../etc"); !errors.Is(err, kafkazk.ErrInvalidTopic) {
 		t.Errorf("ReadState of a hostile name: %v, want ErrInvalidTopic", err)
 	}
