@@ -124,7 +124,85 @@ func (r *Roll) left(ctx context.Context, env *steps.Env, ids []int32, prog map[i
 	return out, looks, nil
 }
 
+// Plan plans what is left of the roll, read now: the nodes in order (a
+// node this run left half-restarted first, the last one last), refused
+// before the first stop when a node is down that this run did not stop or
+// a stop would not be safe; each node's actions, one node at a time or in
+// batches (Roll.Batch); and the notes on what clients see.
 func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	st, err := r.read(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	ids, snap := st.ids, st.snap
+	noun := r.Nodes.Noun()
+	lastText := ""
+	if st.last >= 0 {
+		lastText = fmt.Sprintf(" (%s, %d, last)", st.what, st.last)
+	}
+	p := &steps.Plan{Summary: fmt.Sprintf("restart %ss %s one at a time, in this order%s: each stopped with its own command, started again, and the cluster healthy before the next", noun, fmt.Sprint(ids), lastText)}
+	if refusals := r.refusals(ids, st.lefts, snap); len(refusals) > 0 {
+		return nil, fmt.Errorf("%w: %s. No %s was stopped", steps.ErrRefused, strings.Join(refusals, "; "), noun)
+	}
+	var unavail map[string][]brokers.Unavailable
+	if snap != nil {
+		unavail = snap.Unavailable(ids)
+	}
+	plans := map[int32]nodePlanned{}
+	for _, id := range ids {
+		fact, acts, err := r.nodePlan(ctx, env, id, st.lefts[id], st.looks[id], snap)
+		if err != nil {
+			return nil, err
+		}
+		plans[id] = nodePlanned{fact, acts}
+		p.Facts = append(p.Facts, fact)
+	}
+	units := r.singles(ids, plans)
+	if r.batching(snap) {
+		var why []string
+		if units, why, err = r.batches(ctx, env, ids, st.last, st.lefts, plans, snap); err != nil {
+			return nil, err
+		}
+		p.Facts = append(why, p.Facts...)
+		p.Summary = batchSummary(noun, units, st.last, st.what)
+		p.Notes = append(p.Notes, r.batchNote())
+	}
+	pending := 0
+	for k, u := range units {
+		if len(u) == 1 {
+			p.Actions = append(p.Actions, plans[u[0]].acts...)
+		} else {
+			p.Actions = append(p.Actions, r.batchActions(env, k+1, u, plans)...)
+		}
+		pending += len(u)
+	}
+	if pending == 0 {
+		p.NoOp = true
+		p.Summary = fmt.Sprintf("every %s of %s was restarted by this run already", noun, fmt.Sprint(ids))
+		return p, nil
+	}
+	r.clientNotes(env, p, snap, unavail)
+	return p, nil
+}
+
+// planState is what a plan starts from: the nodes in the order they
+// restart (the last one last, a node this run left half-restarted first)
+// and which one is last (-1 for none) and what it is, what is left of each
+// node's restart and how each looks, and the Guard's snapshot (nil for a
+// roll whose Nodes is no Guard).
+type planState struct {
+	ids   []int32
+	last  int32
+	what  string
+	lefts map[int32]left
+	looks map[int32]Look
+	snap  *Snapshot
+}
+
+// read reads the state a plan starts from: the nodes' begin (Nodes.Begin),
+// this run's history of the step, the order, each node's look, and the
+// snapshot.
+func (r *Roll) read(ctx context.Context, env *steps.Env) (*planState, error) {
 	if err := r.Nodes.Begin(ctx, env); err != nil {
 		return nil, err
 	}
@@ -160,52 +238,14 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 			return nil, fmt.Errorf("%w. No %s was stopped", err, r.Nodes.Noun())
 		}
 	}
-	noun := r.Nodes.Noun()
-	lastText := ""
-	if last >= 0 {
-		lastText = fmt.Sprintf(" (%s, %d, last)", what, last)
-	}
-	p := &steps.Plan{Summary: fmt.Sprintf("restart %ss %s one at a time, in this order%s: each stopped with its own command, started again, and the cluster healthy before the next", noun, fmt.Sprint(ids), lastText)}
-	if refusals := r.refusals(ids, lefts, snap); len(refusals) > 0 {
-		return nil, fmt.Errorf("%w: %s. No %s was stopped", steps.ErrRefused, strings.Join(refusals, "; "), noun)
-	}
-	var unavail map[string][]brokers.Unavailable
-	if snap != nil {
-		unavail = snap.Unavailable(ids)
-	}
-	plans := map[int32]nodePlanned{}
-	for _, id := range ids {
-		fact, acts, err := r.nodePlan(ctx, env, id, lefts[id], looks[id], snap)
-		if err != nil {
-			return nil, err
-		}
-		plans[id] = nodePlanned{fact, acts}
-		p.Facts = append(p.Facts, fact)
-	}
-	units := r.singles(ids, plans)
-	if r.batching(snap) {
-		var why []string
-		if units, why, err = r.batches(ctx, env, ids, last, lefts, plans, snap); err != nil {
-			return nil, err
-		}
-		p.Facts = append(why, p.Facts...)
-		p.Summary = batchSummary(noun, units, last, what)
-		p.Notes = append(p.Notes, r.batchNote())
-	}
-	pending := 0
-	for k, u := range units {
-		if len(u) == 1 {
-			p.Actions = append(p.Actions, plans[u[0]].acts...)
-		} else {
-			p.Actions = append(p.Actions, r.batchActions(env, k+1, u, plans)...)
-		}
-		pending += len(u)
-	}
-	if pending == 0 {
-		p.NoOp = true
-		p.Summary = fmt.Sprintf("every %s of %s was restarted by this run already", noun, fmt.Sprint(ids))
-		return p, nil
-	}
+	return &planState{ids: ids, last: last, what: what, lefts: lefts, looks: looks, snap: snap}, nil
+}
+
+// clientNotes adds to a plan that restarts nodes what clients see: how a
+// controller's or a broker's stop reaches them, and the partitions no
+// restart can keep available that the operator accepted (in the summary
+// too, so in the digest the approval signs).
+func (r *Roll) clientNotes(env *steps.Env, p *steps.Plan, snap *Snapshot, unavail map[string][]brokers.Unavailable) {
 	if snap != nil && snap.Quorum != nil {
 		p.Notes = append(p.Notes, "a controller's stop moves no partition: while a follower is down the quorum commits with the others; when the leader stops (last) the voters elect another within a few seconds (controller.quorum.election.timeout.ms), and brokers and clients wait for it: metadata changes (topic creation, ISR changes) pause, produce and fetch go on")
 	} else if snap != nil {
@@ -216,7 +256,6 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		p.Summary += fmt.Sprintf("; accepting (%s=%s) that the partitions of %s no restart can keep available are out of service while their broker restarts", AcceptParam, strings.Join(r.Accept, ","), strings.Join(slices.Sorted(maps.Keys(unavail)), ", "))
 		p.Notes = append(p.Notes, r.acceptedNote(env, unavail))
 	}
-	return p, nil
 }
 
 // refusals says why the roll cannot go on: a node down that this run did
