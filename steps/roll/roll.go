@@ -113,8 +113,8 @@ type Roll struct {
 }
 
 // BatchAuto is Roll.Batch's "auto": the largest safe batches (a batch
-// option's "auto" reads as it).
-const BatchAuto = steps.BatchAuto
+// option's "auto" reads as it, TypeBatch).
+const BatchAuto = -1
 
 // BatchParam is the runbook parameter that sets Roll.Batch.
 const BatchParam = "batch"
