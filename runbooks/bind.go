@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
@@ -192,7 +193,7 @@ func checkValue(typ, v string) error {
 	if err := t.Check(v); err != nil {
 		return err
 	}
-	if t == steps.TypeTopic && kafkazk.IsInternalTopic(v) {
+	if t == cleanup.TypeTopic && kafkazk.IsInternalTopic(v) {
 		return fmt.Errorf("topic %q is internal to Kafka (its name starts with __); kremedy refuses to repair it by a generic runbook", v)
 	}
 	return nil

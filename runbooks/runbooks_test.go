@@ -29,7 +29,7 @@ var testKinds = func() *steps.Registry {
 type wipeOpts struct {
 	Topic string        `opt:"topic" type:"topic"`
 	Wait  time.Duration `opt:"wait" default:"10s"`
-	IDs   []int32       `opt:"brokers" default:""`
+	IDs   []int32       `opt:"brokers" type:"brokers" default:""`
 }
 
 func known(kind string) bool { _, ok := testKinds.Lookup(kind); return ok }
@@ -183,7 +183,7 @@ var parseCases = []parseCase{
 	{name: "null title", in: edit("title: What kremedy sees before anything happens", "title:"),
 		want: []string{"t.yaml:20:5: steps[0].title is empty"}},
 	{name: "param without type", in: edit("    type: bool\n", ""),
-		want: []string{"t.yaml:14:5: params[1].type is required: one of string, topic, int, bool, duration, brokers"}},
+		want: []string{"t.yaml:14:5: params[1].type is required: one of string, topic, int, bool, duration, brokers, topics, batch"}},
 	{name: "mutating step without rollback", in: valid[:strings.Index(valid, "    rollback:")],
 		want: []string{"t.yaml:26:5: steps[1].rollback is required: a step that changes the cluster says how to undo it"}},
 	{name: "mutating step with an empty rollback", in: valid[:strings.Index(valid, "    rollback:")] + "    rollback: \"\"\n",
@@ -203,7 +203,7 @@ var parseCases = []parseCase{
 	{name: "duplicate param name", in: edit("name: recreate", "name: topic"),
 		want: []string{`t.yaml:14:11: params[1].name "topic" is also used by params[0]; parameter names are unique`}},
 	{name: "bad param type", in: edit("type: bool", "type: boolean"),
-		want: []string{`t.yaml:15:11: params[1].type "boolean" is not one of string, topic, int, bool, duration, brokers`}},
+		want: []string{`t.yaml:15:11: params[1].type "boolean" is not one of string, topic, int, bool, duration, brokers, topics, batch`}},
 	{name: "default that is not of the type", in: edit("default: false", "default: maybe"),
 		want: []string{`t.yaml:16:14: params[1].default: "maybe" is not true or false`}},
 	{name: "default that is not a topic", in: edit("type: bool\n    default: false", "type: topic\n    default: a;b"),

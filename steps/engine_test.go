@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
+	_ "github.com/kremedy/kremedy/steps/cleanup" // registers the topic type
 	"github.com/kremedy/kremedy/steps/ports"
+	_ "github.com/kremedy/kremedy/steps/roll" // registers the brokers, topics and batch types
 )
 
 // fakeKind is a step kind that counts what the engine asks of it. Its
@@ -201,7 +203,7 @@ type opts struct {
 	N       int           `opt:"n" default:"3"`
 	Wait    time.Duration `opt:"wait" default:"5s"`
 	On      bool          `opt:"on"`
-	Brokers []int32       `opt:"brokers" default:""`
+	Brokers []int32       `opt:"brokers" type:"brokers" default:""`
 }
 
 // TestRegistryOptions: a kind's options are decoded from text, defaults
@@ -248,6 +250,20 @@ func TestEngineImportsNoClientOrKind(t *testing.T) {
 			continue
 		}
 		t.Errorf("package steps depends on %s, which is not in the engine's allowlist", dep)
+	}
+}
+
+// TestEngineNamesNoPacksType: the engine knows no topic, broker or batch:
+// the packs register those parameter types (steps.RegisterType), so the
+// engine's own files import no Kafka data model (kafkazk reaches it only
+// through the ports' types).
+func TestEngineNamesNoPacksType(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imports := strings.Fields(string(out)); slices.Contains(imports, "github.com/kremedy/kremedy/steps/kafkazk") {
+		t.Errorf("package steps imports steps/kafkazk itself: a parameter type of a pack belongs to the pack (steps.RegisterType)")
 	}
 }
 

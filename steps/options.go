@@ -4,160 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/kremedy/kremedy/steps/kafkazk"
 )
-
-// ValueType is the type of a runbook parameter and of a kind's option: both
-// are written as text (YAML, --set) and checked before anything runs.
-type ValueType int
-
-const (
-	TypeString   ValueType = iota
-	TypeTopic              // a Kafka topic name (kafkazk.ValidateTopic)
-	TypeInt                // a whole number
-	TypeBool               // true or false
-	TypeDuration           // 30s, 5m
-	TypeBrokers            // broker ids, comma-separated; empty means every broker
-	TypeTopics             // topic names, comma-separated, or * for every one; empty means none
-	TypeBatch              // how many brokers a roll stops at once: 1 (one at a time), N, or auto
-)
-
-var valueTypeNames = [...]string{"string", "topic", "int", "bool", "duration", "brokers", "topics", "batch"}
-
-// BatchAuto is a batch value's "auto" as its option reads it: the largest
-// batches the stop-safety rule allows.
-const BatchAuto = -1
-
-func (t ValueType) String() string {
-	if t < 0 || int(t) >= len(valueTypeNames) {
-		return fmt.Sprintf("ValueType(%d)", int(t))
-	}
-	return valueTypeNames[t]
-}
-
-// ValueTypeNames lists the types by name.
-func ValueTypeNames() []string { return valueTypeNames[:] }
-
-// ParseValueType reads a type's name.
-func ParseValueType(s string) (ValueType, error) {
-	for i, n := range valueTypeNames {
-		if n == s {
-			return ValueType(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown type %q (known: %s)", s, strings.Join(valueTypeNames[:], ", "))
-}
-
-// Accepts reports whether a value of type from may fill an option of type
-// t: the same type, or a topic where any string will do.
-func (t ValueType) Accepts(from ValueType) bool {
-	return t == from || t == TypeString && from == TypeTopic
-}
-
-// Check checks a value, as written, against the type.
-func (t ValueType) Check(v string) error {
-	_, err := t.parse(v)
-	return err
-}
-
-func (t ValueType) parse(v string) (any, error) {
-	switch t {
-	case TypeString:
-		return v, nil
-	case TypeTopic:
-		return v, kafkazk.ValidateTopic(v)
-	case TypeInt:
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a whole number", v)
-		}
-		return n, nil
-	case TypeBool:
-		if v != "true" && v != "false" {
-			return nil, fmt.Errorf("%q is not true or false", v)
-		}
-		return v == "true", nil
-	case TypeDuration:
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return nil, fmt.Errorf("%q is not a duration such as 30s or 5m", v)
-		}
-		return d, nil
-	case TypeBrokers:
-		return parseBrokers(v)
-	case TypeTopics:
-		return parseTopics(v)
-	case TypeBatch:
-		if strings.TrimSpace(v) == "auto" {
-			return BatchAuto, nil
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a batch size: 1 (one broker at a time), a number of brokers such as 3, or auto (the largest batches the stop-safety rule allows)", v)
-		}
-		return n, nil
-	}
-	return nil, fmt.Errorf("unknown type %d", int(t))
-}
-
-func parseBrokers(v string) ([]int32, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	var ids []int32
-	for _, f := range strings.Split(v, ",") {
-		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q is not a list of broker ids such as 1,2,3 (empty: every broker)", v)
-		}
-		if slices.Contains(ids, int32(n)) {
-			return nil, fmt.Errorf("%q names broker %d twice", v, n)
-		}
-		ids = append(ids, int32(n))
-	}
-	return ids, nil
-}
-
-// AllTopics is the topics value that names every topic ("*").
-const AllTopics = "*"
-
-// ParseTopics reads a topics value (TypeTopics): topic names,
-// comma-separated, or AllTopics; empty is none.
-func ParseTopics(v string) ([]string, error) { return parseTopics(v) }
-
-func parseTopics(v string) ([]string, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	if strings.TrimSpace(v) == AllTopics {
-		return []string{AllTopics}, nil
-	}
-	var out []string
-	for _, f := range strings.Split(v, ",") {
-		t := strings.TrimSpace(f)
-		if err := kafkazk.ValidateTopic(t); err != nil {
-			return nil, fmt.Errorf("%q is not a list of topic names such as orders,payments (or * for every one): %w", v, err)
-		}
-		if slices.Contains(out, t) {
-			return nil, fmt.Errorf("%q names topic %s twice", v, t)
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
 
 // Option is one option of a step kind, from its options struct: a field
-// tagged `opt:"name"` (in the struct or a struct it embeds), with an optional `default:"..."` and, for a string,
-// `type:"topic"`, for an int `type:"batch"`. An option without a default must be given in the
-// runbook's `with:`. An options struct with a Validate() error method is
-// checked once every option is set (values that only make sense together,
-// a string that must be one of a few words).
+// tagged `opt:"name"` (in the struct or a struct it embeds), with an
+// optional `default:"..."` and an optional `type:"..."` naming the
+// ValueType it takes, one a kind pack registered (RegisterType); without
+// one a string, int, bool or time.Duration field takes the engine's type of
+// it. An option without a default must be given in the runbook's `with:`.
+// An options struct with a Validate() error method is checked once every
+// option is set (values that only make sense together, a string that must
+// be one of a few words).
 type Option struct {
 	Name       string
 	Type       ValueType
@@ -207,7 +66,7 @@ func (k KindSpec) New(values map[string]string) (Kind, error) {
 		}
 		f := opts.FieldByIndex(o.field)
 		if x == nil {
-			continue // an empty broker list
+			continue // a type whose values are interfaces gave none
 		}
 		f.Set(reflect.ValueOf(x).Convert(f.Type()))
 	}
@@ -271,27 +130,7 @@ func Register[O any](r *Registry, name string, needs []string, newKind func(O) K
 		if _, dup := spec.Option(on); dup {
 			panic(fmt.Sprintf("steps: option %s of step kind %s declared twice", on, name))
 		}
-		o := Option{Name: on, field: f.Index}
-		switch {
-		case f.Type.Kind() == reflect.String && f.Tag.Get("type") == "topic":
-			o.Type = TypeTopic
-		case f.Type.Kind() == reflect.String:
-			o.Type = TypeString
-		case f.Type == reflect.TypeFor[time.Duration]():
-			o.Type = TypeDuration
-		case f.Type.Kind() == reflect.Int && f.Tag.Get("type") == "batch":
-			o.Type = TypeBatch
-		case f.Type.Kind() == reflect.Int:
-			o.Type = TypeInt
-		case f.Type.Kind() == reflect.Bool:
-			o.Type = TypeBool
-		case f.Type == reflect.TypeFor[[]int32]():
-			o.Type = TypeBrokers
-		case f.Type == reflect.TypeFor[[]string]():
-			o.Type = TypeTopics
-		default:
-			panic(fmt.Sprintf("steps: option %s of step kind %s has type %s, which no runbook value can fill", on, name, f.Type))
-		}
+		o := Option{Name: on, field: f.Index, Type: optionType(name, on, f)}
 		o.Default, o.HasDefault = f.Tag.Lookup("default")
 		if o.HasDefault {
 			if err := o.Type.Check(o.Default); err != nil {
@@ -301,4 +140,32 @@ func Register[O any](r *Registry, name string, needs []string, newKind func(O) K
 		spec.Options = append(spec.Options, o)
 	}
 	r.kinds[name] = spec
+}
+
+// optionType is the type of option on of step kind kind, the field f: the
+// type its type tag names, else the engine's type of its Go type. A tag
+// naming no registered type, a type whose values cannot fill the field, and
+// a field no engine type fills panic (see Register).
+func optionType(kind, on string, f reflect.StructField) ValueType {
+	if name, ok := f.Tag.Lookup("type"); ok {
+		t, err := ParseValueType(name)
+		if err != nil {
+			panic(fmt.Sprintf("steps: option %s of step kind %s: %v", on, kind, err))
+		}
+		if !t.fills(f.Type) {
+			panic(fmt.Sprintf("steps: option %s of step kind %s has type %s, which a %s value cannot fill", on, kind, f.Type, t))
+		}
+		return t
+	}
+	switch {
+	case f.Type.Kind() == reflect.String:
+		return TypeString
+	case f.Type == reflect.TypeFor[time.Duration]():
+		return TypeDuration
+	case f.Type.Kind() == reflect.Int:
+		return TypeInt
+	case f.Type.Kind() == reflect.Bool:
+		return TypeBool
+	}
+	panic(fmt.Sprintf("steps: option %s of step kind %s has type %s, which no runbook value can fill", on, kind, f.Type))
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/internal/text"
-	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -42,7 +41,7 @@ func newDiagnoseCmd() *cobra.Command {
 					return usageErr(err)
 				}
 			}
-			accepted, err := steps.ParseTopics(accept)
+			accepted, err := kafkazk.ParseTopics(accept)
 			if err != nil {
 				return usageErr(fmt.Errorf("--accept-unavailable: %w", err))
 			}

@@ -264,7 +264,7 @@ func Unavailables(parts []Partition, stopping []int32, m MinISR) []Unavailable {
 
 // Accept is the operator's acceptance of the partitions no restart can keep
 // available, by topic: a runbook's accept_unavailable (topic names, or
-// steps.AllTopics for every topic the plan lists).
+// kafkazk.AllTopics for every topic the plan lists).
 type Accept []string
 
 // Covers reports whether the acceptance covers topic.

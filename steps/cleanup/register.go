@@ -21,6 +21,12 @@ const (
 	artOffsets  = "offsets"  // consumer groups' committed offsets
 )
 
+// TypeTopic is a Kafka topic name (kafkazk.ValidateTopic): the parameter
+// type of the runbooks that repair one topic, registered with the engine
+// (runbooks imports this package, so every runbook reader knows it). Its
+// values are strings, so it may fill a string option too.
+var TypeTopic = steps.RegisterType("topic", func(v string) (string, error) { return v, kafkazk.ValidateTopic(v) })
+
 // Register adds topic-cleanup's kinds to r.
 func Register(r *steps.Registry) {
 	steps.Register(r, "preflight", nil, func(o preflightOpts) steps.Kind { return &preflight{o: o} })
@@ -42,7 +48,7 @@ func Register(r *steps.Registry) {
 // many topics: one stop and one start of every broker for all of them).
 type topicOpts struct {
 	Topic  string   `opt:"topic" default:""`
-	Topics []string `opt:"topics" default:""`
+	Topics []string `opt:"topics" type:"topics" default:""`
 }
 
 // names are the topics of the run, in the order given.
@@ -89,7 +95,7 @@ func (o topicOpts) Validate() error {
 		return fmt.Errorf("topic=%s and topics=%s are both set: set one (topics=%s,%s cleans up all of them in one run)", o.Topic, strings.Join(o.Topics, ","), o.Topic, strings.Join(o.Topics, ","))
 	}
 	for _, t := range o.names() {
-		if t == steps.AllTopics {
+		if t == kafkazk.AllTopics {
 			return fmt.Errorf("topics=*: name each topic to clean up; kremedy never repairs every topic of a cluster at once")
 		}
 		if err := kafkazk.ValidateTopic(t); err != nil {

@@ -28,7 +28,7 @@ type modeOpts struct {
 	Mode string `opt:"mode" default:"full"`
 	// Accept: rolling mode's acceptance of the partitions no restart can
 	// keep available (roll.AcceptParam), by topic.
-	Accept []string `opt:"accept_unavailable" default:""`
+	Accept []string `opt:"accept_unavailable" type:"topics" default:""`
 }
 
 func (o modeOpts) Validate() error {

@@ -504,7 +504,7 @@ type strayRollOpts struct {
 	StartTimeout  time.Duration `opt:"start_timeout" default:"5m"`
 	HealthChecks  int           `opt:"health_checks" default:"3"`
 	HealthTimeout time.Duration `opt:"health_timeout" default:"5m"`
-	Accept        []string      `opt:"accept_unavailable" default:""`
+	Accept        []string      `opt:"accept_unavailable" type:"topics" default:""`
 }
 
 // strayRoll moves, on request, the live logs Kafka will set aside at their

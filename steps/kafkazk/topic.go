@@ -3,6 +3,7 @@ package kafkazk
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -56,4 +57,31 @@ func IsInternalTopic(name string) bool {
 func legalTopicByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 		c == '.' || c == '_' || c == '-'
+}
+
+// AllTopics is the topics value that names every topic ("*").
+const AllTopics = "*"
+
+// ParseTopics reads a list of topics as an operator writes it: topic names,
+// comma-separated, or AllTopics; empty is none. Each name passes
+// ValidateTopic, and none is named twice.
+func ParseTopics(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	if strings.TrimSpace(v) == AllTopics {
+		return []string{AllTopics}, nil
+	}
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		t := strings.TrimSpace(f)
+		if err := ValidateTopic(t); err != nil {
+			return nil, fmt.Errorf("%q is not a list of topic names such as orders,payments (or * for every one): %w", v, err)
+		}
+		if slices.Contains(out, t) {
+			return nil, fmt.Errorf("%q names topic %s twice", v, t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

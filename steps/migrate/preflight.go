@@ -14,7 +14,7 @@ type preflightOpts struct {
 	Revert bool `opt:"revert" default:"false"`
 	// Accept: the topics whose partitions no restart can keep available
 	// that the rolls accept (roll.AcceptParam); readiness judges them so.
-	Accept []string `opt:"accept_unavailable" default:""`
+	Accept []string `opt:"accept_unavailable" type:"topics" default:""`
 	// ControllerListener and ControllerSettings: how the brokers will
 	// reach the controllers (rollOpts'); a secured cluster is checked
 	// before anything changes (CheckSecurity).

@@ -43,7 +43,7 @@ type rollOpts struct {
 	StaticJAAS         bool   `opt:"static_jaas" default:"false"`
 	// Accept: the topics whose partitions no restart can keep available
 	// that the operator accepts (roll.AcceptParam).
-	Accept []string `opt:"accept_unavailable" default:""`
+	Accept []string `opt:"accept_unavailable" type:"topics" default:""`
 	// Batch: how many brokers stop at once (roll.BatchParam): 1, N or auto.
 	Batch int `opt:"batch" type:"batch" default:"1"`
 }

@@ -31,14 +31,14 @@ type kraftRollOpts struct {
 	Nodes string `opt:"nodes"`
 	// Only restricts the roll to these node ids; empty: every one of the
 	// inventory.
-	Only          []int32       `opt:"only" default:""`
+	Only          []int32       `opt:"only" type:"brokers" default:""`
 	StopTimeout   time.Duration `opt:"stop_timeout" default:"5m"`
 	StartTimeout  time.Duration `opt:"start_timeout" default:"5m"`
 	HealthChecks  int           `opt:"health_checks" default:"3"`
 	HealthTimeout time.Duration `opt:"health_timeout" default:"5m"`
 	// Accept: the topics whose partitions no restart can keep available
 	// that the operator accepts (roll.AcceptParam); brokers only.
-	Accept []string `opt:"accept_unavailable" default:""`
+	Accept []string `opt:"accept_unavailable" type:"topics" default:""`
 	// Batch: how many brokers stop at once (roll.BatchParam): 1, N or
 	// auto; brokers only (controllers roll one at a time).
 	Batch int `opt:"batch" type:"batch" default:"1"`
@@ -140,7 +140,7 @@ type kraftPreflight struct {
 }
 
 type kraftPreflightOpts struct {
-	Accept []string `opt:"accept_unavailable" default:""`
+	Accept []string `opt:"accept_unavailable" type:"topics" default:""`
 }
 
 // preflightSettle is how long kraft-preflight reads a cluster that is not

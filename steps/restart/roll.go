@@ -22,7 +22,7 @@ func newRoll(o rollOpts) *rollKind {
 // rollOpts are the rolling-restart kind's options.
 type rollOpts struct {
 	// Brokers to restart; empty: every broker of the inventory.
-	Brokers []int32 `opt:"brokers"`
+	Brokers []int32 `opt:"brokers" type:"brokers"`
 	// StopTimeout bounds a broker's stop command and the wait for its
 	// registration to vanish; StartTimeout its start command and the wait
 	// for its new registration.
@@ -34,7 +34,7 @@ type rollOpts struct {
 	HealthTimeout time.Duration `opt:"health_timeout"`
 	// Accept: the topics whose partitions no restart can keep available
 	// that the operator accepts (roll.AcceptParam).
-	Accept []string `opt:"accept_unavailable" default:""`
+	Accept []string `opt:"accept_unavailable" type:"topics" default:""`
 	// Batch: how many brokers stop at once (roll.BatchParam): 1, N or auto.
 	Batch int `opt:"batch" type:"batch" default:"1"`
 }

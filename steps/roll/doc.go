@@ -27,4 +27,9 @@
 // any node's stop would not be safe. A new kind of roll is a new Nodes and,
 // if work is done while a node is stopped, a While (a Skipper when some
 // nodes need no restart).
+//
+// The package registers a roll's parameter types with the engine
+// (TypeBrokers, TypeTopics, TypeBatch); its files hold one layer each:
+// phase.go the vocabulary of the actions, snapshot.go the rule, plan.go the
+// planning, apply.go the applying, roll.go the Roll and its seams.
 package roll

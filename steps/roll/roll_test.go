@@ -2,6 +2,7 @@ package roll
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -52,5 +53,43 @@ func TestActionFromJournal(t *testing.T) {
 	}
 	if got, err = steps.ArgsOf[Args](back); err != nil || !reflect.DeepEqual(got.Nodes(), []int32{2, 5}) || got.Batch != 1 {
 		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+// TestRollTypes: the roll's parameter types, registered by this pack, read
+// what the engine's options read before they moved here, with the same
+// messages: a batch (1, N, auto) and a list of broker ids (empty: every
+// broker; no id twice).
+func TestRollTypes(t *testing.T) {
+	for _, tc := range []struct {
+		typ     steps.ValueType
+		in      string
+		wantErr string
+	}{
+		{TypeBatch, "auto", ""},
+		{TypeBatch, " 3 ", ""},
+		{TypeBatch, "0", `"0" is not a batch size: 1 (one broker at a time), a number of brokers such as 3, or auto (the largest batches the stop-safety rule allows)`},
+		{TypeBrokers, "", ""},
+		{TypeBrokers, "3, 1", ""},
+		{TypeBrokers, "1,1", `"1,1" names broker 1 twice`},
+		{TypeBrokers, "1,-2", `"1,-2" is not a list of broker ids such as 1,2,3 (empty: every broker)`},
+		{TypeTopics, "*", ""},
+		{TypeTopics, "orders,orders", `"orders,orders" names topic orders twice`},
+	} {
+		err := tc.typ.Check(tc.in)
+		if got := fmt.Sprint(err); tc.wantErr == "" && err != nil || tc.wantErr != "" && got != tc.wantErr {
+			t.Errorf("%s %q: %v, want %q", tc.typ, tc.in, err, tc.wantErr)
+		}
+	}
+	type opts struct {
+		Batch int     `opt:"batch" type:"batch"`
+		Only  []int32 `opt:"only" type:"brokers"`
+	}
+	r := steps.NewRegistry()
+	var got opts
+	steps.Register(r, "k", nil, func(o opts) steps.Kind { got = o; return nil })
+	spec, _ := r.Lookup("k")
+	if _, err := spec.New(map[string]string{"batch": "auto", "only": "3,1"}); err != nil || got.Batch != BatchAuto || !reflect.DeepEqual(got.Only, []int32{3, 1}) {
+		t.Errorf("options %+v, %v", got, err)
 	}
 }
