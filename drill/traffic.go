@@ -1,6 +1,8 @@
 // Package drill runs kremedy's rehearsals with customers in them: the
-// traffic a drill starts before it breaks the lab, and the counts the
-// debrief scores the repair by.
+// Session the drill commands drive (start, status, hint, end), the
+// traffic a drill starts before it breaks the lab, the Recorder of the
+// trainee's commands, and the debrief that scores the repair by the
+// customers' counts and the runs' journals.
 package drill
 
 import (
