@@ -62,7 +62,7 @@ func (s *Session) Customers(ctx context.Context) error {
 	if err != nil {
 		return usage(err)
 	}
-	tr, err := Start(Options{Bootstrap: l.State.Config.Bootstrap(), Topics: topics, Group: "drill-customers",
+	tr, err := StartTraffic(TrafficOptions{Bootstrap: l.State.Config.Bootstrap(), Topics: topics, Group: "drill-customers",
 		Rate: trafficRate, DeliveryTimeout: 30 * time.Second, Client: l.KafkaOpts()})
 	if err != nil {
 		return err
