@@ -189,10 +189,29 @@ func orDash(f *float64) string {
 	return fmt.Sprintf("%.1f s", *f)
 }
 
-// Markdown is the debrief for the trainee and their mentor.
+// Markdown is the debrief for the trainee and their mentor: the verdict,
+// what remains broken, the score, the customers, what was refused or
+// failed, the missed steps, the earlier drills and the timeline.
 func (d Debrief) Markdown() string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	d.mdHead(w)
+	d.mdScore(w)
+	d.mdCustomers(w)
+	d.mdLists(w)
+	w("## Timeline (UTC)")
+	for _, e := range d.Timeline {
+		w("- %s [%s] %s", e.At.UTC().Format("15:04:05"), e.From, e.What)
+	}
+	return b.String()
+}
+
+// mdLine writes one line of the debrief's Markdown.
+type mdLine func(format string, a ...any)
+
+// mdHead is the verdict, the hidden cause and, when unresolved, what
+// remains broken.
+func (d Debrief) mdHead(w mdLine) {
 	verdict := "RESOLVED"
 	if !d.Resolved {
 		verdict = "NOT RESOLVED"
@@ -213,6 +232,10 @@ func (d Debrief) Markdown() string {
 		}
 		w("")
 	}
+}
+
+// mdScore is the score table beside the scenario's reference.
+func (d Debrief) mdScore(w mdLine) {
 	w("## Score")
 	ref := func(v float64) string {
 		if d.Reference.Measured == "" {
@@ -235,6 +258,10 @@ func (d Debrief) Markdown() string {
 		w("No reference was measured for this scenario yet.")
 	}
 	w("")
+}
+
+// mdCustomers is what the customers saw, in all and by topic.
+func (d Debrief) mdCustomers(w mdLine) {
 	w("## Customers")
 	w("%d records sent, %d failed, **%d lost** (acknowledged, never read), %d duplicated; longest send-to-read %d ms.",
 		d.Traffic.Sent, d.Traffic.Failed, d.Traffic.Lost, d.Traffic.Duplicated, d.Traffic.MaxLatencyMs)
@@ -243,6 +270,11 @@ func (d Debrief) Markdown() string {
 		w("- `%s`: %d sent, %d acknowledged, %d failed, %d read, %d lost, %d duplicated", name, c.Sent, c.Acked, c.Failed, c.Consumed, c.Lost, c.Duplicated)
 	}
 	w("")
+}
+
+// mdLists are the sections shown only when they hold something: what was
+// refused or failed, the steps missed, the earlier drills.
+func (d Debrief) mdLists(w mdLine) {
 	if len(d.RefusedActions) > 0 {
 		w("## What kremedy refused, or what failed and was retried")
 		for _, r := range d.RefusedActions {
@@ -268,9 +300,4 @@ func (d Debrief) Markdown() string {
 		}
 		w("")
 	}
-	w("## Timeline (UTC)")
-	for _, e := range d.Timeline {
-		w("- %s [%s] %s", e.At.UTC().Format("15:04:05"), e.From, e.What)
-	}
-	return b.String()
 }

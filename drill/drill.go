@@ -178,8 +178,8 @@ type Command struct {
 	Runbook string    `json:"runbook,omitempty"` // of plan, run
 }
 
-// Internal marks a process kremedy runs for a drill itself (the victory
-// check's diagnose): it is not the trainee's and is not recorded.
+// Internal marks a process kremedy runs for a drill itself (the
+// customers' process): it is not the trainee's and is not recorded.
 func Internal() []string { return []string{internalEnv + "=" + internalMark} }
 
 // DirOfInventory is the lab directory of a drill whose inventory is inv, or

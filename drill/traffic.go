@@ -1,6 +1,8 @@
 // Package drill runs kremedy's rehearsals with customers in them: the
-// traffic a drill starts before it breaks the lab, and the counts the
-// debrief scores the repair by.
+// Session the drill commands drive (start, status, hint, end), the
+// traffic a drill starts before it breaks the lab, the Recorder of the
+// trainee's commands, and the debrief that scores the repair by the
+// customers' counts and the runs' journals.
 package drill
 
 import (
@@ -51,8 +53,8 @@ func (c Counts) Flowing(now time.Time, d time.Duration) bool {
 	return now.Sub(c.LastAck) <= d && now.Sub(c.LastRead) <= d && c.OldestInFlightS <= d.Seconds()
 }
 
-// Options shape the traffic. Rate is records per second per topic.
-type Options struct {
+// TrafficOptions shape the traffic. Rate is records per second per topic.
+type TrafficOptions struct {
 	Bootstrap       []string
 	Topics          []string
 	Group           string
@@ -89,7 +91,7 @@ type topicLog struct {
 // flushed, both clients closed (the member leaves its group); Resume starts
 // new ones, with fresh metadata, as a restarted process would.
 type Traffic struct {
-	opts Options
+	opts TrafficOptions
 	mu   sync.Mutex
 	logs map[string]*topicLog
 
@@ -98,8 +100,8 @@ type Traffic struct {
 	stopOnce      sync.Once
 }
 
-// Start connects both clients and starts writing and reading.
-func Start(o Options) (*Traffic, error) {
+// StartTraffic connects both clients and starts writing and reading.
+func StartTraffic(o TrafficOptions) (*Traffic, error) {
 	if len(o.Topics) == 0 {
 		return nil, errors.New("drill traffic: no topic to write to")
 	}

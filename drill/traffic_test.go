@@ -26,7 +26,7 @@ func fakeCluster(t *testing.T, topics ...string) *kfake.Cluster {
 func TestTrafficCountsWhatItWrites(t *testing.T) {
 	c := fakeCluster(t, "orders", "bystander")
 	addrs := c.ListenAddrs()
-	tr, err := Start(Options{Bootstrap: addrs, Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 100, DeliveryTimeout: 5 * time.Second})
+	tr, err := StartTraffic(TrafficOptions{Bootstrap: addrs, Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 100, DeliveryTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestTrafficCountsRefusedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	tr, err := Start(Options{Bootstrap: c.ListenAddrs(), Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 50,
+	tr, err := StartTraffic(TrafficOptions{Bootstrap: c.ListenAddrs(), Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 50,
 		DeliveryTimeout: 3 * time.Second, Client: []kgo.Opt{kgo.SASL(plain.Auth{User: "app", Pass: "app"}.AsMechanism())}})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestTrafficCountsRefusedWrites(t *testing.T) {
 func TestTrafficPauseDetaches(t *testing.T) {
 	c := fakeCluster(t, "orders", "bystander")
 	addrs := c.ListenAddrs()
-	tr, err := Start(Options{Bootstrap: addrs, Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 100, DeliveryTimeout: 5 * time.Second})
+	tr, err := StartTraffic(TrafficOptions{Bootstrap: addrs, Topics: []string{"orders", "bystander"}, Group: "drill", Rate: 100, DeliveryTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestPauseDropsStuckRecordsAfterTheGrace(t *testing.T) {
 	defer func(g time.Duration) { pauseGrace = g }(pauseGrace)
 	pauseGrace = 500 * time.Millisecond
 	c := fakeCluster(t, "orders")
-	tr, err := Start(Options{Bootstrap: c.ListenAddrs(), Topics: []string{"orders", "nowhere"}, Group: "drill", Rate: 100, DeliveryTimeout: time.Minute,
+	tr, err := StartTraffic(TrafficOptions{Bootstrap: c.ListenAddrs(), Topics: []string{"orders", "nowhere"}, Group: "drill", Rate: 100, DeliveryTimeout: time.Minute,
 		Client: []kgo.Opt{kgo.UnknownTopicRetries(-1)}}) // the records to nowhere wait: stuck until the delivery timeout
 	if err != nil {
 		t.Fatal(err)

@@ -61,10 +61,10 @@ func main() {
 	root := newRoot()
 	// A drill records the command before it runs, too: a command killed
 	// (SIGPIPE into `| head`, a kill) still counts as run.
-	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { recordForDrill(cmd, nil, -1, start) }
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { recordForDrill(drillRecorder(cmd, start).Started()) }
 	cmd, err := root.ExecuteContextC(ctx)
 	code := report(err, ctx)
-	recordForDrill(cmd, err, code, start)
+	recordForDrill(drillRecorder(cmd, start).Ended(err, code))
 	os.Exit(code)
 }
 

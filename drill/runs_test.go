@@ -1,11 +1,10 @@
-package main
+package drill
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/kremedy/kremedy/drill"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/journal"
 )
@@ -30,7 +29,7 @@ func TestStepFailuresRetriedAreCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := []drill.Command{
+	cmds := []Command{
 		{At: t0, TookS: 459, Exit: 0, Verb: "run"},                        // the TUI session: detach-clients failed, r, done
 		{At: t0.Add(9 * time.Minute), TookS: 61, Exit: 1, Verb: "resume"}, // ended by verify's failure
 	}
@@ -38,7 +37,7 @@ func TestStepFailuresRetriedAreCounted(t *testing.T) {
 	if len(got) != 1 || got[0].Command != "topic-cleanup: step detach-clients" || !got[0].At.Equal(t0.Add(48*time.Second)) {
 		t.Fatalf("step failures %+v: want only the retried detach-clients", got)
 	}
-	d := drill.Score(drill.Inputs{State: &drill.State{Scenario: "ghost-topic", Started: t0}, Runs: []drill.RunScore{{Runbook: "topic-cleanup", Failures: got}}, Now: t0.Add(time.Hour)})
+	d := Score(Inputs{State: &State{Scenario: "ghost-topic", Started: t0}, Runs: []RunScore{{Runbook: "topic-cleanup", Failures: got}}, Now: t0.Add(time.Hour)})
 	if len(d.RefusedActions) != 1 || d.RefusedActions[0].Command != "topic-cleanup: step detach-clients" {
 		t.Fatalf("debrief's refused or failed actions: %+v", d.RefusedActions)
 	}
