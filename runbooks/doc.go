@@ -8,7 +8,8 @@
 // {{.topic}} or {{.cluster}}, and noun), the files its steps write in the
 // run directory (artifacts: id, what, path), what to do after a successful
 // run (next), the parameters an operator sets with --set name=value (each
-// typed string, topic, int, bool, duration, brokers or topics, either required or
+// typed string, int, bool or duration, or a type a step pack registers —
+// topic, brokers, topics, batch (steps.RegisterType) —, either required or
 // with a default), and its steps. A step names a kind, a title, the training
 // note saying why it is done, its risk (read-only, low, destructive), the
 // confirmation it needs (none, yes, or typed, which every destructive step

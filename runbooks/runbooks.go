@@ -61,7 +61,7 @@ type Artifact struct {
 // Param is a value the operator passes with --set name=value.
 type Param struct {
 	Name        string
-	Type        string // string, topic, int, bool or duration
+	Type        string // string, int, bool, duration, or a pack's type (topic, brokers, topics, batch)
 	Description string
 	Required    bool
 	Default     string // as written in the runbook; meaningful only when HasDefault

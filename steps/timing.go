@@ -201,17 +201,6 @@ func reportTimes(recs []journal.Record) string {
 	return b.String()
 }
 
-// RunOutage reads run dir's journal: its outage window (nil when no broker
-// was down) and the operator's time inside it. Drills score runs with it.
-func RunOutage(dir string) (*Outage, time.Duration, error) {
-	v, err := ReadRun(dir)
-	if err != nil {
-		return nil, 0, err
-	}
-	o, wait := v.Outage()
-	return o, wait, nil
-}
-
 // Outage is the run's outage window (nil when no broker was down) and the
 // operator's time inside it.
 func (v *RunView) Outage() (*Outage, time.Duration) {
