@@ -121,102 +121,141 @@ func ViewRecords(recs []journal.Record) (*RunView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &RunView{Meta: meta, Records: recs}
-	by := map[string]*StepView{}
-	step := func(id string) *StepView {
-		s := by[id]
-		if s == nil {
-			s = &StepView{ID: id}
-			by[id] = s
-			v.Steps = append(v.Steps, s)
-		}
-		return s
-	}
-	bad := func(r journal.Record, err error) error {
-		return fmt.Errorf("journal record %d (%s of %q): %w", r.Seq, r.Type, r.Step, err)
-	}
+	rr := &runReader{v: &RunView{Meta: meta, Records: recs}, by: map[string]*StepView{}}
 	for _, r := range recs {
-		switch r.Type {
-		case journal.RunEnd:
-			d, err := journal.Decode[struct {
-				OK bool `json:"ok"`
-			}](r)
-			if err != nil {
-				return nil, bad(r, err)
-			}
-			v.Ended, v.OK = true, d.OK
-		case journal.StepStart:
-			d, err := journal.Decode[struct{ Title, Kind, Risk string }](r)
-			if err != nil {
-				return nil, bad(r, err)
-			}
-			s := step(r.Step)
-			s.Title, s.Kind, s.Risk = d.Title, d.Kind, d.Risk
-			s.Attempts++
-			s.Started, s.State, s.At, s.Err = r.Time, "started", r.Time, ""
-		case journal.Plan:
-			var pr struct {
-				Plan
-				Digest string `json:"digest"`
-				Ahead  bool   `json:"ahead"`
-			}
-			d := json.NewDecoder(bytes.NewReader(r.Data))
-			d.UseNumber() // arguments keep their numbers exactly (an int64 is no float64)
-			if err := d.Decode(&pr); err != nil {
-				return nil, bad(r, err)
-			}
-			again, err := DigestJSON(r.Data)
-			if err != nil {
-				return nil, bad(r, err)
-			}
-			s := step(r.Step)
-			s.Plans = append(s.Plans, PlanView{Seq: r.Seq, Time: r.Time, Plan: pr.Plan, Raw: r.Data, Digest: pr.Digest, Recomputed: again, Ahead: pr.Ahead})
-		case journal.Approval:
-			d, err := journal.Decode[decisionRecord](r)
-			if err != nil {
-				return nil, bad(r, err)
-			}
-			s := step(r.Step)
-			s.Decisions = append(s.Decisions, d.view(r, d.Ahead))
-		case journal.Note:
-			n, err := journal.Decode[struct {
-				Approval *decisionRecord `json:"approval"`
-			}](r)
-			if err != nil || n.Approval == nil || r.Step == "" {
-				continue // a note of text, or of another shape: not a decision
-			}
-			s := step(r.Step)
-			s.Decisions = append(s.Decisions, n.Approval.view(r, true))
-		case journal.StepDone:
-			s := step(r.Step)
-			s.State, s.At = "done", r.Time
-		case journal.StepSkipped:
-			s := step(r.Step)
-			s.State, s.At = "skipped", r.Time
-		case journal.StepFailed, journal.Interrupted:
-			if r.Step == "" {
-				continue
-			}
-			d, _ := journal.Decode[struct {
-				Error string `json:"error"`
-			}](r)
-			s := step(r.Step)
-			s.State, s.At, s.Err = "failed", r.Time, d.Error
-			if r.Type == journal.Interrupted {
-				s.State = "interrupted"
-			} else {
-				s.Failures = append(s.Failures, Failure{Step: r.Step, Seq: r.Seq, Time: r.Time, Err: d.Error})
-			}
+		if err := rr.read(r); err != nil {
+			return nil, badRecord(r, err)
 		}
 	}
-	for _, st := range v.Steps {
-		acts, err := foldActions(recs, st.ID, bad)
+	for _, st := range rr.v.Steps {
+		acts, err := foldActions(recs, st.ID, badRecord)
 		if err != nil {
 			return nil, err
 		}
 		st.Actions = acts
 	}
-	return v, nil
+	return rr.v, nil
+}
+
+// badRecord is err, a record r that does not decode, naming r.
+func badRecord(r journal.Record, err error) error {
+	return fmt.Errorf("journal record %d (%s of %q): %w", r.Seq, r.Type, r.Step, err)
+}
+
+// runReader is ViewRecords' reading of the records so far: the view, and
+// its steps by id.
+type runReader struct {
+	v  *RunView
+	by map[string]*StepView
+}
+
+// step is the view of the step with id, added to the run's steps the first
+// time the journal names it.
+func (rr *runReader) step(id string) *StepView {
+	s := rr.by[id]
+	if s == nil {
+		s = &StepView{ID: id}
+		rr.by[id] = s
+		rr.v.Steps = append(rr.v.Steps, s)
+	}
+	return s
+}
+
+// read adds record r to the view: the run's end, a step's start, plan,
+// decision (an approval, or a note's approval given ahead) and last word.
+// Its error is r's data not decoding as its type says.
+func (rr *runReader) read(r journal.Record) error {
+	switch r.Type {
+	case journal.RunEnd:
+		d, err := journal.Decode[struct {
+			OK bool `json:"ok"`
+		}](r)
+		if err != nil {
+			return err
+		}
+		rr.v.Ended, rr.v.OK = true, d.OK
+	case journal.StepStart:
+		d, err := journal.Decode[struct{ Title, Kind, Risk string }](r)
+		if err != nil {
+			return err
+		}
+		s := rr.step(r.Step)
+		s.Title, s.Kind, s.Risk = d.Title, d.Kind, d.Risk
+		s.Attempts++
+		s.Started, s.State, s.At, s.Err = r.Time, "started", r.Time, ""
+	case journal.Plan:
+		p, err := planViewOf(r)
+		if err != nil {
+			return err
+		}
+		s := rr.step(r.Step)
+		s.Plans = append(s.Plans, p)
+	case journal.Approval:
+		d, err := journal.Decode[decisionRecord](r)
+		if err != nil {
+			return err
+		}
+		s := rr.step(r.Step)
+		s.Decisions = append(s.Decisions, d.view(r, d.Ahead))
+	case journal.Note:
+		n, err := journal.Decode[struct {
+			Approval *decisionRecord `json:"approval"`
+		}](r)
+		if err != nil || n.Approval == nil || r.Step == "" {
+			return nil // a note of text, or of another shape: not a decision
+		}
+		s := rr.step(r.Step)
+		s.Decisions = append(s.Decisions, n.Approval.view(r, true))
+	case journal.StepDone:
+		s := rr.step(r.Step)
+		s.State, s.At = "done", r.Time
+	case journal.StepSkipped:
+		s := rr.step(r.Step)
+		s.State, s.At = "skipped", r.Time
+	case journal.StepFailed, journal.Interrupted:
+		rr.stepStopped(r)
+	}
+	return nil
+}
+
+// planViewOf is the plan record r as a PlanView: the plan (its arguments'
+// numbers kept exactly), the digest journaled with it and the one
+// recomputed from r's bytes.
+func planViewOf(r journal.Record) (PlanView, error) {
+	var pr struct {
+		Plan
+		Digest string `json:"digest"`
+		Ahead  bool   `json:"ahead"`
+	}
+	d := json.NewDecoder(bytes.NewReader(r.Data))
+	d.UseNumber() // arguments keep their numbers exactly (an int64 is no float64)
+	if err := d.Decode(&pr); err != nil {
+		return PlanView{}, err
+	}
+	again, err := DigestJSON(r.Data)
+	if err != nil {
+		return PlanView{}, err
+	}
+	return PlanView{Seq: r.Seq, Time: r.Time, Plan: pr.Plan, Raw: r.Data, Digest: pr.Digest, Recomputed: again, Ahead: pr.Ahead}, nil
+}
+
+// stepStopped takes a step-failed or interrupted record r (one of no step
+// is the run's, not read here): the step's last word, its error, and (a
+// failure) one more of its Failures.
+func (rr *runReader) stepStopped(r journal.Record) {
+	if r.Step == "" {
+		return
+	}
+	d, _ := journal.Decode[struct {
+		Error string `json:"error"`
+	}](r)
+	s := rr.step(r.Step)
+	s.State, s.At, s.Err = "failed", r.Time, d.Error
+	if r.Type == journal.Interrupted {
+		s.State = "interrupted"
+	} else {
+		s.Failures = append(s.Failures, Failure{Step: r.Step, Seq: r.Seq, Time: r.Time, Err: d.Error})
+	}
 }
 
 // Step is the view of the step with id, nil when the journal never names

@@ -21,6 +21,27 @@ import (
 // next. It is rewritten whenever a run stops, so it is never stale.
 func (s *Session) writeReport(out Outcome) error {
 	recs := s.run.rec.records()
+	var b strings.Builder
+	b.WriteString(s.reportHead(out))
+	b.WriteString(reportFound(recs))
+	b.WriteString(reportTimes(recs))
+	if v, err := ViewRecords(recs); err == nil {
+		b.WriteString(reportApprovals(v))
+	} else {
+		fmt.Fprintf(&b, "\n## Approvals\n\nthe journal cannot be read as a run: %v\n", err)
+	}
+	timeline, changed, rollbacks := reportTimeline(recs)
+	b.WriteString("\n## Timeline\n\n| time (UTC) | step | event |\n|---|---|---|\n")
+	b.WriteString(timeline)
+	b.WriteString(s.reportChanges(changed, rollbacks))
+	b.WriteString(s.reportNext(out))
+	return atomicfile.WriteFile(s.ReportPath(), []byte(b.String()))
+}
+
+// reportHead is the report's title and its list of what the run is: the
+// runbook and cluster, inventory, run directory, kremedy's version,
+// parameters, approval policy, and the outcome with how to go on.
+func (s *Session) reportHead(out Outcome) string {
 	rb, m, dir := s.run.rb, s.run.meta, s.run.dir
 	var b strings.Builder
 	mode := "LIVE cluster"
@@ -50,6 +71,13 @@ func (s *Session) writeReport(out Outcome) error {
 	default:
 		fmt.Fprintf(&b, "- outcome: **stopped at `%s`**: %v — after fixing the cause, `%s`\n", out.Failed, out.Err, s.ResumeCommand(false))
 	}
+	return b.String()
+}
+
+// reportFound is what the steps found: the first step's facts about the
+// cluster, then each section the steps saved under ReportKey.
+func reportFound(recs []journal.Record) string {
+	var b strings.Builder
 	if step, facts := firstFacts(recs); len(facts) > 0 {
 		fmt.Fprintf(&b, "\n## The cluster as `%s` found it\n\n", step)
 		for _, f := range facts {
@@ -62,15 +90,14 @@ func (s *Session) writeReport(out Outcome) error {
 			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(l, "\n", " "))
 		}
 	}
-	b.WriteString(reportTimes(recs))
-	if v, err := ViewRecords(recs); err == nil {
-		b.WriteString(reportApprovals(v))
-	} else {
-		fmt.Fprintf(&b, "\n## Approvals\n\nthe journal cannot be read as a run: %v\n", err)
-	}
-	timeline, changed, rollbacks := reportTimeline(recs)
-	b.WriteString("\n## Timeline\n\n| time (UTC) | step | event |\n|---|---|---|\n")
-	b.WriteString(timeline)
+	return b.String()
+}
+
+// reportChanges is the report's What changed (changed), Backups (the
+// runbook's artifacts that exist in the run directory) and How to undo
+// (rollbacks) sections.
+func (s *Session) reportChanges(changed, rollbacks []string) string {
+	var b strings.Builder
 	b.WriteString("\n## What changed\n\n")
 	if len(changed) == 0 {
 		b.WriteString("Nothing: no action was performed.\n")
@@ -79,8 +106,8 @@ func (s *Session) writeReport(out Outcome) error {
 	}
 	b.WriteString("\n## Backups\n\n")
 	listed := false
-	for _, a := range rb.Artifacts {
-		p := filepath.Join(dir, a.Path)
+	for _, a := range s.run.rb.Artifacts {
+		p := filepath.Join(s.run.dir, a.Path)
 		if _, err := os.Stat(p); err == nil {
 			fmt.Fprintf(&b, "- %s: `%s`\n", a.What, p)
 			listed = true
@@ -95,6 +122,13 @@ func (s *Session) writeReport(out Outcome) error {
 	} else {
 		b.WriteString(strings.Join(rollbacks, "\n"))
 	}
+	return b.String()
+}
+
+// reportNext is the report's Next section: the runbook's next steps after
+// a finished run, else the command that resumes it.
+func (s *Session) reportNext(out Outcome) string {
+	var b strings.Builder
 	b.WriteString("\n## Next\n\n")
 	if out.Err == nil {
 		for _, n := range s.Next() {
@@ -103,7 +137,7 @@ func (s *Session) writeReport(out Outcome) error {
 	} else {
 		fmt.Fprintf(&b, "- `%s` continues from the journal: completed steps are re-checked, not re-done.\n", s.ResumeCommand(false))
 	}
-	return atomicfile.WriteFile(s.ReportPath(), []byte(b.String()))
+	return b.String()
 }
 
 // ReportKey prefixes a run fact (Env.Save, a []string) that the report

@@ -192,130 +192,198 @@ func foreignNames(dir string, names, lines []string) string {
 	return fmt.Sprintf("log dir %s holds %s", dir, strings.Join(why, "; and "))
 }
 
+// listHost lists broker's log dirs over SSH (see listFunc): each log dir's
+// entries with the topic ids of its directories, the lines it could not
+// read, and the log dirs whose user may not move directories out of them
+// (the reason, by dir). It refuses the whole host when a listing holds a
+// name that could forge a topic id, failed, or a dir is unreadable or
+// missing.
 func listHost(ctx context.Context, h ports.Hosts, broker int32, dirs []string) (map[string][]segments.Entry, []string, map[string]string, error) {
 	if err := CheckLogDirs(broker, dirs, "as given to the listing"); err != nil {
 		return nil, nil, nil, err
 	}
-	out := map[string][]segments.Entry{}
-	unwr := map[string]string{}
-	ids := map[string]map[string]string{}  // log dir → directory → topic id
-	linked := map[string]map[string]bool{} // log dir → symbolic links to directories
-	var missing, unreadable, bad, failed []string
+	script, token := ListScript(dirs)
+	hl := newHostListing(dirs, "K"+token+"\t")
+	if err := h.Run(ctx, broker, script, hl.line); err != nil {
+		return nil, hl.bad, nil, fmt.Errorf("list log dirs on broker %d: %w", broker, err)
+	}
+	hl.giveTopicIDs()
+	if err := hl.refusal(broker); err != nil {
+		return nil, hl.bad, nil, err
+	}
+	return hl.out, hl.bad, hl.unwr, nil
+}
+
+// hostListing holds what one host's listing (listFunc's output) has said
+// so far, as its lines come.
+type hostListing struct {
+	dirs []string // the log dirs, by the index the script's lines give
+	mark string   // "K", the run's token and a tab: the script's own lines
+	// out holds each log dir's entries; unwr the log dirs whose directories
+	// the user may not move out (why, as the script said).
+	out  map[string][]segments.Entry
+	unwr map[string]string
+	ids  map[string]map[string]string // log dir → directory → topic id
+	// linked holds, per log dir, its symbolic links to directories.
+	linked map[string]map[string]bool
+	// missing, unreadable and failed hold the log dirs that do not exist,
+	// that the user cannot enter and that ls failed on; bad the lines that
+	// made no sense (and stderr).
+	missing, unreadable, bad, failed []string
 	// Per log dir: names ls printed with a ?, and topic-id lines that did
 	// not parse; either means a name that could forge another's topic id.
-	odd, unparsed := map[string][]string{}, map[string][]string{}
-	listing, grepping := -1, -1 // the log dir whose ls or grep lines are coming
-	at := func(m map[string]map[string]string, i int) map[string]string {
-		if m[dirs[i]] == nil {
-			m[dirs[i]] = map[string]string{}
-		}
-		return m[dirs[i]]
+	odd, unparsed map[string][]string
+	// listing and grepping are the log dir whose ls or grep lines are
+	// coming (-1: none).
+	listing, grepping int
+}
+
+// newHostListing starts the listing of dirs whose own lines start with mark.
+func newHostListing(dirs []string, mark string) *hostListing {
+	return &hostListing{
+		dirs: dirs, mark: mark,
+		out: map[string][]segments.Entry{}, unwr: map[string]string{},
+		ids: map[string]map[string]string{}, linked: map[string]map[string]bool{},
+		odd: map[string][]string{}, unparsed: map[string][]string{},
+		listing: -1, grepping: -1,
 	}
-	script, token := ListScript(dirs)
-	mark := "K" + token + "\t"
-	err := h.Run(ctx, broker, script, func(l ports.Line) {
-		text, own := strings.CutPrefix(l.Text, mark)
-		if !own || l.Stderr {
-			switch {
-			case l.Stderr:
-				bad = append(bad, l.Text)
-			case listing >= 0:
-				name, dir := strings.CutSuffix(text, "/")
-				if strings.ContainsFunc(name, func(r rune) bool { return r == '?' || r < ' ' || r == 0x7f }) {
-					odd[dirs[listing]] = append(odd[dirs[listing]], name)
-				}
-				if name != "" && name != "." && name != ".." {
-					out[dirs[listing]] = append(out[dirs[listing]], segments.Entry{Name: name, IsDir: dir})
-				}
-			case grepping >= 0:
-				// NAME/partition.metadata:topic_id: ID (a name holds no '/');
-				// applied to the directories ls listed only. grep prints a
-				// name raw: one with a line break comes as two lines, the
-				// first of which cannot parse (it has no '/'), the second
-				// naming another directory. So any line that does not
-				// parse refuses the whole log dir's ids.
-				if name, id, ok := strings.Cut(text, "/partition.metadata:topic_id:"); ok {
-					at(ids, grepping)[name] = strings.TrimLeft(id, " ")
-				} else {
-					unparsed[dirs[grepping]] = append(unparsed[dirs[grepping]], text)
-				}
-			default:
-				bad = append(bad, l.Text)
-			}
-			return
-		}
-		f := strings.SplitN(text, "\t", 4)
-		i, err := strconv.Atoi(f[0])
-		if len(f) != 4 || err != nil || i < 0 || i >= len(dirs) {
-			bad = append(bad, l.Text)
-			return
-		}
-		listing = -1
-		switch f[1] {
-		case "l":
-			listing = i
-		case "L":
-			failed = append(failed, fmt.Sprintf("%s (ls exit %s)", dirs[i], f[2]))
-		case "D":
-			if linked[dirs[i]] == nil {
-				linked[dirs[i]] = map[string]bool{}
-			}
-			linked[dirs[i]][f[2]] = true
-		case "m":
-			grepping = i
-		case "e":
-			grepping = -1
-		case "i":
-			if strings.Contains(f[3], "\t") { // a name with a tab: NAME\tREST\tID
-				unparsed[dirs[i]] = append(unparsed[dirs[i]], text)
-				break
-			}
-			at(ids, i)[f[2]] = strings.TrimLeft(f[3], " ")
-		case "x":
-			missing = append(missing, dirs[i])
-		case "r":
-			unreadable = append(unreadable, dirs[i])
-		case "a":
-			if f[2] != "ok" {
-				unwr[dirs[i]] = f[2]
-			}
-		default:
-			bad = append(bad, l.Text)
-		}
-	})
-	if err != nil {
-		return nil, bad, nil, fmt.Errorf("list log dirs on broker %d: %w", broker, err)
+}
+
+// idsOf is the topic ids read so far in log dir i, by directory name.
+func (hl *hostListing) idsOf(i int) map[string]string {
+	if hl.ids[hl.dirs[i]] == nil {
+		hl.ids[hl.dirs[i]] = map[string]string{}
 	}
-	for dir, es := range out {
+	return hl.ids[hl.dirs[i]]
+}
+
+// line takes one line of the listing: the script's own (after mark), or
+// what ls or grep printed between them, or stderr.
+func (hl *hostListing) line(l ports.Line) {
+	text, own := strings.CutPrefix(l.Text, hl.mark)
+	if !own || l.Stderr {
+		hl.printed(l, text)
+		return
+	}
+	hl.own(l, text)
+}
+
+// printed takes a line the script did not write itself: a name ls listed,
+// a topic-id line grep printed, or (stderr, or out of place) a bad line.
+func (hl *hostListing) printed(l ports.Line, text string) {
+	switch {
+	case l.Stderr:
+		hl.bad = append(hl.bad, l.Text)
+	case hl.listing >= 0:
+		dir := hl.dirs[hl.listing]
+		name, isDir := strings.CutSuffix(text, "/")
+		if strings.ContainsFunc(name, func(r rune) bool { return r == '?' || r < ' ' || r == 0x7f }) {
+			hl.odd[dir] = append(hl.odd[dir], name)
+		}
+		if name != "" && name != "." && name != ".." {
+			hl.out[dir] = append(hl.out[dir], segments.Entry{Name: name, IsDir: isDir})
+		}
+	case hl.grepping >= 0:
+		// NAME/partition.metadata:topic_id: ID (a name holds no '/');
+		// applied to the directories ls listed only. grep prints a
+		// name raw: one with a line break comes as two lines, the
+		// first of which cannot parse (it has no '/'), the second
+		// naming another directory. So any line that does not
+		// parse refuses the whole log dir's ids.
+		if name, id, ok := strings.Cut(text, "/partition.metadata:topic_id:"); ok {
+			hl.idsOf(hl.grepping)[name] = strings.TrimLeft(id, " ")
+		} else {
+			dir := hl.dirs[hl.grepping]
+			hl.unparsed[dir] = append(hl.unparsed[dir], text)
+		}
+	default:
+		hl.bad = append(hl.bad, l.Text)
+	}
+}
+
+// own takes one of the script's own lines (text is what follows mark):
+// the log dir's index, its kind and two fields (see listFunc).
+func (hl *hostListing) own(l ports.Line, text string) {
+	f := strings.SplitN(text, "\t", 4)
+	i, err := strconv.Atoi(f[0])
+	if len(f) != 4 || err != nil || i < 0 || i >= len(hl.dirs) {
+		hl.bad = append(hl.bad, l.Text)
+		return
+	}
+	dir := hl.dirs[i]
+	hl.listing = -1
+	switch f[1] {
+	case "l":
+		hl.listing = i
+	case "L":
+		hl.failed = append(hl.failed, fmt.Sprintf("%s (ls exit %s)", dir, f[2]))
+	case "D":
+		if hl.linked[dir] == nil {
+			hl.linked[dir] = map[string]bool{}
+		}
+		hl.linked[dir][f[2]] = true
+	case "m":
+		hl.grepping = i
+	case "e":
+		hl.grepping = -1
+	case "i":
+		if strings.Contains(f[3], "\t") { // a name with a tab: NAME\tREST\tID
+			hl.unparsed[dir] = append(hl.unparsed[dir], text)
+			break
+		}
+		hl.idsOf(i)[f[2]] = strings.TrimLeft(f[3], " ")
+	case "x":
+		hl.missing = append(hl.missing, dir)
+	case "r":
+		hl.unreadable = append(hl.unreadable, dir)
+	case "a":
+		if f[2] != "ok" {
+			hl.unwr[dir] = f[2]
+		}
+	default:
+		hl.bad = append(hl.bad, l.Text)
+	}
+}
+
+// giveTopicIDs marks the symbolic links to directories as directories and
+// gives each directory the topic id its partition.metadata holds.
+func (hl *hostListing) giveTopicIDs() {
+	for dir, es := range hl.out {
 		for j := range es {
-			if linked[dir][es[j].Name] {
+			if hl.linked[dir][es[j].Name] {
 				es[j].IsDir = true
 			}
 			if es[j].IsDir {
-				es[j].TopicID = ids[dir][es[j].Name]
+				es[j].TopicID = hl.ids[dir][es[j].Name]
 			}
 		}
 	}
+}
+
+// refusal is why nothing from broker's host's listing may be used, or nil:
+// a name that could forge a topic id, a log dir ls failed on, one the user
+// cannot enter, one that does not exist.
+func (hl *hostListing) refusal(broker int32) error {
 	var foreign []string
-	for _, dir := range dirs {
-		if len(odd[dir]) > 0 || len(unparsed[dir]) > 0 {
-			foreign = append(foreign, foreignNames(dir, odd[dir], unparsed[dir]))
+	for _, dir := range hl.dirs {
+		if len(hl.odd[dir]) > 0 || len(hl.unparsed[dir]) > 0 {
+			foreign = append(foreign, foreignNames(dir, hl.odd[dir], hl.unparsed[dir]))
 		}
 	}
 	if len(foreign) > 0 {
 		// Such a name could give another directory its topic id (security
 		// review L3): nothing from this host is trusted.
-		return nil, bad, nil, fmt.Errorf("%w: on broker %d's host, %s. Kafka never makes such a name (topic names are letters, digits, '.', '_' and '-'), so someone else put it there; kremedy trusts no topic id read beside it and used nothing from this host's listing. Look at it (ls -lab in the log dir), move it out of the log dir, and run again", ports.ErrRefused, broker, strings.Join(foreign, "; "))
+		return fmt.Errorf("%w: on broker %d's host, %s. Kafka never makes such a name (topic names are letters, digits, '.', '_' and '-'), so someone else put it there; kremedy trusts no topic id read beside it and used nothing from this host's listing. Look at it (ls -lab in the log dir), move it out of the log dir, and run again", ports.ErrRefused, broker, strings.Join(foreign, "; "))
 	}
-	if len(failed) > 0 {
+	if len(hl.failed) > 0 {
 		// Never an empty listing taken for an empty log dir.
-		return nil, bad, nil, fmt.Errorf("log dir(s) %v on broker %d's host could not be listed: %s", failed, broker, strings.Join(bad, "; "))
+		return fmt.Errorf("log dir(s) %v on broker %d's host could not be listed: %s", hl.failed, broker, strings.Join(hl.bad, "; "))
 	}
-	if len(unreadable) > 0 {
-		return nil, bad, nil, fmt.Errorf("%w: log dir(s) %v on broker %d's host exist but the user kremedy's commands run as cannot enter them (Kafka's data is usually its service user's alone): set `become: sudo` in the inventory (ssh.become, or the broker's become) so that every command runs through sudo -n, or log in as a user that may read them", ports.ErrRefused, unreadable, broker)
+	if len(hl.unreadable) > 0 {
+		return fmt.Errorf("%w: log dir(s) %v on broker %d's host exist but the user kremedy's commands run as cannot enter them (Kafka's data is usually its service user's alone): set `become: sudo` in the inventory (ssh.become, or the broker's become) so that every command runs through sudo -n, or log in as a user that may read them", ports.ErrRefused, hl.unreadable, broker)
 	}
-	if len(missing) > 0 {
-		return nil, bad, nil, fmt.Errorf("%w: log dir(s) %v do not exist on broker %d's host; check log_dirs in the inventory", ports.ErrRefused, missing, broker)
+	if len(hl.missing) > 0 {
+		return fmt.Errorf("%w: log dir(s) %v do not exist on broker %d's host; check log_dirs in the inventory", ports.ErrRefused, hl.missing, broker)
 	}
-	return out, bad, unwr, nil
+	return nil
 }

@@ -98,7 +98,33 @@ func (g *gathering) refuse(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", steps.ErrRefused, fmt.Sprintf(format, a...))
 }
 
+// gather reads the cluster phase by phase, the diagnosis beside it, and
+// saves the facts it found: the read-only plan and the checks of preflight.
 func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []steps.Check, error) {
+	g, err := k.newGathering(env)
+	if err != nil {
+		return g.p, nil, err
+	}
+	// The diagnosis reads the same cluster independently; it runs beside
+	// the phases below (~0.1-0.2 s of round trips on the lab), and is
+	// cancelled if preflight returns early.
+	dctx, cancelDiag := context.WithCancel(ctx)
+	diag := async(func() []diagnosed { return g.diagnoseTopics(dctx) })
+	defer func() { cancelDiag(); diag.wait() }()
+
+	if err := g.look(ctx); err != nil {
+		return g.p, g.checks, err
+	}
+	if err := g.conclude(ctx, diag.wait()); err != nil {
+		return g.p, g.checks, err
+	}
+	return g.p, g.checks, nil
+}
+
+// newGathering starts preflight's gathering: a look per topic, the
+// read-only plan, and an earlier attempt's facts (a resume). On error its
+// plan is still the one to return.
+func (k *preflight) newGathering(env *steps.Env) (*gathering, error) {
 	g := &gathering{env: env, o: k.o.topicOpts, grace: k.o.HealthGrace, mode: k.o.Mode, accept: k.o.Accept}
 	for _, t := range g.topics() {
 		// A broker being down is not an inconsistency of a topic: whether
@@ -110,67 +136,75 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	g.p = &steps.Plan{NoOp: true, Summary: fmt.Sprintf("read-only look at %s on cluster %s", g.o.quoted(), env.Target.Name)}
 	var prior Facts
 	if ok, err := env.Load(factsKey, &prior); err != nil {
-		return g.p, nil, err
+		return g, err
 	} else if ok {
 		g.prior = &prior
 	}
-	// The diagnosis reads the same cluster independently; it runs beside
-	// the phases below (~0.1-0.2 s of round trips on the lab), and is
-	// cancelled if preflight returns early.
-	dctx, cancelDiag := context.WithCancel(ctx)
-	type diagnosed struct {
-		d   *diagnose.Diagnosis
-		err error
-	}
-	diag := async(func() []diagnosed {
-		var out []diagnosed
-		for _, t := range g.topics() {
-			d, err := diagnose.Run(dctx, env.Cluster, diagnose.Options{Topic: t, Disk: true})
-			out = append(out, diagnosed{d, err})
-		}
-		return out
-	})
-	defer func() { cancelDiag(); diag.wait() }()
+	return g, nil
+}
 
+// diagnosed is one topic's diagnosis, or why it could not be made.
+type diagnosed struct {
+	d   *diagnose.Diagnosis
+	err error
+}
+
+// diagnoseTopics diagnoses each of the run's topics, in order, disks
+// included.
+func (g *gathering) diagnoseTopics(ctx context.Context) []diagnosed {
+	var out []diagnosed
+	for _, t := range g.topics() {
+		d, err := diagnose.Run(ctx, g.env.Cluster, diagnose.Options{Topic: t, Disk: true})
+		out = append(out, diagnosed{d, err})
+	}
+	return out
+}
+
+// look runs the reading phases in order, from refusing a foreign cluster
+// to refusing a roll that would take partitions offline: each refusal
+// ends it, with nothing changed.
+func (g *gathering) look(ctx context.Context) error {
 	if err := g.refuseForeignCluster(ctx); err != nil {
-		return g.p, g.checks, err
+		return err
 	}
 	if err := g.brokerFacts(ctx); err != nil {
-		return g.p, g.checks, err
+		return err
 	}
 	// The disks are listed over SSH, and other topics' health is read,
 	// while the brokers are asked about the topic; an early return still
 	// waits for both.
-	listing := async(func() brokers.Listing { return brokers.List(ctx, env.Hosts, env.Target, g.f.LogDirs) })
+	listing := async(func() brokers.Listing { return brokers.List(ctx, g.env.Hosts, g.env.Target, g.f.LogDirs) })
 	defer listing.wait()
 	baseline := async(func() map[string]Unhealthy { return g.baseline(ctx) })
 	defer baseline.wait()
 	g.autoCreate(ctx)
 	for _, tl := range g.looks {
 		if err := g.topicInZK(ctx, tl); err != nil {
-			return g.p, g.checks, err
+			return err
 		}
 	}
 	if err := g.brokerViews(ctx); err != nil {
-		return g.p, g.checks, err
+		return err
 	}
 	g.f.UnhealthyBefore, g.f.Baseline = baseline.wait(), true
 	if u := g.f.UnhealthyBefore; len(u) > 0 {
 		g.p.Notes = append(g.p.Notes, fmt.Sprintf("other topics' partitions are already offline or under-replicated, before anything is done: %s. A full restart will not repair them; the health gate after it waits for them during health_grace (%s), then names them and does not fail on them while they are no worse (the restart did not cause them), but fails on any other. Look at them first: `kremedy diagnose`", text.Summarize(slices.Collect(maps.Keys(u))), g.grace))
 	}
 	if err := g.disks(listing.wait()); err != nil {
-		return g.p, g.checks, err
+		return err
 	}
 	for _, tl := range g.looks {
 		g.oldRecords(ctx, tl)
 	}
 	if err := g.verdict(ctx); err != nil {
-		return g.p, g.checks, err
+		return err
 	}
-	if err := g.rollable(ctx); err != nil {
-		return g.p, g.checks, err
-	}
-	ds := diag.wait()
+	return g.rollable(ctx)
+}
+
+// conclude adds the releases and the diagnoses (ds, one per topic) to the
+// plan, and saves the facts gathered for the steps after preflight.
+func (g *gathering) conclude(ctx context.Context, ds []diagnosed) error {
 	g.releases(ctx, ds[0].d)
 	for _, d := range ds {
 		g.diagnosis(d.d, d.err)
@@ -179,10 +213,7 @@ func (k *preflight) gather(ctx context.Context, env *steps.Env) (*steps.Plan, []
 	for _, tl := range g.looks {
 		g.f.Topics[tl.topic] = tl.tf
 	}
-	if err := env.Save(factsKey, g.f); err != nil {
-		return g.p, g.checks, err
-	}
-	return g.p, g.checks, nil
+	return g.env.Save(factsKey, g.f)
 }
 
 // rollable refuses rolling mode, before anything is changed, on a cluster

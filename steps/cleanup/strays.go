@@ -112,18 +112,43 @@ type strayFacts struct {
 // -stray directory. A host that cannot be listed is an error: a cleanup
 // that cannot see a disk says so rather than judging half a cluster.
 func lookStrays(ctx context.Context, env *steps.Env, o strayOpts) (*strayLook, error) {
+	cv, serving, err := strayCluster(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	look := &strayLook{ClusterID: cv.ClusterID, Would: map[int32][]wouldBeDir{}}
+	if look.Dirs, err = strayLogDirs(ctx, env, serving); err != nil {
+		return nil, err
+	}
+	listing := brokers.List(ctx, env.Hosts, env.Target, look.Dirs)
+	if err := listing.Err(env.Target); err != nil {
+		return nil, fmt.Errorf("%w: every broker's disk must be listed before kremedy judges a stray: %v. Fix SSH to that host and run again; nothing was moved", steps.ErrRefused, err)
+	}
+	j, err := newStrayJudge(ctx, env, o, serving)
+	if err != nil {
+		return nil, err
+	}
+	look.judge(env, listing, j)
+	look.sizes(ctx, env)
+	return look, nil
+}
+
+// strayCluster is the KRaft cluster the stray kinds look at, and its
+// serving (unfenced) brokers; it refuses a ZooKeeper-mode cluster, and one
+// whose id is not the one the run began on.
+func strayCluster(ctx context.Context, env *steps.Env) (ports.ClusterView, map[int32]bool, error) {
 	if !env.Target.KRaft {
-		return nil, fmt.Errorf("%w: stray-cleanup is for KRaft clusters (Kafka 3.7+ sets stray logs aside only in KRaft mode), and %s is a ZooKeeper-mode cluster: in ZooKeeper mode a deleted topic's leftovers are topic-cleanup's work; nothing was done", steps.ErrRefused, env.Target.Name)
+		return ports.ClusterView{}, nil, fmt.Errorf("%w: stray-cleanup is for KRaft clusters (Kafka 3.7+ sets stray logs aside only in KRaft mode), and %s is a ZooKeeper-mode cluster: in ZooKeeper mode a deleted topic's leftovers are topic-cleanup's work; nothing was done", steps.ErrRefused, env.Target.Name)
 	}
 	cv, err := env.Kafka.DescribeCluster(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("describe the cluster over Kafka: %w. Nothing was moved", err)
+		return cv, nil, fmt.Errorf("describe the cluster over Kafka: %w. Nothing was moved", err)
 	}
 	var prior strayFacts
 	if ok, err := env.Load(strayFactsKey, &prior); err != nil {
-		return nil, err
+		return cv, nil, err
 	} else if ok && prior.ClusterID != cv.ClusterID {
-		return nil, fmt.Errorf("%w: this run began on cluster id %s and the inventory's brokers now answer as %s: it is another cluster (or a reinstall). Start a new run; nothing was moved", steps.ErrRefused, prior.ClusterID, cv.ClusterID)
+		return cv, nil, fmt.Errorf("%w: this run began on cluster id %s and the inventory's brokers now answer as %s: it is another cluster (or a reinstall). Start a new run; nothing was moved", steps.ErrRefused, prior.ClusterID, cv.ClusterID)
 	}
 	serving := map[int32]bool{}
 	for _, b := range cv.Brokers {
@@ -131,10 +156,17 @@ func lookStrays(ctx context.Context, env *steps.Env, o strayOpts) (*strayLook, e
 			serving[b.ID] = true
 		}
 	}
-	look := &strayLook{ClusterID: cv.ClusterID, Dirs: map[int32][]string{}, Would: map[int32][]wouldBeDir{}}
+	return cv, serving, nil
+}
+
+// strayLogDirs are every broker's log dirs: the inventory's, else (for a
+// serving broker) its DescribeLogDirs answer. A broker with neither is
+// refused: kremedy cannot find its disks.
+func strayLogDirs(ctx context.Context, env *steps.Env, serving map[int32]bool) (map[int32][]string, error) {
+	dirs := map[int32][]string{}
 	var ask []int32
 	for _, h := range env.Target.Hosts {
-		look.Dirs[h.ID] = h.LogDirs
+		dirs[h.ID] = h.LogDirs
 		if len(h.LogDirs) == 0 {
 			if !serving[h.ID] {
 				return nil, fmt.Errorf("%w: broker %d is not serving and the inventory names no log_dirs for it, so kremedy cannot find its disks: start it, or add its log_dirs to the inventory. Nothing was moved", steps.ErrRefused, h.ID)
@@ -149,12 +181,15 @@ func lookStrays(ctx context.Context, env *steps.Env, o strayOpts) (*strayLook, e
 		if err := brokers.CheckLogDirs(ask[i], r.v, "its DescribeLogDirs answer"); err != nil {
 			return nil, err
 		}
-		look.Dirs[ask[i]] = r.v
+		dirs[ask[i]] = r.v
 	}
-	listing := brokers.List(ctx, env.Hosts, env.Target, look.Dirs)
-	if err := listing.Err(env.Target); err != nil {
-		return nil, fmt.Errorf("%w: every broker's disk must be listed before kremedy judges a stray: %v. Fix SSH to that host and run again; nothing was moved", steps.ErrRefused, err)
-	}
+	return dirs, nil
+}
+
+// newStrayJudge asks every serving broker for its Metadata view; the judge
+// holds the views and the brokers that did not answer. With no view at all
+// no stray can be proved stale: an error.
+func newStrayJudge(ctx context.Context, env *steps.Env, o strayOpts, serving map[int32]bool) (strayJudge, error) {
 	ids := slices.Sorted(maps.Keys(serving))
 	views := map[int32]ports.BrokerView{}
 	viewErr := map[int32]error{}
@@ -166,11 +201,18 @@ func lookStrays(ctx context.Context, env *steps.Env, o strayOpts) (*strayLook, e
 		views[ids[i]] = r.v
 	}
 	if len(views) == 0 {
-		return nil, fmt.Errorf("no broker answers Metadata (%v): kremedy cannot prove any stray stale. Nothing was moved", errors.Join(slices.Collect(maps.Values(viewErr))...))
+		return strayJudge{}, fmt.Errorf("no broker answers Metadata (%v): kremedy cannot prove any stray stale. Nothing was moved", errors.Join(slices.Collect(maps.Values(viewErr))...))
 	}
-	j := strayJudge{o: o, serving: serving, views: views, viewErr: viewErr}
+	return strayJudge{o: o, serving: serving, views: views, viewErr: viewErr}, nil
+}
+
+// judge goes through every broker's listed partition directories: each
+// -stray one is judged (kept in Strays with its proof or why it stays),
+// each live one Kafka would set aside at its broker's next start goes into
+// WouldBe and Would.
+func (l *strayLook) judge(env *steps.Env, listing brokers.Listing, j strayJudge) {
 	for _, h := range env.Target.Hosts {
-		for _, dir := range look.Dirs[h.ID] {
+		for _, dir := range l.Dirs[h.ID] {
 			for _, e := range listing.Entries[h.ID][dir] {
 				if !e.IsDir {
 					continue
@@ -183,18 +225,16 @@ func lookStrays(ctx context.Context, env *steps.Env, o strayOpts) (*strayLook, e
 				case segments.Stray:
 					s := strayDir{Broker: h.ID, Host: h.Host, LogDir: dir, Dir: d, OldID: e.TopicID}
 					s.Proof, s.Why = j.judge(s)
-					look.Strays = append(look.Strays, s)
+					l.Strays = append(l.Strays, s)
 				case segments.Live:
 					if w := j.wouldBe(h.ID, d, e.TopicID); w != "" {
-						look.WouldBe = append(look.WouldBe, fmt.Sprintf("broker %d %s: %s", h.ID, filepath.Join(dir, e.Name), w))
-						look.Would[h.ID] = append(look.Would[h.ID], wouldBeDir{LogDir: dir, Name: e.Name, Why: w})
+						l.WouldBe = append(l.WouldBe, fmt.Sprintf("broker %d %s: %s", h.ID, filepath.Join(dir, e.Name), w))
+						l.Would[h.ID] = append(l.Would[h.ID], wouldBeDir{LogDir: dir, Name: e.Name, Why: w})
 					}
 				}
 			}
 		}
 	}
-	look.sizes(ctx, env)
-	return look, nil
 }
 
 // answer is one broker's answer to a call made of every broker at once.

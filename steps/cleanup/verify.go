@@ -152,6 +152,9 @@ func (k *verifyTopic) spec(env *steps.Env, f *Facts, t string) (*recreateSpec, e
 	return s, nil
 }
 
+// Plan checks that a topic still in ZooKeeper is the one this run created,
+// and plans the recreation of each topic (with --set recreate) and the
+// deletion of the consumer groups' stale offsets (or a note saying how).
 func (k *verifyTopic) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	f, err := facts(env)
 	if err != nil {
@@ -177,25 +180,7 @@ func (k *verifyTopic) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 			return nil, err
 		}
 		recreated++
-		keys := make([]string, 0, len(spec.Configs))
-		for k := range spec.Configs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var cfg []string
-		for _, k := range keys {
-			cfg = append(cfg, k+"="+spec.Configs[k])
-		}
-		p.Actions = append(p.Actions,
-			steps.Action{ID: k.actID("create", t), Op: steps.OpKafka, Target: t, Args: *spec,
-				Detail: fmt.Sprintf("create with %d partitions, replication factor %d, configs [%s] (from %s)", spec.Partitions, spec.RF, strings.Join(cfg, " "), spec.Source)},
-			steps.Action{ID: k.actID("served", t), Op: steps.OpWait, Target: t, Args: *spec,
-				Detail: fmt.Sprintf("until every broker serves it with a leader for every partition (the controller's metadata reaching each broker; asked every 50 ms, at most %s)", k.o.Served)},
-			steps.Action{ID: k.actID("empty", t), Op: steps.OpCheck, Target: t, Args: *spec, Detail: "every partition's earliest and latest offset is 0 (no adopted segments)"})
-		if k.o.Canary {
-			p.Actions = append(p.Actions, steps.Action{ID: k.actID("canary", t), Op: steps.OpKafka, Target: t + "-0", Args: topicArgs{Topic: t},
-				Detail: "acks=all canary record (key kremedy-canary) produced, read back, then removed with DeleteRecords so that consumers never see it (a tombstone on a compact-only topic)"})
-		}
+		p.Actions = append(p.Actions, k.recreateActions(t, spec)...)
 	}
 	if recreated > 0 {
 		p.Summary = fmt.Sprintf("recreate %s and prove %s new and healthy everywhere", k.o.quoted(), map[bool]string{false: "it is", true: "each is"}[k.o.several()])
@@ -203,6 +188,43 @@ func (k *verifyTopic) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 			p.Notes = append(p.Notes, "no canary write (canary=false): the ability to take an acks=all write is not proven")
 		}
 	}
+	k.planOffsets(env, p)
+	if len(p.Actions) == 0 {
+		p.NoOp = true
+	}
+	return p, nil
+}
+
+// recreateActions are the actions that recreate topic t as spec says and
+// prove it: create, wait until served, check empty, and (canary=true) the
+// canary write.
+func (k *verifyTopic) recreateActions(t string, spec *recreateSpec) []steps.Action {
+	keys := make([]string, 0, len(spec.Configs))
+	for key := range spec.Configs {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	var cfg []string
+	for _, key := range keys {
+		cfg = append(cfg, key+"="+spec.Configs[key])
+	}
+	as := []steps.Action{
+		{ID: k.actID("create", t), Op: steps.OpKafka, Target: t, Args: *spec,
+			Detail: fmt.Sprintf("create with %d partitions, replication factor %d, configs [%s] (from %s)", spec.Partitions, spec.RF, strings.Join(cfg, " "), spec.Source)},
+		{ID: k.actID("served", t), Op: steps.OpWait, Target: t, Args: *spec,
+			Detail: fmt.Sprintf("until every broker serves it with a leader for every partition (the controller's metadata reaching each broker; asked every 50 ms, at most %s)", k.o.Served)},
+		{ID: k.actID("empty", t), Op: steps.OpCheck, Target: t, Args: *spec, Detail: "every partition's earliest and latest offset is 0 (no adopted segments)"}}
+	if k.o.Canary {
+		as = append(as, steps.Action{ID: k.actID("canary", t), Op: steps.OpKafka, Target: t + "-0", Args: topicArgs{Topic: t},
+			Detail: "acks=all canary record (key kremedy-canary) produced, read back, then removed with DeleteRecords so that consumers never see it (a tombstone on a compact-only topic)"})
+	}
+	return as
+}
+
+// planOffsets adds to p, for each consumer group whose committed offsets
+// on the topics preflight saved, an action deleting them
+// (delete_offsets=true), else one note saying how to.
+func (k *verifyTopic) planOffsets(env *steps.Env, p *steps.Plan) {
 	type use struct{ group, topic string }
 	var uses []use
 	if b, err := os.ReadFile(env.Artifact(artOffsets)); err == nil {
@@ -215,29 +237,26 @@ func (k *verifyTopic) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 			}
 		}
 	}
-	if len(uses) > 0 {
-		if k.o.DeleteOffsets {
-			for _, u := range uses {
-				t := cmp.Or(u.topic, k.o.names()[0])
-				id := "offsets-" + u.group
-				if u.topic != "" {
-					id += " " + u.topic
-				}
-				p.Actions = append(p.Actions, steps.Action{ID: id, Op: steps.OpKafka, Target: "group " + u.group, Args: groupArgs{Group: u.group, Topic: u.topic},
-					Detail: "delete its stale committed offsets on " + t})
+	if len(uses) == 0 {
+		return
+	}
+	if k.o.DeleteOffsets {
+		for _, u := range uses {
+			t := cmp.Or(u.topic, k.o.names()[0])
+			id := "offsets-" + u.group
+			if u.topic != "" {
+				id += " " + u.topic
 			}
-		} else {
-			var each []string
-			for _, u := range uses {
-				each = append(each, fmt.Sprintf("kafka-consumer-groups --delete-offsets --group %s --topic %s", u.group, cmp.Or(u.topic, k.o.names()[0])))
-			}
-			p.Notes = append(p.Notes, fmt.Sprintf("consumer groups still hold committed offsets on %s from before the cleanup; consumers would resume at stale positions. Delete them (rerun with --set delete_offsets=true, or %s); they are saved in %s", k.o.quoted(), strings.Join(each, "; "), env.Artifact(artOffsets)))
+			p.Actions = append(p.Actions, steps.Action{ID: id, Op: steps.OpKafka, Target: "group " + u.group, Args: groupArgs{Group: u.group, Topic: u.topic},
+				Detail: "delete its stale committed offsets on " + t})
 		}
+		return
 	}
-	if len(p.Actions) == 0 {
-		p.NoOp = true
+	var each []string
+	for _, u := range uses {
+		each = append(each, fmt.Sprintf("kafka-consumer-groups --delete-offsets --group %s --topic %s", u.group, cmp.Or(u.topic, k.o.names()[0])))
 	}
-	return p, nil
+	p.Notes = append(p.Notes, fmt.Sprintf("consumer groups still hold committed offsets on %s from before the cleanup; consumers would resume at stale positions. Delete them (rerun with --set delete_offsets=true, or %s); they are saved in %s", k.o.quoted(), strings.Join(each, "; "), env.Artifact(artOffsets)))
 }
 
 func (k *verifyTopic) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
@@ -530,7 +549,29 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 	}
 	assign, _ := z.Assignment()
 	checks := []steps.Check{{Name: fmt.Sprintf("%q exists in ZooKeeper", t), OK: true, Detail: fmt.Sprintf("%d partitions, topic_id %s", len(assign), text.OrDash(z.TopicID))}}
-	var idDiff, urp []string
+	idDiff, urp := servedAlike(ctx, env, t, z.TopicID, len(assign))
+	pre := "" // a several-topic run's checks name their topic first
+	if k.o.several() {
+		pre = strconv.Quote(t) + ": "
+	}
+	checks = append(checks,
+		steps.Check{Name: pre + "every broker serves it with the znode's topic ID", OK: len(idDiff) == 0, Detail: text.Summarize(idDiff)},
+		steps.Check{Name: pre + "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: text.Summarize(urp)})
+	earliest := notEmpty(ctx, env, t, assign)
+	idCheck, err := diskIDCheck(ctx, env, f, t, z.TopicID, pre)
+	if err != nil {
+		return nil, err
+	}
+	return append(checks,
+		steps.Check{Name: pre + "every partition is empty (nothing adopted; the canary removed)", OK: len(earliest) == 0, Detail: text.Summarize(earliest)},
+		idCheck), nil
+}
+
+// servedAlike asks every broker for its view of topic t: idDiff names each
+// broker that does not serve it with topicID and parts partitions (or did
+// not answer), urp each partition a broker sees with its ISR short of its
+// replicas.
+func servedAlike(ctx context.Context, env *steps.Env, t, topicID string, parts int) (idDiff, urp []string) {
 	for _, id := range brokers.HostIDs(env.Target) {
 		v, err := env.Kafka.BrokerView(ctx, id, t)
 		if err != nil {
@@ -538,7 +579,7 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 			continue
 		}
 		tv := v.Topics[t]
-		if !tv.Present() || tv.ID != z.TopicID || len(tv.Partitions) != len(assign) {
+		if !tv.Present() || tv.ID != topicID || len(tv.Partitions) != parts {
 			idDiff = append(idDiff, fmt.Sprintf("broker %d: %s id %s, %d partitions", id, cmp.Or(tv.Unsure(), text.OrDash(viewErr(tv))), text.OrDash(tv.ID), len(tv.Partitions)))
 		}
 		for _, pv := range tv.Partitions {
@@ -547,13 +588,12 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 			}
 		}
 	}
-	pre := "" // a several-topic run's checks name their topic first
-	if k.o.several() {
-		pre = strconv.Quote(t) + ": "
-	}
-	checks = append(checks,
-		steps.Check{Name: pre + "every broker serves it with the znode's topic ID", OK: len(idDiff) == 0, Detail: text.Summarize(idDiff)},
-		steps.Check{Name: pre + "ISR equals replicas on every partition", OK: len(urp) == 0, Detail: text.Summarize(urp)})
+	return idDiff, urp
+}
+
+// notEmpty names each partition of topic t (assign, from its znode) that
+// holds records other than kremedy's canary, with its offsets.
+func notEmpty(ctx context.Context, env *steps.Env, t string, assign map[int32][]int32) []string {
 	var earliest []string
 	offs := partitionOffsets(ctx, env, t, int32(len(assign)))
 	for part := range assign {
@@ -570,9 +610,17 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 			earliest = append(earliest, fmt.Sprintf("%s-%d earliest %d latest %d %v", t, part, e, l, err))
 		}
 	}
+	return earliest
+}
+
+// diskIDCheck lists every broker's log dirs and checks that each directory
+// of topic t is live and carries topicID (pre starts the check's name).
+// Kafka 2.8's directories without partition.metadata yet are accepted, and
+// the check says so.
+func diskIDCheck(ctx context.Context, env *steps.Env, f *Facts, t, topicID, pre string) (steps.Check, error) {
 	l := brokers.List(ctx, env.Hosts, env.Target, f.LogDirs)
 	if err := l.Err(env.Target); err != nil {
-		return nil, err
+		return steps.Check{}, err
 	}
 	// Kafka 2.8 writes partition.metadata only at a partition's second
 	// LeaderAndIsr: a directory without one is what a correct 2.8 cluster
@@ -587,9 +635,9 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 			for _, m := range ms {
 				id := idOf(entries, m.Dir.Name)
 				switch {
-				case m.Dir.Kind == segments.Live && id == "" && z.TopicID != "" && lateIDs:
+				case m.Dir.Kind == segments.Live && id == "" && topicID != "" && lateIDs:
 					unwritten = append(unwritten, fmt.Sprintf("broker %d %s/%s", h.ID, dir, m.Dir.Name))
-				case m.Dir.Kind != segments.Live || (z.TopicID != "" && id != z.TopicID):
+				case m.Dir.Kind != segments.Live || (topicID != "" && id != topicID):
 					foreign = append(foreign, fmt.Sprintf("broker %d %s/%s (%s, id %s)", h.ID, dir, m.Dir.Name, m.Dir.Kind, text.OrDash(id)))
 				}
 			}
@@ -600,9 +648,7 @@ func (k *verifyTopic) verifyRecreated(ctx context.Context, env *steps.Env, f *Fa
 		idCheck.Name = pre + "no directory of the topic on disk carries another topic ID"
 		idCheck.Detail = fmt.Sprintf("another ID: %s; no partition.metadata yet, as Kafka 2.8 leaves a new partition until its next LeaderAndIsr (accepted): %s", text.Summarize(foreign), text.Summarize(unwritten))
 	}
-	return append(checks,
-		steps.Check{Name: pre + "every partition is empty (nothing adopted; the canary removed)", OK: len(earliest) == 0, Detail: text.Summarize(earliest)},
-		idCheck), nil
+	return idCheck, nil
 }
 
 // ownsTopic: the topic exists although this run deleted it. That is fine

@@ -252,47 +252,89 @@ type Security struct {
 // this file), with the controller settings the migration's edit would add
 // to each broker.
 func CheckSecurity(brokerFiles, ctrlFiles map[int32]*Props, listener string, set ControllerSettings) Security {
-	var s Security
-	over := map[string]string{}
+	c := securityCheck{
+		brokerFiles: brokerFiles, ctrlFiles: ctrlFiles, listener: listener, set: set,
+		over: map[string]string{},
+		bids: slices.Sorted(maps.Keys(brokerFiles)),
+		cids: slices.Sorted(maps.Keys(ctrlFiles)),
+	}
 	for _, kv := range set.Set {
-		over[kv[0]] = kv[1]
+		c.over[kv[0]] = kv[1]
 	}
-	bids := slices.Sorted(maps.Keys(brokerFiles))
-	cids := slices.Sorted(maps.Keys(ctrlFiles))
-	if len(bids) == 0 || len(cids) == 0 {
-		return s
+	if len(c.bids) == 0 || len(c.cids) == 0 {
+		return c.s
 	}
-	problem := func(f string, a ...any) { s.Problems = append(s.Problems, fmt.Sprintf(f, a...)) }
+	if c.s.Protocol = c.controllerProtocol(); c.s.Protocol == "" {
+		return c.s
+	}
+	c.first = view{p: brokerFiles[c.bids[0]], over: c.over}
+	c.ibName, c.ibProto = c.first.interBroker()
+	c.brokersReachControllers()
+	c.listenerFacts()
+	c.controllersActForBrokers()
+	return c.s
+}
 
-	// The controllers' listener and its protocol.
+// securityCheck holds one CheckSecurity: its inputs, what it found so far
+// (s), and what the first broker's file (with the controller settings
+// added) says of the inter-broker listener, which every broker must share.
+type securityCheck struct {
+	brokerFiles, ctrlFiles map[int32]*Props
+	bids, cids             []int32 // sorted
+	listener               string
+	set                    ControllerSettings
+	over                   map[string]string // the settings' keys and values
+	first                  view              // the first broker's, with over
+	ibName, ibProto        string            // first's inter-broker listener
+	s                      Security
+}
+
+// problem adds a problem to what the check found.
+func (c *securityCheck) problem(f string, a ...any) {
+	c.s.Problems = append(c.s.Problems, fmt.Sprintf(f, a...))
+}
+
+// fact adds a fact to what the check found.
+func (c *securityCheck) fact(f string, a ...any) {
+	c.s.Facts = append(c.s.Facts, fmt.Sprintf(f, a...))
+}
+
+// controllerProtocol is the security protocol of the controllers' own
+// listener, where each names the runbook's listener first and maps it; it
+// adds a problem for each controller that does not and for controllers that
+// disagree ("" when none maps it).
+func (c *securityCheck) controllerProtocol() string {
 	protos := map[string][]int32{}
-	for _, id := range cids {
-		c := view{p: ctrlFiles[id]}
-		names, _ := c.get(keyCtrlNames)
+	for _, id := range c.cids {
+		v := view{p: c.ctrlFiles[id]}
+		names, _ := v.get(keyCtrlNames)
 		first := strings.TrimSpace(strings.Split(names, ",")[0])
-		if !strings.EqualFold(first, listener) {
-			problem("controller %d's controller.listener.names is %q, not the runbook's controller_listener %s: set --set controller_listener=%s", id, names, listener, first)
+		if !strings.EqualFold(first, c.listener) {
+			c.problem("controller %d's controller.listener.names is %q, not the runbook's controller_listener %s: set --set controller_listener=%s", id, names, c.listener, first)
 			continue
 		}
-		p, ok := c.protocolOf(listener)
+		p, ok := v.protocolOf(c.listener)
 		if !ok {
-			problem("controller %d's listener.security.protocol.map has no %s entry (add %s:SASL_SSL, SSL or PLAINTEXT, as it serves)", id, listener, listener)
+			c.problem("controller %d's listener.security.protocol.map has no %s entry (add %s:SASL_SSL, SSL or PLAINTEXT, as it serves)", id, c.listener, c.listener)
 			continue
 		}
 		protos[p] = append(protos[p], id)
 	}
 	if len(protos) > 1 {
-		problem("the controllers' %s listener is secured differently: %v; give every controller the same protocol", listener, protos)
+		c.problem("the controllers' %s listener is secured differently: %v; give every controller the same protocol", c.listener, protos)
 	}
+	proto := ""
 	for p := range protos {
-		s.Protocol = p
+		proto = p
 	}
-	if s.Protocol == "" {
-		return s
-	}
-	first := view{p: brokerFiles[bids[0]], over: over}
-	ibName, ibProto := first.interBroker()
-	// The brokers' problems, each said once with every broker it is of.
+	return proto
+}
+
+// brokersReachControllers adds a problem for what keeps brokers (with the
+// controller settings added) from reaching and logging in to the
+// controllers' listener, or from agreeing on the inter-broker listener:
+// each said once with every broker it is of.
+func (c *securityCheck) brokersReachControllers() {
 	var order []string
 	of := map[string][]string{}
 	brokerProblem := func(id int32, f string, a ...any) {
@@ -302,116 +344,156 @@ func CheckSecurity(brokerFiles, ctrlFiles map[int32]*Props, listener string, set
 		}
 		of[m] = append(of[m], fmt.Sprint(id))
 	}
-	for _, id := range bids {
-		b := view{p: brokerFiles[id], over: over}
-		if p, ok := b.protocolOf(listener); ok && p != s.Protocol {
-			brokerProblem(id, "map %s to %s in their listener.security.protocol.map, the controllers serve %s there", listener, p, s.Protocol)
+	for _, id := range c.bids {
+		b := view{p: c.brokerFiles[id], over: c.over}
+		if p, ok := b.protocolOf(c.listener); ok && p != c.s.Protocol {
+			brokerProblem(id, "map %s to %s in their listener.security.protocol.map, the controllers serve %s there", c.listener, p, c.s.Protocol)
 		}
-		if n, p := b.interBroker(); n != ibName || p != ibProto {
-			brokerProblem(id, "have the inter-broker listener %s (%s), broker %d %s (%s): the brokers must agree before the migration", n, p, bids[0], ibName, ibProto)
+		if n, p := b.interBroker(); n != c.ibName || p != c.ibProto {
+			brokerProblem(id, "have the inter-broker listener %s (%s), broker %d %s (%s): the brokers must agree before the migration", n, p, c.bids[0], c.ibName, c.ibProto)
 		}
-		if sasl(s.Protocol) {
+		if sasl(c.s.Protocol) {
 			m := b.mech(keyCtrlMech)
-			for _, cid := range cids {
-				if en := (view{p: ctrlFiles[cid]}).enabled(listener); !slices.Contains(en, m) {
-					brokerProblem(id, "would log in to the controllers with %s (%s), controller %d's %s listener enables %s", m, keyCtrlMech, cid, listener, strings.Join(en, ","))
+			for _, cid := range c.cids {
+				if en := (view{p: c.ctrlFiles[cid]}).enabled(c.listener); !slices.Contains(en, m) {
+					brokerProblem(id, "would log in to the controllers with %s (%s), controller %d's %s listener enables %s", m, keyCtrlMech, cid, c.listener, strings.Join(en, ","))
 					break
 				}
 			}
-			if _, ok := b.get(jaasKey(listener, m)); !ok && !set.StaticJAAS {
+			if _, ok := b.get(jaasKey(c.listener, m)); !ok && !c.set.StaticJAAS {
 				brokerProblem(id, "have no %s, the login they need at the controllers' %s listener (%s): put it and %s in a file and pass --set controller_settings=/absolute/path (kremedy adds them to each broker's config in the migration's edit; the revert restores each file without them); if the brokers' login is in a static JAAS file (a controller.KafkaServer or KafkaServer section), say so with --set static_jaas=true",
-					jaasKey(listener, m), s.Protocol, m, keyCtrlMech)
+					jaasKey(c.listener, m), c.s.Protocol, m, keyCtrlMech)
 			}
 		}
 	}
 	for _, m := range order {
-		problem("brokers %s %s", strings.Join(of[m], ", "), m)
+		c.problem("brokers %s %s", strings.Join(of[m], ", "), m)
 	}
-	if set.Path != "" {
+}
+
+// listenerFacts adds the plan's facts about the listeners: the controller
+// settings the edit adds, how the brokers log in to the controllers (with
+// a caution for SCRAM and for a PLAINTEXT controller listener beside a
+// secured inter-broker one) and static JAAS taken on trust.
+func (c *securityCheck) listenerFacts() {
+	if c.set.Path != "" {
 		var keys []string
-		for _, kv := range set.Set {
+		for _, kv := range c.set.Set {
 			keys = append(keys, kv[0])
 		}
-		s.Facts = append(s.Facts, fmt.Sprintf("controller_settings %s: the migration's edit adds %s to every broker", set.Path, strings.Join(keys, ", ")))
+		c.fact("controller_settings %s: the migration's edit adds %s to every broker", c.set.Path, strings.Join(keys, ", "))
 	}
-	how := s.Protocol
-	if sasl(s.Protocol) {
-		m := first.mech(keyCtrlMech)
+	how := c.s.Protocol
+	if sasl(c.s.Protocol) {
+		m := c.first.mech(keyCtrlMech)
 		how += " with " + m
 		if strings.HasPrefix(m, "SCRAM-") {
-			s.Facts = append(s.Facts, fmt.Sprintf("CAUTION: the brokers log in to the controllers with %s: SCRAM credentials live in the metadata log, so the controllers can check them only if they were formatted with them (kafka-storage format --add-scram, KIP-900); PLAIN over TLS or mutual TLS is the usual controller listener", m))
+			c.fact("CAUTION: the brokers log in to the controllers with %s: SCRAM credentials live in the metadata log, so the controllers can check them only if they were formatted with them (kafka-storage format --add-scram, KIP-900); PLAIN over TLS or mutual TLS is the usual controller listener", m)
 		}
 	}
-	if set.StaticJAAS {
-		s.Facts = append(s.Facts, "static_jaas=true: the SASL logins the nodes need are taken to be in their static JAAS files (kremedy cannot read a JVM's options); a missing one shows as a broker that does not come back from its restart")
+	if c.set.StaticJAAS {
+		c.s.Facts = append(c.s.Facts, "static_jaas=true: the SASL logins the nodes need are taken to be in their static JAAS files (kremedy cannot read a JVM's options); a missing one shows as a broker that does not come back from its restart")
 	}
-	s.Facts = append(s.Facts, fmt.Sprintf("the controllers' %s listener: %s; the brokers' inter-broker listener: %s (%s)", listener, how, ibName, ibProto))
-	if s.Protocol == "PLAINTEXT" && ibProto != "PLAINTEXT" {
-		s.Facts = append(s.Facts, fmt.Sprintf("CAUTION: the brokers' inter-broker listener is %s but the controllers' listener is PLAINTEXT: the metadata (topics, ACLs, SCRAM credentials' salted hashes) would travel unauthenticated and unencrypted; secure the controllers' listener unless the network is yours alone", ibProto))
+	c.fact("the controllers' %s listener: %s; the brokers' inter-broker listener: %s (%s)", c.listener, how, c.ibName, c.ibProto)
+	if c.s.Protocol == "PLAINTEXT" && c.ibProto != "PLAINTEXT" {
+		c.fact("CAUTION: the brokers' inter-broker listener is %s but the controllers' listener is PLAINTEXT: the metadata (topics, ACLs, SCRAM credentials' salted hashes) would travel unauthenticated and unencrypted; secure the controllers' listener unless the network is yours alone", c.ibProto)
 	}
+}
 
-	// What a migrating controller needs to act as the brokers' controller.
-	bACL, bTLS := false, false
-	var bAuth, bSuper string
-	for _, id := range bids {
-		b := view{p: brokerFiles[id]}
-		bACL = bACL || b.isTrue(keyZKSetACL)
-		bTLS = bTLS || b.isTrue(keyZKTLS)
+// brokersZK is what the brokers' files say of their ZooKeeper security and
+// authorization, which a migrating controller must match: any broker's
+// zookeeper.set.acl and zookeeper.ssl.client.enable, and the (last)
+// authorizer and super users named.
+type brokersZK struct {
+	acl, tls           bool
+	authorizer, supers string
+}
+
+// brokersZKOf reads brokersZK from the brokers' files.
+func (c *securityCheck) brokersZKOf() brokersZK {
+	var z brokersZK
+	for _, id := range c.bids {
+		b := view{p: c.brokerFiles[id]}
+		z.acl = z.acl || b.isTrue(keyZKSetACL)
+		z.tls = z.tls || b.isTrue(keyZKTLS)
 		if a, _ := b.get(keyAuthorizer); a != "" {
-			bAuth = a
+			z.authorizer = a
 		}
 		if su, _ := b.get(keySuperUsers); su != "" {
-			bSuper = su
+			z.supers = su
 		}
 	}
-	for _, id := range cids {
-		c := view{p: ctrlFiles[id]}
-		n, p := c.interBroker()
-		switch {
-		case n != ibName:
-			problem("controller %d's inter-broker listener is %s, the brokers' is %s: a migrating controller reaches the ZooKeeper-mode brokers over it (set %s=%s and its protocol in listener.security.protocol.map)", id, n, ibName, keyIBLName, ibName)
-		case p == "":
-			problem("controller %d's listener.security.protocol.map has no entry for the inter-broker listener %s (the brokers map it to %s)", id, n, ibProto)
-		case p != ibProto:
-			problem("controller %d maps the inter-broker listener %s to %s, the brokers to %s", id, n, p, ibProto)
-		case sasl(ibProto):
-			// The controller logs in to the brokers' listener with its own
-			// mechanism: the brokers must enable it there.
-			cm := c.mech(keyIBMech)
-			if en := first.enabled(ibName); !slices.Contains(en, cm) {
-				problem("controller %d would log in to the brokers' %s listener with %s (%s), the brokers enable %s there", id, ibName, cm, keyIBMech, strings.Join(en, ","))
-			} else if _, ok := c.get(jaasKey(ibName, cm)); !ok && !set.StaticJAAS {
-				problem("controller %d has no %s: the login a migrating controller needs to send the brokers their RPCs over %s (the brokers' own inter-broker login will do)", id, jaasKey(ibName, cm), ibName)
-			}
+	return z
+}
+
+// controllersActForBrokers adds a problem for what keeps each controller
+// from acting as the ZooKeeper-mode brokers' controller during the
+// migration: the inter-broker listener and its login, ZooKeeper's ACLs and
+// TLS, the authorizer and super users; and the fact of the authorizer.
+func (c *securityCheck) controllersActForBrokers() {
+	z := c.brokersZKOf()
+	for _, id := range c.cids {
+		v := view{p: c.ctrlFiles[id]}
+		c.controllerInterBroker(id, v)
+		if z.acl && !v.isTrue(keyZKSetACL) {
+			c.problem("controller %d lacks %s=true, which the brokers have: its writes to ZooKeeper during the migration would leave znodes open to everyone (and the JVM needs the brokers' ZooKeeper SASL identity: a JAAS Client section, -Djava.security.auth.login.config)", id, keyZKSetACL)
 		}
-		if bACL && !c.isTrue(keyZKSetACL) {
-			problem("controller %d lacks %s=true, which the brokers have: its writes to ZooKeeper during the migration would leave znodes open to everyone (and the JVM needs the brokers' ZooKeeper SASL identity: a JAAS Client section, -Djava.security.auth.login.config)", id, keyZKSetACL)
+		if z.tls && !v.isTrue(keyZKTLS) {
+			c.problem("controller %d lacks %s=true, which the brokers have: give it the brokers' zookeeper.ssl.* and zookeeper.clientCnxnSocket", id, keyZKTLS)
 		}
-		if bTLS && !c.isTrue(keyZKTLS) {
-			problem("controller %d lacks %s=true, which the brokers have: give it the brokers' zookeeper.ssl.* and zookeeper.clientCnxnSocket", id, keyZKTLS)
-		}
-		if bAuth != "" {
-			a, _ := c.get(keyAuthorizer)
-			su, _ := c.get(keySuperUsers)
-			switch {
-			case a == "":
-				problem("controller %d has no %s while the brokers use %s: KRaft controllers authorize what brokers forward them (CreateTopics, CreateAcls, …) and without one allow everyone; set %s=%s and %s (the brokers' and the controllers' principals)", id, keyAuthorizer, bAuth, keyAuthorizer, kraftAuthorize, keySuperUsers)
-			case a == aclAuthorizer:
-				problem("controller %d's %s is %s, which keeps its ACLs in ZooKeeper: a KRaft controller takes %s", id, keyAuthorizer, a, kraftAuthorize)
-			case su == "":
-				problem("controller %d has no %s while the brokers' is %s: the brokers' principal (and the controllers' own) must be a super user at the controllers", id, keySuperUsers, bSuper)
-			default:
-				// The principal the brokers log in to the controllers as, where
-				// a JAAS line names it (PLAIN, SCRAM): a ClusterAction the
-				// controllers refuse stops every broker's registration.
-				if u := jaasUser(first, listener); u != "" && !slices.Contains(superUsers(su), "User:"+u) {
-					problem("controller %d's %s (%s) lacks User:%s, the principal the brokers log in to the controllers as: their registration (ClusterAction) would be refused before any ACL is migrated", id, keySuperUsers, su, u)
-				}
-			}
+		if z.authorizer != "" {
+			c.controllerAuthorizer(id, v, z)
 		}
 	}
-	if bAuth != "" {
-		s.Facts = append(s.Facts, fmt.Sprintf("authorizer: the brokers use %s; the migration copies ZooKeeper's ACLs, SCRAM credentials and client quotas into the metadata log, and brokers-to-kraft switches AclAuthorizer to %s", bAuth, kraftAuthorize))
+	if z.authorizer != "" {
+		c.fact("authorizer: the brokers use %s; the migration copies ZooKeeper's ACLs, SCRAM credentials and client quotas into the metadata log, and brokers-to-kraft switches AclAuthorizer to %s", z.authorizer, kraftAuthorize)
 	}
-	return s
+}
+
+// controllerInterBroker adds a problem when controller id (its file v)
+// cannot send the brokers their RPCs over their inter-broker listener: a
+// different listener or protocol, or a SASL login the brokers do not
+// enable or it has no JAAS line for.
+func (c *securityCheck) controllerInterBroker(id int32, v view) {
+	n, p := v.interBroker()
+	switch {
+	case n != c.ibName:
+		c.problem("controller %d's inter-broker listener is %s, the brokers' is %s: a migrating controller reaches the ZooKeeper-mode brokers over it (set %s=%s and its protocol in listener.security.protocol.map)", id, n, c.ibName, keyIBLName, c.ibName)
+	case p == "":
+		c.problem("controller %d's listener.security.protocol.map has no entry for the inter-broker listener %s (the brokers map it to %s)", id, n, c.ibProto)
+	case p != c.ibProto:
+		c.problem("controller %d maps the inter-broker listener %s to %s, the brokers to %s", id, n, p, c.ibProto)
+	case sasl(c.ibProto):
+		// The controller logs in to the brokers' listener with its own
+		// mechanism: the brokers must enable it there.
+		cm := v.mech(keyIBMech)
+		if en := c.first.enabled(c.ibName); !slices.Contains(en, cm) {
+			c.problem("controller %d would log in to the brokers' %s listener with %s (%s), the brokers enable %s there", id, c.ibName, cm, keyIBMech, strings.Join(en, ","))
+		} else if _, ok := v.get(jaasKey(c.ibName, cm)); !ok && !c.set.StaticJAAS {
+			c.problem("controller %d has no %s: the login a migrating controller needs to send the brokers their RPCs over %s (the brokers' own inter-broker login will do)", id, jaasKey(c.ibName, cm), c.ibName)
+		}
+	}
+}
+
+// controllerAuthorizer adds a problem when controller id (its file v),
+// beside brokers that authorize (z), would not authorize what they
+// forward it or would refuse the brokers' own principal.
+func (c *securityCheck) controllerAuthorizer(id int32, v view, z brokersZK) {
+	a, _ := v.get(keyAuthorizer)
+	su, _ := v.get(keySuperUsers)
+	switch {
+	case a == "":
+		c.problem("controller %d has no %s while the brokers use %s: KRaft controllers authorize what brokers forward them (CreateTopics, CreateAcls, …) and without one allow everyone; set %s=%s and %s (the brokers' and the controllers' principals)", id, keyAuthorizer, z.authorizer, keyAuthorizer, kraftAuthorize, keySuperUsers)
+	case a == aclAuthorizer:
+		c.problem("controller %d's %s is %s, which keeps its ACLs in ZooKeeper: a KRaft controller takes %s", id, keyAuthorizer, a, kraftAuthorize)
+	case su == "":
+		c.problem("controller %d has no %s while the brokers' is %s: the brokers' principal (and the controllers' own) must be a super user at the controllers", id, keySuperUsers, z.supers)
+	default:
+		// The principal the brokers log in to the controllers as, where
+		// a JAAS line names it (PLAIN, SCRAM): a ClusterAction the
+		// controllers refuse stops every broker's registration.
+		if u := jaasUser(c.first, c.listener); u != "" && !slices.Contains(superUsers(su), "User:"+u) {
+			c.problem("controller %d's %s (%s) lacks User:%s, the principal the brokers log in to the controllers as: their registration (ClusterAction) would be refused before any ACL is migrated", id, keySuperUsers, su, u)
+		}
+	}
 }

@@ -126,6 +126,35 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		ids[i] = expandHome(f)
 	}
 	t.IdentityFiles = ids
+	chain, err := routeOf(t, addr, port)
+	if err != nil {
+		return nil, err
+	}
+
+	creds, err := loadCredentials(t)
+	if err != nil {
+		return nil, fmt.Errorf("ssh %s: %w", addr, err)
+	}
+	clients, err := dialChain(ctx, chain, hk, creds, timeout)
+	if err != nil {
+		creds.close()
+		return nil, err
+	}
+	c := &Client{
+		addr:  addr,
+		conn:  clients[len(clients)-1],
+		hops:  clients[:len(clients)-1],
+		creds: creds,
+		done:  make(chan struct{}),
+	}
+	go c.keepalive(keepaliveInterval, keepaliveMaxMisses)
+	return c, nil
+}
+
+// routeOf is the hops that reach t (at addr, its port port): its
+// ProxyJump hosts, then t itself (with its HostKeyAlias and ProxyCommand).
+// A target with both ProxyJump and ProxyCommand is refused.
+func routeOf(t Target, addr string, port int) ([]hop, error) {
 	chain, err := parseProxyJump(t.ProxyJump, t.User)
 	if err != nil {
 		return nil, err
@@ -140,20 +169,14 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		}
 		last.proxy = t.ProxyCommand
 	}
-	chain = append(chain, last)
+	return append(chain, last), nil
+}
 
-	creds, err := loadCredentials(t)
-	if err != nil {
-		return nil, fmt.Errorf("ssh %s: %w", addr, err)
-	}
+// dialChain connects to each hop of chain in turn, each through the one
+// before it: the clients, the target's last. On error it closes the
+// clients it made (the last first) and returns none.
+func dialChain(ctx context.Context, chain []hop, hk *hostKeys, creds *credentials, timeout time.Duration) ([]*ssh.Client, error) {
 	var clients []*ssh.Client
-	fail := func(err error) (*Client, error) {
-		for i := len(clients) - 1; i >= 0; i-- {
-			clients[i].Close()
-		}
-		creds.close()
-		return nil, err
-	}
 	for i, h := range chain {
 		var via *ssh.Client
 		if i > 0 {
@@ -161,19 +184,14 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		}
 		cl, err := dialHop(ctx, via, h, hk, creds, timeout)
 		if err != nil {
-			return fail(err)
+			for i := len(clients) - 1; i >= 0; i-- {
+				clients[i].Close()
+			}
+			return nil, err
 		}
 		clients = append(clients, cl)
 	}
-	c := &Client{
-		addr:  addr,
-		conn:  clients[len(clients)-1],
-		hops:  clients[:len(clients)-1],
-		creds: creds,
-		done:  make(chan struct{}),
-	}
-	go c.keepalive(keepaliveInterval, keepaliveMaxMisses)
-	return c, nil
+	return clients, nil
 }
 
 // dialHop dials h directly (via == nil) or through the jump client via,

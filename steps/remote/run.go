@@ -83,44 +83,20 @@ func (c *Client) RunInput(ctx context.Context, cmd string, stdin []byte, out fun
 	return c.run(ctx, cmd, stdin, out)
 }
 
+// run is Run and RunInput: stdin, when not nil, is the command's standard
+// input.
 func (c *Client) run(ctx context.Context, cmd string, stdin []byte, out func(Line)) (Result, error) {
 	start := time.Now()
 	res := Result{ExitCode: -1}
 	done := func() Result { res.Duration = time.Since(start); return res }
 
-	if err := ctx.Err(); err != nil {
-		return done(), fmt.Errorf("run `%s` on %s: %w; the command was not started", short(cmd), c.addr, err)
-	}
-	if why := c.state(); why != nil {
-		return done(), c.notStarted(cmd, why)
-	}
-	sess, err := c.newSession(ctx)
+	sess, stdout, stderr, err := c.openSession(ctx, cmd)
 	if err != nil {
-		if ctx.Err() != nil {
-			return done(), fmt.Errorf("run `%s` on %s: %w; the command was not started", short(cmd), c.addr, ctx.Err())
-		}
-		return done(), c.notStarted(cmd, err)
+		return done(), err
 	}
 	defer sess.Close()
-	stdout, err := sess.StdoutPipe()
-	if err != nil {
-		return done(), fmt.Errorf("run `%s` on %s: %w; the command was not started", short(cmd), c.addr, err)
-	}
-	stderr, err := sess.StderrPipe()
-	if err != nil {
-		return done(), fmt.Errorf("run `%s` on %s: %w; the command was not started", short(cmd), c.addr, err)
-	}
-
-	var emitMu sync.Mutex
-	returned := false
-	defer func() { emitMu.Lock(); returned = true; emitMu.Unlock() }()
-	emit := func(l Line) {
-		emitMu.Lock()
-		defer emitMu.Unlock()
-		if out != nil && !returned {
-			out(l)
-		}
-	}
+	em := &emitter{out: out}
+	defer em.stop()
 
 	if stdin != nil {
 		sess.Stdin = bytes.NewReader(stdin)
@@ -131,7 +107,69 @@ func (c *Client) run(ctx context.Context, cmd string, stdin []byte, out func(Lin
 		}
 		return done(), fmt.Errorf("%s refused to run `%s` (%w); the command was not started", c.addr, short(cmd), err)
 	}
+	werr, err := c.await(ctx, cmd, sess, stdout, stderr, em.emit)
+	if err != nil {
+		return done(), err
+	}
+	err = c.outcome(ctx, cmd, werr, &res)
+	return done(), err
+}
 
+// openSession opens a session for cmd with its stdout and stderr piped,
+// when ctx is alive and the connection is; its errors say the command was
+// not started.
+func (c *Client) openSession(ctx context.Context, cmd string) (*ssh.Session, io.Reader, io.Reader, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, nil, fmt.Errorf("run `%s` on %s: %w; the command was not started", short(cmd), c.addr, err)
+	}
+	if why := c.state(); why != nil {
+		return nil, nil, nil, c.notStarted(cmd, why)
+	}
+	sess, err := c.newSession(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, nil, fmt.Errorf("run `%s` on %s: %w; the command was not started", short(cmd), c.addr, ctx.Err())
+		}
+		return nil, nil, nil, c.notStarted(cmd, err)
+	}
+	stdout, err := sess.StdoutPipe()
+	if err != nil {
+		sess.Close()
+		return nil, nil, nil, fmt.Errorf("run `%s` on %s: %w; the command was not started", short(cmd), c.addr, err)
+	}
+	stderr, err := sess.StderrPipe()
+	if err != nil {
+		sess.Close()
+		return nil, nil, nil, fmt.Errorf("run `%s` on %s: %w; the command was not started", short(cmd), c.addr, err)
+	}
+	return sess, stdout, stderr, nil
+}
+
+// emitter hands a command's lines to out one at a time, and none once
+// stop was called (Run returned).
+type emitter struct {
+	mu       sync.Mutex
+	returned bool
+	out      func(Line)
+}
+
+// emit gives l to out, unless out is nil or stop was called.
+func (e *emitter) emit(l Line) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.out != nil && !e.returned {
+		e.out(l)
+	}
+}
+
+// stop ends the emitting: no line reaches out after it returns.
+func (e *emitter) stop() { e.mu.Lock(); e.returned = true; e.mu.Unlock() }
+
+// await streams the started session's stdout and stderr to emit and waits
+// for the command's end: werr is what sess.Wait said. When ctx ends first
+// it asks for TERM, closes the session and returns err, which says the
+// command may still be running.
+func (c *Client) await(ctx context.Context, cmd string, sess *ssh.Session, stdout, stderr io.Reader, emit func(Line)) (werr, err error) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go scanLines(&wg, stdout, Stdout, emit)
@@ -141,18 +179,17 @@ func (c *Client) run(ctx context.Context, cmd string, stdin []byte, out func(Lin
 	waited := make(chan error, 1)
 	go func() { waited <- sess.Wait() }()
 
-	var werr error
 	select {
 	case werr = <-waited:
 	case <-ctx.Done():
 		select {
 		case werr = <-waited: // finished at the same moment: report that
 		default:
-			_ = sess.Signal(ssh.SIGTERM) // best effort, see above
+			_ = sess.Signal(ssh.SIGTERM) // best effort, see Run
 			sess.Close()
 			// The readers are not awaited: sshd keeps the channel open until
 			// the command exits. They stop calling out once Run returns.
-			return done(), fmt.Errorf("run `%s` on %s: %w; the SSH session was closed and TERM requested, "+
+			return nil, fmt.Errorf("run `%s` on %s: %w; the SSH session was closed and TERM requested, "+
 				"but a command without a terminal keeps running after that (OpenSSH ignores signals for root logins): "+
 				"it may STILL be running on the host. Check with ps there and stop it yourself if needed",
 				short(cmd), c.addr, ctx.Err())
@@ -163,19 +200,25 @@ func (c *Client) run(ctx context.Context, cmd string, stdin []byte, out func(Lin
 	case <-readersDone:
 	case <-ctx.Done():
 	}
+	return werr, nil
+}
 
+// outcome is what a finished command's werr (sess.Wait's) means: nil for
+// exit 0, *ExitError for another exit or a signal (res says which), ctx's
+// error, or a lost session.
+func (c *Client) outcome(ctx context.Context, cmd string, werr error, res *Result) error {
 	var ee *ssh.ExitError
 	switch {
 	case werr == nil:
 		res.ExitCode = 0
-		return done(), nil
+		return nil
 	case errors.As(werr, &ee):
 		res.ExitCode, res.Signal = ee.ExitStatus(), ee.Signal()
-		return done(), &ExitError{Cmd: cmd, Code: res.ExitCode, Signal: res.Signal, Addr: c.addr}
+		return &ExitError{Cmd: cmd, Code: res.ExitCode, Signal: res.Signal, Addr: c.addr}
 	case ctx.Err() != nil:
-		return done(), fmt.Errorf("run `%s` on %s: %w; the command may still be running on the host", short(cmd), c.addr, ctx.Err())
+		return fmt.Errorf("run `%s` on %s: %w; the command may still be running on the host", short(cmd), c.addr, ctx.Err())
 	}
-	return done(), c.sessionLost(cmd, werr)
+	return c.sessionLost(cmd, werr)
 }
 
 func (c *Client) notStarted(cmd string, why error) error {

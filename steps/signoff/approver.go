@@ -190,17 +190,7 @@ type stamp struct {
 // operator and each other.
 func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, digest, nonce string, op Identity) ([]steps.Signoff, error) {
 	need := a.Policy.Approvals - 1
-	timeout := a.Policy.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Minute
-	}
-	poll, every := a.Poll, a.ProgressEvery
-	if poll <= 0 {
-		poll = time.Second
-	}
-	if every <= 0 {
-		every = 15 * time.Second
-	}
+	timeout, poll, every := a.waitTimes()
 	start := a.now()
 	req := Request{Run: a.Run, Runbook: a.Runbook, Cluster: a.Cluster, Lab: a.Lab, Step: info.ID, Title: info.Title, Risk: info.Risk.String(),
 		Digest: digest, Nonce: nonce, Plan: plan, Operator: op, Need: need, AllowedSigners: a.Policy.AllowedSigners, Since: start.UTC(), Until: start.Add(timeout).UTC()}
@@ -212,6 +202,7 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 		return nil, fmt.Errorf("%w: write the approval request: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
 	}
 	defer os.Remove(reqPath)
+	w := &waiting{a: a, step: info.ID, digest: digest, nonce: nonce, op: op, judged: map[string]stamp{}, said: map[string]string{}}
 	what := "a second approval"
 	if need > 1 {
 		what = fmt.Sprintf("%d more approvals", need)
@@ -221,58 +212,20 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 		Text: fmt.Sprintf("waiting for %s of %s, digest %.12s (confirmed by %s): %s; up to %s", what, info.ID, digest, op.Principal, how, timeout)})
 	a.log(info.ID, fmt.Sprintf("%s confirmed by %s (key %s); the policy (approvals: %d) waits for %s of digest %.12s, request nonce %s: %s", info.ID, op.Principal, op.Key, a.Policy.Approvals, what, digest, nonce, how))
 
-	// judged: signature files with a verdict, as they were then; a file
-	// refused for a passing reason (the allowed signers missing, ssh-keygen
-	// too slow) is judged again at each look, and said again only when its
-	// reason changes.
-	judged := map[string]stamp{}
-	said := map[string]string{}
-	var got []steps.Signoff
-	var ids []Identity
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	lastSaid := start
 	for {
-		files, err := signatures(a.Dir, info.ID)
-		if err != nil {
-			return nil, fmt.Errorf("%w: read the approvals: %w; nothing of %s was done", steps.ErrNotApproved, err, info.ID)
+		if err := w.look(ctx); err != nil {
+			return nil, err
 		}
-		for _, f := range files {
-			if f.operator {
-				continue
-			}
-			fi, err := os.Lstat(f.path)
-			if err != nil {
-				continue // gone meanwhile
-			}
-			st := stamp{fi.Size(), fi.ModTime()}
-			if was, ok := judged[f.path]; ok && was == st {
-				continue
-			}
-			so, id, why, final := a.judge(ctx, info.ID, digest, nonce, f, op, ids)
-			if ctx.Err() != nil {
-				break // judged again after the interruption, if ever
-			}
-			if final {
-				judged[f.path] = st
-			}
-			if why != "" {
-				if final || said[f.path] != why {
-					a.log(info.ID, why)
-				}
-				said[f.path] = why
-				continue
-			}
-			got, ids = append(got, so), append(ids, id)
-			a.log(info.ID, fmt.Sprintf("%s approved by %s (key %s), digest %.12s, request nonce %s (%d of %d approvals)", info.ID, so.By, so.Key, digest, nonce, len(got)+1, a.Policy.Approvals))
-		}
-		if len(got) >= need {
-			return got, nil
+		if len(w.got) >= need {
+			return w.got, nil
 		}
 		now := a.now()
 		left := start.Add(timeout).Sub(now)
 		if left <= 0 {
-			return nil, fmt.Errorf("%w: %s of %s did not come within %s (the policy's timeout; %d of %d approvals counted); nothing of it was done — resume the run to ask again", steps.ErrNotApproved, what, info.ID, timeout, len(got)+1, a.Policy.Approvals)
+			return nil, fmt.Errorf("%w: %s of %s did not come within %s (the policy's timeout; %d of %d approvals counted); nothing of it was done — resume the run to ask again", steps.ErrNotApproved, what, info.ID, timeout, len(w.got)+1, a.Policy.Approvals)
 		}
 		if now.Sub(lastSaid) >= every {
 			lastSaid = now
@@ -285,6 +238,84 @@ func (a *Approver) wait(ctx context.Context, info steps.Info, plan *steps.Plan, 
 		case <-tick.C:
 		}
 	}
+}
+
+// waitTimes are how long wait waits for the approvals (the policy's
+// timeout, else 30 minutes), how often it looks for them (Poll, else a
+// second) and how often it says it still waits (ProgressEvery, else 15 s).
+func (a *Approver) waitTimes() (timeout, poll, every time.Duration) {
+	timeout, poll, every = a.Policy.Timeout, a.Poll, a.ProgressEvery
+	if timeout <= 0 {
+		timeout = 30 * time.Minute
+	}
+	if poll <= 0 {
+		poll = time.Second
+	}
+	if every <= 0 {
+		every = 15 * time.Second
+	}
+	return timeout, poll, every
+}
+
+// waiting is one wait for the other signers' approvals of step's plan
+// (digest), in answer to the request with nonce, the operator op's
+// confirmation given.
+type waiting struct {
+	a             *Approver
+	step          string
+	digest, nonce string
+	op            Identity
+	// judged: signature files with a verdict, as they were then; a file
+	// refused for a passing reason (the allowed signers missing,
+	// ssh-keygen too slow) is judged again at each look, and said again
+	// (said holds what was said of each) only when its reason changes.
+	judged map[string]stamp
+	said   map[string]string
+	// got are the approvals that count, ids their signers.
+	got []steps.Signoff
+	ids []Identity
+}
+
+// look judges the step's signature files new or changed since the last
+// look, logging each verdict and counting each approval. An interruption
+// (ctx) stops it, the files not judged yet judged at a later look; its
+// error is the approvals that cannot be read.
+func (w *waiting) look(ctx context.Context) error {
+	a := w.a
+	files, err := signatures(a.Dir, w.step)
+	if err != nil {
+		return fmt.Errorf("%w: read the approvals: %w; nothing of %s was done", steps.ErrNotApproved, err, w.step)
+	}
+	for _, f := range files {
+		if f.operator {
+			continue
+		}
+		fi, err := os.Lstat(f.path)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		st := stamp{fi.Size(), fi.ModTime()}
+		if was, ok := w.judged[f.path]; ok && was == st {
+			continue
+		}
+		so, id, why, final := a.judge(ctx, w.step, w.digest, w.nonce, f, w.op, w.ids)
+		if ctx.Err() != nil {
+			break // judged again after the interruption, if ever
+		}
+		if final {
+			w.judged[f.path] = st
+		}
+		if why != "" {
+			if final || w.said[f.path] != why {
+				a.log(w.step, why)
+			}
+			w.said[f.path] = why
+			continue
+		}
+		w.got, w.ids = append(w.got, so), append(w.ids, id)
+		a.log(w.step, fmt.Sprintf("%s approved by %s (key %s), digest %.12s, request nonce %s (%d of %d approvals)", w.step, so.By, so.Key, w.digest, w.nonce, len(w.got)+1, a.Policy.Approvals))
+	}
+	return nil
 }
 
 // judge verifies one signature file: a Signoff and its signer, or why it

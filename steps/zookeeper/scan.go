@@ -133,6 +133,9 @@ type scanner struct {
 // errBulk marks a scan's failure in its bulk sessions (multiRead).
 var errBulk = errors.New("bulk read failed")
 
+// scan is one ScanWith attempt, with multiRead (bulk) or one znode per
+// request: the cluster's znodes, then every topic's topic and config
+// znodes, then the state of every assigned partition.
 func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string, bulk bool) (*kafkazk.ClusterState, error) {
 	for _, t := range only {
 		if err := kafkazk.ValidateTopic(t); err != nil {
@@ -152,29 +155,7 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string, bulk bool
 	if err != nil {
 		return nil, err
 	}
-
-	// The topics: every listed name, or the ones asked for.
-	names := slices.Concat(s.topicList, s.configs, s.deletes)
-	if len(only) > 0 {
-		names = slices.Clone(only)
-	}
-	slices.Sort(names)
-	names = slices.Compact(names)
-	order := make([]*kafkazk.TopicState, len(names))
-	for i, n := range names {
-		ts := kafkazk.NewTopicState(n)
-		order[i] = ts
-		s.snap.Topics[n] = ts
-		if len(only) == 0 {
-			if err := kafkazk.ValidateTopic(n); err != nil {
-				ts.Errs = append(ts.Errs, err)
-			}
-		}
-		_, ts.PendingDelete = slices.BinarySearch(s.deletes, n)
-		if _, ok := slices.BinarySearch(s.topicList, n); !ok {
-			ts.Errs = append(ts.Errs, fmt.Errorf("%s: %w: no topic znode", c.Full(kafkazk.TopicPath(n)), kafkazk.ErrMissing))
-		}
-	}
+	order := s.topics(only)
 
 	// Spread the rest over sibling sessions when there is enough of it:
 	// bulk sessions where the servers answer multiRead, else siblings.
@@ -200,33 +181,12 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string, bulk bool
 		}
 		return s.run(ctx, o.Concurrency, sessions, reads)
 	}
-
 	// 2. Topic and config znodes.
-	err = runPhase(bulkTopicBatch, func(yield func(read) bool) {
-		for _, ts := range order {
-			if _, ok := slices.BinarySearch(s.topicList, ts.Name); ok && !yield(read{kind: readTopic, ts: ts}) {
-				return
-			}
-			if _, ok := slices.BinarySearch(s.configs, ts.Name); ok && !yield(read{kind: readConfig, ts: ts}) {
-				return
-			}
-		}
-	})
-	if err != nil {
+	if err := runPhase(bulkTopicBatch, s.topicReads(order)); err != nil {
 		return nil, err
 	}
-
 	// 3. The state of every assigned partition.
-	err = runPhase(bulkStateBatch, func(yield func(read) bool) {
-		for _, ts := range order {
-			for _, p := range sortedPartitions(ts.Znode) {
-				if !yield(read{kind: readState, ts: ts, part: p}) {
-					return
-				}
-			}
-		}
-	})
-	if err != nil {
+	if err := runPhase(bulkStateBatch, stateReads(order)); err != nil {
 		return nil, err
 	}
 
@@ -237,6 +197,64 @@ func (c *Conn) scan(ctx context.Context, o ScanOptions, only []string, bulk bool
 	kafkazk.SortErrs(s.snap.Errs)
 	s.snap.Reads = int(s.reads.Load())
 	return s.snap, nil
+}
+
+// topics adds to the snapshot, in name order, a state for every topic
+// the cluster's znodes list (or, given only, for those), each with whether
+// it is pending deletion and the errors known already (a name Kafka would
+// refuse, no topic znode); it returns them in that order.
+func (s *scanner) topics(only []string) []*kafkazk.TopicState {
+	names := slices.Concat(s.topicList, s.configs, s.deletes)
+	if len(only) > 0 {
+		names = slices.Clone(only)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	order := make([]*kafkazk.TopicState, len(names))
+	for i, n := range names {
+		ts := kafkazk.NewTopicState(n)
+		order[i] = ts
+		s.snap.Topics[n] = ts
+		if len(only) == 0 {
+			if err := kafkazk.ValidateTopic(n); err != nil {
+				ts.Errs = append(ts.Errs, err)
+			}
+		}
+		_, ts.PendingDelete = slices.BinarySearch(s.deletes, n)
+		if _, ok := slices.BinarySearch(s.topicList, n); !ok {
+			ts.Errs = append(ts.Errs, fmt.Errorf("%s: %w: no topic znode", s.c.Full(kafkazk.TopicPath(n)), kafkazk.ErrMissing))
+		}
+	}
+	return order
+}
+
+// topicReads are the reads of the topic and config znodes of the topics
+// in order that the topic directories list.
+func (s *scanner) topicReads(order []*kafkazk.TopicState) iter.Seq[read] {
+	return func(yield func(read) bool) {
+		for _, ts := range order {
+			if _, ok := slices.BinarySearch(s.topicList, ts.Name); ok && !yield(read{kind: readTopic, ts: ts}) {
+				return
+			}
+			if _, ok := slices.BinarySearch(s.configs, ts.Name); ok && !yield(read{kind: readConfig, ts: ts}) {
+				return
+			}
+		}
+	}
+}
+
+// stateReads are the reads of the state znode of every partition the
+// topics in order assign (their topic znodes read).
+func stateReads(order []*kafkazk.TopicState) iter.Seq[read] {
+	return func(yield func(read) bool) {
+		for _, ts := range order {
+			for _, p := range sortedPartitions(ts.Znode) {
+				if !yield(read{kind: readState, ts: ts, part: p}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // sortedPartitions lists the partitions a decoded topic znode assigns; a
