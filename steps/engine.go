@@ -34,9 +34,6 @@ type engine struct {
 	approver Approver
 	// maxReplans bounds re-planning after ErrStalePlan.
 	maxReplans int
-	// checkLease makes sure the run still holds the cluster's lease
-	// before a step changes the cluster (nil: no lease to check).
-	checkLease func(ctx context.Context, step string) error
 	// ahead holds, per step, the decision given before its window opened
 	// (its plan's digest and who approved, or a skip); aheadDone the
 	// windows whose steps were confirmed ahead in this walk.
@@ -218,10 +215,8 @@ func (e *engine) step(ctx context.Context, env *Env, s Step) (stepResult, error)
 				return fail(fmt.Errorf("%w: the plan changed after it was approved (digest %.12s, approved %.12s); nothing of it was done", ErrNotApproved, plan.Digest(), digest))
 			}
 		}
-		if e.checkLease != nil {
-			if err := e.checkLease(ctx, s.Info.ID); err != nil {
-				return fail(err)
-			}
+		if err := e.run.checkLease(ctx, s.Info.ID, "nothing of it was done"); err != nil {
+			return fail(err)
 		}
 		env.emit(Event{Kind: EvState, State: Running})
 		err = e.apply(ctx, env, s, plan)

@@ -20,6 +20,8 @@ type run struct {
 	dir     string
 	rec     *recorder
 	preview bool
+	// held is the cluster's lease while an attempt holds it (nil: none).
+	held ports.Held
 }
 
 // Env is a step kind's whole world while the engine runs it: the cluster's
@@ -39,6 +41,16 @@ type Env struct {
 
 // Step is the step being run.
 func (e *Env) Step() Info { return e.info }
+
+// CheckLease makes sure the run still holds the cluster's lease, as the
+// engine does before every step: a kind whose one step makes many changes
+// over a long time (a roll stopping broker after broker) calls it before
+// each of them. A lost lease is an error wrapping ErrRefused and
+// ports.ErrLeaseLost that names the holder and the way forward; a run that
+// holds none (a dry run, a cluster without a lease) has nothing to check.
+func (e *Env) CheckLease(ctx context.Context) error {
+	return e.run.checkLease(ctx, e.info.ID, "what it did is in the journal")
+}
 
 // RunID is the run's id (names the quarantine of a wipe, the canary).
 func (e *Env) RunID() string { return e.run.meta.ID }

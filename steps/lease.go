@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
@@ -97,12 +98,12 @@ func (s *Session) takeLease(ctx context.Context, c ports.Cluster) (release func(
 		s.Notef("lease", "took over the EXPIRED lease of %s (no heartbeat for longer than its expiry: its kremedy died)", old)
 	}
 	s.Notef("lease", "took the cluster's lease: %s; held at %s, until this attempt ends", me, held.Where())
-	s.held = held
+	s.run.held = held
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			// Given back even when the attempt was cancelled (Ctrl-C).
-			s.held = nil
+			s.run.held = nil
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			if err := held.Release(rctx); err != nil {
@@ -120,22 +121,28 @@ func (s *Session) takeLease(ctx context.Context, c ports.Cluster) (release func(
 // this attempt took is still its own (nil when it took none: a dry run, a
 // cluster without one). A lease that lapsed with nobody taking it (the
 // ZooKeeper session expired) is taken again, and the journal says so; one
-// that is lost stops the run before the step, naming the way forward.
-func (s *Session) checkLease(ctx context.Context, step string) error {
-	held := s.held
+// that is lost stops the step before that change, naming the way forward;
+// done says what of the step was done.
+func (r *run) checkLease(ctx context.Context, step, done string) error {
+	held := r.held
 	if held == nil {
 		return nil
+	}
+	note := func(format string, a ...any) {
+		text := fmt.Sprintf(format, a...)
+		_ = r.rec.append(journal.Note, "", map[string]string{"text": text})
+		r.rec.emit(Event{Step: "lease", Kind: EvLog, Text: text})
 	}
 	retaken, err := held.Check(ctx)
 	if err == nil {
 		if retaken {
-			s.Notef("lease", "the cluster's lease had lapsed during the run (this kremedy's ZooKeeper session expired, or someone broke the lease) and no other run had taken it: taken again before step %s (%s)", step, held.Where())
+			note("the cluster's lease had lapsed during the run (this kremedy's ZooKeeper session expired, or someone broke the lease) and no other run had taken it: taken again in step %s, before its next change (%s)", step, held.Where())
 		}
 		return nil
 	}
-	s.Notef("lease", "before step %s: %v; the step was not started", step, err)
-	return fmt.Errorf("%w: %w; nothing of step %s was done.\n  Another kremedy run may be changing this cluster now: see who holds the lease (`kremedy diagnose` names it) and wait for that run to end; "+
-		"then `kremedy resume %s` takes the lease again and re-checks every step already done", ErrRefused, err, step, s.run.dir)
+	note("step %s, before its next change: %v; the step goes no further", step, err)
+	return fmt.Errorf("%w: %w; step %s goes no further: %s.\n  Another kremedy run may be changing this cluster now: see who holds the lease (`kremedy diagnose` names it) and wait for that run to end; "+
+		"then `kremedy resume %s` takes the lease again and re-checks every step already done", ErrRefused, err, step, done, r.dir)
 }
 
 // HoldLease runs fn while holding the cluster's lease for a command that

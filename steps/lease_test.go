@@ -293,7 +293,7 @@ func TestALeaseLostDuringTheRunStopsItBeforeTheNextChange(t *testing.T) {
 			if out.Err != nil || second.applied != 1 {
 				t.Fatalf("nobody took the lapsed lease: %v (second applied %d), want the run to take it again and go on", out.Err, second.applied)
 			}
-			if noteWith(texts, "the cluster's lease had lapsed during the run") < 0 || noteWith(texts, "taken again before step second") < 0 {
+			if noteWith(texts, "the cluster's lease had lapsed during the run") < 0 || noteWith(texts, "taken again in step second, before its next change") < 0 {
 				t.Errorf("the journal does not say the lease was taken again: %q", texts)
 			}
 			if z.Has(lease.ZKPath) {
@@ -304,12 +304,12 @@ func TestALeaseLostDuringTheRunStopsItBeforeTheNextChange(t *testing.T) {
 		if !errors.Is(out.Err, steps.ErrRefused) || !errors.Is(out.Err, ports.ErrLeaseLost) || second.applied != 0 {
 			t.Fatalf("alice took the lease: %v (second applied %d), want the run stopped before the second step", out.Err, second.applied)
 		}
-		for _, want := range []string{"now held by run " + alice.RunID, "nothing of step second was done", "kremedy resume " + s.Dir()} {
+		for _, want := range []string{"now held by run " + alice.RunID, "step second goes no further: nothing of it was done", "kremedy resume " + s.Dir()} {
 			if !strings.Contains(out.Err.Error(), want) {
 				t.Errorf("the stop does not say %q:\n%v", want, out.Err)
 			}
 		}
-		if noteWith(texts, "before step second:") < 0 {
+		if noteWith(texts, "step second, before its next change:") < 0 {
 			t.Errorf("the journal does not record why the second step did not start: %q", texts)
 		}
 		if h, _ := lease.NewZK(z, 0).Read(context.Background()); h == nil || h.Token != alice.Token {

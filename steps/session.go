@@ -126,8 +126,6 @@ type Session struct {
 	busy bool
 	// breakLease: the next attempt breaks the cluster's lease (BreakLease).
 	breakLease bool
-	// held is the lease this attempt holds, while it holds it (nil: none).
-	held ports.Held
 }
 
 // Create makes the run directory dir (0700) and its journal (0600), and
@@ -420,7 +418,7 @@ func (s *Session) Run(ctx context.Context, c ports.Cluster, a Approver, rep Repo
 		ev.Text = fmt.Sprintf("the outage window opened at %s UTC by an earlier attempt is still open: %d of %d brokers were down at most", o.Start.UTC().Format("15:04:05"), o.MaxDown, o.Total)
 		s.run.rec.emit(ev)
 	}
-	e := &engine{run: s.run, cluster: c, approver: a, checkLease: s.checkLease}
+	e := &engine{run: s.run, cluster: c, approver: a}
 	// One run per cluster: the lease is taken before the walk's first
 	// change and given back when the walk ends, however it ends.
 	var out Outcome

@@ -18,6 +18,7 @@ import (
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/lease"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/steptest"
 )
@@ -608,4 +609,37 @@ func TestRollWaitsForTheClusterToHeal(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRollStopsWhenItsLeaseIsLost: a roll is one long step. Its ZooKeeper
+// session expires while broker 1 restarts, and another operator's run
+// takes the cluster's lease: the roll stops before it stops broker 2,
+// naming that run and the brokers not restarted yet.
+func TestRollStopsWhenItsLeaseIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.Ports.Lease = lease.NewZK(f.ZK, 10*time.Second)
+		alice := ports.Holder{RunID: "20261205T101010Z-topic-cleanup-orders", Runbook: "topic-cleanup", Operator: "alice@bastion", Host: "bastion", Since: time.Now(), Token: "alice"}
+		f.Hosts.OnStart = func(b int32) {
+			if b != 1 {
+				return
+			}
+			f.ZK.Expire(steptest.Session)
+			if _, err := lease.NewZK(f.ZK.As(0xa11ce), 10*time.Second).Acquire(context.Background(), alice); err != nil {
+				t.Error(err)
+			}
+		}
+		out := f.run(context.Background())
+		if !errors.Is(out.Err, ports.ErrLeaseLost) || !errors.Is(out.Err, steps.ErrRefused) {
+			t.Fatalf("the roll after alice took the lease: %v, want it stopped (ErrRefused, ErrLeaseLost)", out.Err)
+		}
+		for _, want := range []string{"now held by run " + alice.RunID, "what it did is in the journal", "broker 2 was not stopped, brokers [3] were not touched"} {
+			if !strings.Contains(out.Err.Error(), want) {
+				t.Errorf("the stop does not say %q:\n%v", want, out.Err)
+			}
+		}
+		if got, want := f.restarts(), []string{"1: systemctl stop kafka-1", "1: systemctl start kafka-1"}; !slices.Equal(got, want) {
+			t.Fatalf("restarts %v, want only broker 1's", got)
+		}
+	})
 }

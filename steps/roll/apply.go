@@ -111,7 +111,13 @@ func (r *Roll) do(ctx context.Context, env *steps.Env, p *steps.Plan, a steps.Ac
 	var err error
 	switch args.Phase {
 	case PhaseSafe:
-		err = env.Do(a, func() error { return r.safeNow(ctx, env, args.Nodes(), not) })
+		err = env.Do(a, func() error {
+			// One run per cluster, before every stop of a long roll.
+			if err := env.CheckLease(ctx); err != nil {
+				return fmt.Errorf("%w; %s was not stopped, %s", err, args.Who(noun), not())
+			}
+			return r.safeNow(ctx, env, args.Nodes(), not)
+		})
 	case PhaseStop:
 		err = env.Do(a, func() error { return r.command(ctx, env, id, h.Stop, r.StopTimeout) })
 		if code, ok := brokers.ExitStatus(err); ok {
