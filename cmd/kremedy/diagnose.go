@@ -52,19 +52,19 @@ func newDiagnoseCmd() *cobra.Command {
 			if migration && (topic != "" || noDisk) {
 				return usageErr(errors.New("--migration reads the whole cluster and every disk: it takes neither --topic nor --no-disk"))
 			}
-			cl, err := connect(cmd.Context(), inv)
+			cl, err := openCluster(cmd.Context(), inv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration, Accept: accepted, Lease: true})
+			d, err := diagnose.Run(cmd.Context(), cl.Ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration, Accept: accepted, Lease: true})
 			if err != nil {
 				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
 			}
 			// The fixes' commands name this inventory, ready to paste.
 			withInv := func(fix string) string {
 				for _, end := range []string{" ", "`"} {
-					fix = strings.ReplaceAll(fix, "--inventory "+diagnose.InventoryMark+end, "--inventory "+shell.Quote(cl.inv.Path)+end)
+					fix = strings.ReplaceAll(fix, "--inventory "+diagnose.InventoryMark+end, "--inventory "+shell.Quote(cl.Inv.Path)+end)
 				}
 				return fix
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/cleanup"
 )
@@ -28,14 +29,14 @@ func inventoryOf(path string) (string, error) {
 
 // connectFor connects to the cluster of --inventory, or of the run that
 // wrote path when none is given.
-func connectFor(ctx context.Context, path, inv string) (*cluster, error) {
+func connectFor(ctx context.Context, path, inv string) (*connect.Clients, error) {
 	if inv == "" {
 		var err error
 		if inv, err = inventoryOf(path); err != nil {
 			return nil, usageErr(err)
 		}
 	}
-	return connect(ctx, inv)
+	return openCluster(ctx, inv)
 }
 
 func restoreErr(err error) error {
@@ -64,10 +65,10 @@ func newZnodesCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			if cl.zk == nil {
-				return usageErr(fmt.Errorf("znodes restore writes the run's backup into ZooKeeper, and %s describes a KRaft cluster (mode: kraft), which has none; nothing was done", cl.inv.Path))
+			if cl.ZK == nil {
+				return usageErr(fmt.Errorf("znodes restore writes the run's backup into ZooKeeper, and %s describes a KRaft cluster (mode: kraft), which has none; nothing was done", cl.Inv.Path))
 			}
-			return restoreErr(cleanup.RestoreZnodes(cmd.Context(), cl.zk, args[0], force, cmd.OutOrStdout()))
+			return restoreErr(cleanup.RestoreZnodes(cmd.Context(), cl.ZK, args[0], force, cmd.OutOrStdout()))
 		},
 	}
 	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
@@ -89,7 +90,7 @@ func newSegmentsCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			if err := cleanup.RestoreSegments(cmd.Context(), cl.ports, args[0], cmd.OutOrStdout()); err != nil {
+			if err := cleanup.RestoreSegments(cmd.Context(), cl.Ports, args[0], cmd.OutOrStdout()); err != nil {
 				return restoreErr(err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "start the brokers only after the znodes are restored too")

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 )
@@ -118,16 +119,16 @@ func modeErr(rb *runbooks.Runbook, inv *inventory.Inventory) error {
 
 // connectRun connects to an inventory's cluster for a run of runbook,
 // refusing one of another mode.
-func connectRun(ctx context.Context, runbook, path string) (*cluster, error) {
+func connectRun(ctx context.Context, runbook, path string) (*connect.Clients, error) {
 	rb, err := runbooks.Get(runbook)
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	cl, err := connect(ctx, path)
+	cl, err := openCluster(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	if err := modeErr(rb, cl.inv); err != nil {
+	if err := modeErr(rb, cl.Inv); err != nil {
 		cl.Close()
 		return nil, err
 	}
@@ -160,14 +161,14 @@ func newPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := connect(cmd.Context(), f.inventory)
+			cl, err := openCluster(cmd.Context(), f.inventory)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
 			w := cmd.OutOrStdout()
 			meta := steps.NewMeta(rb, inv.Path, inv.Name, inv.Lab, version, time.Now())
-			previews := steps.Preview(cmd.Context(), rb, meta, cl.ports)
+			previews := steps.Preview(cmd.Context(), rb, meta, cl.Ports)
 			if asJSON {
 				return printPlanJSON(w, rb, inv.Name, inv.Lab, previews)
 			}
@@ -310,7 +311,7 @@ func newRunCmd() *cobra.Command {
 			if !f.headless {
 				return runTUINew(cmd, rb, meta, dir, f.inventory, tc, f.breakLease)
 			}
-			cl, err := connect(cmd.Context(), f.inventory)
+			cl, err := openCluster(cmd.Context(), f.inventory)
 			if err != nil {
 				return err
 			}
