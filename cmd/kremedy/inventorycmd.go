@@ -67,47 +67,53 @@ func newInventoryCheckCmd() *cobra.Command {
 		Short: "Validate an inventory offline, then reach every part it names (ZooKeeper with its auth, every broker with its security, every SSH host with sudo); exit 0 when all work",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			defer w.Flush()
-			inv, err := inventory.Load(path)
-			if err != nil {
-				return usageErr(err)
-			}
-			fmt.Fprintf(w, "ok\tinventory\t%s: valid, %s mode, %d brokers, %d controllers, %d clients\n", path, cmp.Or(inv.Mode, inventory.ModeZooKeeper), len(inv.Brokers), len(inv.KRaftControllers), len(inv.Clients))
-			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
-			defer cancel()
-			cl, err := openCluster(ctx, path)
-			if err != nil {
-				fmt.Fprintf(w, "FAIL\tconnect\t%v\n", err)
-				return failedErr(errors.New("the inventory does not reach its cluster (see above)"))
-			}
-			defer cl.Close()
-			if !inv.KRaft() {
-				fmt.Fprintf(w, "ok\tzookeeper session\t%s%s\n", inv.ZooKeeper.Connect, authNote(inv))
-			}
-			fmt.Fprintf(w, "ok\tkafka security\t%s\n", orPlain(inv.Kafka.ClientProperties))
-			become := map[int32]bool{}
-			for _, b := range inv.Brokers {
-				become[b.ID] = inv.SSHFor(b).Become == inventory.BecomeSudo
-			}
-			failed := 0
-			for _, r := range live.Check(ctx, cl.Ports, become) {
-				mark := "ok"
-				if !r.OK {
-					mark, failed = "FAIL", failed+1
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\n", mark, r.Part, r.Detail)
-			}
-			if failed > 0 {
-				w.Flush()
-				return failedErr(fmt.Errorf("%d part(s) of the cluster not reached as the inventory says (FAIL above)", failed))
-			}
-			return nil
+			return inventoryCheck(cmd, path)
 		},
 	}
 	c.Flags().StringVar(&path, "inventory", "", "inventory file")
 	_ = c.MarkFlagRequired("inventory")
 	return c
+}
+
+// inventoryCheck validates the inventory at path offline, then reaches
+// every part it names (live.Check) and prints one line per part.
+func inventoryCheck(cmd *cobra.Command, path string) error {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	defer w.Flush()
+	inv, err := inventory.Load(path)
+	if err != nil {
+		return usageErr(err)
+	}
+	fmt.Fprintf(w, "ok\tinventory\t%s: valid, %s mode, %d brokers, %d controllers, %d clients\n", path, cmp.Or(inv.Mode, inventory.ModeZooKeeper), len(inv.Brokers), len(inv.KRaftControllers), len(inv.Clients))
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+	defer cancel()
+	cl, err := openCluster(ctx, path)
+	if err != nil {
+		fmt.Fprintf(w, "FAIL\tconnect\t%v\n", err)
+		return failedErr(errors.New("the inventory does not reach its cluster (see above)"))
+	}
+	defer cl.Close()
+	if !inv.KRaft() {
+		fmt.Fprintf(w, "ok\tzookeeper session\t%s%s\n", inv.ZooKeeper.Connect, authNote(inv))
+	}
+	fmt.Fprintf(w, "ok\tkafka security\t%s\n", orPlain(inv.Kafka.ClientProperties))
+	become := map[int32]bool{}
+	for _, b := range inv.Brokers {
+		become[b.ID] = inv.SSHFor(b).Become == inventory.BecomeSudo
+	}
+	failed := 0
+	for _, r := range live.Check(ctx, cl.Ports, become) {
+		mark := "ok"
+		if !r.OK {
+			mark, failed = "FAIL", failed+1
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", mark, r.Part, r.Detail)
+	}
+	if failed > 0 {
+		w.Flush()
+		return failedErr(fmt.Errorf("%d part(s) of the cluster not reached as the inventory says (FAIL above)", failed))
+	}
+	return nil
 }
 
 func authNote(inv *inventory.Inventory) string {
