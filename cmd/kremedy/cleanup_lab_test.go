@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/journal"
@@ -182,6 +183,9 @@ func outageOf(t *testing.T, runDir string) string {
 	return line
 }
 
+// clients are a lab's ZooKeeper and Kafka clients, opened from its
+// inventory as kremedy opens an operator's (connect.Load); zk is nil on a
+// KRaft lab.
 type clients struct {
 	l  *lab.Lab
 	zk *zookeeper.Conn
@@ -191,16 +195,12 @@ type clients struct {
 func connectLab(t *testing.T, l *lab.Lab) *clients {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	zc, err := zookeeper.Dial(ctx, l.State.Config.ZKConnect(), l.ZKOptions())
+	cl, err := connect.Load(ctx, l.InventoryPath(), connect.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { zc.Close(); kc.Close() })
-	return &clients{l: l, zk: zc, kc: kc}
+	t.Cleanup(func() { cl.Close() })
+	return &clients{l: l, zk: cl.ZK, kc: cl.Kafka}
 }
 
 // assertRecreated proves, with its own clients, that topic is new and

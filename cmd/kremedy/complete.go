@@ -100,16 +100,16 @@ func topicsOf(cmd *cobra.Command) []string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	cl, err := connect(ctx, f.Value.String())
+	cl, err := openCluster(ctx, f.Value.String())
 	if err != nil {
 		return nil
 	}
 	defer cl.Close()
 	var names []string
-	if cl.zk != nil {
-		names, err = cl.zk.Children(ctx, kafkazk.TopicsPath)
+	if cl.ZK != nil {
+		names, err = cl.ZK.Children(ctx, kafkazk.TopicsPath)
 	} else {
-		names, err = cl.kafka.ListTopics(ctx) // a KRaft cluster
+		names, err = cl.Kafka.ListTopics(ctx) // a KRaft cluster
 	}
 	if err != nil {
 		return nil

@@ -19,115 +19,149 @@ import (
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
+// diagnoseFlags are diagnose's flags.
+type diagnoseFlags struct {
+	inv, topic, accept, output         string
+	asJSON, noDisk, details, migration bool
+}
+
 func newDiagnoseCmd() *cobra.Command {
-	var inv, topic string
-	var asJSON, noDisk, details, migration bool
-	var accept string
-	var output string
+	var f diagnoseFlags
 	c := &cobra.Command{
 		Use:   "diagnose",
 		Short: "Read-only: find stuck deletions, ghost topics, stale broker caches, foreign or orphaned segments (exit 0 healthy, 1 findings, 2 error)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "text", "jsonl":
-			case "json":
-				asJSON = true
-			default:
-				return usageErr(fmt.Errorf("--output %q: use text, json or jsonl", output))
-			}
-			if topic != "" {
-				if err := kafkazk.ValidateTopic(topic); err != nil {
-					return usageErr(err)
-				}
-			}
-			accepted, err := kafkazk.ParseTopics(accept)
-			if err != nil {
-				return usageErr(fmt.Errorf("--accept-unavailable: %w", err))
-			}
-			if accept != "" && !migration {
-				return usageErr(errors.New("--accept-unavailable weighs the migration's rolls: it goes with --migration"))
-			}
-			if migration && (topic != "" || noDisk) {
-				return usageErr(errors.New("--migration reads the whole cluster and every disk: it takes neither --topic nor --no-disk"))
-			}
-			cl, err := connect(cmd.Context(), inv)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			d, err := diagnose.Run(cmd.Context(), cl.ports, diagnose.Options{Topic: topic, Disk: !noDisk, Migration: migration, Accept: accepted, Lease: true})
-			if err != nil {
-				return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
-			}
-			// The fixes' commands name this inventory, ready to paste.
-			withInv := func(fix string) string {
-				for _, end := range []string{" ", "`"} {
-					fix = strings.ReplaceAll(fix, "--inventory "+diagnose.InventoryMark+end, "--inventory "+shell.Quote(cl.inv.Path)+end)
-				}
-				return fix
-			}
-			for i := range d.Findings {
-				d.Findings[i].Fix = withInv(d.Findings[i].Fix)
-			}
-			for i := range d.Shared {
-				d.Shared[i].Fix = withInv(d.Shared[i].Fix)
-			}
-			w := cmd.OutOrStdout()
-			if output == "jsonl" {
-				// One finding per line, then the diagnosis without them.
-				enc := json.NewEncoder(w)
-				for _, f := range d.Findings {
-					if err := enc.Encode(struct {
-						Type string `json:"type"`
-						diagnose.Finding
-					}{"finding", f}); err != nil {
-						return err
-					}
-				}
-				head := *d
-				head.Findings = nil
-				if err := enc.Encode(struct {
-					Type string `json:"type"`
-					*diagnose.Diagnosis
-				}{"diagnosis", &head}); err != nil {
-					return err
-				}
-			} else if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(d); err != nil {
-					return err
-				}
-			} else {
-				printDiagnosis(w, d, details)
-				if d.Migration != nil {
-					printReadiness(w, d)
-				}
-			}
-			if m := d.Migration; m != nil {
-				if !m.Ready {
-					return &exitError{exitFailed, fmt.Errorf("not ready for the ZooKeeper → KRaft migration: %d blockers", len(m.Blockers))}
-				}
-				return nil
-			}
-			if !d.Healthy {
-				return &exitError{exitFailed, fmt.Errorf("%d findings", len(d.Findings))}
-			}
-			return nil
+			return runDiagnose(cmd, &f)
 		},
 	}
-	c.Flags().StringVar(&inv, "inventory", "", "inventory file describing the cluster (required)")
-	c.Flags().StringVar(&topic, "topic", "", "diagnose one topic (deeper checks: leaders asked to serve, old records)")
+	c.Flags().StringVar(&f.inv, "inventory", "", "inventory file describing the cluster (required)")
+	c.Flags().StringVar(&f.topic, "topic", "", "diagnose one topic (deeper checks: leaders asked to serve, old records)")
 	_ = c.RegisterFlagCompletionFunc("topic", topicFlag)
-	c.Flags().BoolVar(&asJSON, "json", false, "print the diagnosis as JSON (stable: fields are only added)")
-	c.Flags().BoolVar(&noDisk, "no-disk", false, "do not list log dirs over SSH")
-	c.Flags().StringVar(&output, "output", "text", "text, json (as --json) or jsonl (one JSON object per line: each finding, type finding, then the diagnosis, type diagnosis; for automation)")
-	c.Flags().BoolVar(&migration, "migration", false, "also check ZooKeeper → KRaft migration readiness (Kafka 3.9, KIP-866): every condition that stalls or corrupts it, and a verdict; exit 0 ready, 1 not ready")
-	c.Flags().StringVar(&accept, "accept-unavailable", "", "with --migration: topics (comma-separated, or *) whose partitions no restart can keep available that the migration's rolls are to accept (zk-to-kraft's accept_unavailable): advice instead of a blocker")
-	c.Flags().BoolVar(&details, "details", false, "print every evidence line and every finding a cause explains (the text output is bounded otherwise)")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print the diagnosis as JSON (stable: fields are only added)")
+	c.Flags().BoolVar(&f.noDisk, "no-disk", false, "do not list log dirs over SSH")
+	c.Flags().StringVar(&f.output, "output", "text", "text, json (as --json) or jsonl (one JSON object per line: each finding, type finding, then the diagnosis, type diagnosis; for automation)")
+	c.Flags().BoolVar(&f.migration, "migration", false, "also check ZooKeeper → KRaft migration readiness (Kafka 3.9, KIP-866): every condition that stalls or corrupts it, and a verdict; exit 0 ready, 1 not ready")
+	c.Flags().StringVar(&f.accept, "accept-unavailable", "", "with --migration: topics (comma-separated, or *) whose partitions no restart can keep available that the migration's rolls are to accept (zk-to-kraft's accept_unavailable): advice instead of a blocker")
+	c.Flags().BoolVar(&f.details, "details", false, "print every evidence line and every finding a cause explains (the text output is bounded otherwise)")
 	_ = c.MarkFlagRequired("inventory")
 	return c
+}
+
+// runDiagnose diagnoses the cluster of --inventory and prints the
+// diagnosis as --output says; exit 1 for findings (or, with --migration,
+// for a cluster not ready).
+func runDiagnose(cmd *cobra.Command, f *diagnoseFlags) error {
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	cl, err := openCluster(cmd.Context(), f.inv)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	d, err := diagnose.Run(cmd.Context(), cl.Ports, o)
+	if err != nil {
+		return usageErr(fmt.Errorf("diagnosis failed: %w; nothing was changed", err))
+	}
+	pasteInventory(d, cl.Inv.Path)
+	if err := writeDiagnosis(cmd.OutOrStdout(), d, f); err != nil {
+		return err
+	}
+	return diagnosisErr(d)
+}
+
+// options checks the flags against each other and makes them the
+// diagnosis's options (--output json sets --json).
+func (f *diagnoseFlags) options() (diagnose.Options, error) {
+	switch f.output {
+	case "text", "jsonl":
+	case "json":
+		f.asJSON = true
+	default:
+		return diagnose.Options{}, usageErr(fmt.Errorf("--output %q: use text, json or jsonl", f.output))
+	}
+	if f.topic != "" {
+		if err := kafkazk.ValidateTopic(f.topic); err != nil {
+			return diagnose.Options{}, usageErr(err)
+		}
+	}
+	accepted, err := kafkazk.ParseTopics(f.accept)
+	if err != nil {
+		return diagnose.Options{}, usageErr(fmt.Errorf("--accept-unavailable: %w", err))
+	}
+	if f.accept != "" && !f.migration {
+		return diagnose.Options{}, usageErr(errors.New("--accept-unavailable weighs the migration's rolls: it goes with --migration"))
+	}
+	if f.migration && (f.topic != "" || f.noDisk) {
+		return diagnose.Options{}, usageErr(errors.New("--migration reads the whole cluster and every disk: it takes neither --topic nor --no-disk"))
+	}
+	return diagnose.Options{Topic: f.topic, Disk: !f.noDisk, Migration: f.migration, Accept: accepted, Lease: true}, nil
+}
+
+// pasteInventory makes the fixes' commands name the inventory at path,
+// ready to paste.
+func pasteInventory(d *diagnose.Diagnosis, path string) {
+	withInv := func(fix string) string {
+		for _, end := range []string{" ", "`"} {
+			fix = strings.ReplaceAll(fix, "--inventory "+diagnose.InventoryMark+end, "--inventory "+shell.Quote(path)+end)
+		}
+		return fix
+	}
+	for i := range d.Findings {
+		d.Findings[i].Fix = withInv(d.Findings[i].Fix)
+	}
+	for i := range d.Shared {
+		d.Shared[i].Fix = withInv(d.Shared[i].Fix)
+	}
+}
+
+// writeDiagnosis prints d as --output (or --json) says: text, indented
+// JSON, or JSON lines (each finding, then the diagnosis without them).
+func writeDiagnosis(w io.Writer, d *diagnose.Diagnosis, f *diagnoseFlags) error {
+	switch {
+	case f.output == "jsonl":
+		enc := json.NewEncoder(w)
+		for _, f := range d.Findings {
+			if err := enc.Encode(struct {
+				Type string `json:"type"`
+				diagnose.Finding
+			}{"finding", f}); err != nil {
+				return err
+			}
+		}
+		head := *d
+		head.Findings = nil
+		return enc.Encode(struct {
+			Type string `json:"type"`
+			*diagnose.Diagnosis
+		}{"diagnosis", &head})
+	case f.asJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}
+	printDiagnosis(w, d, f.details)
+	if d.Migration != nil {
+		printReadiness(w, d)
+	}
+	return nil
+}
+
+// diagnosisErr is diagnose's exit: 1 for a cluster not ready for the
+// migration (with --migration) or with findings, else 0.
+func diagnosisErr(d *diagnose.Diagnosis) error {
+	if m := d.Migration; m != nil {
+		if !m.Ready {
+			return &exitError{exitFailed, fmt.Errorf("not ready for the ZooKeeper → KRaft migration: %d blockers", len(m.Blockers))}
+		}
+		return nil
+	}
+	if !d.Healthy {
+		return &exitError{exitFailed, fmt.Errorf("%d findings", len(d.Findings))}
+	}
+	return nil
 }
 
 // maxCauses and maxEvidence bound the text output (--details lifts them):

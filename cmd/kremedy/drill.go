@@ -31,14 +31,14 @@ func newDrillCmd() *cobra.Command {
 }
 
 // drillSession is the drill in dir, saying what it does on cmd's output;
-// its victory check diagnoses through connect.
+// its victory check diagnoses through openCluster (inventory/connect).
 func drillSession(cmd *cobra.Command, dir string) *drill.Session {
 	return &drill.Session{Dir: dir, Out: cmd.OutOrStdout(), Connect: func(ctx context.Context, path string) (ports.Cluster, func(), error) {
-		cl, err := connect(ctx, path)
+		cl, err := openCluster(ctx, path)
 		if err != nil {
 			return ports.Cluster{}, nil, err
 		}
-		return cl.ports, cl.Close, nil
+		return cl.Ports, func() { _ = cl.Close() }, nil
 	}}
 }
 

@@ -14,15 +14,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/steps"
 )
 
 // headless walks a run without a terminal: every event printed, the
 // confirmations answered by --yes and --confirm, and how it ended said.
-func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags, tc *teamConfig) error {
+func headless(cmd *cobra.Command, s *steps.Session, cl *connect.Clients, f runFlags, tc *teamConfig) error {
 	ctx, w := cmd.Context(), cmd.OutOrStdout()
 	meta, rb := s.Meta(), s.Runbook()
-	s.Redact(cl.secrets...)
+	s.Redact(cl.Secrets...)
 	p := &printer{w: w, infos: map[string]steps.Info{}}
 	for _, info := range rb.Infos() {
 		p.infos[info.ID] = info
@@ -51,7 +52,7 @@ func headless(cmd *cobra.Command, s *steps.Session, cl *cluster, f runFlags, tc 
 	}
 	tm := tc.attach(s, true, w)
 	out := tm.run(ctx, headlessApprover{w: w, yes: f.yes, confirm: f.confirm, stopBefore: f.stopBefore}, rep, func(a steps.Approver, rep steps.Reporter) steps.Outcome {
-		return s.Run(ctx, cl.ports, a, rep)
+		return s.Run(ctx, cl.Ports, a, rep)
 	})
 	fmt.Fprintf(w, "\ndone: %v; nothing to do: %v; skipped: %v", out.Done, out.NoOp, out.Skipped)
 	if len(out.NotNeeded) > 0 {
@@ -89,13 +90,13 @@ func (j *jsonLines) line(v any) {
 // journalSession journals the run's ZooKeeper session and, as they happen,
 // what befalls it (lost, re-established, expired, replaced): a step that ran
 // across an expiry must say so. It returns the function that stops it.
-func journalSession(cl *cluster, s *steps.Session) func() {
-	if cl.zk == nil {
+func journalSession(cl *connect.Clients, s *steps.Session) func() {
+	if cl.ZK == nil {
 		return func() {}
 	}
-	s.Notef("zookeeper", "ZooKeeper: session %s", cl.zk.Session())
-	cl.zk.OnSession(func(msg string) { s.Notef("zookeeper", "%s", msg) })
-	return func() { cl.zk.OnSession(nil) }
+	s.Notef("zookeeper", "ZooKeeper: session %s", cl.ZK.Session())
+	cl.ZK.OnSession(func(msg string) { s.Notef("zookeeper", "%s", msg) })
+	return func() { cl.ZK.OnSession(nil) }
 }
 
 // printer is the headless Reporter: one line per event.

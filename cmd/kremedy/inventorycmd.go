@@ -13,11 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/inventory/live"
-	"github.com/kremedy/kremedy/steps"
-	"github.com/kremedy/kremedy/steps/kafka"
-	"github.com/kremedy/kremedy/steps/remote"
-	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
 func newInventoryCmd() *cobra.Command {
@@ -70,47 +67,53 @@ func newInventoryCheckCmd() *cobra.Command {
 		Short: "Validate an inventory offline, then reach every part it names (ZooKeeper with its auth, every broker with its security, every SSH host with sudo); exit 0 when all work",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			defer w.Flush()
-			inv, err := inventory.Load(path)
-			if err != nil {
-				return usageErr(err)
-			}
-			fmt.Fprintf(w, "ok\tinventory\t%s: valid, %s mode, %d brokers, %d controllers, %d clients\n", path, cmp.Or(inv.Mode, inventory.ModeZooKeeper), len(inv.Brokers), len(inv.KRaftControllers), len(inv.Clients))
-			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
-			defer cancel()
-			cl, err := connect(ctx, path)
-			if err != nil {
-				fmt.Fprintf(w, "FAIL\tconnect\t%v\n", err)
-				return failedErr(errors.New("the inventory does not reach its cluster (see above)"))
-			}
-			defer cl.Close()
-			if !inv.KRaft() {
-				fmt.Fprintf(w, "ok\tzookeeper session\t%s%s\n", inv.ZooKeeper.Connect, authNote(inv))
-			}
-			fmt.Fprintf(w, "ok\tkafka security\t%s\n", orPlain(inv.Kafka.ClientProperties))
-			become := map[int32]bool{}
-			for _, b := range inv.Brokers {
-				become[b.ID] = inv.SSHFor(b).Become == inventory.BecomeSudo
-			}
-			failed := 0
-			for _, r := range live.Check(ctx, cl.ports, become) {
-				mark := "ok"
-				if !r.OK {
-					mark, failed = "FAIL", failed+1
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\n", mark, r.Part, r.Detail)
-			}
-			if failed > 0 {
-				w.Flush()
-				return failedErr(fmt.Errorf("%d part(s) of the cluster not reached as the inventory says (FAIL above)", failed))
-			}
-			return nil
+			return inventoryCheck(cmd, path)
 		},
 	}
 	c.Flags().StringVar(&path, "inventory", "", "inventory file")
 	_ = c.MarkFlagRequired("inventory")
 	return c
+}
+
+// inventoryCheck validates the inventory at path offline, then reaches
+// every part it names (live.Check) and prints one line per part.
+func inventoryCheck(cmd *cobra.Command, path string) error {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	defer w.Flush()
+	inv, err := inventory.Load(path)
+	if err != nil {
+		return usageErr(err)
+	}
+	fmt.Fprintf(w, "ok\tinventory\t%s: valid, %s mode, %d brokers, %d controllers, %d clients\n", path, cmp.Or(inv.Mode, inventory.ModeZooKeeper), len(inv.Brokers), len(inv.KRaftControllers), len(inv.Clients))
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+	defer cancel()
+	cl, err := openCluster(ctx, path)
+	if err != nil {
+		fmt.Fprintf(w, "FAIL\tconnect\t%v\n", err)
+		return failedErr(errors.New("the inventory does not reach its cluster (see above)"))
+	}
+	defer cl.Close()
+	if !inv.KRaft() {
+		fmt.Fprintf(w, "ok\tzookeeper session\t%s%s\n", inv.ZooKeeper.Connect, authNote(inv))
+	}
+	fmt.Fprintf(w, "ok\tkafka security\t%s\n", orPlain(inv.Kafka.ClientProperties))
+	become := map[int32]bool{}
+	for _, b := range inv.Brokers {
+		become[b.ID] = inv.SSHFor(b).Become == inventory.BecomeSudo
+	}
+	failed := 0
+	for _, r := range live.Check(ctx, cl.Ports, become) {
+		mark := "ok"
+		if !r.OK {
+			mark, failed = "FAIL", failed+1
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", mark, r.Part, r.Detail)
+	}
+	if failed > 0 {
+		w.Flush()
+		return failedErr(fmt.Errorf("%d part(s) of the cluster not reached as the inventory says (FAIL above)", failed))
+	}
+	return nil
 }
 
 func authNote(inv *inventory.Inventory) string {
@@ -144,116 +147,41 @@ func inventoryInit(cmd *cobra.Command, o live.Options, fl initFlags) error {
 		if fl.zkUser != "" {
 			return usageErr(errors.New("--zookeeper-user without --zookeeper: a KRaft cluster has no ZooKeeper; nothing was written"))
 		}
-		return inventoryInitKRaft(ctx, cmd, o, fl)
+		if err := refuseOverwrite(fl); err != nil {
+			return err
+		}
+		inv, err := connect.InitKRaft(ctx, o)
+		if err != nil {
+			return connectErr(err)
+		}
+		return writeInit(cmd, inv, fl)
 	}
 	o.ZooKeeper.Connect = fl.zkConnect
-	zopts, err := initZKAuth(&o, fl)
-	if err != nil {
+	if err := initZKAuth(&o, fl); err != nil {
 		return err
 	}
-	out := fl.out
-	if out != "" && !fl.force {
-		if _, err := os.Stat(out); err == nil {
-			return usageErr(fmt.Errorf("%s exists; nothing was written (--force replaces it)", out))
-		}
-	}
-	zc, err := zookeeper.Dial(ctx, fl.zkConnect, zopts)
+	zopts, _, err := connect.ZooKeeperOptions(o.ZooKeeper, nil)
 	if err != nil {
-		return usageErr(fmt.Errorf("%w; %w", err, steps.ErrNothingDone))
+		return connectErr(err)
 	}
-	defer zc.Close()
-	regs, err := live.Registrations(ctx, zc)
-	if err != nil {
-		return failedErr(err)
-	}
-	kopts, protocol, _, err := clientPropertiesAt(o.ClientProperties, "--client-properties", o.Krb5Conf)
-	if err != nil {
+	if err := refuseOverwrite(fl); err != nil {
 		return err
 	}
-	if len(o.Bootstrap) == 0 {
-		if o.Bootstrap, err = live.Bootstrap(regs, protocol); err != nil {
-			return usageErr(err)
-		}
-	}
-	kc, err := kafka.New(o.Bootstrap, kopts...)
+	inv, err := connect.Init(ctx, o, zopts)
 	if err != nil {
-		return failedErr(err)
-	}
-	defer kc.Close()
-	if err := kc.CheckSecurity(ctx); err != nil {
-		return usageErr(err)
-	}
-	targets := map[int32]remote.Target{}
-	for _, r := range regs {
-		if targets[r.ID], err = sshTarget(o.SSH, r.Host); err != nil {
-			return usageErr(fmt.Errorf("broker %d (%s): %w", r.ID, r.Host, err))
-		}
-	}
-	fleet := remote.NewFleet(targets, nil)
-	defer fleet.Close()
-	inv, err := live.Init(ctx, regs, kc, fleet, o)
-	if err != nil {
-		return failedErr(err)
+		return connectErr(err)
 	}
 	return writeInit(cmd, inv, fl)
 }
 
-// inventoryInitKRaft reads a KRaft cluster through its brokers and writes
-// its inventory: brokers from DescribeCluster, controllers from the
-// brokers' controller.quorum.voters.
-func inventoryInitKRaft(ctx context.Context, cmd *cobra.Command, o live.Options, fl initFlags) error {
+// refuseOverwrite refuses an --output that exists, without --force.
+func refuseOverwrite(fl initFlags) error {
 	if fl.out != "" && !fl.force {
 		if _, err := os.Stat(fl.out); err == nil {
 			return usageErr(fmt.Errorf("%s exists; nothing was written (--force replaces it)", fl.out))
 		}
 	}
-	kopts, _, _, err := clientPropertiesAt(o.ClientProperties, "--client-properties", o.Krb5Conf)
-	if err != nil {
-		return err
-	}
-	kc, err := kafka.New(o.Bootstrap, kopts...)
-	if err != nil {
-		return failedErr(err)
-	}
-	defer kc.Close()
-	if err := kc.CheckSecurity(ctx); err != nil {
-		return usageErr(err)
-	}
-	cv, err := kc.DescribeCluster(ctx)
-	if err != nil {
-		return failedErr(fmt.Errorf("%w; nothing was written", err))
-	}
-	var voters []live.Voter
-	for _, b := range cv.Brokers {
-		v, err := kc.BrokerConfig(ctx, b.ID, "controller.quorum.voters")
-		if err != nil {
-			continue
-		}
-		if strings.TrimSpace(v) != "" {
-			if voters, err = live.ParseVoters(v); err != nil {
-				return failedErr(fmt.Errorf("broker %d: %w; nothing was written", b.ID, err))
-			}
-		}
-		break
-	}
-	targets := map[int32]remote.Target{}
-	for _, b := range cv.Brokers {
-		if targets[b.ID], err = sshTarget(o.SSH, b.Host); err != nil {
-			return usageErr(fmt.Errorf("broker %d (%s): %w", b.ID, b.Host, err))
-		}
-	}
-	for _, v := range voters {
-		if targets[v.ID], err = sshTarget(o.SSH, v.Host); err != nil {
-			return usageErr(fmt.Errorf("controller %d (%s): %w", v.ID, v.Host, err))
-		}
-	}
-	fleet := remote.NewFleet(targets, nil)
-	defer fleet.Close()
-	inv, err := live.InitKRaft(ctx, cv, voters, kc, fleet, o)
-	if err != nil {
-		return failedErr(err)
-	}
-	return writeInit(cmd, inv, fl)
+	return nil
 }
 
 // writeInit checks an inventory init wrote and puts it out.
@@ -281,20 +209,14 @@ func writeInit(cmd *cobra.Command, inv *inventory.Inventory, fl initFlags) error
 	return nil
 }
 
-// initZKAuth sets the inventory's ZooKeeper auth from the flags and returns
-// the session options that use it.
-func initZKAuth(o *live.Options, fl initFlags) (zookeeper.Options, error) {
+// initZKAuth sets the inventory's ZooKeeper auth from the flags.
+func initZKAuth(o *live.Options, fl initFlags) error {
 	if fl.zkUser == "" {
-		return zookeeper.Options{}, nil
+		return nil
 	}
 	if fl.zkPasswordFile == "" {
-		return zookeeper.Options{}, usageErr(errors.New("--zookeeper-user needs --zookeeper-password-file (passwords never go on the command line)"))
+		return usageErr(errors.New("--zookeeper-user needs --zookeeper-password-file (passwords never go on the command line)"))
 	}
 	o.ZooKeeper.Auth = &inventory.ZKAuth{User: fl.zkUser, PasswordFile: fl.zkPasswordFile}
-	tmp := inventory.Inventory{ZooKeeper: o.ZooKeeper}
-	pw, err := tmp.ZKPassword()
-	if err != nil {
-		return zookeeper.Options{}, usageErr(err)
-	}
-	return zookeeper.Options{DigestAuth: fl.zkUser + ":" + pw}, nil
+	return nil
 }

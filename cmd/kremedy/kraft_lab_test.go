@@ -116,11 +116,7 @@ func kraftLabOf(t *testing.T, v string, net int) {
 	if !l.State.KRaft() || l.State.Kafka != v || l.State.ClusterID == "" {
 		t.Fatalf("lab.json: kraft %v, Kafka %s, cluster id %q", l.State.KRaft(), l.State.Kafka, l.State.ClusterID)
 	}
-	kc, err := kafka.New(l.State.Config.Bootstrap())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
+	kc := connectLab(t, l).kc
 
 	kraftIsKRaft(t, l, dir, kc)
 	kraftRoundTrip(t, l, kc)

@@ -147,7 +147,7 @@ func kraftRollingRestart(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string)
 // exactly once in the run's journal.
 func kraftRollKilled(t *testing.T, l *lab.Lab) {
 	t.Helper()
-	kraftWaitServed(t, mustKafka(t, l), "kledger", 3)
+	kraftWaitServed(t, connectLab(t, l).kc, "kledger", 3)
 	before := kraftNodePIDs(l)
 	run := filepath.Join(t.TempDir(), "killed")
 	killed := runWithFault(t, "sigkill@action-end:roll-controllers:8", "run", "kraft-rolling-restart", "--inventory", l.InventoryPath(), "--run-dir", run,
@@ -187,17 +187,6 @@ func kraftRollKilled(t *testing.T, l *lab.Lab) {
 		}
 	}
 	t.Logf("FIGURE kraft-rolling-restart killed with SIGKILL after the second controller's stop, resumed (Kafka %s): resume took %s, 6 nodes each stopped once", l.State.Kafka, r.took.Round(time.Second))
-}
-
-// mustKafka is a Kafka client of the lab, closed with the test.
-func mustKafka(t *testing.T, l *lab.Lab) *kafka.Client {
-	t.Helper()
-	kc, err := kafka.New(l.State.Config.Bootstrap())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	return kc
 }
 
 // kraftWaitServed waits until every broker of the lab serves topic's parts

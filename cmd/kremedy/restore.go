@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/cleanup"
 )
@@ -28,14 +29,14 @@ func inventoryOf(path string) (string, error) {
 
 // connectFor connects to the cluster of --inventory, or of the run that
 // wrote path when none is given.
-func connectFor(ctx context.Context, path, inv string) (*cluster, error) {
+func connectFor(ctx context.Context, path, inv string) (*connect.Clients, error) {
 	if inv == "" {
 		var err error
 		if inv, err = inventoryOf(path); err != nil {
 			return nil, usageErr(err)
 		}
 	}
-	return connect(ctx, inv)
+	return openCluster(ctx, inv)
 }
 
 func restoreErr(err error) error {
@@ -64,12 +65,12 @@ func newZnodesCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			if cl.zk == nil {
-				return usageErr(fmt.Errorf("znodes restore writes the run's backup into ZooKeeper, and %s describes a KRaft cluster (mode: kraft), which has none; nothing was done", cl.inv.Path))
+			if cl.ZK == nil {
+				return usageErr(fmt.Errorf("znodes restore writes the run's backup into ZooKeeper, and %s describes a KRaft cluster (mode: kraft), which has none; nothing was done", cl.Inv.Path))
 			}
 			out := cmd.OutOrStdout()
-			return restoreErr(steps.HoldLease(cmd.Context(), cl.ports.Lease, "znodes restore", brk, out, func() error {
-				return cleanup.RestoreZnodes(cmd.Context(), cl.zk, args[0], force, out)
+			return restoreErr(steps.HoldLease(cmd.Context(), cl.Ports.Lease, "znodes restore", brk, out, func() error {
+				return cleanup.RestoreZnodes(cmd.Context(), cl.ZK, args[0], force, out)
 			}))
 		},
 	}
@@ -95,8 +96,8 @@ func newSegmentsCmd() *cobra.Command {
 			}
 			defer cl.Close()
 			out := cmd.OutOrStdout()
-			if err := steps.HoldLease(cmd.Context(), cl.ports.Lease, "segments restore", brk, out, func() error {
-				return cleanup.RestoreSegments(cmd.Context(), cl.ports, args[0], out)
+			if err := steps.HoldLease(cmd.Context(), cl.Ports.Lease, "segments restore", brk, out, func() error {
+				return cleanup.RestoreSegments(cmd.Context(), cl.Ports, args[0], out)
 			}); err != nil {
 				return restoreErr(err)
 			}

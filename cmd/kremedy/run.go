@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kremedy/kremedy/inventory"
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 )
@@ -118,16 +119,16 @@ func modeErr(rb *runbooks.Runbook, inv *inventory.Inventory) error {
 
 // connectRun connects to an inventory's cluster for a run of runbook,
 // refusing one of another mode.
-func connectRun(ctx context.Context, runbook, path string) (*cluster, error) {
+func connectRun(ctx context.Context, runbook, path string) (*connect.Clients, error) {
 	rb, err := runbooks.Get(runbook)
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	cl, err := connect(ctx, path)
+	cl, err := openCluster(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	if err := modeErr(rb, cl.inv); err != nil {
+	if err := modeErr(rb, cl.Inv); err != nil {
 		cl.Close()
 		return nil, err
 	}
@@ -156,32 +157,7 @@ func newPlanCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: runbookNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rb, inv, err := bindRunbook(args[0], f.set, f.inventory, "")
-			if err != nil {
-				return err
-			}
-			cl, err := connect(cmd.Context(), f.inventory)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			w := cmd.OutOrStdout()
-			meta := steps.NewMeta(rb, inv.Path, inv.Name, inv.Lab, version, time.Now())
-			previews := steps.Preview(cmd.Context(), rb, meta, cl.ports)
-			if asJSON {
-				return printPlanJSON(w, rb, inv.Name, inv.Lab, previews)
-			}
-			fmt.Fprintf(w, "plan of %s on %s (%s) — nothing is changed\n", rb.Name, rb.Confirm.Subject(inv.Name), modeName(inv.Lab))
-			var cannot []string
-			for i, p := range previews {
-				if p.Err != nil {
-					fmt.Fprintf(w, "\n%d. %s [%s]\n   cannot plan now: %v\n", i, p.Info.Title, p.Info.ID, p.Err)
-					cannot = append(cannot, p.Info.ID)
-					continue
-				}
-				printPlan(w, i, p.Info, p.Plan)
-			}
-			return cannotPlan(w, cannot, previews)
+			return runPlan(cmd, args[0], f, asJSON)
 		},
 	}
 	addRunFlags(c, &f, true)
@@ -190,6 +166,37 @@ func newPlanCmd() *cobra.Command {
 	c.Flags().Lookup("break-lease").Hidden = true // a plan takes no lease
 	c.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON: every step's info and plan (its actions with their typed arguments and digest), or why it cannot be planned now")
 	return c
+}
+
+// runPlan prints the plan of runbook name on the cluster of --inventory
+// (as JSON with --json); exit 1 when a step cannot be planned now.
+func runPlan(cmd *cobra.Command, name string, f runFlags, asJSON bool) error {
+	rb, inv, err := bindRunbook(name, f.set, f.inventory, "")
+	if err != nil {
+		return err
+	}
+	cl, err := openCluster(cmd.Context(), f.inventory)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	w := cmd.OutOrStdout()
+	meta := steps.NewMeta(rb, inv.Path, inv.Name, inv.Lab, version, time.Now())
+	previews := steps.Preview(cmd.Context(), rb, meta, cl.Ports)
+	if asJSON {
+		return printPlanJSON(w, rb, inv.Name, inv.Lab, previews)
+	}
+	fmt.Fprintf(w, "plan of %s on %s (%s) — nothing is changed\n", rb.Name, rb.Confirm.Subject(inv.Name), modeName(inv.Lab))
+	var cannot []string
+	for i, p := range previews {
+		if p.Err != nil {
+			fmt.Fprintf(w, "\n%d. %s [%s]\n   cannot plan now: %v\n", i, p.Info.Title, p.Info.ID, p.Err)
+			cannot = append(cannot, p.Info.ID)
+			continue
+		}
+		printPlan(w, i, p.Info, p.Plan)
+	}
+	return cannotPlan(w, cannot, previews)
 }
 
 // printPlanJSON prints what `plan` shows, for automation; a refused
@@ -277,57 +284,63 @@ func newRunCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: runbookNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkHeadless(f); err != nil {
-				return err
-			}
-			rb, inv, err := bindRunbook(args[0], f.set, f.inventory, f.confirm)
-			if err != nil {
-				return err
-			}
-			if f.confirm != "" && f.confirm != rb.Confirm.Word {
-				return usageErr(fmt.Errorf("--confirm %q does not match the %s name %q; nothing was done", f.confirm, rb.Confirm.Noun, rb.Confirm.Word))
-			}
-			if _, err := faultsFor(inv.Lab); err != nil {
-				return err
-			}
-			meta := steps.NewMeta(rb, inv.Path, inv.Name, inv.Lab, version, time.Now())
-			dir := f.runDir
-			if dir == "" {
-				sd := stateDir()
-				if sd == "" {
-					return usageErr(errors.New("neither HOME nor XDG_STATE_HOME is set, so kremedy has no private place for the run directory: pass --run-dir DIR (a directory of your own); nothing was done"))
-				}
-				dir = filepath.Join(sd, "runs", meta.ID)
-			}
-			tc, err := resolveTeam(cmd.Context(), inv, f, meta.DryRun)
-			if err != nil {
-				return err
-			}
-			meta.Policy = tc.record // journaled: a resume under a weaker one is refused
-			if err := tc.checkShare(dir); err != nil {
-				return err
-			}
-			if !f.headless {
-				return runTUINew(cmd, rb, meta, dir, f.inventory, tc, f.breakLease)
-			}
-			cl, err := connect(cmd.Context(), f.inventory)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			s, err := steps.Create(dir, rb, meta)
-			if err != nil {
-				return sessionErr(err)
-			}
-			defer s.Close()
-			if f.breakLease {
-				s.BreakLease()
-			}
-			return headless(cmd, s, cl, f, tc)
+			return beginRun(cmd, args[0], f)
 		},
 	}
 	addRunFlags(c, &f, true)
 	return c
+}
+
+// beginRun starts a run of runbook name on the cluster of --inventory in
+// a new run directory: in the terminal UI, or headless.
+func beginRun(cmd *cobra.Command, name string, f runFlags) error {
+	if err := checkHeadless(f); err != nil {
+		return err
+	}
+	rb, inv, err := bindRunbook(name, f.set, f.inventory, f.confirm)
+	if err != nil {
+		return err
+	}
+	if f.confirm != "" && f.confirm != rb.Confirm.Word {
+		return usageErr(fmt.Errorf("--confirm %q does not match the %s name %q; nothing was done", f.confirm, rb.Confirm.Noun, rb.Confirm.Word))
+	}
+	if _, err := faultsFor(inv.Lab); err != nil {
+		return err
+	}
+	meta := steps.NewMeta(rb, inv.Path, inv.Name, inv.Lab, version, time.Now())
+	dir := f.runDir
+	if dir == "" {
+		sd := stateDir()
+		if sd == "" {
+			return usageErr(errors.New("neither HOME nor XDG_STATE_HOME is set, so kremedy has no private place for the run directory: pass --run-dir DIR (a directory of your own); nothing was done"))
+		}
+		dir = filepath.Join(sd, "runs", meta.ID)
+	}
+	tc, err := resolveTeam(cmd.Context(), inv, f, meta.DryRun)
+	if err != nil {
+		return err
+	}
+	meta.Policy = tc.record // journaled: a resume under a weaker one is refused
+	if err := tc.checkShare(dir); err != nil {
+		return err
+	}
+	if !f.headless {
+		return runTUINew(cmd, rb, meta, dir, f.inventory, tc, f.breakLease)
+	}
+	cl, err := openCluster(cmd.Context(), f.inventory)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	s, err := steps.Create(dir, rb, meta)
+	if err != nil {
+		return sessionErr(err)
+	}
+	defer s.Close()
+	if f.breakLease {
+		s.BreakLease()
+	}
+	return headless(cmd, s, cl, f, tc)
 }
 
 func newResumeCmd() *cobra.Command {
@@ -337,54 +350,60 @@ func newResumeCmd() *cobra.Command {
 		Short: "Continue an interrupted run from its journal (completed steps are re-checked, not re-done)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkHeadless(f); err != nil {
-				return err
-			}
-			s, err := steps.Open(args[0], rebind)
-			if err != nil {
-				return sessionErr(err)
-			}
-			defer s.Close()
-			meta := s.Meta()
-			if f.breakLease {
-				s.BreakLease()
-			}
-			if s.Finished() {
-				fmt.Fprintf(cmd.OutOrStdout(), "run %s already finished; see %s\n", meta.ID, s.ReportPath())
-				return nil
-			}
-			if word := s.Runbook().Confirm; f.confirm != "" && f.confirm != word.Word {
-				return usageErr(fmt.Errorf("--confirm %q does not match the run's %s name %q; nothing was done", f.confirm, word.Noun, word.Word))
-			}
-			inv, err := inventory.Load(meta.Inventory)
-			if err != nil {
-				return usageErr(fmt.Errorf("run %s: %w", meta.ID, err))
-			}
-			tc, err := resolveTeam(cmd.Context(), inv, f, meta.DryRun)
-			if err != nil {
-				return err
-			}
-			if err := resumePolicy(meta, tc); err != nil {
-				return err
-			}
-			if !f.headless {
-				return runTUI(cmd.Context(), cmd.OutOrStdout(), s, dialer(meta.Runbook, meta.Inventory), false, tc)
-			}
-			if _, err := faultsFor(meta.Lab); err != nil {
-				return err
-			}
-			cl, err := connectRun(cmd.Context(), meta.Runbook, meta.Inventory)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			fmt.Fprintf(cmd.ErrOrStderr(), "resuming run %s from %s (%d journal records)\n", meta.ID, s.Dir(), s.Progress().Records)
-			return headless(cmd, s, cl, f, tc)
+			return resumeRun(cmd, args[0], f)
 		},
 	}
 	addRunFlags(c, &f, false)
 	c.Flags().Lookup("run-dir").Hidden = true
 	return c
+}
+
+// resumeRun continues the run in dir from its journal, under the policy
+// it started with (or a stronger one).
+func resumeRun(cmd *cobra.Command, dir string, f runFlags) error {
+	if err := checkHeadless(f); err != nil {
+		return err
+	}
+	s, err := steps.Open(dir, rebind)
+	if err != nil {
+		return sessionErr(err)
+	}
+	defer s.Close()
+	meta := s.Meta()
+	if f.breakLease {
+		s.BreakLease()
+	}
+	if s.Finished() {
+		fmt.Fprintf(cmd.OutOrStdout(), "run %s already finished; see %s\n", meta.ID, s.ReportPath())
+		return nil
+	}
+	if word := s.Runbook().Confirm; f.confirm != "" && f.confirm != word.Word {
+		return usageErr(fmt.Errorf("--confirm %q does not match the run's %s name %q; nothing was done", f.confirm, word.Noun, word.Word))
+	}
+	inv, err := inventory.Load(meta.Inventory)
+	if err != nil {
+		return usageErr(fmt.Errorf("run %s: %w", meta.ID, err))
+	}
+	tc, err := resolveTeam(cmd.Context(), inv, f, meta.DryRun)
+	if err != nil {
+		return err
+	}
+	if err := resumePolicy(meta, tc); err != nil {
+		return err
+	}
+	if !f.headless {
+		return runTUI(cmd.Context(), cmd.OutOrStdout(), s, dialer(meta.Runbook, meta.Inventory), false, tc)
+	}
+	if _, err := faultsFor(meta.Lab); err != nil {
+		return err
+	}
+	cl, err := connectRun(cmd.Context(), meta.Runbook, meta.Inventory)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	fmt.Fprintf(cmd.ErrOrStderr(), "resuming run %s from %s (%d journal records)\n", meta.ID, s.Dir(), s.Progress().Records)
+	return headless(cmd, s, cl, f, tc)
 }
 
 // sessionErr maps a run directory that cannot be created or opened to an

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kremedy/kremedy/internal/javaprops"
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -433,7 +434,7 @@ func controllerListenerSecured(ctx context.Context, t *testing.T, l *lab.Lab) {
 	if err := ask(); err == nil {
 		t.Fatalf("a PLAINTEXT client got an answer from the controllers' SASL_SSL listener %s", addr)
 	}
-	props, err := readProperties(l.ControllerClientProperties(), "kafka.controller_client_properties")
+	props, err := connect.ReadProperties(l.ControllerClientProperties(), "kafka.controller_client_properties")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,11 +48,25 @@ type teamConfig struct {
 // stops it before anything is done.
 func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryRun bool) (*teamConfig, error) {
 	tc := &teamConfig{}
+	if err := tc.notifyFlags(f); err != nil {
+		return nil, err
+	}
+	tc.inventoryNotify(inv)
+	if err := tc.resolvePolicy(ctx, inv, f.key, dryRun); err != nil {
+		return nil, err
+	}
+	return tc, nil
+}
+
+// notifyFlags adds the --notify webhooks, with the --notify-token bearer
+// token, to the targets; the token and the URLs read from the environment
+// or files (and Slack's, which carry their secret) are secrets.
+func (tc *teamConfig) notifyFlags(f runFlags) error {
 	token := ""
 	if f.notifyToken != "" {
 		t, err := secretArg("--notify-token", f.notifyToken)
 		if err != nil {
-			return nil, usageErr(err)
+			return usageErr(err)
 		}
 		token = t
 		tc.secrets = append(tc.secrets, t)
@@ -60,11 +74,11 @@ func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryR
 	for _, arg := range f.notify {
 		u, err := secretArg("--notify", arg)
 		if err != nil {
-			return nil, usageErr(err)
+			return usageErr(err)
 		}
 		t := notify.Target{URL: u, Token: token}
 		if err := t.Check(); err != nil {
-			return nil, usageErr(fmt.Errorf("--notify: %w", err))
+			return usageErr(fmt.Errorf("--notify: %w", err))
 		}
 		if u != arg || notify.IsSlack(u) {
 			tc.secrets = append(tc.secrets, u)
@@ -72,8 +86,14 @@ func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryR
 		tc.targets = append(tc.targets, t)
 	}
 	if f.notifyToken != "" && len(f.notify) == 0 {
-		return nil, usageErr(errors.New("--notify-token is the bearer token of the --notify webhooks; there are none"))
+		return usageErr(errors.New("--notify-token is the bearer token of the --notify webhooks; there are none"))
 	}
+	return nil
+}
+
+// inventoryNotify adds the inventory's notify webhooks to the targets; one
+// that cannot be used is a warning, and the run goes on without it.
+func (tc *teamConfig) inventoryNotify(inv *inventory.Inventory) {
 	for i, n := range inv.Notify {
 		name := fmt.Sprintf("%s: notify[%d]", inv.Path, i)
 		u, err := n.ResolveURL()
@@ -100,7 +120,12 @@ func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryR
 		}
 		tc.targets = append(tc.targets, t)
 	}
+}
 
+// resolvePolicy records the inventory's approval policy as the run keeps
+// it and says why it is waived (none, a dry run, a lab) or enforces it
+// (enforce) with the operator's --key.
+func (tc *teamConfig) resolvePolicy(ctx context.Context, inv *inventory.Inventory, keyFlag string, dryRun bool) error {
 	p := inv.Policy
 	enforced, why := inv.Enforced()
 	tc.record = &steps.PolicyRecord{Approvals: 1}
@@ -110,42 +135,41 @@ func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryR
 	}
 	switch {
 	case p == nil || p.Approvals < 2:
-		if f.key != "" {
-			tc.notes = append(tc.notes, fmt.Sprintf("--key %s: %s has no approval policy (policy: approvals: 2), so the key signs nothing", f.key, inv.Path))
+		if keyFlag != "" {
+			tc.notes = append(tc.notes, fmt.Sprintf("--key %s: %s has no approval policy (policy: approvals: 2), so the key signs nothing", keyFlag, inv.Path))
 		}
-		return tc, nil
+		return nil
 	case dryRun:
 		tc.record.Why = "a dry run changes nothing"
 		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy of %s (approvals: %d) is not enforced: a dry run changes nothing", inv.Path, p.Approvals))
-		return tc, nil
+		return nil
 	case !enforced:
 		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy of %s (approvals: %d) is not enforced on a lab: set policy.in_lab: true to rehearse it (%s)", inv.Path, p.Approvals, why))
-		return tc, nil
+		return nil
 	case why != "":
 		tc.notes = append(tc.notes, fmt.Sprintf("the approval policy of %s (approvals: %d) is enforced: %s", inv.Path, p.Approvals, why))
 	}
-	if f.key == "" {
-		return nil, usageErr(fmt.Errorf("%s's policy wants %d approvals of every destructive step: pass --key KEY, your signing key (a private key file, or the .pub of a key in ssh-agent) in %s; your confirmation is signed with it, and another person approves with `kremedy approve`; nothing was done%s", inv.Path, p.Approvals, p.AllowedSigners, because(why)))
+	return tc.enforce(ctx, inv, keyFlag, why)
+}
+
+// enforce sets the policy the run enforces: the operator's signing key
+// (--key) and the allowed signers checked (checkSigners), the policy's
+// group shared with, a warning when the operator can change who approves.
+func (tc *teamConfig) enforce(ctx context.Context, inv *inventory.Inventory, keyFlag, why string) error {
+	p := inv.Policy
+	if keyFlag == "" {
+		return usageErr(fmt.Errorf("%s's policy wants %d approvals of every destructive step: pass --key KEY, your signing key (a private key file, or the .pub of a key in ssh-agent) in %s; your confirmation is signed with it, and another person approves with `kremedy approve`; nothing was done%s", inv.Path, p.Approvals, p.AllowedSigners, because(why)))
 	}
-	key, err := filepath.Abs(f.key)
+	key, err := filepath.Abs(keyFlag)
 	if err != nil {
-		return nil, usageErr(err)
+		return usageErr(err)
 	}
 	if _, err := os.Stat(key); err != nil {
-		return nil, usageErr(fmt.Errorf("--key: %w; nothing was done", err))
+		return usageErr(fmt.Errorf("--key: %w; nothing was done", err))
 	}
-	if _, err := os.Stat(p.AllowedSigners); err != nil {
-		return nil, usageErr(fmt.Errorf("%s policy.allowed_signers: %w; a run under the policy cannot check an approval without it; nothing was done", inv.Path, err))
-	}
-	if err := signoff.CheckSigners(p.AllowedSigners); err != nil {
-		return nil, usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
-	}
-	sum, err := signoff.SignersDigest(p.AllowedSigners)
+	sum, err := checkSigners(ctx, inv)
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
-	}
-	if err := (signoff.Keygen{}).Check(ctx); err != nil {
-		return nil, usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
+		return err
 	}
 	if w := writable(p.AllowedSigners); w != "" {
 		tc.notes = append(tc.notes, fmt.Sprintf("warning: you, the operator, can write %s (%s): you could change who approves. The run journals its sha256 (%.12s), counts no approval while it differs, and refuses a resume under another; keep it where only an administrator writes (a root-owned /etc/kremedy/allowed_signers)", p.AllowedSigners, w, sum))
@@ -154,14 +178,35 @@ func resolveTeam(ctx context.Context, inv *inventory.Inventory, f runFlags, dryR
 		// Refused now, before anything is done, rather than when the run
 		// directory is made.
 		if _, err := steps.ShareGroup(p.Group); err != nil {
-			return nil, usageErr(fmt.Errorf("%s's approval policy: %w", inv.Path, err))
+			return usageErr(fmt.Errorf("%s's approval policy: %w", inv.Path, err))
 		}
 		tc.record.Group = p.Group
 	}
 	tc.record.SignersSHA256, tc.record.Enforced = sum, true
 	tc.policy = &signoff.Policy{Approvals: p.Approvals, AllowedSigners: p.AllowedSigners, SignersSHA256: sum, Timeout: p.Timeout.Duration}
 	tc.key = key
-	return tc, nil
+	return nil
+}
+
+// checkSigners proves a run can check approvals under the inventory's
+// policy: its allowed signers file exists and parses, and ssh-keygen is
+// there and knows -Y find-principals; it returns the file's sha256.
+func checkSigners(ctx context.Context, inv *inventory.Inventory) (string, error) {
+	p := inv.Policy
+	if _, err := os.Stat(p.AllowedSigners); err != nil {
+		return "", usageErr(fmt.Errorf("%s policy.allowed_signers: %w; a run under the policy cannot check an approval without it; nothing was done", inv.Path, err))
+	}
+	if err := signoff.CheckSigners(p.AllowedSigners); err != nil {
+		return "", usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
+	}
+	sum, err := signoff.SignersDigest(p.AllowedSigners)
+	if err != nil {
+		return "", usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
+	}
+	if err := (signoff.Keygen{}).Check(ctx); err != nil {
+		return "", usageErr(fmt.Errorf("%s's approval policy: %w; nothing was done", inv.Path, err))
+	}
+	return sum, nil
 }
 
 // checkShare refuses, before a new run's directory dir is made, a

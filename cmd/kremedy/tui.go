@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/tui"
 )
@@ -19,11 +20,11 @@ import (
 // dial opens a cluster's connections. runTUI calls it behind the UI's
 // first frame (the operator sees a spinner, not a frozen terminal), once,
 // and closes what it returned.
-type dial func(ctx context.Context) (*cluster, error)
+type dial func(ctx context.Context) (*connect.Clients, error)
 
 // dialer dials the cluster of an inventory for a run of runbook.
 func dialer(runbook, inventory string) dial {
-	return func(ctx context.Context) (*cluster, error) { return connectRun(ctx, runbook, inventory) }
+	return func(ctx context.Context) (*connect.Clients, error) { return connectRun(ctx, runbook, inventory) }
 }
 
 // runTUINew is `kremedy run` without --headless: the run directory is
@@ -82,7 +83,7 @@ func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bo
 	// start is called by the UI once, then again (never concurrently) for
 	// every retry: each call continues from the journal, like `resume`.
 	tm := tc.attach(s, false, w)
-	var cl *cluster
+	var cl *connect.Clients
 	defer func() {
 		if cl != nil {
 			cl.Close()
@@ -104,10 +105,10 @@ func runTUI(ctx context.Context, w io.Writer, s *steps.Session, d dial, offer bo
 				return steps.Outcome{Err: err}, err
 			}
 			cl = c
-			s.Redact(cl.secrets...)
+			s.Redact(cl.Secrets...)
 		}
 		defer journalSession(cl, s)()
-		out := tm.run(ctx, a, rep, func(a steps.Approver, rep steps.Reporter) steps.Outcome { return s.Run(ctx, cl.ports, a, rep) })
+		out := tm.run(ctx, a, rep, func(a steps.Approver, rep steps.Reporter) steps.Outcome { return s.Run(ctx, cl.Ports, a, rep) })
 		return out, out.Err
 	}
 	o := tui.Options{

@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/journal"
@@ -92,7 +93,7 @@ func tuiOpts(screen io.Writer, in io.Reader) []tea.ProgramOption {
 func TestTUINeedsATerminal(t *testing.T) {
 	s, _ := tuiRun(t)
 	var w bytes.Buffer
-	err := runTUI(context.Background(), &w, s, func(context.Context) (*cluster, error) {
+	err := runTUI(context.Background(), &w, s, func(context.Context) (*connect.Clients, error) {
 		t.Fatal("dialled without a terminal")
 		return nil, nil
 	}, false, nil)
@@ -112,7 +113,7 @@ func TestTUIFirstFrameBeforeConnecting(t *testing.T) {
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
-		done <- runTUI(ctx, &w, s, func(ctx context.Context) (*cluster, error) {
+		done <- runTUI(ctx, &w, s, func(ctx context.Context) (*connect.Clients, error) {
 			<-ctx.Done() // ZooKeeper never answers
 			return nil, ctx.Err()
 		}, false, nil, tuiOpts(screen, nil)...)
@@ -151,7 +152,7 @@ func TestTUIConnectFailure(t *testing.T) {
 	var w bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runTUI(context.Background(), &w, s, func(context.Context) (*cluster, error) {
+		done <- runTUI(context.Background(), &w, s, func(context.Context) (*connect.Clients, error) {
 			dialled <- struct{}{}
 			<-fail
 			return nil, dialErr
