@@ -25,6 +25,29 @@ const headerKRaft = `# kremedy inventory: one Kafka cluster in KRaft mode.
 // text that is not valid UTF-8.
 func (inv *Inventory) Marshal() ([]byte, error) {
 	e := &emitter{}
+	e.header(inv)
+	e.str(0, "name", inv.Name)
+	if inv.Lab {
+		e.line(0, "lab: true")
+	}
+	e.str(0, "mode", inv.Mode)
+	e.section(0, "zookeeper", func(e *emitter) { e.zookeeper(inv.ZooKeeper) })
+	e.section(0, "kafka", func(e *emitter) { e.kafka(inv.Kafka) })
+	e.section(0, "ssh", func(e *emitter) { e.ssh(inv.SSH) })
+	e.nodes("brokers", inv.Brokers)
+	e.nodes("kraft_controllers", inv.KRaftControllers)
+	e.clients(inv.Clients)
+	e.notify(inv.Notify)
+	e.policy(inv.Policy)
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.b.Bytes(), nil
+}
+
+// header writes the comment that opens the file: the mode's header, then
+// inv.Note one "# " line per non-empty line.
+func (e *emitter) header(inv *Inventory) {
 	if inv.KRaft() {
 		e.b.WriteString(headerKRaft)
 	} else {
@@ -35,117 +58,131 @@ func (inv *Inventory) Marshal() ([]byte, error) {
 			e.b.WriteString("# " + l + "\n")
 		}
 	}
-	e.str(0, "name", inv.Name)
-	if inv.Lab {
-		e.line(0, "lab: true")
-	}
-	e.str(0, "mode", inv.Mode)
-	e.section(0, "zookeeper", func(e *emitter) {
-		e.str(1, "connect", inv.ZooKeeper.Connect)
-		if a := inv.ZooKeeper.Auth; a != nil {
-			e.section(1, "auth", func(e *emitter) {
-				e.str(2, "user", a.User)
-				e.str(2, "password_env", a.PasswordEnv)
-				e.str(2, "password_file", a.PasswordFile)
-			})
-			if !e.wrote {
-				e.line(1, "auth: {}")
-			}
-		}
-		e.str(1, "tls_config_file", inv.ZooKeeper.TLSConfigFile)
-		e.int(1, "max_in_flight", int64(inv.ZooKeeper.MaxInFlight))
-	})
-	e.section(0, "kafka", func(e *emitter) {
-		e.strs(1, "bootstrap", inv.Kafka.Bootstrap)
-		e.str(1, "client_properties", inv.Kafka.ClientProperties)
-		e.str(1, "controller_client_properties", inv.Kafka.ControllerClientProperties)
-		e.str(1, "krb5_conf", inv.Kafka.Krb5Conf)
-	})
-	e.section(0, "ssh", func(e *emitter) {
-		s := inv.SSH
-		e.str(1, "user", s.User)
-		e.int(1, "port", int64(s.Port))
-		e.str(1, "identity_file", s.IdentityFile)
-		if s.Agent {
-			e.line(1, "agent: true")
-		}
-		e.str(1, "known_hosts", s.KnownHosts)
-		e.str(1, "config", s.Config)
-		e.str(1, "proxy_jump", s.ProxyJump)
-		e.str(1, "become", s.Become)
-		if s.ConnectTimeout.Duration != 0 {
-			e.line(1, "connect_timeout: "+durationText(s.ConnectTimeout))
-		}
-	})
-	for _, list := range []struct {
-		key   string
-		nodes []Broker
-	}{{"brokers", inv.Brokers}, {"kraft_controllers", inv.KRaftControllers}} {
-		if len(list.nodes) == 0 {
-			continue
-		}
-		e.line(0, list.key+":")
-		for _, b := range list.nodes {
-			e.item(func(e *emitter) {
-				e.line(2, "id: "+strconv.FormatInt(int64(b.ID), 10))
-				e.str(2, "host", b.Host)
-				e.int(2, "port", int64(b.Port))
-				e.str(2, "user", b.User)
-				e.str(2, "identity_file", b.IdentityFile)
-				e.str(2, "known_hosts", b.KnownHosts)
-				e.str(2, "become", b.Become)
-				e.str(2, "listener", b.Listener)
-				e.str(2, "stop", b.Stop)
-				e.str(2, "start", b.Start)
-				e.strs(2, "log_dirs", b.LogDirs)
-				e.str(2, "config", b.Config)
-			})
-		}
-	}
-	if len(inv.Clients) > 0 {
-		e.line(0, "clients:")
-		for _, c := range inv.Clients {
-			e.item(func(e *emitter) {
-				e.str(2, "name", c.Name)
-				e.str(2, "host", c.Host)
-				e.str(2, "stop", c.Stop)
-				e.str(2, "start", c.Start)
-			})
-		}
-	}
-	if len(inv.Notify) > 0 {
-		e.line(0, "notify:")
-		for _, n := range inv.Notify {
-			e.item(func(e *emitter) {
-				e.str(2, "url", n.URL)
-				e.str(2, "url_env", n.URLEnv)
-				e.str(2, "url_file", n.URLFile)
-				e.str(2, "token_env", n.TokenEnv)
-				e.str(2, "token_file", n.TokenFile)
-				e.str(2, "format", n.Format)
-			})
-		}
-	}
-	if p := inv.Policy; p != nil {
-		e.section(0, "policy", func(e *emitter) {
-			e.int(1, "approvals", int64(p.Approvals))
-			e.str(1, "allowed_signers", p.AllowedSigners)
-			if p.Timeout.Duration != 0 {
-				e.line(1, "timeout: "+durationText(p.Timeout))
-			}
-			if p.InLab {
-				e.line(1, "in_lab: true")
-			}
-			e.str(1, "group", p.Group)
+}
+
+// zookeeper writes the keys of the zookeeper section at level 1; an auth
+// block with nothing set is written as "auth: {}" so it reads back non-nil.
+func (e *emitter) zookeeper(zk ZooKeeper) {
+	e.str(1, "connect", zk.Connect)
+	if a := zk.Auth; a != nil {
+		e.section(1, "auth", func(e *emitter) {
+			e.str(2, "user", a.User)
+			e.str(2, "password_env", a.PasswordEnv)
+			e.str(2, "password_file", a.PasswordFile)
 		})
 		if !e.wrote {
-			e.line(0, "policy: {}")
+			e.line(1, "auth: {}")
 		}
 	}
-	if e.err != nil {
-		return nil, e.err
+	e.str(1, "tls_config_file", zk.TLSConfigFile)
+	e.int(1, "max_in_flight", int64(zk.MaxInFlight))
+}
+
+// kafka writes the keys of the kafka section at level 1.
+func (e *emitter) kafka(k Kafka) {
+	e.strs(1, "bootstrap", k.Bootstrap)
+	e.str(1, "client_properties", k.ClientProperties)
+	e.str(1, "controller_client_properties", k.ControllerClientProperties)
+	e.str(1, "krb5_conf", k.Krb5Conf)
+}
+
+// ssh writes the keys of the ssh section (the defaults every host
+// inherits) at level 1.
+func (e *emitter) ssh(s SSH) {
+	e.str(1, "user", s.User)
+	e.int(1, "port", int64(s.Port))
+	e.str(1, "identity_file", s.IdentityFile)
+	if s.Agent {
+		e.line(1, "agent: true")
 	}
-	return e.b.Bytes(), nil
+	e.str(1, "known_hosts", s.KnownHosts)
+	e.str(1, "config", s.Config)
+	e.str(1, "proxy_jump", s.ProxyJump)
+	e.str(1, "become", s.Become)
+	if s.ConnectTimeout.Duration != 0 {
+		e.line(1, "connect_timeout: "+durationText(s.ConnectTimeout))
+	}
+}
+
+// nodes writes a list of Kafka nodes (brokers or KRaft controllers) under
+// key, or nothing when the list is empty.
+func (e *emitter) nodes(key string, nodes []Broker) {
+	if len(nodes) == 0 {
+		return
+	}
+	e.line(0, key+":")
+	for _, b := range nodes {
+		e.item(func(e *emitter) {
+			e.line(2, "id: "+strconv.FormatInt(int64(b.ID), 10))
+			e.str(2, "host", b.Host)
+			e.int(2, "port", int64(b.Port))
+			e.str(2, "user", b.User)
+			e.str(2, "identity_file", b.IdentityFile)
+			e.str(2, "known_hosts", b.KnownHosts)
+			e.str(2, "become", b.Become)
+			e.str(2, "listener", b.Listener)
+			e.str(2, "stop", b.Stop)
+			e.str(2, "start", b.Start)
+			e.strs(2, "log_dirs", b.LogDirs)
+			e.str(2, "config", b.Config)
+		})
+	}
+}
+
+// clients writes the clients list, or nothing when it is empty.
+func (e *emitter) clients(clients []Client) {
+	if len(clients) == 0 {
+		return
+	}
+	e.line(0, "clients:")
+	for _, c := range clients {
+		e.item(func(e *emitter) {
+			e.str(2, "name", c.Name)
+			e.str(2, "host", c.Host)
+			e.str(2, "stop", c.Stop)
+			e.str(2, "start", c.Start)
+		})
+	}
+}
+
+// notify writes the notify list, or nothing when it is empty.
+func (e *emitter) notify(targets []Notify) {
+	if len(targets) == 0 {
+		return
+	}
+	e.line(0, "notify:")
+	for _, n := range targets {
+		e.item(func(e *emitter) {
+			e.str(2, "url", n.URL)
+			e.str(2, "url_env", n.URLEnv)
+			e.str(2, "url_file", n.URLFile)
+			e.str(2, "token_env", n.TokenEnv)
+			e.str(2, "token_file", n.TokenFile)
+			e.str(2, "format", n.Format)
+		})
+	}
+}
+
+// policy writes the policy section, nothing when p is nil, and
+// "policy: {}" when p is set but empty so it reads back non-nil.
+func (e *emitter) policy(p *Policy) {
+	if p == nil {
+		return
+	}
+	e.section(0, "policy", func(e *emitter) {
+		e.int(1, "approvals", int64(p.Approvals))
+		e.str(1, "allowed_signers", p.AllowedSigners)
+		if p.Timeout.Duration != 0 {
+			e.line(1, "timeout: "+durationText(p.Timeout))
+		}
+		if p.InLab {
+			e.line(1, "in_lab: true")
+		}
+		e.str(1, "group", p.Group)
+	})
+	if !e.wrote {
+		e.line(0, "policy: {}")
+	}
 }
 
 // emitter writes block-style YAML, two spaces per level.

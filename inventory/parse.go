@@ -77,119 +77,156 @@ func (d *decoder) port(dst *int) field {
 	return d.Int(1, 65535, "a port from 1 to 65535", func(x int64) { *dst = int(x) })
 }
 
+// inventory decodes the top-level mapping into inv, one field per section.
 func (d *decoder) inventory(root ast.Node, inv *Inventory) {
-	isNull := strictyaml.IsNull
 	d.Object("", root, map[string]field{
-		"name": d.Str(&inv.Name),
-		"lab":  d.Bool(&inv.Lab),
-		"mode": d.Str(&inv.Mode),
-		"zookeeper": func(path string, at pos, n ast.Node) {
-			z := &inv.ZooKeeper
-			d.Object(path, n, map[string]field{
-				"connect":         d.Str(&z.Connect),
-				"tls_config_file": d.Str(&z.TLSConfigFile),
-				"max_in_flight": d.Int(0, 256, "kremedy's ZooKeeper reads in flight, 1 to 256 (0 or unset: 128; ZooKeeper's globalOutstandingLimit, 1,000 by default, is shared with the brokers' own requests); where the servers answer multiRead (3.6+) a scan keeps a sixteenth of it in requests of up to 200 reads",
-					func(x int64) { z.MaxInFlight = int(x) }),
-				"auth": func(path string, at pos, n ast.Node) {
-					if isNull(n) {
-						return // "auth:" with nothing under it: no auth
-					}
-					a := &ZKAuth{}
-					z.Auth = a
-					d.Object(path, n, map[string]field{
-						"user":          d.Str(&a.User),
-						"password_env":  d.Str(&a.PasswordEnv),
-						"password_file": d.Str(&a.PasswordFile),
-					})
-				},
-			})
-		},
-		"kafka": func(path string, at pos, n ast.Node) {
-			k := &inv.Kafka
-			d.Object(path, n, map[string]field{
-				"bootstrap":                    d.Strs(&k.Bootstrap),
-				"client_properties":            d.Str(&k.ClientProperties),
-				"controller_client_properties": d.Str(&k.ControllerClientProperties),
-				"krb5_conf":                    d.Str(&k.Krb5Conf),
-			})
-		},
-		"ssh": func(path string, at pos, n ast.Node) {
-			s := &inv.SSH
-			d.Object(path, n, map[string]field{
-				"user":            d.Str(&s.User),
-				"port":            d.port(&s.Port),
-				"identity_file":   d.Str(&s.IdentityFile),
-				"agent":           d.Bool(&s.Agent),
-				"known_hosts":     d.Str(&s.KnownHosts),
-				"config":          d.Str(&s.Config),
-				"proxy_jump":      d.Str(&s.ProxyJump),
-				"connect_timeout": d.Duration(&s.ConnectTimeout.Duration),
-				"become":          d.Str(&s.Become),
-			})
-		},
-		"brokers": func(path string, at pos, n ast.Node) {
-			d.List(path, n, func(path string, at pos, n ast.Node) {
-				if isNull(n) {
-					d.Errorf(at, "%s is empty; a broker needs at least id, host, stop and start", path)
-				}
-				inv.Brokers = append(inv.Brokers, d.node(path, n, "a broker.id from 0 to 2147483647", false))
-			})
-		},
-		"kraft_controllers": func(path string, at pos, n ast.Node) {
-			d.List(path, n, func(path string, at pos, n ast.Node) {
-				if isNull(n) {
-					d.Errorf(at, "%s is empty; a KRaft controller needs id, host, listener, config, stop and start", path)
-				}
-				inv.KRaftControllers = append(inv.KRaftControllers, d.node(path, n, "a node.id from 0 to 2147483647", true))
-			})
-		},
-		"notify": func(path string, at pos, n ast.Node) {
-			d.List(path, n, func(path string, at pos, n ast.Node) {
-				var w Notify
-				if isNull(n) {
-					d.Errorf(at, "%s is empty; a webhook needs url, url_env or url_file", path)
-				}
-				d.Object(path, n, map[string]field{
-					"url":        d.Str(&w.URL),
-					"url_env":    d.Str(&w.URLEnv),
-					"url_file":   d.Str(&w.URLFile),
-					"token_env":  d.Str(&w.TokenEnv),
-					"token_file": d.Str(&w.TokenFile),
-					"format":     d.Str(&w.Format),
-				})
-				inv.Notify = append(inv.Notify, w)
-			})
-		},
-		"policy": func(path string, at pos, n ast.Node) {
-			if isNull(n) {
-				return // "policy:" with nothing under it: no policy
-			}
-			p := &Policy{}
-			inv.Policy = p
-			d.Object(path, n, map[string]field{
-				"approvals":       d.Int(1, 9, "how many people approve a destructive step's plan, the operator included: 1 to 9", func(x int64) { p.Approvals = int(x) }),
-				"allowed_signers": d.Str(&p.AllowedSigners),
-				"timeout":         d.Duration(&p.Timeout.Duration),
-				"in_lab":          d.Bool(&p.InLab),
-				"group":           d.Str(&p.Group),
-			})
-		},
-		"clients": func(path string, at pos, n ast.Node) {
-			d.List(path, n, func(path string, at pos, n ast.Node) {
-				var c Client
-				if isNull(n) {
-					d.Errorf(at, "%s is empty; a client needs name, host, stop and start", path)
-				}
-				d.Object(path, n, map[string]field{
-					"name":  d.Str(&c.Name),
-					"host":  d.Str(&c.Host),
-					"stop":  d.Str(&c.Stop),
-					"start": d.Str(&c.Start),
-				})
-				inv.Clients = append(inv.Clients, c)
-			})
-		},
+		"name":      d.Str(&inv.Name),
+		"lab":       d.Bool(&inv.Lab),
+		"mode":      d.Str(&inv.Mode),
+		"zookeeper": d.zookeeperField(&inv.ZooKeeper),
+		"kafka":     d.kafkaField(&inv.Kafka),
+		"ssh":       d.sshField(&inv.SSH),
+		"brokers": d.nodesField(&inv.Brokers,
+			"a broker needs at least id, host, stop and start",
+			"a broker.id from 0 to 2147483647", false),
+		"kraft_controllers": d.nodesField(&inv.KRaftControllers,
+			"a KRaft controller needs id, host, listener, config, stop and start",
+			"a node.id from 0 to 2147483647", true),
+		"notify":  d.notifyField(&inv.Notify),
+		"policy":  d.policyField(&inv.Policy),
+		"clients": d.clientsField(&inv.Clients),
 	})
+}
+
+// zookeeperField is the field that decodes the zookeeper section into z;
+// an "auth:" with nothing under it leaves z.Auth nil.
+func (d *decoder) zookeeperField(z *ZooKeeper) field {
+	return func(path string, at pos, n ast.Node) {
+		d.Object(path, n, map[string]field{
+			"connect":         d.Str(&z.Connect),
+			"tls_config_file": d.Str(&z.TLSConfigFile),
+			"max_in_flight": d.Int(0, 256, "kremedy's ZooKeeper reads in flight, 1 to 256 (0 or unset: 128; ZooKeeper's globalOutstandingLimit, 1,000 by default, is shared with the brokers' own requests); where the servers answer multiRead (3.6+) a scan keeps a sixteenth of it in requests of up to 200 reads",
+				func(x int64) { z.MaxInFlight = int(x) }),
+			"auth": func(path string, at pos, n ast.Node) {
+				if strictyaml.IsNull(n) {
+					return // "auth:" with nothing under it: no auth
+				}
+				a := &ZKAuth{}
+				z.Auth = a
+				d.Object(path, n, map[string]field{
+					"user":          d.Str(&a.User),
+					"password_env":  d.Str(&a.PasswordEnv),
+					"password_file": d.Str(&a.PasswordFile),
+				})
+			},
+		})
+	}
+}
+
+// kafkaField is the field that decodes the kafka section into k.
+func (d *decoder) kafkaField(k *Kafka) field {
+	return func(path string, at pos, n ast.Node) {
+		d.Object(path, n, map[string]field{
+			"bootstrap":                    d.Strs(&k.Bootstrap),
+			"client_properties":            d.Str(&k.ClientProperties),
+			"controller_client_properties": d.Str(&k.ControllerClientProperties),
+			"krb5_conf":                    d.Str(&k.Krb5Conf),
+		})
+	}
+}
+
+// sshField is the field that decodes the ssh section (every host's
+// defaults) into s.
+func (d *decoder) sshField(s *SSH) field {
+	return func(path string, at pos, n ast.Node) {
+		d.Object(path, n, map[string]field{
+			"user":            d.Str(&s.User),
+			"port":            d.port(&s.Port),
+			"identity_file":   d.Str(&s.IdentityFile),
+			"agent":           d.Bool(&s.Agent),
+			"known_hosts":     d.Str(&s.KnownHosts),
+			"config":          d.Str(&s.Config),
+			"proxy_jump":      d.Str(&s.ProxyJump),
+			"connect_timeout": d.Duration(&s.ConnectTimeout.Duration),
+			"become":          d.Str(&s.Become),
+		})
+	}
+}
+
+// nodesField is the field that decodes a list of brokers or, with
+// controller, of KRaft controllers, appending each to dst. needs says what
+// an element needs, for the error on an empty one; idHint describes a
+// valid id.
+func (d *decoder) nodesField(dst *[]Broker, needs, idHint string, controller bool) field {
+	return func(path string, at pos, n ast.Node) {
+		d.List(path, n, func(path string, at pos, n ast.Node) {
+			if strictyaml.IsNull(n) {
+				d.Errorf(at, "%s is empty; %s", path, needs)
+			}
+			*dst = append(*dst, d.node(path, n, idHint, controller))
+		})
+	}
+}
+
+// notifyField is the field that decodes the list of webhooks, appending
+// each to dst.
+func (d *decoder) notifyField(dst *[]Notify) field {
+	return func(path string, at pos, n ast.Node) {
+		d.List(path, n, func(path string, at pos, n ast.Node) {
+			var w Notify
+			if strictyaml.IsNull(n) {
+				d.Errorf(at, "%s is empty; a webhook needs url, url_env or url_file", path)
+			}
+			d.Object(path, n, map[string]field{
+				"url":        d.Str(&w.URL),
+				"url_env":    d.Str(&w.URLEnv),
+				"url_file":   d.Str(&w.URLFile),
+				"token_env":  d.Str(&w.TokenEnv),
+				"token_file": d.Str(&w.TokenFile),
+				"format":     d.Str(&w.Format),
+			})
+			*dst = append(*dst, w)
+		})
+	}
+}
+
+// policyField is the field that decodes the approval policy into a new
+// Policy stored in *dst; a "policy:" with nothing under it leaves *dst nil.
+func (d *decoder) policyField(dst **Policy) field {
+	return func(path string, at pos, n ast.Node) {
+		if strictyaml.IsNull(n) {
+			return // "policy:" with nothing under it: no policy
+		}
+		p := &Policy{}
+		*dst = p
+		d.Object(path, n, map[string]field{
+			"approvals":       d.Int(1, 9, "how many people approve a destructive step's plan, the operator included: 1 to 9", func(x int64) { p.Approvals = int(x) }),
+			"allowed_signers": d.Str(&p.AllowedSigners),
+			"timeout":         d.Duration(&p.Timeout.Duration),
+			"in_lab":          d.Bool(&p.InLab),
+			"group":           d.Str(&p.Group),
+		})
+	}
+}
+
+// clientsField is the field that decodes the list of client hosts,
+// appending each to dst.
+func (d *decoder) clientsField(dst *[]Client) field {
+	return func(path string, at pos, n ast.Node) {
+		d.List(path, n, func(path string, at pos, n ast.Node) {
+			var c Client
+			if strictyaml.IsNull(n) {
+				d.Errorf(at, "%s is empty; a client needs name, host, stop and start", path)
+			}
+			d.Object(path, n, map[string]field{
+				"name":  d.Str(&c.Name),
+				"host":  d.Str(&c.Host),
+				"stop":  d.Str(&c.Stop),
+				"start": d.Str(&c.Start),
+			})
+			*dst = append(*dst, c)
+		})
+	}
 }
 
 // node decodes a broker or, with controller, a KRaft controller.

@@ -29,7 +29,24 @@ func (d *decoder) validate(inv *Inventory) {
 	if strings.TrimSpace(inv.Name) == "" {
 		d.Errorf(d.At("name"), "name is required: it is shown in the header so you always know which cluster you are on")
 	}
+	d.validateMode(inv)
+	d.validateKafka(inv)
+	d.validateSSH(inv.SSH)
+	seen := d.validateBrokers(inv)
+	d.validateControllers(inv, seen)
+	d.validateClients(inv)
+	for i, n := range inv.Notify {
+		d.notify(fmt.Sprintf("notify[%d]", i), n)
+	}
+	if inv.Policy != nil {
+		d.policy(inv.Policy)
+	}
+}
 
+// validateMode checks the mode and what it asks for: the zookeeper
+// section in ZooKeeper mode, kraft_controllers and no zookeeper section in
+// KRaft mode.
+func (d *decoder) validateMode(inv *Inventory) {
 	switch inv.Mode {
 	case "", ModeZooKeeper:
 		d.validateZooKeeper(&inv.ZooKeeper)
@@ -43,7 +60,12 @@ func (d *decoder) validate(inv *Inventory) {
 	default:
 		d.Errorf(d.At("mode"), "mode %q: it is %s (brokers keep their metadata in ZooKeeper, the default) or %s (a KRaft controller quorum)", inv.Mode, ModeZooKeeper, ModeKRaft)
 	}
+}
 
+// validateKafka checks the kafka section (bootstrap addresses, local
+// files, controller properties only with controllers) and
+// zookeeper.tls_config_file, a local file in either mode.
+func (d *decoder) validateKafka(inv *Inventory) {
 	if len(inv.Kafka.Bootstrap) == 0 {
 		d.Errorf(d.At("kafka.bootstrap"), "kafka.bootstrap is required: list at least one broker as host:port")
 	}
@@ -60,8 +82,11 @@ func (d *decoder) validate(inv *Inventory) {
 		d.Errorf(d.At("kafka.controller_client_properties"), "kafka.controller_client_properties is how kremedy reaches the KRaft controllers, but the inventory lists no kraft_controllers: list them, or leave it out")
 	}
 	d.localPath("zookeeper.tls_config_file", inv.ZooKeeper.TLSConfigFile)
+}
 
-	s := inv.SSH
+// validateSSH checks the ssh section: user, local files, become and every
+// hop of proxy_jump.
+func (d *decoder) validateSSH(s SSH) {
 	d.user("ssh.user", s.User)
 	d.localPath("ssh.identity_file", s.IdentityFile)
 	d.localPath("ssh.known_hosts", s.KnownHosts)
@@ -75,7 +100,12 @@ func (d *decoder) validate(inv *Inventory) {
 			}
 		}
 	}
+}
 
+// validateBrokers checks the brokers list: at least one, unique ids, and
+// each broker's fields. It returns the ids seen, each with the path of the
+// broker that has it, for the controllers' check.
+func (d *decoder) validateBrokers(inv *Inventory) map[int32]string {
 	if len(inv.Brokers) == 0 {
 		d.Errorf(d.At("brokers"), "brokers is required: list every broker with its id, host, stop and start")
 	}
@@ -93,8 +123,12 @@ func (d *decoder) validate(inv *Inventory) {
 		d.logDirs(p+".log_dirs", b.LogDirs)
 		d.remoteFile(p+".config", b.Config)
 	}
-	d.validateControllers(inv, seen)
+	return seen
+}
 
+// validateClients checks the clients list: unique names, each client's
+// host and commands, and the known_hosts that reaching them needs.
+func (d *decoder) validateClients(inv *Inventory) {
 	names := map[string]string{}
 	for i, c := range inv.Clients {
 		p := fmt.Sprintf("clients[%d]", i)
@@ -110,14 +144,8 @@ func (d *decoder) validate(inv *Inventory) {
 		d.command(p+".stop", c.Stop, "stops the client")
 		d.command(p+".start", c.Start, "starts the client")
 	}
-	if len(inv.Clients) > 0 && s.KnownHosts == "" {
+	if len(inv.Clients) > 0 && inv.SSH.KnownHosts == "" {
 		d.Errorf(d.At("clients"), "clients need ssh.known_hosts to reach their hosts; kremedy never trusts a host key on first use")
-	}
-	for i, n := range inv.Notify {
-		d.notify(fmt.Sprintf("notify[%d]", i), n)
-	}
-	if inv.Policy != nil {
-		d.policy(inv.Policy)
 	}
 }
 

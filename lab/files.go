@@ -203,8 +203,21 @@ func jit(heap string) string {
 	return "-XX:TieredStopAtLevel=1"
 }
 
+// writeScripts writes pr's start and stop scripts, shaped like a unit's
+// ExecStart and ExecStop.
 func (l *Lab) writeScripts(pr proc) error {
-	n, dir := pr.n, pr.dir
+	common := scriptPrelude(pr)
+	if err := os.WriteFile(pr.start, []byte(startScript(pr, common, l.javaCommand(pr))), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(pr.stop, []byte(stopScript(common)), 0o755)
+}
+
+// javaCommand is pr's JVM command line, shell-quoted: java with the lab's
+// flags and pr's marker, as the service user with its JAAS (and Kerberos)
+// settings in a secure lab, running kafka.Kafka on pr's properties.
+func (l *Lab) javaCommand(pr proc) string {
+	dir := pr.dir
 	jvm := []string{l.State.Java,
 		"-Xms128m", pr.heap, "-XX:+UseSerialGC", cmp.Or(pr.jit, "-XX:TieredStopAtLevel=1"), "-Djava.awt.headless=true",
 		"-Dkremedy.lab=" + l.Dir, pr.marker,
@@ -223,7 +236,15 @@ func (l *Lab) writeScripts(pr proc) error {
 	for _, a := range jvm {
 		q = append(q, shell.Quote(a))
 	}
-	common := fmt.Sprintf(`set -u
+	return strings.Join(q, " ")
+}
+
+// scriptPrelude is what pr's start and stop scripts share: its pid file,
+// logs and marker, and the shell functions that tell whether pr's JVM is
+// alive.
+func scriptPrelude(pr proc) string {
+	n, dir := pr.n, pr.dir
+	return fmt.Sprintf(`set -u
 N=%d
 PIDFILE=%s
 OUT=%s
@@ -241,7 +262,13 @@ alive() {
 pid() { [ -s "$PIDFILE" ] && cat "$PIDFILE"; }
 NAME=%s
 `, n, shell.Quote(filepath.Join(dir, "kafka.pid")), shell.Quote(filepath.Join(dir, "logs", "kafka.out")), shell.Quote(filepath.Join(dir, "logs", "server.log")), shell.Quote(pr.marker), shell.Quote(pr.name))
-	start := "#!/bin/sh\n# kafka-start: start this lab broker detached, like `systemctl start kafka`.\n" + common + fmt.Sprintf(`p=$(pid)
+}
+
+// startScript is pr's start script, like `systemctl start kafka`: it
+// starts java (the quoted command line) detached and fails when the JVM
+// exits during start-up.
+func startScript(pr proc, common, java string) string {
+	return "#!/bin/sh\n# kafka-start: start this lab broker detached, like `systemctl start kafka`.\n" + common + fmt.Sprintf(`p=$(pid)
 if [ -n "$p" ] && alive "$p"; then echo "$NAME $N is already running (pid $p)"; exit 0; fi
 cd %s || exit 1
 setsid %s >>"$OUT" 2>&1 </dev/null &
@@ -262,8 +289,13 @@ while [ $i -lt 20 ]; do
   sleep 0.1; i=$((i+1))
 done
 echo "$NAME $N started"
-`, shell.Quote(dir), strings.Join(q, " "))
-	stop := "#!/bin/sh\n# kafka-stop [TIMEOUT_SECONDS]: SIGTERM, then wait for the controlled shutdown\n# to finish, like `systemctl stop kafka`. Exits 1 if the broker is still\n# running after the timeout (default 90 s); it never escalates to SIGKILL.\n" + common + `TIMEOUT=${1:-${KAFKA_STOP_TIMEOUT:-90}}
+`, shell.Quote(pr.dir), java)
+}
+
+// stopScript is a start script's partner, like `systemctl stop kafka`:
+// SIGTERM, then a bounded wait for the controlled shutdown, never SIGKILL.
+func stopScript(common string) string {
+	return "#!/bin/sh\n# kafka-stop [TIMEOUT_SECONDS]: SIGTERM, then wait for the controlled shutdown\n# to finish, like `systemctl stop kafka`. Exits 1 if the broker is still\n# running after the timeout (default 90 s); it never escalates to SIGKILL.\n" + common + `TIMEOUT=${1:-${KAFKA_STOP_TIMEOUT:-90}}
 p=$(pid)
 if [ -z "$p" ] || ! alive "$p"; then echo "$NAME $N is not running"; rm -f "$PIDFILE"; exit 0; fi
 echo "stopping $NAME $N (pid $p): SIGTERM, waiting up to ${TIMEOUT}s for a controlled shutdown"
@@ -279,10 +311,6 @@ done
 rm -f "$PIDFILE"
 echo "$NAME $N stopped after $((i / 10)).$((i % 10))s"
 `
-	if err := os.WriteFile(pr.start, []byte(start), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(pr.stop, []byte(stop), 0o755)
 }
 
 // writeKeys creates the lab user's key pair and authorized_keys once.

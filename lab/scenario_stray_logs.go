@@ -26,6 +26,21 @@ func (e *env) strayLogs(ids []int32) error {
 		return err
 	}
 	old := e.partitionDirs(b, t)
+	if err := e.recreateWhileDown(ids, assign, b, old); err != nil {
+		return err
+	}
+	e.observeStrays(ids, assign, b, old)
+	e.rep.Next = e.strayLogsNext(b)
+	return e.verdict()
+}
+
+// recreateWhileDown breaks the lab: it stops broker b (whose disks hold
+// old, its directories of the topic), deletes the topic, creates it again
+// with assign and new messages while b is down, records that, and starts
+// b again.
+func (e *env) recreateWhileDown(ids []int32, assign [][]int32, b int32, old []string) error {
+	t := e.t
+	var err error
 	if err := e.brokerCmd(b, "stop"); err != nil {
 		return err
 	}
@@ -54,7 +69,15 @@ func (e *env) strayLogs(ids []int32) error {
 		return err
 	}
 	e.did("started broker %d again over SSH", b)
+	return nil
+}
 
+// observeStrays checks what broker b does on its return: it renames its
+// old directories -stray, logs it, recreates the partitions with the new
+// topic ID; clients read only the new messages, and DescribeLogDirs does
+// not list the strays.
+func (e *env) observeStrays(ids []int32, assign [][]int32, b int32, old []string) {
+	t := e.t
 	e.observe(fmt.Sprintf("broker %d renamed its %d old directories of %q to %s-N.<uuid>-stray, each still holding the old topic ID %s", b, len(old), t, t, e.rep.OldID), 30*time.Second, false, func() (bool, string) {
 		strays := e.strayDirs(b, t)
 		var ev []string
@@ -99,6 +122,12 @@ func (e *env) strayLogs(ids []int32) error {
 		}
 		return n == len(assign), fmt.Sprintf("DescribeLogDirs of broker %d: %d partitions of %q", b, n, t)
 	})
+}
+
+// strayLogsNext is the report's next step: the -stray directories left on
+// broker b's disks, and the commands that name and quarantine them.
+func (e *env) strayLogsNext(b int32) string {
+	t := e.t
 	var bytes int64
 	strays := e.strayDirs(b, t)
 	for _, s := range strays {
@@ -108,7 +137,6 @@ func (e *env) strayLogs(ids []int32) error {
 	for i, s := range strays {
 		dirs[i] = filepath.Base(s)
 	}
-	e.rep.Next = fmt.Sprintf("clients see nothing wrong; broker %d's disks hold %d -stray directories of %q (%s, %d bytes on disk) that Kafka never deletes. %s names them; %s moves them into a quarantine while the brokers run (`kremedy segments restore` undoes it)",
+	return fmt.Sprintf("clients see nothing wrong; broker %d's disks hold %d -stray directories of %q (%s, %d bytes on disk) that Kafka never deletes. %s names them; %s moves them into a quarantine while the brokers run (`kremedy segments restore` undoes it)",
 		b, len(strays), t, strings.Join(dirs, ", "), bytes, e.diagnoseNext(), e.strayCleanupNext(false))
-	return e.verdict()
 }

@@ -79,15 +79,30 @@ func Seed(ctx context.Context, connect string, topics, partitions int, out io.Wr
 	if err != nil {
 		return fmt.Errorf("seed: %w; topics were not seeded", err)
 	}
+	jobs, skipped, err := seedJobs(existing, chroot, topics, partitions)
+	if err != nil {
+		return err
+	}
+	created, present, err := runSeedJobs(ctx, zc, jobs)
+	if err != nil {
+		return fmt.Errorf("seed %s: %w; %d znodes were created before the failure, whole topics at a time; run Seed again to complete the set",
+			connect, err, created)
+	}
+	fmt.Fprintf(out, "seeded %s: %d topics × %d partitions, %d znodes created in %d transactions, %d topics already there, %d other znodes already there (%s)\n",
+		zc.Full("/"), topics, partitions, created, len(jobs), skipped, present, time.Since(start).Round(time.Millisecond))
+	return nil
+}
 
-	// Group whole topics into transactions of at most MaxMultiBytes. A topic
-	// too big for one transaction is split, parents first, into a sequence
-	// that runs in order.
+// seedJobs lists the znodes of the seed topics not in existing (the
+// children of /brokers/topics, sorted) as jobs, each a sequence of
+// transactions run in order. It groups whole topics into transactions of
+// at most MaxMultiBytes; a topic too big for one transaction is split,
+// parents first, into a job of its own. skipped counts the topics already
+// there.
+func seedJobs(existing []string, chroot string, topics, partitions int) (jobs [][][]zookeeper.Node, skipped int, err error) {
 	var (
-		jobs    [][][]zookeeper.Node // job -> its transactions, run in order
-		batch   []zookeeper.Node
-		size    int
-		skipped int
+		batch []zookeeper.Node
+		size  int
 	)
 	flush := func() {
 		if len(batch) > 0 {
@@ -103,7 +118,7 @@ func Seed(ctx context.Context, connect string, topics, partitions int, out io.Wr
 		}
 		nodes, err := seedTopic(name, i, partitions)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		n := 0
 		for _, z := range nodes {
@@ -111,17 +126,7 @@ func Seed(ctx context.Context, connect string, topics, partitions int, out io.Wr
 		}
 		if n > zookeeper.MaxMultiBytes {
 			flush()
-			var seq [][]zookeeper.Node
-			var cur []zookeeper.Node
-			cs := 0
-			for _, z := range nodes {
-				zs := zookeeper.MultiSize(z, chroot)
-				if cs+zs > zookeeper.MaxMultiBytes && len(cur) > 0 {
-					seq, cur, cs = append(seq, cur), nil, 0
-				}
-				cur, cs = append(cur, z), cs+zs
-			}
-			jobs = append(jobs, append(seq, cur))
+			jobs = append(jobs, splitTopic(nodes, chroot))
 			continue
 		}
 		if size+n > zookeeper.MaxMultiBytes {
@@ -130,11 +135,32 @@ func Seed(ctx context.Context, connect string, topics, partitions int, out io.Wr
 		batch, size = append(batch, nodes...), size+n
 	}
 	flush()
+	return jobs, skipped, nil
+}
 
+// splitTopic splits the znodes of a topic too big for one transaction,
+// parents first, into a sequence of transactions of at most MaxMultiBytes
+// each, to run in order.
+func splitTopic(nodes []zookeeper.Node, chroot string) [][]zookeeper.Node {
+	var seq [][]zookeeper.Node
+	var cur []zookeeper.Node
+	cs := 0
+	for _, z := range nodes {
+		zs := zookeeper.MultiSize(z, chroot)
+		if cs+zs > zookeeper.MaxMultiBytes && len(cur) > 0 {
+			seq, cur, cs = append(seq, cur), nil, 0
+		}
+		cur, cs = append(cur, z), cs+zs
+	}
+	return append(seq, cur)
+}
+
+// runSeedJobs runs jobs, seedInFlight at a time, each job's transactions in
+// order. The first failure (or ctx's end) stops the rest; it returns how
+// many znodes were created and found already there, and that failure.
+func runSeedJobs(ctx context.Context, zc *zookeeper.Conn, jobs [][][]zookeeper.Node) (created, present int, err error) {
 	var (
 		mu       sync.Mutex
-		created  int
-		present  int
 		firstErr error
 		wg       sync.WaitGroup
 		next     = make(chan [][]zookeeper.Node)
@@ -173,13 +199,7 @@ feed:
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
-	if firstErr != nil {
-		return fmt.Errorf("seed %s: %w; %d znodes were created before the failure, whole topics at a time; run Seed again to complete the set",
-			connect, firstErr, created)
-	}
-	fmt.Fprintf(out, "seeded %s: %d topics × %d partitions, %d znodes created in %d transactions, %d topics already there, %d other znodes already there (%s)\n",
-		zc.Full("/"), topics, partitions, created, len(jobs), skipped, present, time.Since(start).Round(time.Millisecond))
-	return nil
+	return created, present, firstErr
 }
 
 // ensureChroot creates the chroot and its parents, as a broker with

@@ -39,6 +39,40 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	if err != nil {
 		return nil, err
 	}
+	l, err := openOrCreate(abs, want, explicit, out)
+	if err != nil {
+		return nil, err
+	}
+	sshd, err := l.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
+	defer cancel()
+
+	// ZooKeeper first, sshd alongside; brokers once the ensemble has a quorum.
+	if err := l.startZooKeepers(out); err != nil {
+		return nil, err
+	}
+	if err := l.startSSHDs(sshd, out); err != nil {
+		return nil, err
+	}
+	if l.State.Config.KRaft {
+		if err := l.upKRaft(ctx, start, out); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	if err := l.upZooKeeperMode(ctx, start, out); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// openOrCreate opens the lab in abs, checking that want's explicit
+// settings match it and taking its new heaps, or creates it when abs holds
+// no lab yet; it says on out which it did.
+func openOrCreate(abs string, want Config, explicit func(string) bool, out io.Writer) (*Lab, error) {
 	l, err := Open(abs)
 	switch {
 	case err == nil:
@@ -68,25 +102,33 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	default:
 		return nil, err
 	}
+	return l, nil
+}
+
+// prepare finds java (again, if the recorded one is gone) and sshd, checks
+// the lab's ports and writes its files. It returns sshd's path.
+func (l *Lab) prepare(ctx context.Context) (string, error) {
 	if _, err := os.Stat(l.State.Java); err != nil {
 		if l.State.Java, err = FindJava(); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	sshd, err := FindSSHD()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := l.checkPorts(); err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := l.writeAll(ctx, sshd); err != nil {
-		return nil, fmt.Errorf("write lab files in %s: %w", l.Dir, err)
+		return "", fmt.Errorf("write lab files in %s: %w", l.Dir, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
-	defer cancel()
+	return sshd, nil
+}
 
-	// ZooKeeper first, sshd alongside; brokers once the ensemble has a quorum.
+// startZooKeepers starts every ZooKeeper node that is not running,
+// recording its pid.
+func (l *Lab) startZooKeepers(out io.Writer) error {
 	c := l.State.Config
 	for n := 1; n <= c.ZooKeepers; n++ {
 		if pid := l.zkPID(n); pid > 0 {
@@ -94,61 +136,96 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 		}
 		pid, err := spawnDetached(l.ZKDir(n), filepath.Join(l.ZKDir(n), "zookeeper.out"), l.zkArgv(n))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_ = os.WriteFile(filepath.Join(l.ZKDir(n), "zookeeper.pid"), []byte(strconv.Itoa(pid)+"\n"), 0o600)
 		fmt.Fprintf(out, "  zookeeper %d  %s:%d  started (pid %d)\n", n, c.ZKHost(n), ZKPort, pid)
 	}
+	return nil
+}
+
+// startSSHDs starts the sshd of every lab host that is not running.
+func (l *Lab) startSSHDs(sshd string, out io.Writer) error {
 	for _, n := range l.sshHosts() {
 		if l.sshdPID(n) > 0 {
 			continue
 		}
 		if err := l.startSSHD(n, sshd); err != nil {
-			return nil, err
+			return err
 		}
 		fmt.Fprintf(out, "  %s  %s:%d  started\n", sshLabel(n), l.hostAddr(n), SSHPort)
 	}
-	if c.KRaft {
-		if err := l.upKRaft(ctx, start, out); err != nil {
-			return nil, err
-		}
-		return l, nil
-	}
+	return nil
+}
+
+// upZooKeeperMode brings up a ZooKeeper-mode lab once its ZooKeeper nodes
+// and sshds are started: the KDC (Kerberos labs), the quorum, the SCRAM
+// users (secure labs), then the brokers, until every broker is registered
+// and a controller is elected.
+func (l *Lab) upZooKeeperMode(ctx context.Context, start time.Time, out io.Writer) error {
+	c := l.State.Config
 	if c.Kerberos {
 		if err := l.startKDC(ctx, out); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	zc, err := l.waitQuorum(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer zc.Close()
 	fmt.Fprintf(out, "  zookeeper quorum up after %.1fs\n", time.Since(start).Seconds())
 	if c.Secure {
 		if err := l.ensureSCRAM(ctx, zc, out); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	if err := l.waitStaleRegistrations(ctx, zc, out); err != nil {
+		return err
+	}
+	if err := l.startBrokers(ctx, out); err != nil {
+		return err
+	}
+	if err := l.waitRegistered(ctx, zc, out); err != nil {
+		return err
+	}
+	if err := l.formatControllers(ctx, zc, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "lab up in %.1fs: %d brokers registered under %s%s, controller elected\n",
+		time.Since(start).Seconds(), c.Brokers, c.Chroot, kafkazk.BrokerIDsPath)
+	fmt.Fprintf(out, "inventory: %s\n", l.InventoryPath())
+	return nil
+}
 
-	// A broker killed outright leaves its ephemeral /brokers/ids/N until its
-	// ZooKeeper session expires; a new process with the same id would fail
-	// to register. Wait for the old registration to go.
-	for n := 1; n <= c.Brokers; n++ {
+// waitStaleRegistrations waits, for each broker that is not running, until
+// its old registration is gone. A broker killed outright leaves its
+// ephemeral /brokers/ids/N until its ZooKeeper session expires; a new
+// process with the same id would fail to register.
+func (l *Lab) waitStaleRegistrations(ctx context.Context, zc *zookeeper.Conn, out io.Writer) error {
+	for n := 1; n <= l.State.Config.Brokers; n++ {
 		if l.brokerPID(n) > 0 {
 			continue
 		}
 		ids, err := zc.BrokerIDs(ctx)
 		if err != nil && !errors.Is(err, zookeeper.ErrNoNode) {
-			return nil, err
+			return err
 		}
 		if slices.Contains(ids, int32(n)) {
 			fmt.Fprintf(out, "  broker    %d  is not running but still registered: waiting for its old ZooKeeper session to expire\n", n)
 			if _, err := zc.WaitBrokers(ctx, func(ids []int32) bool { return !slices.Contains(ids, int32(n)) }); err != nil {
-				return nil, fmt.Errorf("%w: broker %d's stale registration did not expire: %v", ErrNotHealthy, n, err)
+				return fmt.Errorf("%w: broker %d's stale registration did not expire: %v", ErrNotHealthy, n, err)
 			}
 		}
 	}
+	return nil
+}
+
+// startBrokers runs, in parallel, the start script of every broker that is
+// not running, and returns every failure joined, with what to do about a
+// half-started lab.
+func (l *Lab) startBrokers(ctx context.Context, out io.Writer) error {
+	c := l.State.Config
 	var wg sync.WaitGroup
 	errs := make([]error, c.Brokers+1)
 	for n := 1; n <= c.Brokers; n++ {
@@ -168,18 +245,9 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w. The lab is half started: run `kremedy lab up --dir %s` again after fixing the cause, or `kremedy lab down --dir %s`", err, l.Dir, l.Dir)
+		return fmt.Errorf("%w. The lab is half started: run `kremedy lab up --dir %s` again after fixing the cause, or `kremedy lab down --dir %s`", err, l.Dir, l.Dir)
 	}
-	if err := l.waitRegistered(ctx, zc, out); err != nil {
-		return nil, err
-	}
-	if err := l.formatControllers(ctx, zc, out); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(out, "lab up in %.1fs: %d brokers registered under %s%s, controller elected\n",
-		time.Since(start).Seconds(), c.Brokers, c.Chroot, kafkazk.BrokerIDsPath)
-	fmt.Fprintf(out, "inventory: %s\n", l.InventoryPath())
-	return l, nil
+	return nil
 }
 
 // behaviour names what the lab's release and IBP do with a recreated

@@ -23,14 +23,38 @@ func (m *Model) summaryLines(w int) []string {
 	}
 
 	add(st.Section.Render("WHERE THE CLUSTER IS"))
-	add(wrap(m.clusterState(), w, "", "")...)
-	if res.err != nil {
-		add("")
-		add(wrap("Resume (done steps are re-checked, not re-done; the stopped step is planned again from the cluster as it is then):", w, "", "")...)
-		add(styled(st.Command, wrap(m.resumeCommand(), w, "  ", "  "))...)
-	}
-
+	add(m.whereLines(w)...)
 	section("TIMELINE (UTC)")
+	add(m.timelineLines()...)
+	section("WHAT CHANGED")
+	add(m.changedLines(w)...)
+	section("BACKUPS AND REPORT")
+	add(m.fileLines(w)...)
+	section("NEXT")
+	for _, n := range m.next() {
+		add(wrap(n, w, "- ", "  ")...)
+	}
+	return out
+}
+
+// whereLines is the summary's WHERE THE CLUSTER IS: the cluster's state
+// and, after a failure, how to resume.
+func (m *Model) whereLines(w int) []string {
+	st := m.st
+	out := wrap(m.clusterState(), w, "", "")
+	if m.result.err != nil {
+		out = append(out, "")
+		out = append(out, wrap("Resume (done steps are re-checked, not re-done; the stopped step is planned again from the cluster as it is then):", w, "", "")...)
+		out = append(out, styled(st.Command, wrap(m.resumeCommand(), w, "  ", "  "))...)
+	}
+	return out
+}
+
+// timelineLines is the summary's TIMELINE: one row per step, when it
+// started, its state and duration, and a note on how it ended.
+func (m *Model) timelineLines() []string {
+	st := m.st
+	var out []string
 	idW := 0
 	for _, sv := range m.steps {
 		idW = max(idW, len(sv.info.ID))
@@ -46,10 +70,18 @@ func (m *Model) summaryLines(w int) []string {
 		if extra := m.timelineNote(sv); extra != "" {
 			row += "  " + st.Faint.Render(extra)
 		}
-		add(row)
+		out = append(out, row)
 	}
+	return out
+}
 
-	section("WHAT CHANGED")
+// changedLines is the summary's WHAT CHANGED: every changing action of an
+// applied step, every step stopped part-way, or that nothing changed; and
+// where an earlier attempt's changes are.
+func (m *Model) changedLines(w int) []string {
+	st := m.st
+	var out []string
+	add := func(ls ...string) { out = append(out, ls...) }
 	changed := 0
 	for _, sv := range m.steps {
 		switch {
@@ -76,10 +108,18 @@ func (m *Model) summaryLines(w int) []string {
 	if m.o.Resume != nil && len(m.o.Resume.Done) > 0 {
 		add(st.Faint.Render("Changes of the earlier attempt (" + strings.Join(m.o.Resume.Done, ", ") + ") are in the report."))
 	}
+	return out
+}
 
-	section("BACKUPS AND REPORT")
+// fileLines is the summary's BACKUPS AND REPORT: each backup and the
+// report with its path, aligned when the width allows, wrapped below its
+// name otherwise.
+func (m *Model) fileLines(w int) []string {
+	st := m.st
+	var out []string
+	add := func(ls ...string) { out = append(out, ls...) }
 	var files []Artifact
-	files = append(files, res.artifacts...)
+	files = append(files, m.result.artifacts...)
 	if m.o.ReportPath != "" {
 		files = append(files, Artifact{What: "report", Path: m.o.ReportPath})
 	}
@@ -98,11 +138,6 @@ func (m *Model) summaryLines(w int) []string {
 		}
 		add(f.What + ":")
 		add(styled(st.Command, wrap(f.Path, w, "  ", "  "))...)
-	}
-
-	section("NEXT")
-	for _, n := range m.next() {
-		add(wrap(n, w, "- ", "  ")...)
 	}
 	return out
 }

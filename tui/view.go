@@ -468,98 +468,128 @@ func (m *Model) confirmWord(c steps.Confirm) string {
 // detailLines is a step's detail: what and why, the concrete plan, checks,
 // the rollback note with this run's paths, and what went wrong.
 func (m *Model) detailLines(sv *stepView, w int) []string {
-	st := m.st
-	var out []string
-	add := func(ls ...string) { out = append(out, ls...) }
-	section := func(s string) {
-		if m.h >= 30 {
-			add("")
-		}
-		add(st.Section.Render(s))
-	}
-	add(styled(st.Title, wrap(sv.info.Title, w, "", ""))...)
-	meta := fmt.Sprintf("%s · risk %s · confirm %s · %s", sv.info.ID, sv.info.Risk, m.confirmWord(sv.info.Confirm), m.stateWord(sv, true))
-	if d := m.duration(sv); d != "" {
-		meta += " " + d
-	}
-	add(styled(st.Faint, wrap(meta, w, "", ""))...)
-	if sv.info.Risk == steps.Destructive {
-		add(styled(st.Warn, wrap("Destructive: confirming it takes the "+m.o.Confirm.Noun+" name, typed.", w, "", ""))...)
-	}
-	if sv.note != "" && sv.err == nil && !(sv.plan != nil && sv.plan.NoOp) {
-		add(wrap("Note: "+sv.note, w, "", "  ")...)
-	}
-	if sv.progress != "" && (sv.state == steps.Running || sv.state == steps.Confirming) {
-		add(styled(st.Warn, wrap("Waiting: "+sv.progress, w, "", "  "))...)
-	}
-	if sv.err != nil {
-		section("WHAT WENT WRONG")
-		add(styled(st.Fail, wrap(sv.err.Error(), w, "", ""))...)
-	}
-	checks := func() {
-		if len(sv.checks) == 0 {
-			return
-		}
-		section("CHECKS")
-		for _, c := range sv.checks {
-			text := c.Name
-			if c.Detail != "" {
-				text += " — " + c.Detail
-			}
-			if c.OK {
-				add(styled(st.OK, wrap(text, w, "✓ ", "  "))...)
-			} else {
-				add(styled(st.Fail, wrap(text, w, "✗ ", "  "))...)
-			}
-		}
-	}
+	d := &detailWriter{m: m, w: w}
+	d.head(sv)
 	switch {
 	case sv.plan != nil:
-		// What will be done comes first: it is what a confirmation is about.
-		p := sv.plan
-		section("PLAN")
-		add(wrap(p.Summary, w, "", "")...)
-		if p.NoOp && sv.info.Risk != steps.ReadOnly {
-			add(st.OK.Render("Nothing to do: already as wanted."))
-		}
-		if len(p.Actions) > 0 {
-			head := "WILL DO"
-			if sv.applied || sv.ran {
-				head = "ACTIONS"
-			}
-			section(head)
-			for _, a := range p.Actions {
-				add(styled(st.Action, wrap(a.String(), w, "→ ", "  "))...)
-			}
-		}
-		for _, n := range p.Notes {
-			add(styled(st.Note, wrap(n, w, "! ", "  "))...)
-		}
-		checks()
-		if len(p.Facts) > 0 {
-			section("SEEN ON THE CLUSTER")
-			for _, f := range p.Facts {
-				add(wrap(f, w, "· ", "  ")...)
-			}
-		}
-		if p.Rollback != "" && !p.NoOp {
-			section("IF YOU NEED TO UNDO")
-			add(wrap(p.Rollback, w, "", "")...)
-		}
+		d.plan(sv)
 	case sv.state == steps.Pending && !sv.earlier:
-		add("", st.Faint.Render("Not planned yet: each step is planned from the cluster as it is when it starts."))
-		checks()
+		d.add("", m.st.Faint.Render("Not planned yet: each step is planned from the cluster as it is when it starts."))
+		d.checks(sv)
 	case sv.state == steps.Planning:
-		add("", m.spin.View()+" Reading the cluster (read-only)…")
-		checks()
+		d.add("", m.spin.View()+" Reading the cluster (read-only)…")
+		d.checks(sv)
 	default:
-		checks()
+		d.checks(sv)
 	}
 	if strings.TrimSpace(sv.info.Why) != "" {
-		section("WHY")
-		add(wrap(strings.TrimSpace(sv.info.Why), w, "", "")...)
+		d.section("WHY")
+		d.add(wrap(strings.TrimSpace(sv.info.Why), d.w, "", "")...)
 	}
-	return out
+	return d.out
+}
+
+// detailWriter collects the lines of a step's detail, w columns wide.
+type detailWriter struct {
+	m   *Model
+	w   int
+	out []string
+}
+
+// add appends lines to the detail.
+func (d *detailWriter) add(ls ...string) { d.out = append(d.out, ls...) }
+
+// section starts a titled section, after a blank line when the screen is
+// tall enough for it.
+func (d *detailWriter) section(s string) {
+	if d.m.h >= 30 {
+		d.add("")
+	}
+	d.add(d.m.st.Section.Render(s))
+}
+
+// head writes the detail's top: the step's title, its id, risk,
+// confirmation and state, a destructive step's warning, its note, what a
+// running step waits for, and what went wrong.
+func (d *detailWriter) head(sv *stepView) {
+	m, st, w := d.m, d.m.st, d.w
+	d.add(styled(st.Title, wrap(sv.info.Title, w, "", ""))...)
+	meta := fmt.Sprintf("%s · risk %s · confirm %s · %s", sv.info.ID, sv.info.Risk, m.confirmWord(sv.info.Confirm), m.stateWord(sv, true))
+	if dur := m.duration(sv); dur != "" {
+		meta += " " + dur
+	}
+	d.add(styled(st.Faint, wrap(meta, w, "", ""))...)
+	if sv.info.Risk == steps.Destructive {
+		d.add(styled(st.Warn, wrap("Destructive: confirming it takes the "+m.o.Confirm.Noun+" name, typed.", w, "", ""))...)
+	}
+	if sv.note != "" && sv.err == nil && !(sv.plan != nil && sv.plan.NoOp) {
+		d.add(wrap("Note: "+sv.note, w, "", "  ")...)
+	}
+	if sv.progress != "" && (sv.state == steps.Running || sv.state == steps.Confirming) {
+		d.add(styled(st.Warn, wrap("Waiting: "+sv.progress, w, "", "  "))...)
+	}
+	if sv.err != nil {
+		d.section("WHAT WENT WRONG")
+		d.add(styled(st.Fail, wrap(sv.err.Error(), w, "", ""))...)
+	}
+}
+
+// checks writes the step's CHECKS section, passed and failed, if it has
+// any.
+func (d *detailWriter) checks(sv *stepView) {
+	st, w := d.m.st, d.w
+	if len(sv.checks) == 0 {
+		return
+	}
+	d.section("CHECKS")
+	for _, c := range sv.checks {
+		text := c.Name
+		if c.Detail != "" {
+			text += " — " + c.Detail
+		}
+		if c.OK {
+			d.add(styled(st.OK, wrap(text, w, "✓ ", "  "))...)
+		} else {
+			d.add(styled(st.Fail, wrap(text, w, "✗ ", "  "))...)
+		}
+	}
+}
+
+// plan writes a planned step's plan: its summary, the actions (what will
+// be done comes first: it is what a confirmation is about), its notes, the
+// checks, what it saw on the cluster and how to undo it.
+func (d *detailWriter) plan(sv *stepView) {
+	st, w := d.m.st, d.w
+	p := sv.plan
+	d.section("PLAN")
+	d.add(wrap(p.Summary, w, "", "")...)
+	if p.NoOp && sv.info.Risk != steps.ReadOnly {
+		d.add(st.OK.Render("Nothing to do: already as wanted."))
+	}
+	if len(p.Actions) > 0 {
+		head := "WILL DO"
+		if sv.applied || sv.ran {
+			head = "ACTIONS"
+		}
+		d.section(head)
+		for _, a := range p.Actions {
+			d.add(styled(st.Action, wrap(a.String(), w, "→ ", "  "))...)
+		}
+	}
+	for _, n := range p.Notes {
+		d.add(styled(st.Note, wrap(n, w, "! ", "  "))...)
+	}
+	d.checks(sv)
+	if len(p.Facts) > 0 {
+		d.section("SEEN ON THE CLUSTER")
+		for _, f := range p.Facts {
+			d.add(wrap(f, w, "· ", "  ")...)
+		}
+	}
+	if p.Rollback != "" && !p.NoOp {
+		d.section("IF YOU NEED TO UNDO")
+		d.add(wrap(p.Rollback, w, "", "")...)
+	}
 }
 
 func (m *Model) outputTitle(sv *stepView, l layout) string {

@@ -183,19 +183,32 @@ func clientCerts(props map[string]string) ([]tls.Certificate, error) {
 		keyPass = s.password // Kafka: the key password defaults to the store's
 	}
 	if s.format == formatPKCS12 {
-		key, leaf, cas, err := pkcs12.DecodeChain(s.data, s.password)
-		if err != nil && keyPass != s.password {
-			key, leaf, cas, err = pkcs12.DecodeChain(s.data, keyPass)
-		}
-		if err != nil {
-			return nil, s.wrap(fmt.Errorf("%w (is ssl.keystore.password right?)", err))
-		}
-		c, err := keyWithLeaf(key, append([]*x509.Certificate{leaf}, cas...))
-		if err != nil {
-			return nil, s.wrap(err)
-		}
-		return []tls.Certificate{c}, nil
+		return pkcs12Certs(s, keyPass)
 	}
+	return jksCerts(s, keyPass)
+}
+
+// pkcs12Certs reads the key and its chain from a PKCS12 keystore, decoded
+// with the store's password or, when that fails, with a different keyPass.
+func pkcs12Certs(s *store, keyPass string) ([]tls.Certificate, error) {
+	key, leaf, cas, err := pkcs12.DecodeChain(s.data, s.password)
+	if err != nil && keyPass != s.password {
+		key, leaf, cas, err = pkcs12.DecodeChain(s.data, keyPass)
+	}
+	if err != nil {
+		return nil, s.wrap(fmt.Errorf("%w (is ssl.keystore.password right?)", err))
+	}
+	c, err := keyWithLeaf(key, append([]*x509.Certificate{leaf}, cas...))
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	return []tls.Certificate{c}, nil
+}
+
+// jksCerts reads a keystore that is neither PEM nor PKCS12 as JKS (which
+// refuses any other format): every private key entry, in alias order,
+// each with its certificate chain, its key under keyPass.
+func jksCerts(s *store, keyPass string) ([]tls.Certificate, error) {
 	ks := keystore.New()
 	if err := ks.Load(bytes.NewReader(s.data), []byte(s.password)); err != nil {
 		return nil, s.wrap(fmt.Errorf("%w (is ssl.keystore.password right?)", err))
