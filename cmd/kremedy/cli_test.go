@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/drill"
 )
 
 // Bad input is refused with exit 2 before anything is contacted or written.
@@ -147,5 +150,59 @@ func TestRunbooksShow(t *testing.T) {
 	}
 	if r := kremedy(t, "__complete", "run", "topic-cleanup", "--set", ""); r.code != 0 || !strings.Contains(r.out, "producer_idle=") {
 		t.Errorf("completion of --set: exit %d\n%s", r.code, r.out)
+	}
+}
+
+// TestCommandsOnADrillAreRecorded: every command that acts on a running
+// drill's inventory says so itself (actsOn) and is recorded with its exit
+// code, a failed one too; a command on another inventory is not.
+func TestCommandsOnADrillAreRecorded(t *testing.T) {
+	dir := t.TempDir()
+	if err := (&drill.State{Scenario: "ghost-topic", Topic: "orders", Started: time.Now()}).Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	inv := filepath.Join(dir, "inventory.yaml") // unreadable as an inventory: every command ends with exit 2
+	if err := os.WriteFile(inv, []byte("name: drill\nbogus: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "inventory.yaml")
+	if err := os.WriteFile(other, []byte("name: other\nbogus: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(t.TempDir(), "run")
+	want := map[string]string{
+		"diagnose":         "diagnose --inventory " + inv,
+		"inventory check":  "inventory check --inventory " + inv,
+		"plan":             "plan topic-cleanup --inventory " + inv + " --set topic=orders",
+		"run":              "run topic-cleanup --inventory " + inv + " --set topic=orders --headless --yes --confirm orders --run-dir " + runDir,
+		"znodes restore":   "znodes restore " + filepath.Join(dir, "znodes.json") + " --inventory " + inv,
+		"segments restore": "segments restore " + filepath.Join(dir, "manifest.json") + " --inventory " + inv,
+	}
+	for _, line := range want {
+		if r := kremedy(t, strings.Fields(line)...); r.code != 2 {
+			t.Fatalf("kremedy %s: exit %d, want 2\n%s", line, r.code, r.out)
+		}
+	}
+	if r := kremedy(t, "diagnose", "--inventory", other); r.code != 2 {
+		t.Fatalf("diagnose of another inventory: exit %d\n%s", r.code, r.out)
+	}
+	cs, err := drill.Commands(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cs {
+		if c.Exit != 2 || strings.Join(c.Args, " ") != want[c.Verb] {
+			t.Errorf("recorded %q: exit %d, args %q; want exit 2, args %q", c.Verb, c.Exit, c.Args, want[c.Verb])
+		}
+		got[c.Verb] = true
+	}
+	for verb := range want {
+		if !got[verb] {
+			t.Errorf("kremedy %s was not recorded", verb)
+		}
+	}
+	if len(cs) != len(want) {
+		t.Errorf("%d commands recorded, want %d (the other inventory's diagnose is not the drill's): %+v", len(cs), len(want), cs)
 	}
 }

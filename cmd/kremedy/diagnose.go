@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/drill"
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps/diagnose"
@@ -32,6 +33,7 @@ func newDiagnoseCmd() *cobra.Command {
 		Short: "Read-only: find stuck deletions, ghost topics, stale broker caches, foreign or orphaned segments (exit 0 healthy, 1 findings, 2 error)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			actsOn(cmd, drill.Invocation{Inventory: f.inv})
 			return runDiagnose(cmd, &f)
 		},
 	}

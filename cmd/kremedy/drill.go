@@ -181,29 +181,36 @@ func newDrillTrafficCmd() *cobra.Command {
 	return c
 }
 
-// drillRecorder is the drill's recorder of cmd (args: its arguments),
-// started at start: nil unless it acts on a running drill's inventory.
-// The commands name what they act on by the flags they share: --inventory
-// and --run-dir; resume by its argument, the run directory.
-func drillRecorder(cmd *cobra.Command, start time.Time) *drill.Recorder {
-	if cmd == nil {
-		return nil
+// drillHook carries the drill's record of one command from the command
+// that says what it acts on (actsOn) to main, which records its end: main
+// puts it in the command's context.
+type drillHook struct {
+	start time.Time
+	rec   *drill.Recorder
+}
+
+type drillHookKey struct{}
+
+// withDrillHook is ctx carrying a hook for a command started at start.
+func withDrillHook(ctx context.Context, start time.Time) (context.Context, *drillHook) {
+	h := &drillHook{start: start}
+	return context.WithValue(ctx, drillHookKey{}, h), h
+}
+
+// actsOn is the drill's recording hook. Every command that acts on an
+// inventory or a run calls it first, with what it acts on (Inventory,
+// RunDir, Runbook; OfRun for resume); when that is a running drill's
+// inventory the command is recorded now — a command killed later
+// (SIGPIPE into `| head`, a kill) still counts as run — and again by main
+// with its exit code.
+func actsOn(cmd *cobra.Command, in drill.Invocation) {
+	h, _ := cmd.Context().Value(drillHookKey{}).(*drillHook)
+	if h == nil {
+		return // not started by main (an in-process test)
 	}
-	flag := func(name string) string {
-		if f := cmd.Flags().Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
-	}
-	args := cmd.Flags().Args()
-	in := drill.Invocation{Verb: strings.TrimPrefix(cmd.CommandPath(), "kremedy "), Args: os.Args[1:], Inventory: flag("inventory"), RunDir: flag("run-dir")}
-	switch {
-	case (cmd.Name() == "run" || cmd.Name() == "plan") && len(args) > 0:
-		in.Runbook = args[0]
-	case cmd.Name() == "resume" && len(args) == 1:
-		in.RunDir, in.OfRun = args[0], true
-	}
-	return drill.NewRecorder(in, start)
+	in.Verb, in.Args = strings.TrimPrefix(cmd.CommandPath(), "kremedy "), os.Args[1:]
+	h.rec = drill.NewRecorder(in, h.start)
+	recordForDrill(h.rec.Started())
 }
 
 // recordForDrill says on stderr that a command was not recorded for the

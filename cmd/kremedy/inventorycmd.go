@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/drill"
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/inventory/live"
@@ -67,6 +68,7 @@ func newInventoryCheckCmd() *cobra.Command {
 		Short: "Validate an inventory offline, then reach every part it names (ZooKeeper with its auth, every broker with its security, every SSH host with sudo); exit 0 when all work",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			actsOn(cmd, drill.Invocation{Inventory: path})
 			return inventoryCheck(cmd, path)
 		},
 	}

@@ -59,12 +59,12 @@ func main() {
 	defer stop()
 	start := time.Now()
 	root := newRoot()
-	// A drill records the command before it runs, too: a command killed
-	// (SIGPIPE into `| head`, a kill) still counts as run.
-	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { recordForDrill(drillRecorder(cmd, start).Started()) }
-	cmd, err := root.ExecuteContextC(ctx)
+	// A command acting on a running drill's inventory records itself
+	// (actsOn); its end is recorded here.
+	ctx, hook := withDrillHook(ctx, start)
+	_, err := root.ExecuteContextC(ctx)
 	code := report(err, ctx)
-	recordForDrill(drillRecorder(cmd, start).Ended(err, code))
+	recordForDrill(hook.rec.Ended(err, code))
 	os.Exit(code)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/drill"
 	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/cleanup"
@@ -60,6 +61,7 @@ func newZnodesCmd() *cobra.Command {
 		Short: "Recreate the znodes of a run's backup (data and ACLs); refuses to overwrite existing ones unless --force",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			actsOn(cmd, drill.Invocation{Inventory: inv})
 			cl, err := connectFor(cmd.Context(), args[0], inv)
 			if err != nil {
 				return err
@@ -90,6 +92,7 @@ func newSegmentsCmd() *cobra.Command {
 		Short: "Move a run's quarantined partition directories back into their log dirs (brokers must be stopped)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			actsOn(cmd, drill.Invocation{Inventory: inv})
 			cl, err := connectFor(cmd.Context(), args[0], inv)
 			if err != nil {
 				return err

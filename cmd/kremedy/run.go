@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kremedy/kremedy/drill"
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/runbooks"
@@ -157,6 +158,7 @@ func newPlanCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: runbookNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			actsOn(cmd, drill.Invocation{Inventory: f.inventory, RunDir: f.runDir, Runbook: args[0]})
 			return runPlan(cmd, args[0], f, asJSON)
 		},
 	}
@@ -284,6 +286,7 @@ func newRunCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: runbookNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			actsOn(cmd, drill.Invocation{Inventory: f.inventory, RunDir: f.runDir, Runbook: args[0]})
 			return beginRun(cmd, args[0], f)
 		},
 	}
@@ -350,6 +353,7 @@ func newResumeCmd() *cobra.Command {
 		Short: "Continue an interrupted run from its journal (completed steps are re-checked, not re-done)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			actsOn(cmd, drill.Invocation{RunDir: args[0], OfRun: true})
 			return resumeRun(cmd, args[0], f)
 		},
 	}
