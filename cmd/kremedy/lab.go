@@ -58,23 +58,7 @@ func newLabInstallCmd() *cobra.Command {
 			".\nAny other release from 2.4.0 (ZooKeeper mode up to 3.9.x; KRaft from 3.7) is accepted, untested.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if home != "" && len(versions) > 1 {
-				return usageErr(fmt.Errorf("--kafka-home names one directory; install one --kafka-version into it"))
-			}
-			for _, v := range versions {
-				r, err := lab.ReleaseOf(v)
-				if err != nil {
-					return usageErr(err)
-				}
-				h := home
-				if h == "" {
-					h = lab.DefaultKafkaHome(v)
-				}
-				if err := lab.Install(cmd.Context(), r, h, cmd.OutOrStdout()); err != nil {
-					return labErr(err)
-				}
-			}
-			return nil
+			return labInstall(cmd, versions, home)
 		},
 	}
 	c.Flags().StringSliceVar(&versions, "kafka-version", []string{lab.KafkaVersion}, "releases to install (comma-separated or repeated), e.g. 2.7.2,2.8.2,3.9.2,4.1.2")
@@ -91,14 +75,7 @@ func newLabUpCmd() *cobra.Command {
 		Short: "Start (or resume) the lab; exit 0 once every broker is registered and a controller elected (with --kraft: the quorum has a leader, every broker is unfenced)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			changed := cmd.Flags().Changed
-			if kraft {
-				if err := kraftFlags(changed, &cfg); err != nil {
-					return usageErr(err)
-				}
-			}
-			_, err := lab.Up(cmd.Context(), dir, cfg, changed, cmd.OutOrStdout())
-			return labErr(err)
+			return labUp(cmd, dir, kraft, cfg)
 		},
 	}
 	addDirFlag(c, &dir)
@@ -156,16 +133,7 @@ func newLabStatusCmd() *cobra.Command {
 		Short: "Show every lab process, its address and registration (exit 1 when something is down)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := openLab(dir)
-			if err != nil {
-				return err
-			}
-			st := l.Status(cmd.Context())
-			l.Print(cmd.OutOrStdout(), st)
-			if !st.Healthy {
-				return &exitError{exitFailed, fmt.Errorf("lab %s is not fully up (see DOWN above)", l.Dir)}
-			}
-			return nil
+			return labStatus(cmd, dir)
 		},
 	}
 	addDirFlag(c, &dir)
@@ -196,20 +164,7 @@ func newLabBrokerCmd() *cobra.Command {
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{"stop", "start"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			action, err := stopOrStart(args[0])
-			if err != nil {
-				return err
-			}
-			id, err := strconv.ParseInt(args[1], 10, 32)
-			if err != nil {
-				return usageErr(fmt.Errorf("broker id %q is not a number", args[1]))
-			}
-			l, err := openLab(dir)
-			if err != nil {
-				return err
-			}
-			err = l.BrokerCommand(cmd.Context(), int32(id), action, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
-			return labErr(err)
+			return labBrokerCmd(cmd, dir, args)
 		},
 	}
 	addDirFlag(c, &dir)
@@ -224,20 +179,7 @@ func newLabControllerCmd() *cobra.Command {
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{"stop", "start"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			action, err := stopOrStart(args[0])
-			if err != nil {
-				return err
-			}
-			l, err := openLab(dir)
-			if err != nil {
-				return err
-			}
-			k, err := l.ControllerNumber(args[1])
-			if err != nil {
-				return labErr(err)
-			}
-			err = l.ControllerCommand(cmd.Context(), k, action, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
-			return labErr(err)
+			return labController(cmd, dir, args)
 		},
 	}
 	addDirFlag(c, &dir)
@@ -253,22 +195,7 @@ func newLabBreakCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, ok := lab.Scenarios[args[0]]
-			if !ok {
-				return usageErr(fmt.Errorf("unknown scenario %q; known: %s", args[0], scenarioNames()))
-			}
-			if err := kafkazk.ValidateTopic(topic); err != nil {
-				return usageErr(err)
-			}
-			l, err := openLab(dir)
-			if err != nil {
-				return err
-			}
-			rep, err := sc.Run(cmd.Context(), l, topic, cmd.OutOrStdout())
-			if rep != nil {
-				rep.Print(cmd.OutOrStdout())
-			}
-			return labErr(err)
+			return labBreak(cmd, dir, args[0], topic)
 		},
 	}
 	addDirFlag(c, &dir)
@@ -284,13 +211,7 @@ func newLabFillCmd() *cobra.Command {
 		Short: "Give a running lab real partitions at scale: topics fill-00000… created through Kafka, served by every broker (for diagnosing and rolling a big cluster)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := openLab(dir)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Minute)
-			defer cancel()
-			return labErr(lab.Fill(ctx, l, topics, partitions, rf, cmd.OutOrStdout()))
+			return labFill(cmd, dir, topics, partitions, rf)
 		},
 	}
 	addDirFlag(c, &dir)
@@ -334,4 +255,118 @@ func stopOrStart(a string) (string, error) {
 		return "", usageErr(fmt.Errorf("unknown action %q: use stop or start", a))
 	}
 	return a, nil
+}
+
+// labFill is `lab fill`: topics × partitions real partitions in the lab in dir, within 30 minutes.
+func labFill(cmd *cobra.Command, dir string, topics, partitions, rf int) error {
+	l, err := openLab(dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Minute)
+	defer cancel()
+	return labErr(lab.Fill(ctx, l, topics, partitions, rf, cmd.OutOrStdout()))
+}
+
+// labBreak is `lab break`: runs scenario on topic in the lab in dir and prints its report.
+func labBreak(cmd *cobra.Command, dir, scenario, topic string) error {
+	sc, ok := lab.Scenarios[scenario]
+	if !ok {
+		return usageErr(fmt.Errorf("unknown scenario %q; known: %s", scenario, scenarioNames()))
+	}
+	if err := kafkazk.ValidateTopic(topic); err != nil {
+		return usageErr(err)
+	}
+	l, err := openLab(dir)
+	if err != nil {
+		return err
+	}
+	rep, err := sc.Run(cmd.Context(), l, topic, cmd.OutOrStdout())
+	if rep != nil {
+		rep.Print(cmd.OutOrStdout())
+	}
+	return labErr(err)
+}
+
+// labController is `lab controller stop|start ID`: one KRaft controller's command over SSH.
+func labController(cmd *cobra.Command, dir string, args []string) error {
+	action, err := stopOrStart(args[0])
+	if err != nil {
+		return err
+	}
+	l, err := openLab(dir)
+	if err != nil {
+		return err
+	}
+	k, err := l.ControllerNumber(args[1])
+	if err != nil {
+		return labErr(err)
+	}
+	err = l.ControllerCommand(cmd.Context(), k, action, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
+	return labErr(err)
+}
+
+// labBrokerCmd is `lab broker stop|start ID`: one broker's command over SSH.
+func labBrokerCmd(cmd *cobra.Command, dir string, args []string) error {
+	action, err := stopOrStart(args[0])
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(args[1], 10, 32)
+	if err != nil {
+		return usageErr(fmt.Errorf("broker id %q is not a number", args[1]))
+	}
+	l, err := openLab(dir)
+	if err != nil {
+		return err
+	}
+	err = l.BrokerCommand(cmd.Context(), int32(id), action, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
+	return labErr(err)
+}
+
+// labStatus is `lab status`: every lab process, exit 1 when one is down.
+func labStatus(cmd *cobra.Command, dir string) error {
+	l, err := openLab(dir)
+	if err != nil {
+		return err
+	}
+	st := l.Status(cmd.Context())
+	l.Print(cmd.OutOrStdout(), st)
+	if !st.Healthy {
+		return &exitError{exitFailed, fmt.Errorf("lab %s is not fully up (see DOWN above)", l.Dir)}
+	}
+	return nil
+}
+
+// labUp is `lab up`: starts (or resumes) the lab in dir as cfg says; --kraft's flags checked first.
+func labUp(cmd *cobra.Command, dir string, kraft bool, cfg lab.Config) error {
+	changed := cmd.Flags().Changed
+	if kraft {
+		if err := kraftFlags(changed, &cfg); err != nil {
+			return usageErr(err)
+		}
+	}
+	_, err := lab.Up(cmd.Context(), dir, cfg, changed, cmd.OutOrStdout())
+	return labErr(err)
+}
+
+// labInstall is `lab install`: each release into the cache, or one into home.
+func labInstall(cmd *cobra.Command, versions []string, home string) error {
+	if home != "" && len(versions) > 1 {
+		return usageErr(fmt.Errorf("--kafka-home names one directory; install one --kafka-version into it"))
+	}
+	for _, v := range versions {
+		r, err := lab.ReleaseOf(v)
+		if err != nil {
+			return usageErr(err)
+		}
+		h := home
+		if h == "" {
+			h = lab.DefaultKafkaHome(v)
+		}
+		if err := lab.Install(cmd.Context(), r, h, cmd.OutOrStdout()); err != nil {
+			return labErr(err)
+		}
+	}
+	return nil
 }

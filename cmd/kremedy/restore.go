@@ -62,18 +62,7 @@ func newZnodesCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			actsOn(cmd, drill.Invocation{Inventory: inv})
-			cl, err := connectFor(cmd.Context(), args[0], inv)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			if cl.ZK == nil {
-				return usageErr(fmt.Errorf("znodes restore writes the run's backup into ZooKeeper, and %s describes a KRaft cluster (mode: kraft), which has none; nothing was done", cl.Inv.Path))
-			}
-			out := cmd.OutOrStdout()
-			return restoreErr(steps.HoldLease(cmd.Context(), cl.Ports.Lease, "znodes restore", brk, out, func() error {
-				return cleanup.RestoreZnodes(cmd.Context(), cl.ZK, args[0], force, out)
-			}))
+			return restoreZnodes(cmd, args[0], inv, force, brk)
 		},
 	}
 	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
@@ -93,19 +82,7 @@ func newSegmentsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			actsOn(cmd, drill.Invocation{Inventory: inv})
-			cl, err := connectFor(cmd.Context(), args[0], inv)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			out := cmd.OutOrStdout()
-			if err := steps.HoldLease(cmd.Context(), cl.Ports.Lease, "segments restore", brk, out, func() error {
-				return cleanup.RestoreSegments(cmd.Context(), cl.Ports, args[0], out)
-			}); err != nil {
-				return restoreErr(err)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "start the brokers only after the znodes are restored too")
-			return nil
+			return restoreSegments(cmd, args[0], inv, brk)
 		},
 	}
 	restore.Flags().StringVar(&inv, "inventory", "", "inventory of the cluster (default: the one the run used)")
@@ -118,3 +95,36 @@ func newSegmentsCmd() *cobra.Command {
 // breakLeaseUsage is the --break-lease flag of the commands that change a
 // cluster outside a run.
 const breakLeaseUsage = "break the cluster's lease (held by a kremedy run, named when it refuses) before taking it: only after making sure that run is dead"
+
+// restoreZnodes is `znodes restore`: the backup at path written back into ZooKeeper under the cluster's lease.
+func restoreZnodes(cmd *cobra.Command, path, inv string, force, brk bool) error {
+	cl, err := connectFor(cmd.Context(), path, inv)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if cl.ZK == nil {
+		return usageErr(fmt.Errorf("znodes restore writes the run's backup into ZooKeeper, and %s describes a KRaft cluster (mode: kraft), which has none; nothing was done", cl.Inv.Path))
+	}
+	out := cmd.OutOrStdout()
+	return restoreErr(steps.HoldLease(cmd.Context(), cl.Ports.Lease, "znodes restore", brk, out, func() error {
+		return cleanup.RestoreZnodes(cmd.Context(), cl.ZK, path, force, out)
+	}))
+}
+
+// restoreSegments is `segments restore`: the quarantined directories of the manifest at path moved back, under the cluster's lease.
+func restoreSegments(cmd *cobra.Command, path, inv string, brk bool) error {
+	cl, err := connectFor(cmd.Context(), path, inv)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	out := cmd.OutOrStdout()
+	if err := steps.HoldLease(cmd.Context(), cl.Ports.Lease, "segments restore", brk, out, func() error {
+		return cleanup.RestoreSegments(cmd.Context(), cl.Ports, path, out)
+	}); err != nil {
+		return restoreErr(err)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), "start the brokers only after the znodes are restored too")
+	return nil
+}
