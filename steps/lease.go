@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
@@ -104,9 +103,7 @@ func (s *Session) takeLease(ctx context.Context, c ports.Cluster) (release func(
 		once.Do(func() {
 			// Given back even when the attempt was cancelled (Ctrl-C).
 			s.run.held = nil
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if err := held.Release(rctx); err != nil {
+			if err := giveBack(ctx, held); err != nil {
 				s.Notef("lease", "the cluster's lease was not given back cleanly: %v", err)
 				return
 			}
@@ -128,19 +125,14 @@ func (r *run) checkLease(ctx context.Context, step, done string) error {
 	if held == nil {
 		return nil
 	}
-	note := func(format string, a ...any) {
-		text := fmt.Sprintf(format, a...)
-		_ = r.rec.append(journal.Note, "", map[string]string{"text": text})
-		r.rec.emit(Event{Step: "lease", Kind: EvLog, Text: text})
-	}
 	retaken, err := held.Check(ctx)
 	if err == nil {
 		if retaken {
-			note("the cluster's lease had lapsed during the run (this kremedy's ZooKeeper session expired, or someone broke the lease) and no other run had taken it: taken again in step %s, before its next change (%s)", step, held.Where())
+			r.notef("lease", "the cluster's lease had lapsed during the run (this kremedy's ZooKeeper session expired, or someone broke the lease) and no other run had taken it: taken again in step %s, before its next change (%s)", step, held.Where())
 		}
 		return nil
 	}
-	note("step %s, before its next change: %v; the step goes no further", step, err)
+	r.notef("lease", "step %s, before its next change: %v; the step goes no further", step, err)
 	return fmt.Errorf("%w: %w; step %s goes no further: %s.\n  Another kremedy run may be changing this cluster now: see who holds the lease (`kremedy diagnose` names it) and wait for that run to end; "+
 		"then `kremedy resume %s` takes the lease again and re-checks every step already done", ErrRefused, err, step, done, r.dir)
 }
@@ -177,10 +169,16 @@ func HoldLease(ctx context.Context, l ports.Lease, what string, brk bool, out io
 	}
 	fmt.Fprintf(out, "took the cluster's lease for %s: %s\n", what, held.Where())
 	ferr := fn()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := held.Release(rctx); err != nil {
+	if err := giveBack(ctx, held); err != nil {
 		fmt.Fprintf(out, "the cluster's lease was not given back cleanly: %v\n", err)
 	}
 	return ferr
+}
+
+// giveBack releases held, even when ctx was cancelled (Ctrl-C), within
+// 30 s.
+func giveBack(ctx context.Context, held ports.Held) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return held.Release(rctx)
 }

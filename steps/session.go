@@ -365,10 +365,13 @@ func (s *Session) Progress() Progress {
 
 // Notef journals a run-level note from source (the ZooKeeper session's
 // fate, say) and reports it to the attempt now running, if any.
-func (s *Session) Notef(source, format string, a ...any) {
+func (s *Session) Notef(source, format string, a ...any) { s.run.notef(source, format, a...) }
+
+// notef is Notef on the run (the engine and Env have the run only).
+func (r *run) notef(source, format string, a ...any) {
 	text := fmt.Sprintf(format, a...)
-	_ = s.run.rec.append(journal.Note, "", map[string]string{"text": text})
-	s.run.rec.emit(Event{Step: source, Kind: EvLog, Text: text})
+	_ = r.rec.append(journal.Note, "", map[string]string{"text": text})
+	r.rec.emit(Event{Step: source, Kind: EvLog, Text: text})
 }
 
 // Artifacts lists the run's files that exist now: the journal, every

@@ -160,12 +160,12 @@ func (h *zkHeld) Check(ctx context.Context) (bool, error) {
 	case cur != nil && cur.Token == h.token:
 		return false, nil
 	case cur != nil:
-		return false, fmt.Errorf("%w: %s is now held by %s (the lease lapsed or was broken during the run)", ports.ErrLeaseLost, h.l.where(), *cur)
+		return false, h.lostTo(*cur)
 	}
 	cerr := h.l.zk.CreateEphemeral(ctx, ZKPath, h.data, h.acl)
 	if cerr != nil {
 		if other, err := h.l.Read(ctx); err == nil && other != nil && other.Token != h.token {
-			return false, fmt.Errorf("%w: %s is now held by %s (the lease lapsed or was broken during the run)", ports.ErrLeaseLost, h.l.where(), *other)
+			return false, h.lostTo(*other)
 		}
 		return false, fmt.Errorf("%w: %s was gone and could not be taken again: %w", ports.ErrLeaseLost, h.l.where(), cerr)
 	}
@@ -173,6 +173,11 @@ func (h *zkHeld) Check(ctx context.Context) (bool, error) {
 		h.session = st.EphemeralOwner
 	}
 	return true, nil
+}
+
+// lostTo: the lease is another run's now.
+func (h *zkHeld) lostTo(other ports.Holder) error {
+	return fmt.Errorf("%w: %s is now held by %s (the lease lapsed or was broken during the run)", ports.ErrLeaseLost, h.l.where(), other)
 }
 
 // Release deletes the znode if it is still this holder's.
@@ -184,7 +189,7 @@ func (h *zkHeld) Release(ctx context.Context) error {
 	case cur == nil:
 		return fmt.Errorf("%w: %s was gone (the ZooKeeper session expired during the run, or someone broke the lease)", ports.ErrLeaseLost, h.l.where())
 	case cur.Token != h.token:
-		return fmt.Errorf("%w: %s is now held by %s (the lease was broken or lapsed during the run)", ports.ErrLeaseLost, h.l.where(), *cur)
+		return h.lostTo(*cur)
 	}
 	if err := h.l.zk.Delete(ctx, ZKPath, version); err != nil && !h.l.zk.IsNoNode(err) {
 		return fmt.Errorf("delete %s: %w", h.l.where(), err)
