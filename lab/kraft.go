@@ -190,15 +190,17 @@ func (l *Lab) formatControllers(ctx context.Context, zc *zookeeper.Conn, out io.
 	return nil
 }
 
-// storageFormat runs Kafka's own storage tool (`kafka-storage format -t
-// ID -c PROPS --ignore-formatted`: kafka.tools.StorageTool, as
+// storageFormat runs Kafka's own storage tool (`kafka-storage format
+// --cluster-id=ID -c PROPS --ignore-formatted`: kafka.tools.StorageTool, as
 // bin/kafka-storage.sh does) on a node's config: every log dir it names,
 // the metadata log dir included, gets meta.properties with the cluster
 // id and the node id; the directories formatted already are left alone.
 func (l *Lab) storageFormat(ctx context.Context, clusterID, props, dir string) error {
 	cmd := exec.CommandContext(ctx, l.State.Java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
 		l.logJVMArg(dir), "-cp", filepath.Join(l.libsDir(), "*"), "kafka.tools.StorageTool",
-		"format", "-t", clusterID, "-c", props, "--ignore-formatted")
+		// --cluster-id=ID: a ZooKeeper-mode cluster's id may start with
+		// '-' (one in 64 do), which the tool would take for an option.
+		"format", "--cluster-id="+clusterID, "-c", props, "--ignore-formatted")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%v\n%s", err, indent(string(b)))
 	}

@@ -269,7 +269,7 @@ type State struct {
 	Java    string    `json:"java"`
 	Kafka   string    `json:"kafka_version"`
 	// ClusterID is a KRaft lab's cluster.id, every node formatted with it
-	// (kafka-storage format -t).
+	// (kafka-storage format --cluster-id).
 	ClusterID string    `json:"cluster_id,omitempty"`
 	Scenarios []Applied `json:"scenarios,omitempty"`
 }

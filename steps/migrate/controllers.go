@@ -108,7 +108,7 @@ func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
 		}
 		meta, err := readFile(ctx, env, c.ID, path.Join(dir, "meta.properties"))
 		if err != nil {
-			why = append(why, fmt.Sprintf("controller %d: not formatted (%v): run kafka-storage format -t %s -c %s", c.ID, err, clusterID, f.Path))
+			why = append(why, fmt.Sprintf("controller %d: not formatted (%v): run kafka-storage format --cluster-id=%s -c %s", c.ID, err, clusterID, f.Path))
 			continue
 		}
 		if got, _ := meta.Props.Get("cluster.id"); got != clusterID {
@@ -123,7 +123,7 @@ func checkControllers(ctx context.Context, env *steps.Env, st *State) error {
 			if code, ok := brokers.ExitStatus(err); err != nil && !ok || ok && code != 1 {
 				why = append(why, fmt.Sprintf("controller %d: could not tell whether %s exists: %v", c.ID, log, err))
 			} else if ok {
-				why = append(why, fmt.Sprintf("controller %d: its metadata log %s exists — it ran before (an earlier attempt?) and would skip the initial metadata load: remove %s and format it again (kafka-storage format -t %s -c %s)", c.ID, log, log, clusterID, f.Path))
+				why = append(why, fmt.Sprintf("controller %d: its metadata log %s exists — it ran before (an earlier attempt?) and would skip the initial metadata load: remove %s and format it again (kafka-storage format --cluster-id=%s -c %s)", c.ID, log, log, clusterID, f.Path))
 			}
 		}
 	}
