@@ -35,7 +35,7 @@ func (e *env) partitionIncrease(ids []int32) error {
 	e.did("created %q with 2 partitions (replicas %v, topic ID %s) and %d messages per partition", t, e.rep.Assign, orNone(e.rep.OldID), MessagesPerPartition)
 	newP, reps := int32(2), full[2]
 	epoch := int32(0)
-	if b, _, err := e.zk.Get(e.ctx, "/controller_epoch"); err == nil {
+	if b, _, err := e.zk.Get(e.ctx, kafkazk.ControllerEpochPath); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			epoch = int32(n)
 		}

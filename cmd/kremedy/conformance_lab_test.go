@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/steptest"
+	"github.com/kremedy/kremedy/steps/zookeeper"
 )
 
 // labConformance holds the franz-go adapter on the lab's real Kafka to
@@ -90,6 +93,9 @@ func labConformance(t *testing.T, l *lab.Lab, configs, limits map[string]string)
 	for n := 1; n <= cfg.Brokers; n++ {
 		s.Addrs[int32(n)] = fmt.Sprintf("%s:%d", cfg.BrokerHost(n), lab.KafkaPort)
 		s.LogDirs[int32(n)] = l.LogDirs(n)
+	}
+	if !l.State.KRaft() {
+		s.ForgetTopic = forgetTopicByHand(connectLab(t, l).zk)
 	}
 	if l.State.KRaft() {
 		s.Controllers = map[int32]string{}
@@ -198,4 +204,83 @@ func labConformanceConfigs(v string, kraft bool) map[string]string {
 // deny kremedy Describe.
 var labNoAuthorizer = map[string]string{
 	"a topic kremedy may not describe": "the lab runs no authorizer (only `lab up --secure` does): every principal may Describe every topic",
+}
+
+// forgetTopicByHand deletes a topic's znodes by hand while every broker
+// runs, as `lab break stale-metadata` does: the controller drops the topic
+// from its context without telling the brokers, which keep it cached. Its
+// restore moves the controller first, then writes the znodes back as they
+// were (config first, as Kafka's AdminZkClient does). The move is what
+// heals: Kafka 3.9's ControllerContext.removeTopic keeps the topic's
+// partition and replica states, so the controller that saw the deletion
+// refuses the topic's return (an illegal Online → New transition, logged
+// and skipped) and a later DeleteTopics never completes, leaving every
+// broker's cache stale for good. A new controller builds its context from
+// ZooKeeper and takes the written-back topic for a new one with the same
+// id and assignment; the brokers' caches agree with it again.
+func forgetTopicByHand(zc *zookeeper.Conn) func(ctx context.Context, topic string) (func(context.Context) error, error) {
+	return func(ctx context.Context, topic string) (func(context.Context) error, error) {
+		tp, cp := kafkazk.TopicPath(topic), kafkazk.ConfigTopicPath(topic)
+		td, _, err := zc.Get(ctx, tp)
+		if err != nil {
+			return nil, err
+		}
+		cd, _, err := zc.Get(ctx, cp)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range []string{tp, cp} {
+			if err := zc.DeleteRecursive(ctx, p); err != nil {
+				return nil, fmt.Errorf("delete %s: %w", p, err)
+			}
+		}
+		return func(ctx context.Context) error {
+			if err := moveController(ctx, zc); err != nil {
+				return err
+			}
+			if err := zc.Create(ctx, cp, cd, nil); err != nil {
+				return fmt.Errorf("create %s: %w", cp, err)
+			}
+			if err := zc.Create(ctx, tp, td, nil); err != nil {
+				return fmt.Errorf("create %s: %w", tp, err)
+			}
+			return nil
+		}, nil
+	}
+}
+
+// moveController deletes /controller and waits until a controller of a
+// later epoch (/controller_epoch) registered: a fresh context read from
+// ZooKeeper, the same broker or another.
+func moveController(ctx context.Context, zc *zookeeper.Conn) error {
+	epoch := func() (int, error) {
+		b, _, err := zc.Get(ctx, kafkazk.ControllerEpochPath)
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	before, err := epoch()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", kafkazk.ControllerEpochPath, err)
+	}
+	if err := zc.Delete(ctx, kafkazk.ControllerPath, -1); err != nil {
+		return fmt.Errorf("delete %s: %w", kafkazk.ControllerPath, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		id, err := zc.Controller(ctx)
+		now, eerr := epoch()
+		if err == nil && eerr == nil && id >= 0 && now > before {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no controller of an epoch after %d within a minute of deleting %s (last: controller %d, %v, %v)", before, kafkazk.ControllerPath, id, err, eerr)
+		case <-tick.C:
+		}
+	}
 }

@@ -17,8 +17,11 @@ const (
 	ConfigTopicsPath = "/config/topics"
 	ReassignPath     = "/admin/reassign_partitions"
 	ControllerPath   = "/controller"
-	ClusterIDPath    = "/cluster/id"
-	MigrationPath    = "/migration"
+	// ControllerEpochPath holds the controller epoch, a decimal integer
+	// one higher at every election (ControllerEpochZNode).
+	ControllerEpochPath = "/controller_epoch"
+	ClusterIDPath       = "/cluster/id"
+	MigrationPath       = "/migration"
 )
 
 // TopicPath is /brokers/topics/<t>.

@@ -212,6 +212,14 @@ func (k *Kafka) Cache(broker int32, tv ports.TopicView) {
 	k.Stale[broker][tv.Name] = tv
 }
 
+// Uncache ends broker's stale cache of topic (Cache): it answers the truth
+// again.
+func (k *Kafka) Uncache(broker int32, topic string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.Stale[broker], topic)
+}
+
 // view is broker id's answer about t; k.mu is held.
 func (k *Kafka) view(ctx context.Context, id int32, t string, stale bool) ports.TopicView {
 	if slices.Contains(k.Denied, t) {

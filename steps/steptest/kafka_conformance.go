@@ -77,6 +77,12 @@ type KafkaSubject struct {
 	CommitOffsets func(ctx context.Context, group, topic string, offsets map[int32]int64) error
 	// LogDirs are each running broker's log directories (DescribeLogDirs).
 	LogDirs map[int32][]string
+	// ForgetTopic deletes a topic's metadata behind Kafka's back (ZooKeeper
+	// mode: its znodes by hand, as `lab break stale-metadata` does), so
+	// that every broker keeps it in a stale cache; restore puts it back as
+	// it was, and the cluster is whole again. Nil: the subject cannot (a
+	// KRaft cluster has no metadata to delete behind the controller).
+	ForgetTopic func(ctx context.Context, topic string) (restore func(ctx context.Context) error, err error)
 }
 
 // KafkaConformance holds a ports.Kafka to the answers the step kinds and
@@ -105,13 +111,15 @@ type KafkaSubject struct {
 // on kfake, which has no hook for them) cover a broker stopped (ISR,
 // leader, offline replicas, under-replication, back in every ISR after its
 // start), log dirs, an idempotent producer's state, a consumer group's
-// committed offsets and the KRaft quorum; cmd/kremedy's labConformance
+// committed offsets, a stale cache (a topic's znodes deleted behind
+// Kafka's back, then written back: ZooKeeper mode) and the KRaft quorum;
+// cmd/kremedy's labConformance
 // runs them on Kafka 3.9.2 in ZooKeeper mode and on the KRaft lab.
 //
 // It does not cover, because one side cannot honestly do it:
 //   - partitions offline or leaderless, leader epochs of partitions the
-//     stopped broker did not lead, a broker's stale cache: real Kafka
-//     makes these only by faults (lab break stale-metadata), not on demand
+//     stopped broker did not lead, one broker's cache stale while the
+//     others are not: real Kafka makes these only by faults, not on demand
 //     on a shared lab; the fake models them from ZooKeeper's znodes and
 //     Stale. kfake keeps ISR equal to the replicas.
 //   - an assignment's exact brokers on kfake, which keeps only its

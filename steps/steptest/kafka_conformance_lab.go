@@ -12,10 +12,7 @@ import (
 // labCases are what KafkaConformance's kfake leaves out and the stop rule
 // and diagnose read: they run on the lab's real Kafka and on the fake,
 // each needing a hook of the subject (a case whose hook is nil skips,
-// naming it). A broker's stale metadata cache is not among them: real
-// Kafka makes one only by a fault (a broker cut off from ZooKeeper or the
-// controller while the topic changes, lab break stale-metadata), not on
-// demand on a shared cluster and healed again within a case.
+// naming it).
 var labCases = []struct {
 	name string
 	fn   func(t *testing.T, c *conformant)
@@ -155,6 +152,48 @@ var labCases = []struct {
 			}
 		}
 	}},
+	{"lab: a stale cache", func(t *testing.T, c *conformant) {
+		if c.ForgetTopic == nil {
+			t.Skip("the subject cannot delete a topic's metadata behind Kafka's back (ForgetTopic): a KRaft cluster")
+		}
+		topic := c.n("stale")
+		c.create(t, topic, nil, 3, 3)
+		before := map[int32]ports.TopicView{}
+		for _, b := range c.brokers {
+			before[b] = c.view(t, b, topic).Topics[topic]
+		}
+		restore, err := c.ForgetTopic(c.ctx, topic)
+		if err != nil {
+			t.Fatalf("forget %s: %v", topic, err)
+		}
+		restored := false
+		defer func() {
+			if !restored {
+				_ = restore(c.ctx)
+			}
+		}()
+		// The brokers were told nothing: each keeps answering from its
+		// cache, as it did, for as long as nothing changes the topic.
+		for range 3 {
+			for _, b := range c.brokers {
+				got := c.view(t, b, topic).Topics[topic]
+				if got.Err != ports.KafkaNone || got.ID != before[b].ID || !sameViews(got, before[b]) {
+					t.Fatalf("broker %d's view of %s with its metadata deleted behind Kafka's back: %+v; want its cache as before: %+v", b, topic, got, before[b])
+				}
+			}
+			time.Sleep(time.Second) // still the same a while later: a cache nobody refreshes
+		}
+		restored = true
+		if err := restore(c.ctx); err != nil {
+			t.Fatalf("restore %s: %v", topic, err)
+		}
+		c.settle(t, topic, func(pv ports.PartitionView) bool { return pv.Leader >= 0 && len(pv.ISR) == len(pv.Replicas) })
+		for _, b := range c.brokers {
+			if got := c.view(t, b, topic).Topics[topic]; got.ID != before[b].ID || len(got.Partitions) != 3 {
+				t.Errorf("broker %d's view of %s after its metadata came back: %+v; want the topic as it was (id %s, 3 partitions)", b, topic, got, before[b].ID)
+			}
+		}
+	}},
 	{"lab: quorum", func(t *testing.T, c *conformant) {
 		if c.Controllers == nil {
 			t.Skip("the subject runs no KRaft quorum (Controllers)")
@@ -179,4 +218,19 @@ var labCases = []struct {
 			t.Errorf("quorum %+v; want voters %v, one of them leader, an epoch and high watermark, asked at one of %v", q, slices.Sorted(maps.Keys(c.Controllers)), addrs)
 		}
 	}},
+}
+
+// sameViews: two views of a topic name the same partitions with the same
+// leader, replicas and ISR.
+func sameViews(a, b ports.TopicView) bool {
+	if len(a.Partitions) != len(b.Partitions) {
+		return false
+	}
+	for p, x := range a.Partitions {
+		y, ok := b.Partitions[p]
+		if !ok || x.Leader != y.Leader || !slices.Equal(x.Replicas, y.Replicas) || !slices.Equal(slices.Sorted(slices.Values(x.ISR)), slices.Sorted(slices.Values(y.ISR))) {
+			return false
+		}
+	}
+	return true
 }

@@ -3,6 +3,9 @@ package steptest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kremedy/kremedy/steps/kafkazk"
@@ -54,6 +57,35 @@ func TestFakeKafkaConformance(t *testing.T) {
 			},
 			CommitOffsets: k.CommitOffsets,
 			LogDirs:       map[int32][]string{1: {"/data"}, 2: {"/data"}, 3: {"/data"}},
+			ForgetTopic: func(ctx context.Context, topic string) (func(context.Context) error, error) {
+				// Every running broker caches what it answered; the
+				// topic's znodes go, to come back as they were.
+				for _, b := range []int32{1, 2, 3} {
+					v, err := k.BrokerView(ctx, b, topic)
+					if err != nil {
+						return nil, err
+					}
+					k.Cache(b, v.Topics[topic])
+				}
+				saved := map[string]string{}
+				for _, p := range zk.Paths() {
+					if p == kafkazk.TopicPath(topic) || strings.HasPrefix(p, kafkazk.TopicPath(topic)+"/") || p == kafkazk.ConfigTopicPath(topic) {
+						b, _, _ := zk.Get(ctx, p)
+						saved[p] = string(b)
+					}
+				}
+				zk.Remove(kafkazk.TopicPath(topic))
+				zk.Remove(kafkazk.ConfigTopicPath(topic))
+				return func(context.Context) error {
+					for _, p := range slices.Sorted(maps.Keys(saved)) {
+						zk.Put(p, saved[p])
+					}
+					for _, b := range []int32{1, 2, 3} {
+						k.Uncache(b, topic)
+					}
+					return nil
+				}, nil
+			},
 		}
 	})
 }
