@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/inventory/connect"
 )
 
@@ -13,6 +14,16 @@ import (
 // caller does (connect.Load); -v puts the adapters' own logs on stderr.
 func openCluster(ctx context.Context, path string) (*connect.Clients, error) {
 	cl, err := connect.Load(ctx, path, connect.Options{Log: adapterLog()})
+	if err != nil {
+		return nil, connectErr(err)
+	}
+	return cl, nil
+}
+
+// openInventory is openCluster for an inventory already loaded (inventory
+// check reads it once, to say what it holds before it connects).
+func openInventory(ctx context.Context, inv *inventory.Inventory) (*connect.Clients, error) {
+	cl, err := connect.Open(ctx, inv, connect.Options{Log: adapterLog()})
 	if err != nil {
 		return nil, connectErr(err)
 	}

@@ -89,7 +89,7 @@ func inventoryCheck(cmd *cobra.Command, path string) error {
 	fmt.Fprintf(w, "ok\tinventory\t%s: valid, %s mode, %d brokers, %d controllers, %d clients\n", path, cmp.Or(inv.Mode, inventory.ModeZooKeeper), len(inv.Brokers), len(inv.KRaftControllers), len(inv.Clients))
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 	defer cancel()
-	cl, err := openCluster(ctx, path)
+	cl, err := openInventory(ctx, inv)
 	if err != nil {
 		fmt.Fprintf(w, "FAIL\tconnect\t%v\n", err)
 		return failedErr(errors.New("the inventory does not reach its cluster (see above)"))

@@ -269,18 +269,18 @@ type Accept []string
 
 // Covers reports whether the acceptance covers topic.
 func (a Accept) Covers(topic string) bool {
-	return slices.Contains(a, topic) || slices.Contains(a, "*")
+	return slices.Contains(a, topic) || slices.Contains(a, kafkazk.AllTopics)
 }
 
 // All reports whether it covers every topic.
-func (a Accept) All() bool { return slices.Contains(a, "*") }
+func (a Accept) All() bool { return slices.Contains(a, kafkazk.AllTopics) }
 
 // Unlisted are the topics it names that listed does not hold: a typo, which
 // must not silently accept nothing.
 func (a Accept) Unlisted(listed []string) []string {
 	var out []string
 	for _, t := range a {
-		if t != "*" && !slices.Contains(listed, t) {
+		if t != kafkazk.AllTopics && !slices.Contains(listed, t) {
 			out = append(out, t)
 		}
 	}
