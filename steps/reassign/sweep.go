@@ -190,4 +190,3 @@ func detailOr(items []string, none string) string {
 	}
 	return fmt.Sprint(items)
 }
-
