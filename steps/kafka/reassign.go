@@ -159,7 +159,11 @@ func (c *Client) SetConfig(ctx context.Context, resource, name, key string, valu
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%s %s of %s %q: %w", op, key, resource, name, err)
+		verb := "set"
+		if value == nil {
+			verb = "delete"
+		}
+		return fmt.Errorf("%s %s of %s %q: %w", verb, key, resource, name, err)
 	}
 	return nil
 }
