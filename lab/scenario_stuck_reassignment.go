@@ -33,6 +33,13 @@ func (e *env) stuckReassignment(ids []int32) error {
 	if err != nil {
 		return err
 	}
+	return e.stuckMove(ids, target, "reassignment-unstick")
+}
+
+// stuckMove is stuck-reassignment's body on either mode's lab: T on the
+// two brokers other than target, moved onto target at 1 KB/s, target
+// stopped; runbook is the one the report's next step names.
+func (e *env) stuckMove(ids []int32, target int32, runbook string) error {
 	var others []int32
 	for _, id := range ids {
 		if id != target {
@@ -40,6 +47,7 @@ func (e *env) stuckReassignment(ids []int32) error {
 		}
 	}
 	a, b := others[0], others[1]
+	var err error
 	e.rep.Assign, e.rep.Victim = [][]int32{{a, b}, {b, a}}, target
 	if e.rep.OldID, err = e.createAndFill(e.t, e.rep.Assign, "old"); err != nil {
 		return err
@@ -66,7 +74,7 @@ func (e *env) stuckReassignment(ids []int32) error {
 		return err
 	}
 	e.stuckMoveSymptoms(target)
-	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names the stuck reassignment of %s-0 and %s-1 (target broker %d down); `kremedy run reassignment-unstick` cancels or retargets them and removes every throttle", e.t, e.t, target)
+	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names the stuck reassignment of %s-0 and %s-1 (target broker %d down); `kremedy run %s` cancels or retargets them and removes every throttle", e.t, e.t, target, runbook)
 	return e.verdict()
 }
 
@@ -109,12 +117,12 @@ func (e *env) throttle(ids []int32, target, a, b int32) error {
 }
 
 func (e *env) stuckMoveSymptoms(target int32) {
-	e.observe(fmt.Sprintf("broker %d leaves /brokers/ids", target), 30*time.Second, false, func() (bool, string) {
-		reg, err := e.zk.BrokerIDs(e.ctx)
+	e.observe(fmt.Sprintf("broker %d leaves the live brokers (/brokers/ids; KRaft: the unfenced ones)", target), 30*time.Second, false, func() (bool, string) {
+		live, err := e.liveBrokers()
 		if err != nil {
 			return false, err.Error()
 		}
-		return !slices.Contains(reg, target), fmt.Sprintf("registered: %v", reg)
+		return !slices.Contains(live, target), fmt.Sprintf("live: %v", live)
 	})
 	e.observe(fmt.Sprintf("ListPartitionReassignments lists both moves of %q, adding broker %d", e.t, target), 10*time.Second, false, func() (bool, string) {
 		ms, err := e.kc.Reassignments(e.ctx)

@@ -137,3 +137,65 @@ func waitInSync(t *testing.T, ctx context.Context, c *clients, asked int32, topi
 		}
 	}
 }
+
+// TestReassignmentUnstickKRaftLab is TestReassignmentUnstickLab's run on
+// a KRaft 4.1.2 lab (net 64): kraft-stuck-reassignment, diagnose naming
+// kraft-reassignment-unstick, the headless run, then the stopped target
+// started again to prove its own throttles were deleted at the
+// controllers (a KRaft broker describes only its own configs).
+func TestReassignmentUnstickKRaftLab(t *testing.T) {
+	needLab(t)
+	cfg := lab.KRaftConfig()
+	cfg.Net, cfg.KafkaVersion = 64, "4.1.2"
+	l := startLab(t, cfg)
+	c := connectLab(t, l)
+	const topic = "moving"
+	rep := breakIt(t, l, "kraft-stuck-reassignment", topic)
+	target, a, b := rep.Victim, rep.Assign[0][0], rep.Assign[0][1]
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	d, code := diagnosis(t, l, "")
+	i := slices.IndexFunc(d.Findings, func(f diagnose.Finding) bool { return f.Kind == diagnose.FindStuckReassignment })
+	if code != 1 || i < 0 || d.Findings[i].Runbook != "kraft-reassignment-unstick" || !slices.Equal(d.Findings[i].Partitions, []int32{0, 1}) {
+		t.Fatalf("diagnose exit %d, want 1 with %s naming kraft-reassignment-unstick", code, diagnose.FindStuckReassignment)
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	r := kremedy(t, "run", "kraft-reassignment-unstick", "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", l.Inventory().Name)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.out)
+	}
+	if ms, err := c.kc.Reassignments(ctx); err != nil || len(ms) != 0 {
+		t.Fatalf("moves in flight after the run: %v %v", ms, err)
+	}
+	keys := append(slices.Clone(brokers.BrokerThrottleKeys), brokers.TopicThrottleKeys...)
+	if es, err := c.kc.Overrides(ctx, keys, []int32{a, b}, []string{topic}); err != nil || len(es) != 0 {
+		t.Errorf("throttle configs left on brokers %d, %d or %q: %v %v", a, b, topic, es, err)
+	}
+	if err := l.BrokerCommand(ctx, target, "start", func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		es, err := c.kc.Overrides(ctx, keys, []int32{target}, nil)
+		if err == nil {
+			if len(es) != 0 {
+				t.Errorf("broker %d, started again, still has %v", target, es)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("broker %d does not answer DescribeConfigs after its start: %v", target, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	v, err := c.kc.BrokerView(ctx, a, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, pv := range v.Topics[topic].Partitions {
+		if pv.Leader < 0 || slices.Contains(pv.Replicas, target) {
+			t.Errorf("%s-%d: leader %d, replicas %v", topic, p, pv.Leader, pv.Replicas)
+		}
+	}
+}

@@ -88,6 +88,10 @@ type Reassigning struct {
 	Throttles []Throttle `json:"throttles,omitempty"`
 	// Leaderless are partitions without a leader ("topic-p").
 	Leaderless []string `json:"leaderless,omitempty"`
+	// Unread are KRaft brokers of the inventory that are down: a KRaft
+	// broker describes only its own configs, so theirs cannot be read
+	// (they can be deleted at the controllers, ports.ControllerConfigs).
+	Unread []int32 `json:"unread,omitempty"`
 }
 
 // Throttle is one throttle config set on a broker or a topic.
@@ -199,11 +203,12 @@ func (r *Reassigning) throttles(ctx context.Context, c ports.Cluster, ra ports.R
 	for _, e := range es {
 		r.Throttles = append(r.Throttles, Throttle{ConfigEntry: e})
 	}
-	if c.ZK == nil {
-		return nil
-	}
 	for _, h := range c.Target.Hosts {
 		if slices.Contains(r.Live, h.ID) {
+			continue
+		}
+		if c.ZK == nil {
+			r.Unread = append(r.Unread, h.ID)
 			continue
 		}
 		ts, err := ZKBrokerThrottles(ctx, c.ZK, h.ID)

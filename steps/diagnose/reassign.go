@@ -11,7 +11,7 @@ import (
 	"github.com/kremedy/kremedy/steps/brokers"
 )
 
-const unstickFix = "run the reassignment-unstick runbook: `kremedy run reassignment-unstick --inventory " + InventoryMark + "` (it saves the assignment before the move, then per partition cancels the move when the original replicas are live and in the ISR, retargets it away from a dead broker otherwise, or raises a throttle that is too low — --set action=cancel|retarget|raise to choose — and then removes every replication throttle and verifies)"
+const unstickFix = "run the %[1]s runbook: `kremedy run %[1]s --inventory " + InventoryMark + "` (it saves the assignment before the move, then per partition cancels the move when the original replicas are live and in the ISR, retargets it away from a dead broker otherwise, or raises a throttle that is too low — --set action=cancel|retarget|raise to choose — and then removes every replication throttle and verifies)"
 
 // reassignments reports the moves in flight that cannot finish and the
 // throttles left behind with no move in flight. A move is read twice, the
@@ -55,6 +55,14 @@ func (g *diagnoser) settleWindow() time.Duration {
 	return DefaultSettle
 }
 
+// unstickRunbook is the runbook for the cluster's mode.
+func (g *diagnoser) unstickRunbook() string {
+	if g.c.ZK == nil {
+		return "kraft-reassignment-unstick"
+	}
+	return "reassignment-unstick"
+}
+
 // inBoth: the first read had the same move (partition and target).
 func inBoth(first *brokers.Reassigning, m brokers.Moving) bool {
 	return slices.ContainsFunc(first.Moves, func(f brokers.Moving) bool {
@@ -69,8 +77,8 @@ func (g *diagnoser) stuckMoves(st *brokers.Reassigning) {
 		byTopic[m.Topic] = append(byTopic[m.Topic], m)
 	}
 	for _, topic := range sortedKeys(byTopic) {
-		f := Finding{Kind: FindStuckReassignment, Severity: Warning, Topic: topic, Runbook: "reassignment-unstick",
-			Fix:   unstickFix,
+		f := Finding{Kind: FindStuckReassignment, Severity: Warning, Topic: topic, Runbook: g.unstickRunbook(),
+			Fix:   fmt.Sprintf(unstickFix, g.unstickRunbook()),
 			DoNot: "do not delete /admin/reassign_partitions or restart the controller to clear it, and do not cancel by hand (kafka-reassign-partitions --cancel) before checking that the original replicas are live and in the ISR (KAFKA-14424)"}
 		for _, m := range byTopic[topic] {
 			f.Partitions = append(f.Partitions, m.Partition)
@@ -121,9 +129,9 @@ func (g *diagnoser) throttlesLeft(st *brokers.Reassigning) {
 	if len(st.Throttles) == 0 {
 		return
 	}
-	f := Finding{Kind: FindThrottleLeft, Severity: Warning, Runbook: "reassignment-unstick",
+	f := Finding{Kind: FindThrottleLeft, Severity: Warning, Runbook: g.unstickRunbook(),
 		Summary: fmt.Sprintf("%d replication throttle configs are set and no reassignment is in flight: any replica catching up (after a restart, a new replica) is held to them", len(st.Throttles)),
-		Fix:     unstickFix,
+		Fix:     fmt.Sprintf(unstickFix, g.unstickRunbook()),
 		DoNot:   "do not leave them: kafka-reassign-partitions removes them only in --verify, once every move is done"}
 	for _, t := range st.Throttles {
 		name := t.Name

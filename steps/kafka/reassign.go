@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kremedy/kremedy/steps/ports"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -188,4 +190,70 @@ func (c *Client) ReplicaBytes(ctx context.Context, broker int32, topics []string
 		out[p.Topic][p.Partition] = p.Size
 	})
 	return out, nil
+}
+
+// The Client has ports.ControllerConfigs' ability.
+var _ ports.ControllerConfigs = (*Client)(nil)
+
+// DeleteAtControllers sends IncrementalAlterConfigs deleting keys of
+// broker's configs to the KRaft controllers at addrs, one after another
+// until the active one accepts it (the others answer NOT_CONTROLLER).
+func (c *Client) DeleteAtControllers(ctx context.Context, addrs []string, broker int32, keys []string) error {
+	if len(addrs) == 0 {
+		return errors.New("no KRaft controller to ask")
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(broker))
+	for _, k := range keys {
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Op = k, kmsg.IncrementalAlterConfigOpDelete
+		r.Configs = append(r.Configs, cfg)
+	}
+	req.Resources = append(req.Resources, r)
+	var errs []error
+	for _, addr := range addrs {
+		err := c.atController(ctx, addr, req)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return fmt.Errorf("delete %v of broker %d at the controllers: %w", keys, broker, errors.Join(errs...))
+}
+
+func (c *Client) atController(ctx context.Context, addr string, req *kmsg.IncrementalAlterConfigsRequest) error {
+	sec := c.extra
+	if c.ctrl != nil {
+		sec = c.ctrl
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(3 * time.Second),
+		kgo.RequestRetries(0), kgo.RetryTimeout(3 * time.Second)}, sec...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return errors.New("no seed")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	raw, err := seeds[0].Request(rctx, req)
+	if err != nil {
+		return err
+	}
+	for _, rr := range raw.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+		if err := kerr.ErrorForCode(rr.ErrorCode); err != nil {
+			return fmt.Errorf("%w (%s)", err, ptrStr(rr.ErrorMessage))
+		}
+	}
+	return nil
+}
+
+func ptrStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

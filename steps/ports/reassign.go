@@ -85,3 +85,13 @@ type Reassigner interface {
 	// holds (DescribeLogDirs), per topic and partition.
 	ReplicaBytes(ctx context.Context, broker int32, topics []string) (map[string]map[int32]int64, error)
 }
+
+// ControllerConfigs is the optional ability to change a broker's dynamic
+// configs at the KRaft controllers (KIP-919: controllers answer admin
+// requests, Kafka 3.7+): a KRaft broker alters and describes only its own
+// configs, so one that is down loses a config only there.
+type ControllerConfigs interface {
+	// DeleteAtControllers deletes keys of broker's dynamic configs at the
+	// active controller, asking addrs in turn (a key not set is left as is).
+	DeleteAtControllers(ctx context.Context, addrs []string, broker int32, keys []string) error
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,8 @@ import (
 // brokers 1, 2 and, in its znode, 4.
 type stuck struct {
 	*steptest.Cluster
-	r *steptest.Reassigning
+	r       *steptest.Reassigning
+	runbook string
 }
 
 func newStuck(t *testing.T) *stuck {
@@ -48,7 +50,7 @@ func newStuck(t *testing.T) *stuck {
 		ports.ConfigEntry{Resource: ports.ResourceTopic, Name: "moving", Key: brokers.FollowerReplicas, Value: "0:4"},
 		ports.ConfigEntry{Resource: ports.ResourceTopic, Name: "moving", Key: "retention.ms", Value: "1000"})
 	g.Ports.Kafka = r
-	return &stuck{Cluster: g, r: r}
+	return &stuck{Cluster: g, r: r, runbook: "reassignment-unstick"}
 }
 
 type approver func(steps.Info, *steps.Plan) steps.Approval
@@ -61,7 +63,7 @@ func (a approver) Approve(_ context.Context, info steps.Info, p *steps.Plan) (st
 // approved, and returns its outcome, run directory and plans by step.
 func (s *stuck) run(t *testing.T, params map[string]string) (steps.Outcome, string, map[string]*steps.Plan) {
 	t.Helper()
-	rb, err := runbooks.Get("reassignment-unstick")
+	rb, err := runbooks.Get(s.runbook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,5 +154,36 @@ func TestSweepWaitsForMovesAndKeepsThrottles(t *testing.T) {
 	}
 	if len(s.r.Done) != 0 {
 		t.Fatalf("changed %v while a move was in flight", s.r.Done)
+	}
+}
+
+// TestKRaftSweepDeletesADownBrokersRatesAtTheControllers: on KRaft a
+// stopped broker describes no configs, so its rates are deleted at the
+// controllers, and the move onto it is cancelled as on ZooKeeper mode.
+func TestKRaftSweepDeletesADownBrokersRatesAtTheControllers(t *testing.T) {
+	g := steptest.KRaft(t)
+	g.ZK.Put(kafkazk.TopicPath("moving"), `{"version":3,"partitions":{"0":[1,2]}}`)
+	g.ZK.Put(kafkazk.PartitionStatePath("moving", 0), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}`)
+	if err := g.Kafka.StopBroker(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	r := steptest.NewReassigning(g.Kafka)
+	r.Moves = []ports.Reassignment{{Topic: "moving", Partition: 0, Replicas: []int32{1, 3, 2}, Adding: []int32{3}, Removing: []int32{2}}}
+	for _, b := range []string{"1", "3"} {
+		r.Configs = append(r.Configs, ports.ConfigEntry{Resource: ports.ResourceBroker, Name: b, Key: brokers.FollowerRate, Value: "1024"})
+	}
+	g.Ports.Kafka = r
+	s := &stuck{Cluster: g, r: r, runbook: "kraft-reassignment-unstick"}
+	out, _, plans := s.run(t, nil)
+	if out.Err != nil || out.Failed != "" {
+		t.Fatalf("outcome %+v", out)
+	}
+	want := []string{"cancel moving-0", "delete broker 1 follower.replication.throttled.rate",
+		"delete at the controllers broker 3 [leader.replication.throttled.rate follower.replication.throttled.rate]"}
+	if !slices.Equal(r.Done, want) || len(r.Configs) != 0 {
+		t.Fatalf("done %q, configs left %v; want %q and none", r.Done, r.Configs, want)
+	}
+	if !strings.Contains(fmt.Sprint(plans["sweep"].Actions), "broker 3 is down, and a KRaft broker describes only its own configs") {
+		t.Errorf("the sweep's plan does not say why it asks the controllers: %v", plans["sweep"].Actions)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
@@ -22,6 +23,10 @@ type sweep struct{ o sweepOpts }
 
 type sweepOpts struct {
 	Wait time.Duration `opt:"wait" default:"10m"`
+}
+
+type controllerArgs struct {
+	Broker int32 `json:"broker"`
 }
 
 type removeArgs struct {
@@ -61,6 +66,11 @@ func (k *sweep) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	for _, path := range slices.Sorted(maps.Keys(znodes)) {
 		p.Actions = append(p.Actions, *znodes[path])
 	}
+	for _, b := range st.Unread {
+		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("remove-at-controllers-broker-%d", b), Op: steps.OpKafka, Broker: b,
+			Target: fmt.Sprintf("broker %d (at the controllers)", b), Args: controllerArgs{Broker: b},
+			Detail: fmt.Sprintf("broker %d is down, and a KRaft broker describes only its own configs: delete its %s and %s at the active controller (a key not set is left as is)", b, brokers.LeaderRate, brokers.FollowerRate)})
+	}
 	p.Summary = fmt.Sprintf("remove %d throttle configs once no move is in flight", len(st.Throttles))
 	if len(st.Throttles) == 0 {
 		p.Summary = "no throttle config is set"
@@ -90,20 +100,46 @@ func (k *sweep) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error 
 			f = func() error { return k.wait(ctx, env, ra) }
 		case steps.OpZKSet:
 			f = func() error { return removeZK(ctx, env.ZK, a) }
-		default:
-			f = func() error {
-				r, err := steps.ArgsOf[removeArgs](a)
-				if err != nil {
-					return err
-				}
-				return ra.SetConfig(ctx, r.Throttle.Resource, r.Throttle.Name, r.Throttle.Key, nil)
+		case steps.OpKafka:
+			if strings.HasPrefix(a.ID, "remove-at-controllers-") {
+				f = func() error { return removeAtControllers(ctx, env, a) }
+				break
 			}
+			f = func() error { return removeKafka(ctx, ra, a) }
+		default:
+			return fmt.Errorf("sweep: action %s has op %s", a.ID, a.Op)
 		}
 		if err := env.Do(a, f); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func removeKafka(ctx context.Context, ra ports.Reassigner, a steps.Action) error {
+	r, err := steps.ArgsOf[removeArgs](a)
+	if err != nil {
+		return err
+	}
+	return ra.SetConfig(ctx, r.Throttle.Resource, r.Throttle.Name, r.Throttle.Key, nil)
+}
+
+// removeAtControllers deletes a down KRaft broker's rates at the
+// controllers (the inventory's controller listeners).
+func removeAtControllers(ctx context.Context, env *steps.Env, a steps.Action) error {
+	r, err := steps.ArgsOf[controllerArgs](a)
+	if err != nil {
+		return err
+	}
+	cc, ok := env.Kafka.(ports.ControllerConfigs)
+	if !ok {
+		return fmt.Errorf("%w: the Kafka client (%T) cannot reach the controllers; broker %d's throttles were not removed: remove them when it is back (run reassignment-unstick again)", steps.ErrRefused, env.Kafka, r.Broker)
+	}
+	var addrs []string
+	for _, c := range env.Target.Controllers {
+		addrs = append(addrs, c.Addr)
+	}
+	return cc.DeleteAtControllers(ctx, addrs, r.Broker, brokers.BrokerThrottleKeys)
 }
 
 // wait polls the reassignments every 2 s until none is in flight.
@@ -181,7 +217,11 @@ func noThrottle(st *brokers.Reassigning) steps.Check {
 	for _, t := range st.Throttles {
 		left = append(left, throttleName(t)+"="+t.Value)
 	}
-	return steps.Check{Name: "no throttle config on any broker or topic", OK: len(left) == 0, Detail: detailOr(left, "none on the live brokers ("+ids(st.Live)+"), the topics or a down broker's znode")}
+	none := "none on the live brokers (" + ids(st.Live) + "), the topics or a down broker's znode"
+	if len(st.Unread) > 0 {
+		none = "none on the live brokers (" + ids(st.Live) + ") or the topics; down KRaft broker " + ids(st.Unread) + " describes no configs while it is down (the sweep deleted its rates at the controllers): `kremedy diagnose` once it is back reads them"
+	}
+	return steps.Check{Name: "no throttle config on any broker or topic", OK: len(left) == 0, Detail: detailOr(left, none)}
 }
 
 func detailOr(items []string, none string) string {

@@ -150,3 +150,21 @@ func (r *Reassigning) ReplicaBytes(_ context.Context, broker int32, topics []str
 	}
 	return out, nil
 }
+
+var _ ports.ControllerConfigs = (*Reassigning)(nil)
+
+// DeleteAtControllers deletes broker's keys whether it runs or not (the
+// controllers hold every broker's configs).
+func (r *Reassigning) DeleteAtControllers(_ context.Context, addrs []string, broker int32, keys []string) error {
+	r.rmu.Lock()
+	defer r.rmu.Unlock()
+	if len(addrs) == 0 {
+		return fmt.Errorf("no KRaft controller to ask")
+	}
+	name := strconv.Itoa(int(broker))
+	r.Configs = slices.DeleteFunc(r.Configs, func(c ports.ConfigEntry) bool {
+		return c.Resource == ports.ResourceBroker && c.Name == name && slices.Contains(keys, c.Key)
+	})
+	r.Done = append(r.Done, fmt.Sprintf("delete at the controllers broker %d %v", broker, keys))
+	return nil
+}
