@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,7 +21,7 @@ const StuckThrottle = 1024
 
 func init() {
 	register(75, "stuck-reassignment", onReady((*env).stuckReassignment),
-		"T (2 partitions, ~512 KB each) reassigned onto a third broker throttled at 1 KB/s, which is then stopped: the moves never finish and the throttles stay (field-2026c §3)")
+		"T (2 partitions, ~4 MiB each) reassigned onto a third broker throttled at 1 KB/s, which is then stopped: the moves never finish and the throttles stay (field-2026c §3)")
 }
 
 // stuckReassignment is the stuck move of field-2026c §3: a topic with
@@ -52,10 +54,13 @@ func (e *env) stuckMove(ids []int32, target int32, runbook string) error {
 	if e.rep.OldID, err = e.createAndFill(e.t, e.rep.Assign, "old"); err != nil {
 		return err
 	}
-	if err := e.fillBytes(2, 256, 2048); err != nil {
+	// More than one fetch takes: a throttled follower's first fetch is
+	// not held (the quota counts bytes already fetched) and may carry
+	// replica.fetch.max.bytes (1 MiB) of a partition.
+	if err := e.fillBytes(2, 1024, 4096); err != nil {
 		return err
 	}
-	e.did("created %q with 2 partitions (replicas %v) and about 512 KB per partition", e.t, e.rep.Assign)
+	e.did("created %q with 2 partitions (replicas %v) and about 4 MiB per partition", e.t, e.rep.Assign)
 	if err := e.throttle(ids, target, a, b); err != nil {
 		return err
 	}
@@ -78,12 +83,15 @@ func (e *env) stuckMove(ids []int32, target int32, runbook string) error {
 	return e.verdict()
 }
 
-// fillBytes writes n records of size bytes to each of parts partitions.
+// fillBytes writes n records of size random bytes (the producer
+// compresses: a repeated byte would take no room) to each of parts
+// partitions.
 func (e *env) fillBytes(parts int32, n, size int) error {
 	cl := e.kc.Kgo()
-	val := []byte(strings.Repeat("x", size))
 	for p := range parts {
 		for i := 0; i < n; i++ {
+			val := make([]byte, size)
+			_, _ = rand.Read(val)
 			cl.Produce(e.ctx, &kgo.Record{Topic: e.t, Partition: p, Value: val}, nil)
 		}
 	}
@@ -113,7 +121,15 @@ func (e *env) throttle(ids []int32, target, a, b int32) error {
 		}
 	}
 	e.did("throttled replication to %d bytes/s on brokers %v (leader and follower rates) and on %q (leader replicas %s, follower replicas %s)", StuckThrottle, ids, e.t, leaders, followers)
-	return nil
+	// Every broker applies its throttle when its metadata has it; a move
+	// started before would run unthrottled.
+	keys := append(slices.Clone(brokers.BrokerThrottleKeys), brokers.TopicThrottleKeys...)
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	return waitFor(ctx, 200*time.Millisecond, func() bool {
+		es, err := e.kc.Overrides(ctx, keys, ids, []string{e.t})
+		return err == nil && len(es) == 2*len(ids)+2
+	})
 }
 
 func (e *env) stuckMoveSymptoms(target int32) {

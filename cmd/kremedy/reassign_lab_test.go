@@ -139,14 +139,14 @@ func waitInSync(t *testing.T, ctx context.Context, c *clients, asked int32, topi
 }
 
 // TestReassignmentUnstickKRaftLab is TestReassignmentUnstickLab's run on
-// a KRaft 4.1.2 lab (net 64): kraft-stuck-reassignment, diagnose naming
+// a KRaft 4.1.2 lab (net 65): kraft-stuck-reassignment, diagnose naming
 // kraft-reassignment-unstick, the headless run, then the stopped target
 // started again to prove its own throttles were deleted at the
 // controllers (a KRaft broker describes only its own configs).
 func TestReassignmentUnstickKRaftLab(t *testing.T) {
 	needLab(t)
 	cfg := lab.KRaftConfig()
-	cfg.Net, cfg.KafkaVersion = 64, "4.1.2"
+	cfg.Net, cfg.KafkaVersion = 65, "4.1.2"
 	l := startLab(t, cfg)
 	c := connectLab(t, l)
 	const topic = "moving"
