@@ -119,8 +119,19 @@ func moveEvidence(m brokers.Moving, live []int32) string {
 	if !ok {
 		cancel = "a cancel is NOT safe: an original replica is down or out of the ISR (KAFKA-14424)"
 	}
-	return fmt.Sprintf("%s-%d: original %s → target %s; adding %s, removing %s; leader %d, ISR %v; %d bytes left at %d bytes/s (-1: unknown, 0: no throttle); %s; %s",
-		m.Topic, m.Partition, state(m.Original()), state(m.Target()), state(m.Adding), state(m.Removing), m.Leader, m.ISR, m.Left, m.Rate, m.Why, cancel)
+	left := ""
+	switch {
+	case m.Left >= 0 && m.Rate > 0:
+		left = fmt.Sprintf("%d bytes left at a throttle of %d bytes/s; ", m.Left, m.Rate)
+	case m.Left >= 0:
+		left = fmt.Sprintf("%d bytes left, no throttle on it; ", m.Left)
+	}
+	why := m.Why
+	if why == "" {
+		why = "moving"
+	}
+	return fmt.Sprintf("%s-%d: original %s → target %s; adding %s, removing %s; leader %d, ISR %v; %s%s; %s",
+		m.Topic, m.Partition, state(m.Original()), state(m.Target()), state(m.Adding), state(m.Removing), m.Leader, m.ISR, left, why, cancel)
 }
 
 // throttlesLeft is one finding for every throttle config set while no

@@ -73,6 +73,23 @@ func TestDiagnoseReassignments(t *testing.T) {
 			t.Errorf("throttles of a move in flight reported as left behind: %v", kinds(d))
 		}
 	})
+	t.Run("a move held by a throttle too low is stuck, a warning", func(t *testing.T) {
+		g, r := moving(t)
+		r.Moves[0] = ports.Reassignment{Topic: "moving", Partition: 0, Replicas: []int32{1, 3, 2}, Adding: []int32{3}, Removing: []int32{2}}
+		r.Sizes[1] = map[string]map[int32]int64{"moving": {0: 4 << 20}}
+		d, err := diagnose.Run(context.Background(), g.Ports, diagnose.Options{Settle: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(d.Findings, func(f diagnose.Finding) bool { return f.Kind == diagnose.FindStuckReassignment })
+		if i < 0 {
+			t.Fatalf("findings %v, want %s", kinds(d), diagnose.FindStuckReassignment)
+		}
+		f := d.Findings[i]
+		if ev := strings.Join(f.Evidence, "\n"); f.Severity != diagnose.Warning || !strings.Contains(ev, "4194304 bytes left at a throttle of 1024 bytes/s") || !strings.Contains(f.Summary, "throttle too low") {
+			t.Fatalf("finding %+v", f)
+		}
+	})
 	t.Run("a move that ends before the second read is not stuck", func(t *testing.T) {
 		g, r := moving(t)
 		g.Ports.Kafka = &endsAfterFirstRead{Reassigning: r}

@@ -187,3 +187,56 @@ func TestKRaftSweepDeletesADownBrokersRatesAtTheControllers(t *testing.T) {
 		t.Errorf("the sweep's plan does not say why it asks the controllers: %v", plans["sweep"].Actions)
 	}
 }
+
+// TestResumeAfterTheSweepTimedOut: a move that outlasts the sweep's wait
+// stops the run with every throttle in place; once it ends, a resume
+// does not cancel again, keeps the first attempt's rollback and sweeps.
+func TestResumeAfterTheSweepTimedOut(t *testing.T) {
+	s := newStuck(t)
+	s.r.Moves = append(s.r.Moves, ports.Reassignment{Topic: "orders", Partition: 0, Replicas: []int32{1, 2, 3}, Removing: []int32{3}})
+	rb, err := runbooks.Get(s.runbook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(map[string]string{"wait": "1s"}, s.Ports.Target.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sess, err := steps.Create(dir, bound, steps.Meta{ID: "u1", Runbook: rb.Name, Params: bound.Params, Cluster: s.Ports.Target.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approve := approver(func(_ steps.Info, p *steps.Plan) steps.Approval {
+		return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}
+	})
+	if out := sess.Run(context.Background(), s.Ports, approve, nil); out.Failed != "sweep" {
+		t.Fatalf("first attempt: %+v, want the sweep to stop", out)
+	}
+	sess.Close()
+	if !slices.Equal(s.r.Done, []string{"cancel moving-0"}) {
+		t.Fatalf("first attempt did %v", s.r.Done)
+	}
+	rollback, err := os.ReadFile(filepath.Join(dir, "reassignment-rollback.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.r.Moves = nil // the move ended
+	resumed, err := steps.Open(dir, func(steps.Meta) (*steps.Runbook, error) { return bound, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	if out := resumed.Run(context.Background(), s.Ports, approve, nil); out.Err != nil || out.Failed != "" {
+		t.Fatalf("resume: %+v", out)
+	}
+	if slices.Contains(s.r.Done[1:], "cancel moving-0") || len(s.r.Done) != 7 {
+		t.Errorf("resume did %v, want the six removals only", s.r.Done[1:])
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, "reassignment-rollback.json")); err != nil || string(after) != string(rollback) {
+		t.Errorf("rollback rewritten on resume: %s (was %s) %v", after, rollback, err)
+	}
+	if !strings.Contains(string(rollback), `"topic": "moving"`) && !strings.Contains(string(rollback), `"topic":"moving"`) {
+		t.Errorf("rollback %s does not hold moving-0", rollback)
+	}
+}
