@@ -90,22 +90,7 @@ func TestReassignmentUnstickLab(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s", r.code, r.out)
 		}
-		if n := moves(); n != 0 {
-			t.Fatalf("%d moves still in flight", n)
-		}
-		v, err := c.kc.BrokerView(ctx, a, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for p, pv := range v.Topics[topic].Partitions {
-			if pv.Leader < 0 || slices.Contains(pv.Replicas, target) {
-				t.Errorf("%s-%d: leader %d, replicas %v: want a leader and no replica on stopped broker %d", topic, p, pv.Leader, pv.Replicas, target)
-			}
-		}
-		keys := append(slices.Clone(brokers.BrokerThrottleKeys), brokers.TopicThrottleKeys...)
-		if es, err := c.kc.Overrides(ctx, keys, []int32{a, b}, []string{topic}); err != nil || len(es) != 0 {
-			t.Errorf("throttle configs left on brokers %d, %d or %q (DescribeConfigs): %v %v", a, b, topic, es, err)
-		}
+		unstuck(t, ctx, c, topic, []int32{a, b}, target)
 		if ts, err := brokers.ZKBrokerThrottles(ctx, c.zk, target); err != nil || len(ts) != 0 {
 			t.Errorf("throttle configs left in stopped broker %d's znode: %v %v", target, ts, err)
 		}
@@ -165,13 +150,8 @@ func TestReassignmentUnstickKRaftLab(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.out)
 	}
-	if ms, err := c.kc.Reassignments(ctx); err != nil || len(ms) != 0 {
-		t.Fatalf("moves in flight after the run: %v %v", ms, err)
-	}
+	unstuck(t, ctx, c, topic, []int32{a, b}, target)
 	keys := append(slices.Clone(brokers.BrokerThrottleKeys), brokers.TopicThrottleKeys...)
-	if es, err := c.kc.Overrides(ctx, keys, []int32{a, b}, []string{topic}); err != nil || len(es) != 0 {
-		t.Errorf("throttle configs left on brokers %d, %d or %q: %v %v", a, b, topic, es, err)
-	}
 	if err := l.BrokerCommand(ctx, target, "start", func(string) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -189,13 +169,28 @@ func TestReassignmentUnstickKRaftLab(t *testing.T) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	v, err := c.kc.BrokerView(ctx, a, topic)
+}
+
+// unstuck checks, with kremedy's own clients, what the runbook promises:
+// no move in flight, every partition of topic led and off the stopped
+// target, no throttle config on the live brokers or the topic
+// (DescribeConfigs).
+func unstuck(t *testing.T, ctx context.Context, c *clients, topic string, live []int32, target int32) {
+	t.Helper()
+	if ms, err := c.kc.Reassignments(ctx); err != nil || len(ms) != 0 {
+		t.Fatalf("moves in flight after the run: %v %v", ms, err)
+	}
+	v, err := c.kc.BrokerView(ctx, live[0], topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for p, pv := range v.Topics[topic].Partitions {
 		if pv.Leader < 0 || slices.Contains(pv.Replicas, target) {
-			t.Errorf("%s-%d: leader %d, replicas %v", topic, p, pv.Leader, pv.Replicas)
+			t.Errorf("%s-%d: leader %d, replicas %v: want a leader and no replica on stopped broker %d", topic, p, pv.Leader, pv.Replicas, target)
 		}
+	}
+	keys := append(slices.Clone(brokers.BrokerThrottleKeys), brokers.TopicThrottleKeys...)
+	if es, err := c.kc.Overrides(ctx, keys, live, []string{topic}); err != nil || len(es) != 0 {
+		t.Errorf("throttle configs left on brokers %v or %q (DescribeConfigs): %v %v", live, topic, es, err)
 	}
 }
