@@ -69,6 +69,12 @@ const (
 	// FindLeaseHeld: a kremedy run holds the cluster's lease (info, lease.go).
 	FindLeaseHeld = "lease-held"
 
+	// A partition reassignment that cannot finish (a target broker down, a
+	// throttle too low for the bytes left), and throttle configs left with
+	// no reassignment in flight (reassign.go).
+	FindStuckReassignment = "stuck-reassignment"
+	FindThrottleLeft      = "throttle-left-behind"
+
 	// Finding kinds of a KRaft cluster (kraft.go).
 	FindQuorumMargin        = "quorum-margin"              // a voter down or lagging: the margin left
 	FindQuorumNoLeader      = "quorum-no-leader"           // the metadata quorum answers without a leader
@@ -106,7 +112,7 @@ var Kinds = []string{
 	FindBrokerUnreachable, FindDiskUnlisted, FindCorruptZnode, FindBrokerDown, FindNoController,
 	FindZKServerDown, FindUnregisteredReplica, FindStateNotInAssignment, FindMissingPartitionState,
 	FindMissingTopicID, FindUnknownToBrokers, FindUnknownToZooKeeper, FindFewerReplicas, FindSettling,
-	FindLeaseHeld, FindQuorumMargin, FindQuorumNoLeader, FindQuorumUnreachable,
+	FindLeaseHeld, FindStuckReassignment, FindThrottleLeft, FindQuorumMargin, FindQuorumNoLeader, FindQuorumUnreachable,
 	FindControllerNotVoter, FindBrokerFenced, FindStrayLogs, FindWouldBeStray,
 	FindNoPartitionMetadata, FindFeatureLevel, FindMigratedToKRaft, FindMigrationLeftover,
 	FindMigrationRelease, FindMigrationJBOD, FindMigrationGeneratedID, FindMigrationReassignment,

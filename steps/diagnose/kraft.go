@@ -72,6 +72,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	if m := lease(ctx, c, o, g.add); m != "" {
 		g.d.Methods = append(g.d.Methods, m)
 	}
+	g.reassignments(ctx)
 	sortFindings(g.d.Findings)
 	g.d.Findings = linkCauses(g.d.Findings)
 	g.d.Healthy = healthy(g.d.Findings)

@@ -77,6 +77,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	if m := lease(ctx, c, o, g.add); m != "" {
 		g.d.Methods = append(g.d.Methods, m)
 	}
+	g.reassignments(ctx)
 	g.conclude(ctx, start)
 	return g.d, nil
 }

@@ -85,3 +85,24 @@ func closedAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestReassignerConformance holds the adapter's reassigner ability to
+// steptest.ReassignerConformance on kfake, as steptest holds the fake.
+func TestReassignerConformance(t *testing.T) {
+	steptest.ReassignerConformance(t, func(t *testing.T) steptest.ReassignerSubject {
+		c, err := kfake.NewCluster(kfake.NumBrokers(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		kc, err := kafka.New(c.ListenAddrs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(kc.Close)
+		return steptest.ReassignerSubject{R: kc, Broker: 0, Create: func(ctx context.Context, topic string) error {
+			_, err := kc.CreateTopic(ctx, topic, nil, 1, 2, nil)
+			return err
+		}}
+	})
+}

@@ -89,3 +89,14 @@ func TestFakeKafkaConformance(t *testing.T) {
 		}
 	})
 }
+
+func TestFakeReassignerConformance(t *testing.T) {
+	ReassignerConformance(t, func(t *testing.T) ReassignerSubject {
+		g := Ghost(t)
+		r := NewReassigning(g.Kafka)
+		return ReassignerSubject{R: r, Broker: 1, Create: func(ctx context.Context, topic string) error {
+			_, err := r.CreateTopic(ctx, topic, [][]int32{{1, 2}}, 0, 0, nil)
+			return err
+		}}
+	})
+}
