@@ -13,6 +13,7 @@ import (
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/migrate"
+	"github.com/kremedy/kremedy/steps/offline"
 	"github.com/kremedy/kremedy/steps/restart"
 )
 
@@ -147,5 +148,6 @@ var Kinds = sync.OnceValue(func() *steps.Registry {
 	cleanup.Register(r)
 	restart.Register(r)
 	migrate.Register(r)
+	offline.Register(r)
 	return r
 })
