@@ -110,7 +110,8 @@ func mapsKeys(m map[int32]string) []int32 {
 }
 
 // FindOffline lists the partitions without a leader in broker's metadata
-// (topics, or every topic), the brokers that serve being live.
+// (topics, or every topic) whose in-sync replicas are all on dead brokers,
+// the brokers that serve (live) being alive.
 func FindOffline(ctx context.Context, k ports.Kafka, broker int32, live []int32, topics ...string) ([]Offline, error) {
 	v, err := k.BrokerView(ctx, broker, topics...)
 	if err != nil {
@@ -128,7 +129,12 @@ func FindOffline(ctx context.Context, k ports.Kafka, broker int32, live []int32,
 					o.Dead = append(o.Dead, r)
 				}
 			}
-			out = append(out, o)
+			// Only a partition whose in-sync replicas are all dead needs an
+			// unclean election; one with a live in-sync replica waits for a
+			// controller (no-controller), not for a choice of logs.
+			if len(o.Dead) > 0 && !slices.ContainsFunc(o.ISR, func(r int32) bool { return slices.Contains(live, r) }) {
+				out = append(out, o)
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b Offline) int { return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition)) })

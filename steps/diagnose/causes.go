@@ -67,6 +67,16 @@ func linkCauses(fs []Finding) []Finding {
 			fs[i].Cause = down[f.Brokers[0]]
 		}
 	}
+	for i, f := range fs { // offline partitions: their group's cause, with the log ends
+		if f.Kind != FindOffline {
+			continue
+		}
+		for _, c := range fs {
+			if c.Kind == FindOfflineLogEnds && sameSet(c.Brokers, f.Brokers) {
+				fs[i].Cause = c.ID
+			}
+		}
+	}
 	noCtrl := ""
 	for _, f := range fs {
 		if f.Kind == FindNoController {
@@ -190,4 +200,12 @@ func sharedCauses(fs []Finding) []Shared {
 			Fix:     fmt.Sprintf("repair all of them in one run, with one stop and one start of every broker instead of one per topic: `%s` (it detaches clients, %s)", cmd, what)})
 	}
 	return out
+}
+
+// sameSet reports whether a and b hold the same brokers, repeats aside.
+func sameSet(a, b []int32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }

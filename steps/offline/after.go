@@ -43,6 +43,11 @@ func (k *after) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		past = append(past, got...)
 	}
 	p.Notes = append(p.Notes, past...)
+	if !env.Preview() {
+		if err := env.Save(steps.ReportKey+"Consumer groups past the new log end", append([]string{fmt.Sprintf("%d found (reported, not reset)", len(past))}, past...)); err != nil {
+			return p, err
+		}
+	}
 	p.Summary = fmt.Sprintf("%d consumer group offsets past the new log ends (reported, not reset)", len(past))
 	return p, nil
 }

@@ -131,7 +131,26 @@ func (k *elect) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error 
 			return err
 		}
 	}
-	return nil
+	return env.Save(steps.ReportKey+"Records lost to the unclean election", lossLines(el))
+}
+
+// lossLines are the report's lines on what the election lost.
+func lossLines(el []Elected) []string {
+	var out []string
+	var total int64
+	for _, e := range el {
+		if e.Longest < 0 && e.End == 0 {
+			out = append(out, fmt.Sprintf("%s-%d: elected broker %d", e.Topic, e.Partition, e.Leader))
+			continue
+		}
+		floor := ""
+		if !e.Exact {
+			floor = "at least "
+		}
+		total += e.Lost
+		out = append(out, fmt.Sprintf("%s-%d: elected broker %d (log end %d): %s%d records lost (offsets %d to %d)", e.Topic, e.Partition, e.Leader, e.End, floor, e.Lost, e.End, e.Longest-1))
+	}
+	return append(out, fmt.Sprintf("records lost in all: %d", total))
 }
 
 func reorder(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) error {
