@@ -137,7 +137,9 @@ func FindOffline(ctx context.Context, k ports.Kafka, broker int32, live []int32,
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b Offline) int { return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition)) })
+	slices.SortFunc(out, func(a, b Offline) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
 	return out, nil
 }
 
