@@ -77,7 +77,7 @@ func (e *env) offlinePartition(ids []int32) error {
 		return err
 	}
 	e.did("created %q: partitions %v on brokers %d, %d, %d, unclean.leader.election.enable=false, min.insync.replicas=1", e.t, assign, a, b, c)
-	if err := e.offsetsOn(keeper); err != nil {
+	if err := e.offsetsOn(keeper, c); err != nil {
 		return err
 	}
 	pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 30*time.Second, append(e.l.KafkaOpts(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())...)
@@ -146,10 +146,12 @@ func (e *env) offlineEnd(led *OfflineLedger, a, b, c, keeper int32) error {
 	return e.verdict()
 }
 
-// offsetsOn puts __consumer_offsets' partitions on keeper first (a
-// reordering and at most one replica moved; tiny), so that commits survive
-// the loss of the other three brokers.
-func (e *env) offsetsOn(keeper int32) error {
+// offsetsOn puts __consumer_offsets' partitions on keeper first and last
+// second (at most one replica moved; tiny), so that commits survive the
+// loss of the other three brokers and, while last alone leads the topic,
+// still meet the lab's min.insync.replicas=2 (a commit short of it fails
+// with COORDINATOR_NOT_AVAILABLE).
+func (e *env) offsetsOn(keeper, last int32) error {
 	if err := e.commit(map[int32]int64{0: 0}); err != nil { // creates __consumer_offsets
 		return err
 	}
@@ -160,9 +162,9 @@ func (e *env) offsetsOn(keeper int32) error {
 	}
 	want := map[int32][]int32{}
 	for p, pv := range v.Topics[off].Partitions {
-		r := []int32{keeper}
+		r := []int32{keeper, last}
 		for _, x := range pv.Replicas {
-			if x != keeper && len(r) < len(pv.Replicas) {
+			if !slices.Contains(r, x) && len(r) < len(pv.Replicas) {
 				r = append(r, x)
 			}
 		}
