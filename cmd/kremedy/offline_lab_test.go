@@ -108,6 +108,11 @@ func offlineDiagnosed(t *testing.T, d *diagnose.Diagnosis, code int, led *lab.Of
 	if f == nil || !slices.Equal(f.Brokers, []int32{led.Dead}) || f.Cause != "" || f.Runbook != "offline-partitions" {
 		t.Fatalf("no %s cause naming dead broker %d with the runbook: %+v", diagnose.FindOfflineLogEnds, led.Dead, f)
 	}
+	for _, x := range d.Findings {
+		if x.Topic == led.Topic && (x.Kind == diagnose.FindOffline || x.Kind == diagnose.FindUnderReplicated) && x.Cause != f.ID {
+			t.Errorf("%s of %s: cause %q, want %s", x.Kind, x.Topic, x.Cause, f.ID)
+		}
+	}
 	ev := strings.Join(f.Evidence, "\n")
 	for p := range led.Assign {
 		for _, br := range led.Assign[p] {

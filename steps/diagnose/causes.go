@@ -77,6 +77,16 @@ func linkCauses(fs []Finding) []Finding {
 			}
 		}
 	}
+	for i, f := range fs { // their under-replicated twins: no replica lags a leader there is not
+		if f.Kind != FindUnderReplicated || f.Cause != "" && !strings.HasPrefix(f.Cause, FindBrokerDown+"/") {
+			continue
+		}
+		for _, o := range fs {
+			if o.Kind == FindOffline && o.Topic == f.Topic && strings.HasPrefix(o.Cause, FindOfflineLogEnds+"/") && subset(f.Partitions, o.Partitions) {
+				fs[i].Cause = o.Cause
+			}
+		}
+	}
 	noCtrl := ""
 	for _, f := range fs {
 		if f.Kind == FindNoController {
@@ -208,4 +218,14 @@ func sameSet(a, b []int32) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// subset reports whether every partition of a is in b.
+func subset(a, b []int32) bool {
+	for _, p := range a {
+		if !slices.Contains(b, p) {
+			return false
+		}
+	}
+	return len(a) > 0
 }

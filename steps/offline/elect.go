@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/roll"
 )
 
@@ -45,13 +46,24 @@ type electArgs struct {
 
 func (k *elect) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	offs, _, err := look(ctx, env.Cluster, k.o.Topics)
-	p := &steps.Plan{}
 	if err != nil {
-		return p, err
+		return &steps.Plan{}, err
 	}
+	p, elected, err := electPlan(offs)
+	k.elected = elected
+	return p, err
+}
+
+// electPlan is offline-elect's plan for the offline partitions offs: per
+// partition a reorder (when the longest live log is not first already),
+// then one unclean election per topic; the loss figures in its notes and
+// summary. It refuses when a dead broker whose host answered holds a
+// longest log.
+func electPlan(offs []brokers.Offline) (*steps.Plan, []Elected, error) {
+	p := &steps.Plan{}
 	if len(offs) == 0 {
 		p.NoOp, p.Summary = true, "no partition is offline (any elected earlier now has a leader): nothing to elect"
-		return p, nil
+		return p, nil, nil
 	}
 	byTopic := map[string]map[int32]int32{}
 	var total int64
@@ -61,7 +73,7 @@ func (k *elect) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		ch := o.Choose()
 		switch {
 		case ch.Wait != 0:
-			return p, fmt.Errorf("%w: %s: dead broker %d holds the longest log and its host answers: start it and nothing is lost. Nothing was changed", steps.ErrRefused, o.Name(), ch.Wait)
+			return p, nil, fmt.Errorf("%w: %s: dead broker %d holds the longest log and its host answers: start it and nothing is lost. Nothing was changed", steps.ErrRefused, o.Name(), ch.Wait)
 		case ch.Elect == 0:
 			p.Notes = append(p.Notes, fmt.Sprintf("%s: no live replica's log could be read: not elected; bring back one of brokers %v", o.Name(), o.Dead))
 			continue
@@ -95,9 +107,7 @@ func (k *elect) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		word = "at least " + word
 	}
 	p.Summary = fmt.Sprintf("elect the longest live log of %d offline partitions: %s records lost in all", len(elected), word)
-	p.Rollback = "This cannot be undone. An unclean election makes the chosen replica's log the partition's history: the records past its end that only the dead replicas held are gone, and a dead broker that comes back truncates its log to the new leader's. Only a copy of the dead broker's partition directory, taken before it starts again, keeps them."
-	k.elected = elected
-	return p, nil
+	return p, elected, nil
 }
 
 // Apply reorders, waits until no reassignment of those partitions is in

@@ -95,14 +95,22 @@ func lost(ch brokers.Choice) string {
 
 func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	offs, live, err := look(ctx, env.Cluster, k.o.Topics)
-	p := &steps.Plan{NoOp: true}
 	if err != nil {
-		return p, err
+		return &steps.Plan{NoOp: true}, err
 	}
+	return surveyPlan(offs, live), nil
+}
+
+// surveyPlan is the survey's plan: a no-op that lists the offline
+// partitions, their replicas' ends and the choices; it ends the run when
+// none is offline, or when a dead broker whose host answered holds a
+// partition's longest log (start it: nothing is lost).
+func surveyPlan(offs []brokers.Offline, live []int32) *steps.Plan {
+	p := &steps.Plan{NoOp: true}
 	p.Facts = append(p.Facts, fmt.Sprintf("brokers serving: %v", live))
 	if len(offs) == 0 {
 		p.Summary, p.EndsRun = "no partition is offline: nothing to do", true
-		return p, nil
+		return p
 	}
 	var wait []int32
 	for _, o := range offs {
@@ -119,7 +127,7 @@ func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 		p.EndsRun = true
 		p.Summary = fmt.Sprintf("%d partitions have no leader, and dead broker(s) %v hold their longest logs and their hosts answer: start them — nothing is lost. The run stops here; nothing was changed", len(offs), wait)
 	}
-	return p, nil
+	return p
 }
 
 func (k *survey) Apply(context.Context, *steps.Env, *steps.Plan) error { return nil }
