@@ -29,6 +29,9 @@ type Offline struct {
 	// partition (-1: none): the dead leader's log reached at least there.
 	Committed int64  `json:"committed"`
 	Group     string `json:"group,omitempty"` // the group that committed it
+	// ELR are its eligible leader replicas (KRaft, KIP-966; nil when the
+	// cluster does not say): all dead, or it would not be listed.
+	ELR []int32 `json:"elr,omitempty"`
 }
 
 // Name is topic-partition.
@@ -225,4 +228,34 @@ func (o Offline) DeadSet() string {
 	d := slices.Clone(o.Dead)
 	slices.Sort(d)
 	return strings.Trim(strings.ReplaceAll(fmt.Sprint(d), " ", ","), "[]")
+}
+
+// DropElectable removes the partitions a clean election can still bring
+// back: those with a live eligible leader replica (KRaft with ELR,
+// KIP-966: DescribeTopicPartitions). A cluster that does not answer it
+// (ZooKeeper mode, Kafka before 3.8) keeps every partition; the others
+// get their ELR.
+func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []int32) []Offline {
+	if len(offs) == 0 {
+		return offs
+	}
+	var topics []string
+	for _, o := range offs {
+		if !slices.Contains(topics, o.Topic) {
+			topics = append(topics, o.Topic)
+		}
+	}
+	elr, err := k.EligibleLeaders(ctx, topics)
+	if err != nil {
+		return offs
+	}
+	var out []Offline
+	for _, o := range offs {
+		e := elr[o.Topic][o.Partition]
+		if !slices.ContainsFunc(e.Eligible, func(r int32) bool { return slices.Contains(live, r) }) {
+			o.ELR = e.Eligible
+			out = append(out, o)
+		}
+	}
+	return out
 }

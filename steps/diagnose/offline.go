@@ -19,12 +19,11 @@ const offlineReread = time.Second
 // that leaves partitions without a leader: each with, per replica, its log
 // end and last leader epoch read from its disk over SSH (a dead broker's
 // when its host answers), and the offline-partitions runbook.
-func (g *diagnosis) offlineLogEnds(ctx context.Context) {
-	live := g.st.Brokers
+func (g *diagnoser) offlineLogEnds(ctx context.Context, live []int32, topics []string) {
 	if len(live) == 0 {
 		return
 	}
-	first, err := brokers.FindOffline(ctx, g.c.Kafka, live[0], live, g.topics...)
+	first, err := brokers.FindOffline(ctx, g.c.Kafka, live[0], live, topics...)
 	if err != nil || len(first) == 0 {
 		return
 	}
@@ -33,10 +32,11 @@ func (g *diagnosis) offlineLogEnds(ctx context.Context) {
 		return
 	case <-time.After(offlineReread):
 	}
-	again, err := brokers.FindOffline(ctx, g.c.Kafka, live[0], live, g.topics...)
+	again, err := brokers.FindOffline(ctx, g.c.Kafka, live[0], live, topics...)
 	if err != nil {
 		return
 	}
+	again = brokers.DropElectable(ctx, g.c.Kafka, again, live)
 	offs := slices.DeleteFunc(again, func(o brokers.Offline) bool {
 		return !slices.ContainsFunc(first, func(f brokers.Offline) bool { return f.Name() == o.Name() })
 	})

@@ -24,6 +24,14 @@ type kafkaFake struct {
 	live   []int32
 	parts  map[int32]ports.PartitionView
 	groups []ports.GroupUse
+	elr    map[int32]ports.ELR // nil: the cluster does not answer (ZooKeeper mode)
+}
+
+func (k *kafkaFake) EligibleLeaders(context.Context, []string) (map[string]map[int32]ports.ELR, error) {
+	if k.elr == nil {
+		return nil, ports.ErrUnsupported
+	}
+	return map[string]map[int32]ports.ELR{"pay": k.elr}, nil
 }
 
 func (k *kafkaFake) DescribeCluster(context.Context) (ports.ClusterView, error) {
@@ -86,6 +94,12 @@ func replica(t *testing.T, dir string, p int32, end int64, epoch int32) {
 // cluster is brokers 1-4, broker 3 dead; pay-0 on [1 2 3] and pay-1 on
 // [2 3 1], ISR [3]; logs 20 (broker 1), 35 (broker 2), 45 (broker 3).
 func cluster(t *testing.T, hostDown bool) ports.Cluster {
+	return clusterELR(t, hostDown, nil)
+}
+
+// clusterELR is cluster with eligible leader replicas (KRaft): pay-3,
+// offline too, has a live one (broker 1) and is left to a clean election.
+func clusterELR(t *testing.T, hostDown bool, elr map[int32]ports.ELR) ports.Cluster {
 	root := t.TempDir()
 	tgt := ports.Target{Name: "c"}
 	for id := int32(1); id <= 4; id++ {
@@ -106,6 +120,10 @@ func cluster(t *testing.T, hostDown bool) ports.Cluster {
 		1: {Partition: 1, Leader: -1, Replicas: []int32{2, 3, 1}, ISR: []int32{3}},
 		2: {Partition: 2, Leader: 4, Replicas: []int32{4, 1, 2}, ISR: []int32{4}}, // online: not looked at
 	}, groups: []ports.GroupUse{{Group: "readers", Offsets: map[int32]int64{0: 45, 1: 40}}}}
+	if elr != nil {
+		k.elr = elr
+		k.parts[3] = ports.PartitionView{Partition: 3, Leader: -1, Replicas: []int32{1, 2, 3}, ISR: nil}
+	}
 	return ports.Cluster{Target: tgt, Kafka: k, Hosts: h}
 }
 
@@ -133,7 +151,7 @@ func TestWaitForTheLongestDeadLog(t *testing.T) {
 // broker 2 (the longest live log, second in pay-0's order) is put first
 // and elected; the loss is a floor from the group's commit.
 func TestElectTheLongestLiveLog(t *testing.T) {
-	offs, live, err := look(context.Background(), cluster(t, true), nil)
+	offs, live, err := look(context.Background(), clusterELR(t, true, map[int32]ports.ELR{0: {Eligible: []int32{3}}, 3: {Eligible: []int32{1}}}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,7 @@ func look(ctx context.Context, c ports.Cluster, topics []string) ([]brokers.Offl
 	if err != nil {
 		return nil, live, err
 	}
+	offs = brokers.DropElectable(ctx, c.Kafka, offs, live)
 	brokers.ReadEnds(ctx, c, offs)
 	return offs, live, nil
 }
