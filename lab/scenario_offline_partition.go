@@ -28,9 +28,11 @@ const (
 )
 
 func init() {
-	register(75, "offline-partition", onReady((*env).offlinePartition),
-		"(field 2026c §2) T (3 partitions, replication factor 3 on brokers 1-3, unclean.leader.election.enable=false) written by an acks=1 producer while brokers 1 and 2 are stopped in turn, so that the replicas' logs diverge; broker 3, the last leader, killed with its host's sshd; brokers 1 and 2 started: every partition has no leader, the longest live log (broker 2) is not the first live replica in assignment order for partitions 0 and 2, and group offline-readers committed past broker 2's end. Needs 4 brokers (--brokers 4): broker 4 keeps __consumer_offsets")
+	register(75, "offline-partition", onReady((*env).offlinePartition), offlineSummary)
 }
+
+// offlineSummary is what offline-partition and its KRaft twin do.
+const offlineSummary = "(field 2026c §2) T (3 partitions, replication factor 3 on brokers 1-3, unclean.leader.election.enable=false) written by an acks=1 producer while brokers 1 and 2 are stopped in turn, so that the replicas' logs diverge; broker 3, the last leader, killed with its host's sshd; brokers 1 and 2 started: every partition has no leader, the longest live log (broker 2) is not the first live replica in assignment order for partitions 0 and 2, and group offline-readers committed past broker 2's end. Needs 4 brokers (--brokers 4): broker 4 keeps __consumer_offsets"
 
 // OfflineLedger is what offline-partition's acks=1 producer was
 // acknowledged, kept in the lab directory (OfflineLedgerPath) so that a
@@ -125,8 +127,14 @@ func (e *env) offlineEnd(led *OfflineLedger, a, b, c, keeper int32) error {
 	if err := e.record(Applied{DownBroker: c}); err != nil {
 		return err
 	}
-	if _, err := e.zk.WaitBrokers(e.ctx, func(reg []int32) bool { return !slices.Contains(reg, c) }); err != nil {
-		return err
+	if !e.observe(fmt.Sprintf("broker %d no longer serves (ZooKeeper session expired, or fenced by the KRaft controller)", c), 60*time.Second, false, func() (bool, string) {
+		live, err := e.liveBrokers()
+		if err != nil {
+			return false, err.Error()
+		}
+		return !slices.Contains(live, c), fmt.Sprintf("serving: %v", live)
+	}) {
+		return e.verdict()
 	}
 	for _, id := range []int32{a, b} {
 		if err := e.brokerCmd(id, "start"); err != nil {

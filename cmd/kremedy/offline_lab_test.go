@@ -29,22 +29,40 @@ func TestOfflinePartitionsLab(t *testing.T) {
 	cfg := lab.DefaultConfig()
 	cfg.Net = 63
 	cfg.Brokers = 4
-	l := startLab(t, cfg)
+	offlineLab(t, startLab(t, cfg), "offline-partition", "offline-partitions")
+}
+
+// TestOfflinePartitionsKRaftLab is TestOfflinePartitionsLab on a KRaft
+// Kafka 4.1.2 lab (one controller, ELR on by default for a new 4.1
+// cluster) with the kraft-offline-partitions runbook.
+func TestOfflinePartitionsKRaftLab(t *testing.T) {
+	needLab(t)
+	cfg := lab.KRaftConfig()
+	cfg.Net = 64
+	cfg.Brokers = 4
+	cfg.KRaftControllers = 1
+	cfg.KafkaVersion = "4.1.2"
+	offlineLab(t, startLab(t, cfg), "kraft-offline-partition", "kraft-offline-partitions")
+}
+
+// offlineLab breaks l with scenario, then checks diagnose and a headless
+// run of runbook.
+func offlineLab(t *testing.T, l *lab.Lab, scenario, runbook string) {
 	const topic = "payments"
-	breakIt(t, l, "offline-partition", topic)
+	breakIt(t, l, scenario, topic)
 	led, err := l.ReadOfflineLedger(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	d, code := diagnosis(t, l, "")
-	offlineDiagnosed(t, d, code, led)
+	offlineDiagnosed(t, d, code, led, runbook)
 
 	run := filepath.Join(t.TempDir(), "run")
-	r := kremedy(t, "run", "offline-partitions", "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", l.Inventory().Name)
-	t.Logf("offline-partitions took %s:\n%s", r.took.Round(time.Millisecond), r.out)
+	r := kremedy(t, "run", runbook, "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", l.Inventory().Name)
+	t.Logf("%s took %s:\n%s", runbook, r.took.Round(time.Millisecond), r.out)
 	if r.code != 0 {
-		t.Fatalf("offline-partitions: exit %d", r.code)
+		t.Fatalf("%s: exit %d", runbook, r.code)
 	}
 	rep, err := os.ReadFile(filepath.Join(run, "report.md"))
 	if err != nil {
@@ -94,7 +112,7 @@ func TestOfflinePartitionsLab(t *testing.T) {
 
 // offlineDiagnosed: exit 1, one offline-log-ends cause naming dead broker
 // and the partitions, with every live replica's end from disk.
-func offlineDiagnosed(t *testing.T, d *diagnose.Diagnosis, code int, led *lab.OfflineLedger) {
+func offlineDiagnosed(t *testing.T, d *diagnose.Diagnosis, code int, led *lab.OfflineLedger, runbook string) {
 	t.Helper()
 	if code != 1 {
 		t.Fatalf("diagnose: exit %d, want 1", code)
@@ -105,7 +123,7 @@ func offlineDiagnosed(t *testing.T, d *diagnose.Diagnosis, code int, led *lab.Of
 			f = &d.Findings[i]
 		}
 	}
-	if f == nil || !slices.Equal(f.Brokers, []int32{led.Dead}) || f.Cause != "" || f.Runbook != "offline-partitions" {
+	if f == nil || !slices.Equal(f.Brokers, []int32{led.Dead}) || f.Cause != "" || f.Runbook != runbook {
 		t.Fatalf("no %s cause naming dead broker %d with the runbook: %+v", diagnose.FindOfflineLogEnds, led.Dead, f)
 	}
 	for _, x := range d.Findings {

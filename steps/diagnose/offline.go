@@ -55,7 +55,12 @@ func (g *diagnoser) offlineLogEnds(ctx context.Context, live []int32, topics []s
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		g.add(offlineFinding(groups[k]))
+		f := offlineFinding(groups[k])
+		if g.c.ZK == nil {
+			f.Runbook = "kraft-offline-partitions"
+			f.Fix = strings.Replace(f.Fix, "run offline-partitions", "run kraft-offline-partitions", 1)
+		}
+		g.add(f)
 	}
 }
 
