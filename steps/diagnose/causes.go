@@ -71,8 +71,14 @@ func linkCauses(fs []Finding) []Finding {
 		if f.Kind != FindOffline {
 			continue
 		}
+		var dead []int32 // KRaft names every replica out of the (empty) ISR
+		for _, b := range f.Brokers {
+			if _, d := down[b]; d {
+				dead = append(dead, b)
+			}
+		}
 		for _, c := range fs {
-			if c.Kind == FindOfflineLogEnds && sameSet(c.Brokers, f.Brokers) {
+			if c.Kind == FindOfflineLogEnds && (sameSet(c.Brokers, f.Brokers) || sameSet(c.Brokers, dead)) {
 				fs[i].Cause = c.ID
 			}
 		}

@@ -29,6 +29,7 @@ func TestOfflineLogEndsIsTheCause(t *testing.T) {
 	fs := linkCauses([]Finding{
 		{Kind: FindBrokerDown, Brokers: []int32{3}},
 		{Kind: FindOffline, Topic: "pay", Brokers: []int32{3, 3}, Partitions: []int32{0}},
+		{Kind: FindOffline, Topic: "kraft", Brokers: []int32{1, 2, 3}, Partitions: []int32{0}}, // KRaft: ISR empty
 		{Kind: FindUnderReplicated, Topic: "pay", Brokers: []int32{1, 2}, Partitions: []int32{0}},
 		f,
 	})
