@@ -127,6 +127,15 @@ func (k *elect) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error 
 			}
 		}
 	}
+	var earlier []Elected // an earlier attempt's: offline-after looks at them too
+	if _, err := env.Load(electedKey, &earlier); err != nil {
+		return err
+	}
+	for _, e := range earlier {
+		if !slices.ContainsFunc(el, func(x Elected) bool { return x.Topic == e.Topic && x.Partition == e.Partition }) {
+			el = append(el, e)
+		}
+	}
 	if err := env.Save(electedKey, el); err != nil {
 		return err
 	}
