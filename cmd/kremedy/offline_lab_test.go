@@ -38,7 +38,7 @@ func TestOfflinePartitionsLab(t *testing.T) {
 func TestOfflinePartitionsKRaftLab(t *testing.T) {
 	needLab(t)
 	cfg := lab.KRaftConfig()
-	cfg.Net = 64
+	cfg.Net = 187
 	cfg.Brokers = 4
 	cfg.KRaftControllers = 1
 	cfg.KafkaVersion = "4.1.2"
