@@ -25,6 +25,10 @@ type kafkaFake struct {
 	parts  map[int32]ports.PartitionView
 	groups []ports.GroupUse
 	elr    map[int32]ports.ELR // nil: the cluster does not answer (ZooKeeper mode)
+	// a run's: each broker's log end, reorders asked, elections to fail
+	ends      map[int32]int64
+	reorders  int
+	failElect int
 }
 
 func (k *kafkaFake) EligibleLeaders(context.Context, []string) (map[string]map[int32]ports.ELR, error) {
@@ -187,4 +191,58 @@ func TestElectTheLongestLiveLog(t *testing.T) {
 	if got := lossLines(el); got[0] != "pay-0: elected broker 2 (log end 35): at least 10 records lost (offsets 35 to 44)" || got[2] != "records lost in all: 15" {
 		t.Errorf("report lines %q", got)
 	}
+}
+
+// Kafka's side of a run: replica lists reordered at once, an UNCLEAN
+// election that picks the first live replica in assignment order (as
+// Kafka does), end offsets from the leader's log, no producers. failElect
+// fails that many elections first (the run dies there; a resume goes on).
+func (k *kafkaFake) Reorder(_ context.Context, _ string, r map[int32][]int32) (map[int32]error, error) {
+	out := map[int32]error{}
+	for p, reps := range r {
+		pv := k.parts[p]
+		pv.Replicas = reps
+		k.parts[p] = pv
+		out[p] = nil
+	}
+	k.reorders++
+	return out, nil
+}
+
+func (k *kafkaFake) Reassigning(context.Context, string, []int32) (map[int32][]int32, error) {
+	return nil, nil
+}
+
+func (k *kafkaFake) ElectUnclean(_ context.Context, _ string, ps []int32) (map[int32]error, error) {
+	if k.failElect > 0 {
+		k.failElect--
+		return nil, errors.New("connection reset")
+	}
+	out := map[int32]error{}
+	for _, p := range ps {
+		pv := k.parts[p]
+		for _, r := range pv.Replicas {
+			if slices.Contains(k.live, r) {
+				pv.Leader, pv.ISR = r, []int32{r}
+				break
+			}
+		}
+		k.parts[p] = pv
+		out[p] = nil
+	}
+	return out, nil
+}
+
+func (k *kafkaFake) EndOffsets(context.Context, string) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	for p, pv := range k.parts {
+		if pv.Leader >= 0 {
+			out[p] = k.ends[pv.Leader]
+		}
+	}
+	return out, nil
+}
+
+func (k *kafkaFake) Producers(context.Context, string, []int32, []int32) ([]ports.ProducerUse, error) {
+	return nil, nil
 }
