@@ -13,6 +13,7 @@ import (
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/migrate"
+	"github.com/kremedy/kremedy/steps/offline"
 	"github.com/kremedy/kremedy/steps/reassign"
 	"github.com/kremedy/kremedy/steps/restart"
 )
@@ -149,5 +150,6 @@ var Kinds = sync.OnceValue(func() *steps.Registry {
 	restart.Register(r)
 	migrate.Register(r)
 	reassign.Register(r)
+	offline.Register(r)
 	return r
 })

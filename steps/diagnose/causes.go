@@ -67,6 +67,32 @@ func linkCauses(fs []Finding) []Finding {
 			fs[i].Cause = down[f.Brokers[0]]
 		}
 	}
+	for i, f := range fs { // offline partitions: their group's cause, with the log ends
+		if f.Kind != FindOffline {
+			continue
+		}
+		var dead []int32 // KRaft names every replica out of the (empty) ISR
+		for _, b := range f.Brokers {
+			if _, d := down[b]; d {
+				dead = append(dead, b)
+			}
+		}
+		for _, c := range fs {
+			if c.Kind == FindOfflineLogEnds && (sameSet(c.Brokers, f.Brokers) || sameSet(c.Brokers, dead)) {
+				fs[i].Cause = c.ID
+			}
+		}
+	}
+	for i, f := range fs { // their under-replicated twins: no replica lags a leader there is not
+		if f.Kind != FindUnderReplicated || f.Cause != "" && !strings.HasPrefix(f.Cause, FindBrokerDown+"/") {
+			continue
+		}
+		for _, o := range fs {
+			if o.Kind == FindOffline && o.Topic == f.Topic && strings.HasPrefix(o.Cause, FindOfflineLogEnds+"/") && subset(f.Partitions, o.Partitions) {
+				fs[i].Cause = o.Cause
+			}
+		}
+	}
 	noCtrl := ""
 	for _, f := range fs {
 		if f.Kind == FindNoController {
@@ -190,4 +216,22 @@ func sharedCauses(fs []Finding) []Shared {
 			Fix:     fmt.Sprintf("repair all of them in one run, with one stop and one start of every broker instead of one per topic: `%s` (it detaches clients, %s)", cmd, what)})
 	}
 	return out
+}
+
+// sameSet reports whether a and b hold the same brokers, repeats aside.
+func sameSet(a, b []int32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// subset reports whether every partition of a is in b.
+func subset(a, b []int32) bool {
+	for _, p := range a {
+		if !slices.Contains(b, p) {
+			return false
+		}
+	}
+	return len(a) > 0
 }

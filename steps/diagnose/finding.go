@@ -24,15 +24,19 @@ const (
 // them; TestEveryKindIsDocumented holds them to docs/diagnose.md). The JSON
 // form of a diagnosis uses these names.
 const (
-	FindStuckDeletion     = "stuck-deletion"
-	FindStaleMetadata     = "stale-metadata"
-	FindDisagreement      = "metadata-disagreement"
-	FindOrphanedSegments  = "orphaned-segments"
-	FindForeignSegments   = "foreign-segments"
-	FindAdoptedSegments   = "adopted-segments"
-	FindStrayDirectory    = "stray-directory"
-	FindUnderReplicated   = "under-replicated"
-	FindOffline           = "offline-partitions"
+	FindStuckDeletion    = "stuck-deletion"
+	FindStaleMetadata    = "stale-metadata"
+	FindDisagreement     = "metadata-disagreement"
+	FindOrphanedSegments = "orphaned-segments"
+	FindForeignSegments  = "foreign-segments"
+	FindAdoptedSegments  = "adopted-segments"
+	FindStrayDirectory   = "stray-directory"
+	FindUnderReplicated  = "under-replicated"
+	FindOffline          = "offline-partitions"
+	// FindOfflineLogEnds is one cause across topics: partitions without a
+	// leader whose in-sync replicas are all on the same dead brokers, with
+	// each replica's log end read from its disk (offline.go).
+	FindOfflineLogEnds    = "offline-log-ends"
 	FindUnderMinISR       = "under-min-isr"
 	FindLeaderNotInISR    = "leader-not-in-isr"
 	FindLeaderNotServing  = "leader-not-serving"
@@ -107,7 +111,7 @@ const (
 // Kinds is every finding kind, in the order of their declaration above.
 var Kinds = []string{
 	FindStuckDeletion, FindStaleMetadata, FindDisagreement, FindOrphanedSegments, FindForeignSegments,
-	FindAdoptedSegments, FindStrayDirectory, FindUnderReplicated, FindOffline, FindUnderMinISR,
+	FindAdoptedSegments, FindStrayDirectory, FindUnderReplicated, FindOffline, FindOfflineLogEnds, FindUnderMinISR,
 	FindLeaderNotInISR, FindLeaderNotServing, FindUnsafeAutoCreate, FindDeleteDisabled,
 	FindBrokerUnreachable, FindDiskUnlisted, FindCorruptZnode, FindBrokerDown, FindNoController,
 	FindZKServerDown, FindUnregisteredReplica, FindStateNotInAssignment, FindMissingPartitionState,

@@ -63,6 +63,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 		g.add(*f)
 	}
 	g.eligibleLeaders(ctx)
+	g.offlineLogEnds(ctx, live, topics)
 	g.features(ctx, live)
 	if l := disks.wait(); l != nil {
 		g.d.Disk = true

@@ -1,0 +1,155 @@
+package main
+
+// Lab test of the offline-partitions runbook: the real binary, headless,
+// against a real ZooKeeper-mode Kafka 3.9 lab broken by offline-partition.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/kafka"
+)
+
+// TestOfflinePartitionsLab: diagnose names the offline partitions and each
+// replica's log end read from disk; the run elects the longest live log
+// (broker 2), not Kafka's first live replica in assignment order (broker 1
+// for partitions 0 and 2); the records it says are lost are exactly the
+// acknowledged records a read-back no longer finds; the consumer group
+// committed past the new end is named with its reset.
+func TestOfflinePartitionsLab(t *testing.T) {
+	needLab(t)
+	cfg := lab.DefaultConfig()
+	cfg.Net = 63
+	cfg.Brokers = 4
+	offlineLab(t, startLab(t, cfg), "offline-partition", "offline-partitions")
+}
+
+// TestOfflinePartitionsKRaftLab is TestOfflinePartitionsLab on a KRaft
+// Kafka 4.1.2 lab (one controller, ELR on by default for a new 4.1
+// cluster) with the kraft-offline-partitions runbook.
+func TestOfflinePartitionsKRaftLab(t *testing.T) {
+	needLab(t)
+	cfg := lab.KRaftConfig()
+	cfg.Net = 187
+	cfg.Brokers = 4
+	cfg.KRaftControllers = 1
+	cfg.KafkaVersion = "4.1.2"
+	offlineLab(t, startLab(t, cfg), "kraft-offline-partition", "kraft-offline-partitions")
+}
+
+// offlineLab breaks l with scenario, then checks diagnose and a headless
+// run of runbook.
+func offlineLab(t *testing.T, l *lab.Lab, scenario, runbook string) {
+	const topic = "payments"
+	breakIt(t, l, scenario, topic)
+	led, err := l.ReadOfflineLedger(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d, code := diagnosis(t, l, "")
+	offlineDiagnosed(t, d, code, led, runbook)
+
+	run := filepath.Join(t.TempDir(), "run")
+	r := kremedy(t, "run", runbook, "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", l.Inventory().Name)
+	t.Logf("%s took %s:\n%s", runbook, r.took.Round(time.Millisecond), r.out)
+	if r.code != 0 {
+		t.Fatalf("%s: exit %d", runbook, r.code)
+	}
+	rep, err := os.ReadFile(filepath.Join(run, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := connectLab(t, l)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, b := led.Assign[0][0], led.Assign[0][1] // brokers 1 and 2
+	v, err := c.kc.BrokerView(ctx, b, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int
+	for p, reps := range led.Assign {
+		pv := v.Topics[topic].Partitions[int32(p)]
+		if pv.Leader != b {
+			t.Errorf("%s-%d: leader %d, want broker %d, the longest live log (ends %v)", topic, p, pv.Leader, b, led.Ends)
+		}
+		if first := firstLive(reps, led.Dead); p != 1 && first != a {
+			t.Errorf("%s-%d: the lab should make Kafka's pick (broker %d) differ from the longest live log", topic, p, first)
+		}
+		got, err := kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), topic, int32(p), l.KafkaOpts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing := 0
+		for val := range led.Acked[int32(p)] {
+			if !slices.Contains(got, val) {
+				missing++
+			}
+		}
+		total += missing
+		want := fmt.Sprintf("%s-%d: elected broker %d (log end %d): at least %d records lost", topic, p, b, led.Ends[b][int32(p)], missing)
+		if missing == 0 || !strings.Contains(string(rep), want) {
+			t.Errorf("read-back of %s-%d misses %d acknowledged records; the report should say %q:\n%s", topic, p, missing, want, rep)
+		}
+	}
+	if !strings.Contains(string(rep), fmt.Sprintf("records lost in all: %d", total)) {
+		t.Errorf("the report does not state the %d records lost in all:\n%s", total, rep)
+	}
+	wantGroup := fmt.Sprintf("group %s is committed at %d on %s-0, past its new end %d: it needs a reset to %d", lab.OfflineGroup, led.Committed[0], topic, led.Ends[b][0], led.Ends[b][0])
+	if !strings.Contains(string(rep), wantGroup) {
+		t.Errorf("the report does not name the group past the end (%q):\n%s", wantGroup, rep)
+	}
+}
+
+// offlineDiagnosed: exit 1, one offline-log-ends cause naming dead broker
+// and the partitions, with every live replica's end from disk.
+func offlineDiagnosed(t *testing.T, d *diagnose.Diagnosis, code int, led *lab.OfflineLedger, runbook string) {
+	t.Helper()
+	if code != 1 {
+		t.Fatalf("diagnose: exit %d, want 1", code)
+	}
+	var f *diagnose.Finding
+	for i := range d.Findings {
+		if d.Findings[i].Kind == diagnose.FindOfflineLogEnds {
+			f = &d.Findings[i]
+		}
+	}
+	if f == nil || !slices.Equal(f.Brokers, []int32{led.Dead}) || f.Cause != "" || f.Runbook != runbook {
+		t.Fatalf("no %s cause naming dead broker %d with the runbook: %+v", diagnose.FindOfflineLogEnds, led.Dead, f)
+	}
+	for _, x := range d.Findings {
+		if x.Topic == led.Topic && (x.Kind == diagnose.FindOffline || x.Kind == diagnose.FindUnderReplicated) && x.Cause != f.ID {
+			t.Errorf("%s of %s: cause %q, want %s", x.Kind, x.Topic, x.Cause, f.ID)
+		}
+	}
+	ev := strings.Join(f.Evidence, "\n")
+	for p := range led.Assign {
+		for _, br := range led.Assign[p] {
+			if br == led.Dead {
+				continue
+			}
+			want := fmt.Sprintf("%s-%d broker %d: log end %d", led.Topic, p, br, led.Ends[br][int32(p)])
+			if !strings.Contains(ev, want) {
+				t.Errorf("evidence lacks %q:\n%s", want, ev)
+			}
+		}
+	}
+}
+
+func firstLive(reps []int32, dead int32) int32 {
+	for _, r := range reps {
+		if r != dead {
+			return r
+		}
+	}
+	return -1
+}

@@ -1,0 +1,264 @@
+package offline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/roll"
+)
+
+var _ = roll.TypeTopics // the "topics" option type
+
+// elect is offline-elect: per partition, the longest live log first in
+// its replica list, then one UNCLEAN election per topic.
+type elect struct {
+	o       electOpts
+	elected []Elected
+}
+
+type electOpts struct {
+	Topics []string `opt:"topics" type:"topics" default:""`
+}
+
+// reorderArgs are a reorder action's: the replica list read and the one
+// set (the same brokers, the chosen first).
+type reorderArgs struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	From      []int32 `json:"from"`
+	To        []int32 `json:"to"`
+}
+
+// electArgs are an election action's: the partitions and whom each must
+// end up led by.
+type electArgs struct {
+	Topic   string          `json:"topic"`
+	Leaders map[int32]int32 `json:"leaders"`
+}
+
+func (k *elect) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	offs, _, err := look(ctx, env.Cluster, k.o.Topics)
+	if err != nil {
+		return &steps.Plan{}, err
+	}
+	p, elected, err := electPlan(offs)
+	k.elected = elected
+	return p, err
+}
+
+// electPlan is offline-elect's plan for the offline partitions offs: per
+// partition a reorder (when the longest live log is not first already),
+// then one unclean election per topic; the loss figures in its notes and
+// summary. It refuses when a dead broker whose host answered holds a
+// longest log.
+func electPlan(offs []brokers.Offline) (*steps.Plan, []Elected, error) {
+	p := &steps.Plan{}
+	if len(offs) == 0 {
+		p.NoOp, p.Summary = true, "no partition is offline (any elected earlier now has a leader): nothing to elect"
+		return p, nil, nil
+	}
+	byTopic := map[string]map[int32]int32{}
+	var total int64
+	exact := true
+	var elected []Elected
+	for _, o := range offs {
+		ch := o.Choose()
+		switch {
+		case ch.Wait != 0:
+			return p, nil, fmt.Errorf("%w: %s: dead broker %d holds the longest log and its host answers: start it and nothing is lost. Nothing was changed", steps.ErrRefused, o.Name(), ch.Wait)
+		case ch.Elect == 0:
+			p.Notes = append(p.Notes, fmt.Sprintf("%s: no live replica's log could be read: not elected; bring back one of brokers %v", o.Name(), o.Dead))
+			continue
+		}
+		to := append([]int32{ch.Elect}, slices.DeleteFunc(slices.Clone(o.Replicas), func(r int32) bool { return r == ch.Elect })...)
+		if !slices.Equal(to, o.Replicas) {
+			p.Actions = append(p.Actions, steps.Action{ID: "reorder-" + o.Name(), Op: steps.OpKafka, Target: o.Name(),
+				Detail: fmt.Sprintf("replicas %v → %v (the same brokers, broker %d first: no data moves)", o.Replicas, to, ch.Elect),
+				Args:   reorderArgs{Topic: o.Topic, Partition: o.Partition, From: o.Replicas, To: to}})
+		}
+		if byTopic[o.Topic] == nil {
+			byTopic[o.Topic] = map[int32]int32{}
+		}
+		byTopic[o.Topic][o.Partition] = ch.Elect
+		total += ch.Lost
+		exact = exact && ch.Exact
+		elected = append(elected, Elected{Topic: o.Topic, Partition: o.Partition, Leader: ch.Elect, End: ch.ElectEnd, Longest: ch.Longest, Lost: ch.Lost, Exact: ch.Exact, Replicas: to})
+		p.Notes = append(p.Notes, fmt.Sprintf("%s: elect broker %d (log end %d; Kafka alone would pick broker %d): LOSES %s records, offsets %d to %d (%s)",
+			o.Name(), ch.Elect, ch.ElectEnd, ch.FirstLive, lost(ch), ch.ElectEnd, ch.Longest-1, ch.Why))
+	}
+	for _, t := range sortedKeys(byTopic) {
+		var ps []string
+		for _, pt := range sortedKeys(byTopic[t]) {
+			ps = append(ps, fmt.Sprintf("%d→broker %d", pt, byTopic[t][pt]))
+		}
+		p.Actions = append(p.Actions, steps.Action{ID: "elect-" + t, Op: steps.OpKafka, Target: t,
+			Detail: "ElectLeaders UNCLEAN for exactly partitions " + strings.Join(ps, ", "), Args: electArgs{Topic: t, Leaders: byTopic[t]}})
+	}
+	word := fmt.Sprint(total)
+	if !exact {
+		word = "at least " + word
+	}
+	p.Summary = fmt.Sprintf("elect the longest live log of %d offline partitions: %s records lost in all", len(elected), word)
+	return p, elected, nil
+}
+
+// Apply reorders, waits until no reassignment of those partitions is in
+// flight, then elects; each action first checks whether it is done.
+func (k *elect) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	adm, ok := env.Kafka.(Admin)
+	if !ok {
+		return fmt.Errorf("%w: this cluster's Kafka client cannot reorder replicas or elect leaders; nothing was changed", steps.ErrRefused)
+	}
+	el := k.elected
+	if el == nil { // a plan from the journal: its elections, without the loss figures
+		for _, a := range p.Actions {
+			if ea, err := steps.ArgsOf[electArgs](a); err == nil && strings.HasPrefix(a.ID, "elect-") {
+				for pt, l := range ea.Leaders {
+					el = append(el, Elected{Topic: ea.Topic, Partition: pt, Leader: l})
+				}
+			}
+		}
+	}
+	var earlier []Elected // an earlier attempt's: offline-after looks at them too
+	if _, err := env.Load(electedKey, &earlier); err != nil {
+		return err
+	}
+	for _, e := range earlier {
+		if !slices.ContainsFunc(el, func(x Elected) bool { return x.Topic == e.Topic && x.Partition == e.Partition }) {
+			el = append(el, e)
+		}
+	}
+	if err := env.Save(electedKey, el); err != nil {
+		return err
+	}
+	for _, a := range p.Actions {
+		var err error
+		if strings.HasPrefix(a.ID, "reorder-") {
+			err = env.Do(a, func() error { return reorder(ctx, env, adm, a) })
+		} else {
+			err = env.Do(a, func() error { return electTopic(ctx, env, adm, a) })
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return env.Save(steps.ReportKey+"Records lost to the unclean election", lossLines(el))
+}
+
+// lossLines are the report's lines on what the election lost.
+func lossLines(el []Elected) []string {
+	var out []string
+	var total int64
+	for _, e := range el {
+		if e.Longest < 0 && e.End == 0 {
+			out = append(out, fmt.Sprintf("%s-%d: elected broker %d", e.Topic, e.Partition, e.Leader))
+			continue
+		}
+		floor := ""
+		if !e.Exact {
+			floor = "at least "
+		}
+		total += e.Lost
+		out = append(out, fmt.Sprintf("%s-%d: elected broker %d (log end %d): %s%d records lost (offsets %d to %d)", e.Topic, e.Partition, e.Leader, e.End, floor, e.Lost, e.End, e.Longest-1))
+	}
+	return append(out, fmt.Sprintf("records lost in all: %d", total))
+}
+
+func reorder(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) error {
+	ra, err := steps.ArgsOf[reorderArgs](a)
+	if err != nil {
+		return err
+	}
+	errs, err := adm.Reorder(ctx, ra.Topic, map[int32][]int32{ra.Partition: ra.To})
+	if err != nil {
+		return err
+	}
+	if err := errs[ra.Partition]; err != nil {
+		return fmt.Errorf("reorder %s-%d: %w; its replica list may be unchanged: run again to re-read it", ra.Topic, ra.Partition, err)
+	}
+	for deadline := env.Now().Add(time.Minute); ; {
+		inFlight, err := adm.Reassigning(ctx, ra.Topic, []int32{ra.Partition})
+		if err == nil && len(inFlight) == 0 {
+			return nil
+		}
+		if env.Now().After(deadline) {
+			return fmt.Errorf("%s-%d: the reordering is still in flight after a minute (%v, %v): the set was not the same? Nothing was elected", ra.Topic, ra.Partition, inFlight, err)
+		}
+		if err := env.Sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func electTopic(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) error {
+	ea, err := steps.ArgsOf[electArgs](a)
+	if err != nil {
+		return err
+	}
+	errs, err := adm.ElectUnclean(ctx, ea.Topic, sortedKeys(ea.Leaders))
+	if err != nil {
+		return err
+	}
+	var bad []error
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, kerr.ElectionNotNeeded) {
+			bad = append(bad, e)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("unclean election on %s: %w", ea.Topic, errors.Join(bad...))
+	}
+	env.Logf("ElectLeaders UNCLEAN on %s answered for partitions %v", ea.Topic, sortedKeys(ea.Leaders))
+	return nil
+}
+
+// Verify: every partition elected has the leader chosen.
+func (k *elect) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	var el []Elected
+	if _, err := env.Load(electedKey, &el); err != nil {
+		return nil, err
+	}
+	var checks []steps.Check
+	for i := 0; ; i++ {
+		checks = checks[:0]
+		ok := true
+		for _, e := range el {
+			c := leaderCheck(ctx, env, e)
+			checks = append(checks, c)
+			ok = ok && c.OK
+		}
+		if ok || env.Rechecking() || i >= 30 {
+			return checks, nil
+		}
+		if err := env.Sleep(ctx, time.Second); err != nil {
+			return checks, err
+		}
+	}
+}
+
+func leaderCheck(ctx context.Context, env *steps.Env, e Elected) steps.Check {
+	name := fmt.Sprintf("%s-%d is led by broker %d, the longest live log", e.Topic, e.Partition, e.Leader)
+	v, err := env.Kafka.BrokerView(ctx, e.Leader, e.Topic)
+	if err != nil {
+		return steps.Check{Name: name, Detail: err.Error()}
+	}
+	pv := v.Topics[e.Topic].Partitions[e.Partition]
+	return steps.Check{Name: name, OK: pv.Leader == e.Leader, Detail: fmt.Sprintf("leader %d, replicas %v, isr %v", pv.Leader, pv.Replicas, pv.ISR)}
+}
+
+func sortedKeys[K int32 | string, V any](m map[K]V) []K {
+	var out []K
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

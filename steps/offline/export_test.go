@@ -1,0 +1,24 @@
+package offline
+
+import (
+	"testing"
+
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// KafkaFake is the fake Kafka of offline_test.go, for run_test.go.
+type KafkaFake = kafkaFake
+
+// FakeCluster is offline_test.go's cluster.
+func FakeCluster(t *testing.T, hostDown bool) ports.Cluster { return cluster(t, hostDown) }
+
+// SetRun sets each broker's log end and how many elections fail first.
+func (k *kafkaFake) SetRun(ends map[int32]int64, failElect int) {
+	k.ends, k.failElect = ends, failElect
+}
+
+// Partition is pay-p as Kafka now holds it.
+func (k *kafkaFake) Partition(p int32) ports.PartitionView { return k.parts[p] }
+
+// Reorders counts the reorders asked.
+func (k *kafkaFake) Reorders() int { return k.reorders }
