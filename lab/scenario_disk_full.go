@@ -151,7 +151,16 @@ func (e *env) diskFullSymptoms(victim int32) {
 // commitHalf commits, for DiskFullGroup, half of each partition's end
 // offset: what lies past it is what a consumer has not read.
 func (e *env) commitHalf() error {
-	ends, err := e.kc.EndOffsets(e.ctx, e.t)
+	// A new leader answers OFFSET_NOT_AVAILABLE until its high watermark
+	// has caught up after the election: asked again until it answers.
+	var ends map[int32]int64
+	var err error
+	e.observe(fmt.Sprintf("the new leaders of %q answer their end offsets", e.t), 30*time.Second, false, func() (bool, string) {
+		if ends, err = e.kc.EndOffsets(e.ctx, e.t); err != nil {
+			return false, err.Error()
+		}
+		return len(ends) == DiskFullPartitions, fmt.Sprint(ends)
+	})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/migrate"
 	"github.com/kremedy/kremedy/steps/restart"
+	"github.com/kremedy/kremedy/steps/space"
 )
 
 // builtin holds the built-in runbooks, one per file named after it.
@@ -147,5 +148,6 @@ var Kinds = sync.OnceValue(func() *steps.Registry {
 	cleanup.Register(r)
 	restart.Register(r)
 	migrate.Register(r)
+	space.Register(r)
 	return r
 })
