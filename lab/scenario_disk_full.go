@@ -21,12 +21,14 @@ const (
 	DiskFullPartitions = 4
 	DiskFullGroup      = "disk-full-readers"
 	DiskFullSegment    = 2 << 20
-	diskFullRecord     = 256 << 10
+	// DiskFullCommitted is the offset the group commits on each partition.
+	DiskFullCommitted = 16
+	diskFullRecord    = 256 << 10
 )
 
 func init() {
 	register(125, "disk-full", onReady((*env).diskFull),
-		"(lab up --log-dir-size) T with 4 partitions (2 MiB segments), each on broker V (the leader) and one other broker, filled with 256 KiB records until V's log dir (a tmpfs) is full: Kafka 3.9.2 takes the dir offline on ENOSPC and, V's only dir gone, halts V; the others lead; group "+DiskFullGroup+" has committed half of each partition")
+		"(lab up --log-dir-size) T with 4 partitions (2 MiB segments), each on broker V (the leader) and one other broker, filled with 256 KiB records until V's log dir (a tmpfs) is full: Kafka 3.9.2 takes the dir offline on ENOSPC and, V's only dir gone, halts V; the others lead; group "+DiskFullGroup+" committed offset 16 of each partition early on")
 }
 
 // diskFull fills one broker's only log dir until ENOSPC. Observed on
@@ -65,23 +67,29 @@ func (e *env) diskFull(ids []int32) error {
 		return err
 	}
 	e.did("created %q: %d partitions, each on broker %d (leader) and one other broker %v", e.t, DiskFullPartitions, victim, others)
-	if err := e.fillUntilFull(victim); err != nil {
+	// The group commits while every broker is up (its coordinator may be
+	// the victim): half of what the first quarter of the dir holds.
+	if err := e.fill(victim, DiskFullCommitted*2*DiskFullPartitions); err != nil {
+		return err
+	}
+	if err := e.commitHalf(); err != nil {
+		return err
+	}
+	if err := e.fill(victim, 4096); err != nil {
 		return err
 	}
 	if err := e.record(Applied{DownBroker: victim}); err != nil {
 		return err
 	}
 	e.diskFullSymptoms(victim)
-	if err := e.commitHalf(); err != nil {
-		return err
-	}
 	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names broker %d's log dir full (log-dir-full); `kremedy run disk-full` frees space without deleting what group %s has not read and starts it again", victim, DiskFullGroup)
 	return e.verdict()
 }
 
-// fillUntilFull writes 256 KiB records round-robin until the victim's
-// process is gone (it halts on the dir's failure) or a write fails.
-func (e *env) fillUntilFull(victim int32) error {
+// fill writes up to most 256 KiB records round-robin, stopping early when
+// the victim's process is gone (it halts on the dir's failure) or a write
+// fails.
+func (e *env) fill(victim int32, most int) error {
 	pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 15*time.Second, e.l.KafkaOpts()...)
 	if err != nil {
 		return err
@@ -94,9 +102,9 @@ func (e *env) fillUntilFull(victim int32) error {
 	value := string(buf)
 	written := 0
 	var last error
-	for i := 0; e.l.BrokerPID(int(victim)) > 0 && i < 4096; i++ {
+	for i := 0; e.l.BrokerPID(int(victim)) > 0 && i < most; i++ {
 		p := int32(i % DiskFullPartitions)
-		if last = pr.Produce(e.ctx, e.t, p, fmt.Sprintf("%06d %s", i, value)); last != nil {
+		if last = pr.Produce(e.ctx, e.t, p, fmt.Sprintf("%s-%d %06d %s", e.t, p, e.rep.Messages[p], value)); last != nil {
 			break
 		}
 		written++
@@ -105,7 +113,11 @@ func (e *env) fillUntilFull(victim int32) error {
 	if err := e.ctx.Err(); err != nil {
 		return err
 	}
-	e.did("wrote %d records of 256 KiB (acks=all) until a write failed (%v)", written, last)
+	if last != nil {
+		e.did("wrote %d records of 256 KiB (acks=all) until a write failed (%v)", written, last)
+	} else {
+		e.did("wrote %d records of 256 KiB (acks=all)", written)
+	}
 	if written == 0 {
 		return fmt.Errorf("%w: no record could be written to %q: %v", ErrNotObserved, e.t, last)
 	}
@@ -148,25 +160,12 @@ func (e *env) diskFullSymptoms(victim int32) {
 	})
 }
 
-// commitHalf commits, for DiskFullGroup, half of each partition's end
-// offset: what lies past it is what a consumer has not read.
+// commitHalf commits, for DiskFullGroup, DiskFullCommitted on each
+// partition: what lies past it is what a consumer has not read.
 func (e *env) commitHalf() error {
-	// A new leader answers OFFSET_NOT_AVAILABLE until its high watermark
-	// has caught up after the election: asked again until it answers.
-	var ends map[int32]int64
-	var err error
-	e.observe(fmt.Sprintf("the new leaders of %q answer their end offsets", e.t), 30*time.Second, false, func() (bool, string) {
-		if ends, err = e.kc.EndOffsets(e.ctx, e.t); err != nil {
-			return false, err.Error()
-		}
-		return len(ends) == DiskFullPartitions, fmt.Sprint(ends)
-	})
-	if err != nil {
-		return err
-	}
 	offs := kadm.Offsets{}
-	for p, end := range ends {
-		offs.Add(kadm.Offset{Topic: e.t, Partition: p, At: end / 2, LeaderEpoch: -1})
+	for p := range int32(DiskFullPartitions) {
+		offs.Add(kadm.Offset{Topic: e.t, Partition: p, At: DiskFullCommitted, LeaderEpoch: -1})
 	}
 	rs, err := e.kc.Admin().CommitOffsets(e.ctx, DiskFullGroup, offs)
 	if err == nil {
@@ -175,6 +174,6 @@ func (e *env) commitHalf() error {
 	if err != nil {
 		return fmt.Errorf("commit %s's offsets: %w", DiskFullGroup, err)
 	}
-	e.did("group %s committed half of each partition of %q (ends %v)", DiskFullGroup, e.t, ends)
+	e.did("group %s committed offset %d on each partition of %q (%v records written per partition so far)", DiskFullGroup, DiskFullCommitted, e.t, e.rep.Messages)
 	return nil
 }

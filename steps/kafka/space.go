@@ -58,3 +58,24 @@ func (c *Client) DeleteRecords(ctx context.Context, topic string, before map[int
 	}
 	return out, errors.Join(errs...)
 }
+
+// StartOffsets are topic's log start offsets.
+func (c *Client) StartOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	ls, err := c.adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("start offsets of %s: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	var errs []error
+	ls.Each(func(o kadm.ListedOffset) {
+		if o.Topic != topic {
+			return
+		}
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("start offset of %s-%d: %w", topic, o.Partition, o.Err))
+			return
+		}
+		out[o.Partition] = o.Offset
+	})
+	return out, errors.Join(errs...)
+}

@@ -24,4 +24,8 @@ type Records interface {
 	// offset given (records below it are deleted, for good), on each
 	// partition's leader, and returns the new log start offsets.
 	DeleteRecords(ctx context.Context, topic string, before map[int32]int64) (map[int32]int64, error)
+	// StartOffsets are topic's log start offsets (ListOffsets earliest,
+	// which a leader answers even while its high watermark has not caught
+	// up after an election, when latest is OFFSET_NOT_AVAILABLE).
+	StartOffsets(ctx context.Context, topic string) (map[int32]int64, error)
 }

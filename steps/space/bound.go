@@ -11,7 +11,8 @@ import (
 
 // Bound is how far DeleteRecords may go on one partition: the lowest
 // offset any consumer group committed on it, never past the log end
-// (end: the high watermark) and never below the log start (start). ok is
+// (end: the high watermark; -1 when the leader cannot say yet, and Kafka
+// refuses DeleteRecords past it anyway) and never below the log start. ok is
 // false when nothing may be deleted, with why:
 //   - no group committed on the topic: nothing says what was read;
 //   - a group that uses the topic has no commit on this partition: it has
@@ -34,7 +35,7 @@ func Bound(groups []ports.GroupUse, p int32, start, end int64) (before int64, ok
 		}
 	}
 	sort.Strings(named)
-	if low > end {
+	if end >= 0 && low > end {
 		low = end
 	}
 	if low <= start {

@@ -29,6 +29,7 @@ func TestBoundIsTheLowestCommit(t *testing.T) {
 		{"commit at the log start", []ports.GroupUse{gu("a", map[int32]int64{0: 100})}, 100, 1000, 100, false},
 		{"commit below the log start", []ports.GroupUse{gu("a", map[int32]int64{0: 50})}, 100, 1000, 100, false},
 		{"commit past the end is clamped to it", []ports.GroupUse{gu("a", map[int32]int64{0: 2000})}, 0, 1000, 1000, true},
+		{"end unknown: the lowest commit", []ports.GroupUse{gu("a", map[int32]int64{0: 2000})}, 0, -1, 2000, true},
 	} {
 		got, ok, why := Bound(c.groups, 0, c.start, c.end)
 		if got != c.want || ok != c.ok || why == "" {

@@ -85,9 +85,9 @@ func (k *quarantine) planDir(ctx context.Context, env *steps.Env, l *look, s bro
 			only = append(only, ps.Name)
 			continue
 		}
-		start, _, err := env.Kafka.Offsets(ctx, pv.Leader, ps.Topic, ps.Partition)
+		start, err := logStart(ctx, env, ps.Topic, ps.Partition)
 		if err != nil {
-			return fmt.Errorf("offsets of %s on its leader %d: %w; nothing was moved", ps.Name, pv.Leader, err)
+			return fmt.Errorf("%w; nothing was moved", err)
 		}
 		gain, _ := ps.FreedBelow(start)
 		cands = append(cands, candidate{dir: s.Dir, ps: ps, gain: gain})

@@ -67,6 +67,9 @@ func (k *freeRecords) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 // planOne plans one partition: an action, or none with why (the fact).
 func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps brokers.PartitionSpace, groups map[string][]ports.GroupUse) (*steps.Action, string, error) {
 	name := fmt.Sprintf("%s-%d", ps.Topic, ps.Partition)
+	if strings.HasPrefix(ps.Topic, "__") {
+		return nil, fmt.Sprintf("%s: %s; an internal topic (offsets, transactions): kremedy never deletes its records", name, bytes(ps.Bytes)), nil
+	}
 	pv, ok := l.partition(ps)
 	if !ok || pv.Leader < 0 || pv.Leader == l.id && !l.up {
 		return nil, fmt.Sprintf("%s: %s; no leader to delete records on: left alone", name, bytes(ps.Bytes)), nil
@@ -79,12 +82,12 @@ func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps b
 		}
 		groups[ps.Topic] = gs
 	}
-	start, end, err := env.Kafka.Offsets(ctx, pv.Leader, ps.Topic, ps.Partition)
+	start, err := logStart(ctx, env, ps.Topic, ps.Partition)
 	if err != nil {
-		return nil, "", fmt.Errorf("offsets of %s on its leader %d: %w; nothing was changed", name, pv.Leader, err)
+		return nil, "", fmt.Errorf("%w; nothing was changed", err)
 	}
-	before, ok, why := Bound(gs, ps.Partition, start, end)
-	head := fmt.Sprintf("%s: %s in %d segments (oldest from %d), log %d..%d on leader %d", name, bytes(ps.Bytes), len(ps.Segments), ps.Oldest(), start, end, pv.Leader)
+	before, ok, why := Bound(gs, ps.Partition, start, -1)
+	head := fmt.Sprintf("%s: %s in %d segments (oldest from %d), log start %d on leader %d", name, bytes(ps.Bytes), len(ps.Segments), ps.Oldest(), start, pv.Leader)
 	if !ok {
 		return nil, head + ": " + why + ": nothing deleted", nil
 	}
@@ -155,7 +158,7 @@ func (k *freeRecords) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 			if err != nil {
 				return nil, err
 			}
-			start, _, err := env.Kafka.Offsets(ctx, pv.Leader, ps.Topic, ps.Partition)
+			start, err := logStart(ctx, env, ps.Topic, ps.Partition)
 			if err != nil {
 				return nil, err
 			}
@@ -176,4 +179,17 @@ func orNone(s []string) string {
 		return "every log start at or below every group's commit"
 	}
 	return strings.Join(s, "; ")
+}
+
+// logStart is one partition's log start offset, from its leader.
+func logStart(ctx context.Context, env *steps.Env, topic string, p int32) (int64, error) {
+	starts, err := env.Kafka.(ports.Records).StartOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	s, ok := starts[p]
+	if !ok {
+		return 0, fmt.Errorf("%s-%d: no log start offset in the leader's answer", topic, p)
+	}
+	return s, nil
 }
