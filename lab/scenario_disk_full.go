@@ -45,6 +45,11 @@ func (e *env) diskFull(ids []int32) error {
 	if err != nil {
 		return err
 	}
+	return e.diskFullOn(victim, ids)
+}
+
+// diskFullOn is disk-full's body on either kind of lab, victim chosen.
+func (e *env) diskFullOn(victim int32, ids []int32) error {
 	var others []int32
 	for _, id := range ids {
 		if id != victim {
@@ -82,7 +87,11 @@ func (e *env) diskFull(ids []int32) error {
 		return err
 	}
 	e.diskFullSymptoms(victim)
-	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names broker %d's log dir full (log-dir-full); `kremedy run disk-full` frees space without deleting what group %s has not read and starts it again", victim, DiskFullGroup)
+	runbook := "disk-full"
+	if e.l.State.KRaft() {
+		runbook = "kraft-disk-full"
+	}
+	e.rep.Next = fmt.Sprintf("`kremedy diagnose` names broker %d's log dir full (log-dir-full); `kremedy run %s --set broker=%d --set quarantine=DIR` frees space without deleting what group %s has not read and starts it again", victim, runbook, victim, DiskFullGroup)
 	return e.verdict()
 }
 

@@ -14,33 +14,55 @@ import (
 	"github.com/kremedy/kremedy/steps/kafka"
 )
 
-// TestDiskFullLab breaks a size-limited lab with disk-full (one broker's
-// only log dir filled until Kafka stopped it), diagnoses it, repairs it
-// with a headless `run disk-full`, and proves with its own clients: the
-// dir online, the broker back, every record past the group's commit
-// readable, every topic config as before, the moved directories in the
-// quarantine; then a second run does nothing.
+// TestDiskFullLab breaks a size-limited ZooKeeper-mode lab (Kafka 3.9.2)
+// with disk-full (one broker's only log dir filled until Kafka stopped it),
+// diagnoses it, repairs it with a headless `run disk-full`, and proves it
+// with its own clients (diskFullCase).
 func TestDiskFullLab(t *testing.T) {
 	needLab(t)
-	if os.Geteuid() != 0 {
-		t.Fatal("TestDiskFullLab needs root: lab up --log-dir-size mounts a tmpfs per log dir")
-	}
+	needRoot(t)
 	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net, cfg.ZooKeepers, cfg.LogDirSize = 61, 1, "64m"
-	l := startLab(t, cfg)
+	diskFullCase(t, startLab(t, cfg), "disk-full", "disk-full")
+}
+
+// TestDiskFullKRaftLab is TestDiskFullLab on a KRaft lab (Kafka 4.1.2):
+// scenario disk-full-kraft, runbook kraft-disk-full.
+func TestDiskFullKRaftLab(t *testing.T) {
+	needLab(t)
+	needRoot(t)
+	t.Parallel()
+	cfg := lab.KRaftConfig()
+	cfg.Net, cfg.KafkaVersion, cfg.LogDirSize = 66, "4.1.2", "64m"
+	diskFullCase(t, startLab(t, cfg), "disk-full-kraft", "kraft-disk-full")
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("a disk-full lab test needs root: lab up --log-dir-size mounts a tmpfs per log dir")
+	}
+}
+
+// diskFullCase breaks l with scenario, then: diagnose exits 1 with
+// log-dir-full the one cause naming runbook; a headless run of runbook
+// brings the dir online, keeps every record past the group's commit
+// readable and every topic config as it was, and leaves the moved
+// directories in the quarantine; a second run does nothing.
+func diskFullCase(t *testing.T, l *lab.Lab, scenario, runbook string) {
 	c := connectLab(t, l)
 	const topic = "orders"
-	rep := breakIt(t, l, "disk-full", topic)
+	rep := breakIt(t, l, scenario, topic)
 	victim := rep.Victim
 	configs := topicConfigs(t, c, topic)
 
 	t.Run("diagnose names the full dir as the one cause, with the runbook", func(t *testing.T) {
 		d, code := diagnosis(t, l, "")
 		causes := d.Causes()
-		if code != 1 || len(causes) != 1 || causes[0].Kind != diagnose.FindLogDirFull || causes[0].Runbook != "disk-full" ||
+		if code != 1 || len(causes) != 1 || causes[0].Kind != diagnose.FindLogDirFull || causes[0].Runbook != runbook ||
 			len(causes[0].Brokers) != 1 || causes[0].Brokers[0] != victim {
-			t.Fatalf("want exit 1 and one cause log-dir-full on broker %d naming disk-full; exit %d, causes %+v", victim, code, causes)
+			t.Fatalf("want exit 1 and one cause log-dir-full on broker %d naming %s; exit %d, causes %+v", victim, runbook, code, causes)
 		}
 		if !strings.Contains(strings.Join(causes[0].Evidence, "\n"), "100% used") {
 			t.Errorf("evidence does not give df's numbers: %v", causes[0].Evidence)
@@ -52,15 +74,15 @@ func TestDiskFullLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(dir string) result {
-		return kremedy(t, "run", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim),
+		return kremedy(t, "run", runbook, "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim),
 			"--set", "quarantine="+quarantine, "--run-dir", dir, "--headless", "--yes", "--confirm", "kremedy-lab")
 	}
 
-	t.Run("run disk-full: the dir online, nothing a group had not committed past deleted, configs as before", func(t *testing.T) {
+	t.Run("run: the dir online, nothing a group had not committed past deleted, configs as before", func(t *testing.T) {
 		r := run(filepath.Join(t.TempDir(), "run"))
-		t.Logf("FIGURE headless disk-full took %.1fs", r.took.Seconds())
+		t.Logf("FIGURE headless %s took %.1fs", runbook, r.took.Seconds())
 		if r.code != 0 || !strings.Contains(r.out, "CANNOT BE UNDONE") {
-			t.Fatalf("disk-full: exit %d (want 0, with what cannot be undone said before the confirmation)\n%s", r.code, r.out)
+			t.Fatalf("%s: exit %d (want 0, with what cannot be undone said before the confirmation)\n%s", runbook, r.code, r.out)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -83,7 +105,7 @@ func TestDiskFullLab(t *testing.T) {
 	t.Run("a second run has nothing to do", func(t *testing.T) {
 		r := run(filepath.Join(t.TempDir(), "run"))
 		if r.code != 0 || !strings.Contains(r.out, "nothing to do: [free-records quarantine start]") {
-			t.Fatalf("second disk-full: exit %d, want 0 with no step done\n%s", r.code, r.out)
+			t.Fatalf("second %s: exit %d, want 0 with no step done\n%s", runbook, r.code, r.out)
 		}
 	})
 }

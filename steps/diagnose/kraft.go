@@ -64,6 +64,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	}
 	g.eligibleLeaders(ctx)
 	g.features(ctx, live)
+	g.logDirsFull(ctx, live)
 	if l := disks.wait(); l != nil {
 		g.d.Disk = true
 		g.disks(ctx, *l)

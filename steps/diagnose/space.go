@@ -20,7 +20,8 @@ type spaceRead struct {
 }
 
 // logDirsFull reads, with Disk, every inventory broker's log dirs'
-// filesystems over SSH and, from the registered ones, DescribeLogDirs;
+// filesystems over SSH and, from the registered ones (KRaft: unfenced),
+// DescribeLogDirs;
 // a dir full or offline is a log-dir-full finding. A host SSH cannot
 // reach is disk-unlisted's finding, not this one's.
 func (g *diagnoser) logDirsFull(ctx context.Context, registered []int32) {
@@ -44,15 +45,19 @@ func (g *diagnoser) logDirsFull(ctx context.Context, registered []int32) {
 		}
 		return r
 	})
+	runbook := "disk-full"
+	if g.d.Mode == "kraft" {
+		runbook = "kraft-disk-full"
+	}
 	for i, id := range ids {
-		if f, ok := logDirFinding(id, slices.Contains(registered, id), got[i]); ok {
+		if f, ok := logDirFinding(id, slices.Contains(registered, id), got[i], runbook); ok {
 			g.add(f)
 		}
 	}
 }
 
 // logDirFinding judges one broker's dirs.
-func logDirFinding(id int32, up bool, r spaceRead) (Finding, bool) {
+func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, bool) {
 	offline := map[string]string{}
 	for _, s := range r.states {
 		if s.Err != "" {
@@ -88,10 +93,10 @@ func logDirFinding(id int32, up bool, r spaceRead) (Finding, bool) {
 	return Finding{Kind: FindLogDirFull, Severity: Critical, Brokers: []int32{id},
 		Summary:  sum,
 		Evidence: ev,
-		Fix: fmt.Sprintf("run the disk-full runbook: `kremedy run disk-full --inventory %s --set broker=%d --set quarantine=DIR` (DIR a directory on another filesystem of broker %d's host): it deletes only records every consumer group has committed past (DeleteRecords), moves whole replicated partition directories aside only while the broker is down, starts it and verifies. Or grow the filesystem",
-			InventoryMark, id, id),
+		Fix: fmt.Sprintf("run the %s runbook: `kremedy run %s --inventory %s --set broker=%d --set quarantine=DIR` (DIR a directory on another filesystem of broker %d's host): it deletes only records every consumer group has committed past (DeleteRecords), moves whole replicated partition directories aside only while the broker is down, starts it and verifies. Or grow the filesystem",
+			runbook, runbook, InventoryMark, id, id),
 		DoNot:   "do not rm segment files by hand: Kafka's checkpoints and indexes still name them, and a consumer may not have read them yet",
-		Runbook: "disk-full"}, true
+		Runbook: runbook}, true
 }
 
 // Bytes writes n bytes for a person (KiB, MiB, GiB).

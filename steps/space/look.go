@@ -37,7 +37,7 @@ func (o brokerOpts) look(ctx context.Context, env *steps.Env) (*look, error) {
 	if len(h.LogDirs) == 0 {
 		return nil, fmt.Errorf("%w: the inventory names no log_dirs for broker %d, and a broker that is down cannot say; nothing was changed. Add its log.dirs to the inventory (log_dirs:)", steps.ErrRefused, id)
 	}
-	reg, err := brokers.Registered(ctx, env.ZK)
+	reg, err := live(ctx, env)
 	if err != nil {
 		return nil, err
 	}

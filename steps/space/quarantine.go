@@ -179,12 +179,12 @@ func (k *quarantine) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) e
 // already succeeds, a destination that exists beside its source (an
 // interrupted copy across filesystems) stops the run.
 func (k *quarantine) move(ctx context.Context, env *steps.Env, id int32, a moveArgs) error {
-	reg, err := brokers.Registered(ctx, env.ZK)
+	reg, err := live(ctx, env)
 	if err != nil {
 		return err
 	}
 	if slices.Contains(reg, id) {
-		return fmt.Errorf("%w: broker %d is registered again: kremedy moves a partition directory only while its broker is down; %s was not moved", steps.ErrRefused, id, a.From)
+		return fmt.Errorf("%w: broker %d serves again: kremedy moves a partition directory only while its broker is down; %s was not moved", steps.ErrRefused, id, a.From)
 	}
 	f, t := shell.Quote(a.From), shell.Quote(a.To)
 	script := fmt.Sprintf(`if [ ! -e %s ] && [ -d %s ]; then echo "already moved: %s"; exit 0; fi

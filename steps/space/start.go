@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
-	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/roll"
 )
@@ -46,7 +45,7 @@ func (k *start) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: broker %d is not in the inventory; nothing was changed", steps.ErrRefused, id)
 	}
-	reg, err := brokers.Registered(ctx, env.ZK)
+	reg, err := live(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -65,12 +64,12 @@ func (k *start) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		}
 		p.Summary = fmt.Sprintf("restart broker %d: its log dirs %s are offline, and a ZooKeeper-mode broker brings a dir back only when it starts", id, strings.Join(offline, ", "))
 		act(phaseStop, steps.OpSSH, h.Stop+" on "+h.On())
-		act(phaseGone, steps.OpWait, fmt.Sprintf("broker %d leaves /brokers/ids (at most %s)", id, k.o.StopTimeout))
+		act(phaseGone, steps.OpWait, fmt.Sprintf("broker %d stops serving (at most %s)", id, k.o.StopTimeout))
 	} else {
 		p.Summary = fmt.Sprintf("start broker %d again (down: its log dir failed)", id)
 	}
 	act(phaseStart, steps.OpSSH, h.Start+" on "+h.On())
-	act(phaseOnline, steps.OpWait, fmt.Sprintf("broker %d registers and DescribeLogDirs reports every dir online (at most %s)", id, k.o.StartTimeout))
+	act(phaseOnline, steps.OpWait, fmt.Sprintf("broker %d serves again and DescribeLogDirs reports every dir online (at most %s)", id, k.o.StartTimeout))
 	act(phaseISR, steps.OpWait, fmt.Sprintf("every broker registered, no offline or under-replicated partition: broker %d caught up (at most %s)", id, k.o.HealthTimeout))
 	return p, nil
 }
@@ -113,16 +112,16 @@ func (k *start) do(ctx context.Context, env *steps.Env, id int32, ph phase) erro
 	case phaseStop:
 		return roll.RunOn(ctx, env, id, h.Stop)
 	case phaseGone:
-		return roll.WaitGone(ctx, env, id, h.Addr, k.o.StopTimeout)
+		return waitLive(ctx, env, id, false, k.o.StopTimeout)
 	case phaseStart:
-		if reg, err := brokers.Registered(ctx, env.ZK); err == nil && slices.Contains(reg, id) {
-			env.Logf("broker %d is registered already: not started again", id)
+		if reg, err := live(ctx, env); err == nil && slices.Contains(reg, id) {
+			env.Logf("broker %d serves already: not started again", id)
 			return nil
 		}
 		return roll.RunOn(ctx, env, id, h.Start)
 	case phaseOnline:
-		if err := brokers.WaitRegistered(ctx, env.ZK, []int32{id}, k.o.StartTimeout); err != nil {
-			return fmt.Errorf("broker %d did not register within %s after its start command: %w. Read its server.log: a dir still full fails the start again", id, k.o.StartTimeout, err)
+		if err := waitLive(ctx, env, id, true, k.o.StartTimeout); err != nil {
+			return fmt.Errorf("broker %d did not serve again within %s after its start command: %w. Read its server.log: a dir still full fails the start again", id, k.o.StartTimeout, err)
 		}
 		return roll.WaitFor(ctx, env, k.o.StartTimeout, fmt.Sprintf("broker %d's log dirs online", id), func() (bool, string) {
 			off, err := offlineDirs(ctx, env, id)
@@ -132,8 +131,7 @@ func (k *start) do(ctx context.Context, env *steps.Env, id int32, ph phase) erro
 			return len(off) == 0, "offline: " + strings.Join(off, ", ")
 		})
 	case phaseISR:
-		g := roll.Gate{Want: brokers.HostIDs(env.Target)}
-		checks, err := roll.Hold(ctx, env, func() []steps.Check { return g.Check(ctx, env.Cluster) }, 3, k.o.HealthTimeout)
+		checks, err := health(ctx, env, 3, k.o.HealthTimeout)
 		for _, c := range checks {
 			env.Check(c)
 		}
@@ -146,15 +144,16 @@ func (k *start) do(ctx context.Context, env *steps.Env, id int32, ph phase) erro
 // healthy.
 func (k *start) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
 	id := int32(k.o.Broker)
-	reg, err := brokers.Registered(ctx, env.ZK)
+	reg, err := live(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	checks := []steps.Check{{Name: fmt.Sprintf("broker %d registered", id), OK: slices.Contains(reg, id), Detail: fmt.Sprint(reg)}}
+	checks := []steps.Check{{Name: fmt.Sprintf("broker %d serves", id), OK: slices.Contains(reg, id), Detail: fmt.Sprint(reg)}}
 	if off, err := offlineDirs(ctx, env, id); err == nil {
 		checks = append(checks, steps.Check{Name: fmt.Sprintf("broker %d's log dirs online (DescribeLogDirs)", id), OK: len(off) == 0, Detail: "offline: " + orNoneList(off)})
 	} else {
 		checks = append(checks, steps.Check{Name: fmt.Sprintf("broker %d's log dirs online (DescribeLogDirs)", id), OK: false, Detail: err.Error()})
 	}
-	return append(checks, (roll.Gate{Want: brokers.HostIDs(env.Target)}).Check(ctx, env.Cluster)...), nil
+	gate, _ := health(ctx, env, 1, 0)
+	return append(checks, gate...), nil
 }
