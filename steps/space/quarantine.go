@@ -186,13 +186,30 @@ func (k *quarantine) move(ctx context.Context, env *steps.Env, id int32, a moveA
 	if slices.Contains(reg, id) {
 		return fmt.Errorf("%w: broker %d serves again: kremedy moves a partition directory only while its broker is down; %s was not moved", steps.ErrRefused, id, a.From)
 	}
-	f, t := shell.Quote(a.From), shell.Quote(a.To)
-	script := fmt.Sprintf(`if [ ! -e %s ] && [ -d %s ]; then echo "already moved: %s"; exit 0; fi
-if [ -e %s ]; then echo "%s exists beside %s: an earlier move was interrupted; compare them, move the partial copy away, and resume" >&2; exit 3; fi
-mkdir -p %s && mv %s %s && echo "moved %s to %s"`, f, t, a.To, t, a.To, a.From, shell.Quote(path.Dir(a.To)), f, t, a.From, a.To)
+	script := moveFunc + fmt.Sprintf("kremedy_quarantine %s %s || exit $?\n", shell.Quote(a.From), shell.Quote(a.To))
 	host := fmt.Sprintf("broker %d", id)
 	return env.Hosts.Run(ctx, id, shell.Script(script), func(l ports.Line) { env.Output(host, l) })
 }
+
+// moveFunc moves one partition directory to the quarantine, on another
+// filesystem (mv copies, then removes the source): refused while a
+// process holds the log dir's .lock (a broker starting or running on it);
+// a move done already is success; a destination beside its source (a
+// copy interrupted) is refused for a person to compare.
+const moveFunc = `kremedy_quarantine() {
+  src=$1; dst=$2; lock=$(dirname -- "$src")/.lock
+  for h in /proc/[0-9]*/fd/*; do
+    if [ "$(readlink "$h" 2>/dev/null)" = "$lock" ]; then
+      h=${h#/proc/}; echo "refusing: process ${h%%/*} holds $lock: a broker runs on this log dir; $src was not moved" >&2; return 5
+    fi
+  done
+  if [ ! -e "$src" ] && [ -d "$dst" ]; then echo "already moved: $src -> $dst"; return 0; fi
+  if [ -e "$dst" ]; then echo "refusing: $dst exists beside $src: an earlier move was interrupted; compare them, move the partial copy aside, and resume" >&2; return 3; fi
+  mkdir -p -- "$(dirname -- "$dst")" || return 1
+  mv -- "$src" "$dst" || return 1
+  echo "moved $src -> $dst"
+}
+`
 
 // Verify: the broker's dirs have room (or it runs, and Kafka frees the
 // rest itself).

@@ -24,7 +24,7 @@ func (a *typing) Approve(_ context.Context, info steps.Info, p *steps.Plan) (ste
 
 // fullBroker1 is the fake cluster with broker 1's /data/k1 full: orders-0
 // in segments from 0, 20, 35 and 60, orders-1 from 0, 5 and 50, orders-2
-// from 0 and 3; 100 records in each partition; group a at 40, 10, 5 and
+// from 0, 3 and 40; 100 records in each partition; group a at 40, 10, 5 and
 // group b at 30 and 50 with no commit on partition 2.
 func fullBroker1(t *testing.T) *steptest.Cluster {
 	g := steptest.Ghost(t)
@@ -39,7 +39,7 @@ func fullBroker1(t *testing.T) *steptest.Cluster {
 	must(t, g.Kafka.CommitOffsets(ctx, "a", "orders", map[int32]int64{0: 40, 1: 10, 2: 5}))
 	must(t, g.Kafka.CommitOffsets(ctx, "b", "orders", map[int32]int64{0: 30, 1: 50}))
 	lines := []string{"df /dev/sdb 8192 8190 2 100% /data/k1"}
-	for p, bases := range map[int][]int{0: {0, 20, 35, 60}, 1: {0, 5, 50}, 2: {0, 3}} {
+	for p, bases := range map[int][]int{0: {0, 20, 35, 60}, 1: {0, 5, 50}, 2: {0, 3, 40}} {
 		for _, b := range bases {
 			lines = append(lines, fmt.Sprintf("f 2048 orders-%d/%020d.log", p, b), fmt.Sprintf("f 8 orders-%d/%020d.index", p, b))
 		}
@@ -130,5 +130,69 @@ func TestDownBrokerNeedsAQuarantine(t *testing.T) {
 		if strings.Contains(c, "mv ") {
 			t.Errorf("a directory was moved: %s", c)
 		}
+	}
+}
+
+// TestDownBrokerMovesOnlyReplicatedDirs: broker 1 down with its dir full;
+// orders-0 and orders-1 are led by broker 2 with 2 and 3 in sync, orders-2
+// has no leader (broker 1 held its only in-sync copy). After DeleteRecords
+// to the groups' commits, the quarantine moves orders-0 and orders-1 (their
+// gain reaches the headroom), never orders-2; the broker is started and
+// the gate holds. A second run moves nothing and starts nothing.
+func TestDownBrokerMovesOnlyReplicatedDirs(t *testing.T) {
+	g := fullBroker1(t)
+	ctx := context.Background()
+	must(t, g.Hosts.Run(ctx, 1, "systemctl stop kafka-1", nil))
+	g.ZK.Put(kafkazk.PartitionStatePath("orders", 0), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[2,3]}`)
+	g.ZK.Put(kafkazk.PartitionStatePath("orders", 1), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[2,3]}`)
+	g.ZK.Put(kafkazk.PartitionStatePath("orders", 2), `{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":1,"isr":[1]}`)
+	g.Hosts.OnStart = func(id int32) { // broker 1 back: every ISR whole again
+		for p := range int32(3) {
+			g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":2,"isr":[2,3,1]}`)
+		}
+	}
+	// orders-2's log start is 50 (retention): moving it would gain the
+	// most (two segments), were it not the only copy.
+	if _, err := g.Kafka.DeleteRecords(ctx, "orders", map[int32]int64{2: 50}); err != nil {
+		t.Fatal(err)
+	}
+	g.Hosts.Space[1]["/q"] = []string{"df /dev/sdc 100000000 0 100000000 0% /q"}
+	set := map[string]string{"broker": "1", "quarantine": "/q", "health_timeout": "5s"}
+	out, plans := runDiskFull(t, g, set)
+	if out.Err != nil || out.Failed != "" {
+		t.Fatalf("run: %+v", out)
+	}
+	var moved []string
+	for _, a := range plans["quarantine"].Actions {
+		moved = append(moved, a.Target)
+	}
+	if want := []string{"/data/k1/orders-0", "/data/k1/orders-1"}; !slices.Equal(moved, want) {
+		t.Fatalf("moved %v, want %v (never orders-2, the only copy)", moved, want)
+	}
+	for _, name := range []string{"orders-0", "orders-1"} {
+		if !slices.Contains(g.Hosts.Names(1, "/q/kremedy-full1"), name) || slices.Contains(g.Hosts.Names(1, "/data/k1"), name) {
+			t.Errorf("%s not moved to the quarantine: /q/kremedy-full1 %v, /data/k1 %v", name, g.Hosts.Names(1, "/q/kremedy-full1"), g.Hosts.Names(1, "/data/k1"))
+		}
+	}
+	if !slices.Contains(g.Hosts.Names(1, "/data/k1"), "orders-2") {
+		t.Error("orders-2, the only copy, left its log dir")
+	}
+	if !g.Hosts.Runs(1) {
+		t.Fatal("broker 1 was not started")
+	}
+	starts := 0
+	for _, c := range g.Hosts.Commands {
+		if strings.HasSuffix(c, "systemctl start kafka-1") {
+			starts++
+		}
+	}
+	out2, _ := runDiskFull(t, g, set)
+	for _, c := range g.Hosts.Commands {
+		if strings.HasSuffix(c, "systemctl start kafka-1") {
+			starts--
+		}
+	}
+	if out2.Err != nil || len(out2.NoOp) != 3 || starts != 0 {
+		t.Fatalf("second run: %+v (started again: %v)", out2, starts != 0)
 	}
 }

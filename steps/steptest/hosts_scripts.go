@@ -32,6 +32,7 @@ var scriptKinds = []scriptKind{
 	{asideRe.MatchString, (*Hosts).playAside},
 	{whereRe.MatchString, (*Hosts).playWhere},
 	{prefix("kremedy_space() {"), (*Hosts).playSpace},
+	{prefix("kremedy_quarantine() {"), (*Hosts).playQuarantine},
 }
 
 // prefix is a scriptKind's is for the scripts that start with p.
