@@ -86,6 +86,7 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 		}
 	}
 	sweep(abs, out)
+	l.unmountLogDirs(out)
 	if purge {
 		return purgeDir(abs, out)
 	}

@@ -86,6 +86,9 @@ func (l *Lab) writeBroker(n int) error {
 			return err
 		}
 	}
+	if err := l.mountLogDirs(n); err != nil {
+		return err
+	}
 	props := l.kraftBrokerProps(n)
 	if !c.KRaft {
 		var err error
@@ -140,7 +143,7 @@ num.io.threads=2
 num.replica.fetchers=1
 background.threads=2
 controlled.shutdown.enable=true
-`, rf, minISR, rf, rf, minISR)
+`, rf, minISR, rf, rf, minISR) + l.sizeLimitedDefaults()
 }
 
 // zkBrokerProps is broker n's server.properties in ZooKeeper mode.

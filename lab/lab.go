@@ -78,6 +78,10 @@ type Config struct {
 	// n in rack-((n-1) % Racks + 1)); 0 sets none. Kafka then places each
 	// new topic's replicas rack-aware, as many production clusters do.
 	Racks int `json:"racks,omitempty"`
+	// LogDirSize makes each broker log dir a tmpfs of this size, such as
+	// 64m ("": none; logdirsize.go): scenario disk-full fills one until
+	// ENOSPC. Root only; `lab down` unmounts them, data and all.
+	LogDirSize string `json:"log_dir_size,omitempty"`
 }
 
 // Rack is broker n's broker.rack ("" when the lab has no racks).
@@ -141,6 +145,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--zk-heap with --kraft: a KRaft lab runs no ZooKeeper; leave --zk-heap out")
 		}
 		return fmt.Errorf("--zk-heap %q: a Java heap size such as 512m or 2g", c.ZKHeap)
+	}
+	if err := c.checkLogDirSize(); err != nil {
+		return err
 	}
 	if c.BrokerHeap != "" && !heapRe.MatchString(c.BrokerHeap) {
 		return fmt.Errorf("--broker-heap %q: a Java heap size such as 512m or 2g", c.BrokerHeap)

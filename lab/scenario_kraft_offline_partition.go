@@ -1,7 +1,7 @@
 package lab
 
 func init() {
-	registerKRaft(125, "kraft-offline-partition", onKRaft((*env).offlinePartition),
+	registerKRaft(123, "kraft-offline-partition", onKRaft((*env).offlinePartition),
 		offlineSummary+"; on KRaft (4 brokers: `lab up --kraft --brokers 4`) the partitions' eligible leader replicas (ELR, KIP-966) hold at most the dead broker 3")
 }
 

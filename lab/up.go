@@ -349,6 +349,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("kraft-controllers", want.KRaftControllers, have.KRaftControllers)
 	check("kraft", want.KRaft, have.KRaft)
 	check("racks", want.Racks, have.Racks)
+	check("log-dir-size", want.LogDirSize, have.LogDirSize)
 	check("kafka-version", want.KafkaVersion, l.State.Kafka)
 	if explicit != nil && explicit("kafka-home") {
 		if abs, _ := filepath.Abs(want.KafkaHome); abs != have.KafkaHome {

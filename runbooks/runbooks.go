@@ -16,6 +16,7 @@ import (
 	"github.com/kremedy/kremedy/steps/offline"
 	"github.com/kremedy/kremedy/steps/reassign"
 	"github.com/kremedy/kremedy/steps/restart"
+	"github.com/kremedy/kremedy/steps/space"
 )
 
 // builtin holds the built-in runbooks, one per file named after it.
@@ -151,5 +152,6 @@ var Kinds = sync.OnceValue(func() *steps.Registry {
 	migrate.Register(r)
 	reassign.Register(r)
 	offline.Register(r)
+	space.Register(r)
 	return r
 })

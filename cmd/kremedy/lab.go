@@ -94,6 +94,7 @@ func newLabUpCmd() *cobra.Command {
 	f.StringVar(&cfg.BrokerHeap, "broker-heap", "", "each broker's Java heap, such as 2g (default 512m): a lab filled with thousands of partitions per broker (lab fill) needs more")
 	f.StringVar(&cfg.ZKHeap, "zk-heap", "", "each ZooKeeper node's Java heap, such as 2g (default 128m): a ZooKeeper holding hundreds of thousands of partitions needs one sized like a production ensemble's")
 	f.IntVar(&cfg.Racks, "racks", 0, "spread the brokers over this many broker.rack values (broker N in rack-((N-1) % R + 1)); Kafka then places new topics' replicas rack-aware. 0: no racks")
+	f.StringVar(&cfg.LogDirSize, "log-dir-size", "", "make each broker log dir a tmpfs of this size, such as 64m (root only; `lab down` unmounts it, its data with it): scenario disk-full fills one until ENOSPC")
 	f.IntVar(&cfg.Net, "net", 0, "second octet of the lab's loopback addresses (127.NET.1.N), to run a second lab beside the first")
 	return c
 }

@@ -46,6 +46,17 @@ func linkCauses(fs []Finding) []Finding {
 		}
 		fs[i].ID = id
 	}
+	full := map[int32]string{}
+	for _, f := range fs {
+		if f.Kind == FindLogDirFull {
+			full[f.Brokers[0]] = f.ID
+		}
+	}
+	for i, f := range fs {
+		if f.Kind == FindBrokerDown && len(f.Brokers) == 1 && full[f.Brokers[0]] != "" {
+			fs[i].Cause = full[f.Brokers[0]] // a full dir stopped it
+		}
+	}
 	down := map[int32]string{}
 	for _, f := range fs {
 		if f.Kind == FindBrokerDown || f.Kind == FindBrokerFenced {

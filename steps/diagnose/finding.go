@@ -106,6 +106,13 @@ const (
 	// (Options.Accept), advice.
 	FindMigrationUnavailable = "migration-roll-unavailable"
 	FindMigrationAccepted    = "migration-roll-accepted"
+
+	// FindLogDirFull is a log dir whose filesystem is full (95% used or
+	// more, or under 1 MiB free) or that its broker took offline: Kafka
+	// takes a dir offline on an I/O error such as ENOSPC and stops a broker
+	// whose every dir failed. The cause of that broker's broker-down
+	// (linkCauses; space.go).
+	FindLogDirFull = "log-dir-full"
 )
 
 // Kinds is every finding kind, in the order of their declaration above.
@@ -121,7 +128,7 @@ var Kinds = []string{
 	FindNoPartitionMetadata, FindFeatureLevel, FindMigratedToKRaft, FindMigrationLeftover,
 	FindMigrationRelease, FindMigrationJBOD, FindMigrationGeneratedID, FindMigrationReassignment,
 	FindMigrationZnode, FindMigrationNoMetadata, FindMigrationControlPlane, FindMigrationUnavailable,
-	FindMigrationAccepted,
+	FindMigrationAccepted, FindLogDirFull,
 }
 
 // Finding is one problem, with its evidence and what repairs it.

@@ -65,6 +65,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	g.eligibleLeaders(ctx)
 	g.offlineLogEnds(ctx, live, topics)
 	g.features(ctx, live)
+	g.logDirsFull(ctx, live)
 	if l := disks.wait(); l != nil {
 		g.d.Disk = true
 		g.disks(ctx, *l)

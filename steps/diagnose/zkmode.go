@@ -68,6 +68,7 @@ func Run(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, error) {
 	}
 	g.examine(ctx, unreachable)
 	g.offlineLogEnds(ctx, g.st.Brokers, g.topics)
+	g.logDirsFull(ctx, registered)
 	if l := disks.wait(); l != nil {
 		g.d.Disk = true
 		diagnoseDisks(g.add, c.Target, g.st, *l, o.Topic, g.d.Releases.RefusesStaleLog())

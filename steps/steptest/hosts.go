@@ -77,6 +77,9 @@ type Hosts struct {
 	ClientRuns []string
 	// Racks are the brokers' broker.rack, in their registrations.
 	Racks map[int32]string
+	// Space[broker][dir] are the lines a space reading prints for that
+	// log dir (hosts_space.go; default: 1% used, no partition files).
+	Space map[int32]map[string][]string
 	// session numbers the brokers' ZooKeeper sessions: every start
 	// registers under a new one, as a new broker process does.
 	session int64

@@ -31,6 +31,8 @@ var scriptKinds = []scriptKind{
 	{backRe.MatchString, (*Hosts).playRestore},
 	{asideRe.MatchString, (*Hosts).playAside},
 	{whereRe.MatchString, (*Hosts).playWhere},
+	{prefix("kremedy_space() {"), (*Hosts).playSpace},
+	{prefix("kremedy_quarantine() {"), (*Hosts).playQuarantine},
 }
 
 // prefix is a scriptKind's is for the scripts that start with p.

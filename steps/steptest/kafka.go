@@ -91,6 +91,11 @@ type Kafka struct {
 	// partitions and what Produce wrote.
 	Ends   map[int32]int64
 	EndsFn func() map[int32]int64
+	// OfflineDirs[broker][dir] are log dirs DescribeLogDirs reports
+	// offline; DeletedRecords the DeleteRecords requests, "t-p<offset"
+	// (kafka_space.go).
+	OfflineDirs    map[int32]map[string]bool
+	DeletedRecords []string
 }
 
 // NewKafka fakes the cluster whose ZooKeeper and hosts are given.

@@ -1,0 +1,113 @@
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
+)
+
+// spaceRead is one broker's log dirs as df and its own DescribeLogDirs
+// see them.
+type spaceRead struct {
+	space  []brokers.Space
+	err    error
+	states []ports.LogDirState
+}
+
+// logDirsFull reads, with Disk, every inventory broker's log dirs'
+// filesystems over SSH and, from the registered ones (KRaft: unfenced),
+// DescribeLogDirs;
+// a dir full or offline is a log-dir-full finding. A host SSH cannot
+// reach is disk-unlisted's finding, not this one's.
+func (g *diagnoser) logDirsFull(ctx context.Context, registered []int32) {
+	c := g.c
+	if !g.o.Disk || c.Hosts == nil {
+		return
+	}
+	var ids []int32
+	for _, h := range c.Target.Hosts {
+		if len(h.LogDirs) > 0 {
+			ids = append(ids, h.ID)
+		}
+	}
+	rec, _ := c.Kafka.(ports.Records)
+	got := par.Each(ids, func(id int32) spaceRead {
+		h, _ := c.Target.Host(id)
+		var r spaceRead
+		r.space, r.err = brokers.ReadSpace(ctx, c.Hosts, h.ID, h.LogDirs)
+		if rec != nil && slices.Contains(registered, h.ID) {
+			r.states, _ = rec.DescribeLogDirs(ctx, h.ID)
+		}
+		return r
+	})
+	runbook := "disk-full"
+	if g.d.Mode == "kraft" {
+		runbook = "kraft-disk-full"
+	}
+	for i, id := range ids {
+		if f, ok := logDirFinding(id, slices.Contains(registered, id), got[i], runbook); ok {
+			g.add(f)
+		}
+	}
+}
+
+// logDirFinding judges one broker's dirs.
+func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, bool) {
+	offline := map[string]string{}
+	for _, s := range r.states {
+		if s.Err != "" {
+			offline[s.Dir] = s.Err
+		}
+	}
+	var bad []string
+	var ev []string
+	var tops []brokers.PartitionSpace
+	for _, s := range r.space {
+		e, off := offline[s.Dir]
+		if !s.Full() && !off {
+			continue
+		}
+		bad = append(bad, s.Dir)
+		ev = append(ev, fmt.Sprintf("df -P %s on broker %d's host: %d%% used, %s free of %s (filesystem %s)", s.Dir, id, s.UsedPercent(), Bytes(s.Avail), Bytes(s.Size), s.Mount))
+		if off {
+			ev = append(ev, fmt.Sprintf("DescribeLogDirs on broker %d: %s is offline (%s)", id, s.Dir, e))
+		}
+		tops = append(tops, s.Partitions...)
+	}
+	if len(bad) == 0 {
+		return Finding{}, false
+	}
+	slices.SortFunc(tops, func(a, b brokers.PartitionSpace) int { return int(b.Bytes - a.Bytes) })
+	for _, p := range tops[:min(5, len(tops))] {
+		ev = append(ev, fmt.Sprintf("%s: %s in %d segments, the oldest from offset %d", p.Name, Bytes(p.Bytes), len(p.Segments), p.Oldest()))
+	}
+	sum := fmt.Sprintf("broker %d's log dir %s is full", id, strings.Join(bad, ", "))
+	if !up {
+		sum += fmt.Sprintf(" and broker %d is down: Kafka takes a dir offline on ENOSPC and stops a broker whose every log dir failed; it cannot start again until space is freed on that filesystem", id)
+	}
+	return Finding{Kind: FindLogDirFull, Severity: Critical, Brokers: []int32{id},
+		Summary:  sum,
+		Evidence: ev,
+		Fix: fmt.Sprintf("run the %s runbook: `kremedy run %s --inventory %s --set broker=%d --set quarantine=DIR` (DIR a directory on another filesystem of broker %d's host): it deletes only records every consumer group has committed past (DeleteRecords), moves whole replicated partition directories aside only while the broker is down, starts it and verifies. Or grow the filesystem",
+			runbook, runbook, InventoryMark, id, id),
+		DoNot:   "do not rm segment files by hand: Kafka's checkpoints and indexes still name them, and a consumer may not have read them yet",
+		Runbook: runbook}, true
+}
+
+// Bytes writes n bytes for a person (KiB, MiB, GiB).
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,69 @@
+package diagnose_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+)
+
+// TestFullDirIsTheCause: a broker down with a full log dir (df over SSH)
+// is one cause, log-dir-full, naming the disk-full runbook and the
+// largest partitions; its broker-down is explained by it. A running
+// broker whose DescribeLogDirs reports a dir offline is one too, with a
+// filesystem that is not full.
+func TestFullDirIsTheCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+		f.hosts.Running[3] = false
+		f.zk.Remove("/brokers/ids/3")
+		f.hosts.Space = map[int32]map[string][]string{3: {"/data/k1": {
+			"df /dev/sdb 1048576 1048576 0 100% /data",
+			"f 409600 orders-2/00000000000000000000.log",
+			"f 8 orders-2/00000000000000000000.index",
+		}}}
+		d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true, Topic: "orders-v2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		causes := d.Causes()
+		if len(causes) != 1 || causes[0].Kind != diagnose.FindLogDirFull || causes[0].Runbook != "disk-full" || !strings.Contains(causes[0].Fix, "--set broker=3") {
+			t.Fatalf("want one cause log-dir-full on broker 3 naming disk-full, got %+v", causes)
+		}
+		ev := strings.Join(causes[0].Evidence, "\n")
+		if !strings.Contains(ev, "100% used, 0 B free of 1.0 GiB") || !strings.Contains(ev, "orders-2: 200.0 MiB in 1 segments, the oldest from offset 0") {
+			t.Fatalf("evidence: %s", ev)
+		}
+		explained := 0
+		for _, e := range d.Explained(causes[0].ID) {
+			if e.Kind == diagnose.FindBrokerDown {
+				explained++
+			}
+		}
+		if explained != 1 {
+			t.Fatalf("broker-down is not explained by the full dir: %+v", d.Findings)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+		f.kafka.OfflineDirs = map[int32]map[string]bool{2: {"/data/k2": true}}
+		d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true, Topic: "orders-v2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, fd := range d.Findings {
+			if fd.Kind == diagnose.FindLogDirFull {
+				found = len(fd.Brokers) == 1 && fd.Brokers[0] == 2 && strings.Contains(strings.Join(fd.Evidence, "\n"), "/data/k2 is offline (KAFKA_STORAGE_ERROR)")
+			}
+		}
+		if !found {
+			t.Fatalf("an offline dir of a running broker: no log-dir-full on broker 2: %+v", d.Findings)
+		}
+	})
+}

@@ -1,0 +1,198 @@
+package space_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/runbooks"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/steptest"
+)
+
+// typing approves every plan, typing the cluster's name.
+type typing struct{ plans map[string]*steps.Plan }
+
+func (a *typing) Approve(_ context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
+	a.plans[info.ID] = p
+	return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}, nil
+}
+
+// fullBroker1 is the fake cluster with broker 1's /data/k1 full: orders-0
+// in segments from 0, 20, 35 and 60, orders-1 from 0, 5 and 50, orders-2
+// from 0, 3 and 40; 100 records in each partition; group a at 40, 10, 5 and
+// group b at 30 and 50 with no commit on partition 2.
+func fullBroker1(t *testing.T) *steptest.Cluster {
+	g := steptest.Ghost(t)
+	g.ZK.Remove(kafkazk.DeleteTopicPath("orders"))
+	ctx := context.Background()
+	for p := range int32(3) {
+		vals := make([]string, 100)
+		if err := g.Kafka.Produce(ctx, "orders", p, vals...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, g.Kafka.CommitOffsets(ctx, "a", "orders", map[int32]int64{0: 40, 1: 10, 2: 5}))
+	must(t, g.Kafka.CommitOffsets(ctx, "b", "orders", map[int32]int64{0: 30, 1: 50}))
+	lines := []string{"df /dev/sdb 8192 8190 2 100% /data/k1"}
+	for p, bases := range map[int][]int{0: {0, 20, 35, 60}, 1: {0, 5, 50}, 2: {0, 3, 40}} {
+		for _, b := range bases {
+			lines = append(lines, fmt.Sprintf("f 2048 orders-%d/%020d.log", p, b), fmt.Sprintf("f 8 orders-%d/%020d.index", p, b))
+		}
+	}
+	g.Hosts.Space = map[int32]map[string][]string{1: {"/data/k1": lines}}
+	return g
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runDiskFull(t *testing.T, g *steptest.Cluster, set map[string]string) (steps.Outcome, map[string]*steps.Plan) {
+	t.Helper()
+	rb, err := runbooks.Get("disk-full")
+	must(t, err)
+	bound, err := rb.Bind(set, g.Ports.Target.Name)
+	must(t, err)
+	s, err := steps.Create(t.TempDir(), bound, steps.Meta{ID: "full1", Runbook: rb.Name, Params: bound.Params, Cluster: g.Ports.Target.Name})
+	must(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := &typing{plans: map[string]*steps.Plan{}}
+	return s.Run(ctx, g.Ports, a, nil), a.plans
+}
+
+// TestDeleteRecordsStopsAtTheLowestCommit: on a running broker with a full
+// dir, DeleteRecords goes to the lowest offset every group committed on
+// each partition (orders-0: 30 of 40 and 30; orders-1: 10 of 10 and 50),
+// never beyond, only where a whole segment lies below it, not at all on
+// a partition a group has no commit on (orders-2); what cannot be undone
+// is said in the plan; nothing is moved (the broker runs) or restarted
+// (its dirs are online).
+func TestDeleteRecordsStopsAtTheLowestCommit(t *testing.T) {
+	g := fullBroker1(t)
+	// Retention moved orders-2's log start past group a's commit before
+	// the run: a stale group, not this run's doing, fails nothing.
+	if _, err := g.Kafka.DeleteRecords(context.Background(), "orders", map[int32]int64{2: 50}); err != nil {
+		t.Fatal(err)
+	}
+	g.Kafka.DeletedRecords = nil
+	out, plans := runDiskFull(t, g, map[string]string{"broker": "1", "health_timeout": "2s"})
+	if out.Err != nil || out.Failed != "" {
+		t.Fatalf("run: %+v", out)
+	}
+	got := slices.Sorted(slices.Values(g.Kafka.DeletedRecords))
+	if want := []string{"orders-0<30", "orders-1<10"}; !slices.Equal(got, want) {
+		t.Fatalf("DeleteRecords %v, want %v", got, want)
+	}
+	p := plans["free-records"]
+	if p == nil || len(p.Notes) == 0 || !strings.HasPrefix(p.Notes[0], "CANNOT BE UNDONE") || !strings.Contains(p.Notes[0], "orders-0: offsets 0 to 29 (30 records)") {
+		t.Fatalf("free-records plan does not say first what cannot be undone: %+v", p)
+	}
+	if !slices.Contains(out.NoOp, "quarantine") || !slices.Contains(out.NoOp, "start") {
+		t.Fatalf("a running broker with its dirs online: quarantine and start must have nothing to do: %+v", out)
+	}
+	for _, c := range g.Hosts.Commands {
+		if strings.Contains(c, "rm ") || strings.Contains(c, "systemctl") {
+			t.Errorf("a command removed a file or restarted a broker: %s", c)
+		}
+	}
+	// A second run: every partition at its groups' lowest commit already.
+	g.Kafka.DeletedRecords = nil
+	if out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "health_timeout": "2s"}); out.Err != nil || len(out.NoOp) != 3 || len(g.Kafka.DeletedRecords) != 0 {
+		t.Fatalf("second run: %+v, deleted %v", out, g.Kafka.DeletedRecords)
+	}
+}
+
+// TestDownBrokerNeedsAQuarantine: with the broker down and its dir full,
+// the quarantine step refuses without --set quarantine, naming it, and
+// moves nothing.
+func TestDownBrokerNeedsAQuarantine(t *testing.T) {
+	g := fullBroker1(t)
+	must(t, g.Hosts.Run(context.Background(), 1, "systemctl stop kafka-1", nil))
+	// Broker 1 led everything; the others lead now.
+	for p := range int32(3) {
+		g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[2,3]}`)
+	}
+	out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "health_timeout": "2s"})
+	if out.Failed != "quarantine" || out.Err == nil || !strings.Contains(out.Err.Error(), "--set quarantine=DIR") {
+		t.Fatalf("want the quarantine step refused naming --set quarantine: %+v", out)
+	}
+	for _, c := range g.Hosts.Commands {
+		if strings.Contains(c, "mv ") {
+			t.Errorf("a directory was moved: %s", c)
+		}
+	}
+}
+
+// TestDownBrokerMovesOnlyReplicatedDirs: broker 1 down with its dir full;
+// orders-0 and orders-1 are led by broker 2 with 2 and 3 in sync, orders-2
+// has no leader (broker 1 held its only in-sync copy). After DeleteRecords
+// to the groups' commits, the quarantine moves orders-0 and orders-1 (their
+// gain reaches the headroom), never orders-2; the broker is started and
+// the gate holds. A second run moves nothing and starts nothing.
+func TestDownBrokerMovesOnlyReplicatedDirs(t *testing.T) {
+	g := fullBroker1(t)
+	ctx := context.Background()
+	must(t, g.Hosts.Run(ctx, 1, "systemctl stop kafka-1", nil))
+	g.ZK.Put(kafkazk.PartitionStatePath("orders", 0), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[2,3]}`)
+	g.ZK.Put(kafkazk.PartitionStatePath("orders", 1), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[2,3]}`)
+	g.ZK.Put(kafkazk.PartitionStatePath("orders", 2), `{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":1,"isr":[1]}`)
+	g.Hosts.OnStart = func(id int32) { // broker 1 back: every ISR whole again
+		for p := range int32(3) {
+			g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":2,"isr":[2,3,1]}`)
+		}
+	}
+	// orders-2's log start is 50 (retention): moving it would gain the
+	// most (two segments), were it not the only copy.
+	if _, err := g.Kafka.DeleteRecords(ctx, "orders", map[int32]int64{2: 50}); err != nil {
+		t.Fatal(err)
+	}
+	g.Hosts.Space[1]["/q"] = []string{"df /dev/sdc 100000000 0 100000000 0% /q"}
+	set := map[string]string{"broker": "1", "quarantine": "/q", "health_timeout": "5s"}
+	out, plans := runDiskFull(t, g, set)
+	if out.Err != nil || out.Failed != "" {
+		t.Fatalf("run: %+v", out)
+	}
+	var moved []string
+	for _, a := range plans["quarantine"].Actions {
+		moved = append(moved, a.Target)
+	}
+	if want := []string{"/data/k1/orders-0", "/data/k1/orders-1"}; !slices.Equal(moved, want) {
+		t.Fatalf("moved %v, want %v (never orders-2, the only copy)", moved, want)
+	}
+	for _, name := range []string{"orders-0", "orders-1"} {
+		if !slices.Contains(g.Hosts.Names(1, "/q/kremedy-full1"), name) || slices.Contains(g.Hosts.Names(1, "/data/k1"), name) {
+			t.Errorf("%s not moved to the quarantine: /q/kremedy-full1 %v, /data/k1 %v", name, g.Hosts.Names(1, "/q/kremedy-full1"), g.Hosts.Names(1, "/data/k1"))
+		}
+	}
+	if !slices.Contains(g.Hosts.Names(1, "/data/k1"), "orders-2") {
+		t.Error("orders-2, the only copy, left its log dir")
+	}
+	if !g.Hosts.Runs(1) {
+		t.Fatal("broker 1 was not started")
+	}
+	starts := 0
+	for _, c := range g.Hosts.Commands {
+		if strings.HasSuffix(c, "systemctl start kafka-1") {
+			starts++
+		}
+	}
+	out2, _ := runDiskFull(t, g, set)
+	for _, c := range g.Hosts.Commands {
+		if strings.HasSuffix(c, "systemctl start kafka-1") {
+			starts--
+		}
+	}
+	if out2.Err != nil || len(out2.NoOp) != 3 || starts != 0 {
+		t.Fatalf("second run: %+v (started again: %v)", out2, starts != 0)
+	}
+}
