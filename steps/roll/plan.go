@@ -172,7 +172,7 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		if len(u) == 1 {
 			p.Actions = append(p.Actions, plans[u[0]].acts...)
 		} else {
-			p.Actions = append(p.Actions, r.batchActions(env, k+1, u, plans)...)
+			p.Actions = append(p.Actions, r.batchActions(env, k+1, u, st.last, plans)...)
 		}
 		pending += len(u)
 	}
