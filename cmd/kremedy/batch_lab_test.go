@@ -53,6 +53,7 @@ func TestBatchRollLab(t *testing.T) {
 			t.Fatalf("%d sends failed (%d acknowledged): %v", got.failed, got.acked, got.errs)
 		}
 		restartedOnce(t, l, run, before)
+		t.Logf("where the time went: %s", timeGoes(t, run))
 		return r, got, run
 	}
 	var single, batched time.Duration
@@ -167,6 +168,86 @@ func stopsAfterGone(t *testing.T, runDir string, ctrl int32) {
 			t.Errorf("%s began before the controller %d was gone", s, ctrl)
 		}
 	}
+}
+
+// timeGoes says where a roll's time went, from its journal: per unit (a
+// batch, or one broker), the wall time of each phase (a phase's actions of
+// one batch run at once: from the first start to the last end).
+func timeGoes(t *testing.T, runDir string) string {
+	t.Helper()
+	recs, err := journal.Read(filepath.Join(runDir, steps.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ from, to time.Time }
+	var units []string
+	spans := map[string]map[roll.Phase]*span{}
+	unitOf := map[string]string{}
+	var first, lastEnd, prev time.Time
+	var idle time.Duration // in the roll step, no action running
+	open := 0
+	for _, rec := range recs {
+		if rec.Step != "roll" || rec.Type != journal.ActionStart && rec.Type != journal.ActionEnd {
+			continue
+		}
+		if open == 0 && !prev.IsZero() {
+			idle += rec.Time.Sub(prev)
+		}
+		prev = rec.Time
+		if rec.Type == journal.ActionStart {
+			open++
+		} else {
+			open--
+		}
+		var a struct {
+			ID     string    `json:"id"`
+			Args   roll.Args `json:"args"`
+			Action struct {
+				ID   string    `json:"id"`
+				Args roll.Args `json:"args"`
+			} `json:"action"`
+		}
+		if err := json.Unmarshal(rec.Data, &a); err != nil {
+			t.Fatalf("journal: %v", err)
+		}
+		id, args := a.ID+a.Action.ID, a.Args
+		if rec.Type == journal.ActionEnd {
+			args = a.Action.Args
+		}
+		u := fmt.Sprintf("batch %d", args.Batch)
+		if args.Batch == 0 {
+			u = fmt.Sprintf("broker %d", args.Node)
+		}
+		if rec.Type == journal.ActionStart {
+			unitOf[id] = u
+			if first.IsZero() {
+				first = rec.Time
+			}
+		}
+		u = unitOf[id]
+		if spans[u] == nil {
+			spans[u] = map[roll.Phase]*span{}
+			units = append(units, u)
+		}
+		sp := spans[u][args.Phase]
+		if sp == nil {
+			sp = &span{from: rec.Time}
+			spans[u][args.Phase] = sp
+		}
+		sp.to, lastEnd = rec.Time, rec.Time
+	}
+	var out []string
+	for _, u := range units {
+		var each []string
+		for _, ph := range []roll.Phase{roll.PhaseSafe, roll.PhaseStop, roll.PhaseGone, roll.PhaseStart, roll.PhaseBack, roll.PhaseGate} {
+			if sp := spans[u][ph]; sp != nil {
+				each = append(each, fmt.Sprintf("%s %.1fs", ph, sp.to.Sub(sp.from).Seconds()))
+			}
+		}
+		out = append(out, u+": "+strings.Join(each, " "))
+	}
+	whole := recs[len(recs)-1].Time.Sub(recs[0].Time)
+	return fmt.Sprintf("journal %.1fs, roll step %.1fs of which %.1fs between actions; %s", whole.Seconds(), lastEnd.Sub(first).Seconds(), idle.Seconds(), strings.Join(out, "; "))
 }
 
 // batchesOf reads a roll's batches from its journal: the brokers whose
