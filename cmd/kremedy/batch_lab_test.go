@@ -114,6 +114,10 @@ func TestBatchRollLab(t *testing.T) {
 		}
 		stopsAfterGone(t, run, int32(ctrl))
 	})
+	// The ratio is logged, not asserted: on the shared 2-core machine four
+	// runs gave 0.55, 0.81, 0.68 and 0.50 (docs/rolling-restart.md); the
+	// two rolls meet different loads, and two JVMs starting at once pay
+	// more for it than one.
 	if single > 0 && batched > 0 {
 		t.Logf("FIGURE rolling restart of 6 brokers (3 racks, RF 3, min.insync.replicas 2, acks=all producer, 0 failed sends in both): one at a time %.1fs, batch=auto %.1fs, ratio %.2f",
 			single.Seconds(), batched.Seconds(), batched.Seconds()/single.Seconds())
