@@ -1,0 +1,102 @@
+package main
+
+// The combined KRaft lab (`lab up --kraft --combined`, issue 42): three
+// nodes each both broker and controller (process.roles=broker,controller),
+// checked with `inventory check` and `diagnose`, then rolled with
+// kraft-rolling-restart under an acks=all producer.
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kremedy/kremedy/lab"
+	"github.com/kremedy/kremedy/steps/steptest"
+)
+
+// TestKRaftCombinedLab brings up a 3-node combined KRaft lab (net 64): the
+// quorum's voters are the brokers 1–3; inventory check and diagnose find
+// it whole; kraft-rolling-restart restarts each node exactly once, with
+// the controllers (the quorum's leader last), none again with the brokers,
+// losing no send of an acks=all producer on a replication-factor-3,
+// min.insync.replicas=2 topic.
+func TestKRaftCombinedLab(t *testing.T) {
+	needLab(t)
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "lab")
+	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, &bytes.Buffer{}) })
+	r := kremedy(t, "lab", "up", "--kraft", "--combined", "--net", "64", "--dir", dir)
+	if r.code != 0 {
+		t.Fatalf("lab up --kraft --combined: exit %d\n%s", r.code, r.out)
+	}
+	t.Logf("FIGURE lab up --kraft --combined took %.1fs", r.took.Seconds())
+	l, err := lab.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := kraftQuorum(t, l)
+	var voters []int32
+	for _, v := range q.Voters {
+		voters = append(voters, v.ID)
+	}
+	if slices.Sort(voters); !slices.Equal(voters, []int32{1, 2, 3}) || l.State.Config.KRaftControllers != 0 {
+		t.Fatalf("voters %v (leader %d), controllers of its own %d: want the brokers 1–3 as the quorum", voters, q.Leader, l.State.Config.KRaftControllers)
+	}
+	if r := kremedy(t, "inventory", "check", "--inventory", l.InventoryPath()); r.code != 0 {
+		t.Fatalf("inventory check of the combined lab: exit %d\n%s", r.code, r.out)
+	}
+	if d := kraftDiagnose(t, l, 0); !d.Healthy || len(d.Findings) != 0 || d.Quorum == nil {
+		t.Fatalf("diagnose of the healthy combined lab: %+v", d)
+	}
+
+	kc := connectLab(t, l).kc
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := kc.CreateTopic(ctx, "kledger", nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	kraftWaitServed(t, kc, "kledger", 3)
+	leader := kraftQuorum(t, l).Leader
+	before := kraftNodePIDs(l)
+	run := filepath.Join(t.TempDir(), "run")
+	stop := make(chan struct{})
+	wait := produceDuring(t, l, "kledger", stop)
+	r = runKRaftRoll(t, l, run)
+	close(stop)
+	got := wait()
+	if r.code != 0 {
+		t.Fatalf("kraft-rolling-restart on combined nodes: exit %d\n%s", r.code, r.out)
+	}
+	if got.failed != 0 || got.acked == 0 {
+		t.Fatalf("%d sends failed (%d acknowledged): %v", got.failed, got.acked, got.errs)
+	}
+	after := kraftNodePIDs(l)
+	for id, pid := range before {
+		if after[id] == pid || after[id] == 0 {
+			t.Errorf("node %d: pid %d before, %d after: not a new process", id, pid, after[id])
+		}
+	}
+	acts, err := steptest.Ended(run, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int32
+	for _, a := range acts {
+		if strings.HasPrefix(a.ID, "stop-") {
+			order = append(order, a.Broker)
+		}
+	}
+	if len(order) != 3 || order[2] != leader || !slices.Equal(slices.Sorted(slices.Values(order)), []int32{1, 2, 3}) {
+		t.Fatalf("stops in order %v: want each combined node once, the quorum's leader %d last", order, leader)
+	}
+	if !strings.Contains(r.out, "a combined node (process.roles=broker,controller): it restarts with the controllers") {
+		t.Errorf("the brokers' roll does not say it left the combined nodes to the controllers':\n%s", r.out)
+	}
+	cf, ct := stepSpan(t, run, "roll-controllers")
+	t.Logf("FIGURE kraft-rolling-restart of 3 combined nodes (Kafka %s): %s whole run, %s for the nodes; %d sends acknowledged, 0 failed, longest send %s",
+		l.State.Kafka, r.took.Round(time.Second), ct.Sub(cf).Round(time.Second), got.acked, got.longest.Round(time.Millisecond))
+}
