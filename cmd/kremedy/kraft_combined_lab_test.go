@@ -10,17 +10,19 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/steptest"
 )
 
 // TestKRaftCombinedLab brings up a 3-node combined KRaft lab (net 64): the
 // quorum's voters are the brokers 1–3; inventory check and diagnose find
-// it whole; kraft-rolling-restart restarts each node exactly once, with
+// it whole, and inventory init lists each node as broker and controller; kraft-rolling-restart restarts each node exactly once, with
 // the controllers (the quorum's leader last), none again with the brokers,
 // losing no send of an acks=all producer on a replication-factor-3,
 // min.insync.replicas=2 topic.
@@ -51,6 +53,21 @@ func TestKRaftCombinedLab(t *testing.T) {
 	}
 	if d := kraftDiagnose(t, l, 0); !d.Healthy || len(d.Findings) != 0 || d.Quorum == nil {
 		t.Fatalf("diagnose of the healthy combined lab: %+v", d)
+	}
+	// inventory init on the live cluster lists each combined node twice,
+	// one process: what inventory check then accepts.
+	inv := l.Inventory()
+	out := filepath.Join(t.TempDir(), "init.yaml")
+	if r := kremedy(t, "inventory", "init", "--bootstrap", inv.Kafka.Bootstrap[0], "--ssh-user", inv.SSH.User, "--ssh-port", strconv.Itoa(inv.SSH.Port),
+		"--identity-file", inv.SSH.IdentityFile, "--known-hosts", inv.SSH.KnownHosts, "--ssh-config", "none", "--name", inv.Name, "-o", out); r.code != 0 {
+		t.Fatalf("inventory init --bootstrap on the combined lab: exit %d\n%s", r.code, r.out)
+	}
+	written, err := inventory.Load(out)
+	if err != nil || !written.KRaft() || len(written.Brokers) != 3 || len(written.KRaftControllers) != 3 || written.KRaftControllers[0].ID != 1 || written.KRaftControllers[0].Stop != written.Brokers[0].Stop {
+		t.Fatalf("inventory init wrote %+v, %v", written, err)
+	}
+	if r := kremedy(t, "inventory", "check", "--inventory", out); r.code != 0 {
+		t.Fatalf("inventory check of what init wrote on the combined lab: exit %d\n%s", r.code, r.out)
 	}
 
 	kc := connectLab(t, l).kc
