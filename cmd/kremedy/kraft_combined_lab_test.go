@@ -9,6 +9,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -53,6 +54,10 @@ func TestKRaftCombinedLab(t *testing.T) {
 	}
 	if slices.Sort(voters); !slices.Equal(voters, []int32{1, 2, 3}) || l.State.Config.KRaftControllers != 0 {
 		t.Fatalf("voters %v (leader %d), controllers of its own %d: want the brokers 1–3 as the quorum", voters, q.Leader, l.State.Config.KRaftControllers)
+	}
+	// lab status puts each node's place in the quorum on its broker's line.
+	if r := kremedy(t, "lab", "status", "--dir", dir); r.code != 0 || !strings.Contains(r.out, fmt.Sprintf("registered, unfenced; quorum leader (epoch %d)", q.Epoch)) || strings.Count(r.out, "registered, unfenced; voter, caught up") != 2 {
+		t.Errorf("lab status of the combined lab: exit %d\n%s", r.code, r.out)
 	}
 	combinedSeen(t, l)
 	combinedNodeDown(t, l, dir, up)
