@@ -809,4 +809,32 @@ kraft_controllers:
 	if _, err := Parse("t.yaml", []byte(noCtrl)); err == nil || !strings.Contains(err.Error(), "t.yaml:2:7: mode: kraft needs kraft_controllers") {
 		t.Errorf("kraft without controllers: %v", err)
 	}
+	// A combined node (process.roles=broker,controller): its broker entry
+	// and its controller entry are one process — same id, host, stop and
+	// start. Anything else with a broker's id is still refused.
+	combined := noCtrl + `kraft_controllers:
+  - id: 1
+    host: b1
+    listener: b1:9093
+    config: /etc/kafka/server.properties
+    stop: systemctl stop kafka
+    start: systemctl start kafka
+`
+	inv, err = Parse("t.yaml", []byte(combined))
+	if err != nil || len(inv.KRaftControllers) != 1 || inv.KRaftControllers[0].ID != 1 {
+		t.Fatalf("a combined node: %+v %v", inv, err)
+	}
+	for _, c := range []struct{ old, new string }{
+		{"    host: b1\n    listener", "    host: c1\n    listener"},
+		{"    stop: systemctl stop kafka\n    start: systemctl start kafka\n", "    stop: systemctl stop kafka-controller\n    start: systemctl start kafka\n"},
+		{"mode: kraft\n", "zookeeper:\n  connect: zk:2181\n"},
+	} {
+		in := combined[:strings.Index(combined, "kraft_controllers:")] + strings.Replace(combined[strings.Index(combined, "kraft_controllers:"):], c.old, c.new, 1)
+		if c.old == "mode: kraft\n" {
+			in = strings.Replace(combined, c.old, c.new, 1)
+		}
+		if _, err := Parse("t.yaml", []byte(in)); err == nil || !strings.Contains(err.Error(), "kraft_controllers[0].id: node id 1 is also brokers[0]'s broker id; a KRaft controller's node.id must differ from every broker.id, unless both are one combined node") {
+			t.Errorf("%q → %q: %v", c.old, c.new, err)
+		}
+	}
 }

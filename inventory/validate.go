@@ -346,7 +346,8 @@ func (d *decoder) become(p, v string) {
 }
 
 // validateControllers checks kraft_controllers: unique node ids that no
-// broker uses (KIP-866), a controller listener, the config file kremedy
+// broker uses (KIP-866) but a combined node's own broker entry, a
+// controller listener, the config file kremedy
 // edits, and the commands.
 func (d *decoder) validateControllers(inv *Inventory, brokers map[int32]string) {
 	seen := map[int32]string{}
@@ -357,8 +358,10 @@ func (d *decoder) validateControllers(inv *Inventory, brokers map[int32]string) 
 			d.Errorf(d.At(p), "%s has no id: set it to the controller's node.id", p)
 		case dup:
 			d.Errorf(d.At(p+".id"), "%s.id: node id %d is also used by %s; node ids are unique", p, c.ID, prev)
+		case brokers[c.ID] != "" && combined(inv, c):
+			seen[c.ID] = p // a combined node: one process, both roles
 		case brokers[c.ID] != "":
-			d.Errorf(d.At(p+".id"), "%s.id: node id %d is also %s's broker id; a KRaft controller's node.id must differ from every broker.id", p, c.ID, brokers[c.ID])
+			d.Errorf(d.At(p+".id"), "%s.id: node id %d is also %s's broker id; a KRaft controller's node.id must differ from every broker.id, unless both are one combined node (process.roles=broker,controller, in a mode: kraft inventory): then give the two entries the same host, stop and start", p, c.ID, brokers[c.ID])
 		default:
 			seen[c.ID] = p
 		}
@@ -371,6 +374,22 @@ func (d *decoder) validateControllers(inv *Inventory, brokers map[int32]string) 
 		}
 		d.remoteFile(p+".config", c.Config)
 	}
+}
+
+// combined reports whether controller c is a combined node of a KRaft
+// cluster (process.roles=broker,controller): the broker of its node id is
+// the same process — the same host, stop and start. A ZooKeeper-mode
+// cluster's controllers (the migration's) never are (KIP-866).
+func combined(inv *Inventory, c Broker) bool {
+	if !inv.KRaft() {
+		return false
+	}
+	for _, b := range inv.Brokers {
+		if b.ID == c.ID {
+			return b.Host == c.Host && b.Stop == c.Stop && b.Start == c.Start
+		}
+	}
+	return false
 }
 
 // checkNode checks what brokers and controllers share: the host, how to reach

@@ -39,6 +39,11 @@ func (c Config) ControllerHost(k int) string { return fmt.Sprintf("127.%d.3.%d",
 // Voters is controller.quorum.voters of the lab's quorum.
 func (c Config) Voters() string {
 	var v []string
+	if c.Combined {
+		for n := 1; n <= c.Brokers; n++ {
+			v = append(v, fmt.Sprintf("%d@%s:%d", n, c.BrokerHost(n), ControllerPort))
+		}
+	}
 	for k := 1; k <= c.KRaftControllers; k++ {
 		v = append(v, fmt.Sprintf("%d@%s:%d", ControllerID(k), c.ControllerHost(k), ControllerPort))
 	}

@@ -42,16 +42,22 @@ func (l *Lab) kraftBrokerProps(n int) string {
 	if !c.KRaft {
 		return ""
 	}
+	roles, listeners := "broker", fmt.Sprintf("PLAINTEXT://%s:%d", c.BrokerHost(n), KafkaPort)
+	if c.Combined {
+		// A combined node: broker and controller in one process (the
+		// metadata log in its first log dir).
+		roles, listeners = "broker,controller", listeners+fmt.Sprintf(",CONTROLLER://%s:%d", c.BrokerHost(n), ControllerPort)
+	}
 	return fmt.Sprintf(`# Kafka broker %d of the kremedy lab (KRaft mode: no ZooKeeper)
-process.roles=broker
+process.roles=%s
 node.id=%d
 controller.quorum.voters=%s
 controller.listener.names=CONTROLLER
-listeners=PLAINTEXT://%s:%d
+listeners=%s
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=%s
-`, n, n, c.Voters(), c.BrokerHost(n), KafkaPort, strings.Join(l.LogDirs(n), ",")) + l.brokerDefaults() + c.rackProp(n)
+`, n, roles, n, c.Voters(), listeners, strings.Join(l.LogDirs(n), ",")) + l.brokerDefaults() + c.rackProp(n)
 }
 
 // kraftControllerProps is controller k's controller.properties in a KRaft
@@ -114,6 +120,11 @@ func checkJava(java string, v kafkaver.Version) error {
 // controllerAddrs are the controllers' listeners (host:port).
 func (c Config) controllerAddrs() []string {
 	var out []string
+	if c.Combined {
+		for n := 1; n <= c.Brokers; n++ {
+			out = append(out, fmt.Sprintf("%s:%d", c.BrokerHost(n), ControllerPort))
+		}
+	}
 	for k := 1; k <= c.KRaftControllers; k++ {
 		out = append(out, fmt.Sprintf("%s:%d", c.ControllerHost(k), ControllerPort))
 	}
@@ -230,7 +241,7 @@ func (l *Lab) Quorum(ctx context.Context) (ports.Quorum, error) {
 // quorumHealthy reports whether q has a leader among all the lab's voters
 // and every voter is caught up with it.
 func (l *Lab) quorumHealthy(q ports.Quorum) bool {
-	if q.Leader < 0 || len(q.Voters) != l.State.Config.KRaftControllers {
+	if q.Leader < 0 || len(q.Voters) != l.State.Config.voters() {
 		return false
 	}
 	now := time.Now()
@@ -314,7 +325,7 @@ func (l *Lab) waitKRaft(ctx context.Context) (ports.Quorum, error) {
 		return qerr == nil && l.quorumHealthy(q)
 	})
 	if err != nil {
-		return q, l.kraftNotHealthy(fmt.Sprintf("the KRaft quorum has no leader among its %d voters (last answer: leader %d, voters %d, %v)", c.KRaftControllers, q.Leader, len(q.Voters), qerr), nil)
+		return q, l.kraftNotHealthy(fmt.Sprintf("the KRaft quorum has no leader among its %d voters (last answer: leader %d, voters %d, %v)", c.voters(), q.Leader, len(q.Voters), qerr), nil)
 	}
 	want := c.brokerIDs()
 	for n := 1; err == nil && n <= c.Brokers; n++ {

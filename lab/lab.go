@@ -66,6 +66,11 @@ type Config struct {
 	// KRaft makes the lab a KRaft-only cluster (kraftlab.go): no ZooKeeper,
 	// KRaftControllers controllers and Brokers brokers in KRaft mode.
 	KRaft bool `json:"kraft,omitempty"`
+	// Combined makes a KRaft lab's brokers combined nodes
+	// (process.roles=broker,controller): they are the quorum's voters
+	// (their controller listener on 127.<Net>.1.N:9093), and no
+	// controller of its own runs (KRaftControllers 0).
+	Combined bool `json:"combined,omitempty"`
 	// ZKHeap is each ZooKeeper node's -Xmx, such as 2g ("": 128m): a
 	// cluster seeded with hundreds of thousands of znodes needs a heap
 	// sized like a production ensemble's.
@@ -183,10 +188,23 @@ func (c Config) validateKRaft() error {
 		return fmt.Errorf("--kraft with --ibp %s: a KRaft cluster has metadata.version, not inter.broker.protocol.version; leave --ibp out", c.IBP)
 	case c.Secure:
 		return fmt.Errorf("--kraft with --secure: not yet: a secured KRaft cluster is made by migrating a secured lab (lab up --secure --kraft-controllers 3, then kremedy run zk-to-kraft with --set controller_settings=DIR/broker-controller.properties)")
-	case c.KRaftControllers < 1:
+	case c.Combined && c.KRaftControllers != 0:
+		return fmt.Errorf("--combined with --kraft-controllers %d: the combined brokers are the quorum; leave --kraft-controllers out", c.KRaftControllers)
+	case c.Combined && c.Brokers%2 == 0:
+		return fmt.Errorf("--combined with --brokers %d: the brokers are the quorum's voters; use an odd number (1, 3, 5…)", c.Brokers)
+	case !c.Combined && c.KRaftControllers < 1:
 		return fmt.Errorf("--kraft with --kraft-controllers %d: a KRaft cluster needs a controller quorum; use 1, 3 or 5", c.KRaftControllers)
 	}
 	return nil
+}
+
+// voters is how many voters the lab's quorum has: its controllers, or its
+// combined brokers.
+func (c Config) voters() int {
+	if c.Combined {
+		return c.Brokers
+	}
+	return c.KRaftControllers
 }
 
 // software and ibp are the lab's release and IBP as kafkaver versions.

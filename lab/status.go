@@ -110,6 +110,21 @@ func (l *Lab) sshdPart(n int) Part {
 	return s
 }
 
+// combinedRole is a combined node's place in the quorum, for its broker's
+// line (a combined lab has no controller line of its own), and whether it
+// is a healthy one.
+func combinedRole(q ports.Quorum, qerr error, id int32, now time.Time) (string, bool) {
+	switch {
+	case qerr != nil:
+		return "the quorum does not answer", false
+	case q.Leader == id:
+		return fmt.Sprintf("quorum leader (epoch %d)", q.Epoch), true
+	case voterCaughtUp(q, id, now, 5*time.Second):
+		return "voter, caught up", true
+	}
+	return "not a caught-up voter", false
+}
+
 // kraftStatus is a KRaft lab's Status: each controller with its place in
 // the quorum, each broker registered, fenced or stopped, every sshd.
 func (l *Lab) kraftStatus(ctx context.Context) Status {
@@ -165,6 +180,10 @@ func (l *Lab) kraftStatus(ctx context.Context) Status {
 					p.Detail = fmt.Sprintf("stopped (left down by scenario %s on %q)", a.Scenario, a.Topic)
 				}
 			}
+		}
+		if c.Combined && p.PID > 0 {
+			role, ok := combinedRole(q, qerr, int32(n), now)
+			p.Detail, p.Healthy = p.Detail+"; "+role, p.Healthy && ok
 		}
 		st.Parts = append(st.Parts, p)
 	}

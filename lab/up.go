@@ -348,6 +348,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("kerberos", want.Kerberos, have.Kerberos)
 	check("kraft-controllers", want.KRaftControllers, have.KRaftControllers)
 	check("kraft", want.KRaft, have.KRaft)
+	check("combined", want.Combined, have.Combined)
 	check("racks", want.Racks, have.Racks)
 	check("log-dir-size", want.LogDirSize, have.LogDirSize)
 	check("kafka-version", want.KafkaVersion, l.State.Kafka)
@@ -450,6 +451,13 @@ func (l *Lab) Inventory() *inventory.Inventory {
 			ID: int32(n), Host: c.BrokerHost(n), Stop: l.StopScript(n), Start: l.StartScript(n), LogDirs: l.LogDirs(n),
 			Config: filepath.Join(l.BrokerDir(n), "server.properties"),
 		})
+	}
+	if c.Combined {
+		// Each broker is a controller too: one process, listed twice.
+		for _, b := range inv.Brokers {
+			b.Listener, b.LogDirs = fmt.Sprintf("%s:%d", b.Host, ControllerPort), nil
+			inv.KRaftControllers = append(inv.KRaftControllers, b)
+		}
 	}
 	for k := 1; k <= c.KRaftControllers; k++ {
 		inv.KRaftControllers = append(inv.KRaftControllers, inventory.Broker{

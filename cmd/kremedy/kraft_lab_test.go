@@ -52,6 +52,9 @@ func TestKRaftLabFlags(t *testing.T) {
 		{[]string{"--kraft", "--kraft-controllers", "2"}, "--kraft-controllers 2: use 0 (none), 1, 3 or 5"},
 		{[]string{"--kraft", "--kafka-version", "3.4.1"}, "the KRaft lab runs 3.7 and later"},
 		{[]string{"--kafka-version", "4.1.2"}, "Kafka 4.x has no ZooKeeper mode: add --kraft"},
+		{[]string{"--combined"}, "--combined without --kraft"},
+		{[]string{"--kraft", "--combined", "--kraft-controllers", "3"}, "--combined with --kraft-controllers: the combined brokers are the quorum"},
+		{[]string{"--kraft", "--combined", "--brokers", "4"}, "--combined with --brokers 4: the brokers are the quorum's voters; use an odd number"},
 	} {
 		r := kremedy(t, append([]string{"lab", "up", "--dir", dir}, tc.args...)...)
 		if r.code != exitUsage || !strings.Contains(r.out, tc.want) {

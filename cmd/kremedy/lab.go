@@ -90,6 +90,7 @@ func newLabUpCmd() *cobra.Command {
 	f.BoolVar(&cfg.Secure, "secure", false, "a secured cluster: SASL_SSL (SCRAM-SHA-512, TLS from a lab CA, JKS and PKCS12 keystores), ZooKeeper SASL with ACLs, brokers run as "+lab.ServiceUser+", SSH as "+lab.OperatorUser+" with sudo (needs root and `make lab-users`)")
 	f.BoolVar(&cfg.Kerberos, "kerberos", false, "with --secure: Kerberized, as vendor distributions set clusters up: a local MIT KDC (realm "+lab.Realm+", krb5-kdc), brokers on SASL_SSL with GSSAPI between themselves and for kremedy (a keytab), SCRAM-SHA-512 beside it")
 	f.IntVar(&cfg.KRaftControllers, "kraft-controllers", 0, "provision a KRaft controller quorum of this many (1, 3 or 5) for the ZooKeeper → KRaft migration: own hosts 127.NET.3.K with sshd, formatted with the cluster's id, not started (the zk-to-kraft runbook starts them); the brokers' server.properties are then written once and left to the runbook. With --kraft: the cluster's quorum (default 3)")
+	f.BoolVar(&cfg.Combined, "combined", false, "with --kraft: combined nodes (process.roles=broker,controller): the --brokers brokers (an odd number) are the quorum's voters, their controller listener on 127.NET.1.N:9093, listed in the inventory as brokers and as kraft_controllers; no controller of its own")
 	f.BoolVar(&kraft, "kraft", false, "a KRaft-only cluster (Kafka 3.7+, the only mode of 4.x): --kraft-controllers controllers (node.id 3001…, hosts 127.NET.3.K with sshd) and --brokers brokers in KRaft mode, every node formatted with kafka-storage, no ZooKeeper")
 	f.StringVar(&cfg.BrokerHeap, "broker-heap", "", "each broker's Java heap, such as 2g (default 512m): a lab filled with thousands of partitions per broker (lab fill) needs more")
 	f.StringVar(&cfg.ZKHeap, "zk-heap", "", "each ZooKeeper node's Java heap, such as 2g (default 128m): a ZooKeeper holding hundreds of thousands of partitions needs one sized like a production ensemble's")
@@ -116,7 +117,12 @@ func kraftFlags(changed func(string) bool, cfg *lab.Config) error {
 	}
 	k := lab.KRaftConfig()
 	cfg.KRaft, cfg.ZooKeepers, cfg.Chroot = true, 0, ""
-	if !changed("kraft-controllers") {
+	switch {
+	case cfg.Combined && changed("kraft-controllers"):
+		return fmt.Errorf("--combined with --kraft-controllers: the combined brokers are the quorum; leave --kraft-controllers out")
+	case cfg.Combined:
+		cfg.KRaftControllers = 0
+	case !changed("kraft-controllers"):
 		cfg.KRaftControllers = k.KRaftControllers
 	}
 	return nil
@@ -342,6 +348,9 @@ func labStatus(cmd *cobra.Command, dir string) error {
 // labUp is `lab up`: starts (or resumes) the lab in dir as cfg says; --kraft's flags checked first.
 func labUp(cmd *cobra.Command, dir string, kraft bool, cfg lab.Config) error {
 	changed := cmd.Flags().Changed
+	if cfg.Combined && !kraft {
+		return usageErr(fmt.Errorf("--combined without --kraft: combined nodes are a KRaft cluster's; add --kraft"))
+	}
 	if kraft {
 		if err := kraftFlags(changed, &cfg); err != nil {
 			return usageErr(err)

@@ -120,7 +120,8 @@ func target(ctx context.Context, inv *inventory.Inventory, path string) (ports.T
 			Login: t.User, Sudo: t.Become == inventory.BecomeSudo})
 	}
 	// KRaft controllers' node ids differ from every broker id (the
-	// inventory checks it): the fleet reaches both by id.
+	// inventory checks it) but a combined node's, whose two entries are one
+	// host: the fleet reaches both by id.
 	for _, b := range inv.KRaftControllers {
 		t, err := host(b, "KRaft controller")
 		if err != nil {

@@ -335,6 +335,16 @@ func InitKRaft(ctx context.Context, cv ports.ClusterView, voters []Voter, kc por
 		notes = append(notes, "REVIEW kraft_controllers: the brokers name no controller.quorum.voters (a dynamic quorum, KIP-853): list every controller by hand (id, host, listener, config, stop, start)")
 	}
 	for _, v := range voters {
+		if i := slices.IndexFunc(inv.Brokers, func(b inventory.Broker) bool { return b.ID == v.ID }); i >= 0 {
+			// A combined node (process.roles=broker,controller): one
+			// process, so the broker's own entry with its controller
+			// listener (the inventory accepts it only so).
+			c := inv.Brokers[i]
+			c.Listener, c.LogDirs = v.Addr, nil
+			notes = append(notes, fmt.Sprintf("controller %d: a combined node (process.roles=broker,controller), listed with broker %d's host, stop, start and config", v.ID, v.ID))
+			inv.KRaftControllers = append(inv.KRaftControllers, c)
+			continue
+		}
 		c := inventory.Broker{ID: v.ID, Host: v.Host, Listener: v.Addr}
 		u, err := Guess(ctx, hosts, v.ID, []string{v.Addr})
 		if err != nil {

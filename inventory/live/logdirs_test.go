@@ -49,3 +49,28 @@ func TestInitWritesNoLogDirAScriptCouldMisread(t *testing.T) {
 		t.Errorf("notes:\n%s", inv.Note)
 	}
 }
+
+// TestInitKRaftCombinedNode: a voter whose node id is a broker's is a
+// combined node (process.roles=broker,controller): its controller entry is
+// the broker's own process (host, stop, start, config) with the voter's
+// listener, whatever name controller.quorum.voters gives its host; a
+// voter of its own stays as it was found.
+func TestInitKRaftCombinedNode(t *testing.T) {
+	kc := dirsKafka{dirs: map[int32][]string{1: {"/data/a"}, 2: {"/data/a"}}}
+	cv := ports.ClusterView{Brokers: []ports.BrokerNode{{ID: 1, Host: "b1", Port: 9092}, {ID: 2, Host: "b2", Port: 9092}}}
+	voters := []live.Voter{{ID: 1, Host: "b1.internal", Addr: "b1.internal:9093"}, {ID: 3001, Host: "c1", Addr: "c1:9093"}}
+	inv, err := live.InitKRaft(context.Background(), cv, voters, kc, noHosts{}, live.Options{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, b := inv.KRaftControllers[0], inv.Brokers[0]
+	if c.ID != 1 || c.Host != b.Host || c.Stop != b.Stop || c.Start != b.Start || c.Config != b.Config || c.Listener != "b1.internal:9093" || len(c.LogDirs) != 0 {
+		t.Errorf("combined node 1: controller %+v, broker %+v", c, b)
+	}
+	if o := inv.KRaftControllers[1]; o.ID != 3001 || o.Host != "c1" {
+		t.Errorf("controller 3001: %+v", o)
+	}
+	if !strings.Contains(inv.Note, "controller 1: a combined node (process.roles=broker,controller), listed with broker 1's host, stop, start and config") {
+		t.Errorf("notes:\n%s", inv.Note)
+	}
+}

@@ -23,9 +23,15 @@ type BatchOptions struct {
 	// in Kafka enforces rack-aware placement (Strimzi rejected rack
 	// batches for that reason).
 	Racks map[int32]string
-	// Last, when set and in the order, is alone in the last batch: the
-	// controller (the active controller in KRaft). A pointer, because 0 is
-	// a broker id.
+	// Last, when set and in the order, is in the last batch, last in its
+	// Brokers: the controller (the active controller in KRaft). It joins a
+	// batch of its rack where the rule allows it with the whole batch (else
+	// any batch the rule allows, else it is alone), and that batch goes
+	// last: the controller moves once either way, and a batch fewer. The
+	// roll stops it once the batch's others are gone (roll.batchActions),
+	// so their controlled shutdowns meet a live controller and the new one
+	// is elected among brokers that are not stopping. A pointer, because 0
+	// is a broker id.
 	Last *int32
 }
 
@@ -49,7 +55,9 @@ var ErrNoBatches = errors.New("no broker can stop safely, so no batch can be pla
 // never mixed where its brokers could stop alone with fewer or as many
 // batches. Without racks, brokers join greedily in roll order (the second
 // pass then finds nothing to join: every later batch's first broker was
-// refused by each earlier one). The plan is a plan: the ISR moves while
+// refused by each earlier one). The controller (Last) then joins a batch,
+// last, where the rule allows it with the whole batch, and that batch goes
+// last (withLast). The plan is a plan: the ISR moves while
 // brokers restart, so the roll applies the rule again to each batch right
 // before it stops it.
 func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batch, error) {
@@ -76,9 +84,58 @@ func Batches(parts []Partition, order []int32, m MinISR, o BatchOptions) ([]Batc
 	}
 	out = p.join(out, o)
 	if last {
-		out = append(out, Batch{Brokers: []int32{*o.Last}, Why: map[int32]string{*o.Last: "the controller: alone and last"}})
+		out = p.withLast(out, *o.Last, o)
 	}
 	return out, nil
+}
+
+// withLast puts c (the controller) last in the last batch: it joins, last,
+// the first batch the rule allows it with, whole (and Max does) — its
+// rack's batches first, the latest first, then the others — and that
+// batch moves to the end of the roll. A batch that does not allow it:
+// c alone and last, as one at a time.
+func (p *planner) withLast(bs []Batch, c int32, o BatchOptions) []Batch {
+	rack := o.Racks[c]
+	var tries []int
+	for _, own := range []bool{true, false} {
+		for k := len(bs) - 1; k >= 0; k-- {
+			if slices.ContainsFunc(bs[k].Brokers, func(b int32) bool { return o.Racks[b] == rack }) == own {
+				tries = append(tries, k)
+			}
+		}
+	}
+	first := ""
+	for _, k := range tries {
+		b := bs[k]
+		if o.Max > 0 && len(b.Brokers) >= o.Max {
+			continue
+		}
+		for _, id := range b.Brokers {
+			p.count(id)
+		}
+		refused := p.fits(c, b.Brokers)
+		clear(p.stopped)
+		if refused != "" {
+			if first == "" {
+				first = refused
+			}
+			continue
+		}
+		why := "the controller: last in its batch, stopped once the others are gone, so it moves once; " + p.keeps(c, b.Brokers)
+		if i := slices.IndexFunc(b.Brokers, func(id int32) bool { return o.Racks[id] == rack }); rack != "" && i >= 0 {
+			why += fmt.Sprintf("; rack %s, like broker %d", rack, b.Brokers[i])
+		} else if rack != "" {
+			why += fmt.Sprintf("; no batch of its rack %s allows it", rack)
+		}
+		b.Brokers = plus(b.Brokers, c)
+		b.Why[c] = why
+		return append(slices.Delete(slices.Clone(bs), k, k+1), b)
+	}
+	why := "the controller: alone and last"
+	if first != "" {
+		why += "; no batch allows it: " + first
+	}
+	return append(bs, Batch{Brokers: []int32{c}, Why: map[int32]string{c: why}})
 }
 
 // rackGroups splits brokers (in roll order) by rack, the racks in the order

@@ -49,11 +49,33 @@ func TestBatches(t *testing.T) {
 		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{Max: 1},
 		want: [][]int32{{1}, {2}, {3}, {4}, {5}, {6}},
 	}, {
-		name:  "the controller alone and last, wherever the order had it",
+		name:  "the controller last in the last batch the rule allows, wherever the order had it",
 		parts: twoSets,
 		order: ids(4, 1, 2, 3, 5, 6), m: m2, o: BatchOptions{Last: ptr(4)},
+		want: [][]int32{{1, 5}, {2, 6}, {3, 4}},
+		why:  map[int32]string{4: "the controller: last in its batch, stopped once the others are gone, so it moves once"},
+	}, {
+		name: "the controller alone and last when no batch allows it",
+		parts: append(slices.Clone(twoSets),
+			bpart("rf2", 0, ids(3, 4), ids(3, 4))),
+		order: ids(1, 2, 3, 4, 5, 6), m: m2, o: BatchOptions{Last: ptr(4)},
 		want: [][]int32{{1, 5}, {2, 6}, {3}, {4}},
-		why:  map[int32]string{4: "the controller"},
+		why:  map[int32]string{4: "the controller: alone and last; no batch allows it: rf2-0 (replication factor 2, min.insync.replicas 2) would lose two in-sync replicas with brokers [3 4]"},
+	}, {
+		name: "the controller joins its rack's batch before a later one of another rack",
+		parts: []Partition{
+			bpart("a", 0, ids(1, 2, 3), ids(1, 2, 3)),
+			bpart("a", 1, ids(1, 2, 3), ids(1, 2, 3)),
+		},
+		order: ids(1, 2, 3, 4), m: m2,
+		o:    BatchOptions{Last: ptr(4), Racks: map[int32]string{1: "r1", 2: "r2", 3: "r3", 4: "r1"}},
+		want: [][]int32{{2}, {3}, {1, 4}},
+		why:  map[int32]string{4: "rack r1, like broker 1"},
+	}, {
+		name:  "the controller joins no batch at max",
+		parts: nil,
+		order: ids(1, 2, 3), m: m2, o: BatchOptions{Max: 2, Last: ptr(3)},
+		want: [][]int32{{1, 2}, {3}},
 	}, {
 		name: "racks are preferred when the rule allows it",
 		parts: []Partition{
@@ -69,8 +91,9 @@ func TestBatches(t *testing.T) {
 		// A layout of the lab's (TestBatchRollLab; CI planned [1 2] [3 6]
 		// [5] [4] on it): three racks of two, every partition one replica
 		// per rack, none holding both 1 and 2, the controller 4. Its
-		// rack-mate goes alone rather than with a broker of another rack.
-		name: "racks of two with the controller in one: its rack-mate alone, no rack mixed",
+		// rack-mate goes with it, the controller last, rather than with a
+		// broker of another rack: three batches, not four.
+		name: "racks of two with the controller in one: it goes last with its rack-mate, no rack mixed",
 		parts: []Partition{
 			bpart("a", 0, ids(1, 5, 3), ids(1, 5, 3)),
 			bpart("a", 1, ids(2, 4, 6), ids(2, 4, 6)),
@@ -81,8 +104,8 @@ func TestBatches(t *testing.T) {
 		},
 		order: ids(1, 2, 3, 4, 5, 6), m: m2,
 		o:    BatchOptions{Last: ptr(4), Racks: map[int32]string{1: "r0", 2: "r1", 3: "r2", 4: "r0", 5: "r1", 6: "r2"}},
-		want: [][]int32{{1}, {2, 5}, {3, 6}, {4}},
-		why:  map[int32]string{5: "rack r1, like broker 2", 3: "first of rack r2's brokers"},
+		want: [][]int32{{2, 5}, {3, 6}, {1, 4}},
+		why:  map[int32]string{5: "rack r1, like broker 2", 3: "first of rack r2's brokers", 4: "rack r0, like broker 1"},
 	}, {
 		name: "a rack's batches join another rack's where the rule allows, whole",
 		parts: []Partition{
@@ -190,7 +213,8 @@ func TestBatches(t *testing.T) {
 // checkBatches holds any plan to the one stop-safety rule: every broker in
 // exactly one batch, each with a why; every batch safe to stop as a set by
 // StopRisks; no partition no restart keeps available hit twice by a batch;
-// the last broker alone and last.
+// the last broker last in the last batch, alone only when the rule allows
+// it with no other batch.
 func checkBatches(t *testing.T, parts []Partition, order []int32, m MinISR, o BatchOptions, got []Batch) {
 	t.Helper()
 	var all []int32
@@ -225,9 +249,25 @@ func checkBatches(t *testing.T, parts []Partition, order []int32, m MinISR, o Ba
 	if a, w := slices.Sorted(slices.Values(all)), slices.Sorted(slices.Values(order)); !slices.Equal(a, w) {
 		t.Errorf("brokers in batches %v, want each of %v once", a, w)
 	}
-	if o.Last != nil && slices.Contains(order, *o.Last) {
-		if l := got[len(got)-1].Brokers; len(l) != 1 || l[0] != *o.Last {
-			t.Errorf("last batch %v, want [%d] alone", l, *o.Last)
+	if o.Last == nil || !slices.Contains(order, *o.Last) {
+		return
+	}
+	c := *o.Last
+	l := got[len(got)-1].Brokers
+	if l[len(l)-1] != c {
+		t.Errorf("last batch %v, want %d last in it", l, c)
+	}
+	if len(l) > 1 {
+		return
+	}
+	// Alone only when no other batch (below max) allows it with all of
+	// its brokers.
+	for _, b := range got[:len(got)-1] {
+		if o.Max > 0 && len(b.Brokers) >= o.Max {
+			continue
+		}
+		if len(SetRisks(parts, plus(b.Brokers, c), m)) == 0 {
+			t.Errorf("the controller %d is alone although the rule allows it with batch %v", c, b.Brokers)
 		}
 	}
 }

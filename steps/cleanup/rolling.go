@@ -106,7 +106,7 @@ func (k *rollingWipe) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	}
 	how := "one at a time (the controller last)"
 	if b, ok := roll.Batched(p); ok {
-		how = b + " (the controller alone and last)"
+		how = b + " (the controller last)"
 	}
 	p.Summary = fmt.Sprintf("restart the brokers %s, moving every directory of %s out of each broker's log dirs while it is stopped; the other topics stay available", how, t)
 	return p, nil

@@ -382,7 +382,9 @@ type Target struct {
 	Hosts     []Host   `json:"brokers"`
 	// Controllers are the KRaft controllers provisioned for the ZooKeeper
 	// → KRaft migration (their node ids differ from every broker id; Hosts'
-	// Run reaches them by it).
+	// Run reaches them by it), or a KRaft cluster's quorum: there a
+	// combined node (process.roles=broker,controller) is in Hosts and in
+	// Controllers under one id, one host and one stop and start (Combined).
 	Controllers []Host   `json:"kraft_controllers,omitempty"`
 	Clients     []Client `json:"clients,omitempty"`
 }
@@ -395,6 +397,16 @@ func (t Target) Host(id int32) (Host, bool) {
 		}
 	}
 	return Host{}, false
+}
+
+// Combined reports whether node id is a combined node: a broker and a
+// KRaft controller of the inventory, one process.
+func (t Target) Combined(id int32) bool {
+	if _, ok := t.Host(id); !ok {
+		return false
+	}
+	_, ok := t.Controller(id)
+	return ok
 }
 
 // CanaryResult says where a canary record landed and how long each half of

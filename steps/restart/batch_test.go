@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/steptest"
 )
@@ -79,13 +81,15 @@ func TestBatchRollStopsRacksTogetherControllerLast(t *testing.T) {
 		if out.Err != nil {
 			t.Fatal(out.Err)
 		}
-		want := [][]int32{{2, 5}, {3, 6}, {4}, {1}}
+		// The controller goes last within its rack's batch: 3 batches, not 4.
+		want := [][]int32{{2, 5}, {3, 6}, {1, 4}}
 		if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
 			t.Fatalf("batches %v, want %v", got, want)
 		}
-		for _, w := range []string{"restart brokers in 4 batches, in this order: [2 5], [3 6], [4], [1] (the controller, alone and last)",
+		for _, w := range []string{"restart brokers in 3 batches, in this order: [2 5], [3 6], [4 1] (the controller 1 last: stopped once the others are gone)",
 			"broker 5: stopping it with brokers [2] keeps each of its 3 in-sync partitions online and at min.insync.replicas; rack r2, like broker 2",
-			"broker 4: first of rack r1's brokers left in the roll order"} {
+			"broker 4: first of rack r1's brokers left in the roll order",
+			"broker 1: the controller: last in its batch, stopped once the others are gone, so it moves once; stopping it with brokers [4] keeps"} {
 			if !strings.Contains(summary, w) {
 				t.Errorf("the plan lacks %q:\n%s", w, summary)
 			}
@@ -95,10 +99,91 @@ func TestBatchRollStopsRacksTogetherControllerLast(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range []string{"safe-2+5", "gate-2+5", "safe-3+6", "gate-3+6", "safe-4", "gate-4", "gate-1"} {
+		for _, w := range []string{"safe-2+5", "gate-2+5", "safe-3+6", "gate-3+6", "safe-4+1", "gate-4+1"} {
 			if !slices.Contains(ids, w) {
 				t.Errorf("journal lacks %s: %v", w, ids)
 			}
+		}
+		// The controller's stop begins only once its batch-mate is gone;
+		// the two start at once after.
+		seq := startsAndEnds(t, f)
+		if i, j := slices.Index(seq, "end gone-4"), slices.Index(seq, "start stop-1"); i < 0 || j < i {
+			t.Errorf("the controller's stop began before broker 4 was gone: %v", seq)
+		}
+		if i, j := slices.Index(seq, "end gone-1"), slices.Index(seq, "start start-4"); i < 0 || j < i {
+			t.Errorf("broker 4 started before the controller was gone: %v", seq)
+		}
+	})
+}
+
+// startsAndEnds is the roll's action records in journal order, as
+// "start ID" and "end ID".
+func startsAndEnds(t *testing.T, f *fixture) []string {
+	t.Helper()
+	recs, err := journal.Read(filepath.Join(f.s.Dir(), steps.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		if r.Step != "roll" || r.Type != journal.ActionStart && r.Type != journal.ActionEnd {
+			continue
+		}
+		var id string
+		if r.Type == journal.ActionStart {
+			a, err := journal.Decode[steps.Action](r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id = a.ID
+		} else {
+			e, err := journal.Decode[struct {
+				Action steps.Action `json:"action"`
+			}](r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id = e.Action.ID
+		}
+		out = append(out, strings.TrimPrefix(r.Type, "action-")+" "+id)
+	}
+	return out
+}
+
+// TestBatchRollResumesBeforeTheControllersStop: killed with the
+// controller's batch-mate gone and the controller not stopped yet, the
+// resume starts the batch-mate first and then restarts the controller,
+// alone; no broker is stopped or started twice.
+func TestBatchRollResumesBeforeTheControllersStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newRacked(t, map[string]string{"batch": "auto"})
+		ctx, cancel := context.WithCancel(context.Background())
+		f.s.AfterRecord(func(typ, step string) {
+			if typ == "action-end" && step == "roll" && slices.Contains(history(f), "gone-4") {
+				cancel()
+			}
+		})
+		if out := f.run(ctx); out.Interrupted != "roll" {
+			t.Fatalf("first attempt: %+v %v", out, out.Err)
+		}
+		first := f.restarts()
+		if n := len(first); n == 0 || first[n-1] != "4: systemctl stop kafka-4" || slices.Contains(first, "1: systemctl stop kafka-1") {
+			t.Fatalf("first attempt ran %v, want broker 4 stopped last and the controller not", first)
+		}
+		f.s.AfterRecord(nil)
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		got := f.restarts()
+		for b := 1; b <= 6; b++ {
+			for _, what := range []string{"stop", "start"} {
+				if n := strings.Count(strings.Join(got, "\n"), fmt.Sprintf("%d: systemctl %s kafka-%d", b, what, b)); n != 1 {
+					t.Errorf("broker %d: %s ran %d times: %v", b, what, n, got)
+				}
+			}
+		}
+		if rest := got[len(first):]; !slices.Equal(rest, []string{"4: systemctl start kafka-4", "1: systemctl stop kafka-1", "1: systemctl start kafka-1"}) {
+			t.Errorf("the resume ran %v, want broker 4 started, then the controller restarted", rest)
 		}
 	})
 }
@@ -160,7 +245,7 @@ func TestBatchRollReadsTheBatchAgain(t *testing.T) {
 		if out := f.run(context.Background()); out.Err != nil {
 			t.Fatal(out.Err)
 		}
-		want := [][]int32{{2, 5}, {3}, {6}, {4}, {1}} // rack r3's two apart now, then rack r1's 4
+		want := [][]int32{{2, 5}, {3}, {6}, {1, 4}} // rack r3's two apart now, then rack r1's 4 with the controller last
 		if got := batchesRun(t, f.restarts()); !slices.EqualFunc(got, want, slices.Equal) {
 			t.Fatalf("batches %v, want %v", got, want)
 		}

@@ -207,6 +207,8 @@ func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan,
 	for _, c := range env.Target.Controllers {
 		ids = append(ids, c.ID)
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids) // a combined node is one host
 	var unreachable []string
 	for i, err := range par.Each(ids, func(id int32) error { return env.Hosts.Check(ctx, id) }) {
 		if err != nil {

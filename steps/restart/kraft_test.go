@@ -16,8 +16,10 @@ import (
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/journal"
+	"github.com/kremedy/kremedy/steps/kafkazk"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/restart"
+	"github.com/kremedy/kremedy/steps/roll"
 	"github.com/kremedy/kremedy/steps/steptest"
 )
 
@@ -28,8 +30,12 @@ import (
 // leader's place goes to the lowest running voter.
 func newKRaftFixture(t *testing.T, params map[string]string) *fixture {
 	t.Helper()
+	return newKRaftFixtureOn(t, steptest.KRaft(t), params)
+}
+
+func newKRaftFixtureOn(t *testing.T, g *steptest.Cluster, params map[string]string) *fixture {
+	t.Helper()
 	t.Cleanup(restart.SetPreflightSettle(50 * time.Millisecond))
-	g := steptest.KRaft(t)
 	rb, err := runbooks.Get("kraft-rolling-restart")
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +66,7 @@ const now = int64(1_700_000_000_000)
 func quorumFollows(f *fixture) {
 	// The hooks run under the fake hosts' lock: the quorum is kept here,
 	// not read back through the fake Kafka (which takes that lock).
-	q, err := f.Kafka.Quorum(context.Background(), []string{"c1:9093"})
+	q, err := f.Kafka.Quorum(context.Background(), roll.ControllerAddrs(f.Ports.Target))
 	if err != nil {
 		panic(err)
 	}
@@ -255,4 +261,51 @@ func TestQuorumStopRisk(t *testing.T) {
 	if r := m.StopRisk(q, 9); r != "" {
 		t.Errorf("a node that is no voter: %q", r)
 	}
+}
+
+// TestKRaftRollCombinedNodes: combined nodes (process.roles=
+// broker,controller) restart once each, with the controllers (the
+// quorum's leader last); the brokers' roll restarts none of them again.
+func TestKRaftRollCombinedNodes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newKRaftFixtureOn(t, steptest.KRaftCombined(t), nil)
+		if out := f.run(context.Background()); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		var want []string
+		for _, id := range []int{2, 3, 1} { // 1 leads: last
+			want = append(want, fmt.Sprintf("%d: systemctl stop kafka-%d", id, id), fmt.Sprintf("%d: systemctl start kafka-%d", id, id))
+		}
+		if got := f.restarts(); !slices.Equal(got, want) {
+			t.Fatalf("restarts\n%v\nwant\n%v", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		text := journalText(t, f)
+		for _, w := range []string{"a combined node, so also broker 2:", "broker 2: a combined node (process.roles=broker,controller): it restarts with the controllers"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("the journal lacks %q", w)
+			}
+		}
+	})
+}
+
+// TestKRaftRollCombinedJudgesPartitions: before a combined node's stop the
+// controllers' roll reads the partitions too, not the quorum alone: an
+// ISR that shrank after the preflight stops the roll before the node
+// stops, although the quorum would allow it.
+func TestKRaftRollCombinedJudgesPartitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newKRaftFixtureOn(t, steptest.KRaftCombined(t), nil)
+		f.s.AfterRecord(func(typ, step string) {
+			if typ == "step-done" && step == "preflight" {
+				f.ZK.Put(kafkazk.PartitionStatePath("orders", 0), `{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":1,"isr":[1,3]}`)
+			}
+		})
+		out := f.run(context.Background())
+		if !errors.Is(out.Err, steps.ErrRefused) || out.Failed != "roll-controllers" || !strings.Contains(out.Err.Error(), "orders-0") {
+			t.Fatalf("want roll-controllers refused on orders-0, got %+v %v", out, out.Err)
+		}
+		if got := f.restarts(); len(got) != 0 {
+			t.Fatalf("a node restarted: %v", got)
+		}
+	})
 }

@@ -73,7 +73,11 @@ func (r *Roll) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
 		if args.Phase == PhaseGate {
 			done = append(done, args.Nodes()...)
 		}
-		if err := r.do(ctx, env, p, a, args, args.Nodes(), done); err != nil {
+		cur := args.Nodes()
+		if args.Batch != 0 {
+			cur = r.batchOf(p, i) // the controller's stop, after its batch's others
+		}
+		if err := r.do(ctx, env, p, a, args, cur, done); err != nil {
 			return err
 		}
 	}

@@ -120,8 +120,12 @@ func batchSummary(noun string, units [][]int32, last int32, what string) string 
 	var each []string
 	for _, u := range units {
 		s := fmt.Sprint(u)
-		if len(u) == 1 && u[0] == last && what != "" {
+		switch {
+		case what == "" || u[len(u)-1] != last:
+		case len(u) == 1:
 			s += fmt.Sprintf(" (%s, alone and last)", what)
+		default:
+			s += fmt.Sprintf(" (%s %d last: stopped once the others are gone)", what, last)
 		}
 		each = append(each, s)
 	}
@@ -140,8 +144,20 @@ func (r *Roll) batchNote() string {
 // batchActions lays out batch k's actions by phase: one safety check for
 // the brokers it stops, their stops, their waits until gone, each one's
 // While actions, their starts, their waits until back, one health gate.
-func (r *Roll) batchActions(env *steps.Env, k int, unit []int32, plans map[int32]nodePlanned) []steps.Action {
+//
+// The last node (the controller) in a batch stops after the others: Apply
+// runs a phase's run of actions of one batch at once (group), so its stop
+// and its wait until gone come after the others' waits, each a run of its
+// own. Stopped at once with them, the controller would meet their
+// controlled shutdowns while it resigns (they retry, or stop uncleanly),
+// and ZooKeeper could elect one of them, which then stops too: the
+// controller would move twice. Once they are gone it moves once, to a
+// broker outside the batch. The safety check before the first stop still
+// reads the rule on the whole batch, controller included; the starts are
+// at once.
+func (r *Roll) batchActions(env *steps.Env, k int, unit []int32, last int32, plans map[int32]nodePlanned) []steps.Action {
 	byPhase := map[Phase][]steps.Action{}
+	var lastDown []steps.Action // the last node's stop and wait until gone
 	var while []steps.Action
 	var safe, gated []int32
 	var gate *steps.Action
@@ -162,6 +178,12 @@ func (r *Roll) batchActions(env *steps.Env, k int, unit []int32, plans map[int32
 				if gate == nil {
 					gate = &a
 				}
+			case PhaseStop, PhaseGone:
+				if id == last {
+					lastDown = append(lastDown, a)
+					continue
+				}
+				byPhase[args.Phase] = append(byPhase[args.Phase], a)
 			default:
 				byPhase[args.Phase] = append(byPhase[args.Phase], a)
 			}
@@ -173,6 +195,7 @@ func (r *Roll) batchActions(env *steps.Env, k int, unit []int32, plans map[int32
 	}
 	out = append(out, byPhase[PhaseStop]...)
 	out = append(out, byPhase[PhaseGone]...)
+	out = append(out, lastDown...)
 	out = append(out, while...)
 	out = append(out, byPhase[PhaseStart]...)
 	out = append(out, byPhase[PhaseBack]...)

@@ -101,7 +101,12 @@ func (c *Controllers) Verify(ctx context.Context, env *steps.Env) []steps.Check 
 
 // Snapshot reads the metadata quorum: a voter seen not caught up (or a
 // controller not listening) is read again a second later before it counts
-// (a voter between two fetches is not a voter down).
+// (a voter between two fetches is not a voter down). When a controller is
+// a combined node (process.roles=broker,controller) its stop stops a
+// broker too: the snapshot then holds the brokers' partitions as well, so
+// that Risks judges both the quorum rule and the partition rule before
+// each stop (as Strimzi's KafkaRoller: canRollController and the
+// brokers' availability, KafkaRoller 785–790).
 func (c *Controllers) Snapshot(ctx context.Context, env *steps.Env) (*Snapshot, error) {
 	s, down, err := c.read(ctx, env)
 	if err != nil {
@@ -116,6 +121,15 @@ func (c *Controllers) Snapshot(ctx context.Context, env *steps.Env) (*Snapshot, 
 		}
 	}
 	c.show(env, s)
+	if !slices.ContainsFunc(c.Hosts(env), func(h ports.Host) bool { return env.Target.Combined(h.ID) }) {
+		return s, nil
+	}
+	b, err := (&KafkaBrokers{}).Snapshot(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	s.Problems = append(s.Problems, b.Problems...)
+	s.Partitions, s.MinISR = b.Partitions, b.MinISR
 	return s, nil
 }
 

@@ -137,6 +137,16 @@ func (k *KafkaBrokers) Look(ctx context.Context, env *steps.Env, id int32) (Look
 	return Look{Up: up, New: up, Addr: addr}, nil
 }
 
+// Skip: a combined node (process.roles=broker,controller) restarts with
+// the controllers (Controllers judges its stop by the quorum rule and the
+// partition rule both), so the brokers' roll does not restart it again.
+func (k *KafkaBrokers) Skip(_ context.Context, env *steps.Env, id int32) (string, error) {
+	if env.Target.Combined(id) {
+		return "a combined node (process.roles=broker,controller): it restarts with the controllers, its stop judged by the quorum rule and the partition rule both", nil
+	}
+	return "", nil
+}
+
 // Last is ZooKeeper's controller while ZooKeeper answers (in dual-write a
 // KRaft controller holds /controller: no broker goes last).
 func (k *KafkaBrokers) Last(ctx context.Context, env *steps.Env) (int32, string) {

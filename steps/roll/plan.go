@@ -172,7 +172,7 @@ func (r *Roll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		if len(u) == 1 {
 			p.Actions = append(p.Actions, plans[u[0]].acts...)
 		} else {
-			p.Actions = append(p.Actions, r.batchActions(env, k+1, u, plans)...)
+			p.Actions = append(p.Actions, r.batchActions(env, k+1, u, st.last, plans)...)
 		}
 		pending += len(u)
 	}
@@ -376,14 +376,12 @@ func (r *Roll) nodePlan(ctx context.Context, env *steps.Env, id int32, l left, l
 	case leftDone:
 		return fmt.Sprintf("%s %d: restarted and gated in an earlier attempt of this run; not restarted again", noun, id), nil, nil
 	case leftFull:
-		if s, ok := r.While.(Skipper); ok {
-			why, err := s.Skip(ctx, env, id)
-			if err != nil {
-				return "", nil, err
-			}
-			if why != "" {
-				return fmt.Sprintf("%s %d: %s; not restarted", noun, id, why), nil, nil
-			}
+		why, err := r.skip(ctx, env, id)
+		if err != nil {
+			return "", nil, err
+		}
+		if why != "" {
+			return fmt.Sprintf("%s %d: %s; not restarted", noun, id, why), nil, nil
 		}
 	}
 	h := r.host(env, id)
@@ -406,6 +404,9 @@ func (r *Roll) nodePlan(ctx context.Context, env *steps.Env, id int32, l left, l
 		switch {
 		case snap != nil && snap.Quorum != nil:
 			fact = quorumLoss(snap, id)
+			if env.Target.Combined(id) {
+				fact += "; a combined node, so also " + losses(snap, id)
+			}
 			acts = append(acts, act(PhaseSafe, steps.OpCheck, 0))
 		case snap != nil:
 			fact = losses(snap, id)

@@ -72,8 +72,10 @@ type While interface {
 }
 
 // Skipper is a While that can tell a node needs no restart at all (its
-// config is already what the roll makes it): it says why, "" when the node
-// must roll. It is asked only about nodes this run did not stop yet.
+// config is already what the roll makes it), or a Nodes that can tell a
+// node restarts elsewhere (a combined node, with the controllers): it says
+// why, "" when the node must roll. It is asked only about nodes this run
+// did not stop yet.
 type Skipper interface {
 	Skip(ctx context.Context, env *steps.Env, id int32) (string, error)
 }
@@ -159,14 +161,12 @@ func (r *Roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 	var same []string
 	for _, id := range ids {
 		if !prog[id].stopped {
-			if s, ok := r.While.(Skipper); ok {
-				why, err := s.Skip(ctx, env, id)
-				if err != nil {
-					return nil, err
-				}
-				if why != "" {
-					continue
-				}
+			why, err := r.skip(ctx, env, id)
+			if err != nil {
+				return nil, err
+			}
+			if why != "" {
+				continue
 			}
 		}
 		l, err := r.Nodes.Look(ctx, env, id)
@@ -179,6 +179,19 @@ func (r *Roll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error
 	}
 	restarted := steps.Check{Name: fmt.Sprintf("every %s of the roll was started by this run and runs as a new process", r.Nodes.Noun()), OK: len(same) == 0, Detail: "not restarted: " + text.Summarize(same)}
 	return append([]steps.Check{restarted}, r.Nodes.Verify(ctx, env)...), nil
+}
+
+// skip says why node id needs no restart in this roll (a Skipper Nodes
+// or While says so), "" when it must roll.
+func (r *Roll) skip(ctx context.Context, env *steps.Env, id int32) (string, error) {
+	for _, x := range []any{r.Nodes, r.While} {
+		if s, ok := x.(Skipper); ok {
+			if why, err := s.Skip(ctx, env, id); err != nil || why != "" {
+				return why, err
+			}
+		}
+	}
+	return "", nil
 }
 
 // Rollable says why a roll of every node could not begin now, "" when it

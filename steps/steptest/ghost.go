@@ -72,11 +72,29 @@ func Ghost(t testing.TB) *Cluster {
 // ZooKeeper; the fake Kafka keeps its truth in a fake ZooKeeper of its own.
 func KRaft(t testing.TB) *Cluster {
 	t.Helper()
+	return kraft(t, false)
+}
+
+// KRaftCombined is KRaft with combined nodes (process.roles=
+// broker,controller): brokers 1–3 are the controllers too, each one
+// process (the same host, stop and start; the controller listener on
+// port 9093), the quorum led by 1.
+func KRaftCombined(t testing.TB) *Cluster {
+	t.Helper()
+	return kraft(t, true)
+}
+
+func kraft(t testing.TB, combined bool) *Cluster {
 	target := Ghost(t).Ports.Target
 	target.KRaft, target.ZKConnect = true, ""
 	for k := int32(1); k <= 3; k++ {
-		target.Controllers = append(target.Controllers, ports.Host{ID: 3000 + k, Host: fmt.Sprintf("c%d", k), Addr: fmt.Sprintf("c%d:9093", k),
-			Stop: fmt.Sprintf("systemctl stop kafka-controller-%d", k), Start: fmt.Sprintf("systemctl start kafka-controller-%d", k)})
+		c := ports.Host{ID: 3000 + k, Host: fmt.Sprintf("c%d", k), Addr: fmt.Sprintf("c%d:9093", k),
+			Stop: fmt.Sprintf("systemctl stop kafka-controller-%d", k), Start: fmt.Sprintf("systemctl start kafka-controller-%d", k)}
+		if combined {
+			c, _ = target.Host(k)
+			c.Addr = c.Host + ":9093"
+		}
+		target.Controllers = append(target.Controllers, c)
 	}
 	zk := NewZK(t, "")
 	zk.Put("/cluster/id", `{"version":"1","id":"kraft-cluster"}`).Put("/controller", `{"version":2,"brokerid":1}`)
@@ -108,7 +126,7 @@ func KRaft(t testing.TB) *Cluster {
 		}
 		return up
 	}
-	q := &ports.Quorum{Leader: 3001, Epoch: 4, HighWatermark: 1000}
+	q := &ports.Quorum{Leader: target.Controllers[0].ID, Epoch: 4, HighWatermark: 1000}
 	for _, c := range target.Controllers {
 		q.Voters = append(q.Voters, ports.Voter{ID: c.ID, LogEndOffset: 1000, LastCaughtUpMs: 1_700_000_000_000, LastFetchMs: 1_700_000_000_000})
 	}
