@@ -141,6 +141,7 @@ func kraftLabOf(t *testing.T, v string, net int) {
 	kraftMissingPartitionMetadata(t, l, kc)
 	kraftStrayCleanup(t, l)
 	kraftControllerDown(t, l, kc, dir)
+	kraftQuorumLost(t, l, dir)
 	kraftBrokerDown(t, l, kc, dir, up)
 	kraftRollingRestart(t, l, kc, dir)
 
@@ -434,6 +435,50 @@ func kraftControllerDown(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string)
 	}
 }
 
+// kraftQuorumLost stops two of the three voters (the followers, over
+// SSH): the survivor cannot stay or become leader, and diagnose names the
+// quorum lost, voter by voter, with the two logs whole on disk — so its fix
+// is to start them, which the test does and the quorum elects a leader.
+func kraftQuorumLost(t *testing.T, l *lab.Lab, dir string) {
+	t.Helper()
+	q := kraftQuorum(t, l)
+	var stopped []int32
+	for _, v := range q.Voters {
+		if v.ID != q.Leader {
+			stopped = append(stopped, v.ID)
+		}
+	}
+	slices.Sort(stopped)
+	for _, id := range stopped {
+		if r := kremedy(t, "lab", "controller", "stop", strconv.Itoa(int(id)), "--dir", dir); r.code != 0 {
+			t.Fatalf("lab controller stop %d: exit %d\n%s", id, r.code, r.out)
+		}
+	}
+	f := findingOf(kraftDiagnose(t, l, exitFailed, diagnose.FindQuorumLost), diagnose.FindQuorumLost)
+	all := f.Summary + "\n" + strings.Join(f.Evidence, "\n") + "\n" + f.Fix
+	for _, want := range []string{
+		"1 of the 3 voters", "a static quorum: controller.quorum.voters",
+		fmt.Sprintf("start controllers %v with their metadata logs as they are", stopped),
+		fmt.Sprintf("controller %d (", q.Leader), "accepts connections", "quorum-state: leader",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the quorum-lost finding (Kafka %s) does not say %q:\n%s", l.State.Kafka, want, all)
+		}
+	}
+	if f.Severity != diagnose.Critical || !slices.Equal(f.Brokers, stopped) {
+		t.Errorf("quorum-lost: severity %s, controllers %v; want critical naming %v", f.Severity, f.Brokers, stopped)
+	}
+	for _, id := range stopped {
+		if r := kremedy(t, "lab", "controller", "start", strconv.Itoa(int(id)), "--dir", dir); r.code != 0 {
+			t.Fatalf("lab controller start %d after the quorum was lost: exit %d\n%s", id, r.code, r.out)
+		}
+	}
+	if q2 := kraftQuorum(t, l); q2.Leader < 0 || len(q2.Voters) != 3 {
+		t.Fatalf("after starting %v again: leader %d, voters %+v", stopped, q2.Leader, q2.Voters)
+	}
+	t.Logf("FIGURE quorum-lost: diagnose named controllers %v of Kafka %s's static quorum", stopped, l.State.Kafka)
+}
+
 func kraftBrokerDown(t *testing.T, l *lab.Lab, kc *kafka.Client, dir string, up []string) {
 	t.Helper()
 	rep := kraftBreak(t, l, "broker-down", "payments")
@@ -519,7 +564,7 @@ func kraftDiagnose(t *testing.T, l *lab.Lab, code int, want ...string) *diagnose
 		}
 	}
 	for _, f := range d.Findings {
-		if strings.Contains(f.Summary+strings.Join(f.Evidence, " "), "__cluster_metadata") {
+		if strings.Contains(f.Summary+strings.Join(f.Evidence, " "), "__cluster_metadata") && f.Kind != diagnose.FindQuorumLost {
 			t.Fatalf("a finding about Kafka's own metadata log: %+v", f)
 		}
 	}

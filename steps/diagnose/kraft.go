@@ -45,6 +45,8 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	disks := startDisks(ctx, c, o, live)
 	defer disks.wait()
 	g.quorum(ctx)
+	wedge := g.startWedge(ctx)
+	defer wedge.wait()
 	g.d.Releases = brokers.Probe(ctx, c.Kafka, live)
 	g.d.Methods = g.d.Releases.Methods()
 	g.brokers(ctx)
@@ -69,6 +71,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 		g.disks(ctx, *l)
 		g.leftovers(ctx)
 	}
+	wedge.judge(g)
 	if m := lease(ctx, c, o, g.add); m != "" {
 		g.d.Methods = append(g.d.Methods, m)
 	}
@@ -124,6 +127,9 @@ func lagging(q ports.Quorum, timeout time.Duration) map[int32]string {
 // counts (a voter between two fetches is not a voter down).
 func (g *kraftDiag) quorum(ctx context.Context) {
 	q, err := g.readQuorum(ctx)
+	if err != nil && g.quorumLost(ctx, "DescribeQuorum: "+err.Error()) {
+		return
+	}
 	if err != nil {
 		g.add(Finding{Kind: FindQuorumUnreachable, Severity: Critical,
 			Summary:  "the metadata quorum does not answer: no controller and no broker answered DescribeQuorum",
@@ -140,6 +146,9 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 	}
 	g.d.Quorum = &q
 	g.d.Controller = q.Leader
+	if q.Leader < 0 && g.quorumLost(ctx, fmt.Sprintf("DescribeQuorum at %s: no leader (epoch %d)", q.AskedAt, q.Epoch)) {
+		return
+	}
 	if q.Leader < 0 {
 		g.add(Finding{Kind: FindQuorumNoLeader, Severity: Critical,
 			Summary:  fmt.Sprintf("the metadata quorum has no leader (epoch %d): no metadata change happens until one is elected", q.Epoch),
