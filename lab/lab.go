@@ -66,6 +66,12 @@ type Config struct {
 	// KRaft makes the lab a KRaft-only cluster (kraftlab.go): no ZooKeeper,
 	// KRaftControllers controllers and Brokers brokers in KRaft mode.
 	KRaft bool `json:"kraft,omitempty"`
+	// KRaftQuorum is a KRaft lab's quorum: QuorumStatic ("" too: every
+	// node lists controller.quorum.voters) or QuorumDynamic (KIP-853, Kafka
+	// 3.9+: the controllers formatted with --initial-controllers, every
+	// node finds them through controller.quorum.bootstrap.servers, and the
+	// voter set lives in the metadata log).
+	KRaftQuorum string `json:"kraft_quorum,omitempty"`
 	// ZKHeap is each ZooKeeper node's -Xmx, such as 2g ("": 128m): a
 	// cluster seeded with hundreds of thousands of znodes needs a heap
 	// sized like a production ensemble's.
@@ -176,6 +182,8 @@ func (c Config) validateKRaft() error {
 		return fmt.Errorf("--kraft with --ibp %s: a KRaft cluster has metadata.version, not inter.broker.protocol.version; leave --ibp out", c.IBP)
 	case c.Secure:
 		return fmt.Errorf("--kraft with --secure: not yet: a secured KRaft cluster is made by migrating a secured lab (lab up --secure --kraft-controllers 3, then kremedy run zk-to-kraft with --set controller_settings=DIR/broker-controller.properties)")
+	case c.KRaftQuorum != "" && c.KRaftQuorum != QuorumStatic && c.KRaftQuorum != QuorumDynamic:
+		return fmt.Errorf("--kraft-quorum %q: a KRaft lab's quorum is %s (controller.quorum.voters) or %s (formatted with --initial-controllers, Kafka 3.9+)", c.KRaftQuorum, QuorumStatic, QuorumDynamic)
 	case c.KRaftControllers < 1:
 		return fmt.Errorf("--kraft with --kraft-controllers %d: a KRaft cluster needs a controller quorum; use 1, 3 or 5", c.KRaftControllers)
 	}
@@ -270,8 +278,11 @@ type State struct {
 	Kafka   string    `json:"kafka_version"`
 	// ClusterID is a KRaft lab's cluster.id, every node formatted with it
 	// (kafka-storage format --cluster-id).
-	ClusterID string    `json:"cluster_id,omitempty"`
-	Scenarios []Applied `json:"scenarios,omitempty"`
+	ClusterID string `json:"cluster_id,omitempty"`
+	// DirectoryIDs are a dynamic quorum's controllers' metadata directory
+	// ids (by controller number), as --initial-controllers named them.
+	DirectoryIDs map[int]string `json:"directory_ids,omitempty"`
+	Scenarios    []Applied      `json:"scenarios,omitempty"`
 }
 
 // Lab is a lab directory and its state.

@@ -64,7 +64,7 @@ func TestKRaftDiagnosis(t *testing.T) {
 		}, []string{"under-min-isr:orders", "under-replicated:orders"}, false, []string{"orders-0: eligible leader replicas [2 3]: a clean election may pick them"}},
 		"a silent wedge": {func(c *steptest.Cluster) {
 			c.Kafka.QuorumWedged = true
-		}, []string{"quorum-wedged:[3001]"}, false, []string{"the high watermark stayed at 1000 for 3s", "DescribeQuorum read 3 times"}},
+		}, []string{"quorum-wedged:[3001]"}, false, []string{"the high watermark stayed at 1000 for 3s", "DescribeQuorum read 5 times, 750ms apart"}},
 		"two controllers of three lost": {func(c *steptest.Cluster) {
 			c.Hosts.Running[3002], c.Hosts.Running[3003] = false, false
 			c.Kafka.SetQuorum(&ports.Quorum{Leader: -1, Epoch: 5})

@@ -14,12 +14,17 @@ import (
 )
 
 // wedgeEvery is how long the wedge check waits between its reads of the
-// quorum. A live KRaft leader appends a no-op record whenever nothing else
-// was appended for metadata.max.idle.interval.ms (500 ms by default,
-// KIP-835, metadata.version 3.3-IV0 and later), so its high watermark
-// moves at least every half second; three times that without a move is
-// not an idle cluster. Tests shorten it.
-var wedgeEvery = 1500 * time.Millisecond
+// quorum, and wedgeReads how many it makes after the first. A live KRaft
+// leader appends a no-op record whenever nothing else was appended for
+// metadata.max.idle.interval.ms (500 ms by default, KIP-835,
+// metadata.version 3.3-IV0 and later), so its high watermark moves at
+// least every half second: a working quorum is seen moving at the first
+// re-read (750 ms), and 3 s — six no-op intervals — without a move is not
+// an idle cluster.
+const (
+	wedgeEvery = 750 * time.Millisecond
+	wedgeReads = 4
+)
 
 // noOpSince is the first metadata.version feature level whose controllers
 // append no-op records (3.3-IV0: MetadataVersion.isNoOpRecordSupported).
@@ -68,14 +73,14 @@ func (w *wedge) judge(g *kraftDiag) {
 	})
 }
 
-// watchWedge reads the quorum twice more, wedgeEvery apart: a new leader
+// watchWedge reads the quorum up to wedgeReads more times, wedgeEvery apart: a new leader
 // or epoch, or a high watermark past the first, is a quorum at work. A high
-// watermark that stayed put over both is a wedge, unless the controllers
+// watermark that stayed put over all of them is a wedge, unless the controllers
 // are not expected to append no-ops (metadata.version before 3.3-IV0, or
 // metadata.max.idle.interval.ms set to 0 or above the window).
 func (g *kraftDiag) watchWedge(ctx context.Context, first ports.Quorum) (*Finding, string) {
 	reads := []ports.Quorum{first}
-	for range 2 {
+	for range wedgeReads {
 		if !sleep(ctx, wedgeEvery) {
 			return nil, ""
 		}
