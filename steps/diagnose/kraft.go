@@ -24,6 +24,9 @@ const defaultFetchTimeout = brokers.FetchTimeout
 type kraftDiag struct {
 	diagnoser
 	cv ports.ClusterView
+	// noMajority: fewer than a majority of the voters are caught up, so
+	// the quorum commits nothing (the wedge check does not judge it).
+	noMajority bool
 }
 
 // runKRaft diagnoses a KRaft cluster over Kafka alone (no ZooKeeper): the
@@ -183,6 +186,13 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 	m := brokers.MarginOf(q, down)
 	n, majority, caughtUp := m.Voters, m.Majority, m.CaughtUp
 	margin := caughtUp - majority
+	if margin < 0 {
+		// Nothing commits: what the wedge check would see is this.
+		g.noMajority = true
+		if g.quorumLost(ctx, fmt.Sprintf("DescribeQuorum at %s: leader %d, epoch %d, high watermark %d; %d of %d voters caught up, a majority is %d: the leader keeps its title but commits nothing", q.AskedAt, q.Leader, q.Epoch, q.HighWatermark, caughtUp, n, majority)) {
+			return
+		}
+	}
 	sev := Warning
 	if margin <= 0 {
 		sev = Critical

@@ -181,8 +181,10 @@ func (v voterLook) line() string {
 	return fmt.Sprintf("%s: %s; its metadata log %s holds %d segment(s), quorum-state: leader %d, epoch %d, voted for %d", who, lis, path.Join(v.dir, MetadataLogDir), v.logs, v.state.LeaderID, v.state.LeaderEpoch, v.state.VotedID)
 }
 
-// quorumLost judges a quorum that has no leader (or that nobody could
-// describe) voter by voter. It adds FindQuorumLost and reports true when
+// quorumLost judges a quorum that has no leader, that nobody could
+// describe, or whose leader has fewer than a majority caught up (Kafka
+// 3.9's leader keeps its title with no majority behind it, committing
+// nothing), voter by voter. It adds FindQuorumLost and reports true when
 // fewer than a majority of the voters run; otherwise it adds nothing and
 // reports false (an election in progress or trouble between running
 // voters: the caller's finding).
@@ -190,6 +192,7 @@ func (g *kraftDiag) quorumLost(ctx context.Context, why string) bool {
 	if len(g.c.Target.Controllers) == 0 {
 		return false
 	}
+	g.noMajority = true
 	looks := g.lookAtVoters(ctx)
 	voters := idsOf(g.c.Target.Controllers, func(h ports.Host) int32 { return h.ID })
 	kind := g.quorumKind(ctx, looks)

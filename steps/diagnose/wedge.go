@@ -45,7 +45,7 @@ type wedge struct {
 func (g *kraftDiag) startWedge(ctx context.Context) *wedge {
 	w := &wedge{done: make(chan struct{})}
 	q := g.d.Quorum
-	if q == nil || q.Leader < 0 {
+	if q == nil || q.Leader < 0 || g.noMajority {
 		close(w.done)
 		return w
 	}
