@@ -481,7 +481,7 @@ func kraftQuorumLost(t *testing.T, l *lab.Lab, dir string) {
 	if q2 := kraftQuorum(t, l); q2.Leader < 0 || len(q2.Voters) != 3 {
 		t.Fatalf("after starting %v again: leader %d, voters %+v", stopped, q2.Leader, q2.Voters)
 	}
-	t.Logf("FIGURE quorum-lost: diagnose named controllers %v of Kafka %s's static quorum", stopped, l.State.Kafka)
+	t.Logf("FIGURE quorum-lost: diagnose named controllers %v of Kafka %s's quorum (dynamic: %v)", stopped, l.State.Kafka, l.State.Config.DynamicQuorum())
 }
 
 // quorumKind is how the quorum-lost finding names the lab's quorum.
