@@ -37,6 +37,34 @@ func ControllerID(k int) int32 { return int32(controllerIDBase + k) }
 func (c Config) ControllerHost(k int) string { return fmt.Sprintf("127.%d.3.%d", c.Net, k) }
 
 // Voters is controller.quorum.voters of the lab's quorum.
+// The quorums of a KRaft lab (Config.KRaftQuorum).
+const (
+	QuorumStatic  = "static"
+	QuorumDynamic = "dynamic"
+)
+
+// DynamicQuorum reports whether the lab's KRaft quorum is dynamic.
+func (c Config) DynamicQuorum() bool { return c.KRaft && c.KRaftQuorum == QuorumDynamic }
+
+// quorumProp is how a KRaft lab's nodes find the quorum: the static
+// controller.quorum.voters, or a dynamic quorum's bootstrap servers.
+func (c Config) quorumProp() string {
+	if c.DynamicQuorum() {
+		return "controller.quorum.bootstrap.servers=" + strings.Join(c.controllerAddrs(), ",")
+	}
+	return "controller.quorum.voters=" + c.Voters()
+}
+
+// initialControllers is a dynamic quorum's --initial-controllers:
+// id@host:port:directory-id of every controller (KIP-853).
+func (s State) initialControllers() string {
+	var v []string
+	for k := 1; k <= s.Config.KRaftControllers; k++ {
+		v = append(v, fmt.Sprintf("%d@%s:%d:%s", ControllerID(k), s.Config.ControllerHost(k), ControllerPort, s.DirectoryIDs[k]))
+	}
+	return strings.Join(v, ",")
+}
+
 func (c Config) Voters() string {
 	var v []string
 	if c.Combined {
@@ -200,12 +228,13 @@ func (l *Lab) formatControllers(ctx context.Context, zc *zookeeper.Conn, out io.
 // bin/kafka-storage.sh does) on a node's config: every log dir it names,
 // the metadata log dir included, gets meta.properties with the cluster
 // id and the node id; the directories formatted already are left alone.
-func (l *Lab) storageFormat(ctx context.Context, clusterID, props, dir string) error {
-	cmd := exec.CommandContext(ctx, l.State.Java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+func (l *Lab) storageFormat(ctx context.Context, clusterID, props, dir string, extra ...string) error {
+	args := []string{"-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
 		l.logJVMArg(dir), "-cp", filepath.Join(l.libsDir(), "*"), "kafka.tools.StorageTool",
 		// --cluster-id=ID: a ZooKeeper-mode cluster's id may start with
 		// '-' (one in 64 do), which the tool would take for an option.
-		"format", "--cluster-id="+clusterID, "-c", props, "--ignore-formatted")
+		"format", "--cluster-id=" + clusterID, "-c", props, "--ignore-formatted"}
+	cmd := exec.CommandContext(ctx, l.State.Java, append(args, extra...)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%v\n%s", err, indent(string(b)))
 	}

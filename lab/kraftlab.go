@@ -51,13 +51,13 @@ func (l *Lab) kraftBrokerProps(n int) string {
 	return fmt.Sprintf(`# Kafka broker %d of the kremedy lab (KRaft mode: no ZooKeeper)
 process.roles=%s
 node.id=%d
-controller.quorum.voters=%s
+%s
 controller.listener.names=CONTROLLER
 listeners=%s
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=%s
-`, n, roles, n, c.Voters(), listeners, strings.Join(l.LogDirs(n), ",")) + l.brokerDefaults() + c.rackProp(n)
+`, n, roles, n, c.quorumProp(), listeners, strings.Join(l.LogDirs(n), ",")) + l.brokerDefaults() + c.rackProp(n)
 }
 
 // kraftControllerProps is controller k's controller.properties in a KRaft
@@ -67,7 +67,7 @@ func (l *Lab) kraftControllerProps(k int) string {
 	return fmt.Sprintf(`# KRaft controller %d of the kremedy lab (a KRaft-only cluster)
 process.roles=controller
 node.id=%d
-controller.quorum.voters=%s
+%s
 controller.listener.names=CONTROLLER
 listeners=CONTROLLER://%s:%d
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
@@ -75,7 +75,7 @@ log.dirs=%s
 num.network.threads=2
 num.io.threads=2
 background.threads=2
-`, k, ControllerID(k), c.Voters(), c.ControllerHost(k), ControllerPort, l.controllerMetadataDir(k))
+`, k, ControllerID(k), c.quorumProp(), c.ControllerHost(k), ControllerPort, l.controllerMetadataDir(k))
 }
 
 // newClusterID is a random cluster id as `kafka-storage random-uuid`
@@ -138,13 +138,18 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 	type node struct {
 		label, props, dir string
 		dirs              []string
+		extra             []string
 	}
 	var nodes []node
 	for k := 1; k <= c.KRaftControllers; k++ {
-		nodes = append(nodes, node{fmt.Sprintf("kraft controller %d  node.id %d", k, ControllerID(k)), l.controllerProps(k), l.ControllerDir(k), []string{l.controllerMetadataDir(k)}})
+		var extra []string
+		if c.DynamicQuorum() {
+			extra = []string{"--initial-controllers", l.State.initialControllers()}
+		}
+		nodes = append(nodes, node{fmt.Sprintf("kraft controller %d  node.id %d", k, ControllerID(k)), l.controllerProps(k), l.ControllerDir(k), []string{l.controllerMetadataDir(k)}, extra})
 	}
 	for n := 1; n <= c.Brokers; n++ {
-		nodes = append(nodes, node{fmt.Sprintf("broker    %d  node.id %d", n, n), filepath.Join(l.BrokerDir(n), "server.properties"), l.BrokerDir(n), l.LogDirs(n)})
+		nodes = append(nodes, node{fmt.Sprintf("broker    %d  node.id %d", n, n), filepath.Join(l.BrokerDir(n), "server.properties"), l.BrokerDir(n), l.LogDirs(n), nil})
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(nodes))
@@ -161,7 +166,7 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 		wg.Add(1)
 		go func(i int, nd node) {
 			defer wg.Done()
-			if err := l.storageFormat(ctx, l.State.ClusterID, nd.props, nd.dir); err != nil {
+			if err := l.storageFormat(ctx, l.State.ClusterID, nd.props, nd.dir, nd.extra...); err != nil {
 				errs[i] = fmt.Errorf("kafka-storage format of %s: %w", nd.label, err)
 				return
 			}
@@ -419,8 +424,9 @@ func (l *Lab) ControllerCommand(ctx context.Context, k int, action string, out f
 		return fmt.Errorf("kraft controller %d: %s command succeeded but the controller %s after 90s (%v)", id, action,
 			map[string]string{"stop": "still runs or listens", "start": "is not a caught-up voter"}[action], errors.Join(err, qerr))
 	}
-	if action == "stop" && c.KRaftControllers > 1 {
-		// The survivors elect a leader if it was this one.
+	if action == "stop" && l.controllersRunning() > c.KRaftControllers/2 {
+		// The survivors elect a leader if it was this one (when they are
+		// still a majority: otherwise none comes, and nothing waits).
 		_ = waitFor(wctx, 200*time.Millisecond, func() bool {
 			q, qerr = l.Quorum(wctx)
 			return qerr == nil && q.Leader >= 0 && q.Leader != id
@@ -429,6 +435,17 @@ func (l *Lab) ControllerCommand(ctx context.Context, k int, action string, out f
 	out(fmt.Sprintf("kraft controller %d %s %.1fs after the %s command began; quorum: %s", id,
 		map[string]string{"stop": "stopped", "start": "is a caught-up voter"}[action], time.Since(start).Seconds(), action, quorumLine(q, qerr, time.Now())))
 	return nil
+}
+
+// controllersRunning counts the controllers whose JVM runs.
+func (l *Lab) controllersRunning() int {
+	n := 0
+	for k := 1; k <= l.State.Config.KRaftControllers; k++ {
+		if l.controllerPID(k) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // voterCaughtUp reports whether voter id fetched up to the leader's end

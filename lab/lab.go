@@ -71,6 +71,12 @@ type Config struct {
 	// (their controller listener on 127.<Net>.1.N:9093), and no
 	// controller of its own runs (KRaftControllers 0).
 	Combined bool `json:"combined,omitempty"`
+	// KRaftQuorum is a KRaft lab's quorum: QuorumStatic ("" too: every
+	// node lists controller.quorum.voters) or QuorumDynamic (KIP-853, Kafka
+	// 3.9+: the controllers formatted with --initial-controllers, every
+	// node finds them through controller.quorum.bootstrap.servers, and the
+	// voter set lives in the metadata log).
+	KRaftQuorum string `json:"kraft_quorum,omitempty"`
 	// ZKHeap is each ZooKeeper node's -Xmx, such as 2g ("": 128m): a
 	// cluster seeded with hundreds of thousands of znodes needs a heap
 	// sized like a production ensemble's.
@@ -192,6 +198,10 @@ func (c Config) validateKRaft() error {
 		return fmt.Errorf("--combined with --kraft-controllers %d: the combined brokers are the quorum; leave --kraft-controllers out", c.KRaftControllers)
 	case c.Combined && c.Brokers%2 == 0:
 		return fmt.Errorf("--combined with --brokers %d: the brokers are the quorum's voters; use an odd number (1, 3, 5…)", c.Brokers)
+	case c.Combined && c.KRaftQuorum == QuorumDynamic:
+		return fmt.Errorf("--combined with --kraft-quorum %s: not yet: a combined lab's quorum is static; leave --kraft-quorum out, or run separate controllers (no --combined) for a dynamic quorum", QuorumDynamic)
+	case c.KRaftQuorum != "" && c.KRaftQuorum != QuorumStatic && c.KRaftQuorum != QuorumDynamic:
+		return fmt.Errorf("--kraft-quorum %q: a KRaft lab's quorum is %s (controller.quorum.voters) or %s (formatted with --initial-controllers, Kafka 3.9+)", c.KRaftQuorum, QuorumStatic, QuorumDynamic)
 	case !c.Combined && c.KRaftControllers < 1:
 		return fmt.Errorf("--kraft with --kraft-controllers %d: a KRaft cluster needs a controller quorum; use 1, 3 or 5", c.KRaftControllers)
 	}
@@ -295,8 +305,11 @@ type State struct {
 	Kafka   string    `json:"kafka_version"`
 	// ClusterID is a KRaft lab's cluster.id, every node formatted with it
 	// (kafka-storage format --cluster-id).
-	ClusterID string    `json:"cluster_id,omitempty"`
-	Scenarios []Applied `json:"scenarios,omitempty"`
+	ClusterID string `json:"cluster_id,omitempty"`
+	// DirectoryIDs are a dynamic quorum's controllers' metadata directory
+	// ids (by controller number), as --initial-controllers named them.
+	DirectoryIDs map[int]string `json:"directory_ids,omitempty"`
+	Scenarios    []Applied      `json:"scenarios,omitempty"`
 }
 
 // Lab is a lab directory and its state.

@@ -200,7 +200,11 @@ func (l *Lab) kraftStatus(ctx context.Context) Status {
 func (l *Lab) Print(w io.Writer, st Status) {
 	c := l.State.Config
 	if c.KRaft {
-		fmt.Fprintf(w, "lab %s (KRaft, cluster id %s)\n  controller.quorum.voters %s%s\n", l.Dir, l.State.ClusterID, c.Voters(), ibpNote(l.State))
+		q := "controller.quorum.voters " + c.Voters()
+		if c.DynamicQuorum() {
+			q = "a dynamic quorum (controller.quorum.bootstrap.servers " + strings.Join(c.controllerAddrs(), ",") + "), formatted with --initial-controllers " + l.State.initialControllers()
+		}
+		fmt.Fprintf(w, "lab %s (KRaft, cluster id %s)\n  %s%s\n", l.Dir, l.State.ClusterID, q, ibpNote(l.State))
 	} else {
 		fmt.Fprintf(w, "lab %s\n  zookeeper.connect %s%s\n", l.Dir, c.ZKConnect(), ibpNote(l.State))
 	}

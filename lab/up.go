@@ -292,6 +292,9 @@ func create(dir string, c Config) (*Lab, error) {
 	if err := checkMode(sw, c.KRaft); err != nil {
 		return nil, fmt.Errorf("%w (%s holds it); %w", err, home, ErrBadConfig)
 	}
+	if c.DynamicQuorum() && !sw.AtLeast(3, 9) {
+		return nil, fmt.Errorf("--kraft-quorum %s with Kafka %s: a dynamic quorum (KIP-853, kafka-storage format --initial-controllers) needs 3.9 or later; use --kafka-version %s or %s, or --kraft-quorum %s; %w", QuorumDynamic, version, KafkaVersion, NewestKafka, QuorumStatic, ErrBadConfig)
+	}
 	if c.IBP != "" {
 		sw, ibp := kafkaver.MustParse(version), kafkaver.MustParse(c.IBP)
 		if ibp.Major > sw.Major || ibp.Major == sw.Major && ibp.Minor > sw.Minor {
@@ -326,6 +329,14 @@ func create(dir string, c Config) (*Lab, error) {
 			return nil, err
 		}
 	}
+	if c.DynamicQuorum() {
+		l.State.DirectoryIDs = map[int]string{}
+		for k := 1; k <= c.KRaftControllers; k++ {
+			if l.State.DirectoryIDs[k], err = newClusterID(); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return l, l.Save()
 }
 
@@ -349,6 +360,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("kraft-controllers", want.KRaftControllers, have.KRaftControllers)
 	check("kraft", want.KRaft, have.KRaft)
 	check("combined", want.Combined, have.Combined)
+	check("kraft-quorum", want.KRaftQuorum, have.KRaftQuorum)
 	check("racks", want.Racks, have.Racks)
 	check("log-dir-size", want.LogDirSize, have.LogDirSize)
 	check("kafka-version", want.KafkaVersion, l.State.Kafka)

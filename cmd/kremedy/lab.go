@@ -91,6 +91,7 @@ func newLabUpCmd() *cobra.Command {
 	f.BoolVar(&cfg.Kerberos, "kerberos", false, "with --secure: Kerberized, as vendor distributions set clusters up: a local MIT KDC (realm "+lab.Realm+", krb5-kdc), brokers on SASL_SSL with GSSAPI between themselves and for kremedy (a keytab), SCRAM-SHA-512 beside it")
 	f.IntVar(&cfg.KRaftControllers, "kraft-controllers", 0, "provision a KRaft controller quorum of this many (1, 3 or 5) for the ZooKeeper → KRaft migration: own hosts 127.NET.3.K with sshd, formatted with the cluster's id, not started (the zk-to-kraft runbook starts them); the brokers' server.properties are then written once and left to the runbook. With --kraft: the cluster's quorum (default 3)")
 	f.BoolVar(&cfg.Combined, "combined", false, "with --kraft: combined nodes (process.roles=broker,controller): the --brokers brokers (an odd number) are the quorum's voters, their controller listener on 127.NET.1.N:9093, listed in the inventory as brokers and as kraft_controllers; no controller of its own")
+	f.StringVar(&cfg.KRaftQuorum, "kraft-quorum", "", "with --kraft: the quorum's kind, static (every node lists controller.quorum.voters; the default) or dynamic (KIP-853, Kafka 3.9+: the controllers formatted with --initial-controllers and found through controller.quorum.bootstrap.servers; the voter set lives in the metadata log)")
 	f.BoolVar(&kraft, "kraft", false, "a KRaft-only cluster (Kafka 3.7+, the only mode of 4.x): --kraft-controllers controllers (node.id 3001…, hosts 127.NET.3.K with sshd) and --brokers brokers in KRaft mode, every node formatted with kafka-storage, no ZooKeeper")
 	f.StringVar(&cfg.BrokerHeap, "broker-heap", "", "each broker's Java heap, such as 2g (default 512m): a lab filled with thousands of partitions per broker (lab fill) needs more")
 	f.StringVar(&cfg.ZKHeap, "zk-heap", "", "each ZooKeeper node's Java heap, such as 2g (default 128m): a ZooKeeper holding hundreds of thousands of partitions needs one sized like a production ensemble's")
@@ -355,6 +356,8 @@ func labUp(cmd *cobra.Command, dir string, kraft bool, cfg lab.Config) error {
 		if err := kraftFlags(changed, &cfg); err != nil {
 			return usageErr(err)
 		}
+	} else if changed("kraft-quorum") {
+		return usageErr(fmt.Errorf("--kraft-quorum %s without --kraft: only a KRaft lab has a quorum of its own (a ZooKeeper lab's migration controllers are static); add --kraft", cfg.KRaftQuorum))
 	}
 	_, err := lab.Up(cmd.Context(), dir, cfg, changed, cmd.OutOrStdout())
 	return labErr(err)

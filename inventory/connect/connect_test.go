@@ -18,24 +18,68 @@ import (
 	"github.com/kremedy/kremedy/steps/ports"
 )
 
-// configs is a fake of the brokers' controller.quorum.voters: a value or
-// an error per broker; a broker it does not know fails the test.
-type configs map[int32]struct {
+// configs is a fake of the brokers' quorum settings: a value or an error
+// per broker and key (controller.quorum.voters when the key is empty); a
+// broker or key it does not know fails the test. Its Quorum is a dynamic
+// quorum's leader's answer (nil: nobody answers).
+type configs map[int32]map[string]struct {
 	v   string
 	err error
 }
 
+type quorumOf struct {
+	configs
+	q     *ports.Quorum
+	asked *[]string
+}
+
 func (c configs) BrokerConfig(_ context.Context, id int32, key string) (string, error) {
-	r, ok := c[id]
-	if !ok || key != "controller.quorum.voters" {
+	r, ok := c[id][key]
+	if !ok {
+		if key == "controller.listener.names" {
+			return "", errors.New("not set")
+		}
 		panic(fmt.Sprintf("unexpected BrokerConfig(%d, %s)", id, key))
 	}
 	return r.v, r.err
 }
 
+func (c configs) Quorum(context.Context, []string) (ports.Quorum, error) {
+	panic("unexpected Quorum: a static quorum's voters are in the config")
+}
+
+func (c quorumOf) Quorum(_ context.Context, addrs []string) (ports.Quorum, error) {
+	*c.asked = append(*c.asked, addrs...)
+	if c.q == nil {
+		return ports.Quorum{}, errors.New("no controller answered")
+	}
+	return *c.q, nil
+}
+
+// static is one broker's controller.quorum.voters (or its error).
+func static(v string, err error) map[string]struct {
+	v   string
+	err error
+} {
+	return map[string]struct {
+		v   string
+		err error
+	}{"controller.quorum.voters": {v, err}}
+}
+
+// dynamic is one broker's settings of a dynamic quorum.
+func dynamic(bootstrap, listener string) map[string]struct {
+	v   string
+	err error
+} {
+	return map[string]struct {
+		v   string
+		err error
+	}{"controller.quorum.voters": {v: ""}, "controller.quorum.bootstrap.servers": {v: bootstrap}, "controller.listener.names": {v: listener}}
+}
+
 // TestVoters: the first broker that answers decides; one that does not is
-// passed over; an empty value is a dynamic quorum (no voters); a value
-// that is not id@host:port names the broker.
+// passed over; a value that is not id@host:port names the broker.
 func TestVoters(t *testing.T) {
 	down := errors.New("broker down")
 	three := "3000@c1:9093,3001@c2:9093,3002@[::1]:9093"
@@ -45,11 +89,11 @@ func TestVoters(t *testing.T) {
 		want  []live.Voter
 		error string
 	}{
-		{"first answers", configs{1: {v: three}, 2: {v: "9@x:1"}}, []live.Voter{{ID: 3000, Host: "c1", Addr: "c1:9093"}, {ID: 3001, Host: "c2", Addr: "c2:9093"}, {ID: 3002, Host: "::1", Addr: "[::1]:9093"}}, ""},
-		{"first down, second answers", configs{1: {err: down}, 2: {v: "3000@c1:9093"}}, []live.Voter{{ID: 3000, Host: "c1", Addr: "c1:9093"}}, ""},
-		{"dynamic quorum: empty value decides", configs{1: {v: "  "}, 2: {v: three}}, nil, ""},
-		{"nobody answers", configs{1: {err: down}, 2: {err: down}}, nil, ""},
-		{"malformed", configs{1: {err: down}, 2: {v: "c1:9093"}}, nil, `broker 2: controller.quorum.voters entry "c1:9093" is not id@host:port`},
+		{"first answers", configs{1: static(three, nil), 2: static("9@x:1", nil)}, []live.Voter{{ID: 3000, Host: "c1", Addr: "c1:9093"}, {ID: 3001, Host: "c2", Addr: "c2:9093"}, {ID: 3002, Host: "::1", Addr: "[::1]:9093"}}, ""},
+		{"first down, second answers", configs{1: static("", down), 2: static("3000@c1:9093", nil)}, []live.Voter{{ID: 3000, Host: "c1", Addr: "c1:9093"}}, ""},
+		{"no voters and no bootstrap servers", configs{1: {"controller.quorum.voters": {v: "  "}, "controller.quorum.bootstrap.servers": {v: ""}}, 2: static(three, nil)}, nil, ""},
+		{"nobody answers", configs{1: static("", down), 2: static("", down)}, nil, ""},
+		{"malformed", configs{1: static("", down), 2: static("c1:9093", nil)}, nil, `broker 2: controller.quorum.voters entry "c1:9093" is not id@host:port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Voters(context.Background(), tc.kc, []ports.BrokerNode{{ID: 1}, {ID: 2}})
@@ -63,6 +107,28 @@ func TestVoters(t *testing.T) {
 				t.Fatalf("voters %+v (%v), want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDynamicVoters: a dynamic quorum's voters come from its leader
+// (DescribeQuorum v2), asked at the bootstrap servers, each at its
+// controller listener (controller.listener.names); a leader that does not
+// answer, or a voter without that listener, is an error saying to list
+// the controllers by hand.
+func TestDynamicVoters(t *testing.T) {
+	q := &ports.Quorum{Leader: 3001, Voters: []ports.Voter{{ID: 3001}, {ID: 3002}},
+		Listeners: map[int32][]ports.Listener{3001: {{Name: "CONTROLLER", Host: "c1", Port: 9093}, {Name: "OTHER", Host: "x", Port: 1}}, 3002: {{Name: "CONTROLLER", Host: "::1", Port: 9094}}}}
+	var asked []string
+	got, err := Voters(context.Background(), quorumOf{configs{1: dynamic("c1:9093, c2:9093", "CONTROLLER")}, q, &asked}, []ports.BrokerNode{{ID: 1}})
+	want := []live.Voter{{ID: 3001, Host: "c1", Addr: "c1:9093"}, {ID: 3002, Host: "::1", Addr: "[::1]:9094"}}
+	if err != nil || !slices.Equal(got, want) || !slices.Equal(asked, []string{"c1:9093", "c2:9093"}) {
+		t.Fatalf("voters %+v (%v) asked at %v; want %+v asked at both bootstrap servers", got, err, asked, want)
+	}
+	if _, err := Voters(context.Background(), quorumOf{configs{1: dynamic("c1:9093", "CONTROLLER")}, nil, &asked}, []ports.BrokerNode{{ID: 1}}); err == nil || !strings.Contains(err.Error(), "its leader did not answer DescribeQuorum") || !strings.Contains(err.Error(), "kraft_controllers") {
+		t.Fatalf("a leader that does not answer: %v", err)
+	}
+	if _, err := Voters(context.Background(), quorumOf{configs{1: dynamic("c1:9093", "CTRL")}, q, &asked}, []ports.BrokerNode{{ID: 1}}); err == nil || !strings.Contains(err.Error(), `names no "CTRL" listener of voter 3001`) {
+		t.Fatalf("a voter without the controller listener: %v", err)
 	}
 }
 

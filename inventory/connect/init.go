@@ -3,6 +3,8 @@ package connect
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -59,8 +61,8 @@ func Init(ctx context.Context, o live.Options, zopts zookeeper.Options) (*invent
 
 // InitKRaft reads a live KRaft cluster through its brokers (o.Bootstrap)
 // and returns its inventory (live.InitKRaft): brokers from
-// DescribeCluster, controllers from the brokers' controller.quorum.voters
-// (Voters).
+// DescribeCluster, controllers from the brokers' controller.quorum.voters or
+// a dynamic quorum's leader (Voters).
 func InitKRaft(ctx context.Context, o live.Options) (*inventory.Inventory, error) {
 	kopts, _, _, err := KafkaOptions(o.ClientProperties, "--client-properties", o.Krb5Conf)
 	if err != nil {
@@ -97,29 +99,80 @@ func InitKRaft(ctx context.Context, o live.Options) (*inventory.Inventory, error
 // BrokerConfigs is what Voters asks of Kafka (ports.Kafka has it).
 type BrokerConfigs interface {
 	BrokerConfig(ctx context.Context, broker int32, key string) (string, error)
+	Quorum(ctx context.Context, addrs []string) (ports.Quorum, error)
 }
 
-// Voters finds a KRaft cluster's controllers in its brokers'
-// controller.quorum.voters: the first of brokers that answers decides. A
-// broker that does not answer is passed over; an empty value (a dynamic
-// quorum, controller.quorum.bootstrap.servers) is no voters, left for the
-// operator to list; a value that is not id@host:port,… is an error.
+// Voters finds a KRaft cluster's controllers through its brokers' configs:
+// the first broker that answers decides. A static quorum's
+// controller.quorum.voters lists them; a dynamic quorum (KIP-853: no
+// voters, controller.quorum.bootstrap.servers) keeps its voter set in the
+// metadata log, so its leader is asked (DescribeQuorum v2 names every
+// voter's listeners; the one of controller.listener.names is taken). A
+// broker that does not answer is passed over; a value that is not
+// id@host:port,… is an error; a dynamic quorum whose leader cannot be
+// asked is an error naming the bootstrap servers.
 func Voters(ctx context.Context, kc BrokerConfigs, brokers []ports.BrokerNode) ([]live.Voter, error) {
 	for _, b := range brokers {
 		v, err := kc.BrokerConfig(ctx, b.ID, "controller.quorum.voters")
 		if err != nil {
 			continue
 		}
-		if strings.TrimSpace(v) == "" {
-			return nil, nil
+		if strings.TrimSpace(v) != "" {
+			voters, err := live.ParseVoters(v)
+			if err != nil {
+				return nil, fmt.Errorf("broker %d: %w", b.ID, err)
+			}
+			return voters, nil
 		}
-		voters, err := live.ParseVoters(v)
-		if err != nil {
-			return nil, fmt.Errorf("broker %d: %w", b.ID, err)
-		}
-		return voters, nil
+		return dynamicVoters(ctx, kc, b.ID)
 	}
 	return nil, nil
+}
+
+// dynamicVoters asks a dynamic quorum's leader, found through broker's
+// controller.quorum.bootstrap.servers, for its voters' controller
+// listeners. No bootstrap servers either: no voters (the operator lists
+// them).
+func dynamicVoters(ctx context.Context, kc BrokerConfigs, broker int32) ([]live.Voter, error) {
+	bs, err := kc.BrokerConfig(ctx, broker, "controller.quorum.bootstrap.servers")
+	if err != nil || strings.TrimSpace(bs) == "" {
+		return nil, nil
+	}
+	var addrs []string
+	for _, a := range strings.Split(bs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	names, _ := kc.BrokerConfig(ctx, broker, "controller.listener.names")
+	listener, _, _ := strings.Cut(strings.TrimSpace(names), ",")
+	q, err := kc.Quorum(ctx, addrs)
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: a dynamic quorum (controller.quorum.bootstrap.servers=%s): its voters are in the metadata log and its leader did not answer DescribeQuorum: %w; list the controllers in the inventory's kraft_controllers", broker, bs, err)
+	}
+	var out []live.Voter
+	for _, v := range q.Voters {
+		l, ok := pickListener(q.Listeners[v.ID], strings.TrimSpace(listener))
+		if !ok {
+			return nil, fmt.Errorf("broker %d: a dynamic quorum: DescribeQuorum names no %q listener of voter %d (its listeners: %v; Kafka before 3.9 does not say); list the controllers in the inventory's kraft_controllers", broker, listener, v.ID, q.Listeners[v.ID])
+		}
+		out = append(out, live.Voter{ID: v.ID, Host: l.Host, Addr: net.JoinHostPort(l.Host, strconv.Itoa(l.Port))})
+	}
+	return out, nil
+}
+
+// pickListener is the listener named name, or the only one when name is
+// empty.
+func pickListener(ls []ports.Listener, name string) (ports.Listener, bool) {
+	for _, l := range ls {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	if name == "" && len(ls) == 1 {
+		return ls[0], true
+	}
+	return ports.Listener{}, false
 }
 
 // initKafka opens a Kafka client through bootstrap and proves the brokers

@@ -315,8 +315,8 @@ func ParseVoters(v string) ([]Voter, error) {
 }
 
 // InitKRaft reads a KRaft cluster and writes the inventory for it: brokers
-// from DescribeCluster, controllers from controller.quorum.voters (a static
-// quorum; a dynamic one is left for the operator to list), log.dirs,
+// from DescribeCluster, controllers as voters says (connect.Voters: a static
+// quorum's controller.quorum.voters, a dynamic one's leader), log.dirs,
 // configs and stop/start commands as Init finds them. hosts must reach the
 // controllers by their node ids.
 func InitKRaft(ctx context.Context, cv ports.ClusterView, voters []Voter, kc ports.Kafka, hosts ports.Hosts, o Options) (*inventory.Inventory, error) {

@@ -83,6 +83,8 @@ const (
 	FindQuorumMargin        = "quorum-margin"              // a voter down or lagging: the margin left
 	FindQuorumNoLeader      = "quorum-no-leader"           // the metadata quorum answers without a leader
 	FindQuorumUnreachable   = "quorum-unreachable"         // no controller nor broker answers DescribeQuorum
+	FindQuorumLost          = "quorum-lost"                // fewer than a majority of the voters run (quorum_lost.go)
+	FindQuorumWedged        = "quorum-wedged"              // a leader, but the metadata log does not advance (wedge.go)
 	FindControllerNotVoter  = "controller-not-voter"       // an inventory controller the quorum does not list
 	FindBrokerFenced        = "broker-fenced"              // registered with the controllers, not serving
 	FindStrayLogs           = "stray-logs"                 // -stray directories Kafka set aside
@@ -123,7 +125,7 @@ var Kinds = []string{
 	FindBrokerUnreachable, FindDiskUnlisted, FindCorruptZnode, FindBrokerDown, FindNoController,
 	FindZKServerDown, FindUnregisteredReplica, FindStateNotInAssignment, FindMissingPartitionState,
 	FindMissingTopicID, FindUnknownToBrokers, FindUnknownToZooKeeper, FindFewerReplicas, FindSettling,
-	FindLeaseHeld, FindStuckReassignment, FindThrottleLeft, FindQuorumMargin, FindQuorumNoLeader, FindQuorumUnreachable,
+	FindLeaseHeld, FindStuckReassignment, FindThrottleLeft, FindQuorumMargin, FindQuorumNoLeader, FindQuorumUnreachable, FindQuorumLost, FindQuorumWedged,
 	FindControllerNotVoter, FindBrokerFenced, FindStrayLogs, FindWouldBeStray,
 	FindNoPartitionMetadata, FindFeatureLevel, FindMigratedToKRaft, FindMigrationLeftover,
 	FindMigrationRelease, FindMigrationJBOD, FindMigrationGeneratedID, FindMigrationReassignment,

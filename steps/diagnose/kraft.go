@@ -24,6 +24,9 @@ const defaultFetchTimeout = brokers.FetchTimeout
 type kraftDiag struct {
 	diagnoser
 	cv ports.ClusterView
+	// noMajority: fewer than a majority of the voters are caught up, so
+	// the quorum commits nothing (the wedge check does not judge it).
+	noMajority bool
 }
 
 // runKRaft diagnoses a KRaft cluster over Kafka alone (no ZooKeeper): the
@@ -45,6 +48,8 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	disks := startDisks(ctx, c, o, live)
 	defer disks.wait()
 	g.quorum(ctx)
+	wedge := g.startWedge(ctx)
+	defer wedge.wait()
 	g.d.Releases = brokers.Probe(ctx, c.Kafka, live)
 	g.d.Methods = g.d.Releases.Methods()
 	g.brokers(ctx)
@@ -71,6 +76,7 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 		g.disks(ctx, *l)
 		g.leftovers(ctx)
 	}
+	wedge.judge(g)
 	if m := lease(ctx, c, o, g.add); m != "" {
 		g.d.Methods = append(g.d.Methods, m)
 	}
@@ -127,6 +133,9 @@ func lagging(q ports.Quorum, timeout time.Duration) map[int32]string {
 // counts (a voter between two fetches is not a voter down).
 func (g *kraftDiag) quorum(ctx context.Context) {
 	q, err := g.readQuorum(ctx)
+	if err != nil && g.quorumLost(ctx, "DescribeQuorum: "+err.Error()) {
+		return
+	}
 	if err != nil {
 		g.add(Finding{Kind: FindQuorumUnreachable, Severity: Critical,
 			Summary:  "the metadata quorum does not answer: no controller and no broker answered DescribeQuorum",
@@ -143,6 +152,9 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 	}
 	g.d.Quorum = &q
 	g.d.Controller = q.Leader
+	if q.Leader < 0 && g.quorumLost(ctx, fmt.Sprintf("DescribeQuorum at %s: no leader (epoch %d)", q.AskedAt, q.Epoch)) {
+		return
+	}
 	if q.Leader < 0 {
 		g.add(Finding{Kind: FindQuorumNoLeader, Severity: Critical,
 			Summary:  fmt.Sprintf("the metadata quorum has no leader (epoch %d): no metadata change happens until one is elected", q.Epoch),
@@ -177,6 +189,13 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 	m := brokers.MarginOf(q, down)
 	n, majority, caughtUp := m.Voters, m.Majority, m.CaughtUp
 	margin := caughtUp - majority
+	if margin < 0 {
+		// Nothing commits: what the wedge check would see is this.
+		g.noMajority = true
+		if g.quorumLost(ctx, fmt.Sprintf("DescribeQuorum at %s: leader %d, epoch %d, high watermark %d; %d of %d voters caught up, a majority is %d: the leader keeps its title but commits nothing", q.AskedAt, q.Leader, q.Epoch, q.HighWatermark, caughtUp, n, majority)) {
+			return
+		}
+	}
 	sev := Warning
 	if margin <= 0 {
 		sev = Critical

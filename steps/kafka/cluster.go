@@ -628,6 +628,14 @@ func (c *Client) quorumAt(ctx context.Context, addr string) (ports.Quorum, error
 		return out
 	}
 	q.Voters, q.Observers = conv(p.CurrentVoters), conv(p.Observers)
+	for _, n := range resp.Nodes {
+		if q.Listeners == nil {
+			q.Listeners = map[int32][]ports.Listener{}
+		}
+		for _, l := range n.Listeners {
+			q.Listeners[n.NodeID] = append(q.Listeners[n.NodeID], ports.Listener{Name: l.Name, Host: l.Host, Port: int(l.Port)})
+		}
+	}
 	return q, nil
 }
 

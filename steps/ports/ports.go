@@ -261,6 +261,17 @@ type Quorum struct {
 	Observers     []Voter `json:"observers,omitempty"`
 	// AskedAt is the controller that answered.
 	AskedAt string `json:"asked_at"`
+	// Listeners are the voters' endpoints by node id, as a dynamic
+	// quorum's leader knows them (DescribeQuorum v2, KIP-853); none from
+	// an older one.
+	Listeners map[int32][]Listener `json:"listeners,omitempty"`
+}
+
+// Listener is one named endpoint of a quorum node.
+type Listener struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int    `json:"port"`
 }
 
 // Voter is one replica of the metadata log.

@@ -51,6 +51,10 @@ type Kafka struct {
 	Configs map[string]string
 	// KRaft is the metadata quorum Quorum describes (nil: none answers).
 	KRaft *ports.Quorum
+	// QuorumWedged: the quorum's leader appends nothing (a silent wedge);
+	// otherwise each Quorum answer with a leader finds the log one record
+	// further, as a live leader's no-ops make it.
+	QuorumWedged bool
 	// Fenced are brokers that run but are fenced (KRaft: registered with
 	// the controllers, not serving); DescribeCluster says so.
 	Fenced map[int32]bool
@@ -584,7 +588,20 @@ func (k *Kafka) Quorum(ctx context.Context, addrs []string) (ports.Quorum, error
 		return ports.Quorum{}, fmt.Errorf("no KRaft controller answered at %v", addrs)
 	}
 	q := *k.KRaft
+	q.Voters = slices.Clone(q.Voters)
 	q.AskedAt = asked
+	if q.Leader >= 0 && !k.QuorumWedged {
+		// A live leader appends (a no-op at least every 500 ms): the
+		// next answer's high watermark is further, and so are the
+		// voters that were caught up.
+		k.KRaft.HighWatermark++
+		k.KRaft.Voters = slices.Clone(k.KRaft.Voters)
+		for i, v := range k.KRaft.Voters {
+			if v.LogEndOffset == q.HighWatermark {
+				k.KRaft.Voters[i].LogEndOffset++
+			}
+		}
+	}
 	return q, nil
 }
 
