@@ -29,7 +29,11 @@ type LogEnd struct {
 	Epoch int32 `json:"epoch"`
 	// EpochStart is the start offset of the checkpoint's last epoch (-1).
 	EpochStart int64  `json:"epoch_start"`
-	Segment    string `json:"segment,omitempty"` // the last segment's file
+	// LastWrite is the last whole batch's maxTimestamp, in Unix ms: when
+	// the log was last written (0: no batch; with message.timestamp.type
+	// CreateTime, the producer's clock).
+	LastWrite int64  `json:"last_write_ms,omitempty"`
+	Segment   string `json:"segment,omitempty"` // the last segment's file
 	// Err says why End is unknown ("" when it is known).
 	Err string `json:"error,omitempty"`
 }
@@ -40,21 +44,21 @@ func (l LogEnd) Known() bool { return l.Err == "" }
 // endFunc prints, for one partition directory found in one of the log dirs
 // given, lines "E<token>\t<name>\t<what>\t<value>": dir (its path), c (each
 // line of leader-epoch-checkpoint), seg (the last segment's file and size),
-// batch (the last whole batch's position and its first 27 header bytes in
-// hex) and done; or absent, noseg, err. The last segment is found by name
+// batch (the last whole batch's position and its first 43 header bytes in
+// hex, through maxTimestamp) and done; or absent, noseg, err. The last segment is found by name
 // (20-digit base offsets sort as numbers). Its batches are walked from the
 // last entry of its offset index (sparse: an entry every
 // index.interval.bytes; an all-zero entry is preallocated padding), header
 // by header — baseOffset int64, batchLength int32, partitionLeaderEpoch
-// int32, magic int8 (2), crc int32, attributes int16, lastOffsetDelta int32
-// (DefaultRecordBatch.java) — and from the start again should the index
+// int32, magic int8 (2), crc int32, attributes int16, lastOffsetDelta int32,
+// baseTimestamp int64, maxTimestamp int64 (DefaultRecordBatch.java) — and from the start again should the index
 // point at no batch. A batch cut short at the end (a crash mid-write, which
 // log recovery truncates) ends the walk.
 const endFunc = `kremedy_walk() {
   seg=$1 size=$2 pos=$3 last=
   while [ $((pos + 61)) -le "$size" ]; do
-    set -- $(od -An -v -tx1 -j "$pos" -N 27 "$seg" 2>/dev/null)
-    [ $# -eq 27 ] || break
+    set -- $(od -An -v -tx1 -j "$pos" -N 43 "$seg" 2>/dev/null)
+    [ $# -eq 43 ] || break
     len=$((0x$9${10}${11}${12}))
     { [ "${17}" = 02 ] && [ "$len" -ge 49 ] && [ $((pos + 12 + len)) -le "$size" ]; } || break
     last="$pos $*"
@@ -198,6 +202,7 @@ func (l *LogEnd) fill(cp []string, seg, batch string) error {
 	}
 	l.End = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 	l.Epoch = max(l.Epoch, h.LeaderEpoch)
+	l.LastWrite = h.MaxTimestamp
 	return nil
 }
 
@@ -243,14 +248,15 @@ type BatchHeader struct {
 	Length          int32
 	LeaderEpoch     int32
 	LastOffsetDelta int32
+	MaxTimestamp    int64 // Unix ms
 }
 
-// ParseBatchHeader reads "POS B0 B1 … B26": a batch's position and its
-// first 27 bytes in hex, as od prints them.
+// ParseBatchHeader reads "POS B0 B1 … B42": a batch's position and its
+// first 43 bytes in hex, as od prints them.
 func ParseBatchHeader(s string) (BatchHeader, error) {
 	f := strings.Fields(s)
-	if len(f) != 28 {
-		return BatchHeader{}, fmt.Errorf("batch header %q: want a position and 27 bytes", s)
+	if len(f) != 44 {
+		return BatchHeader{}, fmt.Errorf("batch header %q: want a position and 43 bytes", s)
 	}
 	pos, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil {
@@ -264,7 +270,8 @@ func ParseBatchHeader(s string) (BatchHeader, error) {
 		return BatchHeader{}, fmt.Errorf("batch at %d has magic %d, not 2", pos, b[16])
 	}
 	return BatchHeader{Pos: pos, BaseOffset: int64(binary.BigEndian.Uint64(b[0:8])), Length: int32(binary.BigEndian.Uint32(b[8:12])),
-		LeaderEpoch: int32(binary.BigEndian.Uint32(b[12:16])), LastOffsetDelta: int32(binary.BigEndian.Uint32(b[23:27]))}, nil
+		LeaderEpoch: int32(binary.BigEndian.Uint32(b[12:16])), LastOffsetDelta: int32(binary.BigEndian.Uint32(b[23:27])),
+		MaxTimestamp: int64(binary.BigEndian.Uint64(b[35:43]))}, nil
 }
 
 // ReadLogEnds reads, on broker's host over SSH, the log ends of the

@@ -19,11 +19,17 @@ func batch(base int64, epoch, lastDelta int32, size int) []byte {
 	binary.BigEndian.PutUint32(b[12:], uint32(epoch))
 	b[16] = 2
 	binary.BigEndian.PutUint32(b[23:], uint32(lastDelta))
-	for i := 27; i < size; i++ {
+	binary.BigEndian.PutUint64(b[27:], uint64(stamp(base)-1000))
+	binary.BigEndian.PutUint64(b[35:], uint64(stamp(base)))
+	for i := 43; i < size; i++ {
 		b[i] = 0xab
 	}
 	return b
 }
+
+// stamp is the maxTimestamp batch() writes for a batch at base: a
+// millisecond per offset after a fixed instant.
+func stamp(base int64) int64 { return 1_700_000_000_000 + base }
 
 func indexEntry(rel, pos uint32) []byte {
 	b := make([]byte, 8)
@@ -86,8 +92,8 @@ func TestLogEndScript(t *testing.T) {
 
 	got := runEnds(t, []string{d1, d2}, []string{"orders-0", "orders-1", "orders-2", "orders-3"})
 	for name, want := range map[string]LogEnd{
-		"orders-0": {End: 130, Epoch: 4, EpochStart: 120, Segment: "00000000000000000100.log", Dir: p0},
-		"orders-1": {End: 8, Epoch: 7, EpochStart: 0, Segment: "00000000000000000000.log", Dir: p1},
+		"orders-0": {End: 130, Epoch: 4, EpochStart: 120, LastWrite: stamp(120), Segment: "00000000000000000100.log", Dir: p0},
+		"orders-1": {End: 8, Epoch: 7, EpochStart: 0, LastWrite: stamp(5), Segment: "00000000000000000000.log", Dir: p1},
 		"orders-2": {End: 42, Epoch: -1, EpochStart: -1, Segment: "00000000000000000042.log", Dir: filepath.Join(d1, "orders-2")},
 	} {
 		g := got[name]
@@ -125,11 +131,11 @@ func TestParseCheckpoint(t *testing.T) {
 func TestParseBatchHeader(t *testing.T) {
 	b := batch(1<<40+5, 9, 31, 61)
 	var hx []string
-	for _, c := range b[:27] {
+	for _, c := range b[:43] {
 		hx = append(hx, fmt.Sprintf("%02x", c))
 	}
 	h, err := ParseBatchHeader("4096 " + strings.Join(hx, " "))
-	if err != nil || h != (BatchHeader{Pos: 4096, BaseOffset: 1<<40 + 5, Length: 49, LeaderEpoch: 9, LastOffsetDelta: 31}) {
+	if err != nil || h != (BatchHeader{Pos: 4096, BaseOffset: 1<<40 + 5, Length: 49, LeaderEpoch: 9, LastOffsetDelta: 31, MaxTimestamp: stamp(1<<40+5)}) {
 		t.Fatalf("%+v %v", h, err)
 	}
 	b[16] = 1

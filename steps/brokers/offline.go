@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -57,12 +58,35 @@ type Choice struct {
 	Exact   bool  `json:"exact"`
 	// Why says, for an operator, how Lost was found.
 	Why string `json:"why"`
+	// LostFrom and LostTo bound, in Unix ms, when the lost records were
+	// written: the elected log's last write and the longest log's (their
+	// last batches' maxTimestamp); 0 when a log read does not say (the
+	// longest end is a group's commit, or a log holds no batch).
+	LostFrom int64 `json:"lost_from_ms,omitempty"`
+	LostTo   int64 `json:"lost_to_ms,omitempty"`
+}
+
+// Window says when the records an election loses were written, or "" when
+// the logs do not say: the loss in time.
+func (c Choice) Window() string {
+	if c.Lost <= 0 || c.LostFrom <= 0 || c.LostTo < c.LostFrom {
+		return ""
+	}
+	from, to := time.UnixMilli(c.LostFrom).UTC(), time.UnixMilli(c.LostTo).UTC()
+	return fmt.Sprintf("%v of writes, after %s up to %s UTC (the logs' batch timestamps)", to.Sub(from).Round(time.Millisecond), from.Format("2006-01-02 15:04:05.000"), to.Format("15:04:05.000"))
 }
 
 // Choose decides from the log ends read: wait for a dead broker whose log
 // is the longest, or elect the longest live log.
-func (o Offline) Choose() Choice {
+func (o Offline) Choose() Choice { return o.ChooseWithout(nil) }
+
+// ChooseWithout is Choose when the dead brokers gone will not come back
+// (the operator says so: their host answers, the broker does not start):
+// their logs still count for what an election loses — the records only
+// they hold, and when those were written — but nobody waits for them.
+func (o Offline) ChooseWithout(gone []int32) Choice {
 	c := Choice{Longest: -1, ElectEnd: -1, Exact: len(o.Unread) == 0}
+	var longestWrite int64
 	for _, r := range o.Replicas {
 		e, ok := o.Ends[r]
 		if !ok || !e.Known() {
@@ -74,11 +98,13 @@ func (o Offline) Choose() Choice {
 		}
 		if !dead && e.End > c.ElectEnd {
 			c.Elect, c.ElectEnd = r, e.End
+			c.LostFrom = e.LastWrite
 		}
 		if e.End > c.Longest {
 			c.Longest = e.End
+			longestWrite = e.LastWrite
 			c.Wait = 0
-			if dead {
+			if dead && !slices.Contains(gone, r) {
 				c.Wait = r
 			}
 		}
@@ -88,9 +114,15 @@ func (o Offline) Choose() Choice {
 		c.Longest = o.Committed
 		c.Wait = 0
 		c.Why = fmt.Sprintf("group %s had read up to %d", o.Group, o.Committed)
+		longestWrite = 0
 	}
 	if c.Elect != 0 && c.Wait == 0 {
 		c.Lost = c.Longest - c.ElectEnd
+	}
+	if c.Lost > 0 && longestWrite > 0 {
+		c.LostTo = longestWrite
+	} else {
+		c.LostFrom = 0
 	}
 	if !c.Exact {
 		var un []string

@@ -87,7 +87,7 @@ func offlineFinding(offs []brokers.Offline) Finding {
 		case ch.Wait != 0:
 			ev = append(ev, fmt.Sprintf("%s: dead broker %d holds the longest log (%d): start it and nothing is lost", o.Name(), ch.Wait, ch.Longest))
 		case ch.Elect != 0:
-			ev = append(ev, fmt.Sprintf("%s: the longest live log is broker %d's (%d); an unclean election of it loses %s records (%s); Kafka's own would pick broker %d", o.Name(), ch.Elect, ch.ElectEnd, lostWord(ch), ch.Why, ch.FirstLive))
+			ev = append(ev, fmt.Sprintf("%s: the longest live log is broker %d's (%d); an unclean election of it loses %s records (%s)%s; Kafka's own would pick broker %d", o.Name(), ch.Elect, ch.ElectEnd, lostWord(ch), ch.Why, windowOf(ch), ch.FirstLive))
 		}
 	}
 	return Finding{Kind: FindOfflineLogEnds, Severity: Critical, Brokers: dead,
@@ -96,6 +96,14 @@ func offlineFinding(offs []brokers.Offline) Finding {
 		Fix:      fmt.Sprintf("start broker(s) %v: nothing is lost. If they cannot come back, `kremedy run offline-partitions` elects the longest live log of each partition, after showing what each choice loses", dead),
 		DoNot:    "do not set unclean.leader.election.enable=true or run kafka-leader-election --election-type unclean: Kafka picks the first live replica in assignment order, not the longest log",
 		Runbook:  "offline-partitions"}
+}
+
+// windowOf is ", w" for the loss window of ch, "" when the logs do not say.
+func windowOf(ch brokers.Choice) string {
+	if w := ch.Window(); w != "" {
+		return ", " + w
+	}
+	return ""
 }
 
 func lostWord(ch brokers.Choice) string {

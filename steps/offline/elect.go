@@ -26,6 +26,9 @@ type elect struct {
 
 type electOpts struct {
 	Topics []string `opt:"topics" type:"topics" default:""`
+	// Gone are dead brokers the operator says will not come back: an
+	// election does not wait for their longer logs (ChooseWithout).
+	Gone []int32 `opt:"lost_brokers" type:"brokers" default:""`
 }
 
 // reorderArgs are a reorder action's: the replica list read and the one
@@ -49,7 +52,7 @@ func (k *elect) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	if err != nil {
 		return &steps.Plan{}, err
 	}
-	p, elected, err := electPlan(offs)
+	p, elected, err := electPlan(offs, k.o.Gone)
 	k.elected = elected
 	return p, err
 }
@@ -59,7 +62,7 @@ func (k *elect) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 // then one unclean election per topic; the loss figures in its notes and
 // summary. It refuses when a dead broker whose host answered holds a
 // longest log.
-func electPlan(offs []brokers.Offline) (*steps.Plan, []Elected, error) {
+func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, error) {
 	p := &steps.Plan{}
 	if len(offs) == 0 {
 		p.NoOp, p.Summary = true, "no partition is offline (any elected earlier now has a leader): nothing to elect"
@@ -70,10 +73,10 @@ func electPlan(offs []brokers.Offline) (*steps.Plan, []Elected, error) {
 	exact := true
 	var elected []Elected
 	for _, o := range offs {
-		ch := o.Choose()
+		ch := o.ChooseWithout(gone)
 		switch {
 		case ch.Wait != 0:
-			return p, nil, fmt.Errorf("%w: %s: dead broker %d holds the longest log and its host answers: start it and nothing is lost. Nothing was changed", steps.ErrRefused, o.Name(), ch.Wait)
+			return p, nil, fmt.Errorf("%w: %s: dead broker %d holds the longest log and its host answers: start it and nothing is lost. Nothing was changed. If it cannot be started, run again with --set lost_brokers=%d: the longest live log is elected and what only broker %d holds is lost (the plan lists it before the confirmation)", steps.ErrRefused, o.Name(), ch.Wait, ch.Wait, ch.Wait)
 		case ch.Elect == 0:
 			p.Notes = append(p.Notes, fmt.Sprintf("%s: no live replica's log could be read: not elected; bring back one of brokers %v", o.Name(), o.Dead))
 			continue
@@ -90,9 +93,9 @@ func electPlan(offs []brokers.Offline) (*steps.Plan, []Elected, error) {
 		byTopic[o.Topic][o.Partition] = ch.Elect
 		total += ch.Lost
 		exact = exact && ch.Exact
-		elected = append(elected, Elected{Topic: o.Topic, Partition: o.Partition, Leader: ch.Elect, End: ch.ElectEnd, Longest: ch.Longest, Lost: ch.Lost, Exact: ch.Exact, Replicas: to})
-		p.Notes = append(p.Notes, fmt.Sprintf("%s: elect broker %d (log end %d; Kafka alone would pick broker %d): LOSES %s records, offsets %d to %d (%s)",
-			o.Name(), ch.Elect, ch.ElectEnd, ch.FirstLive, lost(ch), ch.ElectEnd, ch.Longest-1, ch.Why))
+		elected = append(elected, Elected{Topic: o.Topic, Partition: o.Partition, Leader: ch.Elect, End: ch.ElectEnd, Longest: ch.Longest, Lost: ch.Lost, Exact: ch.Exact, Replicas: to, Window: ch.Window()})
+		p.Notes = append(p.Notes, fmt.Sprintf("%s: elect broker %d (log end %d; Kafka alone would pick broker %d): LOSES %s records, offsets %d to %d (%s)%s",
+			o.Name(), ch.Elect, ch.ElectEnd, ch.FirstLive, lost(ch), ch.ElectEnd, ch.Longest-1, ch.Why, windowNote(ch.Window())))
 	}
 	for _, t := range sortedKeys(byTopic) {
 		var ps []string
@@ -153,6 +156,14 @@ func (k *elect) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error 
 	return env.Save(steps.ReportKey+"Records lost to the unclean election", lossLines(el))
 }
 
+// windowNote is ": w" for a loss window w, "" for none.
+func windowNote(w string) string {
+	if w == "" {
+		return ""
+	}
+	return ": " + w
+}
+
 // lossLines are the report's lines on what the election lost.
 func lossLines(el []Elected) []string {
 	var out []string
@@ -167,7 +178,7 @@ func lossLines(el []Elected) []string {
 			floor = "at least "
 		}
 		total += e.Lost
-		out = append(out, fmt.Sprintf("%s-%d: elected broker %d (log end %d): %s%d records lost (offsets %d to %d)", e.Topic, e.Partition, e.Leader, e.End, floor, e.Lost, e.End, e.Longest-1))
+		out = append(out, fmt.Sprintf("%s-%d: elected broker %d (log end %d): %s%d records lost (offsets %d to %d)%s", e.Topic, e.Partition, e.Leader, e.End, floor, e.Lost, e.End, e.Longest-1, windowNote(e.Window)))
 	}
 	return append(out, fmt.Sprintf("records lost in all: %d", total))
 }

@@ -85,6 +85,7 @@ func replica(t *testing.T, dir string, p int32, end int64, epoch int32) {
 		binary.BigEndian.PutUint32(b[8:], 58)
 		binary.BigEndian.PutUint32(b[12:], uint32(epoch))
 		b[16] = 2
+		binary.BigEndian.PutUint64(b[35:], uint64(writtenAt(o))) // maxTimestamp
 		seg = append(seg, b...)
 	}
 	if err := os.WriteFile(filepath.Join(pd, "00000000000000000000.log"), seg, 0o644); err != nil {
@@ -94,6 +95,10 @@ func replica(t *testing.T, dir string, p int32, end int64, epoch int32) {
 		t.Fatal(err)
 	}
 }
+
+// writtenAt is when the canned logs' record at offset o was written: a
+// second per record from 2025-12-05 10:00:00 UTC.
+func writtenAt(o int64) int64 { return 1_764_928_800_000 + o*1000 }
 
 // cluster is brokers 1-4, broker 3 dead; pay-0 on [1 2 3] and pay-1 on
 // [2 3 1], ISR [3]; logs 20 (broker 1), 35 (broker 2), 45 (broker 3).
@@ -139,15 +144,35 @@ func TestWaitForTheLongestDeadLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := surveyPlan(offs, live)
-	if !p.EndsRun || !strings.Contains(p.Summary, "dead broker(s) [3] hold their longest logs") {
-		t.Fatalf("survey does not stop the run for broker 3: %+v", p)
+	p := surveyPlan(offs, live, nil)
+	if !p.EndsRun || !strings.Contains(p.Summary, "dead broker(s) [3] hold their longest logs") || !strings.Contains(p.Summary, "`--set lost_brokers=3`") {
+		t.Fatalf("survey does not stop the run for broker 3, naming the way on if it cannot start: %+v", p)
 	}
-	if !strings.Contains(strings.Join(p.Notes, "\n"), "pay-0: wait for broker 3 (its log, to 45, is the longest): nothing is lost — RECOMMENDED") {
-		t.Errorf("notes: %q", p.Notes)
+	notes := strings.Join(p.Notes, "\n")
+	for _, w := range []string{"pay-0: wait for broker 3 (its log, to 45, is the longest): nothing is lost — RECOMMENDED",
+		"if broker 3 cannot come back (--set lost_brokers=3): elect broker 2, the longest live log (end 35): loses 10 records (longest log read: 45): 10s of writes, after 2025-12-05 10:00:34.000 up to 10:00:44.000 UTC"} {
+		if !strings.Contains(notes, w) {
+			t.Errorf("notes lack %q:\n%s", w, notes)
+		}
 	}
-	if _, _, err := electPlan(offs); !errors.Is(err, steps.ErrRefused) {
+	if _, _, err := electPlan(offs, nil); !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "--set lost_brokers=3") {
 		t.Fatalf("elect with broker 3's log longest: %v", err)
+	}
+	// The operator says broker 3 will not come back: the survey goes on,
+	// and the election of broker 2 lists the 10 records and 10 seconds of
+	// writes only broker 3 held.
+	if p := surveyPlan(offs, live, []int32{3}); p.EndsRun {
+		t.Fatalf("survey with broker 3 given up still stops the run: %+v", p)
+	}
+	p, el, err := electPlan(offs, []int32{3})
+	if err != nil || len(el) != 2 || el[0].Leader != 2 || el[0].Lost != 10 {
+		t.Fatalf("elect with broker 3 given up: %+v %+v %v", p, el, err)
+	}
+	if w := "pay-0: elect broker 2 (log end 35; Kafka alone would pick broker 1): LOSES 10 records, offsets 35 to 44 (longest log read: 45): 10s of writes, after 2025-12-05 10:00:34.000 up to 10:00:44.000 UTC"; !strings.Contains(strings.Join(p.Notes, "\n"), w) {
+		t.Errorf("elect notes lack %q:\n%s", w, strings.Join(p.Notes, "\n"))
+	}
+	if got := lossLines(el); !strings.HasSuffix(got[0], "10 records lost (offsets 35 to 44): 10s of writes, after 2025-12-05 10:00:34.000 up to 10:00:44.000 UTC (the logs' batch timestamps)") {
+		t.Errorf("report line %q", got[0])
 	}
 }
 
@@ -159,11 +184,11 @@ func TestElectTheLongestLiveLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := surveyPlan(offs, live); p.EndsRun || len(p.Facts) != 3 || !strings.Contains(p.Facts[1], "broker 1 (live): log end 20, last leader epoch 1; broker 2 (live): log end 35, last leader epoch 2; broker 3 (dead): not read") ||
+	if p := surveyPlan(offs, live, nil); p.EndsRun || len(p.Facts) != 3 || !strings.Contains(p.Facts[1], "broker 1 (live): log end 20, last leader epoch 1; broker 2 (live): log end 35, last leader epoch 2; broker 3 (dead): not read") ||
 		!strings.Contains(p.Facts[1], "Kafka's own unclean election would pick broker 1") {
 		t.Fatalf("survey: %+v", p)
 	}
-	p, el, err := electPlan(offs)
+	p, el, err := electPlan(offs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,8 @@ type Elected struct {
 	Lost      int64   `json:"lost"`
 	Exact     bool    `json:"exact"`
 	Replicas  []int32 `json:"replicas"`
+	// Window says when the lost records were written (Choice.Window).
+	Window string `json:"window,omitempty"`
 }
 
 // Admin is what offline-elect asks of Kafka beyond ports.Kafka: the

@@ -16,6 +16,7 @@ type survey struct{ o surveyOpts }
 
 type surveyOpts struct {
 	Topics []string `opt:"topics" type:"topics" default:""`
+	Gone   []int32  `opt:"lost_brokers" type:"brokers" default:""`
 }
 
 // look finds the offline partitions (of topics, or every topic) and reads
@@ -79,12 +80,25 @@ func choices(o brokers.Offline, ch brokers.Choice) string {
 			opts = append(opts, fmt.Sprintf("wait for broker %d (its host did not answer: its log end is unknown)", d))
 		}
 	}
+	if ch.Elect != 0 && ch.Wait != 0 {
+		g := o.ChooseWithout([]int32{ch.Wait})
+		opts = append(opts, fmt.Sprintf("if broker %d cannot come back (--set lost_brokers=%d): elect broker %d, the longest live log (end %d): loses %s records (%s)%s", ch.Wait, ch.Wait, g.Elect, g.ElectEnd, lost(g), g.Why, windowNote(g.Window())))
+	}
 	if ch.Elect != 0 && ch.Wait == 0 {
-		opts = append(opts, fmt.Sprintf("elect broker %d, the longest live log (end %d): loses %s records (%s)", ch.Elect, ch.ElectEnd, lost(ch), ch.Why))
+		opts = append(opts, fmt.Sprintf("elect broker %d, the longest live log (end %d): loses %s records (%s)%s", ch.Elect, ch.ElectEnd, lost(ch), ch.Why, windowNote(ch.Window())))
 	} else if ch.Elect == 0 {
 		opts = append(opts, "no live replica's log could be read: nothing to elect")
 	}
 	return o.Name() + ": " + strings.Join(opts, "; or ")
+}
+
+// idList is ids as a --set value: 3,5.
+func idList(ids []int32) string {
+	var s []string
+	for _, id := range ids {
+		s = append(s, fmt.Sprint(id))
+	}
+	return strings.Join(s, ",")
 }
 
 func lost(ch brokers.Choice) string {
@@ -99,14 +113,14 @@ func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 	if err != nil {
 		return &steps.Plan{NoOp: true}, err
 	}
-	return surveyPlan(offs, live), nil
+	return surveyPlan(offs, live, k.o.Gone), nil
 }
 
 // surveyPlan is the survey's plan: a no-op that lists the offline
 // partitions, their replicas' ends and the choices; it ends the run when
 // none is offline, or when a dead broker whose host answered holds a
 // partition's longest log (start it: nothing is lost).
-func surveyPlan(offs []brokers.Offline, live []int32) *steps.Plan {
+func surveyPlan(offs []brokers.Offline, live, gone []int32) *steps.Plan {
 	p := &steps.Plan{NoOp: true}
 	p.Facts = append(p.Facts, fmt.Sprintf("brokers serving: %v", live))
 	if len(offs) == 0 {
@@ -115,7 +129,7 @@ func surveyPlan(offs []brokers.Offline, live []int32) *steps.Plan {
 	}
 	var wait []int32
 	for _, o := range offs {
-		ch := o.Choose()
+		ch := o.ChooseWithout(gone)
 		p.Facts = append(p.Facts, describe(o, ch))
 		p.Notes = append(p.Notes, choices(o, ch))
 		if ch.Wait != 0 && !slices.Contains(wait, ch.Wait) {
@@ -126,7 +140,7 @@ func surveyPlan(offs []brokers.Offline, live []int32) *steps.Plan {
 	if len(wait) > 0 {
 		slices.Sort(wait)
 		p.EndsRun = true
-		p.Summary = fmt.Sprintf("%d partitions have no leader, and dead broker(s) %v hold their longest logs and their hosts answer: start them — nothing is lost. The run stops here; nothing was changed", len(offs), wait)
+		p.Summary = fmt.Sprintf("%d partitions have no leader, and dead broker(s) %v hold their longest logs and their hosts answer: start them — nothing is lost. The run stops here; nothing was changed. If a broker cannot be started (its host answers, the broker does not run), `--set lost_brokers=%s` elects the longest live logs without it, losing what only it holds (each partition's figure is in this plan's notes)", len(offs), wait, idList(wait))
 	}
 	return p
 }
