@@ -28,7 +28,7 @@ type LogEnd struct {
 	// entry, or the last batch's partitionLeaderEpoch when later (-1: none).
 	Epoch int32 `json:"epoch"`
 	// EpochStart is the start offset of the checkpoint's last epoch (-1).
-	EpochStart int64  `json:"epoch_start"`
+	EpochStart int64 `json:"epoch_start"`
 	// LastWrite is the last whole batch's maxTimestamp, in Unix ms: when
 	// the log was last written (0: no batch; with message.timestamp.type
 	// CreateTime, the producer's clock).

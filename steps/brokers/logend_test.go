@@ -135,7 +135,7 @@ func TestParseBatchHeader(t *testing.T) {
 		hx = append(hx, fmt.Sprintf("%02x", c))
 	}
 	h, err := ParseBatchHeader("4096 " + strings.Join(hx, " "))
-	if err != nil || h != (BatchHeader{Pos: 4096, BaseOffset: 1<<40 + 5, Length: 49, LeaderEpoch: 9, LastOffsetDelta: 31, MaxTimestamp: stamp(1<<40+5)}) {
+	if err != nil || h != (BatchHeader{Pos: 4096, BaseOffset: 1<<40 + 5, Length: 49, LeaderEpoch: 9, LastOffsetDelta: 31, MaxTimestamp: stamp(1<<40 + 5)}) {
 		t.Fatalf("%+v %v", h, err)
 	}
 	b[16] = 1
