@@ -2,7 +2,6 @@ package space
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -60,14 +59,4 @@ func StillBound(groups []ports.GroupUse, p int32, before int64) (bool, string) {
 		}
 	}
 	return true, ""
-}
-
-// groupNames lists groups' names, sorted.
-func groupNames(gs []ports.GroupUse) []string {
-	var out []string
-	for _, g := range gs {
-		out = append(out, g.Group)
-	}
-	slices.Sort(out)
-	return out
 }
