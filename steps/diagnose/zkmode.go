@@ -613,7 +613,7 @@ func (g *diagnosis) adoptedSegments(ctx context.Context, name string, ts *kafkaz
 // first use.
 func (g *diagnosis) unsafeAutoCreate(ctx context.Context, name string) {
 	groups, err := g.c.Kafka.Groups(ctx, name)
-	if err != nil {
+	if err != nil && !errors.Is(err, ports.ErrGroupsIncomplete) { // the groups read still count
 		return
 	}
 	var attached []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -23,27 +24,47 @@ import (
 var _ ports.Kafka = (*Client)(nil)
 
 // Groups lists consumer groups with members assigned partitions of topic,
-// or with offsets committed on it.
+// or with offsets committed on it. A broker that is down fails its shard
+// and a loading coordinator fails its groups' OffsetFetch
+// (COORDINATOR_LOAD_IN_PROGRESS): the groups read are returned with an
+// error wrapping ports.ErrGroupsIncomplete naming each hole, since a group
+// left out may be the one furthest behind. Only when every broker fails is
+// there no answer at all.
 func (c *Client) Groups(ctx context.Context, topic string) ([]ports.GroupUse, error) {
-	// A broker that is down fails its shard; the groups the others
-	// coordinate still count. Only when every broker fails is it an error.
 	listed, err := c.adm.ListGroups(ctx)
 	if err != nil && !partial(err) {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
+	holes := shardHoles("ListGroups", err)
 	names := listed.Groups()
 	if len(names) == 0 {
-		return nil, nil
+		return nil, incomplete(holes)
 	}
 	described, err := c.adm.DescribeGroups(ctx, names...)
 	if err != nil && !partial(err) {
 		return nil, fmt.Errorf("describe groups: %w", err)
 	}
-	fetched := c.adm.FetchManyOffsets(ctx, names...)
+	holes = append(holes, shardHoles("DescribeGroups", err)...)
+	out, more := mergeGroups(topic, names, described, c.adm.FetchManyOffsets(ctx, names...))
+	return out, incomplete(append(holes, more...))
+}
+
+// mergeGroups keeps the groups with members assigned partitions of topic
+// or offsets committed on it, and names every group it could not read
+// whole: not described, its OffsetFetch failed, a partition of topic
+// answered with an error.
+func mergeGroups(topic string, names []string, described kadm.DescribedGroups, fetched kadm.FetchOffsetsResponses) ([]ports.GroupUse, []string) {
 	var out []ports.GroupUse
+	var holes []string
 	for _, name := range names {
 		g := ports.GroupUse{Group: name}
-		if d, ok := described[name]; ok {
+		d, ok := described[name]
+		switch {
+		case !ok:
+			holes = append(holes, fmt.Sprintf("group %s: no DescribeGroups answer", name))
+		case d.Err != nil:
+			holes = append(holes, fmt.Sprintf("group %s: DescribeGroups %s", name, kerrName(d.Err)))
+		default:
 			g.State = d.State
 			for _, m := range d.Members {
 				if cm, ok := m.Assigned.AsConsumer(); ok {
@@ -56,21 +77,50 @@ func (c *Client) Groups(ctx context.Context, topic string) ([]ports.GroupUse, er
 				}
 			}
 		}
-		if f, ok := fetched[name]; ok && f.Err == nil {
-			for p, o := range f.Fetched[topic] {
-				if o.Err == nil && o.At >= 0 {
-					if g.Offsets == nil {
-						g.Offsets = map[int32]int64{}
-					}
-					g.Offsets[p] = o.At
+		f, ok := fetched[name]
+		switch {
+		case !ok:
+			holes = append(holes, fmt.Sprintf("group %s: no OffsetFetch answer", name))
+		case f.Err != nil:
+			holes = append(holes, fmt.Sprintf("group %s: OffsetFetch %s", name, kerrName(f.Err)))
+		}
+		for _, p := range slices.Sorted(maps.Keys(f.Fetched[topic])) {
+			switch o := f.Fetched[topic][p]; {
+			case o.Err != nil:
+				holes = append(holes, fmt.Sprintf("group %s on %s-%d: OffsetFetch %s", name, topic, p, kerrName(o.Err)))
+			case o.At >= 0:
+				if g.Offsets == nil {
+					g.Offsets = map[int32]int64{}
 				}
+				g.Offsets[p] = o.At
 			}
 		}
 		if len(g.Members) > 0 || len(g.Offsets) > 0 {
 			out = append(out, g)
 		}
 	}
-	return out, nil
+	return out, holes
+}
+
+// shardHoles names the brokers whose shard of a sharded request failed.
+func shardHoles(req string, err error) []string {
+	var se *kadm.ShardErrors
+	if !errors.As(err, &se) {
+		return nil
+	}
+	var out []string
+	for _, e := range se.Errs {
+		out = append(out, fmt.Sprintf("%s to broker %d: %s", req, e.Broker.NodeID, kerrName(e.Err)))
+	}
+	return out
+}
+
+// incomplete is the error of an answer with holes, nil without.
+func incomplete(holes []string) error {
+	if len(holes) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ports.ErrGroupsIncomplete, strings.Join(holes, "; "))
 }
 
 // partial reports a sharded request that failed on some brokers only.

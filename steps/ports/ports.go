@@ -154,7 +154,10 @@ type Kafka interface {
 	// BrokerView asks exactly one broker.
 	BrokerView(ctx context.Context, broker int32, topics ...string) (BrokerView, error)
 	// Groups lists consumer groups with members on, or offsets committed
-	// for, the topic.
+	// for, the topic. An answer with holes (a broker whose shard of
+	// ListGroups or DescribeGroups failed, a group whose OffsetFetch
+	// failed) returns the groups read with an error wrapping
+	// ErrGroupsIncomplete that names what is missing.
 	Groups(ctx context.Context, topic string) ([]GroupUse, error)
 	// Producers lists producers the partitions' replicas still track,
 	// asking the brokers given and every broker the metadata names. A
@@ -465,4 +468,9 @@ var (
 	// ErrOutcomeUnknown: the action was sent but its result never came
 	// back (a dropped SSH session).
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrGroupsIncomplete: Groups read some groups but not all (a
+	// coordinator loading or down): what it returns beside it may leave
+	// out the group furthest behind. A caller that bounds a deletion by
+	// the groups refuses; one that only reports may use what was read.
+	ErrGroupsIncomplete = errors.New("consumer groups answer incomplete")
 )

@@ -1,12 +1,24 @@
 package space
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/ports"
 )
+
+// groupsUnread is the error when topic's groups cannot all be read: a
+// group left out (its coordinator loading or down) may be behind every
+// group read, so no bound holds and DeleteRecords is refused.
+func groupsUnread(topic string, err error, what string) error {
+	if errors.Is(err, ports.ErrGroupsIncomplete) {
+		return fmt.Errorf("%w: consumer groups of %s: %w: a group not read may be behind every group read, so no DeleteRecords bound holds; %s. Run again (or `kremedy resume`) once its coordinator answers (kafka-consumer-groups.sh --describe --group G shows its offsets)", steps.ErrRefused, topic, err, what)
+	}
+	return fmt.Errorf("consumer groups of %s: %w; %s", topic, err, what)
+}
 
 // Bound is how far DeleteRecords may go on one partition: the lowest
 // offset any consumer group committed on it, never past the log end

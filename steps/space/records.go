@@ -57,12 +57,16 @@ func (k *freeRecords) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return p, nil
 	}
 	p.Summary = fmt.Sprintf("delete records every consumer group has committed past on %d partitions: about %s of whole segments freed on broker %d (and on every replica holding the same segments)", len(p.Actions), bytes(total), l.id)
-	p.Notes = append([]string{"CANNOT BE UNDONE: DeleteRecords deletes these records for good, on every replica; every consumer group has committed past them: " + strings.Join(gone, "; ")}, p.Notes...)
+	p.Notes = append([]string{"CANNOT BE UNDONE: DeleteRecords deletes these records for good, on every replica; every consumer group has committed past them: " + strings.Join(gone, "; ") + ". " + unseen}, p.Notes...)
 	if !l.up {
 		p.Notes = append(p.Notes, fmt.Sprintf("broker %d is down: its own copies shrink only once it is back and learns the new log start offsets; until then the next step makes room on its filesystem", l.id))
 	}
 	return p, nil
 }
+
+// unseen is what the bound cannot see: offsets committed anywhere but to
+// Kafka's groups.
+const unseen = "The bound sees only offsets committed to Kafka's consumer groups: it cannot see consumers that keep their offsets elsewhere (MirrorMaker 2 sources, Flink or Spark jobs' checkpoints, a consumer using assign() without commits) nor a group whose offsets expired (offsets.retention.minutes); make sure none of them still reads these topics before you confirm"
 
 // planOne plans one partition: an action, or none with why (the fact).
 func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps brokers.PartitionSpace, groups map[string][]ports.GroupUse) (*steps.Action, string, error) {
@@ -78,7 +82,7 @@ func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps b
 	if !ok {
 		var err error
 		if gs, err = env.Kafka.Groups(ctx, ps.Topic); err != nil {
-			return nil, "", fmt.Errorf("consumer groups of %s: %w; nothing was changed", ps.Topic, err)
+			return nil, "", groupsUnread(ps.Topic, err, "nothing was changed")
 		}
 		groups[ps.Topic] = gs
 	}
@@ -122,7 +126,7 @@ func deleteOne(ctx context.Context, env *steps.Env, rec ports.Records, a deleteA
 	name := fmt.Sprintf("%s-%d", a.Topic, a.Partition)
 	gs, err := env.Kafka.Groups(ctx, a.Topic)
 	if err != nil {
-		return fmt.Errorf("consumer groups of %s: %w; no record of %s was deleted", a.Topic, err, name)
+		return groupsUnread(a.Topic, err, "no record of "+name+" was deleted")
 	}
 	if ok, why := StillBound(gs, a.Partition, a.Before); !ok {
 		return fmt.Errorf("%w: %s: %s since the plan; no record of %s was deleted. Run again: the new plan bounds it to the groups' offsets now", steps.ErrRefused, name, why, name)
@@ -163,7 +167,7 @@ func (k *freeRecords) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 			}
 			gs, err := env.Kafka.Groups(ctx, ps.Topic)
 			if err != nil {
-				return nil, err
+				return nil, groupsUnread(ps.Topic, err, "the check was not made")
 			}
 			start, err := logStart(ctx, env, ps.Topic, ps.Partition)
 			if err != nil {

@@ -2,6 +2,7 @@ package space_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/kafkazk"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/steptest"
 )
 
@@ -57,6 +59,13 @@ func must(t *testing.T, err error) {
 
 func runDiskFull(t *testing.T, g *steptest.Cluster, set map[string]string) (steps.Outcome, map[string]*steps.Plan) {
 	t.Helper()
+	a := &typing{plans: map[string]*steps.Plan{}}
+	return runWith(t, g, set, a), a.plans
+}
+
+// runWith runs disk-full with approver a.
+func runWith(t *testing.T, g *steptest.Cluster, set map[string]string, a steps.Approver) steps.Outcome {
+	t.Helper()
 	rb, err := runbooks.Get("disk-full")
 	must(t, err)
 	bound, err := rb.Bind(set, g.Ports.Target.Name)
@@ -66,8 +75,7 @@ func runDiskFull(t *testing.T, g *steptest.Cluster, set map[string]string) (step
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := &typing{plans: map[string]*steps.Plan{}}
-	return s.Run(ctx, g.Ports, a, nil), a.plans
+	return s.Run(ctx, g.Ports, a, nil)
 }
 
 // TestDeleteRecordsStopsAtTheLowestCommit: on a running broker with a full
@@ -75,7 +83,8 @@ func runDiskFull(t *testing.T, g *steptest.Cluster, set map[string]string) (step
 // each partition (orders-0: 30 of 40 and 30; orders-1: 10 of 10 and 50),
 // never beyond, only where a whole segment lies below it, not at all on
 // a partition a group has no commit on (orders-2); what cannot be undone
-// is said in the plan; nothing is moved (the broker runs) or restarted
+// is said in the plan, with what the bound cannot see (consumers not
+// committing to Kafka, expired offsets); nothing is moved (the broker runs) or restarted
 // (its dirs are online).
 func TestDeleteRecordsStopsAtTheLowestCommit(t *testing.T) {
 	g := fullBroker1(t)
@@ -94,7 +103,8 @@ func TestDeleteRecordsStopsAtTheLowestCommit(t *testing.T) {
 		t.Fatalf("DeleteRecords %v, want %v", got, want)
 	}
 	p := plans["free-records"]
-	if p == nil || len(p.Notes) == 0 || !strings.HasPrefix(p.Notes[0], "CANNOT BE UNDONE") || !strings.Contains(p.Notes[0], "orders-0: offsets 0 to 29 (30 records)") {
+	if p == nil || len(p.Notes) == 0 || !strings.HasPrefix(p.Notes[0], "CANNOT BE UNDONE") || !strings.Contains(p.Notes[0], "orders-0: offsets 0 to 29 (30 records)") ||
+		!strings.Contains(p.Notes[0], "MirrorMaker 2") || !strings.Contains(p.Notes[0], "offsets expired") {
 		t.Fatalf("free-records plan does not say first what cannot be undone: %+v", p)
 	}
 	if !slices.Contains(out.NoOp, "quarantine") || !slices.Contains(out.NoOp, "start") {
@@ -194,5 +204,43 @@ func TestDownBrokerMovesOnlyReplicatedDirs(t *testing.T) {
 	}
 	if out2.Err != nil || len(out2.NoOp) != 3 || starts != 0 {
 		t.Fatalf("second run: %+v (started again: %v)", out2, starts != 0)
+	}
+}
+
+// hook approves as typing does, calling before[id] first: the cluster
+// changing between the plan and its apply.
+type hook struct {
+	typing
+	before map[string]func()
+}
+
+func (a *hook) Approve(ctx context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
+	if f := a.before[info.ID]; f != nil {
+		f()
+	}
+	return a.typing.Approve(ctx, info, p)
+}
+
+// TestIncompleteGroupsRefuseDeleteRecords: group billing's coordinator is
+// loading (OffsetFetch COORDINATOR_LOAD_IN_PROGRESS), so Groups answers
+// ErrGroupsIncomplete beside the groups it read: the plan refuses naming
+// billing and the way on (once its coordinator answers), and so does the
+// re-check right before DeleteRecords when it happens after the plan.
+// Nothing is deleted either way.
+func TestIncompleteGroupsRefuseDeleteRecords(t *testing.T) {
+	unread := fmt.Errorf("%w: group billing: OffsetFetch COORDINATOR_LOAD_IN_PROGRESS", ports.ErrGroupsIncomplete)
+	for _, late := range []bool{false, true} {
+		g := fullBroker1(t)
+		if !late {
+			g.Kafka.GroupsErr = unread
+		}
+		a := &hook{typing: typing{plans: map[string]*steps.Plan{}}, before: map[string]func(){"free-records": func() { g.Kafka.GroupsErr = unread }}}
+		out := runWith(t, g, map[string]string{"broker": "1", "health_timeout": "2s"}, a)
+		if out.Failed != "free-records" || !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "group billing") || !strings.Contains(out.Err.Error(), "once its coordinator answers") {
+			t.Fatalf("late=%v: want free-records refused naming billing and the way on: %+v", late, out)
+		}
+		if len(g.Kafka.DeletedRecords) != 0 {
+			t.Fatalf("late=%v: records deleted with a group unread: %v", late, g.Kafka.DeletedRecords)
+		}
 	}
 }

@@ -38,8 +38,11 @@ type Kafka struct {
 	// every broker answers TOPIC_AUTHORIZATION_FAILED for one asked by
 	// name, whether it exists or not, leaves it out of the list of all
 	// topics, and refuses to list its offsets, as Kafka does.
-	Denied     []string
-	GroupsOn   []ports.GroupUse
+	Denied   []string
+	GroupsOn []ports.GroupUse
+	// GroupsErr is what Groups returns beside what it lists: groups it
+	// could not read (ports.ErrGroupsIncomplete, a coordinator loading).
+	GroupsErr  error
 	ProducerOn []ports.ProducerUse
 	// ProducersErr is what Producers returns beside ProducerOn: partitions
 	// it could not ask about.
@@ -260,7 +263,7 @@ func (k *Kafka) Groups(_ context.Context, topic string) ([]ports.GroupUse, error
 	for _, g := range slices.Sorted(maps.Keys(k.committed[topic])) {
 		out = append(out, ports.GroupUse{Group: g, State: "Empty", Offsets: maps.Clone(k.committed[topic][g])})
 	}
-	return out, nil
+	return out, k.GroupsErr
 }
 
 // CommitOffsets commits a group's offsets on a topic, as a consumer that
