@@ -47,7 +47,12 @@ func Bound(groups []ports.GroupUse, p int32, start, end int64) (before int64, ok
 	}
 	sort.Strings(named)
 	if end >= 0 && low > end {
-		low = end
+		// Every group committed past the end (an unclean election cut the
+		// log): Kafka refuses DeleteRecords past its high watermark.
+		if end <= start {
+			return start, false, fmt.Sprintf("every group committed past the log end %d (%s), which is not above the log start %d", end, strings.Join(named, ", "), start)
+		}
+		return end, true, fmt.Sprintf("the log end %d: every group committed past it (%s)", end, strings.Join(named, ", "))
 	}
 	if low <= start {
 		return start, false, fmt.Sprintf("the lowest committed offset (%s) is not above the log start %d: every record left is still to be read by some group (%s)", who, start, strings.Join(named, ", "))

@@ -33,7 +33,7 @@ func (k *freeRecords) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return nil, err
 	}
 	p := &steps.Plan{Facts: l.dfFacts()}
-	groups := map[string][]ports.GroupUse{}
+	groups := map[string]topicRead{}
 	var total int64
 	var gone []string
 	for _, s := range l.space {
@@ -68,8 +68,15 @@ func (k *freeRecords) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 // Kafka's groups.
 const unseen = "The bound sees only offsets committed to Kafka's consumer groups: it cannot see consumers that keep their offsets elsewhere (MirrorMaker 2 sources, Flink or Spark jobs' checkpoints, a consumer using assign() without commits) nor a group whose offsets expired (offsets.retention.minutes); make sure none of them still reads these topics before you confirm"
 
+// topicRead is what planOne reads once per topic: its groups and its
+// partitions' log ends (a partition absent: its leader did not say).
+type topicRead struct {
+	groups []ports.GroupUse
+	ends   map[int32]int64
+}
+
 // planOne plans one partition: an action, or none with why (the fact).
-func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps brokers.PartitionSpace, groups map[string][]ports.GroupUse) (*steps.Action, string, error) {
+func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps brokers.PartitionSpace, topics map[string]topicRead) (*steps.Action, string, error) {
 	name := fmt.Sprintf("%s-%d", ps.Topic, ps.Partition)
 	if strings.HasPrefix(ps.Topic, "__") {
 		return nil, fmt.Sprintf("%s: %s; an internal topic (offsets, transactions): kremedy never deletes its records", name, bytes(ps.Bytes)), nil
@@ -78,20 +85,28 @@ func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps b
 	if !ok || pv.Leader < 0 || pv.Leader == l.id && !l.up {
 		return nil, fmt.Sprintf("%s: %s; no leader to delete records on: left alone", name, bytes(ps.Bytes)), nil
 	}
-	gs, ok := groups[ps.Topic]
+	tr, ok := topics[ps.Topic]
 	if !ok {
 		var err error
-		if gs, err = env.Kafka.Groups(ctx, ps.Topic); err != nil {
+		if tr.groups, err = env.Kafka.Groups(ctx, ps.Topic); err != nil {
 			return nil, "", groupsUnread(ps.Topic, err, "nothing was changed")
 		}
-		groups[ps.Topic] = gs
+		// A partition whose leader does not say its end yet (latest
+		// OFFSET_NOT_AVAILABLE after an election) is bounded by the
+		// commits alone, and Kafka refuses DeleteRecords past its end.
+		tr.ends, _ = env.Kafka.EndOffsets(ctx, ps.Topic)
+		topics[ps.Topic] = tr
 	}
 	start, err := logStart(ctx, env, ps.Topic, ps.Partition)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w; nothing was changed", err)
 	}
-	before, ok, why := Bound(gs, ps.Partition, start, -1)
-	head := fmt.Sprintf("%s: %s in %d segments (oldest from %d), log start %d on leader %d", name, bytes(ps.Bytes), len(ps.Segments), ps.Oldest(), start, pv.Leader)
+	end, known := tr.ends[ps.Partition]
+	if !known {
+		end = -1
+	}
+	before, ok, why := Bound(tr.groups, ps.Partition, start, end)
+	head := fmt.Sprintf("%s: %s in %d segments (oldest from %d), log start %d, log end %s on leader %d", name, bytes(ps.Bytes), len(ps.Segments), ps.Oldest(), start, orUnknown(end), pv.Leader)
 	if !ok {
 		return nil, head + ": " + why + ": nothing deleted", nil
 	}
@@ -183,6 +198,13 @@ func (k *freeRecords) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 	}
 	return []steps.Check{{Name: "no record a consumer group has not committed past was deleted", OK: len(bad) == 0,
 		Detail: fmt.Sprintf("%d partitions this run trimmed read again: %s", n, orNone(bad))}}, nil
+}
+
+func orUnknown(end int64) string {
+	if end < 0 {
+		return "unknown"
+	}
+	return fmt.Sprint(end)
 }
 
 func orNone(s []string) string {

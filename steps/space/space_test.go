@@ -244,3 +244,23 @@ func TestIncompleteGroupsRefuseDeleteRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundStopsAtTheLogEnd: both groups committed past orders-1's end
+// (100 records; a at 150, b at 120, as after an unclean election cut the
+// log): DeleteRecords goes to the end, 100, not to 120, which Kafka
+// refuses (OFFSET_OUT_OF_RANGE) on every run and resume.
+func TestBoundStopsAtTheLogEnd(t *testing.T) {
+	g := fullBroker1(t)
+	must(t, g.Kafka.CommitOffsets(context.Background(), "a", "orders", map[int32]int64{1: 150}))
+	must(t, g.Kafka.CommitOffsets(context.Background(), "b", "orders", map[int32]int64{1: 120}))
+	out, plans := runDiskFull(t, g, map[string]string{"broker": "1", "health_timeout": "2s"})
+	if out.Err != nil || out.Failed != "" {
+		t.Fatalf("run: %+v", out)
+	}
+	if got := slices.Sorted(slices.Values(g.Kafka.DeletedRecords)); !slices.Equal(got, []string{"orders-0<30", "orders-1<100"}) {
+		t.Fatalf("DeleteRecords %v, want orders-0<30 and orders-1<100 (its end)", got)
+	}
+	if f := strings.Join(plans["free-records"].Facts, "\n"); !strings.Contains(f, "the log end 100: every group committed past it") {
+		t.Errorf("the plan does not say the bound is the log end:\n%s", f)
+	}
+}
