@@ -264,3 +264,72 @@ func TestBoundStopsAtTheLogEnd(t *testing.T) {
 		t.Errorf("the plan does not say the bound is the log end:\n%s", f)
 	}
 }
+
+// jbodBroker1 is fullBroker1 with broker 1 running on /data/k2 while
+// /data/k1 is offline (KAFKA_STORAGE_ERROR), its filesystem at used% (its
+// other numbers as fullBroker1's); a start of broker 1 brings it online.
+func jbodBroker1(t *testing.T, used int) *steptest.Cluster {
+	g := fullBroker1(t)
+	g.Kafka.Configs = map[string]string{"min.insync.replicas": "1"}
+	g.Kafka.OfflineDirs = map[int32]map[string]bool{1: {"/data/k1": true}}
+	g.Hosts.Space[1]["/data/k1"][0] = fmt.Sprintf("df /dev/sdb 8192 %d %d %d%% /data/k1", 8192*used/100, 8192-8192*used/100, used)
+	g.Hosts.OnStart = func(id int32) { delete(g.Kafka.OfflineDirs, id) }
+	return g
+}
+
+// stops counts the stop commands of broker 1 sent.
+func stops(g *steptest.Cluster) int {
+	n := 0
+	for _, c := range g.Hosts.Commands {
+		if strings.HasSuffix(c, "systemctl stop kafka-1") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRestartOnlyWhenTheStopIsSafe: broker 1 runs with /data/k1 offline
+// (room on it). Where broker 1 is orders-v2-0's only in-sync replica
+// (in /data/k2, online), stopping it would take orders-v2-0 offline: the
+// start step refuses naming it and stops nothing. The partitions of the
+// offline dir (orders-*, out of service there already) do not count. Once
+// orders-v2-0 is in sync elsewhere, the broker is stopped and started.
+func TestRestartOnlyWhenTheStopIsSafe(t *testing.T) {
+	g := jbodBroker1(t, 50)
+	g.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}`)
+	for p := range int32(3) { // the offline dir's: out of ISR, and one with no copy elsewhere
+		g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":1,"isr":[1]}`)
+	}
+	set := map[string]string{"broker": "1", "health_timeout": "2s", "start_timeout": "5s"}
+	out, _ := runDiskFull(t, g, set)
+	if out.Failed != "start" || !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "orders-v2-0 would go offline") || strings.Contains(out.Err.Error(), "orders-0") {
+		t.Fatalf("want start refused naming orders-v2-0 only: %+v", out)
+	}
+	if stops(g) != 0 {
+		t.Fatal("broker 1 was stopped though orders-v2-0 would go offline")
+	}
+	g.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}`)
+	g.Hosts.OnStart = func(id int32) {
+		delete(g.Kafka.OfflineDirs, id)
+		for p := range int32(3) {
+			g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":2,"isr":[1,2,3]}`)
+		}
+	}
+	if out, _ := runDiskFull(t, g, set); out.Err != nil || stops(g) != 1 || !g.Hosts.Runs(1) {
+		t.Fatalf("a safe restart: %+v, %d stops, running %v", out, stops(g), g.Hosts.Runs(1))
+	}
+}
+
+// TestStartStepIsTyped: the start step may stop a running broker, so
+// both runbooks confirm it by typing, as every step that stops one.
+func TestStartStepIsTyped(t *testing.T) {
+	for _, name := range []string{"disk-full", "kraft-disk-full"} {
+		rb, err := runbooks.Get(name)
+		must(t, err)
+		for _, s := range rb.Steps {
+			if s.ID == "start" && (s.Risk != "destructive" || s.Confirm != "typed") {
+				t.Errorf("%s: step start is %s, confirm %s; want destructive, typed", name, s.Risk, s.Confirm)
+			}
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/roll"
 )
@@ -62,6 +64,9 @@ func (k *start) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 			p.NoOp, p.Summary = true, fmt.Sprintf("broker %d runs with every log dir online: nothing to start", id)
 			return p, nil
 		}
+		if err := safeToStop(ctx, env, id); err != nil {
+			return nil, err
+		}
 		p.Summary = fmt.Sprintf("restart broker %d: its log dirs %s are offline, and a ZooKeeper-mode broker brings a dir back only when it starts", id, strings.Join(offline, ", "))
 		act(phaseStop, steps.OpSSH, h.Stop+" on "+h.On())
 		act(phaseGone, steps.OpWait, fmt.Sprintf("broker %d stops serving (at most %s)", id, k.o.StopTimeout))
@@ -74,8 +79,19 @@ func (k *start) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	return p, nil
 }
 
-// offlineDirs are broker id's log dirs DescribeLogDirs reports offline.
+// offlineDirs are broker id's log dirs DescribeLogDirs reports offline,
+// each with its error.
 func offlineDirs(ctx context.Context, env *steps.Env, id int32) ([]string, error) {
+	states, err := offlineStates(ctx, env, id)
+	var out []string
+	for _, s := range states {
+		out = append(out, s.Dir+" ("+s.Err+")")
+	}
+	return out, err
+}
+
+// offlineStates are broker id's log dirs DescribeLogDirs reports offline.
+func offlineStates(ctx context.Context, env *steps.Env, id int32) ([]ports.LogDirState, error) {
 	rec, ok := env.Kafka.(ports.Records)
 	if !ok {
 		return nil, fmt.Errorf("%w: this Kafka client cannot send DescribeLogDirs; nothing was changed", ports.ErrUnsupported)
@@ -84,13 +100,58 @@ func offlineDirs(ctx context.Context, env *steps.Env, id int32) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, s := range states {
-		if s.Err != "" {
-			out = append(out, s.Dir+" ("+s.Err+")")
+	return slices.DeleteFunc(states, func(s ports.LogDirState) bool { return s.Err == "" }), nil
+}
+
+// safeToStop refuses to stop running broker id when the one stop-safety
+// rule (brokers.StopRisks) says the stop would take a partition offline or
+// below min.insync.replicas, naming them. The partitions in its offline
+// dirs are left out: the broker serves none of them, and the restart is
+// what brings them back.
+func safeToStop(ctx context.Context, env *steps.Env, id int32) error {
+	risks, err := stopRisks(ctx, env, id)
+	if err != nil {
+		return fmt.Errorf("%w: the stop-safety rule could not be read (%w); broker %d was not stopped. Run again once the cluster answers", steps.ErrRefused, err, id)
+	}
+	if len(risks) > 0 {
+		return fmt.Errorf("%w: stopping broker %d now would break: %s; broker %d was not stopped and its offline dirs stay offline. Bring those partitions' other replicas back in sync (`kremedy diagnose` names them), then run again or `kremedy resume`", steps.ErrRefused, id, text.Summarize(risks), id)
+	}
+	return nil
+}
+
+// stopRisks is what stopping broker id now would break by the one rule,
+// without the partitions in its offline dirs (read over SSH).
+func stopRisks(ctx context.Context, env *steps.Env, id int32) ([]string, error) {
+	var g roll.Guard = &roll.ZooKeeperBrokers{}
+	if env.ZK == nil {
+		g = &roll.KafkaBrokers{}
+	}
+	snap, err := g.Snapshot(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	off, err := offlineStates(ctx, env, id)
+	if err != nil {
+		return nil, err
+	}
+	skip := map[string]bool{}
+	if len(off) > 0 {
+		var dirs []string
+		for _, s := range off {
+			dirs = append(dirs, s.Dir)
+		}
+		sp, err := brokers.ReadSpace(ctx, env.Hosts, id, dirs)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range sp {
+			for _, p := range d.Partitions {
+				skip[fmt.Sprintf("%s-%d", p.Topic, p.Partition)] = true
+			}
 		}
 	}
-	return out, nil
+	parts := slices.DeleteFunc(slices.Clone(snap.Partitions), func(p brokers.Partition) bool { return skip[p.Key()] })
+	return brokers.StopRisks(parts, []int32{id}, snap.MinISR), nil
 }
 
 func (k *start) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
@@ -110,6 +171,13 @@ func (k *start) do(ctx context.Context, env *steps.Env, id int32, ph phase) erro
 	h, _ := env.Target.Host(id)
 	switch ph {
 	case phaseStop:
+		if reg, err := live(ctx, env); err == nil && !slices.Contains(reg, id) {
+			env.Logf("broker %d serves no more: not stopped again", id)
+			return nil
+		}
+		if err := safeToStop(ctx, env, id); err != nil { // read again right before the stop
+			return err
+		}
 		return roll.RunOn(ctx, env, id, h.Stop)
 	case phaseGone:
 		return waitLive(ctx, env, id, false, k.o.StopTimeout)
