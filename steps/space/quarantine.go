@@ -9,6 +9,7 @@ import (
 
 	"github.com/kremedy/kremedy/internal/logdir"
 	"github.com/kremedy/kremedy/internal/shell"
+	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -52,6 +53,9 @@ func (k *quarantine) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, err
 	}
 	p := &steps.Plan{Facts: l.dfFacts()}
 	if l.up {
+		if err := k.fullOffline(ctx, env, l); err != nil {
+			return nil, err
+		}
 		p.NoOp, p.Summary = true, fmt.Sprintf("broker %d is running: Kafka deletes the segments below the new log start offsets itself (retention check); nothing is moved aside", l.id)
 		return p, nil
 	}
@@ -69,6 +73,31 @@ func (k *quarantine) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, err
 	p.Notes = append(p.Notes, "nothing is deleted: each directory is moved (mv) to the quarantine, which kremedy never deletes; remove it yourself once the broker is back in every ISR")
 	p.Rollback = fmt.Sprintf("to put a directory back: stop broker %d, move the directory Kafka made again for it aside, move the quarantined one back from %s into its log dir, start broker %d", l.id, k.dest(env, ""), l.id)
 	return p, nil
+}
+
+// fullOffline refuses a running broker with an offline dir whose
+// filesystem lacks the headroom: the start step would restart it onto the
+// still-full filesystem, and its log recovery fails again (ENOSPC). Moves
+// happen only while the broker is down; kremedy does not stop it here.
+func (k *quarantine) fullOffline(ctx context.Context, env *steps.Env, l *look) error {
+	off, err := offlineStates(ctx, env, l.id)
+	if err != nil {
+		return fmt.Errorf("%w; nothing was moved", err)
+	}
+	for _, s := range l.space {
+		if !slices.ContainsFunc(off, func(o ports.LogDirState) bool { return o.Dir == s.Dir }) || s.Avail >= s.Size*int64(k.o.Headroom)/100 {
+			continue
+		}
+		safe := "stopping it now is safe by the stop-safety rule (no partition outside its offline dirs would go offline or below min.insync.replicas)"
+		if risks, err := stopRisks(ctx, env, l.id); err != nil {
+			safe = fmt.Sprintf("whether stopping it is safe could not be read (%v): check with `kremedy diagnose` first", err)
+		} else if len(risks) > 0 {
+			safe = "do not stop it yet: stopping it now would break " + text.Summarize(risks) + "; bring those partitions back in sync first"
+		}
+		return fmt.Errorf("%w: broker %d runs with log dir %s offline and its filesystem %d%% used, %s free (under the %d%% headroom): the start step would restart it onto the still-full filesystem, and its log recovery would fail again (ENOSPC). Nothing was moved and the broker was not stopped; %s. Stop broker %d (`kremedy lab broker stop %d` on the lab, else `%s` on %s), then run again or `kremedy resume`: with the broker down this step moves partition directories off %s (or grow that filesystem and run again)",
+			steps.ErrRefused, l.id, s.Dir, s.UsedPercent(), bytes(s.Avail), k.o.Headroom, safe, l.id, l.id, l.host.Stop, l.host.On(), s.Dir)
+	}
+	return nil
 }
 
 // planDir plans the moves for one log dir.

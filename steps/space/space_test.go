@@ -333,3 +333,26 @@ func TestStartStepIsTyped(t *testing.T) {
 		}
 	}
 }
+
+// TestRunningBrokerWithAFullOfflineDirIsRefused: broker 1 runs with
+// /data/k1 offline and 100% full. Restarting it onto that filesystem
+// fails again, and moves wait for the broker to be down: the quarantine
+// step refuses, says the stop is safe and names the way (stop it, run
+// again); nothing is moved, and broker 1 is neither stopped nor started.
+func TestRunningBrokerWithAFullOfflineDirIsRefused(t *testing.T) {
+	g := jbodBroker1(t, 100)
+	out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "quarantine": "/q", "health_timeout": "2s"})
+	if out.Failed != "quarantine" || !errors.Is(out.Err, steps.ErrRefused) {
+		t.Fatalf("want the quarantine step refused: %+v", out)
+	}
+	for _, want := range []string{"/data/k1 offline", "kremedy lab broker stop 1", "systemctl stop kafka-1", "stopping it now is safe", "then run again"} {
+		if !strings.Contains(out.Err.Error(), want) {
+			t.Errorf("refusal does not say %q: %v", want, out.Err)
+		}
+	}
+	for _, c := range g.Hosts.Commands {
+		if strings.Contains(c, "mv ") || strings.Contains(c, "systemctl") {
+			t.Errorf("a directory was moved or the broker stopped or started: %s", c)
+		}
+	}
+}
