@@ -13,6 +13,7 @@ import (
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
 )
 
 // quarantine is space-quarantine: while the broker is down, move whole
@@ -215,6 +216,12 @@ func (k *quarantine) move(ctx context.Context, env *steps.Env, id int32, a moveA
 	if slices.Contains(reg, id) {
 		return fmt.Errorf("%w: broker %d serves again: kremedy moves a partition directory only while its broker is down; %s was not moved", steps.ErrRefused, id, a.From)
 	}
+	switch addr := roll.BrokerAddr(ctx, env, id); {
+	case addr == "":
+		return fmt.Errorf("%w: the inventory gives no Kafka address for broker %d, so kremedy cannot check that its port is closed (a broker starting); %s was not moved. Add addr: HOST:PORT to broker %d in the inventory, then resume", steps.ErrRefused, id, a.From, id)
+	case env.Kafka.Listening(ctx, addr):
+		return fmt.Errorf("%w: broker %d's Kafka port %s accepts connections: a broker starts or runs on that host though it is not registered; %s was not moved. Stop it (its stop command), then resume", steps.ErrRefused, id, addr, a.From)
+	}
 	script := moveFunc + fmt.Sprintf("kremedy_quarantine %s %s || exit $?\n", shell.Quote(a.From), shell.Quote(a.To))
 	host := fmt.Sprintf("broker %d", id)
 	return env.Hosts.Run(ctx, id, shell.Script(script), func(l ports.Line) { env.Output(host, l) })
@@ -222,15 +229,26 @@ func (k *quarantine) move(ctx context.Context, env *steps.Env, id int32, a moveA
 
 // moveFunc moves one partition directory to the quarantine, on another
 // filesystem (mv copies, then removes the source): refused while a
-// process holds the log dir's .lock (a broker starting or running on it);
-// a move done already is success; a destination beside its source (a
-// copy interrupted) is refused for a person to compare.
+// process holds the log dir's .lock (a broker starting or running on it),
+// and refused when the check cannot see every process's open files (a
+// /proc/PID/fd it may not read: a login that is not root, /proc mounted
+// with hidepid), since the check would then pass blind; a move done
+// already is success; a destination beside its source (a copy
+// interrupted) is refused for a person to compare.
 const moveFunc = `kremedy_quarantine() {
-  src=$1; dst=$2; lock=$(dirname -- "$src")/.lock
-  for h in /proc/[0-9]*/fd/*; do
-    if [ "$(readlink "$h" 2>/dev/null)" = "$lock" ]; then
-      h=${h#/proc/}; echo "refusing: process ${h%%/*} holds $lock: a broker runs on this log dir; $src was not moved" >&2; return 5
+  src=$1; dst=$2; lock=$(dirname -- "$src")/.lock; proc=/proc
+  blind="kremedy cannot tell whether a process holds $lock (a login that is not root, or /proc mounted with hidepid); $src was not moved. Set become: sudo for this host in the inventory (or log in as root), then resume"
+  if [ ! -e "$proc/1" ]; then echo "refusing: $proc/1 is hidden: $blind" >&2; return 6; fi
+  for d in "$proc"/[0-9]*; do
+    set -- "$d"/fd/*
+    if [ ! -e "$1" ] && [ ! -L "$1" ] && ! ls -- "$d/fd/" >/dev/null 2>&1 && [ -e "$d" ]; then
+      echo "refusing: cannot read $d/fd: $blind" >&2; return 6
     fi
+    for h in "$@"; do
+      if [ "$(readlink "$h" 2>/dev/null)" = "$lock" ]; then
+        h=${h#"$proc"/}; echo "refusing: process ${h%%/*} holds $lock: a broker runs on this log dir; $src was not moved" >&2; return 5
+      fi
+    done
   done
   if [ ! -e "$src" ] && [ -d "$dst" ]; then echo "already moved: $src -> $dst"; return 0; fi
   if [ -e "$dst" ]; then echo "refusing: $dst exists beside $src: an earlier move was interrupted; compare them, move the partial copy aside, and resume" >&2; return 3; fi

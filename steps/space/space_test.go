@@ -356,3 +356,25 @@ func TestRunningBrokerWithAFullOfflineDirIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveRefusedWhileThePortIsOpen: broker 1 is not registered, but a
+// process accepts connections on its Kafka port (b1:9092: a broker
+// starting by hand): every move is refused naming the port, and nothing
+// is moved.
+func TestMoveRefusedWhileThePortIsOpen(t *testing.T) {
+	g := fullBroker1(t)
+	ctx := context.Background()
+	must(t, g.Hosts.Run(ctx, 1, "systemctl stop kafka-1", nil))
+	for p := range int32(3) {
+		g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[2,3]}`)
+	}
+	g.Hosts.Running[1] = true // up, not registered yet
+	g.Hosts.Space[1]["/q"] = []string{"df /dev/sdc 100000000 0 100000000 0% /q"}
+	out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "quarantine": "/q", "health_timeout": "2s"})
+	if out.Failed != "quarantine" || !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "Kafka port b1:9092 accepts connections") {
+		t.Fatalf("want the move refused naming the open port: %+v", out)
+	}
+	if slices.Contains(g.Hosts.Names(1, "/q/kremedy-full1"), "orders-0") || !slices.Contains(g.Hosts.Names(1, "/data/k1"), "orders-0") {
+		t.Fatal("a directory was moved while the port was open")
+	}
+}
