@@ -22,3 +22,6 @@ func (k *kafkaFake) Partition(p int32) ports.PartitionView { return k.parts[p] }
 
 // Reorders counts the reorders asked.
 func (k *kafkaFake) Reorders() int { return k.reorders }
+
+// SetGroupsErr sets what Groups returns beside the groups.
+func (k *kafkaFake) SetGroupsErr(err error) { k.groupsErr = err }

@@ -24,7 +24,9 @@ type kafkaFake struct {
 	live   []int32
 	parts  map[int32]ports.PartitionView
 	groups []ports.GroupUse
-	elr    map[int32]ports.ELR // nil: the cluster does not answer (ZooKeeper mode)
+	// groupsErr is what Groups returns beside groups (ErrGroupsIncomplete).
+	groupsErr error
+	elr       map[int32]ports.ELR // nil: the cluster does not answer (ZooKeeper mode)
 	// a run's: each broker's log end, reorders asked, elections to fail
 	ends      map[int32]int64
 	reorders  int
@@ -50,7 +52,9 @@ func (k *kafkaFake) BrokerView(_ context.Context, id int32, _ ...string) (ports.
 	return ports.BrokerView{Broker: id, Topics: map[string]ports.TopicView{"pay": {Name: "pay", Partitions: k.parts}}}, nil
 }
 
-func (k *kafkaFake) Groups(context.Context, string) ([]ports.GroupUse, error) { return k.groups, nil }
+func (k *kafkaFake) Groups(context.Context, string) ([]ports.GroupUse, error) {
+	return k.groups, k.groupsErr
+}
 
 // shHosts runs a host's command with this machine's /bin/sh, its log dirs
 // being local directories; a host in down does not answer.
