@@ -3,6 +3,7 @@ package space
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kremedy/kremedy/steps"
@@ -33,6 +34,17 @@ func (k *freeRecords) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return nil, err
 	}
 	p := &steps.Plan{Facts: l.dfFacts()}
+	if l.up {
+		off, err := offlineDirs(ctx, env, l.id)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(l.space, brokers.Space.Full) && len(off) == 0 {
+			p.NoOp = true
+			p.Summary = fmt.Sprintf("broker %d runs with every log dir online and none full (95%% used or under 1 MiB free): no record is deleted", l.id)
+			return p, nil
+		}
+	}
 	groups := map[string][]ports.GroupUse{}
 	var total int64
 	var gone []string

@@ -100,6 +100,9 @@ type Kafka struct {
 	// (kafka_space.go).
 	OfflineDirs    map[int32]map[string]bool
 	DeletedRecords []string
+	// DirMoves are the AlterReplicaLogDirs requests,
+	// "broker:topic-partition>dir" (kafka_space.go).
+	DirMoves []string
 }
 
 // NewKafka fakes the cluster whose ZooKeeper and hosts are given.
