@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/diagnose"
@@ -21,15 +24,23 @@ import (
 // bytes: the producer compresses).
 const jbodRecord = 256 << 10
 
+// jbodCommitted is the offset group jbod-readers commits on each
+// partition of the JBOD test's topic.
+const jbodCommitted = 40
+
 // TestDiskFullJBODLab: a ZooKeeper-mode lab (Kafka 3.9.2) whose brokers
 // have two log dirs each, every one a 64 MiB tmpfs. Broker 1 keeps every
 // replica of "orders" in its first dir, filled to 95%; its second dir is
-// empty. A headless `run disk-full` relieves the first dir by moving
-// replicas to the second (AlterReplicaLogDirs): no record deleted (every
-// one read back from offset 0), the topic's configs as before; a second
-// run does nothing. Then the first dir is filled until ENOSPC: Kafka
-// takes it offline and broker 1 keeps running on its second dir, and the
-// plan says an offline dir's replicas cannot be moved.
+// empty; group jbod-readers committed offset 40 of each partition. A
+// headless `run disk-full` relieves the first dir by moving replicas to
+// the second (AlterReplicaLogDirs): no record deleted (every one read back
+// from offset 0), the topic's configs as before; a second run does
+// nothing. Then the first dir is filled until ENOSPC: Kafka takes it
+// offline and broker 1 runs on with its second dir; the plan says an
+// offline dir's replicas cannot be moved, and the run deletes records to
+// the group's commit, stops the broker (a restart on the full dir crashes
+// it), moves replicated partition dirs aside and starts it: both dirs
+// online, every record past the commit readable, the configs as before.
 func TestDiskFullJBODLab(t *testing.T) {
 	needLab(t)
 	needRoot(t)
@@ -56,7 +67,7 @@ func TestDiskFullJBODLab(t *testing.T) {
 	}
 	t.Run("run: replicas moved to the other dir, no record deleted, configs as before", func(t *testing.T) {
 		r := run()
-		t.Logf("FIGURE headless disk-full (JBOD moves) took %.1fs", r.took.Seconds())
+		t.Logf("FIGURE headless disk-full (JBOD moves) took %.1fs\n%s", r.took.Seconds(), r.out)
 		if r.code != 0 || !strings.Contains(r.out, "AlterReplicaLogDirs") {
 			t.Fatalf("disk-full: exit %d (want 0, with AlterReplicaLogDirs planned)\n%s", r.code, r.out)
 		}
@@ -79,7 +90,7 @@ func TestDiskFullJBODLab(t *testing.T) {
 			t.Errorf("%s has %d bytes free after the run, want about 20%% of 64 MiB", dirs[0], free)
 		}
 		for p := range int32(len(acked)) {
-			readAll(t, ctx, l, topic, p, acked[p])
+			readFrom(t, ctx, l, topic, p, acked[p], 0)
 		}
 		if after := topicConfigs(t, c, topic); after != configs {
 			t.Errorf("topic configs changed:\nbefore %s\nafter  %s", configs, after)
@@ -90,13 +101,38 @@ func TestDiskFullJBODLab(t *testing.T) {
 			t.Fatalf("second disk-full: exit %d, want 0 with no step done\n%s", r.code, r.out)
 		}
 	})
-	t.Run("a dir filled to ENOSPC goes offline, the broker runs on, the plan cannot move its replicas", func(t *testing.T) {
-		jbodFillOffline(t, l, c, topic, victim, dirs)
+	t.Run("a dir filled to ENOSPC goes offline, the broker runs on; the run stops it, moves replicated dirs aside, starts it", func(t *testing.T) {
+		jbodFillOffline(t, l, c, topic, victim, dirs, acked)
 		r := kremedy(t, "plan", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim))
 		if !strings.Contains(r.out, "AlterReplicaLogDirs cannot move its replicas") {
 			t.Errorf("the plan does not say the offline dir's replicas cannot be moved: exit %d\n%s", r.code, r.out)
 		}
-		t.Logf("plan on the offline dir (exit %d):\n%s", r.code, r.out)
+		q := filepath.Join(l.BrokerDir(int(victim)), "quarantine")
+		if err := os.MkdirAll(q, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r = kremedy(t, "run", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim), "--set", "quarantine="+q,
+			"--run-dir", filepath.Join(t.TempDir(), "run"), "--headless", "--yes", "--confirm", "kremedy-lab")
+		t.Logf("FIGURE headless disk-full (JBOD, a dir offline) took %.1fs", r.took.Seconds())
+		if r.code != 0 || !strings.Contains(r.out, "stop broker 1") {
+			t.Fatalf("disk-full on the offline dir: exit %d (want 0, the broker stopped before the moves)\n%s\nserver.log: %s", r.code, r.out,
+				grepLog(filepath.Join(l.BrokerDir(int(victim)), "logs", "server.log")))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		states, err := c.kc.DescribeLogDirs(ctx, victim)
+		if err != nil || len(states) != 2 || states[0].Err != "" || states[1].Err != "" {
+			t.Fatalf("broker %d's log dirs: %+v, %v", victim, states, err)
+		}
+		for p := range int32(len(acked)) {
+			readFrom(t, ctx, l, topic, p, acked[p], jbodCommitted)
+		}
+		if after := topicConfigs(t, c, topic); after != configs {
+			t.Errorf("topic configs changed:\nbefore %s\nafter  %s", configs, after)
+		}
+		if moved, _ := filepath.Glob(filepath.Join(q, "kremedy-*", topic+"-*", "*.log")); len(moved) == 0 {
+			t.Errorf("no segment in the quarantine %s: the moved directories must be kept", q)
+		}
 	})
 }
 
@@ -132,13 +168,24 @@ func jbodSetup(t *testing.T, l *lab.Lab, c *clients, topic string, victim int32,
 	acked := make([]int, len(assign))
 	produceUntil(t, ctx, l, topic, acked, func() bool { return usedPercent(t, dir) >= 95 })
 	t.Logf("%s: %d%% used, %d bytes free; records per partition %v", dir, usedPercent(t, dir), freeBytes(t, dir), acked)
+	offs := kadm.Offsets{}
+	for p := range int32(len(assign)) {
+		offs.Add(kadm.Offset{Topic: topic, Partition: p, At: jbodCommitted, LeaderEpoch: -1})
+	}
+	rs, err := c.kc.Admin().CommitOffsets(ctx, "jbod-readers", offs)
+	if err == nil {
+		err = rs.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	return acked
 }
 
 // jbodFillOffline writes to the partitions victim keeps in dirs[0] until
 // DescribeLogDirs reports that dir offline, then checks that victim still
 // serves with dirs[1] online.
-func jbodFillOffline(t *testing.T, l *lab.Lab, c *clients, topic string, victim int32, dirs []string) {
+func jbodFillOffline(t *testing.T, l *lab.Lab, c *clients, topic string, victim int32, dirs []string, acked []int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -146,7 +193,6 @@ func jbodFillOffline(t *testing.T, l *lab.Lab, c *clients, topic string, victim 
 	if err != nil {
 		t.Fatal(err)
 	}
-	acked := make([]int, 4)
 	var only []int32
 	for p := range int32(4) {
 		if replicaDir(reps, topic, p) == dirs[0] {
@@ -159,7 +205,7 @@ func jbodFillOffline(t *testing.T, l *lab.Lab, c *clients, topic string, victim 
 	}
 	produceTo(t, ctx, l, topic, only, acked, 600, offline)
 	states, err := c.kc.DescribeLogDirs(ctx, victim)
-	t.Logf("after %v more records to %v: broker %d pid %d, log dirs %+v (%v)", acked, only, victim, l.BrokerPID(int(victim)), states, err)
+	t.Logf("records %v, the last to %v: broker %d pid %d, log dirs %+v (%v)", acked, only, victim, l.BrokerPID(int(victim)), states, err)
 	if !offline() {
 		t.Fatalf("%s never went offline", dirs[0])
 	}
@@ -203,21 +249,26 @@ func produceTo(t *testing.T, ctx context.Context, l *lab.Lab, topic string, ps [
 	}
 }
 
-// readAll proves partition p holds every acknowledged record from offset
-// 0: nothing was deleted.
-func readAll(t *testing.T, ctx context.Context, l *lab.Lab, topic string, p int32, acked int) {
+// readFrom proves partition p holds every acknowledged record from an
+// offset at or below maxFirst on: nothing a reader had not committed past
+// was deleted.
+func readFrom(t *testing.T, ctx context.Context, l *lab.Lab, topic string, p int32, acked, maxFirst int) {
 	t.Helper()
 	vals, err := kafka.ReadPartition(ctx, l.State.Config.Bootstrap(), topic, p, l.KafkaOpts()...)
-	if err != nil {
-		t.Fatalf("read %s-%d: %v", topic, p, err)
+	if err != nil || len(vals) == 0 {
+		t.Fatalf("read %s-%d: %d records, %v", topic, p, len(vals), err)
 	}
-	if len(vals) != acked {
-		t.Errorf("%s-%d: %d records readable, %d were acknowledged", topic, p, len(vals), acked)
+	var first int
+	if _, err := fmt.Sscanf(vals[0], topic+"-%d %06d", new(int), &first); err != nil || first > maxFirst {
+		t.Fatalf("%s-%d: the first record %.20q is past offset %d (%v)", topic, p, vals[0], maxFirst, err)
 	}
 	for i, v := range vals {
-		if want := fmt.Sprintf("%s-%d %06d ", topic, p, i); !strings.HasPrefix(v, want) {
+		if want := fmt.Sprintf("%s-%d %06d ", topic, p, first+i); !strings.HasPrefix(v, want) {
 			t.Fatalf("%s-%d: record %d is %.40q, want %q", topic, p, i, v, want)
 		}
+	}
+	if first+len(vals) < acked {
+		t.Errorf("%s-%d: records %d..%d readable, %d were acknowledged", topic, p, first, first+len(vals)-1, acked)
 	}
 }
 
@@ -269,4 +320,15 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, 
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+func grepLog(path string) string {
+	b, _ := os.ReadFile(path)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "ERROR") || strings.Contains(l, "FATAL") || strings.Contains(l, "offline") || strings.Contains(l, "Shutdown") {
+			out = append(out, l[:min(len(l), 300)])
+		}
+	}
+	return strings.Join(out[max(0, len(out)-40):], "\n")
 }

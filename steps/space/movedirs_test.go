@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kremedy/kremedy/steps/kafkazk"
 )
 
 // TestMoveDirsGoesFirst: broker 1 runs with /data/k1 full; what its other
@@ -76,5 +78,53 @@ func TestMoveDirsSecondRunDoesNothing(t *testing.T) {
 	out, _ := runDiskFull(t, g, set)
 	if out.Err != nil || len(out.NoOp) != 4 || len(g.Kafka.DirMoves) != 1 || len(g.Kafka.DeletedRecords) != 0 {
 		t.Fatalf("second run: %+v, moves %v, deleted %v", out, g.Kafka.DirMoves, g.Kafka.DeletedRecords)
+	}
+}
+
+// TestOfflineFullDirStopsTheBrokerFirst: broker 1 runs with /data/k1
+// full and offline (a JBOD broker whose dir hit ENOSPC) and /data/k2
+// roomy. move-dirs cannot move the offline dir's replicas; free-records
+// deletes to the groups' commits; the quarantine stops the broker (a
+// restart on the full dir crashes it, as the lab shows) before it moves
+// a replicated partition directory aside; the start brings it back.
+func TestOfflineFullDirStopsTheBrokerFirst(t *testing.T) {
+	g := fullBroker1(t)
+	g.Hosts.Space[1]["/data/k2"] = []string{"df /dev/sdc 1048576 10240 1038336 1% /data/k2"}
+	g.Hosts.Space[1]["/q"] = []string{"df /dev/sdd 100000000 0 100000000 0% /q"}
+	g.Kafka.OfflineDirs = map[int32]map[string]bool{1: {"/data/k1": true}}
+	// Kafka moved leadership off the offline dir's replicas.
+	for p := range int32(3) {
+		g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[2,3]}`)
+	}
+	g.Hosts.OnStart = func(int32) { // a start brings the dir back, the replicas in sync
+		g.Kafka.OfflineDirs = nil
+		for p := range int32(3) {
+			g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":2,"isr":[2,3,1]}`)
+		}
+	}
+	out, plans := runDiskFull(t, g, map[string]string{"broker": "1", "quarantine": "/q", "health_timeout": "2s"})
+	if out.Err != nil || out.Failed != "" {
+		t.Fatalf("run: %+v", out)
+	}
+	if len(g.Kafka.DirMoves) != 0 {
+		t.Errorf("AlterReplicaLogDirs sent for an offline dir: %v", g.Kafka.DirMoves)
+	}
+	stop, mv := -1, -1
+	for i, c := range g.Hosts.Commands {
+		if strings.HasSuffix(c, "systemctl stop kafka-1") && stop < 0 {
+			stop = i
+		}
+		if strings.Contains(c, "kremedy_quarantine ") && strings.Contains(c, "/data/k1/orders-0") && mv < 0 {
+			mv = i
+		}
+	}
+	if stop < 0 || mv < 0 || stop > mv {
+		t.Fatalf("want broker 1 stopped before orders-0 is moved aside: stop at %d, move at %d\n%v", stop, mv, g.Hosts.Commands)
+	}
+	if q := plans["quarantine"]; q == nil || !strings.Contains(q.Summary, "stop broker 1") {
+		t.Errorf("the quarantine's plan does not say it stops the broker: %+v", q)
+	}
+	if !g.Hosts.Runs(1) {
+		t.Error("broker 1 was not started again")
 	}
 }
