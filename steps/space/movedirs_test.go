@@ -84,7 +84,8 @@ func TestMoveDirsSecondRunDoesNothing(t *testing.T) {
 // TestOfflineFullDirStopsTheBrokerFirst: broker 1 runs with /data/k1
 // full and offline (a JBOD broker whose dir hit ENOSPC) and /data/k2
 // roomy. move-dirs cannot move the offline dir's replicas; free-records
-// deletes to the groups' commits; the quarantine stops the broker (a
+// deletes to the groups' commits (the leader's log start moved, though
+// the request times out waiting for broker 1's replica); the quarantine stops the broker (a
 // restart on the full dir crashes it, as the lab shows) before it moves
 // a replicated partition directory aside; the start brings it back.
 func TestOfflineFullDirStopsTheBrokerFirst(t *testing.T) {
@@ -92,6 +93,9 @@ func TestOfflineFullDirStopsTheBrokerFirst(t *testing.T) {
 	g.Hosts.Space[1]["/data/k2"] = []string{"df /dev/sdc 1048576 10240 1038336 1% /data/k2"}
 	g.Hosts.Space[1]["/q"] = []string{"df /dev/sdd 100000000 0 100000000 0% /q"}
 	g.Kafka.OfflineDirs = map[int32]map[string]bool{1: {"/data/k1": true}}
+	// The leader moves its log start, then waits in vain for broker 1's
+	// replica (alive, its dir offline): REQUEST_TIMED_OUT.
+	g.Kafka.DeleteRecordsTimeout = true
 	// Kafka moved leadership off the offline dir's replicas.
 	for p := range int32(3) {
 		g.ZK.Put(kafkazk.PartitionStatePath("orders", p), `{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":1,"isr":[2,3]}`)

@@ -32,7 +32,9 @@ func (k *Kafka) DescribeLogDirs(_ context.Context, id int32) ([]ports.LogDirStat
 
 // DeleteRecords moves each partition's log start up to the offset given,
 // refusing one past the log end (OFFSET_OUT_OF_RANGE) as Kafka does; it
-// records every request in DeletedRecords.
+// records every request in DeletedRecords. With DeleteRecordsTimeout it
+// moves the log starts and then answers REQUEST_TIMED_OUT, as a leader
+// does whose follower on a live broker cannot fetch (an offline dir).
 func (k *Kafka) DeleteRecords(_ context.Context, t string, before map[int32]int64) (map[int32]int64, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -46,6 +48,9 @@ func (k *Kafka) DeleteRecords(_ context.Context, t string, before map[int32]int6
 		k.logs[t][p] = span
 		out[p] = span[0]
 		k.DeletedRecords = append(k.DeletedRecords, fmt.Sprintf("%s-%d<%d", t, p, o))
+	}
+	if k.DeleteRecordsTimeout {
+		return nil, fmt.Errorf("delete records of %s: REQUEST_TIMED_OUT", t)
 	}
 	return out, nil
 }
