@@ -102,38 +102,48 @@ func TestDiskFullJBODLab(t *testing.T) {
 		}
 	})
 	t.Run("a dir filled to ENOSPC goes offline, the broker runs on; the run stops it, moves replicated dirs aside, starts it", func(t *testing.T) {
-		jbodFillOffline(t, l, c, topic, victim, dirs, acked)
-		r := kremedy(t, "plan", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim))
-		if !strings.Contains(r.out, "AlterReplicaLogDirs cannot move its replicas") {
-			t.Errorf("the plan does not say the offline dir's replicas cannot be moved: exit %d\n%s", r.code, r.out)
-		}
-		q := filepath.Join(l.BrokerDir(int(victim)), "quarantine")
-		if err := os.MkdirAll(q, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		r = kremedy(t, "run", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim), "--set", "quarantine="+q,
-			"--run-dir", filepath.Join(t.TempDir(), "run"), "--headless", "--yes", "--confirm", "kremedy-lab")
-		t.Logf("FIGURE headless disk-full (JBOD, a dir offline) took %.1fs", r.took.Seconds())
-		if r.code != 0 || !strings.Contains(r.out, "stop broker 1") {
-			t.Fatalf("disk-full on the offline dir: exit %d (want 0, the broker stopped before the moves)\n%s\nserver.log: %s", r.code, r.out,
-				grepLog(filepath.Join(l.BrokerDir(int(victim)), "logs", "server.log")))
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		states, err := c.kc.DescribeLogDirs(ctx, victim)
-		if err != nil || len(states) != 2 || states[0].Err != "" || states[1].Err != "" {
-			t.Fatalf("broker %d's log dirs: %+v, %v", victim, states, err)
-		}
-		for p := range int32(len(acked)) {
-			readFrom(t, ctx, l, topic, p, acked[p], jbodCommitted)
-		}
-		if after := topicConfigs(t, c, topic); after != configs {
-			t.Errorf("topic configs changed:\nbefore %s\nafter  %s", configs, after)
-		}
-		if moved, _ := filepath.Glob(filepath.Join(q, "kremedy-*", topic+"-*", "*.log")); len(moved) == 0 {
-			t.Errorf("no segment in the quarantine %s: the moved directories must be kept", q)
-		}
+		jbodOfflineCase(t, l, c, topic, victim, dirs, acked, configs)
 	})
+}
+
+// jbodOfflineCase fills dirs[0] until Kafka takes it offline, then: the
+// plan says its replicas cannot be moved; a headless run deletes to the
+// group's commit, stops the broker, moves replicated directories to the
+// quarantine and starts it; both dirs online, every record past the
+// commit readable, the configs as before.
+func jbodOfflineCase(t *testing.T, l *lab.Lab, c *clients, topic string, victim int32, dirs []string, acked []int, configs string) {
+	t.Helper()
+	jbodFillOffline(t, l, c, topic, victim, dirs, acked)
+	r := kremedy(t, "plan", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim))
+	if !strings.Contains(r.out, "AlterReplicaLogDirs cannot move its replicas") {
+		t.Errorf("the plan does not say the offline dir's replicas cannot be moved: exit %d\n%s", r.code, r.out)
+	}
+	q := filepath.Join(l.BrokerDir(int(victim)), "quarantine")
+	if err := os.MkdirAll(q, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = kremedy(t, "run", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim), "--set", "quarantine="+q,
+		"--run-dir", filepath.Join(t.TempDir(), "run"), "--headless", "--yes", "--confirm", "kremedy-lab")
+	t.Logf("FIGURE headless disk-full (JBOD, a dir offline) took %.1fs", r.took.Seconds())
+	if r.code != 0 || !strings.Contains(r.out, "stop broker 1") {
+		t.Fatalf("disk-full on the offline dir: exit %d (want 0, the broker stopped before the moves)\n%s\nserver.log: %s", r.code, r.out,
+			grepLog(filepath.Join(l.BrokerDir(int(victim)), "logs", "server.log")))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	states, err := c.kc.DescribeLogDirs(ctx, victim)
+	if err != nil || len(states) != 2 || states[0].Err != "" || states[1].Err != "" {
+		t.Fatalf("broker %d's log dirs: %+v, %v", victim, states, err)
+	}
+	for p := range int32(len(acked)) {
+		readFrom(t, ctx, l, topic, p, acked[p], jbodCommitted)
+	}
+	if after := topicConfigs(t, c, topic); after != configs {
+		t.Errorf("topic configs changed:\nbefore %s\nafter  %s", configs, after)
+	}
+	if moved, _ := filepath.Glob(filepath.Join(q, "kremedy-*", topic+"-*", "*.log")); len(moved) == 0 {
+		t.Errorf("no segment in the quarantine %s: the moved directories must be kept", q)
+	}
 }
 
 // jbodSetup makes topic (4 partitions, 2 MiB segments, each on victim
