@@ -67,7 +67,7 @@ func TestDiskFullJBODLab(t *testing.T) {
 	}
 	t.Run("run: replicas moved to the other dir, no record deleted, configs as before", func(t *testing.T) {
 		r := run()
-		t.Logf("FIGURE headless disk-full (JBOD moves) took %.1fs\n%s", r.took.Seconds(), r.out)
+		t.Logf("FIGURE headless disk-full (JBOD moves) took %.1fs", r.took.Seconds())
 		if r.code != 0 || !strings.Contains(r.out, "AlterReplicaLogDirs") {
 			t.Fatalf("disk-full: exit %d (want 0, with AlterReplicaLogDirs planned)\n%s", r.code, r.out)
 		}
