@@ -6,12 +6,14 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kremedy/kremedy/internal/logdir"
 	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
 )
 
 // quarantine is space-quarantine: while the broker is down, move whole
@@ -27,13 +29,45 @@ type quarantineOpts struct {
 	Dir string `opt:"quarantine" default:""`
 	// Headroom is the share of the filesystem to have free (percent).
 	Headroom int `opt:"headroom" default:"20"`
+	// StopTimeout bounds the stop of a running broker whose full dir is
+	// offline.
+	StopTimeout time.Duration `opt:"stop_timeout" default:"5m"`
 }
 
-// moveArgs are one move's: the partition directory and where it goes.
+// moveArgs are one move's: the partition directory and where it goes;
+// or, with Phase, the broker's stop before the moves.
 type moveArgs struct {
-	From  string `json:"from"`
-	To    string `json:"to"`
-	Bytes int64  `json:"bytes"`
+	Phase phase  `json:"phase,omitempty"`
+	From  string `json:"from,omitempty"`
+	To    string `json:"to,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+}
+
+// stopFirst decides the running broker's case: nothing to move (NoOp set)
+// unless a full dir of it is offline. Kafka then keeps it offline until a
+// restart, and a restart on the full dir crashes the broker (3.9.2 on
+// the lab: InternalError rebuilding an index during log loading): the
+// broker is stopped first. It returns the offline full dirs.
+func (k *quarantine) stopFirst(ctx context.Context, env *steps.Env, l *look, p *steps.Plan) ([]string, error) {
+	if !l.up {
+		return nil, nil
+	}
+	states, err := env.Kafka.(ports.Records).DescribeLogDirs(ctx, l.id)
+	if err != nil {
+		return nil, fmt.Errorf("%w; nothing was stopped or moved", err)
+	}
+	var stop []string
+	for _, s := range l.space {
+		for _, st := range states {
+			if st.Dir == s.Dir && st.Err != "" && s.Full() {
+				stop = append(stop, s.Dir)
+			}
+		}
+	}
+	if len(stop) == 0 {
+		p.NoOp, p.Summary = true, fmt.Sprintf("broker %d is running with no full dir offline: Kafka deletes the segments below the new log start offsets itself (retention check); nothing is moved aside", l.id)
+	}
+	return stop, nil
 }
 
 // candidate is a partition directory that may be moved aside, with what
@@ -51,8 +85,11 @@ func (k *quarantine) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, err
 		return nil, err
 	}
 	p := &steps.Plan{Facts: l.dfFacts()}
-	if l.up {
-		p.NoOp, p.Summary = true, fmt.Sprintf("broker %d is running: Kafka deletes the segments below the new log start offsets itself (retention check); nothing is moved aside", l.id)
+	stop, err := k.stopFirst(ctx, env, l, p)
+	if err != nil {
+		return nil, err
+	}
+	if p.NoOp {
 		return p, nil
 	}
 	for _, s := range l.space {
@@ -66,6 +103,14 @@ func (k *quarantine) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, err
 		return p, nil
 	}
 	p.Summary = fmt.Sprintf("move %d whole partition directories of broker %d (down) to %s, on another filesystem: each has an in-sync replica on a live broker, and broker %d fetches it again from the leader's log start when it starts", len(p.Actions), l.id, k.o.Dir, l.id)
+	if len(stop) > 0 {
+		p.Summary = fmt.Sprintf("stop broker %d (its full dir %s is offline, and Kafka crashes starting on it), then move %d whole partition directories to %s, on another filesystem: each has an in-sync replica on a live broker, and broker %d fetches it again from the leader's log start when it starts", l.id, strings.Join(stop, ", "), len(p.Actions), k.o.Dir, l.id)
+		h := l.host
+		p.Actions = append([]steps.Action{
+			{ID: fmt.Sprintf("broker-%d/stop", l.id), Op: steps.OpSSH, Broker: l.id, Target: fmt.Sprintf("broker %d", l.id), Detail: h.Stop + " on " + h.On(), Args: moveArgs{Phase: phaseStop}},
+			{ID: fmt.Sprintf("broker-%d/gone", l.id), Op: steps.OpWait, Broker: l.id, Target: fmt.Sprintf("broker %d", l.id), Detail: fmt.Sprintf("broker %d stops serving (at most %s)", l.id, k.o.StopTimeout), Args: moveArgs{Phase: phaseGone}},
+		}, p.Actions...)
+	}
 	p.Notes = append(p.Notes, "nothing is deleted: each directory is moved (mv) to the quarantine, which kremedy never deletes; remove it yourself once the broker is back in every ISR")
 	p.Rollback = fmt.Sprintf("to put a directory back: stop broker %d, move the directory Kafka made again for it aside, move the quarantined one back from %s into its log dir, start broker %d", l.id, k.dest(env, ""), l.id)
 	return p, nil
@@ -143,7 +188,7 @@ func (k *quarantine) checkDest(ctx context.Context, env *steps.Env, l *look, s b
 	}
 	var need int64
 	for _, a := range p.Actions {
-		need += a.Args.(moveArgs).Bytes
+		need += a.Args.(moveArgs).Bytes // a stop has none
 	}
 	switch {
 	case q[0].Mount == s.Mount:
@@ -168,7 +213,15 @@ func (k *quarantine) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) e
 		if err != nil {
 			return err
 		}
-		if err := env.Do(a, func() error { return k.move(ctx, env, a.Broker, args) }); err != nil {
+		do := func() error { return k.move(ctx, env, a.Broker, args) }
+		switch args.Phase {
+		case phaseStop:
+			h, _ := env.Target.Host(a.Broker)
+			do = func() error { return roll.RunOn(ctx, env, a.Broker, h.Stop) }
+		case phaseGone:
+			do = func() error { return waitLive(ctx, env, a.Broker, false, k.o.StopTimeout) }
+		}
+		if err := env.Do(a, do); err != nil {
 			return err
 		}
 	}

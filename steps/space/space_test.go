@@ -22,7 +22,8 @@ func (a *typing) Approve(_ context.Context, info steps.Info, p *steps.Plan) (ste
 	return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}, nil
 }
 
-// fullBroker1 is the fake cluster with broker 1's /data/k1 full: orders-0
+// fullBroker1 is the fake cluster with broker 1's /data/k1 full and
+// /data/k2 without room for a replica: orders-0
 // in segments from 0, 20, 35 and 60, orders-1 from 0, 5 and 50, orders-2
 // from 0, 3 and 40; 100 records in each partition; group a at 40, 10, 5 and
 // group b at 30 and 50 with no commit on partition 2.
@@ -44,7 +45,9 @@ func fullBroker1(t *testing.T) *steptest.Cluster {
 			lines = append(lines, fmt.Sprintf("f 2048 orders-%d/%020d.log", p, b), fmt.Sprintf("f 8 orders-%d/%020d.index", p, b))
 		}
 	}
-	g.Hosts.Space = map[int32]map[string][]string{1: {"/data/k1": lines}}
+	// /data/k2 has 2.9 MiB free of 8: no orders replica (3 MiB or more)
+	// fits with 20% left (movedirs_test.go gives it room).
+	g.Hosts.Space = map[int32]map[string][]string{1: {"/data/k1": lines, "/data/k2": {"df /dev/sdc 8192 5192 3000 64% /data/k2"}}}
 	return g
 }
 
@@ -55,6 +58,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// runDiskFull runs disk-full on g: its outcome, and every step's plan.
 func runDiskFull(t *testing.T, g *steptest.Cluster, set map[string]string) (steps.Outcome, map[string]*steps.Plan) {
 	t.Helper()
 	rb, err := runbooks.Get("disk-full")
@@ -67,7 +71,17 @@ func runDiskFull(t *testing.T, g *steptest.Cluster, set map[string]string) (step
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a := &typing{plans: map[string]*steps.Plan{}}
-	return s.Run(ctx, g.Ports, a, nil), a.plans
+	planned := map[string]*steps.Plan{} // every plan, no-ops too
+	rep := steps.ReporterFunc(func(e steps.Event) {
+		if e.Kind == steps.EvPlan {
+			planned[e.Step] = e.Plan
+		}
+	})
+	out := s.Run(ctx, g.Ports, a, rep)
+	for id, p := range a.plans {
+		planned[id] = p
+	}
+	return out, planned
 }
 
 // TestDeleteRecordsStopsAtTheLowestCommit: on a running broker with a full
@@ -97,8 +111,8 @@ func TestDeleteRecordsStopsAtTheLowestCommit(t *testing.T) {
 	if p == nil || len(p.Notes) == 0 || !strings.HasPrefix(p.Notes[0], "CANNOT BE UNDONE") || !strings.Contains(p.Notes[0], "orders-0: offsets 0 to 29 (30 records)") {
 		t.Fatalf("free-records plan does not say first what cannot be undone: %+v", p)
 	}
-	if !slices.Contains(out.NoOp, "quarantine") || !slices.Contains(out.NoOp, "start") {
-		t.Fatalf("a running broker with its dirs online: quarantine and start must have nothing to do: %+v", out)
+	if !slices.Contains(out.NoOp, "move-dirs") || !slices.Contains(out.NoOp, "quarantine") || !slices.Contains(out.NoOp, "start") {
+		t.Fatalf("a running broker with its dirs online and no dir with room: move-dirs, quarantine and start must have nothing to do: %+v", out)
 	}
 	for _, c := range g.Hosts.Commands {
 		if strings.Contains(c, "rm ") || strings.Contains(c, "systemctl") {
@@ -107,7 +121,7 @@ func TestDeleteRecordsStopsAtTheLowestCommit(t *testing.T) {
 	}
 	// A second run: every partition at its groups' lowest commit already.
 	g.Kafka.DeletedRecords = nil
-	if out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "health_timeout": "2s"}); out.Err != nil || len(out.NoOp) != 3 || len(g.Kafka.DeletedRecords) != 0 {
+	if out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "health_timeout": "2s"}); out.Err != nil || len(out.NoOp) != 4 || len(g.Kafka.DeletedRecords) != 0 {
 		t.Fatalf("second run: %+v, deleted %v", out, g.Kafka.DeletedRecords)
 	}
 }
@@ -192,7 +206,7 @@ func TestDownBrokerMovesOnlyReplicatedDirs(t *testing.T) {
 			starts--
 		}
 	}
-	if out2.Err != nil || len(out2.NoOp) != 3 || starts != 0 {
+	if out2.Err != nil || len(out2.NoOp) != 4 || starts != 0 {
 		t.Fatalf("second run: %+v (started again: %v)", out2, starts != 0)
 	}
 }
