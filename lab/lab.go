@@ -192,8 +192,10 @@ func (c Config) validateKRaft() error {
 		return fmt.Errorf("--kraft with --chroot %s: a KRaft lab has no ZooKeeper to chroot; leave --chroot out", c.Chroot)
 	case c.IBP != "":
 		return fmt.Errorf("--kraft with --ibp %s: a KRaft cluster has metadata.version, not inter.broker.protocol.version; leave --ibp out", c.IBP)
-	case c.Secure:
-		return fmt.Errorf("--kraft with --secure: not yet: a secured KRaft cluster is made by migrating a secured lab (lab up --secure --kraft-controllers 3, then kremedy run zk-to-kraft with --set controller_settings=DIR/broker-controller.properties)")
+	case c.Kerberos:
+		return fmt.Errorf("--kraft with --kerberos: not yet: the secured KRaft lab authenticates with SCRAM-SHA-512 only; leave --kerberos out (`lab up --kraft --secure`), or rehearse Kerberos on a ZooKeeper-mode lab (`lab up --secure --kerberos`)")
+	case c.Secure && c.Combined:
+		return fmt.Errorf("--kraft --secure with --combined: not yet: the secured KRaft lab runs separate controllers; leave --combined out (`lab up --kraft --secure`), or --secure out for combined nodes")
 	case c.Combined && c.KRaftControllers != 0:
 		return fmt.Errorf("--combined with --kraft-controllers %d: the combined brokers are the quorum; leave --kraft-controllers out", c.KRaftControllers)
 	case c.Combined && c.Brokers%2 == 0:
