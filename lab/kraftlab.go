@@ -197,7 +197,9 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 				errs[i] = fmt.Errorf("kafka-storage format of %s: %w", nd.label, err)
 				return
 			}
-			if err := l.giveToService(nd.dirs...); err != nil {
+			// The tool logged into the node's logs dir as root: the
+			// node's own log4j must still write there.
+			if err := l.giveToService(append(nd.dirs, filepath.Join(nd.dir, "logs"))...); err != nil {
 				errs[i] = fmt.Errorf("after kafka-storage format of %s: %w", nd.label, err)
 				return
 			}
