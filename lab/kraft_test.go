@@ -31,7 +31,8 @@ func TestKRaftConfigValidate(t *testing.T) {
 		{"ibp", func(c *Config) { c.IBP = "3.9" }, "metadata.version, not inter.broker.protocol.version"},
 		{"secure", func(c *Config) { c.Secure = true }, ""},
 		{"secure combined", func(c *Config) { c.Secure, c.Combined, c.KRaftControllers = true, true, 0 }, "--kraft --secure with --combined: not yet"},
-		{"kerberos", func(c *Config) { c.Secure, c.Kerberos = true, true }, "--kraft with --kerberos: not yet"},
+		{"kerberos", func(c *Config) { c.Secure, c.Kerberos = true, true }, ""},
+		{"kerberos without secure", func(c *Config) { c.Kerberos = true }, "--kerberos without --secure"},
 		{"too old for KRaft", func(c *Config) { c.KafkaVersion = "3.4.1" }, "the KRaft lab runs 3.7 and later"},
 		{"zero brokers", func(c *Config) { c.Brokers = 0 }, "--brokers 0"},
 	}

@@ -214,6 +214,12 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 // waits until it is healthy. The sshd hosts run already.
 func (l *Lab) upKRaft(ctx context.Context, start time.Time, out io.Writer) error {
 	c := l.State.Config
+	if c.Kerberos {
+		// The brokers log in to the KDC as they start.
+		if err := l.startKDC(ctx, out); err != nil {
+			return err
+		}
+	}
 	if err := l.formatKRaft(ctx, out); err != nil {
 		return fmt.Errorf("%w. Nothing was started; the lab's files are in %s", err, l.Dir)
 	}

@@ -29,7 +29,8 @@ import (
 // denied, the app user allowed); `inventory check` passes; `diagnose` is
 // clean; `kraft-rolling-restart` rolls every node under a SCRAM acks=all
 // idempotent producer with no failed send; `lab break stray-logs` then
-// `run stray-cleanup` leaves no stray and diagnose clean.
+// `run stray-cleanup` leaves no stray and diagnose clean. Then the same
+// net runs the Kerberized variant (secureKRaftKerberos).
 func TestSecureKRaftLab(t *testing.T) {
 	needSecureLab(t)
 	if _, _, err := lab.ResolveKafkaHome("", "4.1.2"); err != nil {
@@ -63,6 +64,54 @@ func TestSecureKRaftLab(t *testing.T) {
 	})
 	t.Run("kraft-rolling-restart", func(t *testing.T) { secureKRaftRoll(t, l, c.kc) })
 	t.Run("stray-cleanup", func(t *testing.T) { secureKRaftStrays(t, l, dir) })
+	// The Kerberized variant on the same net: this lab goes first.
+	if err := lab.Down(context.Background(), dir, false, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("kerberos", secureKRaftKerberos)
+}
+
+// secureKRaftKerberos: `lab up --kraft --secure --kerberos` (one controller,
+// to keep it short): the brokers speak GSSAPI between themselves, kremedy
+// logs in with the operator's keytab; `inventory check` and `diagnose` pass
+// through it, a topic of replication factor 3 is served with its whole ISR
+// (the brokers replicate over Kerberos), the app user's SCRAM still writes.
+func secureKRaftKerberos(t *testing.T) {
+	dir := filepath.Join(openTempDir(t), "lab")
+	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, io.Discard) })
+	t.Cleanup(func() { keepLogs(t, dir) })
+	r := kremedy(t, "lab", "up", "--kraft", "--secure", "--kerberos", "--kraft-controllers", "1", "--kafka-version", "4.1.2", "--net", "71", "--dir", dir)
+	if r.code != 0 || !strings.Contains(r.out, "kdc ") {
+		t.Fatalf("lab up --kraft --secure --kerberos: exit %d\n%s", r.code, r.out)
+	}
+	t.Logf("FIGURE lab up --kraft --secure --kerberos (new lab, 1 controller) took %.1fs", r.took.Seconds())
+	l, err := lab.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props, _ := os.ReadFile(l.ClientProperties())
+	server, _ := os.ReadFile(filepath.Join(l.BrokerDir(1), "server.properties"))
+	if !strings.Contains(string(props), "sasl.mechanism=GSSAPI") || !strings.Contains(string(server), "sasl.mechanism.inter.broker.protocol=GSSAPI") ||
+		!strings.Contains(string(server), "StandardAuthorizer") || l.Inventory().Kafka.Krb5Conf != l.Krb5Conf() {
+		t.Fatalf("not a Kerberized KRaft lab:\n%s\n%s", props, server)
+	}
+	if r := kremedy(t, "inventory", "check", "--inventory", l.InventoryPath()); r.code != 0 || !strings.Contains(r.out, "accepted by the brokers") {
+		t.Fatalf("inventory check with the operator's keytab: exit %d\n%s", r.code, r.out)
+	}
+	kc := connectLab(t, l).kc
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic = lab.AppPrefix + "-krb"
+	if _, err := kc.CreateTopic(ctx, topic, nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	kraftWaitServed(t, kc, topic, 3)
+	if err := produceOnce(ctx, l, topic, userOpts(t, l, lab.AppUser)); err != nil {
+		t.Errorf("the app user's SCRAM beside Kerberos: %v", err)
+	}
+	if d := kraftDiagnose(t, l, 0); len(d.Findings) != 0 {
+		t.Fatalf("diagnose of the Kerberized KRaft lab: %+v", d.Findings)
+	}
 }
 
 // secureKRaftIsSecured: every node is the service user's process, the
