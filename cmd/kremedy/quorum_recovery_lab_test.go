@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/quorum"
 )
 
 func TestQuorumRecoveryLab(t *testing.T) {
@@ -55,6 +57,52 @@ func TestQuorumRecoveryLab(t *testing.T) {
 			t.Errorf("lab up after a wipe: exit %d, want a refusal saying %q\n%s", r.code, want, r.out)
 		}
 	}
-	// stage 2: quorumCopies(t, l)
+	quorumCopies(t, l, wiped)
 	t.Logf("FIGURE quorum-loss on %s to the copies read: %.1fs", v, time.Since(start).Seconds())
+}
+
+// quorumCopies reads every node's copy of __cluster_metadata-0 over SSH
+// (quorum.ReadCopies) after quorum-loss: the wiped controller's is gone,
+// every other is read; the seed is of the last epoch and at least as far
+// as every copy, and the follower stopped first (its log ends before the
+// second loop of topics) is behind it.
+func quorumCopies(t *testing.T, l *lab.Lab, wiped int32) []quorum.Copy {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := connect.Load(ctx, l.InventoryPath(), connect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	copies := quorum.ReadCopies(ctx, cl.Ports.Target, cl.Ports.Hosts)
+	var lines []string
+	maxEpoch := int32(-1)
+	for _, c := range copies {
+		lines = append(lines, c.String())
+		switch {
+		case c.Node == wiped:
+			if c.Known() || !strings.Contains(c.Err, "no directory") {
+				t.Errorf("the wiped controller's copy: %s", c)
+			}
+		case !c.Known():
+			t.Errorf("copy not read: %s", c)
+		default:
+			maxEpoch = max(maxEpoch, c.Epoch)
+		}
+	}
+	if len(copies) != 6 {
+		t.Fatalf("%d copies read, want 3 controllers and 3 brokers:\n%s", len(copies), strings.Join(lines, "\n"))
+	}
+	seed, ok := quorum.Seed(copies)
+	if !ok || seed.Epoch != maxEpoch || len(quorum.Beyond(copies, seed)) != 0 {
+		t.Fatalf("seed %s (max epoch %d), beyond it %v:\n%s", seed, maxEpoch, quorum.Beyond(copies, seed), strings.Join(lines, "\n"))
+	}
+	for _, c := range copies {
+		if c.Controller && c.Node != wiped && c.Node != seed.Node && c.End >= seed.End && c.Epoch == seed.Epoch && l.ControllerPID(int(c.Node-3000)) == 0 {
+			t.Errorf("the follower stopped before the second loop (%s) is not behind the seed (%s)", c, seed)
+		}
+	}
+	t.Logf("FIGURE the copies of __cluster_metadata-0 after quorum-loss (seed: %s):\n%s", seed.Role(), strings.Join(lines, "\n"))
+	return copies
 }
