@@ -57,7 +57,7 @@ func TestQuorumRecoveryLab(t *testing.T) {
 			t.Errorf("lab up after a wipe: exit %d, want a refusal saying %q\n%s", r.code, want, r.out)
 		}
 	}
-	quorumCopies(t, l, wiped)
+	quorumLedger(t, quorumCopies(t, l, wiped))
 	t.Logf("FIGURE quorum-loss on %s to the copies read: %.1fs", v, time.Since(start).Seconds())
 }
 
@@ -105,4 +105,39 @@ func quorumCopies(t *testing.T, l *lab.Lab, wiped int32) []quorum.Copy {
 	}
 	t.Logf("FIGURE the copies of __cluster_metadata-0 after quorum-loss (seed: %s):\n%s", seed.Role(), strings.Join(lines, "\n"))
 	return copies
+}
+
+// quorumLedger decodes real Kafka's metadata log (the lab's copies, read
+// in place): the seed's copy holds the TopicRecords of qr-00…qr-09 in
+// order; what the seed holds beyond the follower stopped first — the
+// ledger a recovery from that follower would show — is exactly the
+// topics created after it stopped, qr-05…qr-09.
+func quorumLedger(t *testing.T, copies []quorum.Copy) {
+	t.Helper()
+	seed, _ := quorum.Seed(copies)
+	var behind quorum.Copy
+	for _, c := range copies {
+		if c.Controller && c.Known() && c.End < seed.End {
+			behind = c
+		}
+	}
+	all := quorum.ReadLedger(seed, seed.Dir, 0)
+	var qr []string
+	for _, n := range all.TopicsCreated() {
+		if strings.HasPrefix(n, "qr-") {
+			qr = append(qr, n)
+		}
+	}
+	want := []string{"qr-00", "qr-01", "qr-02", "qr-03", "qr-04", "qr-05", "qr-06", "qr-07", "qr-08", "qr-09"}
+	if all.Err != "" || strings.Join(qr, ",") != strings.Join(want, ",") {
+		t.Fatalf("the seed's copy decoded: topics %v (error %q), want %v", qr, all.Err, want)
+	}
+	if behind.Node == 0 {
+		t.Fatalf("no controller copy behind the seed: %v", copies)
+	}
+	l := quorum.ReadLedger(seed, seed.Dir, behind.End)
+	if got := l.TopicsCreated(); l.Err != "" || strings.Join(got, ",") != strings.Join(want[5:], ",") {
+		t.Fatalf("the seed's records beyond %s's end: topics %v (error %q), want %v\n%s", behind.Role(), got, l.Err, want[5:], strings.Join(l.Lines(), "\n"))
+	}
+	t.Logf("FIGURE what %s holds beyond %s's end (offset %d):\n%s", seed.Role(), behind.Role(), behind.End, strings.Join(l.Lines(), "\n"))
 }
