@@ -9,8 +9,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +25,8 @@ import (
 	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/quorum"
 )
 
@@ -57,8 +66,10 @@ func TestQuorumRecoveryLab(t *testing.T) {
 			t.Errorf("lab up after a wipe: exit %d, want a refusal saying %q\n%s", r.code, want, r.out)
 		}
 	}
-	quorumLedger(t, quorumCopies(t, l, wiped))
-	t.Logf("FIGURE quorum-loss on %s to the copies read: %.1fs", v, time.Since(start).Seconds())
+	copies := quorumCopies(t, l, wiped)
+	quorumLedger(t, copies)
+	t.Run("the procedure by hand on 3.9.2", func(t *testing.T) { quorumByHand(t, l, dir, copies) })
+	t.Logf("FIGURE quorum-loss on %s to a serving quorum of 3 (diagnose, copies, ledger, the procedure by hand): %.1fs", v, time.Since(start).Seconds())
 }
 
 // quorumCopies reads every node's copy of __cluster_metadata-0 over SSH
@@ -140,4 +151,235 @@ func quorumLedger(t *testing.T, copies []quorum.Copy) {
 		t.Fatalf("the seed's records beyond %s's end: topics %v (error %q), want %v\n%s", behind.Role(), got, l.Err, want[5:], strings.Join(l.Lines(), "\n"))
 	}
 	t.Logf("FIGURE what %s holds beyond %s's end (offset %d):\n%s", seed.Role(), behind.Role(), behind.End, strings.Join(l.Lines(), "\n"))
+}
+
+// quorumByHand walks the static-quorum procedure on real Kafka with the
+// lab's own scripts and files, ahead of the runbook that will make it
+// (docs/quorum-recovery.md): it proves the procedure's premises on 3.9.2
+// — a seed whose controller.quorum.voters names it alone leads with its
+// whole log; empty controllers started with the full voter set fetch it,
+// one at a time, each start judged by quorum.Rejoin; the seed restarted
+// with the full set; every topic back, new ones made, acks=all served.
+func quorumByHand(t *testing.T, l *lab.Lab, dir string, copies []quorum.Copy) {
+	seed, _ := quorum.Seed(copies)
+	if !seed.Controller {
+		t.Fatalf("the seed is %s: the procedure by hand starts from a controller's copy", seed.Role())
+	}
+	start := time.Now()
+	c := l.State.Config
+	voters := []int32{lab.ControllerID(1), lab.ControllerID(2), lab.ControllerID(3)}
+	k := func(id int32) int { return int(id - lab.ControllerID(0)) }
+	props := filepath.Join(l.ControllerDir(k(seed.Node)), "controller.properties")
+	full := setVoters(t, props, fmt.Sprintf("%d@%s:%d", seed.Node, c.ControllerHost(k(seed.Node)), lab.ControllerPort))
+	ctl(t, dir, "stop", seed.Node)
+	// The seed's quorum-state rewritten: no leader, no vote, at the
+	// highest epoch any node's quorum-state holds (quorum.SeedState says
+	// why neither a lower epoch nor the seed's own vote will do).
+	epoch := maxStateEpoch(t, l)
+	if err := os.WriteFile(filepath.Join(seed.Dir, "quorum-state"), quorum.SeedState(seed.Node, epoch), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the seed's quorum-state set to epoch %d, the highest any node saw", epoch)
+	ctl(t, dir, "start", seed.Node)
+	q := kraftQuorum(t, l)
+	if q.Leader != seed.Node || len(q.Voters) != 1 {
+		t.Fatalf("the seed alone: leader %d, voters %+v", q.Leader, q.Voters)
+	}
+	r := quorum.Rejoin{Voters: voters, Seed: seed.Node, SeedLeads: true, Running: []int32{seed.Node}, Holding: []int32{seed.Node}}
+	for _, id := range voters {
+		if id == seed.Node {
+			continue
+		}
+		emptyController(t, l, id, seed.Node)
+		if why := r.StartRisk(id); why != "" {
+			t.Fatalf("starting controller %d empty: %s", id, why)
+		}
+		if b, err := exec.Command(filepath.Join(l.ControllerDir(k(id)), "kafka-start")).CombinedOutput(); err != nil {
+			t.Fatalf("start controller %d: %v\n%s", id, err, b)
+		}
+		r.Running = append(r.Running, id)
+		waitObserverCaughtUp(t, l, id)
+		r.Holding = append(r.Holding, id)
+	}
+	// The last voter started stops while the seed restarts with the full
+	// voter set (quorum.Rejoin.StopSeedRisk), then starts again.
+	last := r.Running[len(r.Running)-1]
+	if why := r.StopSeedRisk(); why == "" {
+		t.Fatalf("restarting the seed with %v running was judged safe", r.Running)
+	}
+	if b, err := exec.Command(filepath.Join(l.ControllerDir(k(last)), "kafka-stop")).CombinedOutput(); err != nil {
+		t.Fatalf("stop controller %d: %v\n%s", last, err, b)
+	}
+	r.Running = r.Running[:len(r.Running)-1]
+	if why := r.StopSeedRisk(); why != "" {
+		t.Fatalf("restarting the seed: %s", why)
+	}
+	if err := os.WriteFile(props, full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctl(t, dir, "stop", seed.Node)
+	ctl(t, dir, "start", seed.Node)
+	ctl(t, dir, "start", last)
+	q = kraftQuorum(t, l)
+	if q.Leader < 0 || len(q.Voters) != 3 {
+		t.Fatalf("after the recovery: leader %d, voters %+v", q.Leader, q.Voters)
+	}
+	quorumServes(t, l)
+	if r := kremedy(t, "lab", "up", "--dir", dir); r.code != 0 || strings.Contains(r.out, "started (pid") {
+		t.Errorf("lab up after the recovery (the wiped controller formatted again, running): exit %d\n%s", r.code, r.out)
+	}
+	t.Logf("FIGURE the procedure by hand on 3.9.2: from the copies read to a serving quorum of 3 in %.1fs", time.Since(start).Seconds())
+}
+
+func ctl(t *testing.T, dir, action string, id int32) {
+	t.Helper()
+	if r := kremedy(t, "lab", "controller", action, strconv.Itoa(int(id)), "--dir", dir); r.code != 0 {
+		t.Fatalf("lab controller %s %d: exit %d\n%s", action, id, r.code, r.out)
+	}
+}
+
+// setVoters sets controller.quorum.voters in props and returns the file
+// as it was.
+func setVoters(t *testing.T, props, voters string) []byte {
+	t.Helper()
+	old, err := os.ReadFile(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^controller\.quorum\.voters=.*$`)
+	if !re.Match(old) {
+		t.Fatalf("%s has no controller.quorum.voters", props)
+	}
+	if err := os.WriteFile(props, re.ReplaceAll(old, []byte("controller.quorum.voters="+voters)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return old
+}
+
+// emptyController leaves controller id with an empty metadata log: its
+// old __cluster_metadata-0 moved aside, or, wiped, a metadata dir with
+// meta.properties as kafka-storage format writes it (the seed's cluster
+// id, id's node id, a new directory id).
+func emptyController(t *testing.T, l *lab.Lab, id, seed int32) {
+	t.Helper()
+	md := filepath.Join(l.ControllerDir(int(id-lab.ControllerID(0))), "metadata")
+	if _, err := os.Stat(filepath.Join(md, "meta.properties")); err == nil {
+		if err := os.Rename(filepath.Join(md, quorum.MetadataLog), filepath.Join(md, quorum.MetadataLog+".kremedy-aside")); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(l.ControllerDir(int(seed-lab.ControllerID(0))), "metadata", "meta.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirID := make([]byte, 16)
+	rand.Read(dirID)
+	mp := regexp.MustCompile(`(?m)^node\.id=.*$`).ReplaceAllString(string(b), fmt.Sprintf("node.id=%d", id))
+	mp = regexp.MustCompile(`(?m)^directory\.id=.*$`).ReplaceAllString(mp, "directory.id="+base64.RawURLEncoding.EncodeToString(dirID))
+	if err := os.MkdirAll(md, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(md, "meta.properties"), []byte(mp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitObserverCaughtUp waits until the seed's leader sees controller id
+// (an observer of its one-voter quorum) fetched up to its high watermark.
+func waitObserverCaughtUp(t *testing.T, l *lab.Lab, id int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var q ports.Quorum
+	var err error
+	for ctx.Err() == nil {
+		if q, err = l.Quorum(ctx); err == nil && q.Leader >= 0 {
+			for _, o := range append(q.Observers, q.Voters...) {
+				if o.ID == id && o.LogEndOffset >= q.HighWatermark && q.HighWatermark > 0 {
+					return
+				}
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("controller %d never caught up with the seed: %+v %v", id, q, err)
+}
+
+// quorumServes: every topic of the scenario present, a topic created
+// afterwards, an acks=all producer served on an older topic.
+func quorumServes(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kc := connectLab(t, l).kc
+	names, err := kc.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		if n := fmt.Sprintf("qr-%02d", i); !slices.Contains(names, n) {
+			t.Errorf("topic %s is gone after the recovery: %v", n, names)
+		}
+	}
+	// The brokers find the new leader by themselves: unfenced, then a
+	// topic created through them (each attempt bounded; retried as an
+	// operator would while they reconnect).
+	begin := time.Now()
+	var st lab.BrokerStates
+	for ctx.Err() == nil {
+		if st, err = l.BrokerStates(ctx); err == nil && len(st.Unfenced) == l.State.Config.Brokers {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(st.Unfenced) != l.State.Config.Brokers {
+		t.Fatalf("brokers unfenced after the recovery: %+v %v", st, err)
+	}
+	for {
+		actx, acancel := context.WithTimeout(ctx, 15*time.Second)
+		_, err = kc.CreateTopic(actx, "qr-after", nil, 1, 3, nil)
+		acancel()
+		if err == nil || strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("a topic created after the recovery: %v", err)
+		}
+		t.Logf("create qr-after after the recovery: %v (again)", err)
+		time.Sleep(time.Second)
+	}
+	t.Logf("FIGURE after the recovery: brokers unfenced and qr-after created %.1fs after the quorum had its 3 voters", time.Since(begin).Seconds())
+	kraftWaitServed(t, kc, "qr-after", 1)
+	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	if err := pr.Produce(ctx, "qr-00", 0, "after the recovery"); err != nil {
+		t.Fatalf("acks=all to qr-00 after the recovery: %v", err)
+	}
+}
+
+// maxStateEpoch is the highest epoch of every node's quorum-state.
+func maxStateEpoch(t *testing.T, l *lab.Lab) int32 {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(l.Dir, "controller", "*", "metadata", quorum.MetadataLog, "quorum-state"))
+	more, _ := filepath.Glob(filepath.Join(l.Dir, "broker", "*", "*", quorum.MetadataLog, "quorum-state"))
+	var top int32
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := quorum.StateEpoch(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		top = max(top, e)
+	}
+	if len(files)+len(more) < 4 {
+		t.Fatalf("quorum-state files: %v %v", files, more)
+	}
+	return top
 }

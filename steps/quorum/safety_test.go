@@ -38,10 +38,11 @@ func TestStopSeedRisk(t *testing.T) {
 		r    Rejoin
 		want string
 	}{
-		{"both others hold the log", Rejoin{Voters: v, Seed: 3003, SeedLeads: true, Running: []int32{3001, 3002, 3003}, Holding: v}, ""},
-		{"one other holds it, the third not started", Rejoin{Voters: v, Seed: 3003, SeedLeads: true, Running: []int32{3001, 3003}, Holding: []int32{3001, 3003}}, ""},
-		{"the others still empty", Rejoin{Voters: v, Seed: 3003, SeedLeads: true, Running: []int32{3001, 3002, 3003}, Holding: []int32{3003}}, "lack the seed's log and would be a majority"},
-		{"no other back yet", Rejoin{Voters: v, Seed: 3003, SeedLeads: true, Running: []int32{3003}, Holding: []int32{3003}}, "only 0 running voters besides the seed"},
+		{"both others running, even caught up", Rejoin{Voters: v, Seed: 3003, SeedLeads: true, Running: []int32{3001, 3002, 3003}, Holding: v}, "controllers [3001 3002] run besides the seed, a majority of the 3 voters (2)"},
+		{"one other running", Rejoin{Voters: v, Seed: 3003, SeedLeads: true, Running: []int32{3001, 3003}, Holding: []int32{3001, 3003}}, ""},
+		{"no other running", Rejoin{Voters: v, Seed: 3003, SeedLeads: true, Running: []int32{3003}, Holding: []int32{3003}}, ""},
+		{"five voters, two others running", Rejoin{Voters: []int32{1, 2, 3, 4, 5}, Seed: 1, Running: []int32{1, 2, 3}}, ""},
+		{"five voters, three others running", Rejoin{Voters: []int32{1, 2, 3, 4, 5}, Seed: 1, Running: []int32{1, 2, 3, 4}}, "Stop all but 2 of them first"},
 	} {
 		got := tc.r.StopSeedRisk()
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
