@@ -165,8 +165,9 @@ func ahead(a, b Copy) bool {
 	return a.Controller && !b.Controller
 }
 
-// Beyond are the copies that hold records past the seed's end, or of a
-// later epoch's branch: what the recovery discards (the ledger reads them).
+// Beyond are the copies that hold records past the seed's end (a longer
+// log of a lower epoch: the seed is of the highest): what the recovery
+// discards, and the copies it must move aside (the ledger reads them).
 func Beyond(copies []Copy, seed Copy) []Copy {
 	var out []Copy
 	for _, c := range copies {
