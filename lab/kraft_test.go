@@ -228,7 +228,7 @@ func TestScenarioModes(t *testing.T) {
 			t.Errorf("%s on the other kind of lab: %v, %v", n, rep, err)
 		}
 	}
-	want := []string{"stray-logs", "missing-partition-metadata", "controller-down", "broker-down", "kraft-stuck-reassignment", "kraft-offline-partition", "kraft-disk-full"}
+	want := []string{"stray-logs", "missing-partition-metadata", "controller-down", "broker-down", "kraft-stuck-reassignment", "kraft-offline-partition", "kraft-disk-full", "quorum-loss"}
 	if got := ScenariosFor(KRaftMode); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("KRaft scenarios %v, want %v", got, want)
 	}

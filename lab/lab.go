@@ -309,7 +309,11 @@ type State struct {
 	// DirectoryIDs are a dynamic quorum's controllers' metadata directory
 	// ids (by controller number), as --initial-controllers named them.
 	DirectoryIDs map[int]string `json:"directory_ids,omitempty"`
-	Scenarios    []Applied      `json:"scenarios,omitempty"`
+	// Wiped are the KRaft controllers (by number) whose metadata dir
+	// `lab controller wipe` removed, as a lost disk: `lab up` neither
+	// formats nor starts them again (see refuseWiped).
+	Wiped     []int     `json:"wiped_controllers,omitempty"`
+	Scenarios []Applied `json:"scenarios,omitempty"`
 }
 
 // Lab is a lab directory and its state.

@@ -43,6 +43,9 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	if err != nil {
 		return nil, err
 	}
+	if err := l.refuseWiped(); err != nil {
+		return nil, err
+	}
 	sshd, err := l.prepare(ctx)
 	if err != nil {
 		return nil, err

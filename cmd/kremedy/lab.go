@@ -179,10 +179,10 @@ func newLabBrokerCmd() *cobra.Command {
 func newLabControllerCmd() *cobra.Command {
 	var dir string
 	c := &cobra.Command{
-		Use:       "controller stop|start ID",
-		Short:     "Run one KRaft controller's stop or start command over SSH, as an operator would (ID: its node.id 3001… or its number 1…)",
+		Use:       "controller stop|start|wipe ID",
+		Short:     "Run one KRaft controller's stop or start command over SSH, as an operator would, or wipe it (stopped, its metadata dir removed: a lost disk; lab up then refuses it) (ID: its node.id 3001… or its number 1…)",
 		Args:      cobra.ExactArgs(2),
-		ValidArgs: []string{"stop", "start"},
+		ValidArgs: []string{"stop", "start", "wipe"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return labController(cmd, dir, args)
 		},
@@ -293,11 +293,11 @@ func labBreak(cmd *cobra.Command, dir, scenario, topic string) error {
 	return labErr(err)
 }
 
-// labController is `lab controller stop|start ID`: one KRaft controller's command over SSH.
+// labController is `lab controller stop|start|wipe ID`: one KRaft controller's command over SSH, or its disk lost.
 func labController(cmd *cobra.Command, dir string, args []string) error {
-	action, err := stopOrStart(args[0])
-	if err != nil {
-		return err
+	action := args[0]
+	if action != "stop" && action != "start" && action != "wipe" {
+		return usageErr(fmt.Errorf("unknown action %q: use stop, start or wipe", action))
 	}
 	l, err := openLab(dir)
 	if err != nil {
@@ -307,8 +307,11 @@ func labController(cmd *cobra.Command, dir string, args []string) error {
 	if err != nil {
 		return labErr(err)
 	}
-	err = l.ControllerCommand(cmd.Context(), k, action, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
-	return labErr(err)
+	out := func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) }
+	if action == "wipe" {
+		return labErr(l.WipeController(cmd.Context(), k, out))
+	}
+	return labErr(l.ControllerCommand(cmd.Context(), k, action, out))
 }
 
 // labBrokerCmd is `lab broker stop|start ID`: one broker's command over SSH.
