@@ -45,6 +45,9 @@ type reorderArgs struct {
 type electArgs struct {
 	Topic   string          `json:"topic"`
 	Leaders map[int32]int32 `json:"leaders"`
+	// Replicas are each partition's replica list as the reorder left it
+	// (the chosen leader first): re-checked right before the election.
+	Replicas map[int32][]int32 `json:"replicas"`
 }
 
 func (k *elect) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
@@ -69,6 +72,7 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 		return p, nil, nil
 	}
 	byTopic := map[string]map[int32]int32{}
+	lists := map[string]map[int32][]int32{}
 	var total int64
 	exact := true
 	var elected []Elected
@@ -88,9 +92,10 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 				Args:   reorderArgs{Topic: o.Topic, Partition: o.Partition, From: o.Replicas, To: to}})
 		}
 		if byTopic[o.Topic] == nil {
-			byTopic[o.Topic] = map[int32]int32{}
+			byTopic[o.Topic], lists[o.Topic] = map[int32]int32{}, map[int32][]int32{}
 		}
 		byTopic[o.Topic][o.Partition] = ch.Elect
+		lists[o.Topic][o.Partition] = to
 		total += ch.Lost
 		exact = exact && ch.Exact
 		elected = append(elected, Elected{Topic: o.Topic, Partition: o.Partition, Leader: ch.Elect, End: ch.ElectEnd, Longest: ch.Longest, Lost: ch.Lost, Exact: ch.Exact, Replicas: to, Window: ch.Window()})
@@ -103,7 +108,7 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 			ps = append(ps, fmt.Sprintf("%d→broker %d", pt, byTopic[t][pt]))
 		}
 		p.Actions = append(p.Actions, steps.Action{ID: "elect-" + t, Op: steps.OpKafka, Target: t,
-			Detail: "ElectLeaders UNCLEAN for exactly partitions " + strings.Join(ps, ", "), Args: electArgs{Topic: t, Leaders: byTopic[t]}})
+			Detail: "ElectLeaders UNCLEAN for exactly partitions " + strings.Join(ps, ", "), Args: electArgs{Topic: t, Leaders: byTopic[t], Replicas: lists[t]}})
 	}
 	word := fmt.Sprint(total)
 	if !exact {
@@ -214,6 +219,9 @@ func electTopic(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) 
 	if err != nil {
 		return err
 	}
+	if err := stillAsPlanned(ctx, env, ea); err != nil {
+		return err
+	}
 	errs, err := adm.ElectUnclean(ctx, ea.Topic, sortedKeys(ea.Leaders))
 	if err != nil {
 		return err
@@ -228,6 +236,63 @@ func electTopic(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) 
 		return fmt.Errorf("unclean election on %s: %w", ea.Topic, errors.Join(bad...))
 	}
 	env.Logf("ElectLeaders UNCLEAN on %s answered for partitions %v", ea.Topic, sortedKeys(ea.Leaders))
+	return nil
+}
+
+// stillAsPlanned re-reads, right before the election, each partition of
+// ea: still without a leader, its replica list the one the plan set (the
+// chosen leader first) and the chosen leader live. Kafka elects the first
+// live replica in the list, so a chosen broker that died or was fenced
+// since the confirmation would have Kafka elect a shorter log, losing more
+// than the plan listed: that is steps.ErrStalePlan (the step plans again,
+// and the new losses are confirmed). A partition already led by its chosen
+// broker is an earlier attempt's election (ELECTION_NOT_NEEDED).
+func stillAsPlanned(ctx context.Context, env *steps.Env, ea electArgs) error {
+	cv, err := env.Kafka.DescribeCluster(ctx)
+	if err != nil {
+		return fmt.Errorf("re-read which brokers serve before electing on %s (DescribeCluster): %w; nothing on %s was elected: run again", ea.Topic, err, ea.Topic)
+	}
+	var live []int32
+	for _, b := range cv.Brokers {
+		if !b.Fenced {
+			live = append(live, b.ID)
+		}
+	}
+	slices.Sort(live)
+	if len(live) == 0 {
+		return fmt.Errorf("%w: no broker serves any more; nothing on %s was elected: start one, then run again (it plans again)", steps.ErrStalePlan, ea.Topic)
+	}
+	asked := live[0]
+	if slices.Contains(live, cv.Controller) {
+		asked = cv.Controller
+	}
+	v, err := env.Kafka.BrokerView(ctx, asked, ea.Topic)
+	if err != nil {
+		return fmt.Errorf("re-read %s's partitions before electing (broker %d's metadata): %w; nothing on %s was elected: run again", ea.Topic, asked, err, ea.Topic)
+	}
+	var changed []string
+	for _, p := range sortedKeys(ea.Leaders) {
+		leader, name := ea.Leaders[p], fmt.Sprintf("%s-%d", ea.Topic, p)
+		pv, ok := v.Topics[ea.Topic].Partitions[p]
+		want, listed := ea.Replicas[p]
+		switch {
+		case !ok:
+			changed = append(changed, name+" is no longer in the metadata")
+		case pv.Leader == leader:
+			continue // elected by an earlier attempt
+		case !pv.IsOffline():
+			changed = append(changed, fmt.Sprintf("%s has a leader now (broker %d)", name, pv.Leader))
+		case !listed:
+			changed = append(changed, name+": the plan (from an older kremedy) does not say its replica list")
+		case !slices.Equal(pv.Replicas, want):
+			changed = append(changed, fmt.Sprintf("%s's replicas are %v now, the plan set %v", name, pv.Replicas, want))
+		case !slices.Contains(live, leader):
+			changed = append(changed, fmt.Sprintf("%s: broker %d, the chosen leader, no longer serves (dead or fenced; serving: %v), so Kafka would elect the next live replica in %v, a shorter log", name, leader, live, pv.Replicas))
+		}
+	}
+	if len(changed) > 0 {
+		return fmt.Errorf("%w: %s. Nothing on %s was elected; the step plans again from the cluster as it is now and asks for the confirmation of the new losses (a resume re-plans too)", steps.ErrStalePlan, strings.Join(changed, "; "), ea.Topic)
+	}
 	return nil
 }
 

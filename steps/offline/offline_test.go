@@ -29,6 +29,7 @@ type kafkaFake struct {
 	ends      map[int32]int64
 	reorders  int
 	failElect int
+	elections int
 }
 
 func (k *kafkaFake) EligibleLeaders(context.Context, []string) (map[string]map[int32]ports.ELR, error) {
@@ -239,6 +240,7 @@ func (k *kafkaFake) Reassigning(context.Context, string, []int32) (map[int32][]i
 }
 
 func (k *kafkaFake) ElectUnclean(_ context.Context, _ string, ps []int32) (map[int32]error, error) {
+	k.elections++
 	if k.failElect > 0 {
 		k.failElect--
 		return nil, errors.New("connection reset")
