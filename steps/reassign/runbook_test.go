@@ -240,3 +240,44 @@ func TestResumeAfterTheSweepTimedOut(t *testing.T) {
 		t.Errorf("rollback %s does not hold moving-0", rollback)
 	}
 }
+
+// TestCancelReplansWhenAnOriginalReplicaLeftTheISRAfterTheConfirmation:
+// broker 2, an original replica, stops while the cancel waits for its
+// approval: the cancel is not sent (KAFKA-14424); the step plans again
+// and the move is retargeted instead, after a second confirmation.
+func TestCancelReplansWhenAnOriginalReplicaLeftTheISRAfterTheConfirmation(t *testing.T) {
+	s := newStuck(t)
+	rb, err := runbooks.Get(s.runbook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(nil, s.Ports.Target.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := steps.Create(t.TempDir(), bound, steps.Meta{ID: "u2", Runbook: rb.Name, Params: bound.Params, Cluster: s.Ports.Target.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var unstick []*steps.Plan
+	out := sess.Run(context.Background(), s.Ports, approver(func(info steps.Info, p *steps.Plan) steps.Approval {
+		if info.ID == "unstick" {
+			if unstick = append(unstick, p); len(unstick) == 1 {
+				if err := s.Kafka.StopBroker(context.Background(), 2); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}
+	}), nil)
+	if out.Failed == "unstick" {
+		t.Fatalf("unstick failed: %v", out.Err)
+	}
+	if slices.Contains(s.r.Done, "cancel moving-0") {
+		t.Fatalf("the cancel was sent with original replica 2 down: %v", s.r.Done)
+	}
+	if len(unstick) != 2 || len(s.r.Done) == 0 || s.r.Done[0] != "reassign moving-0 [1 3]" {
+		t.Fatalf("%d unstick plans confirmed, done %v: want a second plan retargeting moving-0 to [1 3]", len(unstick), s.r.Done)
+	}
+}
