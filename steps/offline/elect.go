@@ -130,7 +130,7 @@ func (k *elect) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error 
 		for _, a := range p.Actions {
 			if ea, err := steps.ArgsOf[electArgs](a); err == nil && strings.HasPrefix(a.ID, "elect-") {
 				for pt, l := range ea.Leaders {
-					el = append(el, Elected{Topic: ea.Topic, Partition: pt, Leader: l})
+					el = append(el, Elected{Topic: ea.Topic, Partition: pt, Leader: l, End: -1, Longest: -1, Replicas: ea.Replicas[pt]})
 				}
 			}
 		}
@@ -174,7 +174,7 @@ func lossLines(el []Elected) []string {
 	var out []string
 	var total int64
 	for _, e := range el {
-		if e.Longest < 0 && e.End == 0 {
+		if e.End < 0 { // no figures: a plan from the journal
 			out = append(out, fmt.Sprintf("%s-%d: elected broker %d", e.Topic, e.Partition, e.Leader))
 			continue
 		}

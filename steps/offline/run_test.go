@@ -2,6 +2,7 @@ package offline_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,8 +45,10 @@ func TestRunElectsTheLongestLiveLogAndResumes(t *testing.T) {
 	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err == nil {
 		t.Fatal("the run went on past a failed election")
 	}
-	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err != nil {
-		t.Fatalf("resume: %v", out.Err)
+	// The group committed past the elected end is a failed check of the
+	// last step: the run says a reset is needed (kremedy resets nothing).
+	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Failed != "after" || !errors.Is(out.Err, steps.ErrCheckFailed) {
+		t.Fatalf("resume: %+v, want the after step's check to fail on group readers", out)
 	}
 	for p := int32(0); p < 2; p++ {
 		if pv := k.Partition(p); pv.Leader != 2 {
@@ -124,6 +127,40 @@ func TestElectReplansWhenTheChosenLeaderDiesAfterTheConfirmation(t *testing.T) {
 	for p := int32(0); p < 2; p++ {
 		if pv := k.Partition(p); pv.Leader != 1 {
 			t.Errorf("pay-%d: leader %d, want broker 1 (replicas %v)", p, pv.Leader, pv.Replicas)
+		}
+	}
+}
+
+// TestAfterComparesGroupsWithTheElectedEnd: producers wrote on after the
+// election (the log ends at 50, past the group's commit at 45): the group
+// is still past the elected end, 35, and its consumers would silently skip
+// offsets 35 to 44; the step fails its check and names the reset to 35.
+func TestAfterComparesGroupsWithTheElectedEnd(t *testing.T) {
+	c := offline.FakeCluster(t, true)
+	k := c.Kafka.(*offline.KafkaFake)
+	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
+	rb, err := runbooks.Get("offline-partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, err := steps.Create(dir, bound, steps.Meta{ID: "off3", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := s.Run(context.Background(), c, approveAll{}, nil)
+	if out.Failed != "after" || !errors.Is(out.Err, steps.ErrCheckFailed) {
+		t.Fatalf("outcome %+v, want the after step's check to fail on group readers", out)
+	}
+	for _, w := range []string{"group readers is committed at 45 on pay-0, past its new end 35: it needs a reset to 35 (the log has grown past 45 since the election (it ends at 50), so its consumers go on from there and silently skip offsets 35 to 44",
+		"--topic pay:0 --reset-offsets --to-offset 35 --execute"} {
+		if !strings.Contains(out.Err.Error(), w) {
+			t.Errorf("the failed check lacks %q:\n%v", w, out.Err)
 		}
 	}
 }
