@@ -136,6 +136,19 @@ func (o Offline) ChooseWithout(gone []int32) Choice {
 	return c
 }
 
+// LiveUnread are the replicas on brokers that serve whose log end could
+// not be read (Unread says why): while there is one, the longest live log
+// is not known.
+func (o Offline) LiveUnread() []int32 {
+	var out []int32
+	for _, r := range o.Replicas {
+		if _, un := o.Unread[r]; un && !slices.Contains(o.Dead, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func mapsKeys(m map[int32]string) []int32 {
 	var out []int32
 	for k := range m {
@@ -214,7 +227,7 @@ func ReadEnds(ctx context.Context, c ports.Cluster, offs []Offline) {
 			a := got[slices.Index(ids, r)]
 			switch e, ok := a.ends[o.Name()]; {
 			case a.err != nil:
-				o.Unread[r] = a.err.Error()
+				o.Unread[r] = hostOf(c.Target, r) + a.err.Error()
 			case !ok || !e.Known():
 				o.Unread[r] = e.Err
 			default:
@@ -241,6 +254,14 @@ func committed(ctx context.Context, k ports.Kafka, offs []Offline) {
 			}
 		}
 	}
+}
+
+// hostOf is "host H: " for broker id's inventory host, or "".
+func hostOf(t ports.Target, id int32) string {
+	if h, ok := t.Host(id); ok && h.Host != "" {
+		return "host " + h.Host + ": "
+	}
+	return ""
 }
 
 func logDirsOf(ctx context.Context, c ports.Cluster, id int32) ([]string, error) {

@@ -86,6 +86,8 @@ func offlineFinding(offs []brokers.Offline) Finding {
 		switch {
 		case ch.Wait != 0:
 			ev = append(ev, fmt.Sprintf("%s: dead broker %d holds the longest log (%d): start it and nothing is lost", o.Name(), ch.Wait, ch.Longest))
+		case len(o.LiveUnread()) > 0:
+			ev = append(ev, fmt.Sprintf("%s: the longest live log is not known: live broker(s) %v could not be read (above); kremedy elects nothing until they can be", o.Name(), o.LiveUnread()))
 		case ch.Elect != 0:
 			ev = append(ev, fmt.Sprintf("%s: the longest live log is broker %d's (%d); an unclean election of it loses %s records (%s)%s; Kafka's own would pick broker %d", o.Name(), ch.Elect, ch.ElectEnd, lostWord(ch), ch.Why, windowOf(ch), ch.FirstLive))
 		}

@@ -78,6 +78,9 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 	var elected []Elected
 	for _, o := range offs {
 		ch := o.ChooseWithout(gone)
+		if un := o.LiveUnread(); len(un) > 0 {
+			return p, nil, refuseUnread(o, un)
+		}
 		switch {
 		case ch.Wait != 0:
 			return p, nil, fmt.Errorf("%w: %s: dead broker %d holds the longest log and its host answers: start it and nothing is lost. Nothing was changed. If it cannot be started, run again with --set lost_brokers=%d: the longest live log is elected and what only broker %d holds is lost (the plan lists it before the confirmation)", steps.ErrRefused, o.Name(), ch.Wait, ch.Wait, ch.Wait)
@@ -116,6 +119,17 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 	}
 	p.Summary = fmt.Sprintf("elect the longest live log of %d offline partitions: %s records lost in all", len(elected), word)
 	return p, elected, nil
+}
+
+// refuseUnread refuses to elect on o while the log ends of live replicas
+// un could not be read: the longest live log is not known.
+func refuseUnread(o brokers.Offline, un []int32) error {
+	var why []string
+	for _, b := range un {
+		why = append(why, fmt.Sprintf("broker %d (%s)", b, o.Unread[b]))
+	}
+	return fmt.Errorf("%w: %s: the log end of live %s could not be read, so the longest live log is not known and electing another could lose records only it holds. Nothing was changed. Fix SSH to its host (or name its log dirs in the inventory's log_dirs), then run again; --set lost_brokers is for dead brokers and does not apply to one that serves",
+		steps.ErrRefused, o.Name(), strings.Join(why, ", "))
 }
 
 // Apply reorders, waits until no reassignment of those partitions is in

@@ -273,3 +273,23 @@ func (k *kafkaFake) EndOffsets(context.Context, string) (map[int32]int64, error)
 func (k *kafkaFake) Producers(context.Context, string, []int32, []int32) ([]ports.ProducerUse, error) {
 	return nil, nil
 }
+
+// TestRefuseWhileALiveLogIsUnread: live broker 1's host does not answer:
+// the longest live log is not known, so nothing is elected (not even
+// broker 2, the longest read), the refusal naming broker 1, the error and
+// the way forward.
+func TestRefuseWhileALiveLogIsUnread(t *testing.T) {
+	c := cluster(t, true)
+	c.Hosts.(*shHosts).down = []int32{1, 3}
+	offs, live, err := look(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = electPlan(offs, nil)
+	if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "live broker 1 (read log ends on broker 1: ssh host unreachable: broker 1)") || !strings.Contains(err.Error(), "Fix SSH to its host") {
+		t.Fatalf("elect with live broker 1 unread: %v", err)
+	}
+	if notes := strings.Join(surveyPlan(offs, live, nil).Notes, "\n"); !strings.Contains(notes, "pay-0: wait for broker 3 (its host did not answer: its log end is unknown); or elect: not until live broker(s) [1] can be read") || strings.Contains(notes, "the longest live log (end") {
+		t.Errorf("survey notes:\n%s", notes)
+	}
+}

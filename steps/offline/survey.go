@@ -80,6 +80,10 @@ func choices(o brokers.Offline, ch brokers.Choice) string {
 			opts = append(opts, fmt.Sprintf("wait for broker %d (its host did not answer: its log end is unknown)", d))
 		}
 	}
+	if un := o.LiveUnread(); len(un) > 0 {
+		opts = append(opts, fmt.Sprintf("elect: not until live broker(s) %v can be read (the longest live log is not known; fix SSH to its host, then run again)", un))
+		return o.Name() + ": " + strings.Join(opts, "; or ")
+	}
 	if ch.Elect != 0 && ch.Wait != 0 {
 		g := o.ChooseWithout([]int32{ch.Wait})
 		opts = append(opts, fmt.Sprintf("if broker %d cannot come back (--set lost_brokers=%d): elect broker %d, the longest live log (end %d): loses %s records (%s)%s", ch.Wait, ch.Wait, g.Elect, g.ElectEnd, lost(g), g.Why, windowNote(g.Window())))
