@@ -77,39 +77,73 @@ func (c Choice) Window() string {
 }
 
 // Choose decides from the log ends read: wait for a dead broker whose log
-// is the longest, or elect the longest live log.
+// is the newest, or elect the newest live log.
 func (o Offline) Choose() Choice { return o.ChooseWithout(nil) }
+
+// newer orders logs as Kafka's truncation does: by last leader epoch, then
+// by end. A follower whose last epoch is older truncates to where its
+// epoch ends on the leader (OffsetsForLeaderEpoch, KIP-101/KIP-279), so a
+// log that is longer at an older epoch has a divergent tail, not more
+// records.
+func newer(a, b LogEnd) bool {
+	return a.Epoch > b.Epoch || a.Epoch == b.Epoch && a.End > b.End
+}
 
 // ChooseWithout is Choose when the dead brokers gone will not come back
 // (the operator says so: their host answers, the broker does not start):
 // their logs still count for what an election loses — the records only
 // they hold, and when those were written — but nobody waits for them.
+//
+// The elected live log and the one waited for are the newest by (last
+// leader epoch, end offset): a dead log as new as the elected one (a tie)
+// is not waited for, electing loses nothing against it. A dead log longer
+// than the elected one but at an older last epoch is not counted in the
+// loss: its tail is divergent (written by a leader a later epoch already
+// replaced), and it would be truncated when it comes back either way.
 func (o Offline) ChooseWithout(gone []int32) Choice {
 	c := Choice{Longest: -1, ElectEnd: -1, Exact: len(o.Unread) == 0}
+	var elect LogEnd
+	for _, r := range o.Replicas {
+		e, ok := o.Ends[r]
+		if !ok || !e.Known() || slices.Contains(o.Dead, r) {
+			continue
+		}
+		if c.FirstLive == 0 {
+			c.FirstLive = r
+		}
+		if c.Elect == 0 || newer(e, elect) {
+			c.Elect, c.ElectEnd, elect = r, e.End, e
+			c.LostFrom = e.LastWrite
+		}
+	}
 	var longestWrite int64
+	var older []string
+	if c.Elect != 0 {
+		c.Longest, longestWrite = elect.End, elect.LastWrite
+	}
+	var best LogEnd
 	for _, r := range o.Replicas {
 		e, ok := o.Ends[r]
 		if !ok || !e.Known() {
 			continue
 		}
-		dead := slices.Contains(o.Dead, r)
-		if !dead && c.FirstLive == 0 {
-			c.FirstLive = r
-		}
-		if !dead && e.End > c.ElectEnd {
-			c.Elect, c.ElectEnd = r, e.End
-			c.LostFrom = e.LastWrite
+		if c.Elect != 0 && !newer(e, elect) {
+			if e.End > c.ElectEnd {
+				older = append(older, fmt.Sprintf("broker %d's log ends at %d but at leader epoch %d, older than the elected log's %d: its tail past that epoch is divergent and not counted", r, e.End, e.Epoch, elect.Epoch))
+			}
+			continue
 		}
 		if e.End > c.Longest {
-			c.Longest = e.End
-			longestWrite = e.LastWrite
-			c.Wait = 0
-			if dead && !slices.Contains(gone, r) {
-				c.Wait = r
-			}
+			c.Longest, longestWrite = e.End, e.LastWrite
+		}
+		if slices.Contains(o.Dead, r) && !slices.Contains(gone, r) && (c.Wait == 0 || newer(e, best)) {
+			c.Wait, best = r, e
 		}
 	}
-	c.Why = fmt.Sprintf("longest log read: %d", c.Longest)
+	c.Why = fmt.Sprintf("longest log read: %d", max(c.Longest, -1))
+	if len(older) > 0 {
+		c.Why += "; " + strings.Join(older, "; ")
+	}
 	if o.Committed > c.Longest {
 		c.Longest = o.Committed
 		c.Wait = 0
@@ -117,7 +151,7 @@ func (o Offline) ChooseWithout(gone []int32) Choice {
 		longestWrite = 0
 	}
 	if c.Elect != 0 && c.Wait == 0 {
-		c.Lost = c.Longest - c.ElectEnd
+		c.Lost = max(c.Longest-c.ElectEnd, 0)
 	}
 	if c.Lost > 0 && longestWrite > 0 {
 		c.LostTo = longestWrite

@@ -72,6 +72,8 @@ func choices(o brokers.Offline, ch brokers.Choice) string {
 	var opts []string
 	for _, d := range o.Dead {
 		switch e, ok := o.Ends[d]; {
+		case ch.Wait == d && e.End < ch.Longest:
+			opts = append(opts, fmt.Sprintf("wait for broker %d (its log, to %d, is the newest: last leader epoch %d): nothing is lost — RECOMMENDED", d, e.End, e.Epoch))
 		case ch.Wait == d:
 			opts = append(opts, fmt.Sprintf("wait for broker %d (its log, to %d, is the longest): nothing is lost — RECOMMENDED", d, e.End))
 		case ok:
