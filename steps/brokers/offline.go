@@ -3,10 +3,13 @@ package brokers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -319,12 +322,14 @@ func (o Offline) DeadSet() string {
 
 // DropElectable removes the partitions a clean election can still bring
 // back: those with a live eligible leader replica (KRaft with ELR,
-// KIP-966: DescribeTopicPartitions). A cluster that does not answer it
-// (ZooKeeper mode, Kafka before 3.8) keeps every partition; the others
-// get their ELR.
-func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []int32) []Offline {
+// KIP-966: DescribeTopicPartitions). A cluster that does not support it
+// (ports.ErrUnsupported or UNSUPPORTED_VERSION: ZooKeeper mode, Kafka
+// before 3.8) keeps every partition; the others get their ELR. Any other
+// error is the error: on an ELR cluster a transient one would leave a
+// partition with a live ELR member in the unclean plan.
+func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []int32) ([]Offline, error) {
 	if len(offs) == 0 {
-		return offs
+		return offs, nil
 	}
 	var topics []string
 	for _, o := range offs {
@@ -333,8 +338,11 @@ func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []in
 		}
 	}
 	elr, err := k.EligibleLeaders(ctx, topics)
-	if err != nil {
-		return offs
+	switch {
+	case errors.Is(err, ports.ErrUnsupported) || errors.Is(err, kerr.UnsupportedVersion):
+		return offs, nil
+	case err != nil:
+		return nil, fmt.Errorf("the eligible leader replicas of %v could not be read (DescribeTopicPartitions: %w): without them a partition a clean election can still bring back (a live ELR member, KIP-966) would be elected uncleanly, losing records. Nothing was changed; run again (a transient error), or check that every broker answers DescribeTopicPartitions", topics, err)
 	}
 	var out []Offline
 	for _, o := range offs {
@@ -344,5 +352,5 @@ func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []in
 			out = append(out, o)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -36,7 +36,11 @@ func (g *diagnoser) offlineLogEnds(ctx context.Context, live []int32, topics []s
 	if err != nil {
 		return
 	}
-	again = brokers.DropElectable(ctx, g.c.Kafka, again, live)
+	if kept, err := brokers.DropElectable(ctx, g.c.Kafka, again, live); err != nil {
+		g.d.Methods = append(g.d.Methods, "offline partitions: "+err.Error()+" (diagnose lists them all)")
+	} else {
+		again = kept
+	}
 	offs := slices.DeleteFunc(again, func(o brokers.Offline) bool {
 		return !slices.ContainsFunc(first, func(f brokers.Offline) bool { return f.Name() == o.Name() })
 	})

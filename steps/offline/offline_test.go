@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -25,6 +27,7 @@ type kafkaFake struct {
 	parts  map[int32]ports.PartitionView
 	groups []ports.GroupUse
 	elr    map[int32]ports.ELR // nil: the cluster does not answer (ZooKeeper mode)
+	elrErr error               // EligibleLeaders fails with it
 	// a run's: each broker's log end, reorders asked, elections to fail
 	ends      map[int32]int64
 	reorders  int
@@ -33,6 +36,9 @@ type kafkaFake struct {
 }
 
 func (k *kafkaFake) EligibleLeaders(context.Context, []string) (map[string]map[int32]ports.ELR, error) {
+	if k.elrErr != nil {
+		return nil, k.elrErr
+	}
 	if k.elr == nil {
 		return nil, ports.ErrUnsupported
 	}
@@ -291,5 +297,22 @@ func TestRefuseWhileALiveLogIsUnread(t *testing.T) {
 	}
 	if notes := strings.Join(surveyPlan(offs, live, nil).Notes, "\n"); !strings.Contains(notes, "pay-0: wait for broker 3 (its host did not answer: its log end is unknown); or elect: not until live broker(s) [1] can be read") || strings.Contains(notes, "the longest live log (end") {
 		t.Errorf("survey notes:\n%s", notes)
+	}
+}
+
+// TestELRNotReadRefuses: on an ELR cluster a transient error reading the
+// eligible leader replicas stops the run (pay-3, with a live ELR member,
+// would be elected uncleanly); a release without them (UNSUPPORTED_VERSION)
+// keeps every partition.
+func TestELRNotReadRefuses(t *testing.T) {
+	c := clusterELR(t, true, map[int32]ports.ELR{0: {Eligible: []int32{3}}, 3: {Eligible: []int32{1}}})
+	c.Kafka.(*kafkaFake).elrErr = errors.New("connection reset")
+	if _, _, err := look(context.Background(), c, nil); err == nil || !strings.Contains(err.Error(), "eligible leader replicas of [pay] could not be read") || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("look with ELR unreadable: %v", err)
+	}
+	c.Kafka.(*kafkaFake).elrErr = fmt.Errorf("describe topic partitions: %w", kerr.UnsupportedVersion)
+	offs, _, err := look(context.Background(), c, nil)
+	if err != nil || len(offs) != 3 {
+		t.Fatalf("look on a release without ELR: %d partitions, %v; want all 3 kept", len(offs), err)
 	}
 }

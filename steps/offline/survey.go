@@ -40,7 +40,9 @@ func look(ctx context.Context, c ports.Cluster, topics []string) ([]brokers.Offl
 	if err != nil {
 		return nil, live, err
 	}
-	offs = brokers.DropElectable(ctx, c.Kafka, offs, live)
+	if offs, err = brokers.DropElectable(ctx, c.Kafka, offs, live); err != nil {
+		return nil, live, err
+	}
 	brokers.ReadEnds(ctx, c, offs)
 	return offs, live, nil
 }
