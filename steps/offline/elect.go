@@ -233,8 +233,19 @@ func electTopic(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) 
 	if err != nil {
 		return err
 	}
-	if err := stillAsPlanned(ctx, env, ea); err != nil {
-		return err
+	// A broker's metadata can lag the reorder by a moment: a replica list
+	// that differs alone is read again, a few seconds at most.
+	for i := 0; ; i++ {
+		lag, err := stillAsPlanned(ctx, env, ea)
+		if err == nil {
+			break
+		}
+		if !lag || i >= 10 {
+			return err
+		}
+		if err := env.Sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
 	}
 	errs, err := adm.ElectUnclean(ctx, ea.Topic, sortedKeys(ea.Leaders))
 	if err != nil {
@@ -261,10 +272,13 @@ func electTopic(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) 
 // than the plan listed: that is steps.ErrStalePlan (the step plans again,
 // and the new losses are confirmed). A partition already led by its chosen
 // broker is an earlier attempt's election (ELECTION_NOT_NEEDED).
-func stillAsPlanned(ctx context.Context, env *steps.Env, ea electArgs) error {
+//
+// lag is true when only replica lists differ (metadata that may yet catch
+// up with the reorder).
+func stillAsPlanned(ctx context.Context, env *steps.Env, ea electArgs) (lag bool, err error) {
 	cv, err := env.Kafka.DescribeCluster(ctx)
 	if err != nil {
-		return fmt.Errorf("re-read which brokers serve before electing on %s (DescribeCluster): %w; nothing on %s was elected: run again", ea.Topic, err, ea.Topic)
+		return false, fmt.Errorf("re-read which brokers serve before electing on %s (DescribeCluster): %w; nothing on %s was elected: run again", ea.Topic, err, ea.Topic)
 	}
 	var live []int32
 	for _, b := range cv.Brokers {
@@ -274,7 +288,7 @@ func stillAsPlanned(ctx context.Context, env *steps.Env, ea electArgs) error {
 	}
 	slices.Sort(live)
 	if len(live) == 0 {
-		return fmt.Errorf("%w: no broker serves any more; nothing on %s was elected: start one, then run again (it plans again)", steps.ErrStalePlan, ea.Topic)
+		return false, fmt.Errorf("%w: no broker serves any more; nothing on %s was elected: start one, then run again (it plans again)", steps.ErrStalePlan, ea.Topic)
 	}
 	asked := live[0]
 	if slices.Contains(live, cv.Controller) {
@@ -282,9 +296,10 @@ func stillAsPlanned(ctx context.Context, env *steps.Env, ea electArgs) error {
 	}
 	v, err := env.Kafka.BrokerView(ctx, asked, ea.Topic)
 	if err != nil {
-		return fmt.Errorf("re-read %s's partitions before electing (broker %d's metadata): %w; nothing on %s was elected: run again", ea.Topic, asked, err, ea.Topic)
+		return false, fmt.Errorf("re-read %s's partitions before electing (broker %d's metadata): %w; nothing on %s was elected: run again", ea.Topic, asked, err, ea.Topic)
 	}
 	var changed []string
+	lag = true
 	for _, p := range sortedKeys(ea.Leaders) {
 		leader, name := ea.Leaders[p], fmt.Sprintf("%s-%d", ea.Topic, p)
 		pv, ok := v.Topics[ea.Topic].Partitions[p]
@@ -300,14 +315,18 @@ func stillAsPlanned(ctx context.Context, env *steps.Env, ea electArgs) error {
 			changed = append(changed, name+": the plan (from an older kremedy) does not say its replica list")
 		case !slices.Equal(pv.Replicas, want):
 			changed = append(changed, fmt.Sprintf("%s's replicas are %v now, the plan set %v", name, pv.Replicas, want))
+			continue
 		case !slices.Contains(live, leader):
 			changed = append(changed, fmt.Sprintf("%s: broker %d, the chosen leader, no longer serves (dead or fenced; serving: %v), so Kafka would elect the next live replica in %v, a shorter log", name, leader, live, pv.Replicas))
+		default:
+			continue // as planned
 		}
+		lag = false // anything but a replica list: no waiting mends it
 	}
 	if len(changed) > 0 {
-		return fmt.Errorf("%w: %s. Nothing on %s was elected; the step plans again from the cluster as it is now and asks for the confirmation of the new losses (a resume re-plans too)", steps.ErrStalePlan, strings.Join(changed, "; "), ea.Topic)
+		return lag, fmt.Errorf("%w: %s. Nothing on %s was elected; the step plans again from the cluster as it is now and asks for the confirmation of the new losses (a resume re-plans too)", steps.ErrStalePlan, strings.Join(changed, "; "), ea.Topic)
 	}
-	return nil
+	return false, nil
 }
 
 // Verify: every partition elected has the leader chosen.

@@ -34,3 +34,7 @@ func Kill(c ports.Cluster, id int32) {
 
 // Elections counts the UNCLEAN elections asked.
 func (k *kafkaFake) Elections() int { return k.elections }
+
+// LagViews makes the next n metadata reads after a reorder show the
+// replica lists from before it.
+func (k *kafkaFake) LagViews(n int) { k.lag = n }

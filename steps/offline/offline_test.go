@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,10 @@ type kafkaFake struct {
 	reorders  int
 	failElect int
 	elections int
+	// lag: the next lag metadata reads after a reorder show the replica
+	// lists from before it (a broker's cache catching up); before holds them.
+	lag    int
+	before map[int32]ports.PartitionView
 }
 
 func (k *kafkaFake) EligibleLeaders(context.Context, []string) (map[string]map[int32]ports.ELR, error) {
@@ -54,6 +59,10 @@ func (k *kafkaFake) DescribeCluster(context.Context) (ports.ClusterView, error) 
 }
 
 func (k *kafkaFake) BrokerView(_ context.Context, id int32, _ ...string) (ports.BrokerView, error) {
+	if k.before != nil && k.lag > 0 {
+		k.lag--
+		return ports.BrokerView{Broker: id, Topics: map[string]ports.TopicView{"pay": {Name: "pay", Partitions: k.before}}}, nil
+	}
 	return ports.BrokerView{Broker: id, Topics: map[string]ports.TopicView{"pay": {Name: "pay", Partitions: k.parts}}}, nil
 }
 
@@ -231,6 +240,7 @@ func TestElectTheLongestLiveLog(t *testing.T) {
 // fails that many elections first (the run dies there; a resume goes on).
 func (k *kafkaFake) Reorder(_ context.Context, _ string, r map[int32][]int32) (map[int32]error, error) {
 	out := map[int32]error{}
+	k.before = maps.Clone(k.parts)
 	for p, reps := range r {
 		pv := k.parts[p]
 		pv.Replicas = reps
