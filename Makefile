@@ -67,13 +67,14 @@ test: lab-install lab-users
 # 2.4.1, 2.7.2 and 2.8.2 beside 3.9.2's own lab tests; this adds 3.4.1 and
 # runs all five releases' labs one after another), and the KRaft lab on
 # every KRaft release it is tested with (make test runs 3.9.2 and 4.1.2;
-# this adds the newest 4.x).
+# this adds the newest 4.x), and the heavy variants make test leaves out
+# (KREMEDY_LAB_HEAVY=1: the Kerberized secured KRaft lab).
 ALL_VERSIONS := 2.4.1,2.7.2,2.8.2,3.4.1,3.9.2
 KRAFT_VERSIONS := 3.9.2,4.1.2,4.4.0
 test-versions: deps build
 	$(BIN) lab install --kafka-version $(ALL_VERSIONS),$(KRAFT_VERSIONS)
-	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) KREMEDY_KRAFT_LAB_VERSIONS=$(KRAFT_VERSIONS) \
-		$(GO) test -count=1 -timeout 50m -run '^(TestVersionsLab|TestKRaftLab)$$' -v ./cmd/kremedy
+	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) KREMEDY_KRAFT_LAB_VERSIONS=$(KRAFT_VERSIONS) KREMEDY_LAB_HEAVY=1 \
+		$(GO) test -count=1 -timeout 60m -run '^(TestVersionsLab|TestKRaftLab|TestSecureKRaftLab)$$' -v ./cmd/kremedy
 
 # A short, bounded run of every fuzz target (their seed corpora also run in
 # every `go test`). FUZZTIME=5m make fuzz for a longer hunt; the default is a number of inputs, not a duration, so that a loaded machine runs the same work (and Go's fuzzer does not trip over its own deadline).

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/inventory"
-	"github.com/kremedy/kremedy/steps/kafka"
 	"github.com/kremedy/kremedy/steps/remote"
 	"github.com/kremedy/kremedy/steps/zookeeper"
 )
@@ -27,7 +26,7 @@ func (l *Lab) BrokerCommand(ctx context.Context, id int32, action string, out fu
 	defer cancel()
 	want := action == "start"
 	if l.State.KRaft() {
-		kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
+		kc, err := l.kafkaClient()
 		if err != nil {
 			return err
 		}

@@ -89,12 +89,12 @@ func (l *Lab) writeBroker(n int) error {
 	if err := l.mountLogDirs(n); err != nil {
 		return err
 	}
-	props := l.kraftBrokerProps(n)
+	props, err := l.kraftBrokerProps(n)
 	if !c.KRaft {
-		var err error
-		if props, err = l.zkBrokerProps(n); err != nil {
-			return err
-		}
+		props, err = l.zkBrokerProps(n)
+	}
+	if err != nil {
+		return err
 	}
 	cfg := filepath.Join(dir, "server.properties")
 	// A lab provisioned for the ZooKeeper → KRaft migration hands its

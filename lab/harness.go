@@ -40,7 +40,7 @@ func newEnv(ctx context.Context, l *Lab, name, topic string, out io.Writer) (*en
 			return nil, fmt.Errorf("lab ZooKeeper: %w (is the lab up? `kremedy lab status --dir %s`)", err, l.Dir)
 		}
 	}
-	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
+	kc, err := l.kafkaClient()
 	if err != nil {
 		if zc != nil {
 			zc.Close()

@@ -139,7 +139,15 @@ func (l *Lab) writeController(k int) error {
 	}
 	logs := logSetup{dir: filepath.Join(dir, "logs"), appenders: []string{"server"}}
 	if c.KRaft {
-		if err := os.WriteFile(l.controllerProps(k), []byte(l.kraftControllerProps(k)), 0o644); err != nil {
+		props, mode := l.kraftControllerProps(k), os.FileMode(0o644)
+		if c.Secure {
+			var err error
+			if props, err = l.securedControllerProps(k); err != nil {
+				return err
+			}
+			mode = 0o600 // it holds the controllers' passwords
+		}
+		if err := os.WriteFile(l.controllerProps(k), []byte(props), mode); err != nil {
 			return err
 		}
 	} else {

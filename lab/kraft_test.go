@@ -29,7 +29,10 @@ func TestKRaftConfigValidate(t *testing.T) {
 		{"zookeepers", func(c *Config) { c.ZooKeepers = 3 }, "--kraft with --zookeepers 3: a KRaft lab runs no ZooKeeper"},
 		{"chroot", func(c *Config) { c.Chroot = "/kafka" }, "--kraft with --chroot"},
 		{"ibp", func(c *Config) { c.IBP = "3.9" }, "metadata.version, not inter.broker.protocol.version"},
-		{"secure", func(c *Config) { c.Secure = true }, "a secured KRaft cluster is made by migrating a secured lab"},
+		{"secure", func(c *Config) { c.Secure = true }, ""},
+		{"secure combined", func(c *Config) { c.Secure, c.Combined, c.KRaftControllers = true, true, 0 }, "--kraft --secure with --combined: not yet"},
+		{"kerberos", func(c *Config) { c.Secure, c.Kerberos = true, true }, ""},
+		{"kerberos without secure", func(c *Config) { c.Kerberos = true }, "--kerberos without --secure"},
 		{"too old for KRaft", func(c *Config) { c.KafkaVersion = "3.4.1" }, "the KRaft lab runs 3.7 and later"},
 		{"zero brokers", func(c *Config) { c.Brokers = 0 }, "--brokers 0"},
 	}
@@ -181,8 +184,12 @@ func TestKRaftInventoryLoads(t *testing.T) {
 func TestKRaftProps(t *testing.T) {
 	l := kraftLab(t, "3.9.2")
 	voters := "3001@127.37.3.1:9093,3002@127.37.3.2:9093,3003@127.37.3.3:9093"
+	brokerProps, err := l.kraftBrokerProps(2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for text, want := range map[string]map[string]string{
-		l.kraftBrokerProps(2): {"process.roles": "broker", "node.id": "2", "controller.quorum.voters": voters,
+		brokerProps: {"process.roles": "broker", "node.id": "2", "controller.quorum.voters": voters,
 			"controller.listener.names": "CONTROLLER", "listeners": "PLAINTEXT://127.37.1.2:9092",
 			"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "log.dirs": l.LogDirs(2)[0], "min.insync.replicas": "2"},
 		l.kraftControllerProps(1): {"process.roles": "controller", "node.id": "3001", "controller.quorum.voters": voters,
@@ -221,7 +228,7 @@ func TestScenarioModes(t *testing.T) {
 			t.Errorf("%s on the other kind of lab: %v, %v", n, rep, err)
 		}
 	}
-	want := []string{"stray-logs", "missing-partition-metadata", "controller-down", "broker-down", "kraft-stuck-reassignment", "kraft-offline-partition", "kraft-disk-full"}
+	want := []string{"stray-logs", "missing-partition-metadata", "controller-down", "broker-down", "kraft-stuck-reassignment", "kraft-offline-partition", "kraft-disk-full", "quorum-loss"}
 	if got := ScenariosFor(KRaftMode); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("KRaft scenarios %v, want %v", got, want)
 	}
@@ -286,5 +293,64 @@ func TestKRaftLabLayoutPurgeable(t *testing.T) {
 	os.Remove(filepath.Join(dir, "controller"))
 	if looksLikeLab(dir) {
 		t.Fatal("a directory with neither zk/ nor controller/ passes for a lab")
+	}
+}
+
+// TestSecureKRaftProps: a secured KRaft lab's nodes (lab up --kraft
+// --secure) listen on SASL_SSL only, authorize with StandardAuthorizer,
+// reach the controllers with PLAIN, have no ZooKeeper setting; its SCRAM
+// users are made at format time; its inventory logs in as the operator
+// with sudo and reaches the controllers with their client properties.
+func TestSecureKRaftProps(t *testing.T) {
+	l := kraftLab(t, "4.1.2")
+	l.State.Config.Secure = true
+	bp, err := l.kraftBrokerProps(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := l.securedControllerProps(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	voters := "3001@127.37.3.1:9093,3002@127.37.3.2:9093,3003@127.37.3.3:9093"
+	standard := "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+	for text, want := range map[string]map[string]string{
+		bp: {"process.roles": "broker", "listeners": "SASL_SSL://127.37.1.2:9092", "security.inter.broker.protocol": "SASL_SSL",
+			"listener.security.protocol.map": "CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL", "sasl.mechanism.controller.protocol": "PLAIN",
+			"sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512", "authorizer.class.name": standard, "super.users": "User:admin",
+			"controller.quorum.voters": voters, "inter.broker.listener.name": ""},
+		cp: {"process.roles": "controller", "listeners": "CONTROLLER://127.37.3.1:9093", "sasl.mechanism.controller.protocol": "PLAIN",
+			"listener.security.protocol.map": "CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL", "authorizer.class.name": standard,
+			"super.users": "User:admin;User:controller;User:kremedy", "controller.quorum.voters": voters, "inter.broker.listener.name": ""},
+	} {
+		p, err := javaprops.Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			if p.Values[k] != v {
+				t.Errorf("%s = %q, want %q\n%s", k, p.Values[k], v, text)
+			}
+		}
+		for k := range p.Values {
+			if strings.HasPrefix(k, "zookeeper.") {
+				t.Errorf("a secured KRaft node has %s", k)
+			}
+		}
+	}
+	if !strings.Contains(bp, "listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\"") {
+		t.Errorf("the broker does not log in to the controllers as admin:\n%s", bp)
+	}
+	scram, err := l.formatSCRAM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(strings.Join(scram, " "), "--add-scram SCRAM-SHA-512=[name=") != 4 {
+		t.Errorf("format's SCRAM users: %v, want admin, kremedy, app and intruder", scram)
+	}
+	inv := l.Inventory()
+	if inv.ZooKeeper.Auth != nil || inv.Kafka.ControllerClientProperties != l.ControllerClientProperties() ||
+		inv.Kafka.ClientProperties != l.ClientProperties() || inv.SSH.User != OperatorUser || inv.SSH.Become != inventory.BecomeSudo {
+		t.Errorf("secured KRaft inventory: %+v", inv)
 	}
 }

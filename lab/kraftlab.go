@@ -36,12 +36,32 @@ import (
 // every broker is registered and unfenced (DescribeQuorum, DescribeCluster).
 
 // kraftBrokerProps is broker n's server.properties in a KRaft lab (and ""
-// in any other lab).
-func (l *Lab) kraftBrokerProps(n int) string {
+// in any other lab). A secured lab's brokers listen on SASL_SSL only
+// (brokerSecurity) and reach the controllers on SASL_SSL with PLAIN.
+func (l *Lab) kraftBrokerProps(n int) (string, error) {
 	c := l.State.Config
 	if !c.KRaft {
-		return ""
+		return "", nil
 	}
+	text := l.plainKRaftBrokerProps(n)
+	if !c.Secure {
+		return text, nil
+	}
+	sec, err := l.brokerSecurity(n)
+	if err != nil {
+		return "", err
+	}
+	return strings.NewReplacer(
+		fmt.Sprintf("listeners=PLAINTEXT://%s:%d\n", c.BrokerHost(n), KafkaPort), sec,
+		"inter.broker.listener.name=PLAINTEXT\n", "", // security.inter.broker.protocol=SASL_SSL names it
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "listener.security.protocol.map=CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL",
+	).Replace(text), nil
+}
+
+// plainKRaftBrokerProps is broker n's server.properties in a KRaft lab
+// without security.
+func (l *Lab) plainKRaftBrokerProps(n int) string {
+	c := l.State.Config
 	roles, listeners := "broker", fmt.Sprintf("PLAINTEXT://%s:%d", c.BrokerHost(n), KafkaPort)
 	if c.Combined {
 		// A combined node: broker and controller in one process (the
@@ -146,6 +166,13 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 		if c.DynamicQuorum() {
 			extra = []string{"--initial-controllers", l.State.initialControllers()}
 		}
+		if c.Secure {
+			scram, err := l.formatSCRAM()
+			if err != nil {
+				return err
+			}
+			extra = append(extra, scram...)
+		}
 		nodes = append(nodes, node{fmt.Sprintf("kraft controller %d  node.id %d", k, ControllerID(k)), l.controllerProps(k), l.ControllerDir(k), []string{l.controllerMetadataDir(k)}, extra})
 	}
 	for n := 1; n <= c.Brokers; n++ {
@@ -170,6 +197,12 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 				errs[i] = fmt.Errorf("kafka-storage format of %s: %w", nd.label, err)
 				return
 			}
+			// The tool logged into the node's logs dir as root: the
+			// node's own log4j must still write there.
+			if err := l.giveToService(append(nd.dirs, filepath.Join(nd.dir, "logs"))...); err != nil {
+				errs[i] = fmt.Errorf("after kafka-storage format of %s: %w", nd.label, err)
+				return
+			}
 			fmt.Fprintf(out, "  %s formatted (kafka-storage format, cluster id %s)\n", nd.label, l.State.ClusterID)
 		}(i, nd)
 	}
@@ -181,6 +214,12 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 // waits until it is healthy. The sshd hosts run already.
 func (l *Lab) upKRaft(ctx context.Context, start time.Time, out io.Writer) error {
 	c := l.State.Config
+	if c.Kerberos {
+		// The brokers log in to the KDC as they start.
+		if err := l.startKDC(ctx, out); err != nil {
+			return err
+		}
+	}
 	if err := l.formatKRaft(ctx, out); err != nil {
 		return fmt.Errorf("%w. Nothing was started; the lab's files are in %s", err, l.Dir)
 	}
@@ -222,7 +261,7 @@ func (l *Lab) upKRaft(ctx context.Context, start time.Time, out io.Writer) error
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w. The lab is half started: run `kremedy lab up --dir %s` again after fixing the cause, or `kremedy lab down --dir %s`", err, l.Dir, l.Dir)
 	}
-	q, err := l.waitKRaft(ctx)
+	q, err := l.waitKRaft(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -235,7 +274,7 @@ func (l *Lab) upKRaft(ctx context.Context, start time.Time, out io.Writer) error
 // Quorum asks the lab's controllers for the metadata quorum
 // (DescribeQuorum on the controller listener).
 func (l *Lab) Quorum(ctx context.Context) (ports.Quorum, error) {
-	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
+	kc, err := l.kafkaClient()
 	if err != nil {
 		return ports.Quorum{}, err
 	}
@@ -298,7 +337,7 @@ func kraftBrokers(ctx context.Context, kc *kafka.Client) (BrokerStates, error) {
 // BrokerStates asks the lab's cluster which brokers are registered and
 // unfenced.
 func (l *Lab) BrokerStates(ctx context.Context) (BrokerStates, error) {
-	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
+	kc, err := l.kafkaClient()
 	if err != nil {
 		return BrokerStates{}, err
 	}
@@ -315,10 +354,12 @@ func (c Config) brokerIDs() []int32 {
 }
 
 // waitKRaft waits until the quorum has a leader among all voters and every
-// broker is registered, unfenced, listening and sees every other broker.
-func (l *Lab) waitKRaft(ctx context.Context) (ports.Quorum, error) {
+// broker is registered, unfenced, listening and sees every other broker; a
+// secured lab's ACLs are written (ensureACLs) before that last check, which
+// the operator's client makes.
+func (l *Lab) waitKRaft(ctx context.Context, out io.Writer) (ports.Quorum, error) {
 	c := l.State.Config
-	kc, err := kafka.New(c.Bootstrap(), l.KafkaOpts()...)
+	kc, err := l.kafkaClient()
 	if err != nil {
 		return ports.Quorum{}, err
 	}
@@ -342,6 +383,10 @@ func (l *Lab) waitKRaft(ctx context.Context) (ports.Quorum, error) {
 			st, qerr = kraftBrokers(ctx, kc)
 			return qerr == nil && slices.Equal(st.Unfenced, want)
 		})
+	}
+	if err == nil && c.Secure {
+		// The operator's client (waitMetadata's) needs its ACLs first.
+		err = l.ensureACLs(ctx, out)
 	}
 	if err == nil {
 		err = l.waitMetadata(ctx)

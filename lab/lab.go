@@ -146,7 +146,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--kraft-controllers %d: use 0 (none), 1, 3 or 5", c.KRaftControllers)
 	case c.Kerberos && !c.Secure:
 		return fmt.Errorf("--kerberos without --secure: Kerberos is a secured lab's SASL; add --secure")
-	case c.Kerberos && c.KRaftControllers > 0:
+	case c.Kerberos && c.KRaftControllers > 0 && !c.KRaft:
 		return fmt.Errorf("--kerberos with --kraft-controllers: not yet: the Kerberized lab has no KRaft controllers (the secured lab without --kerberos has)")
 	case !c.KRaft && c.Chroot != "" && (c.Chroot[0] != '/' || filepath.Clean(c.Chroot) != c.Chroot || c.Chroot == "/"):
 		return fmt.Errorf("--chroot %q: use a clean absolute path such as /kafka, or \"\" for none", c.Chroot)
@@ -192,8 +192,8 @@ func (c Config) validateKRaft() error {
 		return fmt.Errorf("--kraft with --chroot %s: a KRaft lab has no ZooKeeper to chroot; leave --chroot out", c.Chroot)
 	case c.IBP != "":
 		return fmt.Errorf("--kraft with --ibp %s: a KRaft cluster has metadata.version, not inter.broker.protocol.version; leave --ibp out", c.IBP)
-	case c.Secure:
-		return fmt.Errorf("--kraft with --secure: not yet: a secured KRaft cluster is made by migrating a secured lab (lab up --secure --kraft-controllers 3, then kremedy run zk-to-kraft with --set controller_settings=DIR/broker-controller.properties)")
+	case c.Secure && c.Combined:
+		return fmt.Errorf("--kraft --secure with --combined: not yet: the secured KRaft lab runs separate controllers; leave --combined out (`lab up --kraft --secure`), or --secure out for combined nodes")
 	case c.Combined && c.KRaftControllers != 0:
 		return fmt.Errorf("--combined with --kraft-controllers %d: the combined brokers are the quorum; leave --kraft-controllers out", c.KRaftControllers)
 	case c.Combined && c.Brokers%2 == 0:
@@ -309,7 +309,11 @@ type State struct {
 	// DirectoryIDs are a dynamic quorum's controllers' metadata directory
 	// ids (by controller number), as --initial-controllers named them.
 	DirectoryIDs map[int]string `json:"directory_ids,omitempty"`
-	Scenarios    []Applied      `json:"scenarios,omitempty"`
+	// Wiped are the KRaft controllers (by number) whose metadata dir
+	// `lab controller wipe` removed, as a lost disk: `lab up` neither
+	// formats nor starts them again (see refuseWiped).
+	Wiped     []int     `json:"wiped_controllers,omitempty"`
+	Scenarios []Applied `json:"scenarios,omitempty"`
 }
 
 // Lab is a lab directory and its state.

@@ -201,12 +201,16 @@ func (e *env) offsetsOn(keeper, last int32) error {
 	return nil
 }
 
+// commit commits OfflineGroup's offsets on the topic, read again every
+// 500 ms for up to 3 minutes while the coordinator is not available: the
+// first commit creates __consumer_offsets (its 50 partitions and their
+// coordinators loading took over a minute on a loaded 2-core machine).
 func (e *env) commit(offs map[int32]int64) error {
 	var o kadm.Offsets
 	for p, at := range offs {
 		o.Add(kadm.Offset{Topic: e.t, Partition: p, At: at, LeaderEpoch: -1})
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Minute)
 	defer cancel()
 	for {
 		r, err := e.kc.Admin().CommitOffsets(ctx, OfflineGroup, o)

@@ -215,6 +215,66 @@ func (l *Lab) KafkaOpts() []kgo.Opt {
 	return opts
 }
 
+// kafkaClient is the lab's own Kafka client (KafkaOpts); on a secured lab
+// with KRaft controllers it reaches their listener as kremedy does, with
+// the inventory's controller_client_properties (DescribeQuorum).
+func (l *Lab) kafkaClient() (*kafka.Client, error) {
+	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
+	if err != nil || !l.State.Config.Secure || l.State.Config.KRaftControllers == 0 {
+		return kc, err
+	}
+	b, err := os.ReadFile(l.ControllerClientProperties())
+	if err != nil {
+		return kc, nil // not written yet: before lab up, no quorum to ask
+	}
+	props, err := kafka.ParseProperties(b)
+	if err == nil {
+		var opts []kgo.Opt
+		if opts, _, err = kafka.OptionsWith(props, ""); err == nil {
+			kc.SetControllerOptions(opts)
+		}
+	}
+	if err != nil {
+		kc.Close()
+		return nil, fmt.Errorf("%s: %w", l.ControllerClientProperties(), err)
+	}
+	return kc, nil
+}
+
+// formatSCRAM are the `kafka-storage format` arguments that create the
+// secured KRaft lab's SCRAM-SHA-512 users in its bootstrap metadata
+// (--add-scram, KIP-900): with no ZooKeeper, the brokers' own user must
+// exist before the first broker authenticates.
+func (l *Lab) formatSCRAM() ([]string, error) {
+	s, err := l.secrets()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, u := range []struct{ name, pass string }{{adminUser, s.admin}, {ClientUser, s.client}, {AppUser, s.app}, {IntruderUser, s.intruder}} {
+		out = append(out, "--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,iterations=4096,password=%s]", u.name, u.pass))
+	}
+	return out, nil
+}
+
+// giveToService hands a node's data directories, formatted as root, to
+// the service user that runs it on a secured lab (a no-op otherwise).
+func (l *Lab) giveToService(dirs ...string) error {
+	if !l.State.Config.Secure {
+		return nil
+	}
+	uid, gid, err := serviceIDs()
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := chownTree(d, uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // krb5ConfOrNone is the Kerberized lab's krb5.conf, "" otherwise.
 func (l *Lab) krb5ConfOrNone() string {
 	if l.State.Config.Kerberos {
@@ -403,18 +463,37 @@ ssl.truststore.type=JKS
 ssl.truststore.location=%s
 ssl.truststore.password=%s
 ssl.client.auth=none
-zookeeper.set.acl=true
+`, c.BrokerHost(n), KafkaPort, javaEscape(jaas), l.brokerStoreType(n), l.brokerStore(n), s.store, l.keyPassFor(n, s),
+		l.trustJKS(), s.store)
+	authz := `zookeeper.set.acl=true
 # ACLs, as a production cluster has them: the brokers' own principal is a
 # super user, every other principal needs an ACL (ensureACLs writes the lab's)
 authorizer.class.name=kafka.security.authorizer.AclAuthorizer
-super.users=%s
-`, c.BrokerHost(n), KafkaPort, javaEscape(jaas), l.brokerStoreType(n), l.brokerStore(n), s.store, l.keyPassFor(n, s),
-		l.trustJKS(), s.store, super)
+`
+	if c.KRaft {
+		authz = l.kraftBrokerAuthz(s)
+	}
+	text += authz + "super.users=" + super + "\n"
 	if c.Kerberos {
 		// The SASL lines up to the keystore's become Kerberos's.
 		text = l.kerberosBrokerSASL(n, jaas) + text[strings.Index(text, "ssl.keystore.type="):]
 	}
 	return text, nil
+}
+
+// kraftBrokerAuthz is a secured KRaft broker's authorizer and its login
+// at the controllers' listener (PLAIN as the brokers' principal, as
+// BrokerControllerSettings gives a migrating cluster's brokers).
+func (l *Lab) kraftBrokerAuthz(s secrets) string {
+	plain := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";`, adminUser, s.ctrlAdmin)
+	return fmt.Sprintf(`# the controllers' listener: SASL_SSL with PLAIN, as the brokers' principal
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.plain.sasl.jaas.config=%s
+# ACLs, as a production cluster has them, in the metadata log: the brokers'
+# own principal is a super user, every other principal needs an ACL
+# (ensureACLs writes the lab's)
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+`, javaEscape(plain))
 }
 
 // keyPassFor: a PKCS12 store has one password for store and key.
@@ -565,6 +644,9 @@ ssl.keystore.password=${file:%s:store.password}
 	if err := os.WriteFile(l.ClientPropertiesPKCS12(), []byte(p12), 0o600); err != nil {
 		return err
 	}
+	if l.State.Config.KRaft {
+		return l.writeToolFiles() // a KRaft lab has no ZooKeeper to reach
+	}
 	zkTLS := fmt.Sprintf(`# written by kremedy lab up --secure: TLS to ZooKeeper's secureClientPort
 # (%d), as a broker's zookeeper.ssl.* settings or kafka's --zk-tls-config-file
 zookeeper.ssl.client.enable=true
@@ -578,6 +660,12 @@ zookeeper.ssl.truststore.password=%s
 	if err := os.WriteFile(l.ZKOperatorPasswordFile(), []byte(s.zkOperator+"\n"), 0o600); err != nil {
 		return err
 	}
+	return l.writeToolFiles()
+}
+
+// writeToolFiles opens authorized_keys to the operator's sshd session and
+// writes the Kafka tools' log4j configuration.
+func (l *Lab) writeToolFiles() error {
 	// sshd reads authorized_keys as the operator logging in.
 	if err := os.Chmod(l.path("authorized_keys"), 0o644); err != nil {
 		return err
@@ -653,8 +741,12 @@ func (l *Lab) ensureACLs(ctx context.Context, out io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintf(out, "  acls      %s: everything; User:%s: topics and groups %s…; User:%s: none (AclAuthorizer, super user User:%s)\n",
-		strings.Join(OperatorPrincipals, ", "), AppUser, AppPrefix, IntruderUser, adminUser)
+	authz := "AclAuthorizer"
+	if l.State.Config.KRaft {
+		authz = "StandardAuthorizer"
+	}
+	fmt.Fprintf(out, "  acls      %s: everything; User:%s: topics and groups %s…; User:%s: none (%s, super user User:%s)\n",
+		strings.Join(OperatorPrincipals, ", "), AppUser, AppPrefix, IntruderUser, authz, adminUser)
 	return nil
 }
 
@@ -698,7 +790,8 @@ func (l *Lab) controllerStore(k int) string {
 }
 
 // securedControllerProps is controller k's controller.properties on a
-// secured lab.
+// secured lab: a KRaft lab's controller, or one provisioned for the
+// migration (with the brokers' inter-broker listener and ZooKeeper).
 func (l *Lab) securedControllerProps(k int) (string, error) {
 	s, err := l.secrets()
 	if err != nil {
@@ -707,12 +800,15 @@ func (l *Lab) securedControllerProps(k int) (string, error) {
 	c := l.State.Config
 	plain := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s" user_%s="%s" user_%s="%s" user_%s="%s";`,
 		ctrlUser, s.ctrl, ctrlUser, s.ctrl, adminUser, s.ctrlAdmin, ClientUser, s.ctrlOperator)
-	scram := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, adminUser, s.admin)
-	return fmt.Sprintf(`# KRaft controller %d of the secured kremedy lab, provisioned for the
-# ZooKeeper → KRaft migration (KIP-866) of a secured cluster.
-process.roles=controller
+	head := fmt.Sprintf("# KRaft controller %d of the secured kremedy lab, provisioned for the\n# ZooKeeper → KRaft migration (KIP-866) of a secured cluster.\n", k)
+	authz := "# KRaft's authorizer: the ACLs the migration copies from ZooKeeper\n"
+	if c.KRaft {
+		head = fmt.Sprintf("# KRaft controller %d of the secured kremedy lab (a KRaft-only cluster)\n", k)
+		authz = "# KRaft's authorizer: the ACLs live in the metadata log\n"
+	}
+	text := head + fmt.Sprintf(`process.roles=controller
 node.id=%d
-controller.quorum.voters=%s
+%s
 controller.listener.names=CONTROLLER
 listeners=CONTROLLER://%s:%d
 # the controller listener: SASL_SSL with PLAIN (SCRAM needs the metadata log)
@@ -720,12 +816,6 @@ listener.security.protocol.map=CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL
 listener.name.controller.sasl.enabled.mechanisms=PLAIN
 sasl.mechanism.controller.protocol=PLAIN
 listener.name.controller.plain.sasl.jaas.config=%s
-# the brokers' inter-broker listener, for the RPCs a migrating controller
-# sends the ZooKeeper-mode brokers
-inter.broker.listener.name=SASL_SSL
-sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
-listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
-listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=%s
 ssl.keystore.type=PKCS12
 ssl.keystore.location=%s
 ssl.keystore.password=%s
@@ -733,20 +823,29 @@ ssl.truststore.type=JKS
 ssl.truststore.location=%s
 ssl.truststore.password=%s
 ssl.client.auth=none
-# KRaft's authorizer: the ACLs the migration copies from ZooKeeper
-authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+`, ControllerID(k), c.quorumProp(), c.ControllerHost(k), ControllerPort, javaEscape(plain),
+		l.controllerStore(k), s.store, l.trustJKS(), s.store) + authz + fmt.Sprintf(`authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:%s;User:%s;User:%s
 log.dirs=%s
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+`, adminUser, ctrlUser, ClientUser, l.controllerMetadataDir(k))
+	if c.KRaft {
+		return text, nil
+	}
+	scram := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, adminUser, s.admin)
+	return text + fmt.Sprintf(`# the brokers' inter-broker listener, for the RPCs a migrating controller
+# sends the ZooKeeper-mode brokers
+inter.broker.listener.name=SASL_SSL
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=%s
 zookeeper.metadata.migration.enable=true
 zookeeper.connect=%s
 zookeeper.set.acl=true
 zookeeper.session.timeout.ms=6000
-num.network.threads=2
-num.io.threads=2
-background.threads=2
-`, k, ControllerID(k), c.Voters(), c.ControllerHost(k), ControllerPort, javaEscape(plain), javaEscape(scram),
-		l.controllerStore(k), s.store, l.trustJKS(), s.store, adminUser, ctrlUser, ClientUser,
-		l.controllerMetadataDir(k), c.ZKConnect()), nil
+`, javaEscape(scram), c.ZKConnect()), nil
 }
 
 // writeControllerSecurity issues each controller's keystore, writes its

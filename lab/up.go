@@ -43,6 +43,9 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	if err != nil {
 		return nil, err
 	}
+	if err := l.refuseWiped(); err != nil {
+		return nil, err
+	}
 	sshd, err := l.prepare(ctx)
 	if err != nil {
 		return nil, err
@@ -446,8 +449,12 @@ func (l *Lab) Inventory() *inventory.Inventory {
 		inv.ZooKeeper = inventory.ZooKeeper{Connect: c.ZKConnect()}
 	}
 	if c.Secure {
-		inv.Note += "; secured: SASL_SSL (SCRAM-SHA-512), ZooKeeper SASL ACLs (kremedy uses the superDigest operator), SSH as " + OperatorUser + " with sudo"
-		inv.ZooKeeper.Auth = &inventory.ZKAuth{User: ZKOperator, PasswordFile: l.ZKOperatorPasswordFile()}
+		if c.KRaft {
+			inv.Note += "; secured: SASL_SSL (SCRAM-SHA-512), StandardAuthorizer ACLs, controllers on SASL_SSL (PLAIN), SSH as " + OperatorUser + " with sudo"
+		} else {
+			inv.Note += "; secured: SASL_SSL (SCRAM-SHA-512), ZooKeeper SASL ACLs (kremedy uses the superDigest operator), SSH as " + OperatorUser + " with sudo"
+			inv.ZooKeeper.Auth = &inventory.ZKAuth{User: ZKOperator, PasswordFile: l.ZKOperatorPasswordFile()}
+		}
 		inv.Kafka.ClientProperties = l.ClientProperties()
 		if c.Kerberos {
 			inv.Kafka.Krb5Conf = l.Krb5Conf()

@@ -87,7 +87,7 @@ func newLabUpCmd() *cobra.Command {
 	f.StringVar(&cfg.IBP, "ibp", "", "inter.broker.protocol.version (2.7: no topic IDs, the pre-2.8 behaviour)")
 	f.StringVar(&cfg.KafkaVersion, "kafka-version", "", "Kafka release to run, installed with `lab install --kafka-version` (default: --kafka-home, $KAFKA_HOME, then "+lab.KafkaVersion+"); 4.x needs --kraft")
 	f.StringVar(&cfg.KafkaHome, "kafka-home", "", "an Apache Kafka 2.4–4.x home (default $KAFKA_HOME, then the `lab install` cache)")
-	f.BoolVar(&cfg.Secure, "secure", false, "a secured cluster: SASL_SSL (SCRAM-SHA-512, TLS from a lab CA, JKS and PKCS12 keystores), ZooKeeper SASL with ACLs, brokers run as "+lab.ServiceUser+", SSH as "+lab.OperatorUser+" with sudo (needs root and `make lab-users`)")
+	f.BoolVar(&cfg.Secure, "secure", false, "a secured cluster: SASL_SSL (SCRAM-SHA-512, TLS from a lab CA, JKS and PKCS12 keystores), ZooKeeper SASL with ACLs, brokers run as "+lab.ServiceUser+", SSH as "+lab.OperatorUser+" with sudo (needs root and `make lab-users`). With --kraft: StandardAuthorizer with ACLs, the controllers' listener on SASL_SSL with PLAIN, SCRAM users created at format time")
 	f.BoolVar(&cfg.Kerberos, "kerberos", false, "with --secure: Kerberized, as vendor distributions set clusters up: a local MIT KDC (realm "+lab.Realm+", krb5-kdc), brokers on SASL_SSL with GSSAPI between themselves and for kremedy (a keytab), SCRAM-SHA-512 beside it")
 	f.IntVar(&cfg.KRaftControllers, "kraft-controllers", 0, "provision a KRaft controller quorum of this many (1, 3 or 5) for the ZooKeeper → KRaft migration: own hosts 127.NET.3.K with sshd, formatted with the cluster's id, not started (the zk-to-kraft runbook starts them); the brokers' server.properties are then written once and left to the runbook. With --kraft: the cluster's quorum (default 3)")
 	f.BoolVar(&cfg.Combined, "combined", false, "with --kraft: combined nodes (process.roles=broker,controller): the --brokers brokers (an odd number) are the quorum's voters, their controller listener on 127.NET.1.N:9093, listed in the inventory as brokers and as kraft_controllers; no controller of its own")
@@ -112,9 +112,6 @@ func kraftFlags(changed func(string) bool, cfg *lab.Config) error {
 		if changed(f.flag) {
 			return fmt.Errorf("--kraft with --%s: %s; leave --%s out", f.flag, f.why, f.flag)
 		}
-	}
-	if cfg.Secure {
-		return fmt.Errorf("--kraft with --secure: not yet: a secured KRaft cluster is made by migrating a secured lab (lab up --secure --kraft-controllers 3, then kremedy run zk-to-kraft with --set controller_settings=DIR/broker-controller.properties)")
 	}
 	k := lab.KRaftConfig()
 	cfg.KRaft, cfg.ZooKeepers, cfg.Chroot = true, 0, ""
@@ -182,10 +179,10 @@ func newLabBrokerCmd() *cobra.Command {
 func newLabControllerCmd() *cobra.Command {
 	var dir string
 	c := &cobra.Command{
-		Use:       "controller stop|start ID",
-		Short:     "Run one KRaft controller's stop or start command over SSH, as an operator would (ID: its node.id 3001… or its number 1…)",
+		Use:       "controller stop|start|wipe ID",
+		Short:     "Run one KRaft controller's stop or start command over SSH, as an operator would, or wipe it (stopped, its metadata dir removed: a lost disk; lab up then refuses it) (ID: its node.id 3001… or its number 1…)",
 		Args:      cobra.ExactArgs(2),
-		ValidArgs: []string{"stop", "start"},
+		ValidArgs: []string{"stop", "start", "wipe"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return labController(cmd, dir, args)
 		},
@@ -296,11 +293,11 @@ func labBreak(cmd *cobra.Command, dir, scenario, topic string) error {
 	return labErr(err)
 }
 
-// labController is `lab controller stop|start ID`: one KRaft controller's command over SSH.
+// labController is `lab controller stop|start|wipe ID`: one KRaft controller's command over SSH, or its disk lost.
 func labController(cmd *cobra.Command, dir string, args []string) error {
-	action, err := stopOrStart(args[0])
-	if err != nil {
-		return err
+	action := args[0]
+	if action != "stop" && action != "start" && action != "wipe" {
+		return usageErr(fmt.Errorf("unknown action %q: use stop, start or wipe", action))
 	}
 	l, err := openLab(dir)
 	if err != nil {
@@ -310,8 +307,11 @@ func labController(cmd *cobra.Command, dir string, args []string) error {
 	if err != nil {
 		return labErr(err)
 	}
-	err = l.ControllerCommand(cmd.Context(), k, action, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
-	return labErr(err)
+	out := func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) }
+	if action == "wipe" {
+		return labErr(l.WipeController(cmd.Context(), k, out))
+	}
+	return labErr(l.ControllerCommand(cmd.Context(), k, action, out))
 }
 
 // labBrokerCmd is `lab broker stop|start ID`: one broker's command over SSH.

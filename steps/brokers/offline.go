@@ -3,10 +3,13 @@ package brokers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -77,39 +80,73 @@ func (c Choice) Window() string {
 }
 
 // Choose decides from the log ends read: wait for a dead broker whose log
-// is the longest, or elect the longest live log.
+// is the newest, or elect the newest live log.
 func (o Offline) Choose() Choice { return o.ChooseWithout(nil) }
+
+// newer orders logs as Kafka's truncation does: by last leader epoch, then
+// by end. A follower whose last epoch is older truncates to where its
+// epoch ends on the leader (OffsetsForLeaderEpoch, KIP-101/KIP-279), so a
+// log that is longer at an older epoch has a divergent tail, not more
+// records.
+func newer(a, b LogEnd) bool {
+	return a.Epoch > b.Epoch || a.Epoch == b.Epoch && a.End > b.End
+}
 
 // ChooseWithout is Choose when the dead brokers gone will not come back
 // (the operator says so: their host answers, the broker does not start):
 // their logs still count for what an election loses — the records only
 // they hold, and when those were written — but nobody waits for them.
+//
+// The elected live log and the one waited for are the newest by (last
+// leader epoch, end offset): a dead log as new as the elected one (a tie)
+// is not waited for, electing loses nothing against it. A dead log longer
+// than the elected one but at an older last epoch is not counted in the
+// loss: its tail is divergent (written by a leader a later epoch already
+// replaced), and it would be truncated when it comes back either way.
 func (o Offline) ChooseWithout(gone []int32) Choice {
 	c := Choice{Longest: -1, ElectEnd: -1, Exact: len(o.Unread) == 0}
+	var elect LogEnd
+	for _, r := range o.Replicas {
+		e, ok := o.Ends[r]
+		if !ok || !e.Known() || slices.Contains(o.Dead, r) {
+			continue
+		}
+		if c.FirstLive == 0 {
+			c.FirstLive = r
+		}
+		if c.Elect == 0 || newer(e, elect) {
+			c.Elect, c.ElectEnd, elect = r, e.End, e
+			c.LostFrom = e.LastWrite
+		}
+	}
 	var longestWrite int64
+	var older []string
+	if c.Elect != 0 {
+		c.Longest, longestWrite = elect.End, elect.LastWrite
+	}
+	var best LogEnd
 	for _, r := range o.Replicas {
 		e, ok := o.Ends[r]
 		if !ok || !e.Known() {
 			continue
 		}
-		dead := slices.Contains(o.Dead, r)
-		if !dead && c.FirstLive == 0 {
-			c.FirstLive = r
-		}
-		if !dead && e.End > c.ElectEnd {
-			c.Elect, c.ElectEnd = r, e.End
-			c.LostFrom = e.LastWrite
+		if c.Elect != 0 && !newer(e, elect) {
+			if e.End > c.ElectEnd {
+				older = append(older, fmt.Sprintf("broker %d's log ends at %d but at leader epoch %d, older than the elected log's %d: its tail past that epoch is divergent and not counted", r, e.End, e.Epoch, elect.Epoch))
+			}
+			continue
 		}
 		if e.End > c.Longest {
-			c.Longest = e.End
-			longestWrite = e.LastWrite
-			c.Wait = 0
-			if dead && !slices.Contains(gone, r) {
-				c.Wait = r
-			}
+			c.Longest, longestWrite = e.End, e.LastWrite
+		}
+		if slices.Contains(o.Dead, r) && !slices.Contains(gone, r) && (c.Wait == 0 || newer(e, best)) {
+			c.Wait, best = r, e
 		}
 	}
-	c.Why = fmt.Sprintf("longest log read: %d", c.Longest)
+	c.Why = fmt.Sprintf("longest log read: %d", max(c.Longest, -1))
+	if len(older) > 0 {
+		c.Why += "; " + strings.Join(older, "; ")
+	}
 	if o.Committed > c.Longest {
 		c.Longest = o.Committed
 		c.Wait = 0
@@ -117,7 +154,7 @@ func (o Offline) ChooseWithout(gone []int32) Choice {
 		longestWrite = 0
 	}
 	if c.Elect != 0 && c.Wait == 0 {
-		c.Lost = c.Longest - c.ElectEnd
+		c.Lost = max(c.Longest-c.ElectEnd, 0)
 	}
 	if c.Lost > 0 && longestWrite > 0 {
 		c.LostTo = longestWrite
@@ -134,6 +171,19 @@ func (o Offline) ChooseWithout(gone []int32) Choice {
 		c.Why += "; " + strings.Join(un, ", ") + " could not be read, so at least this many"
 	}
 	return c
+}
+
+// LiveUnread are the replicas on brokers that serve whose log end could
+// not be read (Unread says why): while there is one, the longest live log
+// is not known.
+func (o Offline) LiveUnread() []int32 {
+	var out []int32
+	for _, r := range o.Replicas {
+		if _, un := o.Unread[r]; un && !slices.Contains(o.Dead, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func mapsKeys(m map[int32]string) []int32 {
@@ -214,7 +264,7 @@ func ReadEnds(ctx context.Context, c ports.Cluster, offs []Offline) {
 			a := got[slices.Index(ids, r)]
 			switch e, ok := a.ends[o.Name()]; {
 			case a.err != nil:
-				o.Unread[r] = a.err.Error()
+				o.Unread[r] = hostOf(c.Target, r) + a.err.Error()
 			case !ok || !e.Known():
 				o.Unread[r] = e.Err
 			default:
@@ -243,6 +293,14 @@ func committed(ctx context.Context, k ports.Kafka, offs []Offline) {
 	}
 }
 
+// hostOf is "host H: " for broker id's inventory host, or "".
+func hostOf(t ports.Target, id int32) string {
+	if h, ok := t.Host(id); ok && h.Host != "" {
+		return "host " + h.Host + ": "
+	}
+	return ""
+}
+
 func logDirsOf(ctx context.Context, c ports.Cluster, id int32) ([]string, error) {
 	if h, ok := c.Target.Host(id); ok && len(h.LogDirs) > 0 {
 		return h.LogDirs, nil
@@ -264,12 +322,14 @@ func (o Offline) DeadSet() string {
 
 // DropElectable removes the partitions a clean election can still bring
 // back: those with a live eligible leader replica (KRaft with ELR,
-// KIP-966: DescribeTopicPartitions). A cluster that does not answer it
-// (ZooKeeper mode, Kafka before 3.8) keeps every partition; the others
-// get their ELR.
-func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []int32) []Offline {
+// KIP-966: DescribeTopicPartitions). A cluster that does not support it
+// (ports.ErrUnsupported or UNSUPPORTED_VERSION: ZooKeeper mode, Kafka
+// before 3.8) keeps every partition; the others get their ELR. Any other
+// error is the error: on an ELR cluster a transient one would leave a
+// partition with a live ELR member in the unclean plan.
+func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []int32) ([]Offline, error) {
 	if len(offs) == 0 {
-		return offs
+		return offs, nil
 	}
 	var topics []string
 	for _, o := range offs {
@@ -278,8 +338,11 @@ func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []in
 		}
 	}
 	elr, err := k.EligibleLeaders(ctx, topics)
-	if err != nil {
-		return offs
+	switch {
+	case errors.Is(err, ports.ErrUnsupported) || errors.Is(err, kerr.UnsupportedVersion):
+		return offs, nil
+	case err != nil:
+		return nil, fmt.Errorf("the eligible leader replicas of %v could not be read (DescribeTopicPartitions: %w): without them a partition a clean election can still bring back (a live ELR member, KIP-966) would be elected uncleanly, losing records. Nothing was changed; run again (a transient error), or check that every broker answers DescribeTopicPartitions", topics, err)
 	}
 	var out []Offline
 	for _, o := range offs {
@@ -289,5 +352,5 @@ func DropElectable(ctx context.Context, k ports.Kafka, offs []Offline, live []in
 			out = append(out, o)
 		}
 	}
-	return out
+	return out, nil
 }

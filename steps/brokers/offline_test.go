@@ -22,6 +22,15 @@ func TestChoose(t *testing.T) {
 		{"every log read, a live one longest",
 			Offline{Replicas: []int32{3, 1, 2}, Dead: []int32{3}, Ends: map[int32]LogEnd{1: end(1, 20), 2: end(2, 35), 3: end(3, 30)}, Committed: 10},
 			Choice{Elect: 2, ElectEnd: 35, FirstLive: 1, Longest: 35, Lost: 0, Exact: true}},
+		{"a tie with a dead log: electing loses nothing, no wait",
+			Offline{Replicas: []int32{3, 1, 2}, Dead: []int32{3}, Ends: map[int32]LogEnd{1: end(1, 20), 2: end(2, 35), 3: end(3, 35)}, Committed: -1},
+			Choice{Elect: 2, ElectEnd: 35, FirstLive: 1, Longest: 35, Lost: 0, Exact: true}},
+		{"a dead log longer at an older leader epoch: a divergent tail, not waited for",
+			Offline{Replicas: []int32{3, 1, 2}, Dead: []int32{3}, Ends: map[int32]LogEnd{1: {Broker: 1, End: 20, Epoch: 5}, 2: {Broker: 2, End: 45, Epoch: 5}, 3: {Broker: 3, End: 50, Epoch: 4}}, Committed: -1},
+			Choice{Elect: 2, ElectEnd: 45, FirstLive: 1, Longest: 45, Lost: 0, Exact: true}},
+		{"a dead log shorter at a newer leader epoch: waited for",
+			Offline{Replicas: []int32{3, 1, 2}, Dead: []int32{3}, Ends: map[int32]LogEnd{1: {Broker: 1, End: 20, Epoch: 5}, 2: {Broker: 2, End: 45, Epoch: 5}, 3: {Broker: 3, End: 44, Epoch: 6}}, Committed: -1},
+			Choice{Wait: 3, Elect: 2, ElectEnd: 45, FirstLive: 1, Longest: 45, Lost: 0, Exact: true}},
 	} {
 		got := tc.o.Choose()
 		got.Why = ""

@@ -570,6 +570,9 @@ func (k *strayRoll) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, erro
 	if !env.Target.KRaft {
 		return nil, fmt.Errorf("%w: stray-cleanup is for KRaft clusters; nothing was done", steps.ErrRefused)
 	}
+	if err := refuseCombined(ctx, env); err != nil {
+		return nil, err
+	}
 	p, err := k.r.Plan(ctx, env)
 	if err != nil || p.NoOp {
 		return p, err
@@ -601,6 +604,29 @@ func (k *strayRoll) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, 
 		checks = append(checks, *c)
 	}
 	return checks, nil
+}
+
+// refuseCombined refuses a stray roll that would stop a combined node
+// (process.roles=broker,controller) holding would-be strays: its stop moves
+// the quorum too, which this roll does not judge. kraft-rolling-restart
+// does (the quorum rule and the partition rule before its stop), and Kafka
+// then sets those logs aside as -stray at its start, which stray-cleanup
+// moves while it runs.
+func refuseCombined(ctx context.Context, env *steps.Env) error {
+	look, err := lookStrays(ctx, env, strayOpts{})
+	if err != nil {
+		return err
+	}
+	var ids []int32
+	for _, id := range slices.Sorted(maps.Keys(look.Would)) {
+		if len(look.Would[id]) > 0 && env.Target.Combined(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: node(s) %v hold live logs that will become stray, and each is a combined node (process.roles=broker,controller): stopping one moves the metadata quorum too, which stray-cleanup's roll does not judge. Restart them with `kremedy run kraft-rolling-restart` (it judges the quorum rule and the partition rule before each stop); Kafka then sets those logs aside as -stray at their start, and `kremedy run stray-cleanup` (would_be=false) moves them into quarantine while they run. Nothing was done", steps.ErrRefused, ids)
 }
 
 // wouldBeWhile moves a stopped broker's would-be strays into quarantine.

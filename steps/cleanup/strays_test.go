@@ -32,7 +32,12 @@ const (
 // runbook bound to params.
 func newStrays(t *testing.T, params map[string]string) *fixture {
 	t.Helper()
-	g := steptest.KRaft(t)
+	return newStraysOf(t, steptest.KRaft(t), params)
+}
+
+// newStraysOf is newStrays on the KRaft cluster g.
+func newStraysOf(t *testing.T, g *steptest.Cluster, params map[string]string) *fixture {
+	t.Helper()
 	g.Hosts.AddDir(2, "/data/k1", stray0, goneID)
 	g.Hosts.AddDir(2, "/data/k1", stray1, goneID)
 	g.Hosts.AddDir(2, "/data/k1", strayX, "")
@@ -182,6 +187,27 @@ func TestStrayCleanupRefusals(t *testing.T) {
 		}), nil)
 		if !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "topic-cleanup") {
 			t.Fatalf("a ZooKeeper-mode cluster: %v", out.Err)
+		}
+	})
+}
+
+// TestStrayRollRefusesACombinedNode: a combined node
+// (process.roles=broker,controller) holding a live log that will become
+// stray is not stopped by stray-cleanup's roll, whose stop judges only
+// the partition rule: the run refuses before any stop, naming
+// kraft-rolling-restart (the quorum rule too) and stray-cleanup after it.
+// Before, the brokers' roll skipped every combined node — nothing was
+// restarted, and Verify failed on the same log at every run.
+func TestStrayRollRefusesACombinedNode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newStraysOf(t, steptest.KRaftCombined(t), map[string]string{"would_be": "true"})
+		f.hosts.AddDir(2, "/data/k2", "gone-0", goneID)
+		_, err := f.run(context.Background(), f.typing(f.cluster.Target.Name))
+		if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "node(s) [2]") || !strings.Contains(err.Error(), "kremedy run kraft-rolling-restart") || !strings.Contains(err.Error(), "Nothing was done") {
+			t.Fatalf("would_be=true with a combined node's would-be stray: %v", err)
+		}
+		if r := restarts(f); len(r) != 0 {
+			t.Fatalf("restarted %v", r)
 		}
 	})
 }

@@ -133,7 +133,7 @@ func lagging(q ports.Quorum, timeout time.Duration) map[int32]string {
 // counts (a voter between two fetches is not a voter down).
 func (g *kraftDiag) quorum(ctx context.Context) {
 	q, err := g.readQuorum(ctx)
-	if err != nil && g.quorumLost(ctx, "DescribeQuorum: "+err.Error()) {
+	if err != nil && g.quorumLost(ctx, "DescribeQuorum: "+err.Error(), nil) {
 		return
 	}
 	if err != nil {
@@ -152,7 +152,7 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 	}
 	g.d.Quorum = &q
 	g.d.Controller = q.Leader
-	if q.Leader < 0 && g.quorumLost(ctx, fmt.Sprintf("DescribeQuorum at %s: no leader (epoch %d)", q.AskedAt, q.Epoch)) {
+	if q.Leader < 0 && g.quorumLost(ctx, fmt.Sprintf("DescribeQuorum at %s: no leader (epoch %d)", q.AskedAt, q.Epoch), voterIDList(q.Voters)) {
 		return
 	}
 	if q.Leader < 0 {
@@ -192,7 +192,7 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 	if margin < 0 {
 		// Nothing commits: what the wedge check would see is this.
 		g.noMajority = true
-		if g.quorumLost(ctx, fmt.Sprintf("DescribeQuorum at %s: leader %d, epoch %d, high watermark %d; %d of %d voters caught up, a majority is %d: the leader keeps its title but commits nothing", q.AskedAt, q.Leader, q.Epoch, q.HighWatermark, caughtUp, n, majority)) {
+		if g.quorumLost(ctx, fmt.Sprintf("DescribeQuorum at %s: leader %d, epoch %d, high watermark %d; %d of %d voters caught up, a majority is %d: the leader keeps its title but commits nothing", q.AskedAt, q.Leader, q.Epoch, q.HighWatermark, caughtUp, n, majority), voterIDList(q.Voters)) {
 			return
 		}
 	}

@@ -68,11 +68,11 @@ func TestKRaftDiagnosis(t *testing.T) {
 		"two controllers of three lost": {func(c *steptest.Cluster) {
 			c.Hosts.Running[3002], c.Hosts.Running[3003] = false, false
 			c.Kafka.SetQuorum(&ports.Quorum{Leader: -1, Epoch: 5})
-		}, []string{"quorum-lost:[3002 3003]"}, false, []string{"1 of the 3 voters [3001 3002 3003] run (a majority is 2)", "docs/kraft.md \"A lost quorum\"", "its listener c2:9093 accepts no connection"}},
+		}, []string{"quorum-lost:[3002 3003]"}, false, []string{"1 of the 3 voters [3001 3002 3003] run (a majority is 2)", "docs/kraft.md \"A lost quorum\"", "its listener c2:9093 accepts no connection", "counted: the inventory's controllers, taken for the voters"}},
 		"two controllers of three lost, the leader keeps its title": {func(c *steptest.Cluster) {
 			c.Hosts.Running[3002], c.Hosts.Running[3003] = false, false
 			c.Kafka.QuorumWedged = true // nothing commits without a majority
-		}, []string{"quorum-lost:[3002 3003]"}, false, []string{"leader 3001, epoch 4, high watermark 1000; 1 of 3 voters caught up, a majority is 2: the leader keeps its title but commits nothing"}},
+		}, []string{"quorum-lost:[3002 3003]"}, false, []string{"leader 3001, epoch 4, high watermark 1000; 1 of 3 voters caught up, a majority is 2: the leader keeps its title but commits nothing", "counted: the voters DescribeQuorum named"}},
 		"metadata.version below the release": {func(c *steptest.Cluster) {
 			c.Kafka.FeatureLevels = map[string]int16{"metadata.version": 21, "kraft.version": 0}
 			c.Kafka.FeatureRange = map[string][2]int16{"metadata.version": {7, 27}, "kraft.version": {0, 1}}

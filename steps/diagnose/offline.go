@@ -36,7 +36,11 @@ func (g *diagnoser) offlineLogEnds(ctx context.Context, live []int32, topics []s
 	if err != nil {
 		return
 	}
-	again = brokers.DropElectable(ctx, g.c.Kafka, again, live)
+	if kept, err := brokers.DropElectable(ctx, g.c.Kafka, again, live); err != nil {
+		g.d.Methods = append(g.d.Methods, "offline partitions: "+err.Error()+" (diagnose lists them all)")
+	} else {
+		again = kept
+	}
 	offs := slices.DeleteFunc(again, func(o brokers.Offline) bool {
 		return !slices.ContainsFunc(first, func(f brokers.Offline) bool { return f.Name() == o.Name() })
 	})
@@ -86,6 +90,8 @@ func offlineFinding(offs []brokers.Offline) Finding {
 		switch {
 		case ch.Wait != 0:
 			ev = append(ev, fmt.Sprintf("%s: dead broker %d holds the longest log (%d): start it and nothing is lost", o.Name(), ch.Wait, ch.Longest))
+		case len(o.LiveUnread()) > 0:
+			ev = append(ev, fmt.Sprintf("%s: the longest live log is not known: live broker(s) %v could not be read (above); kremedy elects nothing until they can be", o.Name(), o.LiveUnread()))
 		case ch.Elect != 0:
 			ev = append(ev, fmt.Sprintf("%s: the longest live log is broker %d's (%d); an unclean election of it loses %s records (%s)%s; Kafka's own would pick broker %d", o.Name(), ch.Elect, ch.ElectEnd, lostWord(ch), ch.Why, windowOf(ch), ch.FirstLive))
 		}

@@ -46,3 +46,16 @@ func TestOfflineLogEndsIsTheCause(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineLogEndsWithALiveLogUnread: live broker 1's log end could not
+// be read: diagnose names no longest live log (broker 2's is only the
+// longest read).
+func TestOfflineLogEndsWithALiveLogUnread(t *testing.T) {
+	o := brokers.Offline{Topic: "pay", Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{3}, Dead: []int32{3}, Committed: -1,
+		Ends:   map[int32]brokers.LogEnd{2: {Broker: 2, End: 35, Epoch: 1, Dir: "/d/pay-0"}},
+		Unread: map[int32]string{1: "host b1: no route", 3: "host unreachable"}}
+	ev := strings.Join(offlineFinding([]brokers.Offline{o}).Evidence, "\n")
+	if strings.Contains(ev, "the longest live log is broker 2's") || !strings.Contains(ev, "pay-0: the longest live log is not known: live broker(s) [1] could not be read") {
+		t.Errorf("evidence:\n%s", ev)
+	}
+}

@@ -188,7 +188,12 @@ func (v voterLook) line() string {
 // fewer than a majority of the voters run; otherwise it adds nothing and
 // reports false (an election in progress or trouble between running
 // voters: the caller's finding).
-func (g *kraftDiag) quorumLost(ctx context.Context, why string) bool {
+//
+// The voters counted are, in this order: the ones DescribeQuorum named
+// (known), a static quorum's controller.quorum.voters, else the
+// inventory's controllers — said so, since a dynamic quorum's voter set
+// lives in its log and the inventory may list an observer or miss a voter.
+func (g *kraftDiag) quorumLost(ctx context.Context, why string, known []int32) bool {
 	if len(g.c.Target.Controllers) == 0 {
 		return false
 	}
@@ -196,16 +201,25 @@ func (g *kraftDiag) quorumLost(ctx context.Context, why string) bool {
 	looks := g.lookAtVoters(ctx)
 	voters := idsOf(g.c.Target.Controllers, func(h ports.Host) int32 { return h.ID })
 	kind := g.quorumKind(ctx, looks)
+	counted := "the inventory's controllers, taken for the voters (a dynamic quorum's voter set lives in its metadata log: an observer listed there, or a voter missing from it, changes the majority)"
 	for _, v := range looks {
 		if len(v.static) > 0 {
 			voters = slices.Sorted(slices.Values(v.static))
+			counted = "the voters of controller.quorum.voters"
 			break
 		}
+	}
+	if len(known) > 0 {
+		voters, counted = slices.Sorted(slices.Values(known)), "the voters DescribeQuorum named"
 	}
 	majority := len(voters)/2 + 1
 	var up, back, lost []int32
 	ev := []string{why}
 	for _, v := range looks {
+		if !slices.Contains(voters, v.h.ID) {
+			ev = append(ev, v.line()+" (not a voter: not counted)")
+			continue
+		}
 		switch {
 		case v.running():
 			up = append(up, v.h.ID)
@@ -219,7 +233,7 @@ func (g *kraftDiag) quorumLost(ctx context.Context, why string) bool {
 	if len(up) >= majority {
 		return false
 	}
-	ev = append(ev, kind)
+	ev = append(ev, kind, "counted: "+counted)
 	f := Finding{Kind: FindQuorumLost, Severity: Critical, Brokers: append(append([]int32{}, back...), lost...),
 		Summary:  fmt.Sprintf("the metadata quorum has lost its majority: %d of the %d voters %s run (a majority is %d); no metadata change happens (no topic, no ISR shrink, no broker registration) until a majority is back", len(up), len(voters), fmt.Sprint(voters), majority),
 		Evidence: ev,
@@ -255,6 +269,10 @@ func (g *kraftDiag) quorumKind(ctx context.Context, looks []voterLook) string {
 		}
 	}
 	return "the quorum's kind is not known: no controller config was read (" + kv + ")"
+}
+
+func voterIDList(vs []ports.Voter) []int32 {
+	return idsOf(vs, func(v ports.Voter) int32 { return v.ID })
 }
 
 func orNone(ids []int32) string {

@@ -67,7 +67,7 @@ func TestQuorumLostVoterByVoter(t *testing.T) {
 			all := f.Summary + "\n" + strings.Join(f.Evidence, "\n") + "\n" + f.Fix
 			want := []string{tc.fix, "a static quorum: controller.quorum.voters on controller 3001 names [3001 3002 3003]",
 				"controller 3001 (c1): its listener c1:9093 accepts connections",
-				"quorum-state: leader 3001, epoch 7", "is GONE (no directory)"}
+				"quorum-state: leader 3001, epoch 7", "is GONE (no directory)", "counted: the voters of controller.quorum.voters"}
 			for _, w := range want {
 				if !strings.Contains(all, w) {
 					t.Errorf("the finding does not say %q:\n%s", w, all)

@@ -43,9 +43,33 @@ func (g *diagnoser) reassignments(ctx context.Context) {
 		return
 	}
 	g.d.Methods = append(g.d.Methods, fmt.Sprintf("reassignments read twice, %s apart (ListPartitionReassignments; liveness from DescribeCluster; bytes left from DescribeLogDirs); throttle configs read with DescribeConfigs, a down broker's from ZooKeeper", g.settleWindow()))
-	if len(st.Moves) == 0 && g.o.Topic == "" {
-		g.throttlesLeft(st)
+	if len(st.Moves) == 0 && g.o.Topic == "" && len(st.Throttles) > 0 {
+		g.throttlesLeftTwice(ctx, st)
 	}
+}
+
+// throttlesLeftTwice reports the throttles of read st (no move in flight)
+// only if a second read, the settle window later, still has them and no
+// move: kafka-reassign-partitions --execute sets its throttles before it
+// submits its moves, so one read can fall between the two.
+func (g *diagnoser) throttlesLeftTwice(ctx context.Context, st *brokers.Reassigning) {
+	if !sleep(ctx, g.settleWindow()) {
+		return
+	}
+	again, err := brokers.ReadReassigning(ctx, g.c)
+	switch {
+	case err != nil:
+		g.d.Methods = append(g.d.Methods, "throttle configs not read again: "+err.Error()+"; not reported")
+		return
+	case len(again.Moves) > 0:
+		g.d.Methods = append(g.d.Methods, fmt.Sprintf("a reassignment started between two reads %s apart: its throttles are not reported as left behind", g.settleWindow()))
+		return
+	}
+	again.Throttles = slices.DeleteFunc(again.Throttles, func(t brokers.Throttle) bool {
+		return !slices.ContainsFunc(st.Throttles, func(f brokers.Throttle) bool { return f.Resource == t.Resource && f.Name == t.Name && f.Key == t.Key })
+	})
+	g.d.Methods = append(g.d.Methods, fmt.Sprintf("throttle configs with no move in flight read twice, %s apart: only those in both reads count", g.settleWindow()))
+	g.throttlesLeft(again)
 }
 
 func (g *diagnoser) settleWindow() time.Duration {

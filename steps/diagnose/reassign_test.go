@@ -45,6 +45,20 @@ func (e *endsAfterFirstRead) Reassignments(ctx context.Context) ([]ports.Reassig
 	return e.Reassigning.Reassignments(ctx)
 }
 
+// startsAfterFirstRead is a move submitted just after its throttles were
+// set (kafka-reassign-partitions --execute), between diagnose's reads.
+type startsAfterFirstRead struct {
+	*steptest.Reassigning
+	reads int
+}
+
+func (e *startsAfterFirstRead) Reassignments(ctx context.Context) ([]ports.Reassignment, error) {
+	if e.reads++; e.reads == 1 {
+		return nil, nil
+	}
+	return e.Reassigning.Reassignments(ctx)
+}
+
 func TestDiagnoseReassignments(t *testing.T) {
 	kinds := func(d *diagnose.Diagnosis) []string {
 		var out []string
@@ -103,6 +117,17 @@ func TestDiagnoseReassignments(t *testing.T) {
 		// Read the second time, no move is in flight: the throttles are left behind.
 		if !slices.Contains(kinds(d), diagnose.FindThrottleLeft) {
 			t.Fatalf("findings %v, want %s", kinds(d), diagnose.FindThrottleLeft)
+		}
+	})
+	t.Run("throttles of a move submitted after the first read are not left behind", func(t *testing.T) {
+		g, r := moving(t)
+		g.Ports.Kafka = &startsAfterFirstRead{Reassigning: r}
+		d, err := diagnose.Run(context.Background(), g.Ports, diagnose.Options{Settle: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(kinds(d), diagnose.FindThrottleLeft) {
+			t.Fatalf("findings %v: the throttles of a move that started between the reads reported as left behind", kinds(d))
 		}
 	})
 	t.Run("throttles with no move in flight are left behind", func(t *testing.T) {

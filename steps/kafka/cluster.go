@@ -794,11 +794,17 @@ func (c *Client) EligibleLeaders(ctx context.Context, topics []string) (map[stri
 		return nil, fmt.Errorf("api versions: %w", err)
 	}
 	supported := len(vs) > 0
+	var askErr error
 	vs.Each(func(v kadm.BrokerApiVersions) {
-		if _, ok := v.KeyMaxVersion(kmsg.DescribeTopicPartitions.Int16()); v.Err != nil || !ok {
+		if v.Err != nil { // a broker that did not answer is not one that does not support it
+			askErr = fmt.Errorf("api versions of broker %d: %w", v.NodeID, v.Err)
+		} else if _, ok := v.KeyMaxVersion(kmsg.DescribeTopicPartitions.Int16()); !ok {
 			supported = false
 		}
 	})
+	if askErr != nil {
+		return nil, askErr
+	}
 	if !supported {
 		return nil, fmt.Errorf("DescribeTopicPartitions: %w (Kafka 3.8+)", ports.ErrUnsupported)
 	}

@@ -79,3 +79,39 @@ func (c *Client) StartOffsets(ctx context.Context, topic string) (map[int32]int6
 	})
 	return out, errors.Join(errs...)
 }
+
+var _ ports.DirMover = (*Client)(nil)
+
+// Replicas is every replica broker holds, per online log dir.
+func (c *Client) Replicas(ctx context.Context, broker int32) ([]ports.ReplicaDir, error) {
+	ds, err := c.adm.DescribeBrokerLogDirs(ctx, broker, nil)
+	if err != nil {
+		return nil, fmt.Errorf("describe log dirs of broker %d: %w", broker, err)
+	}
+	var out []ports.ReplicaDir
+	ds.EachPartition(func(p kadm.DescribedLogDirPartition) {
+		out = append(out, ports.ReplicaDir{Dir: p.Dir, Topic: p.Topic, Partition: p.Partition, Bytes: p.Size, Future: p.IsFuture, Lag: p.OffsetLag})
+	})
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.Dir < b.Dir || a.Dir == b.Dir && (a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition)
+	})
+	return out, nil
+}
+
+// MoveReplicaDir sends AlterReplicaLogDirs for one replica to broker.
+func (c *Client) MoveReplicaDir(ctx context.Context, broker int32, dir, topic string, partition int32) error {
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(dir, kadm.TopicsSet{topic: {partition: struct{}{}}})
+	rs, err := c.adm.AlterBrokerReplicaLogDirs(ctx, broker, req)
+	if err != nil {
+		return fmt.Errorf("move %s-%d to %s on broker %d: %w", topic, partition, dir, broker, err)
+	}
+	var errs []error
+	rs.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("move %s-%d to %s on broker %d: %w", r.Topic, r.Partition, r.Dir, broker, r.Err))
+		}
+	})
+	return errors.Join(errs...)
+}

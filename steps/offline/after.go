@@ -11,9 +11,10 @@ import (
 )
 
 // after is offline-after: read-only. It names the consumer groups whose
-// committed offset is now past the end of a partition elected, each with
-// the reset it needs (it resets nothing), and the producers that still
-// have a transaction open on one (DescribeProducers).
+// committed offset is past the elected log's end of a partition elected,
+// each with the reset it needs (it resets nothing; each is a failed check,
+// so the step says so until the group is reset), and the producers that
+// still have a transaction open on one (DescribeProducers).
 type after struct {
 	o      afterOpts
 	checks []steps.Check
@@ -74,14 +75,14 @@ func (k *after) topic(ctx context.Context, env *steps.Env, t string, el []Electe
 	for _, g := range groups {
 		for _, e := range el {
 			at, ok := g.Offsets[e.Partition]
-			end, known := ends[e.Partition]
-			if !ok || !known || at <= end {
+			if !ok {
 				continue
 			}
-			line := fmt.Sprintf("group %s is committed at %d on %s-%d, past its new end %d: it needs a reset to %d (it would otherwise wait for offsets the log no longer holds, then reset by its auto.offset.reset): with the group stopped, kafka-consumer-groups.sh --bootstrap-server %s --group %s --topic %s:%d --reset-offsets --to-offset %d --execute",
-				g.Group, at, t, e.Partition, end, end, boot, g.Group, t, e.Partition, end)
-			out = append(out, line)
-			k.checks = append(k.checks, steps.Check{Name: fmt.Sprintf("group %s on %s-%d: past the end, reset needed", g.Group, t, e.Partition), OK: true, Detail: line})
+			cur, known := ends[e.Partition]
+			if line, past := pastLine(g.Group, t, e, at, cur, known, boot); past {
+				out = append(out, line)
+				k.checks = append(k.checks, steps.Check{Name: fmt.Sprintf("group %s on %s-%d: committed past the elected log end, reset needed (kremedy resets nothing)", g.Group, t, e.Partition), Detail: line})
+			}
 		}
 	}
 	var parts []int32
@@ -103,6 +104,31 @@ func (k *after) topic(ctx context.Context, env *steps.Env, t string, el []Electe
 		k.checks = append(k.checks, steps.Check{Name: "open transactions on " + t, OK: true, Detail: fmt.Sprintf("%d producers with a transaction open on the partitions elected (DescribeProducers)", n)})
 	}
 	return out, nil
+}
+
+// pastLine says, for group committed at at on e's partition, whether it
+// is past the elected log's end (e.End: the new leader's end when it was
+// elected; the log end now cur when that is not known) and the reset it
+// needs. Compared with the elected end, not the log end now: on a busy
+// topic producers pass the old commit within seconds, and its consumers
+// then silently skip the records between the elected end and their commit.
+func pastLine(group, t string, e Elected, at, cur int64, known bool, boot string) (string, bool) {
+	end := e.End
+	if end < 0 { // a plan from the journal, without the figures
+		if !known {
+			return "", false
+		}
+		end = cur
+	}
+	if at <= end {
+		return "", false
+	}
+	what := fmt.Sprintf("a fetch at %d gets OFFSET_OUT_OF_RANGE at once (the log ends at %d) and its auto.offset.reset decides: latest skips every record written since the election, earliest re-reads the whole partition", at, cur)
+	if known && cur >= at {
+		what = fmt.Sprintf("the log has grown past %d since the election (it ends at %d), so its consumers go on from there and silently skip offsets %d to %d, written since the election", at, cur, end, at-1)
+	}
+	return fmt.Sprintf("group %s is committed at %d on %s-%d, past its new end %d: it needs a reset to %d (%s; a group whose consumers already re-read from %d or earlier has lost nothing): with the group stopped, kafka-consumer-groups.sh --bootstrap-server %s --group %s --topic %s:%d --reset-offsets --to-offset %d --execute",
+		group, at, t, e.Partition, end, end, what, end, boot, group, t, e.Partition, end), true
 }
 
 func (k *after) Apply(context.Context, *steps.Env, *steps.Plan) error { return nil }

@@ -45,6 +45,9 @@ type reorderArgs struct {
 type electArgs struct {
 	Topic   string          `json:"topic"`
 	Leaders map[int32]int32 `json:"leaders"`
+	// Replicas are each partition's replica list as the reorder left it
+	// (the chosen leader first): re-checked right before the election.
+	Replicas map[int32][]int32 `json:"replicas"`
 }
 
 func (k *elect) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
@@ -69,11 +72,15 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 		return p, nil, nil
 	}
 	byTopic := map[string]map[int32]int32{}
+	lists := map[string]map[int32][]int32{}
 	var total int64
 	exact := true
 	var elected []Elected
 	for _, o := range offs {
 		ch := o.ChooseWithout(gone)
+		if un := o.LiveUnread(); len(un) > 0 {
+			return p, nil, refuseUnread(o, un)
+		}
 		switch {
 		case ch.Wait != 0:
 			return p, nil, fmt.Errorf("%w: %s: dead broker %d holds the longest log and its host answers: start it and nothing is lost. Nothing was changed. If it cannot be started, run again with --set lost_brokers=%d: the longest live log is elected and what only broker %d holds is lost (the plan lists it before the confirmation)", steps.ErrRefused, o.Name(), ch.Wait, ch.Wait, ch.Wait)
@@ -88,9 +95,10 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 				Args:   reorderArgs{Topic: o.Topic, Partition: o.Partition, From: o.Replicas, To: to}})
 		}
 		if byTopic[o.Topic] == nil {
-			byTopic[o.Topic] = map[int32]int32{}
+			byTopic[o.Topic], lists[o.Topic] = map[int32]int32{}, map[int32][]int32{}
 		}
 		byTopic[o.Topic][o.Partition] = ch.Elect
+		lists[o.Topic][o.Partition] = to
 		total += ch.Lost
 		exact = exact && ch.Exact
 		elected = append(elected, Elected{Topic: o.Topic, Partition: o.Partition, Leader: ch.Elect, End: ch.ElectEnd, Longest: ch.Longest, Lost: ch.Lost, Exact: ch.Exact, Replicas: to, Window: ch.Window()})
@@ -103,7 +111,7 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 			ps = append(ps, fmt.Sprintf("%d→broker %d", pt, byTopic[t][pt]))
 		}
 		p.Actions = append(p.Actions, steps.Action{ID: "elect-" + t, Op: steps.OpKafka, Target: t,
-			Detail: "ElectLeaders UNCLEAN for exactly partitions " + strings.Join(ps, ", "), Args: electArgs{Topic: t, Leaders: byTopic[t]}})
+			Detail: "ElectLeaders UNCLEAN for exactly partitions " + strings.Join(ps, ", "), Args: electArgs{Topic: t, Leaders: byTopic[t], Replicas: lists[t]}})
 	}
 	word := fmt.Sprint(total)
 	if !exact {
@@ -111,6 +119,17 @@ func electPlan(offs []brokers.Offline, gone []int32) (*steps.Plan, []Elected, er
 	}
 	p.Summary = fmt.Sprintf("elect the longest live log of %d offline partitions: %s records lost in all", len(elected), word)
 	return p, elected, nil
+}
+
+// refuseUnread refuses to elect on o while the log ends of live replicas
+// un could not be read: the longest live log is not known.
+func refuseUnread(o brokers.Offline, un []int32) error {
+	var why []string
+	for _, b := range un {
+		why = append(why, fmt.Sprintf("broker %d (%s)", b, o.Unread[b]))
+	}
+	return fmt.Errorf("%w: %s: the log end of live %s could not be read, so the longest live log is not known and electing another could lose records only it holds. Nothing was changed. Fix SSH to its host (or name its log dirs in the inventory's log_dirs), then run again; --set lost_brokers is for dead brokers and does not apply to one that serves",
+		steps.ErrRefused, o.Name(), strings.Join(why, ", "))
 }
 
 // Apply reorders, waits until no reassignment of those partitions is in
@@ -125,7 +144,7 @@ func (k *elect) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error 
 		for _, a := range p.Actions {
 			if ea, err := steps.ArgsOf[electArgs](a); err == nil && strings.HasPrefix(a.ID, "elect-") {
 				for pt, l := range ea.Leaders {
-					el = append(el, Elected{Topic: ea.Topic, Partition: pt, Leader: l})
+					el = append(el, Elected{Topic: ea.Topic, Partition: pt, Leader: l, End: -1, Longest: -1, Replicas: ea.Replicas[pt]})
 				}
 			}
 		}
@@ -169,7 +188,7 @@ func lossLines(el []Elected) []string {
 	var out []string
 	var total int64
 	for _, e := range el {
-		if e.Longest < 0 && e.End == 0 {
+		if e.End < 0 { // no figures: a plan from the journal
 			out = append(out, fmt.Sprintf("%s-%d: elected broker %d", e.Topic, e.Partition, e.Leader))
 			continue
 		}
@@ -214,6 +233,20 @@ func electTopic(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) 
 	if err != nil {
 		return err
 	}
+	// A broker's metadata can lag the reorder by a moment: a replica list
+	// that differs alone is read again, a few seconds at most.
+	for i := 0; ; i++ {
+		lag, err := stillAsPlanned(ctx, env, ea)
+		if err == nil {
+			break
+		}
+		if !lag || i >= 10 {
+			return err
+		}
+		if err := env.Sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
 	errs, err := adm.ElectUnclean(ctx, ea.Topic, sortedKeys(ea.Leaders))
 	if err != nil {
 		return err
@@ -229,6 +262,71 @@ func electTopic(ctx context.Context, env *steps.Env, adm Admin, a steps.Action) 
 	}
 	env.Logf("ElectLeaders UNCLEAN on %s answered for partitions %v", ea.Topic, sortedKeys(ea.Leaders))
 	return nil
+}
+
+// stillAsPlanned re-reads, right before the election, each partition of
+// ea: still without a leader, its replica list the one the plan set (the
+// chosen leader first) and the chosen leader live. Kafka elects the first
+// live replica in the list, so a chosen broker that died or was fenced
+// since the confirmation would have Kafka elect a shorter log, losing more
+// than the plan listed: that is steps.ErrStalePlan (the step plans again,
+// and the new losses are confirmed). A partition already led by its chosen
+// broker is an earlier attempt's election (ELECTION_NOT_NEEDED).
+//
+// lag is true when only replica lists differ (metadata that may yet catch
+// up with the reorder).
+func stillAsPlanned(ctx context.Context, env *steps.Env, ea electArgs) (lag bool, err error) {
+	cv, err := env.Kafka.DescribeCluster(ctx)
+	if err != nil {
+		return false, fmt.Errorf("re-read which brokers serve before electing on %s (DescribeCluster): %w; nothing on %s was elected: run again", ea.Topic, err, ea.Topic)
+	}
+	var live []int32
+	for _, b := range cv.Brokers {
+		if !b.Fenced {
+			live = append(live, b.ID)
+		}
+	}
+	slices.Sort(live)
+	if len(live) == 0 {
+		return false, fmt.Errorf("%w: no broker serves any more; nothing on %s was elected: start one, then run again (it plans again)", steps.ErrStalePlan, ea.Topic)
+	}
+	asked := live[0]
+	if slices.Contains(live, cv.Controller) {
+		asked = cv.Controller
+	}
+	v, err := env.Kafka.BrokerView(ctx, asked, ea.Topic)
+	if err != nil {
+		return false, fmt.Errorf("re-read %s's partitions before electing (broker %d's metadata): %w; nothing on %s was elected: run again", ea.Topic, asked, err, ea.Topic)
+	}
+	var changed []string
+	lag = true
+	for _, p := range sortedKeys(ea.Leaders) {
+		leader, name := ea.Leaders[p], fmt.Sprintf("%s-%d", ea.Topic, p)
+		pv, ok := v.Topics[ea.Topic].Partitions[p]
+		want, listed := ea.Replicas[p]
+		switch {
+		case !ok:
+			changed = append(changed, name+" is no longer in the metadata")
+		case pv.Leader == leader:
+			continue // elected by an earlier attempt
+		case !pv.IsOffline():
+			changed = append(changed, fmt.Sprintf("%s has a leader now (broker %d)", name, pv.Leader))
+		case !listed:
+			changed = append(changed, name+": the plan (from an older kremedy) does not say its replica list")
+		case !slices.Equal(pv.Replicas, want):
+			changed = append(changed, fmt.Sprintf("%s's replicas are %v now, the plan set %v", name, pv.Replicas, want))
+			continue
+		case !slices.Contains(live, leader):
+			changed = append(changed, fmt.Sprintf("%s: broker %d, the chosen leader, no longer serves (dead or fenced; serving: %v), so Kafka would elect the next live replica in %v, a shorter log", name, leader, live, pv.Replicas))
+		default:
+			continue // as planned
+		}
+		lag = false // anything but a replica list: no waiting mends it
+	}
+	if len(changed) > 0 {
+		return lag, fmt.Errorf("%w: %s. Nothing on %s was elected; the step plans again from the cluster as it is now and asks for the confirmation of the new losses (a resume re-plans too)", steps.ErrStalePlan, strings.Join(changed, "; "), ea.Topic)
+	}
+	return false, nil
 }
 
 // Verify: every partition elected has the leader chosen.

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kremedy/kremedy/steps/ports"
@@ -25,3 +26,18 @@ func (k *kafkaFake) Reorders() int { return k.reorders }
 
 // SetGroupsErr sets what Groups returns beside the groups.
 func (k *kafkaFake) SetGroupsErr(err error) { k.groupsErr = err }
+
+// Kill stops broker id and its host (neither answers any more).
+func Kill(c ports.Cluster, id int32) {
+	k := c.Kafka.(*kafkaFake)
+	k.live = slices.DeleteFunc(k.live, func(b int32) bool { return b == id })
+	h := c.Hosts.(*shHosts)
+	h.down = append(h.down, id)
+}
+
+// Elections counts the UNCLEAN elections asked.
+func (k *kafkaFake) Elections() int { return k.elections }
+
+// LagViews makes the next n metadata reads after a reorder show the
+// replica lists from before it.
+func (k *kafkaFake) LagViews(n int) { k.lag = n }

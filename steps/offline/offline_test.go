@@ -5,12 +5,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -27,13 +30,22 @@ type kafkaFake struct {
 	// groupsErr is what Groups returns beside groups (ErrGroupsIncomplete).
 	groupsErr error
 	elr       map[int32]ports.ELR // nil: the cluster does not answer (ZooKeeper mode)
+	elrErr    error               // EligibleLeaders fails with it
 	// a run's: each broker's log end, reorders asked, elections to fail
 	ends      map[int32]int64
 	reorders  int
 	failElect int
+	elections int
+	// lag: the next lag metadata reads after a reorder show the replica
+	// lists from before it (a broker's cache catching up); before holds them.
+	lag    int
+	before map[int32]ports.PartitionView
 }
 
 func (k *kafkaFake) EligibleLeaders(context.Context, []string) (map[string]map[int32]ports.ELR, error) {
+	if k.elrErr != nil {
+		return nil, k.elrErr
+	}
 	if k.elr == nil {
 		return nil, ports.ErrUnsupported
 	}
@@ -49,6 +61,10 @@ func (k *kafkaFake) DescribeCluster(context.Context) (ports.ClusterView, error) 
 }
 
 func (k *kafkaFake) BrokerView(_ context.Context, id int32, _ ...string) (ports.BrokerView, error) {
+	if k.before != nil && k.lag > 0 {
+		k.lag--
+		return ports.BrokerView{Broker: id, Topics: map[string]ports.TopicView{"pay": {Name: "pay", Partitions: k.before}}}, nil
+	}
 	return ports.BrokerView{Broker: id, Topics: map[string]ports.TopicView{"pay": {Name: "pay", Partitions: k.parts}}}, nil
 }
 
@@ -228,6 +244,7 @@ func TestElectTheLongestLiveLog(t *testing.T) {
 // fails that many elections first (the run dies there; a resume goes on).
 func (k *kafkaFake) Reorder(_ context.Context, _ string, r map[int32][]int32) (map[int32]error, error) {
 	out := map[int32]error{}
+	k.before = maps.Clone(k.parts)
 	for p, reps := range r {
 		pv := k.parts[p]
 		pv.Replicas = reps
@@ -243,6 +260,7 @@ func (k *kafkaFake) Reassigning(context.Context, string, []int32) (map[int32][]i
 }
 
 func (k *kafkaFake) ElectUnclean(_ context.Context, _ string, ps []int32) (map[int32]error, error) {
+	k.elections++
 	if k.failElect > 0 {
 		k.failElect--
 		return nil, errors.New("connection reset")
@@ -274,4 +292,41 @@ func (k *kafkaFake) EndOffsets(context.Context, string) (map[int32]int64, error)
 
 func (k *kafkaFake) Producers(context.Context, string, []int32, []int32) ([]ports.ProducerUse, error) {
 	return nil, nil
+}
+
+// TestRefuseWhileALiveLogIsUnread: live broker 1's host does not answer:
+// the longest live log is not known, so nothing is elected (not even
+// broker 2, the longest read), the refusal naming broker 1, the error and
+// the way forward.
+func TestRefuseWhileALiveLogIsUnread(t *testing.T) {
+	c := cluster(t, true)
+	c.Hosts.(*shHosts).down = []int32{1, 3}
+	offs, live, err := look(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = electPlan(offs, nil)
+	if !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "live broker 1 (read log ends on broker 1: ssh host unreachable: broker 1)") || !strings.Contains(err.Error(), "Fix SSH to its host") {
+		t.Fatalf("elect with live broker 1 unread: %v", err)
+	}
+	if notes := strings.Join(surveyPlan(offs, live, nil).Notes, "\n"); !strings.Contains(notes, "pay-0: wait for broker 3 (its host did not answer: its log end is unknown); or elect: not until live broker(s) [1] can be read") || strings.Contains(notes, "the longest live log (end") {
+		t.Errorf("survey notes:\n%s", notes)
+	}
+}
+
+// TestELRNotReadRefuses: on an ELR cluster a transient error reading the
+// eligible leader replicas stops the run (pay-3, with a live ELR member,
+// would be elected uncleanly); a release without them (UNSUPPORTED_VERSION)
+// keeps every partition.
+func TestELRNotReadRefuses(t *testing.T) {
+	c := clusterELR(t, true, map[int32]ports.ELR{0: {Eligible: []int32{3}}, 3: {Eligible: []int32{1}}})
+	c.Kafka.(*kafkaFake).elrErr = errors.New("connection reset")
+	if _, _, err := look(context.Background(), c, nil); err == nil || !strings.Contains(err.Error(), "eligible leader replicas of [pay] could not be read") || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("look with ELR unreadable: %v", err)
+	}
+	c.Kafka.(*kafkaFake).elrErr = fmt.Errorf("describe topic partitions: %w", kerr.UnsupportedVersion)
+	offs, _, err := look(context.Background(), c, nil)
+	if err != nil || len(offs) != 3 {
+		t.Fatalf("look on a release without ELR: %d partitions, %v; want all 3 kept", len(offs), err)
+	}
 }

@@ -19,14 +19,16 @@ const electedKey = "offline/elected"
 
 // Elected is one partition offline-elect elects.
 type Elected struct {
-	Topic     string  `json:"topic"`
-	Partition int32   `json:"partition"`
-	Leader    int32   `json:"leader"`
-	End       int64   `json:"end"`
-	Longest   int64   `json:"longest"`
-	Lost      int64   `json:"lost"`
-	Exact     bool    `json:"exact"`
-	Replicas  []int32 `json:"replicas"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Leader    int32  `json:"leader"`
+	// End is the elected log's end when it was chosen (-1: not known, a
+	// plan from the journal): offline-after compares the groups with it.
+	End      int64   `json:"end"`
+	Longest  int64   `json:"longest"`
+	Lost     int64   `json:"lost"`
+	Exact    bool    `json:"exact"`
+	Replicas []int32 `json:"replicas"`
 	// Window says when the lost records were written (Choice.Window).
 	Window string `json:"window,omitempty"`
 }

@@ -2,6 +2,7 @@ package offline_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,7 @@ func TestRunElectsTheLongestLiveLogAndResumes(t *testing.T) {
 	c := offline.FakeCluster(t, true)
 	k := c.Kafka.(*offline.KafkaFake)
 	k.SetRun(map[int32]int64{1: 20, 2: 35, 4: 0}, 1)
+	k.LagViews(3) // the metadata catches up with the reorder a moment later
 	rb, err := runbooks.Get("offline-partitions")
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +48,10 @@ func TestRunElectsTheLongestLiveLogAndResumes(t *testing.T) {
 	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err == nil {
 		t.Fatal("the run went on past a failed election")
 	}
-	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err != nil {
-		t.Fatalf("resume: %v", out.Err)
+	// The group committed past the elected end is a failed check of the
+	// last step: the run says a reset is needed (kremedy resets nothing).
+	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Failed != "after" || !errors.Is(out.Err, steps.ErrCheckFailed) {
+		t.Fatalf("resume: %+v, want the after step's check to fail on group readers", out)
 	}
 	for p := int32(0); p < 2; p++ {
 		if pv := k.Partition(p); pv.Leader != 2 {
@@ -69,10 +73,106 @@ func TestRunElectsTheLongestLiveLogAndResumes(t *testing.T) {
 	}
 }
 
+// approveElectAfter approves every plan; right after approving the first
+// plan of the elect step it runs then (the cluster changes between the
+// confirmation and the election). It keeps the elect plans it saw.
+type approveElectAfter struct {
+	then  func()
+	plans []*steps.Plan
+}
+
+func (a *approveElectAfter) Approve(_ context.Context, info steps.Info, p *steps.Plan) (steps.Approval, error) {
+	if info.ID == "elect" {
+		a.plans = append(a.plans, p)
+		if len(a.plans) == 1 {
+			a.then()
+		}
+	}
+	return steps.Approval{Decision: steps.Approve, Typed: "c", By: "test", Digest: p.Digest()}, nil
+}
+
+// TestElectReplansWhenTheChosenLeaderDiesAfterTheConfirmation: broker 2,
+// the longest live log, dies (host too) after the confirmation: Kafka
+// would elect broker 1 (the next live replica, a shorter log) and lose
+// more than the plan listed. The election is not asked; the step plans
+// again, and the new plan (broker 1, its larger loss) is confirmed before
+// it runs.
+func TestElectReplansWhenTheChosenLeaderDiesAfterTheConfirmation(t *testing.T) {
+	c := offline.FakeCluster(t, true)
+	k := c.Kafka.(*offline.KafkaFake)
+	k.SetRun(map[int32]int64{1: 20, 2: 35, 4: 0}, 0)
+	a := &approveElectAfter{then: func() { offline.Kill(c, 2) }}
+	rb, err := runbooks.Get("offline-partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := steps.Create(t.TempDir(), bound, steps.Meta{ID: "off2", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if out := s.Run(context.Background(), c, a, nil); out.Failed == "elect" {
+		t.Fatalf("elect failed: %v", out.Err)
+	}
+	if len(a.plans) != 2 {
+		t.Fatalf("%d elect plans confirmed, want 2 (the second after broker 2 died)", len(a.plans))
+	}
+	if k.Elections() != 1 {
+		t.Errorf("%d elections asked, want 1 (none on the stale plan)", k.Elections())
+	}
+	if w := "pay-0: elect broker 1 (log end 20; Kafka alone would pick broker 1): LOSES at least 25 records"; !strings.Contains(strings.Join(a.plans[1].Notes, "\n"), w) {
+		t.Errorf("the second plan lacks %q:\n%s", w, strings.Join(a.plans[1].Notes, "\n"))
+	}
+	for p := int32(0); p < 2; p++ {
+		if pv := k.Partition(p); pv.Leader != 1 {
+			t.Errorf("pay-%d: leader %d, want broker 1 (replicas %v)", p, pv.Leader, pv.Replicas)
+		}
+	}
+}
+
+// TestAfterComparesGroupsWithTheElectedEnd: producers wrote on after the
+// election (the log ends at 50, past the group's commit at 45): the group
+// is still past the elected end, 35, and its consumers would silently skip
+// offsets 35 to 44; the step fails its check and names the reset to 35.
+func TestAfterComparesGroupsWithTheElectedEnd(t *testing.T) {
+	c := offline.FakeCluster(t, true)
+	k := c.Kafka.(*offline.KafkaFake)
+	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
+	rb, err := runbooks.Get("offline-partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, err := steps.Create(dir, bound, steps.Meta{ID: "off3", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := s.Run(context.Background(), c, approveAll{}, nil)
+	if out.Failed != "after" || !errors.Is(out.Err, steps.ErrCheckFailed) {
+		t.Fatalf("outcome %+v, want the after step's check to fail on group readers", out)
+	}
+	for _, w := range []string{"group readers is committed at 45 on pay-0, past its new end 35: it needs a reset to 35 (the log has grown past 45 since the election (it ends at 50), so its consumers go on from there and silently skip offsets 35 to 44",
+		"--topic pay:0 --reset-offsets --to-offset 35 --execute"} {
+		if !strings.Contains(out.Err.Error(), w) {
+			t.Errorf("the failed check lacks %q:\n%v", w, out.Err)
+		}
+	}
+}
+
 // TestAfterReportsTheGroupsNotRead: a group whose coordinator is loading
 // cannot be read (Groups answers ErrGroupsIncomplete beside the groups
-// it read): offline-after still reports the group read past the new end,
-// and says which group was not read instead of failing or staying silent.
+// it read): offline-after still names the group read past the elected end
+// (its check fails, as it must), and the report says which group was not
+// read instead of staying silent.
 func TestAfterReportsTheGroupsNotRead(t *testing.T) {
 	c := offline.FakeCluster(t, true)
 	k := c.Kafka.(*offline.KafkaFake)
@@ -87,13 +187,13 @@ func TestAfterReportsTheGroupsNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s, err := steps.Create(dir, bound, steps.Meta{ID: "off1", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
+	s, err := steps.Create(dir, bound, steps.Meta{ID: "off4", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err != nil {
-		t.Fatalf("run: %v", out.Err)
+	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Failed != "after" || !errors.Is(out.Err, steps.ErrCheckFailed) {
+		t.Fatalf("outcome %+v, want the after step's check to fail on group readers", out)
 	}
 	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil {

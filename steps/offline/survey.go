@@ -40,7 +40,9 @@ func look(ctx context.Context, c ports.Cluster, topics []string) ([]brokers.Offl
 	if err != nil {
 		return nil, live, err
 	}
-	offs = brokers.DropElectable(ctx, c.Kafka, offs, live)
+	if offs, err = brokers.DropElectable(ctx, c.Kafka, offs, live); err != nil {
+		return nil, live, err
+	}
 	brokers.ReadEnds(ctx, c, offs)
 	return offs, live, nil
 }
@@ -72,6 +74,8 @@ func choices(o brokers.Offline, ch brokers.Choice) string {
 	var opts []string
 	for _, d := range o.Dead {
 		switch e, ok := o.Ends[d]; {
+		case ch.Wait == d && e.End < ch.Longest:
+			opts = append(opts, fmt.Sprintf("wait for broker %d (its log, to %d, is the newest: last leader epoch %d): nothing is lost — RECOMMENDED", d, e.End, e.Epoch))
 		case ch.Wait == d:
 			opts = append(opts, fmt.Sprintf("wait for broker %d (its log, to %d, is the longest): nothing is lost — RECOMMENDED", d, e.End))
 		case ok:
@@ -79,6 +83,10 @@ func choices(o brokers.Offline, ch brokers.Choice) string {
 		default:
 			opts = append(opts, fmt.Sprintf("wait for broker %d (its host did not answer: its log end is unknown)", d))
 		}
+	}
+	if un := o.LiveUnread(); len(un) > 0 {
+		opts = append(opts, fmt.Sprintf("elect: not until live broker(s) %v can be read (the longest live log is not known; fix SSH to its host, then run again)", un))
+		return o.Name() + ": " + strings.Join(opts, "; or ")
 	}
 	if ch.Elect != 0 && ch.Wait != 0 {
 		g := o.ChooseWithout([]int32{ch.Wait})

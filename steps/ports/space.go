@@ -29,3 +29,29 @@ type Records interface {
 	// up after an election, when latest is OFFSET_NOT_AVAILABLE).
 	StartOffsets(ctx context.Context, topic string) (map[int32]int64, error)
 }
+
+// ReplicaDir is one replica a broker holds in one of its log dirs, as
+// DescribeLogDirs lists it: Future is the copy AlterReplicaLogDirs is
+// making (it replaces the current one once it caught up), Lag how far
+// behind it is.
+type ReplicaDir struct {
+	Dir       string `json:"dir"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Bytes     int64  `json:"bytes"`
+	Future    bool   `json:"future,omitempty"`
+	Lag       int64  `json:"lag,omitempty"`
+}
+
+// DirMover is the optional capability of a Kafka port to move replicas
+// between the log dirs of one broker (JBOD): the disk-full runbook's
+// space-move-dirs. The franz-go adapter has it.
+type DirMover interface {
+	// Replicas is every replica broker holds, per online log dir (an
+	// offline dir lists none), futures included.
+	Replicas(ctx context.Context, broker int32) ([]ReplicaDir, error)
+	// MoveReplicaDir asks broker to move its replica of topic-partition
+	// to dir (AlterReplicaLogDirs): Kafka copies it into a future replica
+	// there and swaps it in once caught up; the call returns at once.
+	MoveReplicaDir(ctx context.Context, broker int32, dir, topic string, partition int32) error
+}

@@ -240,3 +240,81 @@ func TestResumeAfterTheSweepTimedOut(t *testing.T) {
 		t.Errorf("rollback %s does not hold moving-0", rollback)
 	}
 }
+
+// TestCancelReplansWhenAnOriginalReplicaLeftTheISRAfterTheConfirmation:
+// broker 2, an original replica, stops while the cancel waits for its
+// approval: the cancel is not sent (KAFKA-14424); the step plans again
+// and the move is retargeted instead, after a second confirmation.
+func TestCancelReplansWhenAnOriginalReplicaLeftTheISRAfterTheConfirmation(t *testing.T) {
+	s := newStuck(t)
+	rb, err := runbooks.Get(s.runbook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(nil, s.Ports.Target.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := steps.Create(t.TempDir(), bound, steps.Meta{ID: "u2", Runbook: rb.Name, Params: bound.Params, Cluster: s.Ports.Target.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var unstick []*steps.Plan
+	out := sess.Run(context.Background(), s.Ports, approver(func(info steps.Info, p *steps.Plan) steps.Approval {
+		if info.ID == "unstick" {
+			if unstick = append(unstick, p); len(unstick) == 1 {
+				if err := s.Kafka.StopBroker(context.Background(), 2); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}
+	}), nil)
+	if out.Failed == "unstick" {
+		t.Fatalf("unstick failed: %v", out.Err)
+	}
+	if slices.Contains(s.r.Done, "cancel moving-0") {
+		t.Fatalf("the cancel was sent with original replica 2 down: %v", s.r.Done)
+	}
+	if len(unstick) != 2 || len(s.r.Done) == 0 || s.r.Done[0] != "reassign moving-0 [1 3]" {
+		t.Fatalf("%d unstick plans confirmed, done %v: want a second plan retargeting moving-0 to [1 3]", len(unstick), s.r.Done)
+	}
+}
+
+// moveAfterFirstRemoval is a move that starts (onto live brokers) right
+// after the sweep's first throttle removal.
+type moveAfterFirstRemoval struct {
+	*steptest.Reassigning
+	removals int
+}
+
+func (m *moveAfterFirstRemoval) SetConfig(ctx context.Context, resource, name, key string, value *string) error {
+	err := m.Reassigning.SetConfig(ctx, resource, name, key, value)
+	if m.removals++; m.removals == 1 {
+		m.Moves = append(m.Moves, ports.Reassignment{Topic: "moving", Partition: 0, Replicas: []int32{1, 3, 2}, Adding: []int32{3}, Removing: []int32{2}})
+	}
+	return err
+}
+
+// TestSweepStopsRemovingWhenAMoveStarts: no move in flight when the sweep
+// is planned, so nothing waits for one in the old plan; the wait is
+// planned anyway, and a move that starts after the first removal stops
+// the removals (listed again before each): the sweep plans again, waits
+// for it and leaves every other throttle in place.
+func TestSweepStopsRemovingWhenAMoveStarts(t *testing.T) {
+	s := newStuck(t)
+	s.r.Moves = nil
+	m := &moveAfterFirstRemoval{Reassigning: s.r}
+	s.Ports.Kafka = m
+	out, _, plans := s.run(t, map[string]string{"wait": "1s"})
+	if len(plans["sweep"].Actions) == 0 || plans["sweep"].Actions[0].ID != "wait-moves" {
+		t.Errorf("the sweep's plan with no move in flight does not wait first: %v", plans["sweep"].Actions)
+	}
+	if out.Failed != "sweep" || !errors.Is(out.Err, ports.ErrCheckFailed) || !strings.Contains(out.Err.Error(), "no throttle was removed") {
+		t.Fatalf("outcome %+v, want the sweep to stop waiting for the move that started", out)
+	}
+	if len(s.r.Done) != 1 {
+		t.Fatalf("removed %v: want only the first removal, before the move started", s.r.Done)
+	}
+}

@@ -41,9 +41,12 @@ func (k *sweep) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		return nil, err
 	}
 	p := &steps.Plan{Facts: facts(st)}
-	if len(st.Moves) > 0 {
+	// The wait is planned even with no move in flight now: one can start
+	// before the sweep runs (kafka-reassign-partitions --execute sets its
+	// throttles before it submits its moves).
+	if len(st.Throttles)+len(st.Unread) > 0 {
 		p.Actions = append(p.Actions, steps.Action{ID: "wait-moves", Op: steps.OpWait, Target: "reassignments",
-			Detail: fmt.Sprintf("until no reassignment is in flight (%d now), at most %s; the throttles stay until then", len(st.Moves), k.o.Wait)})
+			Detail: fmt.Sprintf("until no reassignment is in flight (%d now), at most %s; the throttles stay until then, and the reassignments are listed again before each removal", len(st.Moves), k.o.Wait)})
 	}
 	znodes := map[string]*steps.Action{}
 	for _, t := range st.Throttles {
@@ -109,11 +112,39 @@ func (k *sweep) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error 
 		default:
 			return fmt.Errorf("sweep: action %s has op %s", a.ID, a.Op)
 		}
+		if a.Op != steps.OpWait {
+			remove := f
+			f = func() error {
+				if err := noMoveStarted(ctx, ra, a); err != nil {
+					return err
+				}
+				return remove()
+			}
+		}
 		if err := env.Do(a, f); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// noMoveStarted lists the reassignments right before removal a: one in
+// flight now (started after the wait) would be let flood the network by
+// the removal, so it is steps.ErrStalePlan: the sweep plans again and
+// waits for it.
+func noMoveStarted(ctx context.Context, ra ports.Reassigner, a steps.Action) error {
+	moves, err := ra.Reassignments(ctx)
+	if err != nil {
+		return fmt.Errorf("list the reassignments before %s: %w; it was not done: run again", a.ID, err)
+	}
+	if len(moves) == 0 {
+		return nil
+	}
+	var names []string
+	for _, m := range moves {
+		names = append(names, fmt.Sprintf("%s-%d", m.Topic, m.Partition))
+	}
+	return fmt.Errorf("%w: %d reassignments started after the wait (%v): %s was not done, so they do not flood the network; the sweep plans again and waits for them (a resume does too)", steps.ErrStalePlan, len(moves), names, a.Detail)
 }
 
 func removeKafka(ctx context.Context, ra ports.Reassigner, a steps.Action) error {

@@ -96,14 +96,14 @@ func (k *unstick) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) erro
 		return err
 	}
 	for _, a := range p.Actions {
-		if err := env.Do(a, func() error { return apply(ctx, ra, a) }); err != nil {
+		if err := env.Do(a, func() error { return apply(ctx, env.Cluster, ra, a) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func apply(ctx context.Context, ra ports.Reassigner, a steps.Action) error {
+func apply(ctx context.Context, cl ports.Cluster, ra ports.Reassigner, a steps.Action) error {
 	if strings.HasPrefix(a.ID, "raise-") {
 		r, err := steps.ArgsOf[raiseArgs](a)
 		if err != nil {
@@ -116,10 +116,52 @@ func apply(ctx context.Context, ra ports.Reassigner, a steps.Action) error {
 	if err != nil {
 		return err
 	}
+	if err := stillSafe(ctx, cl, c); err != nil {
+		return err
+	}
 	if c.Action == Cancel {
 		return ra.Reassign(ctx, c.Topic, c.Partition, nil)
 	}
 	return ra.Reassign(ctx, c.Topic, c.Partition, c.Replicas)
+}
+
+// stillSafe re-reads c's move right before its request (an approval can
+// take minutes): the move is still in flight to the same target; for a
+// cancel every original replica is still live and in the ISR (KAFKA-14424);
+// for a retarget every broker of the new target is still live. Anything
+// else is steps.ErrStalePlan: the step plans again from the cluster as it
+// is now.
+func stillSafe(ctx context.Context, cl ports.Cluster, c Choice) error {
+	st, err := brokers.ReadReassigning(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("re-read the move of %s before changing it: %w; nothing was sent for it: run again", c.Name(), err)
+	}
+	i := slices.IndexFunc(st.Moves, func(m brokers.Moving) bool { return m.Topic == c.Topic && m.Partition == c.Partition })
+	var why string
+	switch {
+	case i < 0:
+		why = "it is no longer in flight"
+	case !slices.Equal(st.Moves[i].Target(), c.Target):
+		why = fmt.Sprintf("its target is %s now, the plan read %s", ids(st.Moves[i].Target()), ids(c.Target))
+	case c.Action == Cancel:
+		if ok, bad := st.Moves[i].OriginalInSync(); !ok {
+			why = fmt.Sprintf("original replica %s is down or out of the ISR %s now, so a cancel would leave it under-replicated or without a leader (KAFKA-14424)", ids(bad), ids(st.Moves[i].ISR))
+		}
+	case c.Action == Retarget:
+		var gone []int32
+		for _, b := range c.Replicas {
+			if !slices.Contains(st.Live, b) {
+				gone = append(gone, b)
+			}
+		}
+		if len(gone) > 0 {
+			why = fmt.Sprintf("broker %s of the new target %s is no longer live (live: %s)", ids(gone), ids(c.Replicas), ids(st.Live))
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s changed since the plan: %s. Nothing was sent for it; the step plans again from the cluster as it is now and asks for a new confirmation (a resume re-plans too)", steps.ErrStalePlan, c.Name(), why)
 }
 
 // Verify: no move in flight is left with a target broker that is down.

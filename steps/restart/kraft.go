@@ -62,7 +62,7 @@ func kraftRollOf(o kraftRollOpts) roll.Roll {
 	case NodesControllers:
 		r.Nodes = &roll.Controllers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout, Header: true}
 	case NodesBrokers:
-		r.Nodes = &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout}
+		r.Nodes = &roll.KafkaBrokers{HealthChecks: o.HealthChecks, HealthTimeout: o.HealthTimeout, SkipCombined: true}
 		r.Accept, r.Batch = o.Accept, o.Batch
 	}
 	return r
@@ -253,7 +253,7 @@ func (k *kraftPreflight) look(ctx context.Context, env *steps.Env) (*steps.Plan,
 // begin now, read again every 2 s until preflightSettle has passed.
 func (k *kraftPreflight) rollable(ctx context.Context, env *steps.Env) ([]string, error) {
 	ctrls := roll.Roll{Nodes: &roll.Controllers{}}
-	brks := roll.Roll{Nodes: &roll.KafkaBrokers{}, Accept: k.o.Accept}
+	brks := roll.Roll{Nodes: &roll.KafkaBrokers{SkipCombined: true}, Accept: k.o.Accept}
 	start := env.Now()
 	for {
 		var why []string

@@ -126,6 +126,10 @@ func HoldHealth(ctx context.Context, env *steps.Env, want []int32, n int, timeou
 type KafkaBrokers struct {
 	HealthChecks  int
 	HealthTimeout time.Duration
+	// SkipCombined: a roll whose controllers' pass restarts the combined
+	// nodes (kraft-rolling-restart) leaves them out of the brokers' pass.
+	// Any other roll restarts them as brokers, or refuses them itself.
+	SkipCombined bool
 }
 
 func (k *KafkaBrokers) Noun() string                            { return "broker" }
@@ -137,11 +141,12 @@ func (k *KafkaBrokers) Look(ctx context.Context, env *steps.Env, id int32) (Look
 	return Look{Up: up, New: up, Addr: addr}, nil
 }
 
-// Skip: a combined node (process.roles=broker,controller) restarts with
-// the controllers (Controllers judges its stop by the quorum rule and the
-// partition rule both), so the brokers' roll does not restart it again.
+// Skip: with SkipCombined, a combined node (process.roles=broker,controller)
+// restarts with the controllers (Controllers judges its stop by the quorum
+// rule and the partition rule both), so the brokers' roll does not restart
+// it again.
 func (k *KafkaBrokers) Skip(_ context.Context, env *steps.Env, id int32) (string, error) {
-	if env.Target.Combined(id) {
+	if k.SkipCombined && env.Target.Combined(id) {
 		return "a combined node (process.roles=broker,controller): it restarts with the controllers, its stop judged by the quorum rule and the partition rule both", nil
 	}
 	return "", nil

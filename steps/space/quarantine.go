@@ -6,10 +6,10 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kremedy/kremedy/internal/logdir"
 	"github.com/kremedy/kremedy/internal/shell"
-	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -29,13 +29,51 @@ type quarantineOpts struct {
 	Dir string `opt:"quarantine" default:""`
 	// Headroom is the share of the filesystem to have free (percent).
 	Headroom int `opt:"headroom" default:"20"`
+	// StopTimeout bounds the stop of a running broker whose full dir is
+	// offline.
+	StopTimeout time.Duration `opt:"stop_timeout" default:"5m"`
 }
 
-// moveArgs are one move's: the partition directory and where it goes.
+// moveArgs are one move's: the partition directory and where it goes;
+// or, with Phase, the broker's stop before the moves.
 type moveArgs struct {
-	From  string `json:"from"`
-	To    string `json:"to"`
-	Bytes int64  `json:"bytes"`
+	Phase phase  `json:"phase,omitempty"`
+	From  string `json:"from,omitempty"`
+	To    string `json:"to,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+}
+
+// stopFirst decides the running broker's case: nothing to move (NoOp set)
+// unless a full dir of it is offline. Kafka then keeps it offline until a
+// restart, and a restart on the full dir crashes the broker (3.9.2 on
+// the lab: InternalError rebuilding an index during log loading): the
+// broker is stopped first. It returns the offline full dirs.
+func (k *quarantine) stopFirst(ctx context.Context, env *steps.Env, l *look, p *steps.Plan) ([]string, error) {
+	if !l.up {
+		return nil, nil
+	}
+	states, err := env.Kafka.(ports.Records).DescribeLogDirs(ctx, l.id)
+	if err != nil {
+		return nil, fmt.Errorf("%w; nothing was stopped or moved", err)
+	}
+	var stop []string
+	for _, s := range l.space {
+		for _, st := range states {
+			if st.Dir == s.Dir && st.Err != "" && s.Full() {
+				stop = append(stop, s.Dir)
+			}
+		}
+	}
+	if len(stop) == 0 {
+		p.NoOp, p.Summary = true, fmt.Sprintf("broker %d is running with no full dir offline: Kafka deletes the segments below the new log start offsets itself (retention check); nothing is moved aside", l.id)
+		return nil, nil
+	}
+	// The stop-safety rule before the plan offers the stop (and again
+	// right before it, in Apply).
+	if err := safeToStop(ctx, env, l.id); err != nil {
+		return nil, err
+	}
+	return stop, nil
 }
 
 // candidate is a partition directory that may be moved aside, with what
@@ -53,11 +91,11 @@ func (k *quarantine) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, err
 		return nil, err
 	}
 	p := &steps.Plan{Facts: l.dfFacts()}
-	if l.up {
-		if err := k.fullOffline(ctx, env, l); err != nil {
-			return nil, err
-		}
-		p.NoOp, p.Summary = true, fmt.Sprintf("broker %d is running: Kafka deletes the segments below the new log start offsets itself (retention check); nothing is moved aside", l.id)
+	stop, err := k.stopFirst(ctx, env, l, p)
+	if err != nil {
+		return nil, err
+	}
+	if p.NoOp {
 		return p, nil
 	}
 	for _, s := range l.space {
@@ -71,34 +109,17 @@ func (k *quarantine) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, err
 		return p, nil
 	}
 	p.Summary = fmt.Sprintf("move %d whole partition directories of broker %d (down) to %s, on another filesystem: each has an in-sync replica on a live broker, and broker %d fetches it again from the leader's log start when it starts", len(p.Actions), l.id, k.o.Dir, l.id)
+	if len(stop) > 0 {
+		p.Summary = fmt.Sprintf("stop broker %d (its full dir %s is offline, and Kafka crashes starting on it), then move %d whole partition directories to %s, on another filesystem: each has an in-sync replica on a live broker, and broker %d fetches it again from the leader's log start when it starts", l.id, strings.Join(stop, ", "), len(p.Actions), k.o.Dir, l.id)
+		h := l.host
+		p.Actions = append([]steps.Action{
+			{ID: fmt.Sprintf("broker-%d/stop", l.id), Op: steps.OpSSH, Broker: l.id, Target: fmt.Sprintf("broker %d", l.id), Detail: h.Stop + " on " + h.On(), Args: moveArgs{Phase: phaseStop}},
+			{ID: fmt.Sprintf("broker-%d/gone", l.id), Op: steps.OpWait, Broker: l.id, Target: fmt.Sprintf("broker %d", l.id), Detail: fmt.Sprintf("broker %d stops serving (at most %s)", l.id, k.o.StopTimeout), Args: moveArgs{Phase: phaseGone}},
+		}, p.Actions...)
+	}
 	p.Notes = append(p.Notes, "nothing is deleted: each directory is moved (mv) to the quarantine, which kremedy never deletes; remove it yourself once the broker is back in every ISR")
 	p.Rollback = fmt.Sprintf("to put a directory back: stop broker %d, move the directory Kafka made again for it aside, move the quarantined one back from %s into its log dir, start broker %d", l.id, k.dest(env, ""), l.id)
 	return p, nil
-}
-
-// fullOffline refuses a running broker with an offline dir whose
-// filesystem lacks the headroom: the start step would restart it onto the
-// still-full filesystem, and its log recovery fails again (ENOSPC). Moves
-// happen only while the broker is down; kremedy does not stop it here.
-func (k *quarantine) fullOffline(ctx context.Context, env *steps.Env, l *look) error {
-	off, err := offlineStates(ctx, env, l.id)
-	if err != nil {
-		return fmt.Errorf("%w; nothing was moved", err)
-	}
-	for _, s := range l.space {
-		if !slices.ContainsFunc(off, func(o ports.LogDirState) bool { return o.Dir == s.Dir }) || s.Avail >= s.Size*int64(k.o.Headroom)/100 {
-			continue
-		}
-		safe := "stopping it now is safe by the stop-safety rule (no partition outside its offline dirs would go offline or below min.insync.replicas)"
-		if risks, err := stopRisks(ctx, env, l.id); err != nil {
-			safe = fmt.Sprintf("whether stopping it is safe could not be read (%v): check with `kremedy diagnose` first", err)
-		} else if len(risks) > 0 {
-			safe = "do not stop it yet: stopping it now would break " + text.Summarize(risks) + "; bring those partitions back in sync first"
-		}
-		return fmt.Errorf("%w: broker %d runs with log dir %s offline and its filesystem %d%% used, %s free (under the %d%% headroom): the start step would restart it onto the still-full filesystem, and its log recovery would fail again (ENOSPC). Nothing was moved and the broker was not stopped; %s. Stop broker %d (`kremedy lab broker stop %d` on the lab, else `%s` on %s), then run again or `kremedy resume`: with the broker down this step moves partition directories off %s (or grow that filesystem and run again)",
-			steps.ErrRefused, l.id, s.Dir, s.UsedPercent(), bytes(s.Avail), k.o.Headroom, safe, l.id, l.id, l.host.Stop, l.host.On(), s.Dir)
-	}
-	return nil
 }
 
 // planDir plans the moves for one log dir.
@@ -173,7 +194,7 @@ func (k *quarantine) checkDest(ctx context.Context, env *steps.Env, l *look, s b
 	}
 	var need int64
 	for _, a := range p.Actions {
-		need += a.Args.(moveArgs).Bytes
+		need += a.Args.(moveArgs).Bytes // a stop has none
 	}
 	switch {
 	case q[0].Mount == s.Mount:
@@ -198,7 +219,20 @@ func (k *quarantine) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) e
 		if err != nil {
 			return err
 		}
-		if err := env.Do(a, func() error { return k.move(ctx, env, a.Broker, args) }); err != nil {
+		do := func() error { return k.move(ctx, env, a.Broker, args) }
+		switch args.Phase {
+		case phaseStop:
+			h, _ := env.Target.Host(a.Broker)
+			do = func() error {
+				if err := safeToStop(ctx, env, a.Broker); err != nil { // read again right before the stop
+					return err
+				}
+				return roll.RunOn(ctx, env, a.Broker, h.Stop)
+			}
+		case phaseGone:
+			do = func() error { return waitLive(ctx, env, a.Broker, false, k.o.StopTimeout) }
+		}
+		if err := env.Do(a, do); err != nil {
 			return err
 		}
 	}

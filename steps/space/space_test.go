@@ -24,7 +24,8 @@ func (a *typing) Approve(_ context.Context, info steps.Info, p *steps.Plan) (ste
 	return steps.Approval{Decision: steps.Approve, Typed: "test", By: "test", Digest: p.Digest()}, nil
 }
 
-// fullBroker1 is the fake cluster with broker 1's /data/k1 full: orders-0
+// fullBroker1 is the fake cluster with broker 1's /data/k1 full and
+// /data/k2 without room for a replica: orders-0
 // in segments from 0, 20, 35 and 60, orders-1 from 0, 5 and 50, orders-2
 // from 0, 3 and 40; 100 records in each partition; group a at 40, 10, 5 and
 // group b at 30 and 50 with no commit on partition 2.
@@ -46,7 +47,9 @@ func fullBroker1(t *testing.T) *steptest.Cluster {
 			lines = append(lines, fmt.Sprintf("f 2048 orders-%d/%020d.log", p, b), fmt.Sprintf("f 8 orders-%d/%020d.index", p, b))
 		}
 	}
-	g.Hosts.Space = map[int32]map[string][]string{1: {"/data/k1": lines}}
+	// /data/k2 has 2.9 MiB free of 8: no orders replica (3 MiB or more)
+	// fits with 20% left (movedirs_test.go gives it room).
+	g.Hosts.Space = map[int32]map[string][]string{1: {"/data/k1": lines, "/data/k2": {"df /dev/sdc 8192 5192 3000 64% /data/k2"}}}
 	return g
 }
 
@@ -57,14 +60,25 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// runDiskFull runs disk-full on g: its outcome, and every step's plan.
 func runDiskFull(t *testing.T, g *steptest.Cluster, set map[string]string) (steps.Outcome, map[string]*steps.Plan) {
 	t.Helper()
 	a := &typing{plans: map[string]*steps.Plan{}}
-	return runWith(t, g, set, a), a.plans
+	planned := map[string]*steps.Plan{} // every plan, no-ops too
+	rep := steps.ReporterFunc(func(e steps.Event) {
+		if e.Kind == steps.EvPlan {
+			planned[e.Step] = e.Plan
+		}
+	})
+	out := runWith(t, g, set, a, rep)
+	for id, p := range a.plans {
+		planned[id] = p
+	}
+	return out, planned
 }
 
-// runWith runs disk-full with approver a.
-func runWith(t *testing.T, g *steptest.Cluster, set map[string]string, a steps.Approver) steps.Outcome {
+// runWith runs disk-full with approver a, reporting to rep (nil: none).
+func runWith(t *testing.T, g *steptest.Cluster, set map[string]string, a steps.Approver, rep steps.Reporter) steps.Outcome {
 	t.Helper()
 	rb, err := runbooks.Get("disk-full")
 	must(t, err)
@@ -75,7 +89,7 @@ func runWith(t *testing.T, g *steptest.Cluster, set map[string]string, a steps.A
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return s.Run(ctx, g.Ports, a, nil)
+	return s.Run(ctx, g.Ports, a, rep)
 }
 
 // TestDeleteRecordsStopsAtTheLowestCommit: on a running broker with a full
@@ -107,8 +121,8 @@ func TestDeleteRecordsStopsAtTheLowestCommit(t *testing.T) {
 		!strings.Contains(p.Notes[0], "MirrorMaker 2") || !strings.Contains(p.Notes[0], "offsets expired") {
 		t.Fatalf("free-records plan does not say first what cannot be undone: %+v", p)
 	}
-	if !slices.Contains(out.NoOp, "quarantine") || !slices.Contains(out.NoOp, "start") {
-		t.Fatalf("a running broker with its dirs online: quarantine and start must have nothing to do: %+v", out)
+	if !slices.Contains(out.NoOp, "move-dirs") || !slices.Contains(out.NoOp, "quarantine") || !slices.Contains(out.NoOp, "start") {
+		t.Fatalf("a running broker with its dirs online and no dir with room: move-dirs, quarantine and start must have nothing to do: %+v", out)
 	}
 	for _, c := range g.Hosts.Commands {
 		if strings.Contains(c, "rm ") || strings.Contains(c, "systemctl") {
@@ -117,7 +131,7 @@ func TestDeleteRecordsStopsAtTheLowestCommit(t *testing.T) {
 	}
 	// A second run: every partition at its groups' lowest commit already.
 	g.Kafka.DeletedRecords = nil
-	if out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "health_timeout": "2s"}); out.Err != nil || len(out.NoOp) != 3 || len(g.Kafka.DeletedRecords) != 0 {
+	if out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "health_timeout": "2s"}); out.Err != nil || len(out.NoOp) != 4 || len(g.Kafka.DeletedRecords) != 0 {
 		t.Fatalf("second run: %+v, deleted %v", out, g.Kafka.DeletedRecords)
 	}
 }
@@ -202,7 +216,7 @@ func TestDownBrokerMovesOnlyReplicatedDirs(t *testing.T) {
 			starts--
 		}
 	}
-	if out2.Err != nil || len(out2.NoOp) != 3 || starts != 0 {
+	if out2.Err != nil || len(out2.NoOp) != 4 || starts != 0 {
 		t.Fatalf("second run: %+v (started again: %v)", out2, starts != 0)
 	}
 }
@@ -235,7 +249,7 @@ func TestIncompleteGroupsRefuseDeleteRecords(t *testing.T) {
 			g.Kafka.GroupsErr = unread
 		}
 		a := &hook{typing: typing{plans: map[string]*steps.Plan{}}, before: map[string]func(){"free-records": func() { g.Kafka.GroupsErr = unread }}}
-		out := runWith(t, g, map[string]string{"broker": "1", "health_timeout": "2s"}, a)
+		out := runWith(t, g, map[string]string{"broker": "1", "health_timeout": "2s"}, a, nil)
 		if out.Failed != "free-records" || !errors.Is(out.Err, steps.ErrRefused) || !strings.Contains(out.Err.Error(), "group billing") || !strings.Contains(out.Err.Error(), "once its coordinator answers") {
 			t.Fatalf("late=%v: want free-records refused naming billing and the way on: %+v", late, out)
 		}
@@ -334,24 +348,27 @@ func TestStartStepIsTyped(t *testing.T) {
 	}
 }
 
-// TestRunningBrokerWithAFullOfflineDirIsRefused: broker 1 runs with
-// /data/k1 offline and 100% full. Restarting it onto that filesystem
-// fails again, and moves wait for the broker to be down: the quarantine
-// step refuses, says the stop is safe and names the way (stop it, run
-// again); nothing is moved, and broker 1 is neither stopped nor started.
-func TestRunningBrokerWithAFullOfflineDirIsRefused(t *testing.T) {
+// TestOfflineFullDirStopOnlyWhenSafe: broker 1 runs with /data/k1
+// offline and 100% full, and is orders-v2-0's only in-sync replica (on
+// /data/k2, online). Restarting it onto the full filesystem would fail
+// again, so the quarantine step would stop it to move directories aside —
+// but stopping it would take orders-v2-0 offline: the step refuses by the
+// stop-safety rule, naming orders-v2-0 and the way on; nothing is moved,
+// broker 1 is neither stopped nor started.
+func TestOfflineFullDirStopOnlyWhenSafe(t *testing.T) {
 	g := jbodBroker1(t, 100)
+	g.ZK.Put(kafkazk.PartitionStatePath("orders-v2", 0), `{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}`)
 	out, _ := runDiskFull(t, g, map[string]string{"broker": "1", "quarantine": "/q", "health_timeout": "2s"})
 	if out.Failed != "quarantine" || !errors.Is(out.Err, steps.ErrRefused) {
 		t.Fatalf("want the quarantine step refused: %+v", out)
 	}
-	for _, want := range []string{"/data/k1 offline", "kremedy lab broker stop 1", "systemctl stop kafka-1", "stopping it now is safe", "then run again"} {
+	for _, want := range []string{"stopping broker 1 now would break", "orders-v2-0 would go offline", "broker 1 was not stopped", "then run again"} {
 		if !strings.Contains(out.Err.Error(), want) {
 			t.Errorf("refusal does not say %q: %v", want, out.Err)
 		}
 	}
 	for _, c := range g.Hosts.Commands {
-		if strings.Contains(c, "mv ") || strings.Contains(c, "systemctl") {
+		if strings.Contains(c, "kremedy_quarantine ") || strings.Contains(c, "systemctl") {
 			t.Errorf("a directory was moved or the broker stopped or started: %s", c)
 		}
 	}

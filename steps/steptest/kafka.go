@@ -103,6 +103,12 @@ type Kafka struct {
 	// (kafka_space.go).
 	OfflineDirs    map[int32]map[string]bool
 	DeletedRecords []string
+	// DeleteRecordsTimeout: DeleteRecords moves the log starts, then
+	// answers REQUEST_TIMED_OUT (kafka_space.go).
+	DeleteRecordsTimeout bool
+	// DirMoves are the AlterReplicaLogDirs requests,
+	// "broker:topic-partition>dir" (kafka_space.go).
+	DirMoves []string
 }
 
 // NewKafka fakes the cluster whose ZooKeeper and hosts are given.
