@@ -256,6 +256,20 @@ func SizesText(ctx context.Context, h ports.Hosts, by map[int32][]string, now ti
 	return out
 }
 
+// Bytes is n bytes for people: "512 B", "20.0 KiB", "3.5 MiB", "1.2 GiB"
+// (df's and a log dir's sizes; KiB below is for sizes du gives in KiB).
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
 // KiB is n KiB for people: "20 KiB", "3.5 MiB", "1.2 GiB".
 func KiB(n int64) string {
 	switch {

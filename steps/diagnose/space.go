@@ -73,7 +73,7 @@ func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, boo
 			continue
 		}
 		bad = append(bad, s.Dir)
-		ev = append(ev, fmt.Sprintf("df -P %s on broker %d's host: %d%% used, %s free of %s (filesystem %s)", s.Dir, id, s.UsedPercent(), Bytes(s.Avail), Bytes(s.Size), s.Mount))
+		ev = append(ev, fmt.Sprintf("df -P %s on broker %d's host: %d%% used, %s free of %s (filesystem %s)", s.Dir, id, s.UsedPercent(), brokers.Bytes(s.Avail), brokers.Bytes(s.Size), s.Mount))
 		if off {
 			ev = append(ev, fmt.Sprintf("DescribeLogDirs on broker %d: %s is offline (%s)", id, s.Dir, e))
 		}
@@ -84,7 +84,7 @@ func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, boo
 	}
 	slices.SortFunc(tops, func(a, b brokers.PartitionSpace) int { return int(b.Bytes - a.Bytes) })
 	for _, p := range tops[:min(5, len(tops))] {
-		ev = append(ev, fmt.Sprintf("%s: %s in %d segments, the oldest from offset %d", p.Name, Bytes(p.Bytes), len(p.Segments), p.Oldest()))
+		ev = append(ev, fmt.Sprintf("%s: %s in %d segments, the oldest from offset %d", p.Name, brokers.Bytes(p.Bytes), len(p.Segments), p.Oldest()))
 	}
 	sum := fmt.Sprintf("broker %d's log dir %s is full", id, strings.Join(bad, ", "))
 	if !up {
@@ -97,17 +97,4 @@ func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, boo
 			runbook, runbook, InventoryMark, id, id),
 		DoNot:   "do not rm segment files by hand: Kafka's checkpoints and indexes still name them, and a consumer may not have read them yet",
 		Runbook: runbook}, true
-}
-
-// Bytes writes n bytes for a person (KiB, MiB, GiB).
-func Bytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -93,20 +93,7 @@ func (l *look) elsewhere(pv ports.PartitionView) bool {
 func (l *look) dfFacts() []string {
 	var out []string
 	for _, s := range l.space {
-		out = append(out, fmt.Sprintf("broker %d %s: %d%% used, %s free of %s (filesystem %s)", l.id, s.Dir, s.UsedPercent(), bytes(s.Avail), bytes(s.Size), s.Mount))
+		out = append(out, fmt.Sprintf("broker %d %s: %d%% used, %s free of %s (filesystem %s)", l.id, s.Dir, s.UsedPercent(), brokers.Bytes(s.Avail), brokers.Bytes(s.Size), s.Mount))
 	}
 	return out
-}
-
-// bytes writes n bytes for a person.
-func bytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

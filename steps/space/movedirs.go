@@ -150,13 +150,13 @@ func (k *moveDirs) planDir(l *look, src *dirRoom, rooms []*dirRoom, reps []ports
 		}
 		dst := target(src, rooms, ps.Bytes)
 		if dst == nil {
-			p.Facts = append(p.Facts, fmt.Sprintf("%s (%s): no other online dir of broker %d on another filesystem has room for it and %d%% free after: left in %s", name, bytes(ps.Bytes), l.id, k.o.Headroom, src.s.Dir))
+			p.Facts = append(p.Facts, fmt.Sprintf("%s (%s): no other online dir of broker %d on another filesystem has room for it and %d%% free after: left in %s", name, brokers.Bytes(ps.Bytes), l.id, k.o.Headroom, src.s.Dir))
 			continue
 		}
 		src.free += ps.Bytes
 		dst.free -= ps.Bytes
 		p.Actions = append(p.Actions, steps.Action{ID: "move-dir/" + name, Op: steps.OpKafka, Broker: l.id, Target: name,
-			Detail: fmt.Sprintf("AlterReplicaLogDirs on broker %d: %s (%s) from %s to %s, then wait until the copy there caught up and was swapped in (at most %s)", l.id, name, bytes(ps.Bytes), src.s.Dir, dst.s.Dir, k.o.Timeout),
+			Detail: fmt.Sprintf("AlterReplicaLogDirs on broker %d: %s (%s) from %s to %s, then wait until the copy there caught up and was swapped in (at most %s)", l.id, name, brokers.Bytes(ps.Bytes), src.s.Dir, dst.s.Dir, k.o.Timeout),
 			Args:   dirMoveArgs{Phase: phaseMove, Topic: ps.Topic, Partition: ps.Partition, From: src.s.Dir, To: dst.s.Dir, Bytes: ps.Bytes}})
 	}
 	if src.free == start {
@@ -164,10 +164,10 @@ func (k *moveDirs) planDir(l *look, src *dirRoom, rooms []*dirRoom, reps []ports
 	}
 	expect := min(src.want, start+(src.free-start)*9/10)
 	p.Actions = append(p.Actions, steps.Action{ID: "room" + src.s.Dir, Op: steps.OpWait, Broker: l.id, Target: src.s.Dir,
-		Detail: fmt.Sprintf("broker %d's %s has %s free or more: Kafka deleted the old copies (at most %s)", l.id, src.s.Dir, bytes(expect), k.o.Timeout),
+		Detail: fmt.Sprintf("broker %d's %s has %s free or more: Kafka deleted the old copies (at most %s)", l.id, src.s.Dir, brokers.Bytes(expect), k.o.Timeout),
 		Args:   dirMoveArgs{Phase: phaseRoom, From: src.s.Dir, Expect: expect}})
 	if src.free < src.want {
-		p.Notes = append(p.Notes, fmt.Sprintf("%s keeps %s free after these moves, short of its %d%% (%s): the next step frees records every consumer group committed past", src.s.Dir, bytes(src.free), k.o.Headroom, bytes(src.want)))
+		p.Notes = append(p.Notes, fmt.Sprintf("%s keeps %s free after these moves, short of its %d%% (%s): the next step frees records every consumer group committed past", src.s.Dir, brokers.Bytes(src.free), k.o.Headroom, brokers.Bytes(src.want)))
 	}
 }
 
@@ -258,12 +258,12 @@ func (k *moveDirs) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) err
 
 func (k *moveDirs) do(ctx context.Context, env *steps.Env, id int32, a dirMoveArgs) error {
 	if a.Phase == phaseRoom {
-		return roll.WaitFor(ctx, env, k.o.Timeout, fmt.Sprintf("broker %d's %s with %s free", id, a.From, bytes(a.Expect)), func() (bool, string) {
+		return roll.WaitFor(ctx, env, k.o.Timeout, fmt.Sprintf("broker %d's %s with %s free", id, a.From, brokers.Bytes(a.Expect)), func() (bool, string) {
 			s, err := brokers.ReadSpace(ctx, env.Hosts, id, []string{a.From})
 			if err != nil || len(s) != 1 {
 				return false, fmt.Sprint(err)
 			}
-			return s[0].Avail >= a.Expect, fmt.Sprintf("%s free", bytes(s[0].Avail))
+			return s[0].Avail >= a.Expect, fmt.Sprintf("%s free", brokers.Bytes(s[0].Avail))
 		})
 	}
 	mv := env.Kafka.(ports.DirMover)

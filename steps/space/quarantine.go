@@ -154,12 +154,12 @@ func (k *quarantine) planDir(ctx context.Context, env *steps.Env, l *look, s bro
 		}
 		free += c.gain
 		p.Actions = append(p.Actions, steps.Action{ID: "quarantine/" + c.ps.Name, Op: steps.OpMove, Broker: l.id,
-			Target: path.Join(s.Dir, c.ps.Name), Detail: fmt.Sprintf("→ %s (%s; fetched again from the leader's log start, %s less)", k.dest(env, c.ps.Name), bytes(c.ps.Bytes), bytes(c.gain)),
+			Target: path.Join(s.Dir, c.ps.Name), Detail: fmt.Sprintf("→ %s (%s; fetched again from the leader's log start, %s less)", k.dest(env, c.ps.Name), brokers.Bytes(c.ps.Bytes), brokers.Bytes(c.gain)),
 			Args: moveArgs{From: path.Join(s.Dir, c.ps.Name), To: k.dest(env, c.ps.Name), Bytes: c.ps.Bytes}})
 	}
 	if free < want {
 		return fmt.Errorf("%w: moving aside every partition of %s that another in-sync replica holds frees %s once they are fetched again: %s free of the %s wanted (%d%%). The only copies (%s) are never moved, and records no group committed past are not deleted; nothing was moved. Grow the filesystem, free space on it another way, or lower --set headroom",
-			steps.ErrRefused, s.Dir, bytes(free-s.Avail), bytes(free), bytes(want), k.o.Headroom, orNoneList(only))
+			steps.ErrRefused, s.Dir, brokers.Bytes(free-s.Avail), brokers.Bytes(free), brokers.Bytes(want), k.o.Headroom, orNoneList(only))
 	}
 	if len(p.Actions) > 0 {
 		if err := k.checkDest(ctx, env, l, s, p); err != nil {
@@ -200,9 +200,9 @@ func (k *quarantine) checkDest(ctx context.Context, env *steps.Env, l *look, s b
 	case q[0].Mount == s.Mount:
 		return fmt.Errorf("%w: quarantine %s is on the log dir's own filesystem (%s): a move there frees nothing; nothing was moved. Name a directory on another filesystem", steps.ErrRefused, k.o.Dir, s.Mount)
 	case q[0].Avail < need:
-		return fmt.Errorf("%w: quarantine %s has %s free, the moves need %s; nothing was moved", steps.ErrRefused, k.o.Dir, bytes(q[0].Avail), bytes(need))
+		return fmt.Errorf("%w: quarantine %s has %s free, the moves need %s; nothing was moved", steps.ErrRefused, k.o.Dir, brokers.Bytes(q[0].Avail), brokers.Bytes(need))
 	}
-	p.Facts = append(p.Facts, fmt.Sprintf("quarantine %s: filesystem %s, %s free, the moves need %s", k.o.Dir, q[0].Mount, bytes(q[0].Avail), bytes(need)))
+	p.Facts = append(p.Facts, fmt.Sprintf("quarantine %s: filesystem %s, %s free, the moves need %s", k.o.Dir, q[0].Mount, brokers.Bytes(q[0].Avail), brokers.Bytes(need)))
 	return nil
 }
 
@@ -302,7 +302,7 @@ func (k *quarantine) Verify(ctx context.Context, env *steps.Env) ([]steps.Check,
 	var checks []steps.Check
 	for _, s := range l.space {
 		checks = append(checks, steps.Check{Name: fmt.Sprintf("broker %d's %s has room to start", l.id, s.Dir), OK: l.up || !s.Full(),
-			Detail: fmt.Sprintf("%d%% used, %s free", s.UsedPercent(), bytes(s.Avail))})
+			Detail: fmt.Sprintf("%d%% used, %s free", s.UsedPercent(), brokers.Bytes(s.Avail))})
 	}
 	return checks, nil
 }

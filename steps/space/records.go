@@ -68,7 +68,7 @@ func (k *freeRecords) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		p.Summary = fmt.Sprintf("no record of broker %d's dirs may be deleted: no partition has records every consumer group committed past in a whole segment", l.id)
 		return p, nil
 	}
-	p.Summary = fmt.Sprintf("delete records every consumer group has committed past on %d partitions: about %s of whole segments freed on broker %d (and on every replica holding the same segments)", len(p.Actions), bytes(total), l.id)
+	p.Summary = fmt.Sprintf("delete records every consumer group has committed past on %d partitions: about %s of whole segments freed on broker %d (and on every replica holding the same segments)", len(p.Actions), brokers.Bytes(total), l.id)
 	p.Notes = append([]string{"CANNOT BE UNDONE: DeleteRecords deletes these records for good, on every replica; every consumer group has committed past them: " + strings.Join(gone, "; ") + ". " + unseen}, p.Notes...)
 	if !l.up {
 		p.Notes = append(p.Notes, fmt.Sprintf("broker %d is down: its own copies shrink only once it is back and learns the new log start offsets; until then the next step makes room on its filesystem", l.id))
@@ -91,11 +91,11 @@ type topicRead struct {
 func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps brokers.PartitionSpace, topics map[string]topicRead) (*steps.Action, string, error) {
 	name := fmt.Sprintf("%s-%d", ps.Topic, ps.Partition)
 	if strings.HasPrefix(ps.Topic, "__") {
-		return nil, fmt.Sprintf("%s: %s; an internal topic (offsets, transactions): kremedy never deletes its records", name, bytes(ps.Bytes)), nil
+		return nil, fmt.Sprintf("%s: %s; an internal topic (offsets, transactions): kremedy never deletes its records", name, brokers.Bytes(ps.Bytes)), nil
 	}
 	pv, ok := l.partition(ps)
 	if !ok || pv.Leader < 0 || pv.Leader == l.id && !l.up {
-		return nil, fmt.Sprintf("%s: %s; no leader to delete records on: left alone", name, bytes(ps.Bytes)), nil
+		return nil, fmt.Sprintf("%s: %s; no leader to delete records on: left alone", name, brokers.Bytes(ps.Bytes)), nil
 	}
 	tr, ok := topics[ps.Topic]
 	if !ok {
@@ -118,7 +118,7 @@ func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps b
 		end = -1
 	}
 	before, ok, why := Bound(tr.groups, ps.Partition, start, end)
-	head := fmt.Sprintf("%s: %s in %d segments (oldest from %d), log start %d, log end %s on leader %d", name, bytes(ps.Bytes), len(ps.Segments), ps.Oldest(), start, orUnknown(end), pv.Leader)
+	head := fmt.Sprintf("%s: %s in %d segments (oldest from %d), log start %d, log end %s on leader %d", name, brokers.Bytes(ps.Bytes), len(ps.Segments), ps.Oldest(), start, orUnknown(end), pv.Leader)
 	if !ok {
 		return nil, head + ": " + why + ": nothing deleted", nil
 	}
@@ -127,7 +127,7 @@ func (k *freeRecords) planOne(ctx context.Context, env *steps.Env, l *look, ps b
 		return nil, head + ": " + why + ", but no whole segment lies below it: nothing deleted", nil
 	}
 	a := &steps.Action{ID: "delete-records/" + name, Op: steps.OpKafka, Target: name, Broker: pv.Leader,
-		Detail: fmt.Sprintf("DeleteRecords below offset %d on leader %d (log start %d → %d, %d records): %s; frees %d segments, %s on broker %d", before, pv.Leader, start, before, before-start, why, n, bytes(freed), l.id),
+		Detail: fmt.Sprintf("DeleteRecords below offset %d on leader %d (log start %d → %d, %d records): %s; frees %d segments, %s on broker %d", before, pv.Leader, start, before, before-start, why, n, brokers.Bytes(freed), l.id),
 		Args:   deleteArgs{Topic: ps.Topic, Partition: ps.Partition, Before: before, Start: start, Freed: freed}}
 	return a, head + ": " + why, nil
 }
@@ -174,7 +174,7 @@ func deleteOne(ctx context.Context, env *steps.Env, rec ports.Records, a deleteA
 	if got[a.Partition] < a.Before {
 		return fmt.Errorf("%w: %s's log start is %d after DeleteRecords below %d", steps.ErrCheckFailed, name, got[a.Partition], a.Before)
 	}
-	env.Logf("%s: log start offset now %d (%d records deleted; about %s of segments freed once retention runs)", name, got[a.Partition], a.Before-a.Start, bytes(a.Freed))
+	env.Logf("%s: log start offset now %d (%d records deleted; about %s of segments freed once retention runs)", name, got[a.Partition], a.Before-a.Start, brokers.Bytes(a.Freed))
 	return env.Save(deletedKey(a.Topic, a.Partition), a.Before)
 }
 
