@@ -58,23 +58,27 @@ check:
 	$(GO) test -short -count=1 ./...
 
 # Every test: unit tests and the lab tests on real ZooKeeper, Kafka and sshd.
+# LAB_PARALLEL labs run at once (each on its own --net): a lab spends most
+# of its time waiting on Kafka and ZooKeeper, not on the CPU.
+LAB_PARALLEL ?= 3
 test: lab-install lab-users
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 80m ./...
+	$(GO) test -race -count=1 -parallel $(LAB_PARALLEL) -timeout 80m ./...
 	$(MAKE) fuzz
 
 # The version matrix on every release the lab is tested with (make test runs
-# 2.4.1, 2.7.2 and 2.8.2 beside 3.9.2's own lab tests; this adds 3.4.1 and
+# 2.4.1 and 2.8.2 beside 3.9.2's own lab tests; this adds 2.7.2, 3.4.1 and
 # runs all five releases' labs one after another), and the KRaft lab on
-# every KRaft release it is tested with (make test runs 3.9.2 and 4.1.2;
-# this adds the newest 4.x), and the heavy variants make test leaves out
-# (KREMEDY_LAB_HEAVY=1: the Kerberized secured KRaft lab).
+# every KRaft release it is tested with (make test runs 4.1.2; this adds
+# 3.9.2 and the newest 4.x), and the heavy variants make test leaves out
+# (KREMEDY_LAB_HEAVY=1: the Kerberized secured KRaft lab, the 10,000-partition
+# diagnose lab, the JBOD disk-full lab).
 ALL_VERSIONS := 2.4.1,2.7.2,2.8.2,3.4.1,3.9.2
 KRAFT_VERSIONS := 3.9.2,4.1.2,4.4.0
 test-versions: deps build
 	$(BIN) lab install --kafka-version $(ALL_VERSIONS),$(KRAFT_VERSIONS)
 	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) KREMEDY_KRAFT_LAB_VERSIONS=$(KRAFT_VERSIONS) KREMEDY_LAB_HEAVY=1 \
-		$(GO) test -count=1 -timeout 60m -run '^(TestVersionsLab|TestKRaftLab|TestSecureKRaftLab)$$' -v ./cmd/kremedy
+		$(GO) test -count=1 -timeout 60m -run '^(TestVersionsLab|TestKRaftLab|TestSecureKRaftLab|TestDiagnoseScaleLab|TestDiskFullJBODLab)$$' -v ./cmd/kremedy
 
 # A short, bounded run of every fuzz target (their seed corpora also run in
 # every `go test`). FUZZTIME=5m make fuzz for a longer hunt; the default is a number of inputs, not a duration, so that a loaded machine runs the same work (and Go's fuzzer does not trip over its own deadline).

@@ -129,7 +129,11 @@ func (e *env) verdict() error {
 	var missing []string
 	for _, o := range e.rep.Observed {
 		if !o.Seen && !o.Optional {
-			missing = append(missing, o.What)
+			if o.Evidence != "" {
+				missing = append(missing, fmt.Sprintf("%s (last read: %s)", o.What, o.Evidence))
+			} else {
+				missing = append(missing, o.What)
+			}
 		}
 	}
 	if len(missing) > 0 {

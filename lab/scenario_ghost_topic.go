@@ -143,7 +143,11 @@ func (e *env) ghostSymptoms(v int32, led, followed []int32) {
 		return ok, strings.Join(ev, "\n")
 	})
 	for _, p := range led {
-		e.observe(fmt.Sprintf("broker %d is leader of %s-%d in ZooKeeper yet answers NOT_LEADER_OR_FOLLOWER", v, t, p), 20*time.Second, false, func() (bool, string) {
+		// Up to 90 s: a broker just restarted beside thousands of
+		// partitions (the scale lab, a loaded CI machine once missed 20 s)
+		// may not yet have handled the recreated topic's LeaderAndIsr. The
+		// wait ends at the first read that shows the symptom.
+		e.observe(fmt.Sprintf("broker %d is leader of %s-%d in ZooKeeper yet answers NOT_LEADER_OR_FOLLOWER", v, t, p), 90*time.Second, false, func() (bool, string) {
 			st, _, err := e.zk.PartitionStateOf(e.ctx, t, p)
 			if err != nil {
 				return false, err.Error()

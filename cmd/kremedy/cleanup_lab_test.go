@@ -65,6 +65,17 @@ func needLab(t *testing.T) {
 	}
 }
 
+// heavyLab keeps a lab test for `make test-versions` (KREMEDY_LAB_HEAVY=1),
+// the README's second target, where the heaviest labs run: make test keeps
+// at least one lab of each runbook and mode, and stays inside CI's budget.
+// The skip says where the test runs; it is a lane, not a missing part.
+func heavyLab(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("KREMEDY_LAB_HEAVY") == "" {
+		t.Skipf("%s runs in `make test-versions` (KREMEDY_LAB_HEAVY=1), not in make test", what)
+	}
+}
+
 func startLab(t *testing.T, cfg lab.Config) *lab.Lab {
 	t.Helper()
 	// Not t.TempDir(): a subtest's name can put a ',' or '(' in it, and a

@@ -374,6 +374,7 @@ func allServe(ctx context.Context, c *clients, names []string) bool {
 // CLI is scripts/measure-diagnose-cli.sh's (docs/diagnose.md).
 func TestDiagnoseScaleLab(t *testing.T) {
 	needLab(t)
+	heavyLab(t, "the 10,000-partition scale lab (about 4–6 minutes, most of it the fill)")
 	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net, cfg.ZooKeepers, cfg.ZKHeap, cfg.BrokerHeap = 28, 1, "512m", "2g"

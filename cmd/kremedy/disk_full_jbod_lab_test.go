@@ -43,6 +43,7 @@ const jbodCommitted = 40
 // online, every record past the commit readable, the configs as before.
 func TestDiskFullJBODLab(t *testing.T) {
 	needLab(t)
+	heavyLab(t, "the JBOD disk-full lab (make test keeps TestDiskFullLab and TestDiskFullKRaftLab)")
 	needRoot(t)
 	t.Parallel()
 	cfg := lab.DefaultConfig()

@@ -34,7 +34,11 @@ func kraftLabVersions() []string {
 	if v := os.Getenv("KREMEDY_KRAFT_LAB_VERSIONS"); v != "" {
 		return strings.Split(v, ",")
 	}
-	return []string{"3.9.2", "4.1.2"}
+	// make test runs 4.1.2 (a dynamic quorum); 3.9.2's static quorum has
+	// its lab tests in make test too (TestQuorumRecoveryLab,
+	// TestKRaftCombinedLab, TestZKToKRaftLab's end state), and this whole
+	// lab on 3.9.2 in make test-versions.
+	return []string{"4.1.2"}
 }
 
 // TestKRaftLabFlags: what `lab up --kraft` refuses, before anything is
