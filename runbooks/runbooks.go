@@ -14,6 +14,7 @@ import (
 	"github.com/kremedy/kremedy/steps/cleanup"
 	"github.com/kremedy/kremedy/steps/migrate"
 	"github.com/kremedy/kremedy/steps/offline"
+	"github.com/kremedy/kremedy/steps/quorum"
 	"github.com/kremedy/kremedy/steps/reassign"
 	"github.com/kremedy/kremedy/steps/restart"
 	"github.com/kremedy/kremedy/steps/space"
@@ -153,5 +154,6 @@ var Kinds = sync.OnceValue(func() *steps.Registry {
 	reassign.Register(r)
 	offline.Register(r)
 	space.Register(r)
+	quorum.Register(r)
 	return r
 })

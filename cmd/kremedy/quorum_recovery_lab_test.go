@@ -9,15 +9,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +20,8 @@ import (
 	"github.com/kremedy/kremedy/inventory/connect"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/diagnose"
+	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
-	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/quorum"
 )
 
@@ -48,6 +43,7 @@ func TestQuorumRecoveryLab(t *testing.T) {
 	}
 	start := time.Now()
 	rep := kraftBreak(t, l, "quorum-loss", "qr")
+	lossAt := time.Now()
 	l, err = lab.Open(dir) // the scenario recorded the wiped controller
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +64,8 @@ func TestQuorumRecoveryLab(t *testing.T) {
 	}
 	copies := quorumCopies(t, l, wiped)
 	quorumLedger(t, copies)
-	t.Run("the procedure by hand on 3.9.2", func(t *testing.T) { quorumByHand(t, l, dir, copies) })
-	t.Logf("FIGURE quorum-loss on %s to a serving quorum of 3 (diagnose, copies, ledger, the procedure by hand): %.1fs", v, time.Since(start).Seconds())
+	t.Run("quorum-recovery, killed in its rewrite and resumed", func(t *testing.T) { quorumRunbook(t, l, dir, lossAt) })
+	t.Logf("FIGURE quorum-loss on %s to a serving quorum of 3 (the scenario, diagnose, copies, ledger, quorum-recovery): %.1fs", v, time.Since(start).Seconds())
 }
 
 // quorumCopies reads every node's copy of __cluster_metadata-0 over SSH
@@ -153,157 +149,46 @@ func quorumLedger(t *testing.T, copies []quorum.Copy) {
 	t.Logf("FIGURE what %s holds beyond %s's end (offset %d):\n%s", seed.Role(), behind.Role(), behind.End, strings.Join(l.Lines(), "\n"))
 }
 
-// quorumByHand walks the static-quorum procedure on real Kafka with the
-// lab's own scripts and files, ahead of the runbook that will make it
-// (docs/quorum-recovery.md): it proves the procedure's premises on 3.9.2
-// — a seed whose controller.quorum.voters names it alone leads with its
-// whole log; empty controllers started with the full voter set fetch it,
-// one at a time, each start judged by quorum.Rejoin; the seed restarted
-// with the full set; every topic back, new ones made, acks=all served.
-func quorumByHand(t *testing.T, l *lab.Lab, dir string, copies []quorum.Copy) {
-	seed, _ := quorum.Seed(copies)
-	if !seed.Controller {
-		t.Fatalf("the seed is %s: the procedure by hand starts from a controller's copy", seed.Role())
+// quorumRunbook runs quorum-recovery on the lost quorum, killed with
+// SIGKILL inside its irreversible step (the rewrite, after its sixth
+// action: the seed leads alone and the first empty controller is on its
+// way back) and resumed: a leader and three voters again, the ledger says
+// nothing is discarded (no copy holds a record beyond the seed), every
+// topic served, a topic created and acks=all served (quorumServes).
+func quorumRunbook(t *testing.T, l *lab.Lab, dir string, lossAt time.Time) {
+	run := filepath.Join(t.TempDir(), "run")
+	name := l.Inventory().Name
+	killed := runWithFault(t, "sigkill@action-end:rewrite:6", "run", "quorum-recovery", "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", name)
+	if killed.code != -1 {
+		t.Fatalf("quorum-recovery never reached 6 actions of its rewrite (exit %d):\n%s", killed.code, killed.out)
 	}
-	start := time.Now()
-	c := l.State.Config
-	voters := []int32{lab.ControllerID(1), lab.ControllerID(2), lab.ControllerID(3)}
-	k := func(id int32) int { return int(id - lab.ControllerID(0)) }
-	props := filepath.Join(l.ControllerDir(k(seed.Node)), "controller.properties")
-	full := setVoters(t, props, fmt.Sprintf("%d@%s:%d", seed.Node, c.ControllerHost(k(seed.Node)), lab.ControllerPort))
-	ctl(t, dir, "stop", seed.Node)
-	// The seed's quorum-state rewritten: no leader, no vote, at the
-	// highest epoch any node's quorum-state holds (quorum.SeedState says
-	// why neither a lower epoch nor the seed's own vote will do).
-	epoch := maxStateEpoch(t, l)
-	if err := os.WriteFile(filepath.Join(seed.Dir, "quorum-state"), quorum.SeedState(seed.Node, epoch), 0o644); err != nil {
-		t.Fatal(err)
+	for _, want := range []string{"WHAT THIS RECOVERY DISCARDS: no record", "the seed:"} {
+		if !strings.Contains(killed.out, want) {
+			t.Errorf("the run's plan does not say %q:\n%s", want, killed.out)
+		}
 	}
-	t.Logf("the seed's quorum-state set to epoch %d, the highest any node saw", epoch)
-	ctl(t, dir, "start", seed.Node)
+	t.Logf("killed with SIGKILL after 6 actions of the rewrite")
+	r := kremedy(t, "resume", run, "--headless", "--yes", "--confirm", name)
+	if r.code != 0 {
+		t.Fatalf("resume after SIGKILL in the rewrite: exit %d\n%s", r.code, r.out)
+	}
+	if n := count(records(t, run), journal.ActionEnd, "rewrite", `"do":"file"`); n > 2 {
+		t.Errorf("the resumed rewrite wrote files %d times (the seed's quorum-state and one meta.properties at most)", n)
+	}
 	q := kraftQuorum(t, l)
-	if q.Leader != seed.Node || len(q.Voters) != 1 {
-		t.Fatalf("the seed alone: leader %d, voters %+v", q.Leader, q.Voters)
-	}
-	r := quorum.Rejoin{Voters: voters, Seed: seed.Node, SeedLeads: true, Running: []int32{seed.Node}, Holding: []int32{seed.Node}}
-	for _, id := range voters {
-		if id == seed.Node {
-			continue
-		}
-		emptyController(t, l, id, seed.Node)
-		if why := r.StartRisk(id); why != "" {
-			t.Fatalf("starting controller %d empty: %s", id, why)
-		}
-		if b, err := exec.Command(filepath.Join(l.ControllerDir(k(id)), "kafka-start")).CombinedOutput(); err != nil {
-			t.Fatalf("start controller %d: %v\n%s", id, err, b)
-		}
-		r.Running = append(r.Running, id)
-		waitObserverCaughtUp(t, l, id)
-		r.Holding = append(r.Holding, id)
-	}
-	// The last voter started stops while the seed restarts with the full
-	// voter set (quorum.Rejoin.StopSeedRisk), then starts again.
-	last := r.Running[len(r.Running)-1]
-	if why := r.StopSeedRisk(); why == "" {
-		t.Fatalf("restarting the seed with %v running was judged safe", r.Running)
-	}
-	if b, err := exec.Command(filepath.Join(l.ControllerDir(k(last)), "kafka-stop")).CombinedOutput(); err != nil {
-		t.Fatalf("stop controller %d: %v\n%s", last, err, b)
-	}
-	r.Running = r.Running[:len(r.Running)-1]
-	if why := r.StopSeedRisk(); why != "" {
-		t.Fatalf("restarting the seed: %s", why)
-	}
-	if err := os.WriteFile(props, full, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctl(t, dir, "stop", seed.Node)
-	ctl(t, dir, "start", seed.Node)
-	ctl(t, dir, "start", last)
-	q = kraftQuorum(t, l)
 	if q.Leader < 0 || len(q.Voters) != 3 {
-		t.Fatalf("after the recovery: leader %d, voters %+v", q.Leader, q.Voters)
+		t.Fatalf("after quorum-recovery: leader %d, voters %+v", q.Leader, q.Voters)
 	}
+	t.Logf("FIGURE quorum-recovery on 3.9.2 (killed once, resumed): from the quorum's loss to a leader and 3 voters in %.1fs", time.Since(lossAt).Seconds())
 	quorumServes(t, l)
+	t.Logf("FIGURE from the quorum's loss to a serving cluster (brokers unfenced, a topic created, acks=all served): %.1fs", time.Since(lossAt).Seconds())
+	rep, err := os.ReadFile(filepath.Join(run, "report.md"))
+	if err != nil || !strings.Contains(string(rep), "nothing: no copy held a record beyond the seed's end") {
+		t.Errorf("the report does not give the ledger (%v):\n%s", err, rep)
+	}
 	if r := kremedy(t, "lab", "up", "--dir", dir); r.code != 0 || strings.Contains(r.out, "started (pid") {
-		t.Errorf("lab up after the recovery (the wiped controller formatted again, running): exit %d\n%s", r.code, r.out)
+		t.Errorf("lab up after the recovery (every controller back, running): exit %d\n%s", r.code, r.out)
 	}
-	t.Logf("FIGURE the procedure by hand on 3.9.2: from the copies read to a serving quorum of 3 in %.1fs", time.Since(start).Seconds())
-}
-
-func ctl(t *testing.T, dir, action string, id int32) {
-	t.Helper()
-	if r := kremedy(t, "lab", "controller", action, strconv.Itoa(int(id)), "--dir", dir); r.code != 0 {
-		t.Fatalf("lab controller %s %d: exit %d\n%s", action, id, r.code, r.out)
-	}
-}
-
-// setVoters sets controller.quorum.voters in props and returns the file
-// as it was.
-func setVoters(t *testing.T, props, voters string) []byte {
-	t.Helper()
-	old, err := os.ReadFile(props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	re := regexp.MustCompile(`(?m)^controller\.quorum\.voters=.*$`)
-	if !re.Match(old) {
-		t.Fatalf("%s has no controller.quorum.voters", props)
-	}
-	if err := os.WriteFile(props, re.ReplaceAll(old, []byte("controller.quorum.voters="+voters)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return old
-}
-
-// emptyController leaves controller id with an empty metadata log: its
-// old __cluster_metadata-0 moved aside, or, wiped, a metadata dir with
-// meta.properties as kafka-storage format writes it (the seed's cluster
-// id, id's node id, a new directory id).
-func emptyController(t *testing.T, l *lab.Lab, id, seed int32) {
-	t.Helper()
-	md := filepath.Join(l.ControllerDir(int(id-lab.ControllerID(0))), "metadata")
-	if _, err := os.Stat(filepath.Join(md, "meta.properties")); err == nil {
-		if err := os.Rename(filepath.Join(md, quorum.MetadataLog), filepath.Join(md, quorum.MetadataLog+".kremedy-aside")); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	b, err := os.ReadFile(filepath.Join(l.ControllerDir(int(seed-lab.ControllerID(0))), "metadata", "meta.properties"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dirID := make([]byte, 16)
-	rand.Read(dirID)
-	mp := regexp.MustCompile(`(?m)^node\.id=.*$`).ReplaceAllString(string(b), fmt.Sprintf("node.id=%d", id))
-	mp = regexp.MustCompile(`(?m)^directory\.id=.*$`).ReplaceAllString(mp, "directory.id="+base64.RawURLEncoding.EncodeToString(dirID))
-	if err := os.MkdirAll(md, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(md, "meta.properties"), []byte(mp), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitObserverCaughtUp waits until the seed's leader sees controller id
-// (an observer of its one-voter quorum) fetched up to its high watermark.
-func waitObserverCaughtUp(t *testing.T, l *lab.Lab, id int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var q ports.Quorum
-	var err error
-	for ctx.Err() == nil {
-		if q, err = l.Quorum(ctx); err == nil && q.Leader >= 0 {
-			for _, o := range append(q.Observers, q.Voters...) {
-				if o.ID == id && o.LogEndOffset >= q.HighWatermark && q.HighWatermark > 0 {
-					return
-				}
-			}
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	t.Fatalf("controller %d never caught up with the seed: %+v %v", id, q, err)
 }
 
 // quorumServes: every topic of the scenario present, a topic created
@@ -359,27 +244,4 @@ func quorumServes(t *testing.T, l *lab.Lab) {
 	if err := pr.Produce(ctx, "qr-00", 0, "after the recovery"); err != nil {
 		t.Fatalf("acks=all to qr-00 after the recovery: %v", err)
 	}
-}
-
-// maxStateEpoch is the highest epoch of every node's quorum-state.
-func maxStateEpoch(t *testing.T, l *lab.Lab) int32 {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(l.Dir, "controller", "*", "metadata", quorum.MetadataLog, "quorum-state"))
-	more, _ := filepath.Glob(filepath.Join(l.Dir, "broker", "*", "*", quorum.MetadataLog, "quorum-state"))
-	var top int32
-	for _, f := range append(files, more...) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := quorum.StateEpoch(b)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		top = max(top, e)
-	}
-	if len(files)+len(more) < 4 {
-		t.Fatalf("quorum-state files: %v %v", files, more)
-	}
-	return top
 }

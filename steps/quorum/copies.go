@@ -165,13 +165,15 @@ func ahead(a, b Copy) bool {
 	return a.Controller && !b.Controller
 }
 
-// Beyond are the copies that hold records past the seed's end (a longer
-// log of a lower epoch: the seed is of the highest): what the recovery
-// discards, and the copies it must move aside (the ledger reads them).
+// Beyond are the copies that diverge from the seed: records past its end
+// (a longer log of a lower epoch when the seed is the newest; any longer
+// one when the operator chose the seed), or a later epoch than its last.
+// What the recovery discards, and the copies it must move aside (the
+// ledger reads them from the seed's end on).
 func Beyond(copies []Copy, seed Copy) []Copy {
 	var out []Copy
 	for _, c := range copies {
-		if c.Known() && c.Node != seed.Node && c.End > seed.End {
+		if c.Known() && c.Node != seed.Node && (c.End > seed.End || c.Epoch > seed.Epoch) {
 			out = append(out, c)
 		}
 	}

@@ -1,0 +1,595 @@
+package quorum
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/shell"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
+)
+
+// phaseKey keeps the last phase of the rewrite that ended: a resumed run
+// plans only the phases after it. Within a phase every action checks what
+// is already done before it acts.
+const phaseKey = "quorum/phase"
+
+// The rewrite's phases, in order.
+const (
+	phaseAside   = "aside"   // brokers whose copies are beyond the seed stopped, their copies moved aside
+	phaseSeed    = "seed"    // the seed started alone and leading
+	phaseRejoin  = "rejoin"  // every other controller back empty, caught up
+	phaseRestart = "restart" // the seed restarted with the full voter set
+	phaseBrokers = "brokers" // the brokers stopped in phaseAside started
+)
+
+var phases = []string{phaseAside, phaseSeed, phaseRejoin, phaseRestart, phaseBrokers}
+
+// rwArgs are every rewrite action's arguments: the phase it belongs to,
+// the node it acts on, what it does.
+type rwArgs struct {
+	Phase string `json:"phase"`
+	Node  int32  `json:"node"`
+	Do    string `json:"do"`
+	// Path, Backup, From, To: a file written (sha256 of what it was and
+	// of what it becomes; From "" for a new file).
+	Path   string `json:"path,omitempty"`
+	Backup string `json:"backup,omitempty"`
+	From   string `json:"from_sha256,omitempty"`
+	To     string `json:"to_sha256,omitempty"`
+	// Content is a file's new content when it holds no secret (a
+	// quorum-state, a meta.properties); a config file's is computed again
+	// at the action from the file and checked against To.
+	Content string `json:"content,omitempty"`
+	// Voters: a config edit's new controller.quorum.voters.
+	Voters string `json:"voters,omitempty"`
+	// Dir, Aside: a copy moved aside.
+	Dir   string `json:"dir,omitempty"`
+	Aside string `json:"aside,omitempty"`
+}
+
+const (
+	doStop     = "stop"
+	doGone     = "gone"
+	doStart    = "start"
+	doBack     = "back"
+	doAside    = "aside"
+	doFile     = "file"
+	doVoters   = "voters"
+	doLeads    = "leads"
+	doCaughtUp = "caught-up"
+	doQuorum   = "quorum"
+	doSafe     = "safe"
+)
+
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+var votersLine = regexp.MustCompile(`(?m)^([ \t]*controller\.quorum\.voters[ \t]*[=:][ \t]*).*$`)
+
+// withVoters is a config's text with controller.quorum.voters set to
+// voters, every other byte as it was.
+func withVoters(cfg []byte, voters string) ([]byte, error) {
+	if n := len(votersLine.FindAllIndex(cfg, -1)); n != 1 {
+		return nil, fmt.Errorf("the config sets controller.quorum.voters %d times, not once", n)
+	}
+	return votersLine.ReplaceAll(cfg, []byte("${1}"+strings.ReplaceAll(voters, "$", "$$"))), nil
+}
+
+// rewrite is quorum-rewrite: the one irreversible step.
+type rewrite struct{ o opts }
+
+func (k *rewrite) recovery(env *steps.Env) (Recovery, error) {
+	var r Recovery
+	ok, err := env.Load(stateKey, &r)
+	if err != nil {
+		return r, err
+	}
+	if !ok {
+		return r, fmt.Errorf("%w: the backup step has not saved the copies it read and the seed (run it first: it is the step before). Nothing was changed", steps.ErrRefused)
+	}
+	return r, nil
+}
+
+func (r Recovery) copyOf(node int32) Copy {
+	for _, c := range r.Copies {
+		if c.Node == node {
+			return c
+		}
+	}
+	return Copy{Node: node}
+}
+
+// others are the voters besides the seed that come back (not fenced), in
+// id order.
+func (r Recovery) others() []int32 {
+	var out []int32
+	for _, v := range r.Voters {
+		if v.ID != r.Seed.Node && !slices.Contains(r.Fenced, v.ID) {
+			out = append(out, v.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r Recovery) seedEntry() string {
+	for _, v := range r.Voters {
+		if v.ID == r.Seed.Node {
+			return v.Entry
+		}
+	}
+	return ""
+}
+
+// ledgerLines are what the copies beyond the seed hold past its end.
+func (r Recovery) ledgerLines(runDir string) (lines, lost []string) {
+	for _, c := range r.Copies {
+		if !slices.Contains(r.Beyond, c.Node) {
+			continue
+		}
+		d := ledgerDir(runDir, c.Node)
+		l := ReadLedger(c, d, r.Seed.End)
+		lines = append(lines, fmt.Sprintf("%s: offsets %d to %d beyond the seed's end (epoch %d)", c.Role(), r.Seed.End, c.End-1, c.Epoch))
+		for _, s := range l.Lines() {
+			lines = append(lines, "  "+s)
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "NOT-FETCHED")); err == nil {
+			lines = append(lines, "  not decoded: "+strings.TrimSpace(string(b)))
+		}
+		for _, t := range l.TopicsCreated() {
+			if !slices.Contains(lost, t) {
+				lost = append(lost, t)
+			}
+		}
+	}
+	return lines, lost
+}
+
+// LostKey keeps the topics the ledger shows created beyond the seed: the
+// verification and the report name them for stray-cleanup.
+const LostKey = "quorum/lost-topics"
+
+func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	r, err := k.recovery(env)
+	if err != nil {
+		return nil, err
+	}
+	var done string
+	if _, err := env.Load(phaseKey, &done); err != nil {
+		return nil, err
+	}
+	seedHost, ok := env.Target.Controller(r.Seed.Node)
+	if !ok {
+		return nil, fmt.Errorf("%w: the seed, controller %d, is not in the inventory any more; nothing was changed", steps.ErrRefused, r.Seed.Node)
+	}
+	p := &steps.Plan{Summary: fmt.Sprintf("restart the quorum from %s's copy: it alone first, then the other controllers empty, then all %d voters", r.Seed.Role(), len(r.Voters)-len(r.Fenced))}
+	ledger, lost := r.ledgerLines(env.RunDir())
+	if len(ledger) == 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("WHAT THIS RECOVERY DISCARDS: no record. No copy holds anything beyond the seed's end (offset %d, epoch %d).", r.Seed.End, r.Seed.Epoch))
+	} else {
+		p.Notes = append(p.Notes, "WHAT THIS RECOVERY DISCARDS — the records these copies hold beyond the seed's end, gone from the cluster's metadata once the seed leads (their copies are kept aside):\n"+strings.Join(ledger, "\n"))
+		if len(lost) > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("topics created beyond the seed's end, unknown to the recovered cluster: %s. Their data stays on the brokers' disks; a broker renames such a topic's logs -stray at its start — stray-cleanup offers them, it never deletes them", strings.Join(lost, ", ")))
+		}
+	}
+	for _, c := range r.Copies {
+		if c.Node != r.Seed.Node && c.Controller && c.Known() && c.End < r.Seed.End {
+			p.Facts = append(p.Facts, fmt.Sprintf("%s ends at %d, behind the seed (%d): it comes back empty and fetches the seed's log; its own copy is kept aside", c.Role(), c.End, r.Seed.End))
+		}
+	}
+	p.Facts = append(p.Facts, fmt.Sprintf("the seed: %s, epoch %d, end offset %d; the voters: %s", r.Seed.Role(), r.Seed.Epoch, r.Seed.End, r.VotersLine))
+	if done != "" {
+		p.Facts = append(p.Facts, "resumed: the phases up to "+done+" ended in an earlier attempt; they are not planned again")
+	}
+	add := func(phase string, a steps.Action) {
+		if done != "" && slices.Index(phases, phase) <= slices.Index(phases, done) {
+			return
+		}
+		args := a.Args.(rwArgs)
+		args.Phase = phase
+		a.Args = args
+		a.ID = fmt.Sprintf("%s-%s-%d-%d", phase, args.Do, args.Node, len(p.Actions))
+		p.Actions = append(p.Actions, a)
+	}
+	run := env.RunID()
+	// Phase aside: the brokers whose copies diverge from the seed.
+	for _, id := range r.Beyond {
+		c := r.copyOf(id)
+		if c.Controller {
+			continue // every controller but the seed comes back empty below
+		}
+		h := env.Target.Node(id)
+		add(phaseAside, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Stop, Broker: id, Args: rwArgs{Node: id, Do: doStop}})
+		add(phaseAside, steps.Action{Op: steps.OpMove, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: fmt.Sprintf("mv %s %s", shell.Quote(c.Dir), shell.Quote(c.Dir+".kremedy-aside-"+run)), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: c.Dir + ".kremedy-aside-" + run}})
+	}
+	// Phase seed: its quorum-state and voters rewritten, started alone.
+	on := fmt.Sprintf("controller %d on %s", seedHost.ID, seedHost.On())
+	qs := path.Join(r.Seed.Dir, "quorum-state")
+	cur, err := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, qs)
+	from := ""
+	if err == nil {
+		from = digest(cur)
+	}
+	content := SeedState(r.Seed.Node, r.StateEpoch)
+	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("write %s: no leader, no vote, epoch %d (the highest any node saw), voter %d", qs, r.StateEpoch, r.Seed.Node), Broker: seedHost.ID,
+		Args: rwArgs{Node: seedHost.ID, Do: doFile, Path: qs, Backup: qs + ".kremedy-" + run, From: from, To: digest(content), Content: string(content)}})
+	cfg, err := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, seedHost.Config)
+	if err != nil {
+		return nil, fmt.Errorf("read the seed's config: %w", err)
+	}
+	// The seed's config with the seed alone, and with the full set again
+	// (from whatever the file holds now: on a resumed run it may be the
+	// seed alone already). The file before each edit is kept.
+	alone, err := withVoters(cfg, r.seedEntry())
+	if err != nil {
+		return nil, fmt.Errorf("%w: controller %d's %s: %v; nothing was changed", steps.ErrRefused, seedHost.ID, seedHost.Config, err)
+	}
+	full, _ := withVoters(alone, r.VotersLine)
+	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the seed alone; the file before it kept as %s)", seedHost.Config, r.seedEntry(), seedHost.Config+".kremedy-"+run), Broker: seedHost.ID,
+		Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run, From: digest(cfg), To: digest(alone), Voters: r.seedEntry()}})
+	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
+	add(phaseSeed, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d leads, its whole log committed", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doLeads}})
+	// Phase rejoin: each other voter empty, started, caught up.
+	meta, _ := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, path.Join(r.Seed.MetaDir, "meta.properties"))
+	for _, id := range r.others() {
+		h, _ := env.Target.Controller(id)
+		c := r.copyOf(id)
+		con := fmt.Sprintf("controller %d on %s", id, h.On())
+		if c.Known() && c.Dir != "" {
+			add(phaseRejoin, steps.Action{Op: steps.OpMove, Target: con, Detail: fmt.Sprintf("mv %s %s (kept, never deleted)", shell.Quote(c.Dir), shell.Quote(c.Dir+".kremedy-aside-"+run)), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: c.Dir + ".kremedy-aside-" + run}})
+		}
+		if c.MetaDir != "" {
+			mp := path.Join(c.MetaDir, "meta.properties")
+			if _, err := brokers.ReadFile(ctx, env.Hosts, id, mp); err != nil {
+				if len(meta) == 0 {
+					return nil, fmt.Errorf("%w: controller %d has no %s and the seed's meta.properties could not be read to make it; format it with kafka-storage.sh format --cluster-id <the cluster's id> --config %s (static quorum), then run again (kremedy resume). Nothing of this step was done", steps.ErrRefused, id, mp, h.Config)
+				}
+				text, err := metaFor(meta, id)
+				if err != nil {
+					return nil, err
+				}
+				add(phaseRejoin, steps.Action{Op: steps.OpSSH, Target: con, Detail: fmt.Sprintf("write %s (its disk was lost): the cluster id, node.id=%d, a new directory.id — what kafka-storage.sh format writes", mp, id), Broker: id,
+					Args: rwArgs{Node: id, Do: doFile, Path: mp, To: digest(text), Content: string(text), Dir: c.MetaDir}})
+			}
+		}
+		add(phaseRejoin, steps.Action{Op: steps.OpCheck, Target: con, Detail: "the rule for an empty voter's start: the seed runs and leads, and the running voters without its log stay fewer than a majority", Broker: id, Args: rwArgs{Node: id, Do: doSafe}})
+		add(phaseRejoin, steps.Action{Op: steps.OpSSH, Target: con, Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
+		add(phaseRejoin, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d fetched the seed's log to its end", id), Broker: id, Args: rwArgs{Node: id, Do: doCaughtUp}})
+	}
+	// Phase restart: the seed with the full voter set, while fewer than a
+	// majority of the others run.
+	others := r.others()
+	maj := len(r.Voters)/2 + 1
+	var paused []int32
+	if n := len(others) - (maj - 1); n > 0 {
+		paused = others[len(others)-n:]
+	}
+	for _, id := range paused {
+		h, _ := env.Target.Controller(id)
+		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("controller %d on %s", id, h.On()), Detail: h.Stop + " (for the seed's restart only: with it running, the others would be a majority)", Broker: id, Args: rwArgs{Node: id, Do: doStop}})
+		add(phaseRestart, steps.Action{Op: steps.OpWait, Target: h.Addr, Detail: fmt.Sprintf("controller %d's port closes", id), Broker: id, Args: rwArgs{Node: id, Do: doGone}})
+	}
+	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the full voter set again)", seedHost.Config, r.VotersLine), Broker: seedHost.ID,
+		Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run + "-alone", From: digest(alone), To: digest(full), Voters: r.VotersLine}})
+	add(phaseRestart, steps.Action{Op: steps.OpCheck, Target: on, Detail: "the rule for the seed's restart: fewer than a majority of the other voters run", Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doSafe}})
+	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Stop, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStop}})
+	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d's port closes", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doGone}})
+	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
+	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d listens", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doBack}})
+	for _, id := range paused {
+		h, _ := env.Target.Controller(id)
+		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("controller %d on %s", id, h.On()), Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
+	}
+	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", append([]int32{r.Seed.Node}, others...)), Args: rwArgs{Do: doQuorum}})
+	// Phase brokers: those stopped in phase aside.
+	for _, id := range r.Beyond {
+		if r.copyOf(id).Controller {
+			continue
+		}
+		h := env.Target.Node(id)
+		add(phaseBrokers, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
+	}
+	p.Rollback = fmt.Sprintf(`This cannot be undone once the seed leads: from then on the quorum's history is the seed's, and a copy kept aside put back would be a second, older timeline (a node refuses to truncate below its high watermark, or forms a second quorum). What is kept, never deleted:
+  every copy as it was: %s.kremedy-backup-%s beside it on each node (the backup step);
+  the copies moved aside: %s.kremedy-aside-%s;
+  the seed's quorum-state and config as they were: %s.kremedy-%s, %s.kremedy-%s.
+Before the seed starts (a failure in the first actions), putting these back and starting the controllers undoes the step.`, MetadataLog, run, MetadataLog, run, qs, run, seedHost.Config, run)
+	return p, nil
+}
+
+// metaFor is the seed's meta.properties for node id: its node.id, a new
+// directory.id (never the lost disk's: a directory id names one disk).
+func metaFor(seed []byte, id int32) ([]byte, error) {
+	nodeRe := regexp.MustCompile(`(?m)^node\.id=.*$`)
+	if !nodeRe.Match(seed) {
+		return nil, fmt.Errorf("the seed's meta.properties has no node.id line: %q", seed)
+	}
+	out := nodeRe.ReplaceAll(seed, []byte(fmt.Sprintf("node.id=%d", id)))
+	dirRe := regexp.MustCompile(`(?m)^directory\.id=.*$`)
+	if dirRe.Match(out) {
+		raw := make([]byte, 16)
+		if _, err := rand.Read(raw); err != nil {
+			return nil, err
+		}
+		out = dirRe.ReplaceAll(out, []byte("directory.id="+base64.RawURLEncoding.EncodeToString(raw)))
+	}
+	return out, nil
+}
+
+func (k *rewrite) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	r, err := k.recovery(env)
+	if err != nil {
+		return err
+	}
+	ledger, lost := r.ledgerLines(env.RunDir())
+	if len(lost) > 0 {
+		if err := env.Save(LostKey, lost); err != nil {
+			return err
+		}
+	}
+	if len(ledger) == 0 {
+		ledger = []string{fmt.Sprintf("nothing: no copy held a record beyond the seed's end (%s, offset %d, epoch %d)", r.Seed.Role(), r.Seed.End, r.Seed.Epoch)}
+	}
+	if err := env.Save(steps.ReportKey+"What the quorum recovery discarded", ledger); err != nil {
+		return err
+	}
+	last := ""
+	for _, a := range p.Actions {
+		args, err := steps.ArgsOf[rwArgs](a)
+		if err != nil {
+			return err
+		}
+		if last != "" && args.Phase != last {
+			if err := env.Save(phaseKey, last); err != nil {
+				return err
+			}
+		}
+		last = args.Phase
+		if err := env.CheckLease(ctx); err != nil {
+			return err
+		}
+		if err := k.act(ctx, env, r, a, args); err != nil {
+			return err
+		}
+	}
+	if last != "" {
+		return env.Save(phaseKey, last)
+	}
+	return nil
+}
+
+func (k *rewrite) act(ctx context.Context, env *steps.Env, r Recovery, a steps.Action, args rwArgs) error {
+	h := env.Target.Node(args.Node)
+	_, isCtrl := env.Target.Controller(args.Node)
+	return env.Do(a, func() error {
+		switch args.Do {
+		case doStop:
+			cctx, cancel := context.WithTimeout(ctx, k.o.StopTimeout)
+			defer cancel()
+			return roll.RunOn(cctx, env, args.Node, h.Stop)
+		case doStart:
+			if isCtrl && env.Kafka.Listening(ctx, h.Addr) {
+				env.Logf("controller %d listens already (an earlier attempt started it): not started again", args.Node)
+				return nil
+			}
+			cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
+			defer cancel()
+			return roll.RunOn(cctx, env, args.Node, h.Start)
+		case doGone:
+			return roll.WaitListening(ctx, env, h, false, k.o.StopTimeout)
+		case doBack:
+			return roll.WaitListening(ctx, env, h, true, k.o.StartTimeout)
+		case doAside:
+			running := isCtrl && env.Kafka.Listening(ctx, h.Addr)
+			err := env.Hosts.Run(ctx, args.Node, asideScript(args.Dir, args.Aside, running), func(l ports.Line) { env.Output(a.Target, l) })
+			if code, ok := brokers.ExitStatus(err); ok && code == 5 {
+				return fmt.Errorf("%w: controller %d runs with its old metadata log (%s was never moved aside): started by hand? It must not take part in the new quorum with the old timeline. Stop it, then resume: its copy is moved aside and it comes back empty", steps.ErrRefused, args.Node, args.Dir)
+			}
+			return err
+		case doFile:
+			if args.Path == path.Join(r.Seed.Dir, "quorum-state") {
+				if why := seedStarted(ctx, env, r, h); why != "" {
+					env.Logf("the seed's quorum-state is not written again: %s", why)
+					return nil
+				}
+			}
+			if args.From == "" && args.Dir != "" {
+				mk := shell.Script(fmt.Sprintf(`set -eu
+d=%s
+if [ ! -d "$d" ]; then mkdir -p -- "$d"; chown --reference="$(dirname -- "$d")" -- "$d" 2>/dev/null || true; echo "made $d"; fi`, shell.Quote(args.Dir)))
+				if err := env.Hosts.Run(ctx, args.Node, mk, func(l ports.Line) { env.Output(a.Target, l) }); err != nil {
+					return err
+				}
+			}
+			return editErr(env.Hosts.RunInput(ctx, args.Node, brokers.EditScript(args.Path, args.Backup, args.From, args.To), []byte(args.Content), func(l ports.Line) { env.Output(a.Target, l) }), args)
+		case doVoters:
+			cfg, err := brokers.ReadFile(ctx, env.Hosts, args.Node, args.Path)
+			if err != nil {
+				return err
+			}
+			if digest(cfg) == args.To {
+				env.Logf("%s already sets controller.quorum.voters=%s", args.Path, args.Voters)
+				return nil
+			}
+			text, err := withVoters(cfg, args.Voters)
+			if err != nil {
+				return err
+			}
+			if digest(text) != args.To {
+				return fmt.Errorf("%w: %s on controller %d changed since the plan (more than its voters): nothing was written", steps.ErrStalePlan, args.Path, args.Node)
+			}
+			return editErr(env.Hosts.RunInput(ctx, args.Node, brokers.EditScript(args.Path, args.Backup, args.From, args.To), text, func(l ports.Line) { env.Output(a.Target, l) }), args)
+		case doLeads:
+			return roll.WaitFor(ctx, env, k.o.StartTimeout, fmt.Sprintf("controller %d to lead", args.Node), func() (bool, string) {
+				q, err := env.Kafka.Quorum(ctx, []string{h.Addr})
+				if err != nil {
+					return false, err.Error()
+				}
+				return q.Leader == args.Node, fmt.Sprintf("leader %d, epoch %d, high watermark %d", q.Leader, q.Epoch, q.HighWatermark)
+			})
+		case doSafe:
+			if args.Node == r.Seed.Node {
+				// The seed's restart: only who runs counts.
+				rj := Rejoin{Voters: voterIDs(r.Voters), Seed: r.Seed.Node, Running: listening(ctx, env)}
+				if why := rj.StopSeedRisk(); why != "" {
+					return fmt.Errorf("%w: %s. The seed was not restarted: resume once it holds", steps.ErrRefused, why)
+				}
+				env.Logf("safe: running %v, fewer than a majority of the voters besides the seed", rj.Running)
+				return nil
+			}
+			rj, err := liveRejoin(ctx, env, r)
+			if err != nil {
+				return err
+			}
+			why := rj.StartRisk(args.Node)
+			if why != "" {
+				return fmt.Errorf("%w: %s. Nothing was started; the quorum is as it was: resume once it holds", steps.ErrRefused, why)
+			}
+			env.Logf("safe: the seed leads; running %v, holding the seed's log %v", rj.Running, rj.Holding)
+			return nil
+		case doCaughtUp:
+			seed, _ := env.Target.Controller(r.Seed.Node)
+			return roll.WaitFor(ctx, env, k.o.StartTimeout, fmt.Sprintf("controller %d to fetch the seed's log", args.Node), func() (bool, string) {
+				q, err := env.Kafka.Quorum(ctx, []string{seed.Addr})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, v := range append(slices.Clone(q.Voters), q.Observers...) {
+					if v.ID == args.Node {
+						return v.LogEndOffset >= r.Seed.End && v.LogEndOffset >= q.HighWatermark, fmt.Sprintf("its log end %d, the seed's high watermark %d", v.LogEndOffset, q.HighWatermark)
+					}
+				}
+				return false, fmt.Sprintf("not fetching yet (high watermark %d)", q.HighWatermark)
+			})
+		case doQuorum:
+			want := append([]int32{r.Seed.Node}, r.others()...)
+			return roll.WaitFor(ctx, env, k.o.StartTimeout, "the KRaft quorum", func() (bool, string) { return quorumBack(ctx, env, want) })
+		}
+		return fmt.Errorf("action %s: nothing to do for %q", a.ID, args.Do)
+	})
+}
+
+// quorumBack: a leader, and every voter of want caught up with it.
+func quorumBack(ctx context.Context, env *steps.Env, want []int32) (bool, string) {
+	q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(env.Target))
+	if err != nil {
+		return false, err.Error()
+	}
+	if q.Leader < 0 {
+		return false, "no leader"
+	}
+	lag := brokers.Lagging(q, 2*time.Second)
+	var missing []string
+	for _, id := range want {
+		in := false
+		for _, v := range q.Voters {
+			in = in || v.ID == id
+		}
+		switch {
+		case !in:
+			missing = append(missing, fmt.Sprintf("%d not a voter", id))
+		case lag[id] != "":
+			missing = append(missing, fmt.Sprintf("%d %s", id, lag[id]))
+		}
+	}
+	if len(missing) > 0 {
+		return false, fmt.Sprintf("leader %d, epoch %d: %s", q.Leader, q.Epoch, strings.Join(missing, "; "))
+	}
+	return true, fmt.Sprintf("leader %d, epoch %d, %d voters caught up", q.Leader, q.Epoch, len(q.Voters))
+}
+
+// seedStarted says why the seed's quorum-state must not be written again:
+// it runs, or its quorum-state is past the epoch the plan writes (it has
+// led since).
+func seedStarted(ctx context.Context, env *steps.Env, r Recovery, h ports.Host) string {
+	if env.Kafka.Listening(ctx, h.Addr) {
+		return fmt.Sprintf("controller %d runs", h.ID)
+	}
+	b, err := brokers.ReadFile(ctx, env.Hosts, h.ID, path.Join(r.Seed.Dir, "quorum-state"))
+	if err != nil {
+		return ""
+	}
+	if e, err := StateEpoch(b); err == nil && e > r.StateEpoch {
+		return fmt.Sprintf("its quorum-state holds epoch %d, past the %d written: it has led since", e, r.StateEpoch)
+	}
+	return ""
+}
+
+// liveRejoin is quorum.Rejoin as the cluster stands: which voters listen,
+// whether the seed leads (asked at the seed), which hold its log.
+func liveRejoin(ctx context.Context, env *steps.Env, r Recovery) (Rejoin, error) {
+	rj := Rejoin{Voters: voterIDs(r.Voters), Seed: r.Seed.Node, Running: listening(ctx, env)}
+	seed, _ := env.Target.Controller(r.Seed.Node)
+	q, err := env.Kafka.Quorum(ctx, []string{seed.Addr})
+	if err != nil {
+		return rj, fmt.Errorf("%w: the seed (controller %d) does not answer DescribeQuorum: %v. Nothing was started; resume once it leads", steps.ErrRefused, r.Seed.Node, err)
+	}
+	rj.SeedLeads = q.Leader == r.Seed.Node
+	for _, v := range append(slices.Clone(q.Voters), q.Observers...) {
+		if v.ID == r.Seed.Node || v.LogEndOffset >= r.Seed.End && v.LogEndOffset >= q.HighWatermark {
+			rj.Holding = append(rj.Holding, v.ID)
+		}
+	}
+	return rj, nil
+}
+
+// listening are the controllers whose port is open.
+func listening(ctx context.Context, env *steps.Env) []int32 {
+	var out []int32
+	for _, c := range env.Target.Controllers {
+		if env.Kafka.Listening(ctx, c.Addr) {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// asideScript moves a copy aside unless it was already; on a node that
+// runs (a resumed run that started it) it only checks that it was: exit 5
+// when it was not (the node runs its old log).
+func asideScript(dir, aside string, running bool) string {
+	return shell.Script(fmt.Sprintf(`set -eu
+d=%s; a=%s; running=%t
+if [ -e "$a" ]; then echo "$a is there already: $d was moved aside before"; exit 0; fi
+if [ ! -e "$d" ]; then echo "no $d: nothing to move aside"; exit 0; fi
+if [ "$running" = true ]; then echo "$d is in use by a running node and was never moved aside" >&2; exit 5; fi
+mv -- "$d" "$a"
+echo "moved $d aside to $a"`, shell.Quote(dir), shell.Quote(aside), running))
+}
+
+// editErr names EditScript's exits.
+func editErr(err error, a rwArgs) error {
+	if code, ok := brokers.ExitStatus(err); ok && code == 3 {
+		return fmt.Errorf("%w: %s on node %d changed since the plan; nothing was written", steps.ErrStalePlan, a.Path, a.Node)
+	}
+	if code, ok := brokers.ExitStatus(err); ok && code == 4 {
+		return fmt.Errorf("the new %s did not reach node %d whole; nothing was written: resume: %w", a.Path, a.Node, err)
+	}
+	return err
+}
+
+func (k *rewrite) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	r, err := k.recovery(env)
+	if err != nil {
+		return nil, err
+	}
+	want := append([]int32{r.Seed.Node}, r.others()...)
+	ok, detail := quorumBack(ctx, env, want)
+	return []steps.Check{{Name: "the quorum has a leader and every voter back, caught up", OK: ok, Detail: detail}}, nil
+}
