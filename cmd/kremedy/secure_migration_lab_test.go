@@ -44,6 +44,7 @@ import (
 // not a super user — checks and diagnoses the cluster.
 func TestSecureMigrationLab(t *testing.T) {
 	needSecureLab(t)
+	heavyLab(t, "the secured migration lab (about 7 minutes; make test keeps TestZKToKRaftLab for the migration, TestSecureLab, TestKerberosLab and TestSecureKRaftLab for secured clusters)")
 	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net, cfg.ZooKeepers, cfg.Secure, cfg.KRaftControllers = 26, 1, true, 3
