@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +67,7 @@ func TestQuorumRecoveryLab(t *testing.T) {
 	copies := quorumCopies(t, l, wiped)
 	quorumLedger(t, copies)
 	t.Run("quorum-recovery, killed in its rewrite and resumed", func(t *testing.T) { quorumRunbook(t, l, dir, lossAt) })
+	t.Run("only a stale controller left: refused, then --set seed with the ledger of what it discards", func(t *testing.T) { quorumChosenSeed(t, l, dir) })
 	t.Logf("FIGURE quorum-loss on %s to a serving quorum of 3 (the scenario, diagnose, copies, ledger, quorum-recovery): %.1fs", v, time.Since(start).Seconds())
 }
 
@@ -191,9 +194,82 @@ func quorumRunbook(t *testing.T, l *lab.Lab, dir string, lossAt time.Time) {
 	}
 }
 
+// quorumChosenSeed loses the quorum again (quorum-loss, topics qs-…) and
+// wipes the last running controller too: the only controller copy left is
+// the follower stopped before qs-05…qs-09, every broker's is ahead of it.
+// quorum-recovery refuses, naming --set seed; with it, the plan's ledger
+// lists exactly qs-05…qs-09 before the typed gate, and afterwards
+// qs-00…qs-04 are served and qs-05…qs-09 are gone from the metadata.
+func quorumChosenSeed(t *testing.T, l *lab.Lab, dir string) {
+	l, err := lab.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kraftBreak(t, l, "quorum-loss", "qs")
+	lossAt := time.Now()
+	for k := 1; k <= 3; k++ {
+		if l.ControllerPID(k) != 0 {
+			if r := kremedy(t, "lab", "controller", "wipe", strconv.Itoa(int(lab.ControllerID(k))), "--dir", dir); r.code != 0 {
+				t.Fatalf("lab controller wipe %d: exit %d\n%s", lab.ControllerID(k), r.code, r.out)
+			}
+		}
+	}
+	name := l.Inventory().Name
+	args := []string{"run", "quorum-recovery", "--inventory", l.InventoryPath(), "--headless", "--yes", "--confirm", name}
+	r := kremedy(t, append(args, "--run-dir", filepath.Join(t.TempDir(), "refused"))...)
+	m := regexp.MustCompile(`--set seed=(\d+)`).FindStringSubmatch(r.out)
+	if r.code != exitFailed || m == nil || !strings.Contains(r.out, "holds the newest copy") {
+		t.Fatalf("quorum-recovery with every broker's copy ahead of the only controller's: exit %d, want 1 naming --set seed\n%s", r.code, r.out)
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	r = kremedy(t, append(args, "--run-dir", run, "--set", "seed="+m[1])...)
+	if r.code != 0 {
+		t.Fatalf("quorum-recovery --set seed=%s: exit %d\n%s", m[1], r.code, r.out)
+	}
+	ledger := r.out
+	if i := strings.Index(ledger, "WHAT THIS RECOVERY DISCARDS"); i >= 0 {
+		ledger = ledger[i:]
+	} else {
+		t.Fatalf("the plan shows no ledger:\n%s", r.out)
+	}
+	got := map[string]bool{}
+	for _, mm := range regexp.MustCompile(`topic (qs-\d\d) created`).FindAllStringSubmatch(ledger, -1) {
+		got[mm[1]] = true
+	}
+	want := map[string]bool{"qs-05": true, "qs-06": true, "qs-07": true, "qs-08": true, "qs-09": true}
+	if !regexp.MustCompile(`broker 1, broker 2, broker 3: offsets \d+ to \d+ beyond the seed's end`).MatchString(ledger) {
+		t.Errorf("the ledger does not list the brokers' identical tails once:\n%s", ledger)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the ledger lists topics %v, want exactly qs-05…qs-09:\n%s", got, ledger)
+	}
+	t.Logf("FIGURE --set seed=%s: from the second loss to a leader and 3 voters in %.1fs; the ledger:\n%s", m[1], time.Since(lossAt).Seconds(), ledger[:min(len(ledger), 3000)])
+	q := kraftQuorum(t, l)
+	if q.Leader < 0 || len(q.Voters) != 3 {
+		t.Fatalf("after quorum-recovery --set seed: leader %d, voters %+v", q.Leader, q.Voters)
+	}
+	quorumServesAs(t, l, "qs", 5, 5)
+	var strays []string
+	for b := 1; b <= l.State.Config.Brokers; b++ {
+		for _, d := range l.LogDirs(b) {
+			m, _ := filepath.Glob(filepath.Join(d, "qs-0[5-9]-*-stray"))
+			strays = append(strays, m...)
+		}
+	}
+	if len(strays) == 0 {
+		t.Errorf("no log of qs-05…qs-09 was renamed -stray on the brokers after their start")
+	}
+	t.Logf("FIGURE the logs of the discarded topics on the brokers after their start: %d -stray directories (stray-cleanup offers them)", len(strays))
+}
+
 // quorumServes: every topic of the scenario present, a topic created
 // afterwards, an acks=all producer served on an older topic.
-func quorumServes(t *testing.T, l *lab.Lab) {
+func quorumServes(t *testing.T, l *lab.Lab) { quorumServesAs(t, l, "qr", 10, 0) }
+
+// quorumServesAs: topics prefix-00 … prefix-(kept-1) present and the next
+// gone ones absent, then prefix-after created and acks=all served on
+// prefix-00.
+func quorumServesAs(t *testing.T, l *lab.Lab, prefix string, kept, gone int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -202,9 +278,9 @@ func quorumServes(t *testing.T, l *lab.Lab) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 10; i++ {
-		if n := fmt.Sprintf("qr-%02d", i); !slices.Contains(names, n) {
-			t.Errorf("topic %s is gone after the recovery: %v", n, names)
+	for i := 0; i < kept+gone; i++ {
+		if n := fmt.Sprintf("%s-%02d", prefix, i); slices.Contains(names, n) != (i < kept) {
+			t.Errorf("topic %s present after the recovery: %v, want %v (%v)", n, !(i < kept), i < kept, names)
 		}
 	}
 	// The brokers find the new leader by themselves: unfenced, then a
@@ -223,7 +299,7 @@ func quorumServes(t *testing.T, l *lab.Lab) {
 	}
 	for {
 		actx, acancel := context.WithTimeout(ctx, 15*time.Second)
-		_, err = kc.CreateTopic(actx, "qr-after", nil, 1, 3, nil)
+		_, err = kc.CreateTopic(actx, prefix+"-after", nil, 1, 3, nil)
 		acancel()
 		if err == nil || strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
 			break
@@ -231,17 +307,17 @@ func quorumServes(t *testing.T, l *lab.Lab) {
 		if ctx.Err() != nil {
 			t.Fatalf("a topic created after the recovery: %v", err)
 		}
-		t.Logf("create qr-after after the recovery: %v (again)", err)
+		t.Logf("create %s-after after the recovery: %v (again)", prefix, err)
 		time.Sleep(time.Second)
 	}
-	t.Logf("FIGURE after the recovery: brokers unfenced and qr-after created %.1fs after the quorum had its 3 voters", time.Since(begin).Seconds())
-	kraftWaitServed(t, kc, "qr-after", 1)
+	t.Logf("FIGURE after the recovery: brokers unfenced and %s-after created %.1fs after the quorum had its 3 voters", prefix, time.Since(begin).Seconds())
+	kraftWaitServed(t, kc, prefix+"-after", 1)
 	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 60*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	if err := pr.Produce(ctx, "qr-00", 0, "after the recovery"); err != nil {
-		t.Fatalf("acks=all to qr-00 after the recovery: %v", err)
+	if err := pr.Produce(ctx, prefix+"-00", 0, "after the recovery"); err != nil {
+		t.Fatalf("acks=all to %s-00 after the recovery: %v", prefix, err)
 	}
 }

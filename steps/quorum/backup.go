@@ -90,7 +90,7 @@ func (k *backup) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &steps.Plan{Summary: fmt.Sprintf("back up every copy of %s beside it, pick the seed (%s), fetch what other copies hold beyond it", MetadataLog, r.Seed.Role())}
+	p := &steps.Plan{Summary: fmt.Sprintf("back up every copy of %s beside its log dir, pick the seed (%s), fetch what other copies hold beyond it", MetadataLog, r.Seed.Role())}
 	for _, c := range r.Copies {
 		p.Facts = append(p.Facts, c.String())
 	}
@@ -98,12 +98,12 @@ func (k *backup) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 		fmt.Sprintf("the highest epoch any node's quorum-state holds: %d (the seed starts above it)", r.StateEpoch))
 	var backups []string
 	for _, c := range knownCopies(r.Copies) {
-		to := backupName(c.Dir, env.RunID())
+		to := backupName(c, env.RunID())
 		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("backup-%d", c.Node), Op: steps.OpSSH, Target: nodeOn(env.Target, c), Detail: fmt.Sprintf("cp -a %s %s", shell.Quote(c.Dir), shell.Quote(to)), Broker: c.Node, Args: backupArgs{Node: c.Node, Dir: c.Dir, To: to}})
 		backups = append(backups, fmt.Sprintf("  %s: %s", c.Role(), to))
 	}
 	for _, c := range Beyond(r.Copies, r.Seed) {
-		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("fetch-%d", c.Node), Op: steps.OpSave, Target: ledgerDir(env.RunDir(), c.Node), Detail: fmt.Sprintf("the segments of %s's copy from offset %d on (what it holds beyond the seed), read over SSH, for the ledger", c.Role(), r.Seed.End), Broker: c.Node, Args: fetchArgs{Node: c.Node, Dir: backupName(c.Dir, env.RunID()), From: r.Seed.End}})
+		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("fetch-%d", c.Node), Op: steps.OpSave, Target: ledgerDir(env.RunDir(), c.Node), Detail: fmt.Sprintf("the segments of %s's copy from offset %d on (what it holds beyond the seed), read over SSH, for the ledger", c.Role(), r.Seed.End), Broker: c.Node, Args: fetchArgs{Node: c.Node, Dir: backupName(c, env.RunID()), From: r.Seed.End}})
 	}
 	p.Actions = append(p.Actions, steps.Action{ID: "seed", Op: steps.OpCheck, Target: r.Seed.Role(), Detail: "every copy read again after the backups: the same ends and epochs as planned", Args: *r})
 	p.Rollback = "The backups are copies (nothing was changed): remove them once the cluster is back and you no longer need them:\n" + strings.Join(backups, "\n")

@@ -128,6 +128,15 @@ func TestLedgerFetched(t *testing.T) {
 	if !slices.Equal(lost, []string{"fresh"}) || !strings.Contains(text, "broker 2: offsets 4 to 12 beyond the seed's end") || !strings.Contains(text, "topic fresh created") || strings.Contains(text, "SECRET") {
 		t.Fatalf("ledger: lost %v\n%s", lost, text)
 	}
+	// A second copy with the same tail is listed with the first, once.
+	if err := fetchLedger(context.Background(), &shHosts{}, run, fetchArgs{Node: 1, Dir: remote, From: 4}); err != nil {
+		t.Fatal(err)
+	}
+	r.Copies, r.Beyond = append(r.Copies, Copy{Node: 1, End: 13, Epoch: 4}), []int32{1, 2}
+	two, _ := r.ledgerLines(run)
+	if len(two) != len(lines) || !strings.HasPrefix(two[0], "broker 2, broker 1: offsets 4 to 12") {
+		t.Fatalf("two copies with the same tail:\n%s", strings.Join(two, "\n"))
+	}
 	if l, lost := (Recovery{Seed: r.Seed, Copies: r.Copies}).ledgerLines(run); len(l) != 0 || len(lost) != 0 {
 		t.Fatalf("a recovery with no copy beyond the seed lists %v %v", l, lost)
 	}

@@ -29,14 +29,20 @@ const phaseKey = "quorum/phase"
 
 // The rewrite's phases, in order.
 const (
-	phaseAside   = "aside"   // brokers whose copies are beyond the seed stopped, their copies moved aside
 	phaseSeed    = "seed"    // the seed started alone and leading
+	phaseAside   = "aside"   // brokers whose copies are beyond the seed stopped, their copies moved aside
 	phaseRejoin  = "rejoin"  // every other controller back empty, caught up
 	phaseRestart = "restart" // the seed restarted with the full voter set
 	phaseBrokers = "brokers" // the brokers stopped in phaseAside started
 )
 
-var phases = []string{phaseAside, phaseSeed, phaseRejoin, phaseRestart, phaseBrokers}
+// The brokers whose copies diverge are stopped once the seed leads, not
+// before: a KRaft broker's SIGTERM waits up to 5 minutes for the active
+// controller to approve its controlled shutdown (BrokerServer.shutdown),
+// and there is none until the seed leads. Leading, it approves at once (or
+// the broker, fetching a log that diverges below its high watermark, stops
+// by itself).
+var phases = []string{phaseSeed, phaseAside, phaseRejoin, phaseRestart, phaseBrokers}
 
 // rwArgs are every rewrite action's arguments: the phase it belongs to,
 // the node it acts on, what it does.
@@ -139,23 +145,48 @@ func (r Recovery) seedEntry() string {
 
 // ledgerLines are what the copies beyond the seed hold past its end.
 func (r Recovery) ledgerLines(runDir string) (lines, lost []string) {
+	// Copies that hold the same records beyond the seed (every broker
+	// fetched the same tail) are listed once, with every node that holds
+	// them.
+	type group struct {
+		roles []string
+		head  string
+		body  []string
+	}
+	var groups []*group
 	for _, c := range r.Copies {
 		if !slices.Contains(r.Beyond, c.Node) {
 			continue
 		}
 		d := ledgerDir(runDir, c.Node)
 		l := ReadLedger(c, d, r.Seed.End)
-		lines = append(lines, fmt.Sprintf("%s: offsets %d to %d beyond the seed's end (epoch %d)", c.Role(), r.Seed.End, c.End-1, c.Epoch))
-		for _, s := range l.Lines() {
-			lines = append(lines, "  "+s)
+		body := l.Lines()
+		if len(body) > 0 {
+			body = body[1:] // its first line names the copy: the group's head does
 		}
 		if b, err := os.ReadFile(filepath.Join(d, "NOT-FETCHED")); err == nil {
-			lines = append(lines, "  not decoded: "+strings.TrimSpace(string(b)))
+			body = append(body, "not decoded: "+strings.TrimSpace(string(b)))
 		}
+		if l.Err != "" {
+			body = append(body, "not decoded: "+l.Err)
+		}
+		head := fmt.Sprintf("offsets %d to %d beyond the seed's end (last epoch %d)", r.Seed.End, c.End-1, c.Epoch)
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.head == head && slices.Equal(g.body, body) })
+		if i < 0 {
+			groups = append(groups, &group{head: head, body: body})
+			i = len(groups) - 1
+		}
+		groups[i].roles = append(groups[i].roles, c.Role())
 		for _, t := range l.TopicsCreated() {
 			if !slices.Contains(lost, t) {
 				lost = append(lost, t)
 			}
+		}
+	}
+	for _, g := range groups {
+		lines = append(lines, fmt.Sprintf("%s: %s", strings.Join(g.roles, ", "), g.head))
+		for _, b := range g.body {
+			lines = append(lines, "  "+b)
 		}
 	}
 	return lines, lost
@@ -208,16 +239,6 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		p.Actions = append(p.Actions, a)
 	}
 	run := env.RunID()
-	// Phase aside: the brokers whose copies diverge from the seed.
-	for _, id := range r.Beyond {
-		c := r.copyOf(id)
-		if c.Controller {
-			continue // every controller but the seed comes back empty below
-		}
-		h := env.Target.Node(id)
-		add(phaseAside, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Stop, Broker: id, Args: rwArgs{Node: id, Do: doStop}})
-		add(phaseAside, steps.Action{Op: steps.OpMove, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: fmt.Sprintf("mv %s %s", shell.Quote(c.Dir), shell.Quote(c.Dir+".kremedy-aside-"+run)), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: c.Dir + ".kremedy-aside-" + run}})
-	}
 	// Phase seed: its quorum-state and voters rewritten, started alone.
 	on := fmt.Sprintf("controller %d on %s", seedHost.ID, seedHost.On())
 	qs := path.Join(r.Seed.Dir, "quorum-state")
@@ -228,7 +249,7 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 	}
 	content := SeedState(r.Seed.Node, r.StateEpoch)
 	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("write %s: no leader, no vote, epoch %d (the highest any node saw), voter %d", qs, r.StateEpoch, r.Seed.Node), Broker: seedHost.ID,
-		Args: rwArgs{Node: seedHost.ID, Do: doFile, Path: qs, Backup: qs + ".kremedy-" + run, From: from, To: digest(content), Content: string(content)}})
+		Args: rwArgs{Node: seedHost.ID, Do: doFile, Path: qs, Backup: keptPath(r.Seed, "quorum-state", "was", run), From: from, To: digest(content), Content: string(content)}})
 	cfg, err := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, seedHost.Config)
 	if err != nil {
 		return nil, fmt.Errorf("read the seed's config: %w", err)
@@ -245,6 +266,16 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run, From: digest(cfg), To: digest(alone), Voters: r.seedEntry()}})
 	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
 	add(phaseSeed, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d leads, its whole log committed", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doLeads}})
+	// Phase aside: the brokers whose copies diverge from the seed.
+	for _, id := range r.Beyond {
+		c := r.copyOf(id)
+		if c.Controller {
+			continue // every controller but the seed comes back empty below
+		}
+		h := env.Target.Node(id)
+		add(phaseAside, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Stop, Broker: id, Args: rwArgs{Node: id, Do: doStop}})
+		add(phaseAside, steps.Action{Op: steps.OpMove, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: fmt.Sprintf("mv %s %s", shell.Quote(c.Dir), shell.Quote(asideName(c, run))), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: asideName(c, run)}})
+	}
 	// Phase rejoin: each other voter empty, started, caught up.
 	meta, _ := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, path.Join(r.Seed.MetaDir, "meta.properties"))
 	for _, id := range r.others() {
@@ -252,7 +283,7 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		c := r.copyOf(id)
 		con := fmt.Sprintf("controller %d on %s", id, h.On())
 		if c.Known() && c.Dir != "" {
-			add(phaseRejoin, steps.Action{Op: steps.OpMove, Target: con, Detail: fmt.Sprintf("mv %s %s (kept, never deleted)", shell.Quote(c.Dir), shell.Quote(c.Dir+".kremedy-aside-"+run)), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: c.Dir + ".kremedy-aside-" + run}})
+			add(phaseRejoin, steps.Action{Op: steps.OpMove, Target: con, Detail: fmt.Sprintf("mv %s %s (kept, never deleted)", shell.Quote(c.Dir), shell.Quote(asideName(c, run))), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: asideName(c, run)}})
 		}
 		if c.MetaDir != "" {
 			mp := path.Join(c.MetaDir, "meta.properties")
@@ -305,11 +336,11 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		h := env.Target.Node(id)
 		add(phaseBrokers, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
 	}
-	p.Rollback = fmt.Sprintf(`This cannot be undone once the seed leads: from then on the quorum's history is the seed's, and a copy kept aside put back would be a second, older timeline (a node refuses to truncate below its high watermark, or forms a second quorum). What is kept, never deleted:
-  every copy as it was: %s.kremedy-backup-%s beside it on each node (the backup step);
-  the copies moved aside: %s.kremedy-aside-%s;
-  the seed's quorum-state and config as they were: %s.kremedy-%s, %s.kremedy-%s.
-Before the seed starts (a failure in the first actions), putting these back and starting the controllers undoes the step.`, MetadataLog, run, MetadataLog, run, qs, run, seedHost.Config, run)
+	p.Rollback = fmt.Sprintf(`This cannot be undone once the seed leads: from then on the quorum's history is the seed's, and a copy kept aside put back would be a second, older timeline (a node refuses to truncate below its high watermark, or forms a second quorum). What is kept, never deleted, beside each node's metadata log dir:
+  every copy as it was: <dir>.%s.kremedy-backup-%s (the backup step);
+  the copies moved aside: <dir>.%s.kremedy-aside-%s;
+  the seed's quorum-state and config as they were: %s, %s.
+Before the seed starts (a failure in the first actions), putting these back and starting the controllers undoes the step.`, MetadataLog, run, MetadataLog, run, keptPath(r.Seed, "quorum-state", "was", run), seedHost.Config+".kremedy-"+run)
 	return p, nil
 }
 
@@ -396,6 +427,9 @@ func (k *rewrite) act(ctx context.Context, env *steps.Env, r Recovery, a steps.A
 		case doBack:
 			return roll.WaitListening(ctx, env, h, true, k.o.StartTimeout)
 		case doAside:
+			if !isCtrl && h.Addr != "" && env.Kafka.Listening(ctx, h.Addr) {
+				return fmt.Errorf("%w: broker %d still listens on %s after its stop command: its copy is moved aside only while it is down. Stop it (its stop command, or kill it), then resume", steps.ErrRefused, args.Node, h.Addr)
+			}
 			running := isCtrl && env.Kafka.Listening(ctx, h.Addr)
 			err := env.Hosts.Run(ctx, args.Node, asideScript(args.Dir, args.Aside, running), func(l ports.Line) { env.Output(a.Target, l) })
 			if code, ok := brokers.ExitStatus(err); ok && code == 5 {

@@ -123,7 +123,7 @@ func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 	p.Notes = append(p.Notes,
 		fmt.Sprintf("the seed, as the copies stand now: %s (epoch %d, end offset %d) — read again once every controller is stopped", seed.Role(), seed.Epoch, seed.End),
 		"the brokers keep running and serving the partitions they lead throughout; no metadata write (a topic, an ISR change, a broker's registration) is possible until the quorum is back",
-		fmt.Sprintf("the other controllers come back empty, one at a time, and fetch the seed's log; the lost voters' old logs are kept aside, never deleted (%s.kremedy-*)", MetadataLog))
+		fmt.Sprintf("the other controllers come back empty, one at a time, and fetch the seed's log; the lost voters' old logs are kept aside, never deleted (DIR.%s.kremedy-aside-*, beside the metadata log dir)", MetadataLog))
 	if f := fenced(v, k.o); len(f) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("controllers %v stay out (named fenced, their hosts do not answer): the quorum runs with the other %d of %d voters until they are replaced", f, len(v.Voters)-len(f), len(v.Voters)))
 	}
@@ -220,8 +220,21 @@ func doCtrl(ctx context.Context, env *steps.Env, a steps.Action, o opts) error {
 	})
 }
 
-// backupName is where a copy's backup goes, beside it on its host.
-func backupName(dir, run string) string { return dir + ".kremedy-backup-" + run }
+// keptPath is where kremedy keeps a node's file or directory name (what)
+// out of the way: beside the node's metadata log dir, never inside it. A
+// broker refuses to start when its log dir holds a directory that is not a
+// topic-partition ("Kafka's log directories (and children) should only
+// contain Kafka topic data", LogManager.loadLogs; seen on 3.9.2 in the lab
+// with a backup beside __cluster_metadata-0).
+func keptPath(c Copy, what, kind, run string) string {
+	return path.Clean(c.MetaDir) + "." + what + ".kremedy-" + kind + "-" + run
+}
+
+// backupName is where a copy's backup goes.
+func backupName(c Copy, run string) string { return keptPath(c, MetadataLog, "backup", run) }
+
+// asideName is where a copy that diverges from the seed is moved.
+func asideName(c Copy, run string) string { return keptPath(c, MetadataLog, "aside", run) }
 
 // backupScript copies dir to its backup unless the backup is there
 // already (a resumed run): cp -a keeps owners, modes and times.
