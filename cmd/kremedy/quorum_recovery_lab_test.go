@@ -67,7 +67,7 @@ func TestQuorumRecoveryLab(t *testing.T) {
 	copies := quorumCopies(t, l, wiped)
 	quorumLedger(t, copies)
 	t.Run("quorum-recovery, killed in its rewrite and resumed", func(t *testing.T) { quorumRunbook(t, l, dir, lossAt) })
-	t.Run("only a stale controller left: refused, then --set seed with the ledger of what it discards", func(t *testing.T) { quorumChosenSeed(t, l, dir) })
+	t.Run("only a stale controller left: refused, then --set seed with the ledger of what it discards", func(t *testing.T) { quorumChosenSeed(t, dir) })
 	t.Logf("FIGURE quorum-loss on %s to a serving quorum of 3 (the scenario, diagnose, copies, ledger, quorum-recovery): %.1fs", v, time.Since(start).Seconds())
 }
 
@@ -200,7 +200,7 @@ func quorumRunbook(t *testing.T, l *lab.Lab, dir string, lossAt time.Time) {
 // quorum-recovery refuses, naming --set seed; with it, the plan's ledger
 // lists exactly qs-05…qs-09 before the typed gate, and afterwards
 // qs-00…qs-04 are served and qs-05…qs-09 are gone from the metadata.
-func quorumChosenSeed(t *testing.T, l *lab.Lab, dir string) {
+func quorumChosenSeed(t *testing.T, dir string) {
 	l, err := lab.Open(dir)
 	if err != nil {
 		t.Fatal(err)

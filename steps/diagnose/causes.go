@@ -20,6 +20,13 @@ var topicRoots = []string{
 // metadata.
 var noControllerExplains = []string{FindOffline, FindDisagreement, FindLeaderNotInISR, FindUnknownToBrokers, FindUnderReplicated, FindUnderMinISR}
 
+// quorumLostExplains are the kinds a lost KRaft quorum explains: the
+// brokers' metadata stopped wherever each was when the quorum died (one
+// may know a topic the others do not), and no broker can register or be
+// unfenced. Their own fixes (restart the broker that lags) would make it
+// worse: a broker restarted without a quorum cannot register.
+var quorumLostExplains = []string{FindDisagreement, FindBrokerFenced, FindUnknownToBrokers}
+
 // downExplains are the kinds a broker that is simply down explains when
 // every broker they name is down.
 var downExplains = []string{FindUnderReplicated, FindUnregisteredReplica, FindUnderMinISR, FindOffline}
@@ -101,6 +108,16 @@ func linkCauses(fs []Finding) []Finding {
 		for _, o := range fs {
 			if o.Kind == FindOffline && o.Topic == f.Topic && strings.HasPrefix(o.Cause, FindOfflineLogEnds+"/") && subset(f.Partitions, o.Partitions) {
 				fs[i].Cause = o.Cause
+			}
+		}
+	}
+	for _, q := range fs {
+		if q.Kind != FindQuorumLost {
+			continue
+		}
+		for i, f := range fs {
+			if f.Cause == "" && slices.Contains(quorumLostExplains, f.Kind) {
+				fs[i].Cause = q.ID
 			}
 		}
 	}

@@ -80,7 +80,14 @@ func runKRaft(ctx context.Context, c ports.Cluster, o Options) (*Diagnosis, erro
 	if m := lease(ctx, c, o, g.add); m != "" {
 		g.d.Methods = append(g.d.Methods, m)
 	}
-	g.reassignments(ctx)
+	if slices.ContainsFunc(g.d.Findings, func(f Finding) bool { return f.Kind == FindQuorumLost }) {
+		// ListPartitionReassignments is answered by the active controller:
+		// without one it waits out the client's whole timeout (40 s seen on
+		// the lab) to learn nothing.
+		g.d.Methods = append(g.d.Methods, "reassignments not read: the quorum has no active controller to answer ListPartitionReassignments (quorum-lost)")
+	} else {
+		g.reassignments(ctx)
+	}
 	sortFindings(g.d.Findings)
 	g.d.Findings = linkCauses(g.d.Findings)
 	g.d.Healthy = healthy(g.d.Findings)
@@ -116,7 +123,18 @@ func (g *kraftDiag) readQuorum(ctx context.Context) (ports.Quorum, error) {
 	if err == nil {
 		return q, nil
 	}
-	if q2, err2 := g.c.Kafka.Quorum(ctx, g.c.Target.Bootstrap); err2 == nil {
+	// A controller that answered (NOT_LEADER: no leader it knows of) was
+	// reached: a broker, which forwards DescribeQuorum to the active
+	// controller, cannot know more, and it would wait out its whole
+	// request timeout for a leader that is not there (15 s seen on the
+	// lab). The brokers are asked only when no controller answered at all,
+	// and for a few seconds.
+	if strings.Contains(err.Error(), "NOT_LEADER") {
+		return q, err
+	}
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if q2, err2 := g.c.Kafka.Quorum(bctx, g.c.Target.Bootstrap); err2 == nil {
 		return q2, nil
 	}
 	return q, err

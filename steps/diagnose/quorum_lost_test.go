@@ -83,3 +83,25 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestQuorumLostExplains: with the quorum lost, the brokers' metadata
+// disagreeing and a fenced broker are its consequences, not causes of
+// their own (their fixes — restart the broker that lags — would leave a
+// broker that cannot register); an offline partition is not folded.
+func TestQuorumLostExplains(t *testing.T) {
+	fs := linkCauses([]Finding{
+		{Kind: FindDisagreement, Brokers: []int32{1, 2, 3}},
+		{Kind: FindBrokerFenced, Brokers: []int32{2}},
+		{Kind: FindOffline, Topic: "pay", Brokers: []int32{3}, Partitions: []int32{0}},
+		{Kind: FindQuorumLost, Brokers: []int32{3001, 3003}},
+	})
+	for _, f := range fs {
+		want := ""
+		if f.Kind == FindDisagreement || f.Kind == FindBrokerFenced {
+			want = "quorum-lost/3001,3003"
+		}
+		if f.Cause != want {
+			t.Errorf("%s: cause %q, want %q", f.Kind, f.Cause, want)
+		}
+	}
+}

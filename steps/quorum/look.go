@@ -197,12 +197,3 @@ func (v *view) serving() (bool, string) {
 	}
 	return false, fmt.Sprintf("controller %d keeps the title of leader (epoch %d) with %d of %d voters caught up, fewer than a majority", q.Leader, q.Epoch, up, len(v.Voters))
 }
-
-func (v *view) ctrl(id int32) ctrlView {
-	for _, c := range v.Ctrls {
-		if c.Host.ID == id {
-			return c
-		}
-	}
-	return ctrlView{}
-}
