@@ -47,6 +47,11 @@ func (k *after) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		past = append(past, got...)
 	}
 	p.Notes = append(p.Notes, past...)
+	if len(past) > 0 {
+		// kremedy keeps no client properties file (a secret never reaches
+		// one it writes): the operator's own goes on each command.
+		p.Notes = append(p.Notes, "the commands above reach the cluster as the Kafka CLI does: on a secured cluster (TLS, SASL) add --command-config with your own client properties file to each")
+	}
 	p.Notes = append(p.Notes, k.unread...)
 	if !env.Preview() {
 		if err := env.Save(steps.ReportKey+"Consumer groups past the new log end", append(append([]string{fmt.Sprintf("%d found (reported, not reset)", len(past))}, past...), k.unread...)); err != nil {

@@ -166,6 +166,10 @@ func TestAfterComparesGroupsWithTheElectedEnd(t *testing.T) {
 			t.Errorf("the failed check lacks %q:\n%v", w, out.Err)
 		}
 	}
+	// The plan says what a secured cluster's CLI needs beside the command.
+	if j, err := os.ReadFile(filepath.Join(dir, "journal.jsonl")); err != nil || !strings.Contains(string(j), "add --command-config with your own client properties file") {
+		t.Errorf("the after step's plan does not say --command-config (%v)", err)
+	}
 }
 
 // TestAfterReportsTheGroupsNotRead: a group whose coordinator is loading
