@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -139,5 +140,43 @@ func TestLedgerFetched(t *testing.T) {
 	}
 	if l, lost := (Recovery{Seed: r.Seed, Copies: r.Copies}).ledgerLines(run); len(l) != 0 || len(lost) != 0 {
 		t.Fatalf("a recovery with no copy beyond the seed lists %v %v", l, lost)
+	}
+}
+
+// TestAsideScript: a copy is moved aside once (a second run finds it
+// there); on a running node it is only checked, and a node that runs its
+// old log (never moved aside) is refused with exit 5.
+func TestAsideScript(t *testing.T) {
+	root := t.TempDir()
+	d, a := filepath.Join(root, "m", MetadataLog), filepath.Join(root, "m."+MetadataLog+".kremedy-aside-r1")
+	os.MkdirAll(d, 0o755)
+	run := func(running bool) (string, int) {
+		out, err := exec.Command("/bin/sh", "-c", asideScript(d, a, running)).CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return string(out), code
+	}
+	if out, code := run(true); code != 5 || !strings.Contains(out, "never moved aside") {
+		t.Fatalf("a running node with its old copy: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(d); err != nil {
+		t.Fatal("the refusal moved the copy")
+	}
+	if out, code := run(false); code != 0 || !strings.Contains(out, "moved") {
+		t.Fatalf("move aside: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(a); err != nil {
+		t.Fatalf("not moved: %v", err)
+	}
+	os.MkdirAll(d, 0o755) // the node started again, empty, and fetched the seed's log
+	for _, running := range []bool{false, true} {
+		if out, code := run(running); code != 0 || !strings.Contains(out, "moved aside before") {
+			t.Fatalf("again (running %v): exit %d\n%s", running, code, out)
+		}
+	}
+	if _, err := os.Stat(d); err != nil {
+		t.Fatal("a second run moved the new copy")
 	}
 }
