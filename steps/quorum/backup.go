@@ -57,13 +57,16 @@ type fetchArgs struct {
 // backup is quorum-backup.
 type backup struct{ o opts }
 
+// read reads every copy and picks the seed. Controllers must be stopped,
+// except in a preview (`kremedy plan`: the stop step has not run yet, and
+// the copies are read as they stand).
 func (k *backup) read(ctx context.Context, env *steps.Env) (*Recovery, error) {
 	v, err := lookAt(ctx, env, k.o)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range v.Ctrls {
-		if c.Listening {
+		if c.Listening && !env.Preview() {
 			return nil, fmt.Errorf("%w: controller %d still listens on %s: every controller is stopped before the copies are read and backed up (the stop step; run it again). Nothing was changed", steps.ErrRefused, c.Host.ID, c.Host.Addr)
 		}
 	}
@@ -91,6 +94,9 @@ func (k *backup) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 		return nil, err
 	}
 	p := &steps.Plan{Summary: fmt.Sprintf("back up every copy of %s beside its log dir, pick the seed (%s), fetch what other copies hold beyond it", MetadataLog, r.Seed.Role())}
+	if env.Preview() {
+		p.Facts = append(p.Facts, "a preview: the copies as they stand now, read while controllers may still run; the step reads them again once every controller is stopped, and plans from that")
+	}
 	for _, c := range r.Copies {
 		p.Facts = append(p.Facts, c.String())
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -198,6 +199,16 @@ const LostKey = "quorum/lost-topics"
 
 func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	r, err := k.recovery(env)
+	preview := false
+	if errors.Is(err, steps.ErrRefused) && env.Preview() {
+		// `kremedy plan`: the backup step has not run; the copies as they
+		// stand give the shape of this step, never its ledger.
+		rp, perr := (&backup{o: k.o}).read(ctx, env)
+		if perr != nil {
+			return nil, perr
+		}
+		r, err, preview = *rp, nil, true
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +222,28 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 	}
 	p := &steps.Plan{Summary: fmt.Sprintf("restart the quorum from %s's copy: it alone first, then the other controllers empty, then all %d voters", r.Seed.Role(), len(r.Voters)-len(r.Fenced))}
 	ledger, lost := r.ledgerLines(env.RunDir())
-	if len(ledger) == 0 {
+	switch {
+	case preview:
+	case len(lost) > 0:
+		p.Summary += fmt.Sprintf(" — DISCARDS what %d copies hold beyond the seed, topics %s among it (the ledger below)", len(r.Beyond), strings.Join(lost, ", "))
+	case len(ledger) > 0:
+		p.Summary += fmt.Sprintf(" — DISCARDS what %d copies hold beyond the seed (the ledger below)", len(r.Beyond))
+	default:
+		p.Summary += " — discards no record (no copy holds one beyond the seed)"
+	}
+	if preview {
+		var beyond []string
+		for _, id := range r.Beyond {
+			beyond = append(beyond, r.copyOf(id).String())
+		}
+		note := "WHAT THIS RECOVERY DISCARDS is read by the backup step (the records every copy holds beyond the seed, fetched and decoded) and shown in this step's plan before its confirmation. As the copies stand now, "
+		if len(beyond) == 0 {
+			note += fmt.Sprintf("none holds a record beyond the seed's end (%s, offset %d, epoch %d)", r.Seed.Role(), r.Seed.End, r.Seed.Epoch)
+		} else {
+			note += "these hold records beyond the seed's end: " + strings.Join(beyond, "; ")
+		}
+		p.Notes = append(p.Notes, note)
+	} else if len(ledger) == 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("WHAT THIS RECOVERY DISCARDS: no record. No copy holds anything beyond the seed's end (offset %d, epoch %d).", r.Seed.End, r.Seed.Epoch))
 	} else {
 		p.Notes = append(p.Notes, "WHAT THIS RECOVERY DISCARDS — the records these copies hold beyond the seed's end, gone from the cluster's metadata once the seed leads (their copies are kept aside):\n"+strings.Join(ledger, "\n"))
@@ -336,11 +368,10 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		h := env.Target.Node(id)
 		add(phaseBrokers, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
 	}
-	p.Rollback = fmt.Sprintf(`This cannot be undone once the seed leads: from then on the quorum's history is the seed's, and a copy kept aside put back would be a second, older timeline (a node refuses to truncate below its high watermark, or forms a second quorum). What is kept, never deleted, beside each node's metadata log dir:
+	p.Rollback = fmt.Sprintf(`What is kept, never deleted, beside each node's metadata log dir:
   every copy as it was: <dir>.%s.kremedy-backup-%s (the backup step);
   the copies moved aside: <dir>.%s.kremedy-aside-%s;
-  the seed's quorum-state and config as they were: %s, %s.
-Before the seed starts (a failure in the first actions), putting these back and starting the controllers undoes the step.`, MetadataLog, run, MetadataLog, run, keptPath(r.Seed, "quorum-state", "was", run), seedHost.Config+".kremedy-"+run)
+  the seed's quorum-state and config as they were: %s, %s.`, MetadataLog, run, MetadataLog, run, keptPath(r.Seed, "quorum-state", "was", run), seedHost.Config+".kremedy-"+run)
 	return p, nil
 }
 
