@@ -606,8 +606,13 @@ func liveRejoin(ctx context.Context, env *steps.Env, r Recovery) (Rejoin, error)
 		return rj, fmt.Errorf("%w: the seed (controller %d) does not answer DescribeQuorum: %v. Nothing was started; resume once it leads", steps.ErrRefused, r.Seed.Node, err)
 	}
 	rj.SeedLeads = q.Leader == r.Seed.Node
+	// Holding the seed's log is holding it up to the seed's end: what the
+	// lost quorum committed. Not up to the high watermark of this read: the
+	// seed leading alone commits a NoOp every 500 ms, and an observer that
+	// fetched to the end a moment ago is a few records behind it again
+	// (seen on the lab: a voter that had caught up counted as lacking).
 	for _, v := range append(slices.Clone(q.Voters), q.Observers...) {
-		if v.ID == r.Seed.Node || v.LogEndOffset >= r.Seed.End && v.LogEndOffset >= q.HighWatermark {
+		if v.ID == r.Seed.Node || v.LogEndOffset >= r.Seed.End {
 			rj.Holding = append(rj.Holding, v.ID)
 		}
 	}
