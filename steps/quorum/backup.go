@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,26 @@ type Recovery struct {
 	Fenced     []int32 `json:"fenced,omitempty"`
 	// Beyond are the nodes whose copies hold records past the seed's end.
 	Beyond []int32 `json:"beyond,omitempty"`
+}
+
+// ledgerKey keeps the ledger the backup step decoded: what every copy
+// beyond the seed holds past its end, and the topics created there.
+const ledgerKey = "quorum/ledger"
+
+type ledgerFact struct {
+	Lines []string `json:"lines,omitempty"`
+	Lost  []string `json:"lost,omitempty"`
+}
+
+// unreadControllers refuses a controller (not fenced) whose copy exists
+// but could not be read.
+func unreadControllers(copies []Copy, fenced []int32) error {
+	for _, c := range copies {
+		if c.Controller && !c.Known() && !strings.Contains(c.Err, "no directory") && !slices.Contains(fenced, c.Node) {
+			return fmt.Errorf("%w: controller %d's copy of %s could not be read (%s): it would come back with a log kremedy has not seen. Fix what stops the read (its metadata.log.dir, permissions), or move its %s aside yourself, and run again. Nothing was changed", steps.ErrRefused, c.Node, MetadataLog, c.Err, MetadataLog)
+		}
+	}
+	return nil
 }
 
 // maxSegmentFetch bounds a segment fetched for the ledger: a bigger one is
@@ -71,6 +92,13 @@ func (k *backup) read(ctx context.Context, env *steps.Env) (*Recovery, error) {
 		}
 	}
 	copies := ReadCopies(ctx, env.Target, env.Hosts)
+	// A controller whose host answers but whose copy could not be read
+	// would be neither backed up nor moved aside, and would start with
+	// whatever log it holds: refused. Only a copy that is gone (a lost
+	// disk) is no copy.
+	if err := unreadControllers(copies, fenced(v, k.o)); err != nil {
+		return nil, err
+	}
 	seed, err := controllerSeed(copies, int32(k.o.Seed))
 	if err != nil {
 		return nil, err
@@ -169,6 +197,17 @@ func (k *backup) same(ctx context.Context, env *steps.Env, a steps.Action) error
 		}
 		if now.Seed.Node != planned.Seed.Node {
 			return fmt.Errorf("%w: the seed is now %s, not %s", steps.ErrStalePlan, now.Seed.Role(), planned.Seed.Role())
+		}
+		// The ledger is decoded now and kept as a run fact; the segments
+		// fetched for it go: they hold what the metadata log holds —
+		// dynamic password configs as they were set, SCRAM credentials —
+		// and a run directory is no place for them.
+		lines, lost := planned.ledgerLines(env.RunDir())
+		if err := env.Save(ledgerKey, ledgerFact{Lines: lines, Lost: lost}); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(filepath.Join(env.RunDir(), "ledger")); err != nil {
+			return fmt.Errorf("remove the fetched segments from the run directory: %w", err)
 		}
 		return env.Save(stateKey, planned)
 	})

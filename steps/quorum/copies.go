@@ -60,12 +60,12 @@ func (c Copy) String() string {
 // (metadataLogDir).
 func MetadataDir(p javaprops.Properties) string {
 	if d, ok := p.Get("metadata.log.dir"); ok && strings.TrimSpace(d) != "" {
-		return strings.TrimSpace(d)
+		return path.Clean(strings.TrimSpace(d))
 	}
 	for _, k := range []string{"log.dirs", "log.dir"} {
 		if d, ok := p.Get(k); ok && strings.TrimSpace(d) != "" {
 			first, _, _ := strings.Cut(d, ",")
-			return strings.TrimSpace(first)
+			return path.Clean(strings.TrimSpace(first))
 		}
 	}
 	return ""

@@ -32,8 +32,12 @@ func describe(d *Record, value []byte) error {
 		d.Partition, d.TopicID = r.int32(), r.uuid()
 		d.Detail = fmt.Sprintf("partition %d of topic id %s", d.Partition, d.TopicID)
 	case 4: // ConfigRecord: ResourceType int8, ResourceName, Name, Value (nullable)
+		// The value is never shown: a dynamic password config
+		// (ssl.keystore.password, sasl.jaas.config) is kept in the
+		// metadata log as it was set, and the ledger reaches the plan,
+		// the journal and the report.
 		typ, res, k, v := r.int8(), r.compactString(), r.compactString(), r.compactString()
-		d.Detail = fmt.Sprintf("config %s of %s %q set to %q", k, configResource(typ), res, v)
+		d.Detail = fmt.Sprintf("config %s of %s %q set (its value not shown)", k, configResource(typ), res)
 		if v == "<null>" {
 			d.Detail = fmt.Sprintf("config %s of %s %q removed", k, configResource(typ), res)
 		}

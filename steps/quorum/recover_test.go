@@ -180,3 +180,52 @@ func TestAsideScript(t *testing.T) {
 		t.Fatal("a second run moved the new copy")
 	}
 }
+
+// TestBackupScript: the backup is made whole or not at all; a copy cut
+// short earlier is kept aside and the copy made again; a second run finds
+// the backup there.
+func TestBackupScript(t *testing.T) {
+	root := t.TempDir()
+	d, b := filepath.Join(root, "m", MetadataLog), filepath.Join(root, "m."+MetadataLog+".kremedy-backup-r1")
+	os.MkdirAll(d, 0o755)
+	os.WriteFile(filepath.Join(d, "00000000000000000000.log"), []byte("log"), 0o644)
+	os.MkdirAll(b+".partial", 0o755) // an earlier copy, cut short
+	for i := 0; i < 2; i++ {
+		if out, err := exec.Command("/bin/sh", "-c", backupScript(d, b)).CombinedOutput(); err != nil {
+			t.Fatalf("backup: %v\n%s", err, out)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(b, "00000000000000000000.log")); err != nil || string(got) != "log" {
+		t.Fatalf("the backup: %q %v", got, err)
+	}
+	if _, err := os.Stat(b + ".partial"); !os.IsNotExist(err) {
+		t.Fatalf("a .partial is left under the backup's name: %v", err)
+	}
+	if kept, _ := filepath.Glob(b + ".partial.*"); len(kept) != 1 {
+		t.Fatalf("the copy cut short is not kept: %v", kept)
+	}
+}
+
+// TestUnreadControllersRefused: a controller whose copy exists but could
+// not be read would start with a log nobody saw; a lost disk (no
+// directory) and a fenced controller are not refused.
+func TestUnreadControllersRefused(t *testing.T) {
+	copies := []Copy{{Node: 3001, Controller: true, End: 5}, {Node: 3002, Controller: true, Err: "no directory __cluster_metadata-0 in its log dirs"}, {Node: 1, Err: "permission denied"}}
+	if err := unreadControllers(copies, nil); err != nil {
+		t.Fatalf("a lost disk and an unread broker copy refused: %v", err)
+	}
+	copies = append(copies, Copy{Node: 3003, Controller: true, Err: "leader-epoch-checkpoint: torn"})
+	if err := unreadControllers(copies, nil); !errors.Is(err, steps.ErrRefused) || !strings.Contains(err.Error(), "controller 3003") {
+		t.Fatalf("an unread controller copy: %v", err)
+	}
+	if err := unreadControllers(copies, []int32{3003}); err != nil {
+		t.Fatalf("a fenced controller refused: %v", err)
+	}
+}
+
+func TestWithVotersRefusesAContinuedLine(t *testing.T) {
+	cfg := "controller.quorum.voters=3001@a:1,\\\n  3002@b:1\nlog.dirs=/x\n"
+	if _, err := withVoters([]byte(cfg), "3001@a:1"); err == nil || !strings.Contains(err.Error(), "trailing") {
+		t.Fatalf("a voters line continued over the next: %v", err)
+	}
+}

@@ -34,6 +34,7 @@ const (
 	phaseAside   = "aside"   // brokers whose copies are beyond the seed stopped, their copies moved aside
 	phaseRejoin  = "rejoin"  // every other controller back empty, caught up
 	phaseRestart = "restart" // the seed restarted with the full voter set
+	phaseJoin    = "join"    // the other voters back empty, one at a time, into a serving quorum
 	phaseBrokers = "brokers" // the brokers stopped in phaseAside started
 )
 
@@ -43,7 +44,7 @@ const (
 // and there is none until the seed leads. Leading, it approves at once (or
 // the broker, fetching a log that diverges below its high watermark, stops
 // by itself).
-var phases = []string{phaseSeed, phaseAside, phaseRejoin, phaseRestart, phaseBrokers}
+var phases = []string{phaseSeed, phaseAside, phaseRejoin, phaseRestart, phaseJoin, phaseBrokers}
 
 // rwArgs are every rewrite action's arguments: the phase it belongs to,
 // the node it acts on, what it does.
@@ -66,6 +67,8 @@ type rwArgs struct {
 	// Dir, Aside: a copy moved aside.
 	Dir   string `json:"dir,omitempty"`
 	Aside string `json:"aside,omitempty"`
+	// Want: the voters a quorum wait wants caught up with a leader.
+	Want []int32 `json:"want,omitempty"`
 }
 
 const (
@@ -80,6 +83,8 @@ const (
 	doCaughtUp = "caught-up"
 	doQuorum   = "quorum"
 	doSafe     = "safe"
+	doAlone    = "alone"
+	doJoinSafe = "join-safe"
 )
 
 func digest(b []byte) string {
@@ -92,8 +97,12 @@ var votersLine = regexp.MustCompile(`(?m)^([ \t]*controller\.quorum\.voters[ \t]
 // withVoters is a config's text with controller.quorum.voters set to
 // voters, every other byte as it was.
 func withVoters(cfg []byte, voters string) ([]byte, error) {
-	if n := len(votersLine.FindAllIndex(cfg, -1)); n != 1 {
-		return nil, fmt.Errorf("the config sets controller.quorum.voters %d times, not once", n)
+	m := votersLine.FindAll(cfg, -1)
+	if len(m) != 1 {
+		return nil, fmt.Errorf("the config sets controller.quorum.voters %d times, not once", len(m))
+	}
+	if strings.HasSuffix(strings.TrimRight(string(m[0]), " \t\r"), "\\") {
+		return nil, fmt.Errorf("its controller.quorum.voters line goes on over the next line (a trailing \\): make it one line, then run again")
 	}
 	return votersLine.ReplaceAll(cfg, []byte("${1}"+strings.ReplaceAll(voters, "$", "$$"))), nil
 }
@@ -221,7 +230,11 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		return nil, fmt.Errorf("%w: the seed, controller %d, is not in the inventory any more; nothing was changed", steps.ErrRefused, r.Seed.Node)
 	}
 	p := &steps.Plan{Summary: fmt.Sprintf("restart the quorum from %s's copy: it alone first, then the other controllers empty, then all %d voters", r.Seed.Role(), len(r.Voters)-len(r.Fenced))}
-	ledger, lost := r.ledgerLines(env.RunDir())
+	var lf ledgerFact
+	if _, err := env.Load(ledgerKey, &lf); err != nil {
+		return nil, err
+	}
+	ledger, lost := lf.Lines, lf.Lost
 	switch {
 	case preview:
 	case len(lost) > 0:
@@ -280,6 +293,7 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		from = digest(cur)
 	}
 	content := SeedState(r.Seed.Node, r.StateEpoch)
+	add(phaseSeed, steps.Action{Op: steps.OpCheck, Target: "every controller", Detail: "no controller but the seed runs (one brought back by its service manager, or by hand, could lead the old timeline beside the seed)", Args: rwArgs{Node: seedHost.ID, Do: doAlone}})
 	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("write %s: no leader, no vote, epoch %d (the highest any node saw), voter %d", qs, r.StateEpoch, r.Seed.Node), Broker: seedHost.ID,
 		Args: rwArgs{Node: seedHost.ID, Do: doFile, Path: qs, Backup: keptPath(r.Seed, "quorum-state", "was", run), From: from, To: digest(content), Content: string(content)}})
 	cfg, err := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, seedHost.Config)
@@ -306,47 +320,53 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		}
 		h := env.Target.Node(id)
 		add(phaseAside, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Stop, Broker: id, Args: rwArgs{Node: id, Do: doStop}})
+		add(phaseAside, steps.Action{Op: steps.OpWait, Target: h.Addr, Detail: fmt.Sprintf("broker %d's port closes", id), Broker: id, Args: rwArgs{Node: id, Do: doGone}})
 		add(phaseAside, steps.Action{Op: steps.OpMove, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: fmt.Sprintf("mv %s %s", shell.Quote(c.Dir), shell.Quote(asideName(c, run))), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: asideName(c, run)}})
 	}
-	// Phase rejoin: each other voter empty, started, caught up.
+	// Phase rejoin: majority-1 of the other voters, each empty, started
+	// under the rule, caught up with the seed leading alone. No more: with
+	// a majority of the others running they could elect one of themselves
+	// without what the seed committed alone since its end, if it stalled.
+	// Phase restart: the seed with the full voter set, while fewer than a
+	// majority of the others run, until a leader and they are caught up.
+	// Phase join: the rest, one at a time, into a quorum that serves.
 	meta, _ := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, path.Join(r.Seed.MetaDir, "meta.properties"))
-	for _, id := range r.others() {
+	others := r.others()
+	maj := len(r.Voters)/2 + 1
+	first, rest := others, []int32(nil)
+	if len(others) > maj-1 {
+		first, rest = others[:maj-1], others[maj-1:]
+	}
+	back := func(phase string, id int32, check, checkWhat string) error {
 		h, _ := env.Target.Controller(id)
 		c := r.copyOf(id)
 		con := fmt.Sprintf("controller %d on %s", id, h.On())
 		if c.Known() && c.Dir != "" {
-			add(phaseRejoin, steps.Action{Op: steps.OpMove, Target: con, Detail: fmt.Sprintf("mv %s %s (kept, never deleted)", shell.Quote(c.Dir), shell.Quote(asideName(c, run))), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: asideName(c, run)}})
+			add(phase, steps.Action{Op: steps.OpMove, Target: con, Detail: fmt.Sprintf("mv %s %s (kept, never deleted)", shell.Quote(c.Dir), shell.Quote(asideName(c, run))), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: asideName(c, run)}})
 		}
 		if c.MetaDir != "" {
 			mp := path.Join(c.MetaDir, "meta.properties")
 			if _, err := brokers.ReadFile(ctx, env.Hosts, id, mp); err != nil {
 				if len(meta) == 0 {
-					return nil, fmt.Errorf("%w: controller %d has no %s and the seed's meta.properties could not be read to make it; format it with kafka-storage.sh format --cluster-id <the cluster's id> --config %s (static quorum), then run again (kremedy resume). Nothing of this step was done", steps.ErrRefused, id, mp, h.Config)
+					return fmt.Errorf("%w: controller %d has no %s and the seed's meta.properties could not be read to make it; format it with kafka-storage.sh format --cluster-id <the cluster's id> --config %s (static quorum), then run again (kremedy resume). Nothing of this step was done", steps.ErrRefused, id, mp, h.Config)
 				}
 				text, err := metaFor(meta, id)
 				if err != nil {
-					return nil, err
+					return err
 				}
-				add(phaseRejoin, steps.Action{Op: steps.OpSSH, Target: con, Detail: fmt.Sprintf("write %s (its disk was lost): the cluster id, node.id=%d, a new directory.id — what kafka-storage.sh format writes", mp, id), Broker: id,
+				add(phase, steps.Action{Op: steps.OpSSH, Target: con, Detail: fmt.Sprintf("write %s (its disk was lost): the cluster id, node.id=%d, a new directory.id — what kafka-storage.sh format writes", mp, id), Broker: id,
 					Args: rwArgs{Node: id, Do: doFile, Path: mp, To: digest(text), Content: string(text), Dir: c.MetaDir}})
 			}
 		}
-		add(phaseRejoin, steps.Action{Op: steps.OpCheck, Target: con, Detail: "the rule for an empty voter's start: the seed runs and leads, and the running voters without its log stay fewer than a majority", Broker: id, Args: rwArgs{Node: id, Do: doSafe}})
-		add(phaseRejoin, steps.Action{Op: steps.OpSSH, Target: con, Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
+		add(phase, steps.Action{Op: steps.OpCheck, Target: con, Detail: checkWhat, Broker: id, Args: rwArgs{Node: id, Do: check}})
+		add(phase, steps.Action{Op: steps.OpSSH, Target: con, Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
+		return nil
+	}
+	for _, id := range first {
+		if err := back(phaseRejoin, id, doSafe, "the rule for an empty voter's start: the seed runs and leads, and the running voters without its log stay fewer than a majority"); err != nil {
+			return nil, err
+		}
 		add(phaseRejoin, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d fetched the seed's log to its end", id), Broker: id, Args: rwArgs{Node: id, Do: doCaughtUp}})
-	}
-	// Phase restart: the seed with the full voter set, while fewer than a
-	// majority of the others run.
-	others := r.others()
-	maj := len(r.Voters)/2 + 1
-	var paused []int32
-	if n := len(others) - (maj - 1); n > 0 {
-		paused = others[len(others)-n:]
-	}
-	for _, id := range paused {
-		h, _ := env.Target.Controller(id)
-		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("controller %d on %s", id, h.On()), Detail: h.Stop + " (for the seed's restart only: with it running, the others would be a majority)", Broker: id, Args: rwArgs{Node: id, Do: doStop}})
-		add(phaseRestart, steps.Action{Op: steps.OpWait, Target: h.Addr, Detail: fmt.Sprintf("controller %d's port closes", id), Broker: id, Args: rwArgs{Node: id, Do: doGone}})
 	}
 	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the full voter set again)", seedHost.Config, r.VotersLine), Broker: seedHost.ID,
 		Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run + "-alone", From: digest(alone), To: digest(full), Voters: r.VotersLine}})
@@ -354,12 +374,15 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Stop, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStop}})
 	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d's port closes", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doGone}})
 	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
-	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d listens", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doBack}})
-	for _, id := range paused {
-		h, _ := env.Target.Controller(id)
-		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("controller %d on %s", id, h.On()), Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
+	running := append([]int32{r.Seed.Node}, first...)
+	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", running), Args: rwArgs{Do: doQuorum, Want: slices.Clone(running)}})
+	for _, id := range rest {
+		if err := back(phaseJoin, id, doJoinSafe, "the quorum has a leader and a majority of the voters caught up: an empty voter joins as a follower"); err != nil {
+			return nil, err
+		}
+		running = append(running, id)
+		add(phaseJoin, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", running), Broker: id, Args: rwArgs{Node: id, Do: doQuorum, Want: slices.Clone(running)}})
 	}
-	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", append([]int32{r.Seed.Node}, others...)), Args: rwArgs{Do: doQuorum}})
 	// Phase brokers: those stopped in phase aside.
 	for _, id := range r.Beyond {
 		if r.copyOf(id).Controller {
@@ -367,6 +390,12 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		}
 		h := env.Target.Node(id)
 		add(phaseBrokers, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
+	}
+	if len(p.Actions) == 0 && done != "" {
+		// Every phase ended in an earlier attempt (a resumed run whose
+		// re-check found a voter lagging): nothing to do or confirm again.
+		p.NoOp = true
+		p.Summary = "every phase of the rewrite ended in an earlier attempt (the last: " + done + "); nothing left to do"
 	}
 	p.Rollback = fmt.Sprintf(`What is kept, never deleted, beside each node's metadata log dir:
   every copy as it was: <dir>.%s.kremedy-backup-%s (the backup step);
@@ -399,7 +428,11 @@ func (k *rewrite) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) erro
 	if err != nil {
 		return err
 	}
-	ledger, lost := r.ledgerLines(env.RunDir())
+	var lf ledgerFact
+	if _, err := env.Load(ledgerKey, &lf); err != nil {
+		return err
+	}
+	ledger, lost := lf.Lines, lf.Lost
 	if len(lost) > 0 {
 		if err := env.Save(LostKey, lost); err != nil {
 			return err
@@ -446,8 +479,8 @@ func (k *rewrite) act(ctx context.Context, env *steps.Env, r Recovery, a steps.A
 			defer cancel()
 			return roll.RunOn(cctx, env, args.Node, h.Stop)
 		case doStart:
-			if isCtrl && env.Kafka.Listening(ctx, h.Addr) {
-				env.Logf("controller %d listens already (an earlier attempt started it): not started again", args.Node)
+			if h.Addr != "" && env.Kafka.Listening(ctx, h.Addr) {
+				env.Logf("node %d listens already (an earlier attempt started it): not started again", args.Node)
 				return nil
 			}
 			cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
@@ -469,7 +502,11 @@ func (k *rewrite) act(ctx context.Context, env *steps.Env, r Recovery, a steps.A
 			return err
 		case doFile:
 			if args.Path == path.Join(r.Seed.Dir, "quorum-state") {
-				if why := seedStarted(ctx, env, r, h); why != "" {
+				why, err := seedStarted(ctx, env, r, h, args.From != "")
+				if err != nil {
+					return err
+				}
+				if why != "" {
 					env.Logf("the seed's quorum-state is not written again: %s", why)
 					return nil
 				}
@@ -543,8 +580,42 @@ if [ ! -d "$d" ]; then mkdir -p -- "$d"; chown --reference="$(dirname -- "$d")" 
 				return false, fmt.Sprintf("not fetching yet (high watermark %d)", q.HighWatermark)
 			})
 		case doQuorum:
-			want := append([]int32{r.Seed.Node}, r.others()...)
+			want := args.Want
+			if len(want) == 0 {
+				want = append([]int32{r.Seed.Node}, r.others()...)
+			}
 			return roll.WaitFor(ctx, env, k.o.StartTimeout, "the KRaft quorum", func() (bool, string) { return quorumBack(ctx, env, want) })
+		case doAlone:
+			var others []int32
+			for _, id := range listening(ctx, env) {
+				if id != r.Seed.Node {
+					others = append(others, id)
+				}
+			}
+			if len(others) > 0 {
+				return fmt.Errorf("%w: controllers %v run: the seed starts alone only while no other voter runs (one brought back by its service manager or by hand could lead the old timeline beside it). Stop them (and disable what restarts them), then resume. Nothing was changed", steps.ErrRefused, others)
+			}
+			return nil
+		case doJoinSafe:
+			// The quorum serves: a leader and a majority of the full voter
+			// set caught up. An empty voter started now joins as a
+			// follower; it cannot help elect a leader without the log.
+			q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(env.Target))
+			if err != nil || q.Leader < 0 {
+				return fmt.Errorf("%w: the quorum has no leader now (%v): controller %d is not started empty without one. Resume once it has", steps.ErrRefused, err, args.Node)
+			}
+			lag := brokers.Lagging(q, 2*time.Second)
+			up := 0
+			for _, v := range q.Voters {
+				if lag[v.ID] == "" && v.ID != args.Node {
+					up++
+				}
+			}
+			if up < len(r.Voters)/2+1 {
+				return fmt.Errorf("%w: %d of the %d voters are caught up with leader %d, fewer than a majority: controller %d is not started empty now. Resume once they are", steps.ErrRefused, up, len(r.Voters), q.Leader, args.Node)
+			}
+			env.Logf("safe: leader %d, %d of %d voters caught up", q.Leader, up, len(r.Voters))
+			return nil
 		}
 		return fmt.Errorf("action %s: nothing to do for %q", a.ID, args.Do)
 	})
@@ -582,18 +653,28 @@ func quorumBack(ctx context.Context, env *steps.Env, want []int32) (bool, string
 // seedStarted says why the seed's quorum-state must not be written again:
 // it runs, or its quorum-state is past the epoch the plan writes (it has
 // led since).
-func seedStarted(ctx context.Context, env *steps.Env, r Recovery, h ports.Host) string {
+// A quorum-state that the plan saw (existed) but that cannot be read now
+// is an error, never a write at a possibly lower epoch.
+func seedStarted(ctx context.Context, env *steps.Env, r Recovery, h ports.Host, existed bool) (string, error) {
 	if env.Kafka.Listening(ctx, h.Addr) {
-		return fmt.Sprintf("controller %d runs", h.ID)
+		return fmt.Sprintf("controller %d runs", h.ID), nil
 	}
-	b, err := brokers.ReadFile(ctx, env.Hosts, h.ID, path.Join(r.Seed.Dir, "quorum-state"))
+	f := path.Join(r.Seed.Dir, "quorum-state")
+	b, err := brokers.ReadFile(ctx, env.Hosts, h.ID, f)
 	if err != nil {
-		return ""
+		if !existed {
+			return "", nil
+		}
+		return "", fmt.Errorf("the seed's %s cannot be read (%v): it is not written blind (it may hold a later epoch). Resume once it can be read", f, err)
 	}
-	if e, err := StateEpoch(b); err == nil && e > r.StateEpoch {
-		return fmt.Sprintf("its quorum-state holds epoch %d, past the %d written: it has led since", e, r.StateEpoch)
+	e, err := StateEpoch(b)
+	if err != nil {
+		return "", fmt.Errorf("the seed's %s: %w; not written blind", f, err)
 	}
-	return ""
+	if e > r.StateEpoch {
+		return fmt.Sprintf("its quorum-state holds epoch %d, past the %d written: it has led since", e, r.StateEpoch), nil
+	}
+	return "", nil
 }
 
 // liveRejoin is quorum.Rejoin as the cluster stands: which voters listen,

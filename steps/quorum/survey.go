@@ -118,7 +118,7 @@ func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 		}
 	}
 	if len(whole) > 0 && len(up)+len(whole) >= len(v.Voters)/2+1 {
-		p.Notes = append(p.Notes, fmt.Sprintf("SIMPLER WAY, NOTHING LOST: controllers %v are stopped with their metadata logs on disk; started as they are (their own start commands), they and the running %v are a majority again, which elects the longest log's holder. Consider that first and stop this run; this recovery rebuilds every voter from the seed instead (a lost disk's voter included)", whole, up))
+		p.Notes = append(p.Notes, fmt.Sprintf("SIMPLER WAY, NOTHING LOST: controllers %v are stopped with their metadata logs on disk; started as they are (their own start commands), they and the running %v are a majority again, which elects a leader holding everything they committed. Consider that first and stop this run; this recovery rebuilds every voter from the seed instead (a lost disk's voter included)", whole, up))
 	}
 	p.Notes = append(p.Notes,
 		fmt.Sprintf("the seed, as the copies stand now: %s (epoch %d, end offset %d) — read again once every controller is stopped", seed.Role(), seed.Epoch, seed.End),
@@ -237,13 +237,19 @@ func backupName(c Copy, run string) string { return keptPath(c, MetadataLog, "ba
 func asideName(c Copy, run string) string { return keptPath(c, MetadataLog, "aside", run) }
 
 // backupScript copies dir to its backup unless the backup is there
-// already (a resumed run): cp -a keeps owners, modes and times.
+// already (a resumed run): cp -a keeps owners, modes and times. The copy
+// is made under a .partial name and renamed once whole, so that a copy cut
+// short (a dropped session, a host that rebooted) is never taken for a
+// backup; a .partial left behind is kept under its own name, never
+// deleted, and the copy made again.
 func backupScript(dir, to string) string {
 	return shell.Script(fmt.Sprintf(`set -eu
-d=%s; b=%s
+d=%s; b=%s; p="$b.partial"
 if [ -e "$b" ]; then echo "$b is there already"; exit 0; fi
 if [ ! -e "$d" ]; then echo "no $d: nothing to back up"; exit 0; fi
-cp -a -- "$d" "$b"
+if [ -e "$p" ]; then mv -- "$p" "$p.$(date -u +%%Y%%m%%dT%%H%%M%%SZ)"; echo "an earlier copy cut short is kept as $p.<time>"; fi
+cp -a -- "$d" "$p"
+mv -- "$p" "$b"
 echo "$d backed up to $b ($(du -sk -- "$b" | cut -f1) KiB)"`, shell.Quote(dir), shell.Quote(to)))
 }
 
