@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kremedy/kremedy/internal/javaprops"
+	"github.com/kremedy/kremedy/inventory/live"
 	"github.com/kremedy/kremedy/steps"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
@@ -53,23 +53,20 @@ type view struct {
 	QuorumErr  string
 }
 
-// ParseVoters reads a static controller.quorum.voters: id@host:port,...
+// ParseVoters reads a static controller.quorum.voters (live.ParseVoters),
+// keeping each entry as the config writes it (the seed's own, for its
+// voter set of one).
 func ParseVoters(s string) ([]voter, error) {
-	var out []voter
-	for _, e := range strings.Split(s, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		id, rest, ok := strings.Cut(e, "@")
-		n, err := strconv.ParseInt(strings.TrimSpace(id), 10, 32)
-		if !ok || err != nil || rest == "" {
-			return nil, fmt.Errorf("controller.quorum.voters entry %q is not id@host:port", e)
-		}
-		out = append(out, voter{ID: int32(n), Entry: e})
+	vs, err := live.ParseVoters(s)
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
+	if len(vs) == 0 {
 		return nil, fmt.Errorf("controller.quorum.voters is empty")
+	}
+	out := make([]voter, len(vs))
+	for i, v := range vs {
+		out[i] = voter{ID: v.ID, Entry: fmt.Sprintf("%d@%s", v.ID, v.Addr)}
 	}
 	return out, nil
 }
