@@ -209,6 +209,22 @@ func (r *reader) int8() int8 {
 	return 0
 }
 
+func (r *reader) int16() int16 {
+	if b := r.take(2); b != nil {
+		return int16(binary.BigEndian.Uint16(b))
+	}
+	return 0
+}
+
+// skipTags skips a flexible version's tagged fields.
+func (r *reader) skipTags() {
+	n := r.uvarint()
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		r.uvarint()
+		r.take(int(r.uvarint()))
+	}
+}
+
 func (r *reader) int32() int32 {
 	if b := r.take(4); b != nil {
 		return int32(binary.BigEndian.Uint32(b))
