@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -673,7 +674,11 @@ func (c *Client) quorumAt(ctx context.Context, addr string) (ports.Quorum, error
 	conv := func(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []ports.Voter {
 		var out []ports.Voter
 		for _, r := range rs {
-			out = append(out, ports.Voter{ID: r.ReplicaID, LogEndOffset: r.LogEndOffset, LastCaughtUpMs: r.LastCaughtUpTimestamp, LastFetchMs: r.LastFetchTimestamp})
+			v := ports.Voter{ID: r.ReplicaID, LogEndOffset: r.LogEndOffset, LastCaughtUpMs: r.LastCaughtUpTimestamp, LastFetchMs: r.LastFetchTimestamp}
+			if r.ReplicaDirectoryID != ([16]byte{}) {
+				v.DirID = base64.RawURLEncoding.EncodeToString(r.ReplicaDirectoryID[:])
+			}
+			out = append(out, v)
 		}
 		return out
 	}
@@ -687,6 +692,54 @@ func (c *Client) quorumAt(ctx context.Context, addr string) (ports.Quorum, error
 		}
 	}
 	return q, nil
+}
+
+// AddVoter sends AddRaftVoter to the controller at addr, acknowledged
+// once the new voter set is committed.
+func (c *Client) AddVoter(ctx context.Context, addr string, v ports.NewVoter) error {
+	dir, err := base64.RawURLEncoding.DecodeString(v.DirID)
+	if err != nil || len(dir) != 16 {
+		return fmt.Errorf("controller %d's directory id %q is not a Kafka uuid", v.ID, v.DirID)
+	}
+	sec := c.extra
+	if c.ctrl != nil {
+		sec = c.ctrl
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(3 * time.Second),
+		kgo.RequestRetries(0), kgo.RetryTimeout(3 * time.Second)}, sec...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return errors.New("no seed")
+	}
+	req := kmsg.NewPtrAddRaftVoterRequest()
+	req.TimeoutMillis = 30000
+	req.VoterID = v.ID
+	copy(req.VoterDirectoryID[:], dir)
+	req.AckWhenCommitted = true
+	for _, l := range v.Listeners {
+		rl := kmsg.NewAddRaftVoterRequestListener()
+		rl.Name, rl.Host, rl.Port = l.Name, l.Host, uint16(l.Port)
+		req.Listeners = append(req.Listeners, rl)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	defer cancel()
+	raw, err := seeds[0].Request(rctx, req)
+	if err != nil {
+		return fmt.Errorf("AddRaftVoter %d at %s: %w", v.ID, addr, err)
+	}
+	resp := raw.(*kmsg.AddRaftVoterResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = ": " + *resp.ErrorMessage
+		}
+		return fmt.Errorf("AddRaftVoter %d at %s: %w%s", v.ID, addr, err, msg)
+	}
+	return nil
 }
 
 // DescribeCluster asks any broker for the cluster's id, controller and

@@ -196,6 +196,11 @@ type Kafka interface {
 	// a broker's address works too (it forwards the request to the active
 	// controller).
 	Quorum(ctx context.Context, addrs []string) (Quorum, error)
+	// AddVoter asks the controller at addr, the quorum's leader, to add a
+	// voter to a dynamic quorum (AddRaftVoter, KIP-853, Kafka 3.9+); it
+	// returns once the leader committed the new voter set. The leader
+	// refuses a controller that has not caught up as an observer.
+	AddVoter(ctx context.Context, addr string, v NewVoter) error
 	// DescribeCluster asks the cluster for its id, controller and brokers
 	// (DescribeCluster, KIP-700); from Kafka 4.0 the fenced brokers too
 	// (KIP-1073).
@@ -285,6 +290,18 @@ type Voter struct {
 	LastCaughtUpMs int64 `json:"last_caught_up_ms"`
 	// LastFetchMs is when the leader last saw it fetch (-1 unknown).
 	LastFetchMs int64 `json:"last_fetch_ms"`
+	// DirID is its metadata directory id (DescribeQuorum v2, Kafka 3.9+;
+	// "" before), as Kafka prints it.
+	DirID string `json:"directory_id,omitempty"`
+}
+
+// NewVoter is a controller AddVoter adds to a dynamic quorum: its node id,
+// its metadata directory id (meta.properties directory.id) and the
+// listeners it is reached on.
+type NewVoter struct {
+	ID        int32
+	DirID     string
+	Listeners []Listener
 }
 
 // Controller returns the inventory entry for KRaft controller id.

@@ -37,6 +37,14 @@ type Recovery struct {
 	Fenced     []int32 `json:"fenced,omitempty"`
 	// Beyond are the nodes whose copies hold records past the seed's end.
 	Beyond []int32 `json:"beyond,omitempty"`
+	// Dynamic: a dynamic quorum (kraft.version 1); Log is then what the
+	// seed's copy holds of its voter set.
+	Dynamic bool       `json:"dynamic,omitempty"`
+	Log     dynamicLog `json:"log,omitempty"`
+	// ReadAtMs is when the copies were read (Unix ms): the timestamp of
+	// the records a dynamic quorum's rewrite appends, the same in every
+	// plan of the run.
+	ReadAtMs int64 `json:"read_at_ms,omitempty"`
 }
 
 // ledgerKey keeps the ledger the backup step decoded: what every copy
@@ -103,7 +111,15 @@ func (k *backup) read(ctx context.Context, env *steps.Env) (*Recovery, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Recovery{Seed: seed, Copies: copies, Voters: v.Voters, VotersLine: v.VotersLine, StateEpoch: seed.Epoch, Fenced: fenced(v, k.o), Beyond: beyondNodes(copies, seed)}
+	r := &Recovery{Seed: seed, Copies: copies, Voters: v.Voters, VotersLine: v.VotersLine, StateEpoch: seed.Epoch, Fenced: fenced(v, k.o), Beyond: beyondNodes(copies, seed), Dynamic: v.Dynamic, ReadAtMs: env.Now().UnixMilli()}
+	if v.Dynamic {
+		if r.Log, err = readDynamicLog(ctx, env.Hosts, seed); err != nil {
+			return nil, fmt.Errorf("%w: the seed's voter set: %v. Nothing was changed", steps.ErrRefused, err)
+		}
+		if err := checkLogVoters(r.Log.Voters, env.Target, seed.Node); err != nil {
+			return nil, err
+		}
+	}
 	for _, c := range knownCopies(copies) {
 		b, err := brokers.ReadFile(ctx, env.Hosts, c.Node, path.Join(c.Dir, "quorum-state"))
 		if err != nil {

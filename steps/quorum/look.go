@@ -40,6 +40,9 @@ type ctrlView struct {
 	Err       string
 	Listening bool
 	Voters    string // controller.quorum.voters, as written
+	// Dynamic: no controller.quorum.voters, controller.quorum.bootstrap.servers
+	// set (KIP-853, kraft.version 1: the voter set is in the metadata log).
+	Dynamic bool
 }
 
 // view is what every quorum-recovery kind reads first: the controllers,
@@ -49,8 +52,12 @@ type view struct {
 	Voters []voter
 	// VotersLine is controller.quorum.voters as the controllers share it.
 	VotersLine string
-	Quorum     *ports.Quorum
-	QuorumErr  string
+	// Dynamic: the quorum is dynamic; Voters are then the inventory's
+	// controllers, and the backup step reads the voter set from the seed's
+	// log.
+	Dynamic   bool
+	Quorum    *ports.Quorum
+	QuorumErr string
 }
 
 // ParseVoters reads a static controller.quorum.voters (live.ParseVoters),
@@ -114,10 +121,11 @@ func lookAt(ctx context.Context, env *steps.Env, o opts) (*view, error) {
 		line, _ := p.Get("controller.quorum.voters")
 		cv.Voters = strings.TrimSpace(line)
 		if cv.Voters == "" {
-			if bs, ok := p.Get("controller.quorum.bootstrap.servers"); ok && strings.TrimSpace(bs) != "" {
-				return nil, fmt.Errorf("%w: controller %d runs a dynamic quorum (controller.quorum.bootstrap.servers, kraft.version 1: the voter set is in the metadata log, not the config). quorum-recovery recovers a static quorum only today; the way back for a dynamic one is in docs/quorum-recovery.md. Nothing was changed", steps.ErrRefused, c.ID)
+			bs, ok := p.Get("controller.quorum.bootstrap.servers")
+			if !ok || strings.TrimSpace(bs) == "" {
+				return nil, fmt.Errorf("%w: controller %d's %s sets neither controller.quorum.voters nor controller.quorum.bootstrap.servers; nothing was changed", steps.ErrRefused, c.ID, c.Config)
 			}
-			return nil, fmt.Errorf("%w: controller %d's %s sets no controller.quorum.voters; nothing was changed", steps.ErrRefused, c.ID, c.Config)
+			cv.Dynamic = true
 		}
 		cv.Listening = env.Kafka.Listening(ctx, c.Addr)
 		v.Ctrls = append(v.Ctrls, cv)
@@ -129,6 +137,16 @@ func lookAt(ctx context.Context, env *steps.Env, o opts) (*view, error) {
 		if !slices.Contains(o.Fenced, cv.Host.ID) {
 			return nil, fmt.Errorf("%w: controller %d's host (%s) does not answer: %s. If it is gone for good, make sure it cannot start again with its old log (power it off, disable its unit) and run again with --set fenced=%d; otherwise fix SSH to it first. Nothing was changed", steps.ErrRefused, cv.Host.ID, cv.Host.On(), cv.Err, cv.Host.ID)
 		}
+	}
+	if dyn, err := dynamicQuorum(v.Ctrls); err != nil {
+		return nil, err
+	} else if dyn {
+		v.Dynamic = true
+		for _, c := range t.Controllers {
+			v.Voters = append(v.Voters, voter{ID: c.ID})
+		}
+		v.readQuorum(ctx, env)
+		return v, nil
 	}
 	for _, cv := range v.Ctrls {
 		if !cv.Reachable {
@@ -155,14 +173,37 @@ func lookAt(ctx context.Context, env *steps.Env, o opts) (*view, error) {
 	if !slices.Equal(ids, inv) {
 		return nil, fmt.Errorf("%w: controller.quorum.voters names %v, the inventory controllers %v: make the inventory list every voter, and run again. Nothing was changed", steps.ErrRefused, ids, inv)
 	}
+	v.readQuorum(ctx, env)
+	return v, nil
+}
+
+func (v *view) readQuorum(ctx context.Context, env *steps.Env) {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if q, err := env.Kafka.Quorum(qctx, roll.ControllerAddrs(t)); err != nil {
+	if q, err := env.Kafka.Quorum(qctx, roll.ControllerAddrs(env.Target)); err != nil {
 		v.QuorumErr = err.Error()
 	} else {
 		v.Quorum = &q
 	}
-	return v, nil
+}
+
+// dynamicQuorum reports whether the controllers that answered run a
+// dynamic quorum; a mix of static and dynamic configs is refused.
+func dynamicQuorum(cs []ctrlView) (bool, error) {
+	var dyn, static []int32
+	for _, cv := range cs {
+		switch {
+		case !cv.Reachable:
+		case cv.Dynamic:
+			dyn = append(dyn, cv.Host.ID)
+		default:
+			static = append(static, cv.Host.ID)
+		}
+	}
+	if len(dyn) > 0 && len(static) > 0 {
+		return false, fmt.Errorf("%w: controllers %v set controller.quorum.voters (a static quorum) and %v controller.quorum.bootstrap.servers alone (a dynamic one): a conversion half-done? Make their configs agree with the quorum's kraft.version, and run again. Nothing was changed", steps.ErrRefused, static, dyn)
+	}
+	return len(dyn) > 0, nil
 }
 
 // fenced are the controllers the run leaves out: those the operator named

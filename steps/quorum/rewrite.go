@@ -69,6 +69,10 @@ type rwArgs struct {
 	Aside string `json:"aside,omitempty"`
 	// Want: the voters a quorum wait wants caught up with a leader.
 	Want []int32 `json:"want,omitempty"`
+	// Size, Bytes: records appended to a segment of Size bytes (Bytes
+	// base64: KRaftVoters control batches, no secret), To their sha256.
+	Size  int64  `json:"size,omitempty"`
+	Bytes string `json:"bytes,omitempty"`
 }
 
 const (
@@ -85,6 +89,9 @@ const (
 	doSafe     = "safe"
 	doAlone    = "alone"
 	doJoinSafe = "join-safe"
+	doAppend   = "append-voters"
+	doObserve  = "observer-safe"
+	doAddVoter = "add-voter"
 )
 
 func digest(b []byte) string {
@@ -292,26 +299,33 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 	if err == nil {
 		from = digest(cur)
 	}
-	content := SeedState(r.Seed.Node, r.StateEpoch)
-	add(phaseSeed, steps.Action{Op: steps.OpCheck, Target: "every controller", Detail: "no controller but the seed runs (one brought back by its service manager, or by hand, could lead the old timeline beside the seed)", Args: rwArgs{Node: seedHost.ID, Do: doAlone}})
-	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("write %s: no leader, no vote, epoch %d (the highest any node saw), voter %d", qs, r.StateEpoch, r.Seed.Node), Broker: seedHost.ID,
-		Args: rwArgs{Node: seedHost.ID, Do: doFile, Path: qs, Backup: keptPath(r.Seed, "quorum-state", "was", run), From: from, To: digest(content), Content: string(content)}})
-	cfg, err := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, seedHost.Config)
-	if err != nil {
-		return nil, fmt.Errorf("read the seed's config: %w", err)
+	var alone, full []byte
+	if r.Dynamic {
+		if err := planDynamicSeed(add, r, seedHost, qs, from, run); err != nil {
+			return nil, err
+		}
+	} else {
+		content := SeedState(r.Seed.Node, r.StateEpoch)
+		add(phaseSeed, steps.Action{Op: steps.OpCheck, Target: "every controller", Detail: "no controller but the seed runs (one brought back by its service manager, or by hand, could lead the old timeline beside the seed)", Args: rwArgs{Node: seedHost.ID, Do: doAlone}})
+		add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("write %s: no leader, no vote, epoch %d (the highest any node saw), voter %d", qs, r.StateEpoch, r.Seed.Node), Broker: seedHost.ID,
+			Args: rwArgs{Node: seedHost.ID, Do: doFile, Path: qs, Backup: keptPath(r.Seed, "quorum-state", "was", run), From: from, To: digest(content), Content: string(content)}})
+		cfg, err := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, seedHost.Config)
+		if err != nil {
+			return nil, fmt.Errorf("read the seed's config: %w", err)
+		}
+		// The seed's config with the seed alone, and with the full set again
+		// (from whatever the file holds now: on a resumed run it may be the
+		// seed alone already). The file before each edit is kept.
+		alone, err = withVoters(cfg, r.seedEntry())
+		if err != nil {
+			return nil, fmt.Errorf("%w: controller %d's %s: %v; nothing was changed", steps.ErrRefused, seedHost.ID, seedHost.Config, err)
+		}
+		full, _ = withVoters(alone, r.VotersLine)
+		add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the seed alone; the file before it kept as %s)", seedHost.Config, r.seedEntry(), seedHost.Config+".kremedy-"+run), Broker: seedHost.ID,
+			Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run, From: digest(cfg), To: digest(alone), Voters: r.seedEntry()}})
+		add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
+		add(phaseSeed, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d leads, its whole log committed", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doLeads}})
 	}
-	// The seed's config with the seed alone, and with the full set again
-	// (from whatever the file holds now: on a resumed run it may be the
-	// seed alone already). The file before each edit is kept.
-	alone, err := withVoters(cfg, r.seedEntry())
-	if err != nil {
-		return nil, fmt.Errorf("%w: controller %d's %s: %v; nothing was changed", steps.ErrRefused, seedHost.ID, seedHost.Config, err)
-	}
-	full, _ := withVoters(alone, r.VotersLine)
-	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the seed alone; the file before it kept as %s)", seedHost.Config, r.seedEntry(), seedHost.Config+".kremedy-"+run), Broker: seedHost.ID,
-		Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run, From: digest(cfg), To: digest(alone), Voters: r.seedEntry()}})
-	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
-	add(phaseSeed, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d leads, its whole log committed", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doLeads}})
 	// Phase aside: the brokers whose copies diverge from the seed.
 	for _, id := range r.Beyond {
 		c := r.copyOf(id)
@@ -331,12 +345,6 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 	// majority of the others run, until a leader and they are caught up.
 	// Phase join: the rest, one at a time, into a quorum that serves.
 	meta, _ := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, path.Join(r.Seed.MetaDir, "meta.properties"))
-	others := r.others()
-	maj := len(r.Voters)/2 + 1
-	first, rest := others, []int32(nil)
-	if len(others) > maj-1 {
-		first, rest = others[:maj-1], others[maj-1:]
-	}
 	back := func(phase string, id int32, check, checkWhat string) error {
 		h, _ := env.Target.Controller(id)
 		c := r.copyOf(id)
@@ -346,7 +354,21 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		}
 		if c.MetaDir != "" {
 			mp := path.Join(c.MetaDir, "meta.properties")
-			if _, err := brokers.ReadFile(ctx, env.Hosts, id, mp); err != nil {
+			own, err := brokers.ReadFile(ctx, env.Hosts, id, mp)
+			if r.Dynamic && err == nil {
+				// A dynamic quorum names its voters by directory id: the
+				// controller comes back as a new disk, never under the id
+				// its old log had.
+				a, ok, err := newDirectoryID(ctx, env, id, mp, own, run)
+				if err != nil {
+					return err
+				}
+				if ok {
+					a.Target = con
+					add(phase, a)
+				}
+			}
+			if err != nil {
 				if len(meta) == 0 {
 					return fmt.Errorf("%w: controller %d has no %s and the seed's meta.properties could not be read to make it; format it with kafka-storage.sh format --cluster-id <the cluster's id> --config %s (static quorum), then run again (kremedy resume). Nothing of this step was done", steps.ErrRefused, id, mp, h.Config)
 				}
@@ -362,26 +384,38 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 		add(phase, steps.Action{Op: steps.OpSSH, Target: con, Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
 		return nil
 	}
-	for _, id := range first {
-		if err := back(phaseRejoin, id, doSafe, "the rule for an empty voter's start: the seed runs and leads, and the running voters without its log stay fewer than a majority"); err != nil {
+	if r.Dynamic {
+		if err := planDynamicJoin(add, back, r, seedHost); err != nil {
 			return nil, err
 		}
-		add(phaseRejoin, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d fetched the seed's log to its end", id), Broker: id, Args: rwArgs{Node: id, Do: doCaughtUp}})
-	}
-	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the full voter set again)", seedHost.Config, r.VotersLine), Broker: seedHost.ID,
-		Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run + "-alone", From: digest(alone), To: digest(full), Voters: r.VotersLine}})
-	add(phaseRestart, steps.Action{Op: steps.OpCheck, Target: on, Detail: "the rule for the seed's restart: fewer than a majority of the other voters run", Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doSafe}})
-	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Stop, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStop}})
-	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d's port closes", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doGone}})
-	add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
-	running := append([]int32{r.Seed.Node}, first...)
-	add(phaseRestart, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", running), Args: rwArgs{Do: doQuorum, Want: slices.Clone(running)}})
-	for _, id := range rest {
-		if err := back(phaseJoin, id, doJoinSafe, "the quorum has a leader and a majority of the voters caught up: an empty voter joins as a follower"); err != nil {
-			return nil, err
+	} else {
+		others := r.others()
+		maj := len(r.Voters)/2 + 1
+		first, rest := others, []int32(nil)
+		if len(others) > maj-1 {
+			first, rest = others[:maj-1], others[maj-1:]
 		}
-		running = append(running, id)
-		add(phaseJoin, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", running), Broker: id, Args: rwArgs{Node: id, Do: doQuorum, Want: slices.Clone(running)}})
+		for _, id := range first {
+			if err := back(phaseRejoin, id, doSafe, "the rule for an empty voter's start: the seed runs and leads, and the running voters without its log stay fewer than a majority"); err != nil {
+				return nil, err
+			}
+			add(phaseRejoin, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d fetched the seed's log to its end", id), Broker: id, Args: rwArgs{Node: id, Do: doCaughtUp}})
+		}
+		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the full voter set again)", seedHost.Config, r.VotersLine), Broker: seedHost.ID,
+			Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run + "-alone", From: digest(alone), To: digest(full), Voters: r.VotersLine}})
+		add(phaseRestart, steps.Action{Op: steps.OpCheck, Target: on, Detail: "the rule for the seed's restart: fewer than a majority of the other voters run", Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doSafe}})
+		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Stop, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStop}})
+		add(phaseRestart, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d's port closes", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doGone}})
+		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
+		running := append([]int32{r.Seed.Node}, first...)
+		add(phaseRestart, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", running), Args: rwArgs{Do: doQuorum, Want: slices.Clone(running)}})
+		for _, id := range rest {
+			if err := back(phaseJoin, id, doJoinSafe, "the quorum has a leader and a majority of the voters caught up: an empty voter joins as a follower"); err != nil {
+				return nil, err
+			}
+			running = append(running, id)
+			add(phaseJoin, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", running), Broker: id, Args: rwArgs{Node: id, Do: doQuorum, Want: slices.Clone(running)}})
+		}
 	}
 	// Phase brokers: those stopped in phase aside.
 	for _, id := range r.Beyond {
@@ -596,6 +630,8 @@ if [ ! -d "$d" ]; then mkdir -p -- "$d"; chown --reference="$(dirname -- "$d")" 
 				return fmt.Errorf("%w: controllers %v run: the seed starts alone only while no other voter runs (one brought back by its service manager or by hand could lead the old timeline beside it). Stop them (and disable what restarts them), then resume. Nothing was changed", steps.ErrRefused, others)
 			}
 			return nil
+		case doAppend, doObserve, doAddVoter:
+			return actDynamic(ctx, env, r, a, args)
 		case doJoinSafe:
 			// The quorum serves: a leader and a majority of the full voter
 			// set caught up. An empty voter started now joins as a

@@ -88,7 +88,11 @@ func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 		}
 		p.Facts = append(p.Facts, fmt.Sprintf("controller %d (%s): %s", c.Host.ID, c.Host.On(), state))
 	}
-	p.Facts = append(p.Facts, "static voter set (controller.quorum.voters): "+v.VotersLine)
+	if v.Dynamic {
+		p.Facts = append(p.Facts, fmt.Sprintf("dynamic quorum (controller.quorum.bootstrap.servers, kraft.version 1): the voter set is in the metadata log; the backup step reads it from the seed's copy and checks it names the inventory's controllers %v", voterIDs(v.Voters)))
+	} else {
+		p.Facts = append(p.Facts, "static voter set (controller.quorum.voters): "+v.VotersLine)
+	}
 	if ok, why := v.serving(); ok {
 		p.NoOp, p.EndsRun = true, true
 		p.Summary = "the quorum serves (" + why + "): nothing to recover"

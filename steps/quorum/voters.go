@@ -177,9 +177,9 @@ func VotersBatch(base int64, epoch int32, tsMillis int64, vs []VoterEntry) ([]by
 	}
 	key := []byte{0, 0, 0, ctrlKRaftVoters} // ControlRecordType key: version 0, type
 	var body []byte
-	body = append(body, 0)               // record attributes
-	body = binary.AppendVarint(body, 0)  // timestamp delta
-	body = binary.AppendVarint(body, 0)  // offset delta
+	body = append(body, 0)              // record attributes
+	body = binary.AppendVarint(body, 0) // timestamp delta
+	body = binary.AppendVarint(body, 0) // offset delta
 	body = binary.AppendVarint(body, int64(len(key)))
 	body = append(body, key...)
 	body = binary.AppendVarint(body, int64(len(value)))

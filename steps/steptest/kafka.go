@@ -614,6 +614,33 @@ func (k *Kafka) Quorum(ctx context.Context, addrs []string) (ports.Quorum, error
 	return q, nil
 }
 
+// AddVoter adds v to the quorum as a voter when the controller at addr
+// runs and leads, as Kafka's leader does once v has caught up as an
+// observer (it keeps v's log end): NOT_LEADER_OR_FOLLOWER otherwise.
+func (k *Kafka) AddVoter(ctx context.Context, addr string, v ports.NewVoter) error {
+	running := k.Listening(ctx, addr)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.KRaft == nil || !running || k.KRaft.Leader < 0 {
+		return fmt.Errorf("AddRaftVoter %d at %s: NOT_LEADER_OR_FOLLOWER", v.ID, addr)
+	}
+	end := int64(-1)
+	var observers []ports.Voter
+	for _, o := range k.KRaft.Observers {
+		if o.ID == v.ID {
+			end = o.LogEndOffset
+			continue
+		}
+		observers = append(observers, o)
+	}
+	if end < 0 {
+		return fmt.Errorf("AddRaftVoter %d at %s: REQUEST_TIMED_OUT: not an observer of the leader", v.ID, addr)
+	}
+	k.KRaft.Observers = observers
+	k.KRaft.Voters = append(slices.Clone(k.KRaft.Voters), ports.Voter{ID: v.ID, DirID: v.DirID, LogEndOffset: end})
+	return nil
+}
+
 // SetQuorum changes the metadata quorum Quorum describes (nil: none).
 func (k *Kafka) SetQuorum(q *ports.Quorum) {
 	k.mu.Lock()

@@ -1,0 +1,364 @@
+package quorum
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/internal/shell"
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
+)
+
+// A dynamic quorum's way back (KIP-853, kraft.version 1). Its voter set is
+// the last KRaftVoters record of the log, so editing a config changes
+// nothing. The seed's log gets, while it is stopped, the records that
+// take its voter set down to itself — one voter removed per record, as
+// Kafka replays no voter set that does not overlap the previous one's
+// majority (VoterSetHistory.addAt) — appended after its last batch, of
+// its last batch's epoch. Started alone, it is the one voter and leads.
+// The other controllers come back empty as observers (a new directory
+// id), fetch the seed's log, and are added one at a time with
+// AddRaftVoter, the request kafka-metadata-quorum.sh add-controller sends.
+// A controller that comes back with its old log can take no part: the
+// new voter set names the others by their new directory ids.
+
+// dynamicLog is what the backup step reads of the seed's copy on a
+// dynamic quorum.
+type dynamicLog struct {
+	Voters []VoterEntry `json:"voters"`
+	// VotersAt is the offset of the KRaftVoters record they come from.
+	VotersAt int64 `json:"voters_at"`
+	// Segment is the seed's last segment, where the records are
+	// appended; Size its size, which must be its whole batches'.
+	Segment string `json:"segment"`
+	Size    int64  `json:"size"`
+}
+
+// maxCheckpointHead is how much of a snapshot is read for its voters: a
+// snapshot of kraft.version 1 starts with its header, the kraft.version
+// and the voters (RecordsSnapshotWriter), long before its metadata.
+const maxCheckpointHead = 1 << 20
+
+// readDynamicLog reads the seed's voter set (its newest snapshot's, or a
+// later KRaftVoters record of its segments) and its last segment.
+func readDynamicLog(ctx context.Context, h ports.Hosts, seed Copy) (dynamicLog, error) {
+	var lines []string
+	cmd := shell.Script(fmt.Sprintf(`cd %s && for f in *.checkpoint *.log; do [ -e "$f" ] && printf '%%s\t%%s\n' "$(stat -c %%s -- "$f")" "$f"; done; true`, shell.Quote(seed.Dir)))
+	if err := h.Run(ctx, seed.Node, cmd, func(l ports.Line) {
+		if !l.Stderr {
+			lines = append(lines, l.Text)
+		}
+	}); err != nil {
+		return dynamicLog{}, fmt.Errorf("list %s on %s: %w", seed.Dir, seed.Role(), err)
+	}
+	type file struct {
+		base int64
+		size int64
+		name string
+	}
+	var snaps, segs []file
+	for _, l := range lines {
+		sz, name, _ := strings.Cut(l, "\t")
+		size, err := strconv.ParseInt(sz, 10, 64)
+		head, _, _ := strings.Cut(name, "-")
+		base, err2 := strconv.ParseInt(strings.TrimSuffix(head, ".log"), 10, 64)
+		if err != nil || err2 != nil {
+			continue
+		}
+		if strings.HasSuffix(name, ".checkpoint") {
+			snaps = append(snaps, file{base, size, name})
+		} else {
+			segs = append(segs, file{base, size, name})
+		}
+	}
+	byBase := func(fs []file) { sort.Slice(fs, func(i, j int) bool { return fs[i].base < fs[j].base }) }
+	byBase(snaps)
+	byBase(segs)
+	if len(segs) == 0 {
+		return dynamicLog{}, fmt.Errorf("%s holds no segment", seed.Dir)
+	}
+	d := dynamicLog{VotersAt: -1}
+	if len(snaps) > 0 {
+		s := snaps[len(snaps)-1]
+		b, err := readHead(ctx, h, seed.Node, path.Join(seed.Dir, s.name), maxCheckpointHead)
+		if err != nil {
+			return d, err
+		}
+		if vs, off, ok, err := LastVoters(b); err != nil {
+			return d, fmt.Errorf("%s: %w", s.name, err)
+		} else if ok {
+			d.Voters, d.VotersAt = vs, off
+		}
+	}
+	for i, s := range segs {
+		if s.size > maxSegmentFetch {
+			return d, fmt.Errorf("%s is %d bytes, more than kremedy fetches (%d) to read a voter set: follow docs/quorum-recovery.md's manual way", s.name, s.size, maxSegmentFetch)
+		}
+		last := i == len(segs)-1
+		if !last && segs[i+1].base <= d.VotersAt {
+			continue // wholly before the snapshot's voters
+		}
+		b, err := brokers.ReadFile(ctx, h, seed.Node, path.Join(seed.Dir, s.name))
+		if err != nil {
+			return d, err
+		}
+		if vs, off, ok, err := LastVoters(b); err != nil {
+			return d, fmt.Errorf("%s: %w", s.name, err)
+		} else if ok && off >= d.VotersAt {
+			d.Voters, d.VotersAt = vs, off
+		}
+		if last {
+			d.Segment, d.Size = path.Join(seed.Dir, s.name), int64(len(b))
+			if v := ValidLength(b); v != len(b) {
+				return d, fmt.Errorf("%s ends with %d bytes that are no whole batch (a write cut short): Kafka's log recovery truncates them at the next start; kremedy appends only after whole batches. Start and stop the seed once by hand with every other controller stopped, or follow docs/quorum-recovery.md's manual way", d.Segment, len(b)-v)
+			}
+		}
+	}
+	if d.VotersAt < 0 {
+		return d, fmt.Errorf("%s holds no KRaftVoters record (neither its newest snapshot nor its segments): is kraft.version 1? kafka-features.sh describe says", seed.Dir)
+	}
+	return d, nil
+}
+
+// readHead reads up to n bytes of a file on a node's host.
+func readHead(ctx context.Context, h ports.Hosts, id int32, p string, n int) ([]byte, error) {
+	var b strings.Builder
+	err := h.Run(ctx, id, shell.Script(fmt.Sprintf("head -c %d -- %s | base64 -w0", n, shell.Quote(p))), func(l ports.Line) {
+		if !l.Stderr {
+			b.WriteString(l.Text)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s on node %d: %w", p, id, err)
+	}
+	return base64.StdEncoding.DecodeString(strings.TrimSpace(b.String()))
+}
+
+// checkLogVoters refuses a log voter set that is not the inventory's
+// controllers: the recovery adds back exactly the controllers the log
+// names.
+func checkLogVoters(vs []VoterEntry, t ports.Target, seed int32) error {
+	ids := voterEntryIDs(vs)
+	var inv []int32
+	for _, c := range t.Controllers {
+		inv = append(inv, c.ID)
+	}
+	slices.Sort(ids)
+	slices.Sort(inv)
+	if !slices.Equal(ids, inv) {
+		return fmt.Errorf("%w: the seed's log names voters %v, the inventory controllers %v: make the inventory list exactly the log's voters (kafka-metadata-quorum.sh describe --replication said so while the quorum served), and run again. Nothing was changed", steps.ErrRefused, ids, inv)
+	}
+	if !slices.Contains(ids, seed) {
+		return fmt.Errorf("%w: the seed %d is not a voter of its own log", steps.ErrRefused, seed)
+	}
+	return nil
+}
+
+// SeedStateDynamic is the seed's quorum-state on a dynamic quorum (data
+// version 1, Kafka 3.9+): no leader and no vote at epoch, the highest
+// epoch any node saw (SeedState says why).
+func SeedStateDynamic(epoch int32) []byte {
+	b, _ := json.Marshal(struct {
+		LeaderID    int32  `json:"leaderId"`
+		LeaderEpoch int32  `json:"leaderEpoch"`
+		VotedID     int32  `json:"votedId"`
+		VotedDir    string `json:"votedDirectoryId"`
+		DataVersion int    `json:"data_version"`
+	}{-1, epoch, -1, "AAAAAAAAAAAAAAAAAAAAAA", 1})
+	return b
+}
+
+// shrinkBytes are the control batches appended to the seed's log: from
+// its end offset, of its last epoch, the voter sets of ShrinkTo.
+func (r Recovery) shrinkBytes(tsMillis int64) ([]byte, []string, error) {
+	sets, err := ShrinkTo(r.Log.Voters, r.Seed.Node)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []byte
+	var said []string
+	for i, s := range sets {
+		b, err := VotersBatch(r.Seed.End+int64(i), r.Seed.Epoch, tsMillis, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, b...)
+		said = append(said, fmt.Sprintf("offset %d: voters %v", r.Seed.End+int64(i), voterEntryIDs(s)))
+	}
+	return out, said, nil
+}
+
+// appendScript appends the bytes on its stdin to seg when seg is size
+// bytes long (or finds them appended already): sha is theirs. Exit 3: seg
+// changed since the plan; 4: the bytes came damaged.
+func appendScript(seg string, size int64, n int, sha string) string {
+	return shell.Script(fmt.Sprintf(`set -eu
+f=%s; want=%d; n=%d; sha=%s
+t=$(mktemp); trap 'rm -f -- "$t"' EXIT
+cat > "$t"
+[ "$(sha256sum -- "$t" | cut -d' ' -f1)" = "$sha" ] || { echo "the records received are not the planned ones; nothing was written" >&2; exit 4; }
+size=$(stat -c %%s -- "$f")
+if [ "$size" -eq $((want + n)) ] && [ "$(tail -c "$n" -- "$f" | sha256sum | cut -d' ' -f1)" = "$sha" ]; then echo "$f holds the records already"; exit 0; fi
+[ "$size" -eq "$want" ] || { echo "$f is $size bytes, not the $want bytes planned: the log changed since the backup; nothing was written" >&2; exit 3; }
+cat -- "$t" >> "$f"
+sync -- "$f" 2>/dev/null || sync
+echo "$f: $n bytes appended (now $((want + n)))"`, shell.Quote(seg), size, n, shell.Quote(sha)))
+}
+
+// addFunc adds an action to the rewrite's plan in a phase; backFunc plans
+// a controller's return, empty (rewrite.Plan's back).
+type (
+	addFunc  func(phase string, a steps.Action)
+	backFunc func(phase string, id int32, check, checkWhat string) error
+)
+
+// planDynamicSeed plans the seed's phase on a dynamic quorum: alone, its
+// quorum-state, the voter set shrunk to it in its log, started, leading.
+func planDynamicSeed(add addFunc, r Recovery, seedHost ports.Host, qs, from, run string) error {
+	on := fmt.Sprintf("controller %d on %s", seedHost.ID, seedHost.On())
+	b, said, err := r.shrinkBytes(r.ReadAtMs)
+	if err != nil {
+		return fmt.Errorf("%w: %v; nothing was changed", steps.ErrRefused, err)
+	}
+	content := SeedStateDynamic(r.StateEpoch)
+	add(phaseSeed, steps.Action{Op: steps.OpCheck, Target: "every controller", Detail: "no controller but the seed runs (one brought back by its service manager, or by hand, could lead the old timeline beside the seed)", Args: rwArgs{Node: seedHost.ID, Do: doAlone}})
+	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("write %s: no leader, no vote, epoch %d (the highest any node saw)", qs, r.StateEpoch), Broker: seedHost.ID,
+		Args: rwArgs{Node: seedHost.ID, Do: doFile, Path: qs, Backup: keptPath(r.Seed, "quorum-state", "was", run), From: from, To: digest(content), Content: string(content)}})
+	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("append to %s (%d bytes now) the voter set shrunk to controller %d, one voter at a time as Kafka replays it: %s (KRaftVoters control records of epoch %d; the segment as it was is in the backup)", r.Log.Segment, r.Log.Size, r.Seed.Node, strings.Join(said, "; "), r.Seed.Epoch), Broker: seedHost.ID,
+		Args: rwArgs{Node: seedHost.ID, Do: doAppend, Path: r.Log.Segment, Size: r.Log.Size, Bytes: base64.StdEncoding.EncodeToString(b), To: digest(b)}})
+	add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
+	add(phaseSeed, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d leads, the one voter", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doLeads}})
+	return nil
+}
+
+// planDynamicJoin plans every other controller's return on a dynamic
+// quorum, one at a time: empty, a new directory id, started as an
+// observer, caught up, added as a voter (AddRaftVoter), the quorum
+// serving with it.
+func planDynamicJoin(add addFunc, back backFunc, r Recovery, seedHost ports.Host) error {
+	voters := []int32{r.Seed.Node}
+	for _, id := range r.others() {
+		if err := back(phaseRejoin, id, doObserve, "the seed leads as the one voter: an empty controller starts as an observer, which takes no part in an election"); err != nil {
+			return err
+		}
+		add(phaseRejoin, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d fetched the seed's log to its end", id), Broker: id, Args: rwArgs{Node: id, Do: doCaughtUp}})
+		add(phaseRejoin, steps.Action{Op: steps.OpKafka, Target: seedHost.Addr, Detail: fmt.Sprintf("AddRaftVoter %d with its new directory id and its listeners as the log had them (what kafka-metadata-quorum.sh add-controller sends)", id), Broker: id, Args: rwArgs{Node: id, Do: doAddVoter}})
+		voters = append(voters, id)
+		add(phaseRejoin, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", voters), Broker: id, Args: rwArgs{Node: id, Do: doQuorum, Want: slices.Clone(voters)}})
+	}
+	return nil
+}
+
+// newDirectoryID plans a controller's meta.properties with a new
+// directory.id (ok false: this run did it already — its backup is there).
+func newDirectoryID(ctx context.Context, env *steps.Env, id int32, mp string, own []byte, run string) (steps.Action, bool, error) {
+	kept := mp + ".kremedy-" + run
+	if _, err := brokers.ReadFile(ctx, env.Hosts, id, kept); err == nil {
+		return steps.Action{}, false, nil
+	}
+	text, err := metaFor(own, id)
+	if err != nil {
+		return steps.Action{}, false, err
+	}
+	return steps.Action{Op: steps.OpSSH, Detail: fmt.Sprintf("write %s with a new directory.id (the one its old log had is never reused; the file before it kept as %s)", mp, kept), Broker: id,
+		Args: rwArgs{Node: id, Do: doFile, Path: mp, Backup: kept, From: digest(own), To: digest(text), Content: string(text)}}, true, nil
+}
+
+// actDynamic runs a dynamic quorum's own actions.
+func actDynamic(ctx context.Context, env *steps.Env, r Recovery, a steps.Action, args rwArgs) error {
+	seed, _ := env.Target.Controller(r.Seed.Node)
+	switch args.Do {
+	case doAppend:
+		b, err := base64.StdEncoding.DecodeString(args.Bytes)
+		if err != nil {
+			return err
+		}
+		err = env.Hosts.RunInput(ctx, args.Node, appendScript(args.Path, args.Size, len(b), args.To), b, func(l ports.Line) { env.Output(a.Target, l) })
+		if code, ok := brokers.ExitStatus(err); ok && code == 3 {
+			return fmt.Errorf("%w: %s changed since the backup (it was %d bytes): did the seed run? Nothing was written; plan again from the backup step (kremedy resume)", steps.ErrStalePlan, args.Path, args.Size)
+		}
+		return err
+	case doObserve:
+		q, err := env.Kafka.Quorum(ctx, []string{seed.Addr})
+		if err != nil || q.Leader != r.Seed.Node {
+			return fmt.Errorf("%w: the seed, controller %d, does not lead now (%v, leader %d): controller %d is not started. Resume once it leads", steps.ErrRefused, r.Seed.Node, err, q.Leader, args.Node)
+		}
+		for _, v := range q.Voters {
+			if v.ID == args.Node && v.DirID != "" {
+				env.Logf("controller %d is a voter already (directory %s): an earlier attempt added it", args.Node, v.DirID)
+			}
+		}
+		env.Logf("safe: controller %d leads; voters %v", q.Leader, voterIDsOf(q.Voters))
+		return nil
+	case doAddVoter:
+		return addVoter(ctx, env, r, seed, args.Node)
+	}
+	return fmt.Errorf("action %s: nothing to do for %q", a.ID, args.Do)
+}
+
+// addVoter adds controller id with the directory id its meta.properties
+// holds now and the listeners the log had for it, unless the quorum
+// lists it with that directory id already.
+func addVoter(ctx context.Context, env *steps.Env, r Recovery, seed ports.Host, id int32) error {
+	h, _ := env.Target.Controller(id)
+	c := r.copyOf(id)
+	metaDir := c.MetaDir
+	if metaDir == "" {
+		return fmt.Errorf("%w: controller %d's metadata dir is unknown (its config was not read): add it by hand with kafka-metadata-quorum.sh --bootstrap-controller %s --command-config %s add-controller on its host", steps.ErrRefused, id, seed.Addr, h.Config)
+	}
+	mb, err := brokers.ReadFile(ctx, env.Hosts, id, path.Join(metaDir, "meta.properties"))
+	if err != nil {
+		return err
+	}
+	dir := ""
+	for _, l := range strings.Split(string(mb), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "directory.id="); ok {
+			dir = strings.TrimSpace(v)
+		}
+	}
+	var eps []ports.Listener
+	for _, v := range r.Log.Voters {
+		if v.ID == id {
+			for _, e := range v.Endpoints {
+				eps = append(eps, ports.Listener{Name: e.Name, Host: e.Host, Port: int(e.Port)})
+			}
+		}
+	}
+	if dir == "" || len(eps) == 0 {
+		return fmt.Errorf("%w: controller %d: no directory.id in its meta.properties, or no listener in the log's voter set: add it by hand (kafka-metadata-quorum.sh add-controller)", steps.ErrRefused, id)
+	}
+	if q, err := env.Kafka.Quorum(ctx, []string{seed.Addr}); err == nil {
+		for _, v := range q.Voters {
+			if v.ID == id && v.DirID == dir {
+				env.Logf("controller %d is a voter already with directory %s", id, dir)
+				return nil
+			}
+		}
+	}
+	return roll.WaitFor(ctx, env, time.Minute, fmt.Sprintf("the leader to add controller %d", id), func() (bool, string) {
+		err := env.Kafka.AddVoter(ctx, seed.Addr, ports.NewVoter{ID: id, DirID: dir, Listeners: eps})
+		if err != nil {
+			return false, err.Error()
+		}
+		env.Logf("controller %d added as a voter (directory %s)", id, dir)
+		return true, ""
+	})
+}
+
+func voterIDsOf(vs []ports.Voter) []int32 {
+	var ids []int32
+	for _, v := range vs {
+		ids = append(ids, v.ID)
+	}
+	return ids
+}
