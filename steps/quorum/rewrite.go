@@ -435,6 +435,13 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
   every copy as it was: <dir>.%s.kremedy-backup-%s (the backup step);
   the copies moved aside: <dir>.%s.kremedy-aside-%s;
   the seed's quorum-state and config as they were: %s, %s.`, MetadataLog, run, MetadataLog, run, keptPath(r.Seed, "quorum-state", "was", run), seedHost.Config+".kremedy-"+run)
+	if r.Dynamic {
+		p.Rollback = fmt.Sprintf(`What is kept, never deleted, beside each node's metadata log dir:
+  every copy as it was, the seed's last segment before the records appended to it among them: <dir>.%s.kremedy-backup-%s (the backup step);
+  the copies moved aside: <dir>.%s.kremedy-aside-%s;
+  the seed's quorum-state as it was: %s; each controller's meta.properties before its new directory id: <meta.properties>.kremedy-%s.
+Once a controller is added back as a voter, the voter set names its new directory id: its old copy, put back, is at most an observer.`, MetadataLog, run, MetadataLog, run, keptPath(r.Seed, "quorum-state", "was", run), run)
+	}
 	return p, nil
 }
 
