@@ -157,7 +157,8 @@ func quorumLedger(t *testing.T, copies []quorum.Copy) {
 // action: the seed leads alone and the first empty controller is on its
 // way back) and resumed: a leader and three voters again, the ledger says
 // nothing is discarded (no copy holds a record beyond the seed), every
-// topic served, a topic created and acks=all served (quorumServes).
+// topic served, a topic created and acks=all served (quorumServes), and
+// diagnose finds nothing.
 func quorumRunbook(t *testing.T, l *lab.Lab, dir string, lossAt time.Time) {
 	run := filepath.Join(t.TempDir(), "run")
 	name := l.Inventory().Name
@@ -185,6 +186,7 @@ func quorumRunbook(t *testing.T, l *lab.Lab, dir string, lossAt time.Time) {
 	t.Logf("FIGURE quorum-recovery on 3.9.2 (killed once, resumed): from the quorum's loss to a leader and 3 voters in %.1fs", time.Since(lossAt).Seconds())
 	quorumServes(t, l)
 	t.Logf("FIGURE from the quorum's loss to a serving cluster (brokers unfenced, a topic created, acks=all served): %.1fs", time.Since(lossAt).Seconds())
+	kraftDiagnoseClean(t, l)
 	rep, err := os.ReadFile(filepath.Join(run, "report.md"))
 	if err != nil || !strings.Contains(string(rep), "nothing: no copy held a record beyond the seed's end") {
 		t.Errorf("the report does not give the ledger (%v):\n%s", err, rep)
