@@ -250,6 +250,10 @@ func (k *rollBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return nil, err
 	}
 	k.w.st = st
+	var why string
+	if k.o.To == BackToZooKeeper {
+		k.r.First, why = newestFirst(ctx, env)
+	}
 	var sec Security
 	if k.o.To == ToMigration {
 		if sec, err = k.w.quorum(env); err != nil {
@@ -265,6 +269,9 @@ func (k *rollBrokers) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		})
 	if p != nil {
 		p.Facts = append(p.Facts, sec.Facts...)
+		if why != "" {
+			p.Facts = append(p.Facts, why)
+		}
 	}
 	return p, err
 }

@@ -68,7 +68,8 @@ func (r *Roll) history(env *steps.Env) (map[int32]progress, error) {
 	return out, nil
 }
 
-// order is the nodes to restart, ascending, the last one last.
+// order is the nodes to restart: Roll.First first, then the others
+// ascending, the last one last (when it is not among the first).
 func (r *Roll) order(ctx context.Context, env *steps.Env) ([]int32, int32, string, error) {
 	var all []int32
 	for _, h := range r.Nodes.Hosts(env) {
@@ -86,11 +87,21 @@ func (r *Roll) order(ctx context.Context, env *steps.Env) ([]int32, int32, strin
 		}
 		slices.Sort(ids)
 	}
+	var first []int32
+	for _, id := range r.First {
+		if slices.Contains(ids, id) && !slices.Contains(first, id) {
+			first = append(first, id)
+		}
+	}
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id int32) bool { return slices.Contains(first, id) })
 	last, what := r.Nodes.Last(ctx, env)
+	if slices.Contains(first, last) {
+		last, what = -1, ""
+	}
 	if i := slices.Index(ids, last); i >= 0 {
 		ids = append(append(slices.Clone(ids[:i]), ids[i+1:]...), last)
 	}
-	return ids, last, what, nil
+	return append(first, ids...), last, what, nil
 }
 
 // left reads what is left of each node's restart.

@@ -112,6 +112,10 @@ type Roll struct {
 	// (brokers.Batches, from the live ISR); N, at most N. Only a Guard's
 	// rolls of brokers batch; controllers always roll one at a time.
 	Batch int
+	// First are nodes restarted before the others, in this order; the
+	// last-one rule (Nodes.Last) then holds only among the others. The
+	// zk-to-kraft revert's back-to-zookeeper roll sets it (steps/migrate).
+	First []int32
 }
 
 // BatchAuto is Roll.Batch's "auto": the largest safe batches (a batch
