@@ -88,44 +88,49 @@ func readDynamicLog(ctx context.Context, h ports.Hosts, seed Copy) (dynamicLog, 
 		return dynamicLog{}, fmt.Errorf("%s holds no segment", seed.Dir)
 	}
 	d := dynamicLog{VotersAt: -1}
+	found := false
+	// A snapshot's name is its end offset and epoch: its records are the
+	// log's state before that offset, numbered from 0 inside the file.
+	var snapEnd int64
 	if len(snaps) > 0 {
 		s := snaps[len(snaps)-1]
+		snapEnd = s.base
 		b, err := readHead(ctx, h, seed.Node, path.Join(seed.Dir, s.name), maxCheckpointHead)
 		if err != nil {
 			return d, err
 		}
-		if vs, off, ok, err := LastVoters(b); err != nil {
+		if vs, _, ok, err := LastVoters(b); err != nil {
 			return d, fmt.Errorf("%s: %w", s.name, err)
 		} else if ok {
-			d.Voters, d.VotersAt = vs, off
+			d.Voters, d.VotersAt, found = vs, snapEnd-1, true
 		}
 	}
 	for i, s := range segs {
-		if s.size > maxSegmentFetch {
-			return d, fmt.Errorf("%s is %d bytes, more than kremedy fetches (%d) to read a voter set: follow docs/quorum-recovery.md's manual way", s.name, s.size, maxSegmentFetch)
-		}
 		last := i == len(segs)-1
-		if !last && segs[i+1].base <= d.VotersAt {
-			continue // wholly before the snapshot's voters
+		if !last && segs[i+1].base <= snapEnd {
+			continue // wholly before the snapshot's end: the snapshot holds its state
+		}
+		if s.size > maxSegmentFetch {
+			return d, fmt.Errorf("%s is %d bytes, more than kremedy fetches (%d) to find a voter set: read it on controller %d with kafka-dump-log.sh --cluster-metadata-decoder --files %s, or choose another controller as the seed (--set seed=N)", s.name, s.size, maxSegmentFetch, seed.Node, path.Join(seed.Dir, s.name))
 		}
 		b, err := brokers.ReadFile(ctx, h, seed.Node, path.Join(seed.Dir, s.name))
 		if err != nil {
 			return d, err
 		}
 		if vs, off, ok, err := LastVoters(b); err != nil {
-			return d, fmt.Errorf("%s: %w", s.name, err)
-		} else if ok && off >= d.VotersAt {
-			d.Voters, d.VotersAt = vs, off
+			return d, fmt.Errorf("%s: %w (a damaged copy: choose another controller as the seed with --set seed=N; the ledger then lists what that loses)", s.name, err)
+		} else if ok && off >= snapEnd {
+			d.Voters, d.VotersAt, found = vs, off, true
 		}
 		if last {
 			d.Segment, d.Size = path.Join(seed.Dir, s.name), int64(len(b))
 			if v := ValidLength(b); v != len(b) {
-				return d, fmt.Errorf("%s ends with %d bytes that are no whole batch (a write cut short): Kafka's log recovery truncates them at the next start; kremedy appends only after whole batches. Start and stop the seed once by hand with every other controller stopped, or follow docs/quorum-recovery.md's manual way", d.Segment, len(b)-v)
+				return d, fmt.Errorf("%s ends with %d bytes that are no whole batch (a write cut short): Kafka's log recovery truncates them at the next start, and kremedy appends only after whole batches. With every other controller stopped, start the seed once by hand and stop it (its recovery truncates the tail; it cannot lead alone), then run again", d.Segment, len(b)-v)
 			}
 		}
 	}
-	if d.VotersAt < 0 {
-		return d, fmt.Errorf("%s holds no KRaftVoters record (neither its newest snapshot nor its segments): is kraft.version 1? kafka-features.sh describe says", seed.Dir)
+	if !found {
+		return d, fmt.Errorf("%s holds no KRaftVoters record (neither its newest snapshot nor the segments after it): its configs say dynamic (controller.quorum.bootstrap.servers) but its log has no voter set, as a static quorum's (kraft.version 0) has none. If the quorum was static, put controller.quorum.voters back in every controller's config and run again", seed.Dir)
 	}
 	return d, nil
 }
@@ -199,20 +204,30 @@ func (r Recovery) shrinkBytes(tsMillis int64) ([]byte, []string, error) {
 }
 
 // appendScript appends the bytes on its stdin to seg when seg is size
-// bytes long (or finds them appended already): sha is theirs. Exit 3: seg
-// changed since the plan; 4: the bytes came damaged.
-func appendScript(seg string, size int64, n int, sha string) string {
+// bytes long, or finds them there already (the bytes at [size, size+n)
+// are theirs: appended by an earlier attempt, the seed perhaps leading
+// and writing since); sha is theirs. running: the seed's process runs —
+// then nothing is appended (a running process owns its open segment and
+// trims it back to what it wrote when it stops): exit 5 unless the
+// records are there. Exit 3: seg changed since the plan; 4: the bytes
+// came damaged.
+func appendScript(seg string, size int64, n int, sha string, running bool) string {
+	run := 0
+	if running {
+		run = 1
+	}
 	return shell.Script(fmt.Sprintf(`set -eu
-f=%s; want=%d; n=%d; sha=%s
+f=%s; want=%d; n=%d; sha=%s; running=%d
 t=$(mktemp); trap 'rm -f -- "$t"' EXIT
 cat > "$t"
 [ "$(sha256sum -- "$t" | cut -d' ' -f1)" = "$sha" ] || { echo "the records received are not the planned ones; nothing was written" >&2; exit 4; }
 size=$(stat -c %%s -- "$f")
-if [ "$size" -eq $((want + n)) ] && [ "$(tail -c "$n" -- "$f" | sha256sum | cut -d' ' -f1)" = "$sha" ]; then echo "$f holds the records already"; exit 0; fi
+if [ "$size" -ge $((want + n)) ] && [ "$(head -c $((want + n)) -- "$f" | tail -c "$n" | sha256sum | cut -d' ' -f1)" = "$sha" ]; then echo "$f holds the records already"; exit 0; fi
+[ "$running" = 0 ] || { echo "the seed runs, and $f does not hold the records: nothing was written" >&2; exit 5; }
 [ "$size" -eq "$want" ] || { echo "$f is $size bytes, not the $want bytes planned: the log changed since the backup; nothing was written" >&2; exit 3; }
 cat -- "$t" >> "$f"
 sync -- "$f" 2>/dev/null || sync
-echo "$f: $n bytes appended (now $((want + n)))"`, shell.Quote(seg), size, n, shell.Quote(sha)))
+echo "$f: $n bytes appended (now $((want + n)))"`, shell.Quote(seg), size, n, shell.Quote(sha), run))
 }
 
 // addFunc adds an action to the rewrite's plan in a phase; backFunc plans
@@ -260,18 +275,40 @@ func planDynamicJoin(add addFunc, back backFunc, r Recovery, seedHost ports.Host
 }
 
 // newDirectoryID plans a controller's meta.properties with a new
-// directory.id (ok false: this run did it already — its backup is there).
-func newDirectoryID(ctx context.Context, env *steps.Env, id int32, mp string, own []byte, run string) (steps.Action, bool, error) {
-	kept := mp + ".kremedy-" + run
-	if _, err := brokers.ReadFile(ctx, env.Hosts, id, kept); err == nil {
+// directory.id when it still holds old, the one the lost quorum's voter
+// set had for it (ok false: it holds another already — this run, or an
+// earlier replacement, gave it one).
+func newDirectoryID(id int32, mp string, own []byte, old, run string) (steps.Action, bool, error) {
+	if old == "" || dirIDOf(own) != old {
 		return steps.Action{}, false, nil
 	}
 	text, err := metaFor(own, id)
 	if err != nil {
 		return steps.Action{}, false, err
 	}
-	return steps.Action{Op: steps.OpSSH, Detail: fmt.Sprintf("write %s with a new directory.id (the one its old log had is never reused; the file before it kept as %s)", mp, kept), Broker: id,
+	kept := mp + ".kremedy-" + run
+	return steps.Action{Op: steps.OpSSH, Detail: fmt.Sprintf("write %s with a new directory.id (%s, the one its old log had, is never reused; the file before it kept as %s)", mp, old, kept), Broker: id,
 		Args: rwArgs{Node: id, Do: doFile, Path: mp, Backup: kept, From: digest(own), To: digest(text), Content: string(text)}}, true, nil
+}
+
+// dirIDOf is a meta.properties' directory.id ("" without one).
+func dirIDOf(meta []byte) string {
+	for _, l := range strings.Split(string(meta), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "directory.id="); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// oldDirID is the directory id the lost quorum's voter set had for id.
+func (r Recovery) oldDirID(id int32) string {
+	for _, v := range r.Log.Voters {
+		if v.ID == id {
+			return v.DirID
+		}
+	}
+	return ""
 }
 
 // actDynamic runs a dynamic quorum's own actions.
@@ -283,22 +320,26 @@ func actDynamic(ctx context.Context, env *steps.Env, r Recovery, a steps.Action,
 		if err != nil {
 			return err
 		}
-		err = env.Hosts.RunInput(ctx, args.Node, appendScript(args.Path, args.Size, len(b), args.To), b, func(l ports.Line) { env.Output(a.Target, l) })
-		if code, ok := brokers.ExitStatus(err); ok && code == 3 {
-			return fmt.Errorf("%w: %s changed since the backup (it was %d bytes): did the seed run? Nothing was written; plan again from the backup step (kremedy resume)", steps.ErrStalePlan, args.Path, args.Size)
+		running := env.Kafka.Listening(ctx, seed.Addr)
+		err = env.Hosts.RunInput(ctx, args.Node, appendScript(args.Path, args.Size, len(b), args.To, running), b, func(l ports.Line) { env.Output(a.Target, l) })
+		switch code, _ := brokers.ExitStatus(err); code {
+		case 5:
+			return fmt.Errorf("%w: controller %d runs (brought back by its service manager, or by hand?) and its log does not hold the records that shrink the voter set: it would stand for election with the lost voter set. Stop it (and disable what restarts it), then resume: nothing was written", steps.ErrRefused, args.Node)
+		case 3:
+			return fmt.Errorf("%w: %s is not as the backup read it (%d bytes), nor does it hold the planned records: did the seed run? Nothing was written. Its copy as it was is in the backup (DIR.%s.kremedy-backup-RUN): with every controller stopped, put it back and start a new run", steps.ErrRefused, args.Path, args.Size, MetadataLog)
 		}
 		return err
 	case doObserve:
-		q, err := env.Kafka.Quorum(ctx, []string{seed.Addr})
-		if err != nil || q.Leader != r.Seed.Node {
-			return fmt.Errorf("%w: the seed, controller %d, does not lead now (%v, leader %d): controller %d is not started. Resume once it leads", steps.ErrRefused, r.Seed.Node, err, q.Leader, args.Node)
+		q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(env.Target))
+		if err != nil || q.Leader < 0 {
+			return fmt.Errorf("%w: the quorum has no leader now (%v): controller %d is not started. Resume once it has one (the seed, controller %d, started)", steps.ErrRefused, err, args.Node, r.Seed.Node)
 		}
 		for _, v := range q.Voters {
 			if v.ID == args.Node && v.DirID != "" {
 				env.Logf("controller %d is a voter already (directory %s): an earlier attempt added it", args.Node, v.DirID)
 			}
 		}
-		env.Logf("safe: controller %d leads; voters %v", q.Leader, voterIDsOf(q.Voters))
+		env.Logf("safe: controller %d leads; voters %v: controller %d starts as an observer", q.Leader, voterIDsOf(q.Voters), args.Node)
 		return nil
 	case doAddVoter:
 		return addVoter(ctx, env, r, seed, args.Node)
@@ -320,11 +361,9 @@ func addVoter(ctx context.Context, env *steps.Env, r Recovery, seed ports.Host, 
 	if err != nil {
 		return err
 	}
-	dir := ""
-	for _, l := range strings.Split(string(mb), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "directory.id="); ok {
-			dir = strings.TrimSpace(v)
-		}
+	dir := dirIDOf(mb)
+	if dir != "" && dir == r.oldDirID(id) {
+		return fmt.Errorf("%w: controller %d's meta.properties holds directory id %s, the one its old log had in the lost voter set: it is not added under it. Resume: the rewrite gives it a new one", steps.ErrRefused, id, dir)
 	}
 	var eps []ports.Listener
 	for _, v := range r.Log.Voters {
@@ -337,22 +376,31 @@ func addVoter(ctx context.Context, env *steps.Env, r Recovery, seed ports.Host, 
 	if dir == "" || len(eps) == 0 {
 		return fmt.Errorf("%w: controller %d: no directory.id in its meta.properties, or no listener in the log's voter set: add it by hand (kafka-metadata-quorum.sh add-controller)", steps.ErrRefused, id)
 	}
-	if q, err := env.Kafka.Quorum(ctx, []string{seed.Addr}); err == nil {
+	err = roll.WaitFor(ctx, env, time.Minute, fmt.Sprintf("the leader to add controller %d", id), func() (bool, string) {
+		q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(env.Target))
+		if err != nil || q.Leader < 0 {
+			return false, fmt.Sprintf("no leader (%v)", err)
+		}
 		for _, v := range q.Voters {
 			if v.ID == id && v.DirID == dir {
-				env.Logf("controller %d is a voter already with directory %s", id, dir)
-				return nil
+				env.Logf("controller %d is a voter with directory %s", id, dir)
+				return true, ""
 			}
 		}
-	}
-	return roll.WaitFor(ctx, env, time.Minute, fmt.Sprintf("the leader to add controller %d", id), func() (bool, string) {
-		err := env.Kafka.AddVoter(ctx, seed.Addr, ports.NewVoter{ID: id, DirID: dir, Listeners: eps})
-		if err != nil {
+		lh, ok := env.Target.Controller(q.Leader)
+		if !ok {
+			return false, fmt.Sprintf("leader %d is not in the inventory", q.Leader)
+		}
+		if err := env.Kafka.AddVoter(ctx, lh.Addr, ports.NewVoter{ID: id, DirID: dir, Listeners: eps}); err != nil {
 			return false, err.Error()
 		}
-		env.Logf("controller %d added as a voter (directory %s)", id, dir)
+		env.Logf("controller %d added as a voter (directory %s) by leader %d", id, dir, q.Leader)
 		return true, ""
 	})
+	if err != nil {
+		return fmt.Errorf("%w. Controller %d runs as an observer, not yet a voter; resume to try again, or add it by hand on its host: kafka-metadata-quorum.sh --bootstrap-controller %s --command-config %s add-controller", err, id, seed.Addr, h.Config)
+	}
+	return nil
 }
 
 func voterIDsOf(vs []ports.Voter) []int32 {

@@ -22,8 +22,9 @@ func TestAppendScript(t *testing.T) {
 	orig := []byte("whole batches")
 	os.WriteFile(seg, orig, 0o644)
 	add := []byte("the voters records")
+	running := false
 	run := func(size int64, in []byte) (string, int) {
-		cmd := exec.Command("/bin/sh", "-c", appendScript(seg, size, len(add), digest(add)))
+		cmd := exec.Command("/bin/sh", "-c", appendScript(seg, size, len(add), digest(add), running))
 		cmd.Stdin = bytes.NewReader(in)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
@@ -38,6 +39,11 @@ func TestAppendScript(t *testing.T) {
 	if out, code := run(int64(len(orig))+1, add); code != 3 || !strings.Contains(out, "nothing was written") {
 		t.Fatalf("a segment of another size: exit %d\n%s", code, out)
 	}
+	running = true
+	if out, code := run(int64(len(orig)), add); code != 5 || !strings.Contains(out, "the seed runs") {
+		t.Fatalf("a running seed without the records: exit %d\n%s", code, out)
+	}
+	running = false
 	if out, code := run(int64(len(orig)), add); code != 0 || !strings.Contains(out, "appended") {
 		t.Fatalf("append: exit %d\n%s", code, out)
 	}
@@ -46,6 +52,15 @@ func TestAppendScript(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(seg); string(b) != string(orig)+string(add) {
 		t.Fatalf("the segment is %q", b)
+	}
+	// The seed led since and wrote after the records (a resume after its
+	// start): they are found where they were appended, running or not.
+	f, _ := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write([]byte("LeaderChange, NoOps"))
+	f.Close()
+	running = true
+	if out, code := run(int64(len(orig)), add); code != 0 || !strings.Contains(out, "holds the records already") {
+		t.Fatalf("records followed by the seed's own: exit %d\n%s", code, out)
 	}
 }
 

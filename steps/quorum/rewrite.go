@@ -359,7 +359,7 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 				// A dynamic quorum names its voters by directory id: the
 				// controller comes back as a new disk, never under the id
 				// its old log had.
-				a, ok, err := newDirectoryID(ctx, env, id, mp, own, run)
+				a, ok, err := newDirectoryID(id, mp, own, r.oldDirID(id), run)
 				if err != nil {
 					return err
 				}
@@ -435,6 +435,10 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
   every copy as it was: <dir>.%s.kremedy-backup-%s (the backup step);
   the copies moved aside: <dir>.%s.kremedy-aside-%s;
   the seed's quorum-state and config as they were: %s, %s.`, MetadataLog, run, MetadataLog, run, keptPath(r.Seed, "quorum-state", "was", run), seedHost.Config+".kremedy-"+run)
+	if r.Dynamic && len(r.Fenced) > 0 {
+		left := len(r.Voters) - len(r.Fenced)
+		p.Notes = append(p.Notes, fmt.Sprintf("controllers %v, named fenced, leave the voter set for good: the quorum ends with %d voters, which survive %d lost. Add one back on a new disk (an empty metadata dir, a new directory id) with kremedy run controller-replace, or kafka-metadata-quorum.sh add-controller on its host, once it runs as an observer", r.Fenced, left, (left-1)/2))
+	}
 	if r.Dynamic {
 		p.Rollback = fmt.Sprintf(`What is kept, never deleted, beside each node's metadata log dir:
   every copy as it was, the seed's last segment before the records appended to it among them: <dir>.%s.kremedy-backup-%s (the backup step);
