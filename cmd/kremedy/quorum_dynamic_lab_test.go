@@ -12,6 +12,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,7 +83,50 @@ func TestQuorumRecoveryDynamicLab(t *testing.T) {
 	quorumServesAs(t, l, "qd", 10, 0)
 	t.Logf("FIGURE from the dynamic quorum's loss to a serving cluster: %.1fs", time.Since(lossAt).Seconds())
 	kraftDiagnoseClean(t, l)
-	t.Run("a controller restored with its old log takes no part", func(t *testing.T) { quorumOldLogIgnored(t, l, q, oldDirs) })
+	var restored int32
+	t.Run("a controller restored with its old log takes no part", func(t *testing.T) { restored = quorumOldLogIgnored(t, l, q, oldDirs) })
+	if restored == 0 {
+		t.Fatal("no controller was restored with its old log")
+	}
+	t.Run("controller-replace gives it a new disk", func(t *testing.T) { controllerReplace(t, l, restored, q, oldDirs) })
+}
+
+// controllerReplace runs controller-replace on the controller left
+// stopped with its old log: removed from the voter set, its old log
+// moved aside, a new directory id (neither its first nor the one the
+// recovery gave it), started, caught up, added back; three voters caught
+// up and diagnose clean afterwards.
+func controllerReplace(t *testing.T, l *lab.Lab, id int32, before ports.Quorum, oldDirs map[int32]string) {
+	var recovered string
+	for _, vo := range before.Voters {
+		if vo.ID == id {
+			recovered = vo.DirID
+		}
+	}
+	start := time.Now()
+	r := kremedy(t, "run", "controller-replace", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("controller=%d", id), "--run-dir", filepath.Join(t.TempDir(), "run"), "--headless", "--yes", "--confirm", l.Inventory().Name)
+	if r.code != 0 {
+		t.Fatalf("controller-replace --set controller=%d: exit %d\n%s", id, r.code, r.out)
+	}
+	for _, want := range []string{"RemoveRaftVoter", "survives 0 lost", "a new directory.id", "AddRaftVoter"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("controller-replace does not say %q:\n%s", want, r.out)
+		}
+	}
+	q := kraftQuorum(t, l)
+	if q.Leader < 0 || len(q.Voters) != 3 {
+		t.Fatalf("after controller-replace: leader %d, voters %+v", q.Leader, q.Voters)
+	}
+	for _, vo := range q.Voters {
+		if vo.ID == id && (vo.DirID == "" || vo.DirID == oldDirs[id] || vo.DirID == recovered) {
+			t.Errorf("controller %d is a voter under directory %q (its first %s, the recovery's %s): want a new one", id, vo.DirID, oldDirs[id], recovered)
+		}
+	}
+	if got := directoryID(t, filepath.Join(l.ControllerDir(int(id-3000)), "metadata", "meta.properties")); !slices.ContainsFunc(q.Voters, func(v ports.Voter) bool { return v.ID == id && v.DirID == got }) {
+		t.Errorf("controller %d's meta.properties names directory %s, not the one the voter set has: %+v", id, got, q.Voters)
+	}
+	kraftDiagnoseClean(t, l)
+	t.Logf("FIGURE controller-replace of controller %d on 4.1.2 (removed, new disk, caught up, added back): %.1fs", id, time.Since(start).Seconds())
 }
 
 // kraftDiagnoseClean: diagnose finds nothing (exit 0) within a minute of
@@ -108,7 +152,7 @@ func kraftDiagnoseClean(t *testing.T, l *lab.Lab) {
 // a lost quorum with its old log. The quorum keeps its leader and epoch,
 // and the voter set keeps the new directory id: the old copy is at most
 // an observer, never a voter, so it cannot form a second quorum.
-func quorumOldLogIgnored(t *testing.T, l *lab.Lab, before ports.Quorum, oldDirs map[int32]string) {
+func quorumOldLogIgnored(t *testing.T, l *lab.Lab, before ports.Quorum, oldDirs map[int32]string) int32 {
 	// The voter that came back empty from a copy of its own (the one
 	// wiped has none kept aside).
 	var id int32
@@ -159,6 +203,7 @@ func quorumOldLogIgnored(t *testing.T, l *lab.Lab, before ports.Quorum, oldDirs 
 	}
 	t.Logf("FIGURE controller %d started with its old log (directory %s): leader %d epoch %d kept; voters %+v; observers %+v", id, oldDirs[id], q.Leader, q.Epoch, q.Voters, q.Observers)
 	sh(filepath.Join(cdir, "kafka-stop"))
+	return id
 }
 
 func directoryID(t *testing.T, path string) string {

@@ -187,6 +187,12 @@ func quorumRunbook(t *testing.T, l *lab.Lab, dir string, lossAt time.Time) {
 	quorumServes(t, l)
 	t.Logf("FIGURE from the quorum's loss to a serving cluster (brokers unfenced, a topic created, acks=all served): %.1fs", time.Since(lossAt).Seconds())
 	kraftDiagnoseClean(t, l)
+	// controller-replace is for a dynamic quorum: on this static one it
+	// refuses, naming the way by hand, and changes nothing.
+	rr := kremedy(t, "run", "controller-replace", "--inventory", l.InventoryPath(), "--set", "controller=3001", "--run-dir", filepath.Join(t.TempDir(), "replace"), "--headless", "--yes", "--confirm", name)
+	if rr.code == 0 || !strings.Contains(rr.out, "static quorum") || !strings.Contains(rr.out, "kafka-storage.sh format") {
+		t.Errorf("controller-replace on a static quorum: exit %d, want a refusal naming the way by hand\n%s", rr.code, rr.out)
+	}
 	rep, err := os.ReadFile(filepath.Join(run, "report.md"))
 	if err != nil || !strings.Contains(string(rep), "nothing: no copy held a record beyond the seed's end") {
 		t.Errorf("the report does not give the ledger (%v):\n%s", err, rep)

@@ -694,13 +694,9 @@ func (c *Client) quorumAt(ctx context.Context, addr string) (ports.Quorum, error
 	return q, nil
 }
 
-// AddVoter sends AddRaftVoter to the controller at addr, acknowledged
-// once the new voter set is committed.
-func (c *Client) AddVoter(ctx context.Context, addr string, v ports.NewVoter) error {
-	dir, err := base64.RawURLEncoding.DecodeString(v.DirID)
-	if err != nil || len(dir) != 16 {
-		return fmt.Errorf("controller %d's directory id %q is not a Kafka uuid", v.ID, v.DirID)
-	}
+// controllerAt is a client of the one controller at addr (its own
+// security settings when the inventory gives them).
+func (c *Client) controllerAt(addr string) (*kgo.Client, *kgo.Broker, error) {
 	sec := c.extra
 	if c.ctrl != nil {
 		sec = c.ctrl
@@ -708,13 +704,60 @@ func (c *Client) AddVoter(ctx context.Context, addr string, v ports.NewVoter) er
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(3 * time.Second),
 		kgo.RequestRetries(0), kgo.RetryTimeout(3 * time.Second)}, sec...)...)
 	if err != nil {
+		return nil, nil, err
+	}
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		cl.Close()
+		return nil, nil, errors.New("no seed")
+	}
+	return cl, seeds[0], nil
+}
+
+// RemoveVoter sends RemoveRaftVoter to the controller at addr.
+func (c *Client) RemoveVoter(ctx context.Context, addr string, id int32, dirID string) error {
+	dir, err := base64.RawURLEncoding.DecodeString(dirID)
+	if err != nil || len(dir) != 16 {
+		return fmt.Errorf("controller %d's directory id %q is not a Kafka uuid", id, dirID)
+	}
+	cl, seed, err := c.controllerAt(addr)
+	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	seeds := cl.SeedBrokers()
-	if len(seeds) == 0 {
-		return errors.New("no seed")
+	req := kmsg.NewPtrRemoveRaftVoterRequest()
+	req.VoterID = id
+	copy(req.VoterDirectoryID[:], dir)
+	rctx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	defer cancel()
+	raw, err := seed.Request(rctx, req)
+	if err != nil {
+		return fmt.Errorf("RemoveRaftVoter %d at %s: %w", id, addr, err)
 	}
+	resp := raw.(*kmsg.RemoveRaftVoterResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = ": " + *resp.ErrorMessage
+		}
+		return fmt.Errorf("RemoveRaftVoter %d at %s: %w%s", id, addr, err, msg)
+	}
+	return nil
+}
+
+// AddVoter sends AddRaftVoter to the controller at addr, acknowledged
+// once the new voter set is committed.
+func (c *Client) AddVoter(ctx context.Context, addr string, v ports.NewVoter) error {
+	dir, err := base64.RawURLEncoding.DecodeString(v.DirID)
+	if err != nil || len(dir) != 16 {
+		return fmt.Errorf("controller %d's directory id %q is not a Kafka uuid", v.ID, v.DirID)
+	}
+	cl, seed, err := c.controllerAt(addr)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	seeds := []*kgo.Broker{seed}
 	req := kmsg.NewPtrAddRaftVoterRequest()
 	req.TimeoutMillis = 30000
 	req.VoterID = v.ID

@@ -201,6 +201,11 @@ type Kafka interface {
 	// returns once the leader committed the new voter set. The leader
 	// refuses a controller that has not caught up as an observer.
 	AddVoter(ctx context.Context, addr string, v NewVoter) error
+	// RemoveVoter asks the controller at addr, the quorum's leader, to
+	// remove voter id of directory dirID from a dynamic quorum
+	// (RemoveRaftVoter, KIP-853); it returns once the new voter set is
+	// committed.
+	RemoveVoter(ctx context.Context, addr string, id int32, dirID string) error
 	// DescribeCluster asks the cluster for its id, controller and brokers
 	// (DescribeCluster, KIP-700); from Kafka 4.0 the fenced brokers too
 	// (KIP-1073).

@@ -376,14 +376,23 @@ func addVoter(ctx context.Context, env *steps.Env, r Recovery, seed ports.Host, 
 	if dir == "" || len(eps) == 0 {
 		return fmt.Errorf("%w: controller %d: no directory.id in its meta.properties, or no listener in the log's voter set: add it by hand (kafka-metadata-quorum.sh add-controller)", steps.ErrRefused, id)
 	}
-	err = roll.WaitFor(ctx, env, time.Minute, fmt.Sprintf("the leader to add controller %d", id), func() (bool, string) {
+	if err := addAtLeader(ctx, env, ports.NewVoter{ID: id, DirID: dir, Listeners: eps}); err != nil {
+		return fmt.Errorf("%w. Controller %d runs as an observer, not yet a voter; resume to try again, or add it by hand on its host: kafka-metadata-quorum.sh --bootstrap-controller %s --command-config %s add-controller", err, id, seed.Addr, h.Config)
+	}
+	return nil
+}
+
+// addAtLeader adds v as a voter at whichever controller leads, until the
+// quorum lists it with its directory id (a minute at most).
+func addAtLeader(ctx context.Context, env *steps.Env, v ports.NewVoter) error {
+	return roll.WaitFor(ctx, env, time.Minute, fmt.Sprintf("the leader to add controller %d", v.ID), func() (bool, string) {
 		q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(env.Target))
 		if err != nil || q.Leader < 0 {
 			return false, fmt.Sprintf("no leader (%v)", err)
 		}
-		for _, v := range q.Voters {
-			if v.ID == id && v.DirID == dir {
-				env.Logf("controller %d is a voter with directory %s", id, dir)
+		for _, vo := range q.Voters {
+			if vo.ID == v.ID && vo.DirID == v.DirID {
+				env.Logf("controller %d is a voter with directory %s", v.ID, v.DirID)
 				return true, ""
 			}
 		}
@@ -391,16 +400,12 @@ func addVoter(ctx context.Context, env *steps.Env, r Recovery, seed ports.Host, 
 		if !ok {
 			return false, fmt.Sprintf("leader %d is not in the inventory", q.Leader)
 		}
-		if err := env.Kafka.AddVoter(ctx, lh.Addr, ports.NewVoter{ID: id, DirID: dir, Listeners: eps}); err != nil {
+		if err := env.Kafka.AddVoter(ctx, lh.Addr, v); err != nil {
 			return false, err.Error()
 		}
-		env.Logf("controller %d added as a voter (directory %s) by leader %d", id, dir, q.Leader)
+		env.Logf("controller %d added as a voter (directory %s) by leader %d", v.ID, v.DirID, q.Leader)
 		return true, ""
 	})
-	if err != nil {
-		return fmt.Errorf("%w. Controller %d runs as an observer, not yet a voter; resume to try again, or add it by hand on its host: kafka-metadata-quorum.sh --bootstrap-controller %s --command-config %s add-controller", err, id, seed.Addr, h.Config)
-	}
-	return nil
 }
 
 func voterIDsOf(vs []ports.Voter) []int32 {

@@ -641,6 +641,25 @@ func (k *Kafka) AddVoter(ctx context.Context, addr string, v ports.NewVoter) err
 	return nil
 }
 
+// RemoveVoter removes voter id (of directory dirID) when the controller
+// at addr runs and leads; it becomes an observer while it fetches.
+func (k *Kafka) RemoveVoter(ctx context.Context, addr string, id int32, dirID string) error {
+	running := k.Listening(ctx, addr)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.KRaft == nil || !running || k.KRaft.Leader < 0 {
+		return fmt.Errorf("RemoveRaftVoter %d at %s: NOT_LEADER_OR_FOLLOWER", id, addr)
+	}
+	i := slices.IndexFunc(k.KRaft.Voters, func(v ports.Voter) bool { return v.ID == id && v.DirID == dirID })
+	if i < 0 {
+		return fmt.Errorf("RemoveRaftVoter %d at %s: VOTER_NOT_FOUND", id, addr)
+	}
+	v := k.KRaft.Voters[i]
+	k.KRaft.Voters = slices.Delete(slices.Clone(k.KRaft.Voters), i, i+1)
+	k.KRaft.Observers = append(slices.Clone(k.KRaft.Observers), v)
+	return nil
+}
+
 // SetQuorum changes the metadata quorum Quorum describes (nil: none).
 func (k *Kafka) SetQuorum(q *ports.Quorum) {
 	k.mu.Lock()
