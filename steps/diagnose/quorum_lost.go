@@ -241,7 +241,7 @@ func (g *kraftDiag) quorumLost(ctx context.Context, why string, known []int32) b
 	if len(up)+len(back) >= majority {
 		f.Fix = fmt.Sprintf("start controllers %s with their metadata logs as they are (their start command): once %d voters run, they elect a leader and nothing is lost; then `kremedy diagnose` again", fmt.Sprint(back), majority)
 	} else {
-		f.Fix = fmt.Sprintf("first start every stopped controller whose log is on disk (%s); the others (%s) have lost their copy or cannot be reached, so a majority cannot come back as it was: that is a quorum-loss recovery, which discards what only the lost voters held: `kremedy run quorum-recovery --inventory INVENTORY` (a static quorum; docs/quorum-recovery.md) backs up every copy of %s, brokers' too, picks the seed by epoch then offset and lists what it discards before its one irreversible step", orNone(back), fmt.Sprint(lost), MetadataLogDir)
+		f.Fix = fmt.Sprintf("first start every stopped controller whose log is on disk (%s); the others (%s) have lost their copy or cannot be reached, so a majority cannot come back as it was: that is a quorum-loss recovery, which discards what only the lost voters held: `kremedy run quorum-recovery --inventory INVENTORY` (a static or a dynamic quorum; docs/quorum-recovery.md) backs up every copy of %s, brokers' too, picks the seed by epoch then offset and lists what it discards before its one irreversible step", orNone(back), fmt.Sprint(lost), MetadataLogDir)
 		f.Runbook = "quorum-recovery"
 	}
 	g.add(f)
