@@ -45,6 +45,31 @@ func TestOfflinePartitionsKRaftLab(t *testing.T) {
 	offlineLab(t, startLab(t, cfg), "kraft-offline-partition", "kraft-offline-partitions")
 }
 
+// TestOfflinePartitionsOlderLab and TestOfflinePartitionsKRaft39Lab are
+// the same on the oldest releases the runbooks support: ZooKeeper-mode
+// 2.8.2 (the first with topic ids; no ELR) and KRaft 3.9.2 (ELR off by
+// default, a static quorum). In make test-versions, the heavy lane.
+func TestOfflinePartitionsOlderLab(t *testing.T) {
+	needLab(t)
+	heavyLab(t, "offline-partitions on ZooKeeper-mode Kafka 2.8.2")
+	cfg := lab.DefaultConfig()
+	cfg.Net = 74
+	cfg.Brokers = 4
+	cfg.KafkaVersion = "2.8.2"
+	offlineLab(t, startLab(t, cfg), "offline-partition", "offline-partitions")
+}
+
+func TestOfflinePartitionsKRaft39Lab(t *testing.T) {
+	needLab(t)
+	heavyLab(t, "kraft-offline-partitions on KRaft 3.9.2")
+	cfg := lab.KRaftConfig()
+	cfg.Net = 75
+	cfg.Brokers = 4
+	cfg.KRaftControllers = 1
+	cfg.KafkaVersion = "3.9.2"
+	offlineLab(t, startLab(t, cfg), "kraft-offline-partition", "kraft-offline-partitions")
+}
+
 // offlineLab breaks l with scenario, then checks diagnose and a headless
 // run of runbook.
 func offlineLab(t *testing.T, l *lab.Lab, scenario, runbook string) {

@@ -392,7 +392,14 @@ func (g *kraftDiag) partitions(name string) {
 		case pv.Leader < 0:
 			offline = append(offline, p)
 			offEv = append(offEv, fmt.Sprintf("%s-%d: no leader, replicas %s, isr %s%s", name, p, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR), off))
-			offB = append(offB, missing...)
+			// The brokers it waits for: the offline replicas the brokers
+			// name (3.9 keeps the last ISR member, dead, in the ISR; 4.1
+			// with ELR empties the ISR), else those out of the ISR.
+			if len(pv.Offline) > 0 {
+				offB = append(offB, pv.Offline...)
+			} else {
+				offB = append(offB, missing...)
+			}
 		case len(pv.ISR) < len(pv.Replicas):
 			urp = append(urp, p)
 			urpEv = append(urpEv, fmt.Sprintf("%s-%d: leader %d, replicas %s, isr %s%s", name, p, pv.Leader, fmt.Sprint(pv.Replicas), fmt.Sprint(pv.ISR), off))
@@ -405,7 +412,7 @@ func (g *kraftDiag) partitions(name string) {
 		}
 	}
 	if len(offline) > 0 {
-		g.add(Finding{Kind: FindOffline, Severity: Critical, Topic: name, Brokers: offB, Partitions: offline,
+		g.add(Finding{Kind: FindOffline, Severity: Critical, Topic: name, Brokers: uniq(offB), Partitions: offline,
 			Summary:  fmt.Sprintf("%d partitions of %q are offline: no leader, neither produce nor consume works", len(offline), name),
 			Evidence: offEv,
 			Fix:      "bring their replicas' brokers back; if every replica is gone, an unclean election (kafka-leader-election --election-type unclean) loses data: weigh it first"})

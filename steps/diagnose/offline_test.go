@@ -1,10 +1,12 @@
 package diagnose
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
 )
 
 // TestOfflineLogEndsIsTheCause: one offline-log-ends finding per set of
@@ -57,5 +59,31 @@ func TestOfflineLogEndsWithALiveLogUnread(t *testing.T) {
 	ev := strings.Join(offlineFinding([]brokers.Offline{o}).Evidence, "\n")
 	if strings.Contains(ev, "the longest live log is broker 2's") || !strings.Contains(ev, "pay-0: the longest live log is not known: live broker(s) [1] could not be read") {
 		t.Errorf("evidence:\n%s", ev)
+	}
+}
+
+// TestKRaftOfflineNamesTheDeadReplica: a KRaft partition without a leader
+// is waiting for the replicas the brokers list offline — on 3.9 the dead
+// last leader stays in the ISR (isr [3], offline [3]); on 4.1 with ELR
+// the ISR empties — not the live ones out of the ISR (seen on the 3.9.2
+// lab: the finding named brokers [1 2] and lost its offline-log-ends
+// cause).
+func TestKRaftOfflineNamesTheDeadReplica(t *testing.T) {
+	for _, pv := range []ports.PartitionView{
+		{Partition: 0, Leader: -1, Replicas: []int32{1, 2, 3}, ISR: []int32{3}, Offline: []int32{3}}, // 3.9
+		{Partition: 0, Leader: -1, Replicas: []int32{1, 2, 3}, ISR: nil, Offline: []int32{3}},         // 4.1, ELR
+	} {
+		g := &kraftDiag{diagnoser: diagnoser{d: &Diagnosis{}, minISR: brokers.MinISR{Default: 2},
+			views: map[int32]ports.BrokerView{1: {Broker: 1, Topics: map[string]ports.TopicView{"pay": {Name: "pay", Partitions: map[int32]ports.PartitionView{0: pv}}}}}}}
+		g.partitions("pay")
+		var f *Finding
+		for i := range g.d.Findings {
+			if g.d.Findings[i].Kind == FindOffline {
+				f = &g.d.Findings[i]
+			}
+		}
+		if f == nil || !slices.Equal(f.Brokers, []int32{3}) {
+			t.Errorf("isr %v: offline-partitions %+v, want brokers [3]", pv.ISR, f)
+		}
 	}
 }

@@ -745,6 +745,43 @@ func (c *Client) RemoveVoter(ctx context.Context, addr string, id int32, dirID s
 	return nil
 }
 
+// UpgradeFeature sends UpdateFeatures (an upgrade of one feature) to the
+// controller at addr.
+func (c *Client) UpgradeFeature(ctx context.Context, addr, feature string, level int16) error {
+	cl, seed, err := c.controllerAt(addr)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	req.TimeoutMillis = 30000
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = feature, level, 1 // 1: upgrade
+	req.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{u}
+	rctx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	defer cancel()
+	raw, err := seed.Request(rctx, req)
+	if err != nil {
+		return fmt.Errorf("UpdateFeatures %s=%d at %s: %w", feature, level, addr, err)
+	}
+	resp := raw.(*kmsg.UpdateFeaturesResponse)
+	msg := func(m *string) string {
+		if m == nil || *m == "" {
+			return ""
+		}
+		return ": " + *m
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("UpdateFeatures %s=%d at %s: %w%s", feature, level, addr, err, msg(resp.ErrorMessage))
+	}
+	for _, r := range resp.Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return fmt.Errorf("UpdateFeatures %s=%d at %s: %w%s", feature, level, addr, err, msg(r.ErrorMessage))
+		}
+	}
+	return nil
+}
+
 // AddVoter sends AddRaftVoter to the controller at addr, acknowledged
 // once the new voter set is committed.
 func (c *Client) AddVoter(ctx context.Context, addr string, v ports.NewVoter) error {

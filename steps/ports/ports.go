@@ -206,6 +206,10 @@ type Kafka interface {
 	// (RemoveRaftVoter, KIP-853); it returns once the new voter set is
 	// committed.
 	RemoveVoter(ctx context.Context, addr string, id int32, dirID string) error
+	// UpgradeFeature asks the controller at addr to raise a finalized
+	// feature to level (UpdateFeatures, KIP-584; kraft.version 1 turns a
+	// static quorum dynamic, KIP-853, from Kafka 4.1).
+	UpgradeFeature(ctx context.Context, addr, feature string, level int16) error
 	// DescribeCluster asks the cluster for its id, controller and brokers
 	// (DescribeCluster, KIP-700); from Kafka 4.0 the fenced brokers too
 	// (KIP-1073).

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -187,6 +188,9 @@ func (v *view) readQuorum(ctx context.Context, env *steps.Env) {
 	}
 }
 
+// errHalfDone: the controllers' configs mix a static and a dynamic quorum.
+var errHalfDone = errors.New("a conversion to a dynamic quorum half-done")
+
 // dynamicQuorum reports whether the controllers that answered run a
 // dynamic quorum; a mix of static and dynamic configs is refused.
 func dynamicQuorum(cs []ctrlView) (bool, error) {
@@ -201,7 +205,7 @@ func dynamicQuorum(cs []ctrlView) (bool, error) {
 		}
 	}
 	if len(dyn) > 0 && len(static) > 0 {
-		return false, fmt.Errorf("%w: controllers %v set controller.quorum.voters (a static quorum) and %v controller.quorum.bootstrap.servers alone (a dynamic one): a conversion half-done? Make their configs agree with the quorum's kraft.version, and run again. Nothing was changed", steps.ErrRefused, static, dyn)
+		return false, fmt.Errorf("%w: %w: controllers %v set controller.quorum.voters (a static quorum) and %v controller.quorum.bootstrap.servers alone (a dynamic one). Make their configs agree with the quorum's kraft.version (kremedy resume of a quorum-to-dynamic run finishes it), and run again. Nothing was changed", steps.ErrRefused, errHalfDone, static, dyn)
 	}
 	return len(dyn) > 0, nil
 }

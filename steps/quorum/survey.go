@@ -21,6 +21,7 @@ func Register(r *steps.Registry) {
 	steps.Register(r, "quorum-rewrite", nil, func(o opts) steps.Kind { return &rewrite{o: o} })
 	steps.Register(r, "quorum-verify", nil, func(o opts) steps.Kind { return &verify{o: o} })
 	RegisterReplace(r)
+	RegisterConvert(r)
 }
 
 // controllerSeed picks the seed among copies: the newest copy (Seed),

@@ -660,6 +660,25 @@ func (k *Kafka) RemoveVoter(ctx context.Context, addr string, id int32, dirID st
 	return nil
 }
 
+// UpgradeFeature raises k.FeatureLevels[feature] to level when the
+// controller at addr runs and the quorum has a leader.
+func (k *Kafka) UpgradeFeature(ctx context.Context, addr, feature string, level int16) error {
+	running := k.Listening(ctx, addr)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.KRaft == nil || !running || k.KRaft.Leader < 0 {
+		return fmt.Errorf("UpdateFeatures %s=%d at %s: NOT_CONTROLLER", feature, level, addr)
+	}
+	if k.FeatureLevels == nil {
+		k.FeatureLevels = map[string]int16{}
+	}
+	if k.FeatureLevels[feature] > level {
+		return fmt.Errorf("UpdateFeatures %s=%d at %s: INVALID_UPDATE_VERSION: a downgrade", feature, level, addr)
+	}
+	k.FeatureLevels[feature] = level
+	return nil
+}
+
 // SetQuorum changes the metadata quorum Quorum describes (nil: none).
 func (k *Kafka) SetQuorum(q *ports.Quorum) {
 	k.mu.Lock()

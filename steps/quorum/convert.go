@@ -1,0 +1,309 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/brokers"
+	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/kremedy/kremedy/steps/roll"
+)
+
+// quorum-to-dynamic: a static quorum made dynamic (KIP-853) on Kafka 4.1+.
+// kraft.version is raised to 1 — the leader writes the voter set, each
+// voter named by the directory id it fetches with, into the log — and
+// every node's controller.quorum.voters becomes
+// controller.quorum.bootstrap.servers; the runbook then rolls the
+// controllers and the brokers (kraft-rolling-restart's kind) so that each
+// has started on its new config before the run ends. The upgrade cannot
+// be undone (Kafka has no kraft.version downgrade): its gate is typed.
+
+// kraftVersion is the feature whose level 1 is a dynamic quorum.
+const kraftVersion = "kraft.version"
+
+// convertArgs: a config's controller.quorum.voters line turned into
+// controller.quorum.bootstrap.servers (sha256 of the file before and
+// after: a config may hold secrets, its text is never in the plan).
+type convertArgs struct {
+	Node      int32  `json:"node"`
+	Path      string `json:"path"`
+	Backup    string `json:"backup"`
+	From      string `json:"from_sha256"`
+	To        string `json:"to_sha256"`
+	Bootstrap string `json:"bootstrap"`
+}
+
+// RegisterConvert adds quorum-to-dynamic's own kinds to r.
+func RegisterConvert(r *steps.Registry) {
+	steps.Register(r, "quorum-dynamic-survey", nil, func(o replaceOpts) steps.Kind { return &convertSurvey{} })
+	steps.Register(r, "quorum-dynamic-upgrade", nil, func(o replaceOpts) steps.Kind { return &convertUpgrade{} })
+	steps.Register(r, "quorum-dynamic-configs", nil, func(o replaceOpts) steps.Kind { return &convertConfigs{} })
+}
+
+// bootstrapOf is controller.quorum.bootstrap.servers for a static voter
+// set: each voter's host:port, in its order.
+func bootstrapOf(vs []voter) string {
+	var hp []string
+	for _, v := range vs {
+		_, addr, _ := strings.Cut(v.Entry, "@")
+		hp = append(hp, addr)
+	}
+	return strings.Join(hp, ",")
+}
+
+// kraftLevel is the finalized kraft.version the brokers report, and
+// whether every broker that answered supports level 1.
+func kraftLevel(ctx context.Context, env *steps.Env) (level int16, supported bool, err error) {
+	var ids []int32
+	for _, h := range env.Target.Hosts {
+		ids = append(ids, h.ID)
+	}
+	f, err := env.Kafka.Features(ctx, ids)
+	if err != nil {
+		return 0, false, err
+	}
+	supported = len(f.Supported) > 0
+	for _, sup := range f.Supported {
+		if r, ok := sup[kraftVersion]; !ok || r[1] < 1 {
+			supported = false
+		}
+	}
+	return f.Finalized[kraftVersion], supported, nil
+}
+
+// convertSurvey is quorum-dynamic-survey: read-only.
+type convertSurvey struct{}
+
+func (k *convertSurvey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	v, err := lookAt(ctx, env, opts{})
+	if err != nil {
+		return nil, err
+	}
+	level, supported, err := kraftLevel(ctx, env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the features could not be read from the brokers (%v); nothing was changed", steps.ErrRefused, err)
+	}
+	p := &steps.Plan{Summary: "survey the quorum, its kind and the release's support for a dynamic quorum (changes nothing)"}
+	if v.Dynamic || level >= 1 {
+		if v.Dynamic {
+			p.NoOp, p.EndsRun = true, true
+			p.Summary = fmt.Sprintf("the quorum is dynamic already (kraft.version %d, controller.quorum.bootstrap.servers): nothing to convert", level)
+			return p, nil
+		}
+		p.Facts = append(p.Facts, fmt.Sprintf("kraft.version is %d already: the upgrade is done; the configs and the rolls are left", level))
+	}
+	if !supported && level < 1 {
+		return nil, fmt.Errorf("%w: not every broker supports kraft.version 1 (a static quorum becomes dynamic from Kafka 4.1: kafka-features.sh describe shows each node's range); upgrade the release first. Nothing was changed", steps.ErrRefused)
+	}
+	if ok, why := quorumBack(ctx, env, voterIDs(v.Voters)); !ok {
+		return nil, fmt.Errorf("%w: the quorum is not whole (%s): every voter must be caught up with a leader before its voter set is written into the log. Nothing was changed", steps.ErrRefused, why)
+	}
+	q, _ := leaderQuorum(ctx, env)
+	for _, vo := range q.Voters {
+		p.Facts = append(p.Facts, fmt.Sprintf("voter %d: directory %s, log end %d", vo.ID, cmpOr(vo.DirID, "not reported"), vo.LogEndOffset))
+	}
+	p.Facts = append(p.Facts, "static voter set: "+v.VotersLine, "controller.quorum.bootstrap.servers will be: "+bootstrapOf(v.Voters))
+	return p, nil
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+func (k *convertSurvey) Apply(context.Context, *steps.Env, *steps.Plan) error { return nil }
+
+func (k *convertSurvey) Verify(context.Context, *steps.Env) ([]steps.Check, error) {
+	return []steps.Check{{Name: "surveyed", OK: true}}, nil
+}
+
+// convertUpgrade is quorum-dynamic-upgrade: kraft.version raised to 1.
+type convertUpgrade struct{}
+
+func (k *convertUpgrade) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	level, _, err := kraftLevel(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if level >= 1 {
+		return &steps.Plan{NoOp: true, Summary: fmt.Sprintf("kraft.version is %d: the quorum's voter set is in the log already", level)}, nil
+	}
+	p := &steps.Plan{Summary: "raise kraft.version to 1: the leader writes the voter set, with each voter's directory id, into the metadata log — the quorum is dynamic from then on, for good"}
+	p.Notes = append(p.Notes, "WHAT THIS CANNOT UNDO: Kafka has no kraft.version downgrade. From now on the voter set lives in the metadata log: controller.quorum.voters no longer decides it, voters are added and removed with kafka-metadata-quorum.sh add-controller / remove-controller (kremedy run controller-replace), and a lost quorum's recovery writes records into the log (kremedy run quorum-recovery handles both kinds)")
+	p.Actions = []steps.Action{
+		{ID: "upgrade", Op: steps.OpKafka, Target: "the quorum's leader", Detail: "UpdateFeatures kraft.version=1 (what kafka-features.sh upgrade --feature kraft.version=1 sends)"},
+		{ID: "written", Op: steps.OpWait, Target: "the KRaft quorum", Detail: "kraft.version 1 finalized, and every voter named with its directory id"},
+	}
+	p.Rollback = "None: kraft.version cannot go back to 0. The cluster works as before; only how voters change is new."
+	return p, nil
+}
+
+func (k *convertUpgrade) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	if err := env.Do(p.Actions[0], func() error {
+		q, err := leaderQuorum(ctx, env)
+		if err != nil {
+			return fmt.Errorf("%w: the quorum has no leader now (%v): nothing was changed. Resume once it has", steps.ErrRefused, err)
+		}
+		if ok, why := quorumBack(ctx, env, voterIDsOf(q.Voters)); !ok {
+			return fmt.Errorf("%w: read right before the upgrade, the quorum is not whole (%s): nothing was changed. Resume once every voter is caught up", steps.ErrRefused, why)
+		}
+		lh, _ := env.Target.Controller(q.Leader)
+		return env.Kafka.UpgradeFeature(ctx, lh.Addr, kraftVersion, 1)
+	}); err != nil {
+		return err
+	}
+	return env.Do(p.Actions[1], func() error {
+		return roll.WaitFor(ctx, env, 2*time.Minute, "kraft.version 1 and every voter's directory id", func() (bool, string) {
+			level, _, err := kraftLevel(ctx, env)
+			if err != nil {
+				return false, err.Error()
+			}
+			q, err := leaderQuorum(ctx, env)
+			if err != nil {
+				return false, err.Error()
+			}
+			missing := slices.ContainsFunc(q.Voters, func(v ports.Voter) bool { return v.DirID == "" })
+			return level >= 1 && !missing, fmt.Sprintf("kraft.version %d; voters %+v", level, q.Voters)
+		})
+	})
+}
+
+func (k *convertUpgrade) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	level, _, err := kraftLevel(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return []steps.Check{{Name: "kraft.version 1 finalized", OK: level >= 1, Detail: fmt.Sprintf("kraft.version %d", level)}}, nil
+}
+
+// convertConfigs is quorum-dynamic-configs: every node's
+// controller.quorum.voters turned into controller.quorum.bootstrap.servers.
+type convertConfigs struct{}
+
+var bootstrapLine = regexp.MustCompile(`(?m)^[ \t]*controller\.quorum\.bootstrap\.servers[ \t]*[=:]`)
+
+// withBootstrap is cfg with its controller.quorum.voters line replaced by
+// controller.quorum.bootstrap.servers=bootstrap (a line continued with a
+// backslash refused, as withVoters does).
+func withBootstrap(cfg []byte, bootstrap string) ([]byte, error) {
+	if bootstrapLine.Match(cfg) {
+		return nil, fmt.Errorf("it sets controller.quorum.bootstrap.servers already beside controller.quorum.voters: make it set one of them")
+	}
+	out, err := withVoters(cfg, "\x00")
+	if err != nil {
+		return nil, err
+	}
+	return []byte(strings.Replace(string(out), "controller.quorum.voters=\x00", "controller.quorum.bootstrap.servers="+bootstrap, 1)), nil
+}
+
+func (k *convertConfigs) nodes(env *steps.Env) []ports.Host {
+	nodes := slices.Clone(env.Target.Controllers)
+	for _, h := range env.Target.Hosts {
+		if _, ctrl := env.Target.Controller(h.ID); !ctrl {
+			nodes = append(nodes, h)
+		}
+	}
+	return nodes
+}
+
+func (k *convertConfigs) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
+	v, err := lookAt(ctx, env, opts{})
+	if err != nil && !errors.Is(err, errHalfDone) {
+		return nil, err
+	}
+	boot := ""
+	if v != nil && !v.Dynamic {
+		boot = bootstrapOf(v.Voters)
+	}
+	var f convertFact
+	if ok, _ := env.Load(convertKey, &f); ok && f.Bootstrap != "" {
+		boot = f.Bootstrap
+	}
+	if boot == "" {
+		return nil, fmt.Errorf("%w: the controllers' configs name no static voter set to take the bootstrap servers from, and this run read none before. Nothing was changed", steps.ErrRefused)
+	}
+	p := &steps.Plan{Summary: "every node's controller.quorum.voters becomes controller.quorum.bootstrap.servers=" + boot + " (read at each node's next start: the rolls after this step)"}
+	run := env.RunID()
+	for _, h := range k.nodes(env) {
+		if h.Config == "" {
+			return nil, fmt.Errorf("%w: the inventory names no config file for node %d; nothing was changed", steps.ErrRefused, h.ID)
+		}
+		cfg, err := brokers.ReadFile(ctx, env.Hosts, h.ID, h.Config)
+		if err != nil {
+			return nil, fmt.Errorf("%w: node %d's %s: %v; nothing was changed", steps.ErrRefused, h.ID, h.Config, err)
+		}
+		if !votersLine.Match(cfg) {
+			p.Facts = append(p.Facts, fmt.Sprintf("node %d: %s sets no controller.quorum.voters (done already)", h.ID, h.Config))
+			continue
+		}
+		text, err := withBootstrap(cfg, boot)
+		if err != nil {
+			return nil, fmt.Errorf("%w: node %d's %s: %v; nothing was changed", steps.ErrRefused, h.ID, h.Config, err)
+		}
+		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("config-%d", h.ID), Op: steps.OpSSH, Target: fmt.Sprintf("node %d on %s", h.ID, h.On()),
+			Detail: fmt.Sprintf("in %s: - controller.quorum.voters; + controller.quorum.bootstrap.servers=%s (the file before it kept as %s)", h.Config, boot, h.Config+".kremedy-"+run), Broker: h.ID,
+			Args: convertArgs{Node: h.ID, Path: h.Config, Backup: h.Config + ".kremedy-" + run, From: digest(cfg), To: digest(text), Bootstrap: boot}})
+	}
+	if len(p.Actions) == 0 {
+		p.NoOp = true
+	}
+	p.Rollback = fmt.Sprintf("Each config as it was is beside it (<config>.kremedy-%s): with kraft.version 1 the voter set is the log's either way; put a file back only with its node stopped.", run)
+	return p, nil
+}
+
+// convertKey keeps the bootstrap servers the configs get (a resumed run
+// whose controllers' configs are half-converted reads them here).
+const convertKey = "quorum/dynamic"
+
+type convertFact struct {
+	Bootstrap string `json:"bootstrap"`
+}
+
+func (k *convertConfigs) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error {
+	for _, a := range p.Actions {
+		args, err := steps.ArgsOf[convertArgs](a)
+		if err != nil {
+			return err
+		}
+		if err := env.Do(a, func() error {
+			if err := env.Save(convertKey, convertFact{Bootstrap: args.Bootstrap}); err != nil {
+				return err
+			}
+			cfg, err := brokers.ReadFile(ctx, env.Hosts, args.Node, args.Path)
+			if err != nil {
+				return err
+			}
+			if digest(cfg) == args.To {
+				env.Logf("%s is converted already", args.Path)
+				return nil
+			}
+			text, err := withBootstrap(cfg, args.Bootstrap)
+			if err != nil || digest(text) != args.To {
+				return fmt.Errorf("%w: %s on node %d changed since the plan: nothing was written", steps.ErrStalePlan, args.Path, args.Node)
+			}
+			return env.Hosts.RunInput(ctx, args.Node, brokers.EditScript(args.Path, args.Backup, args.From, args.To), text, func(l ports.Line) { env.Output(a.Target, l) })
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *convertConfigs) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
+	var left []string
+	for _, h := range k.nodes(env) {
+		cfg, err := brokers.ReadFile(ctx, env.Hosts, h.ID, h.Config)
+		if err != nil || votersLine.Match(cfg) || !bootstrapLine.Match(cfg) {
+			left = append(left, fmt.Sprint(h.ID))
+		}
+	}
+	return []steps.Check{{Name: "every node's config names controller.quorum.bootstrap.servers, none controller.quorum.voters", OK: len(left) == 0, Detail: "not yet: nodes " + strings.Join(left, ", ")}}, nil
+}
