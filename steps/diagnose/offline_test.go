@@ -71,7 +71,7 @@ func TestOfflineLogEndsWithALiveLogUnread(t *testing.T) {
 func TestKRaftOfflineNamesTheDeadReplica(t *testing.T) {
 	for _, pv := range []ports.PartitionView{
 		{Partition: 0, Leader: -1, Replicas: []int32{1, 2, 3}, ISR: []int32{3}, Offline: []int32{3}}, // 3.9
-		{Partition: 0, Leader: -1, Replicas: []int32{1, 2, 3}, ISR: nil, Offline: []int32{3}},         // 4.1, ELR
+		{Partition: 0, Leader: -1, Replicas: []int32{1, 2, 3}, ISR: nil, Offline: []int32{3}},        // 4.1, ELR
 	} {
 		g := &kraftDiag{diagnoser: diagnoser{d: &Diagnosis{}, minISR: brokers.MinISR{Default: 2},
 			views: map[int32]ports.BrokerView{1: {Broker: 1, Topics: map[string]ports.TopicView{"pay": {Name: "pay", Partitions: map[int32]ports.PartitionView{0: pv}}}}}}}

@@ -106,7 +106,7 @@ func (k *convertSurvey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, 
 	}
 	q, _ := leaderQuorum(ctx, env)
 	for _, vo := range q.Voters {
-		p.Facts = append(p.Facts, fmt.Sprintf("voter %d: directory %s, log end %d", vo.ID, cmpOr(vo.DirID, "not reported"), vo.LogEndOffset))
+		p.Facts = append(p.Facts, fmt.Sprintf("voter %d: directory %s, log end %d", vo.ID, cmpOr(vo.DirID, "not reported (a static quorum names none; the upgrade writes each voter's)"), vo.LogEndOffset))
 	}
 	p.Facts = append(p.Facts, "static voter set: "+v.VotersLine, "controller.quorum.bootstrap.servers will be: "+bootstrapOf(v.Voters))
 	return p, nil
@@ -156,7 +156,7 @@ func (k *convertUpgrade) Apply(ctx context.Context, env *steps.Env, p *steps.Pla
 			return fmt.Errorf("%w: read right before the upgrade, the quorum is not whole (%s): nothing was changed. Resume once every voter is caught up", steps.ErrRefused, why)
 		}
 		lh, _ := env.Target.Controller(q.Leader)
-		return env.Kafka.UpgradeFeature(ctx, lh.Addr, kraftVersion, 1)
+		return upgradeWhenVotersReported(ctx, env, lh.Addr)
 	}); err != nil {
 		return err
 	}
@@ -174,6 +174,33 @@ func (k *convertUpgrade) Apply(ctx context.Context, env *steps.Env, p *steps.Pla
 			return level >= 1 && !missing, fmt.Sprintf("kraft.version %d; voters %+v", level, q.Voters)
 		})
 	})
+}
+
+// votersReportWait bounds how long the upgrade waits for the leader to
+// have heard every voter's supported kraft.version.
+const votersReportWait = 2 * time.Minute
+
+// upgradeWhenVotersReported sends the upgrade, again while the leader
+// answers that not every voter supports it: a voter of a static quorum
+// reports its supported kraft.version to the leader (UpdateRaftVoter) a
+// while after it starts following — on the 4.1.2 lab, an upgrade sent
+// seconds after the quorum formed was refused, one sent half a minute
+// later accepted. Any other error ends it.
+func upgradeWhenVotersReported(ctx context.Context, env *steps.Env, addr string) error {
+	deadline := env.Now().Add(votersReportWait)
+	for {
+		err := env.Kafka.UpgradeFeature(ctx, addr, kraftVersion, 1)
+		if err == nil || !strings.Contains(err.Error(), "not all of the voters support it") {
+			return err
+		}
+		if env.Now().After(deadline) {
+			return fmt.Errorf("%w: for %s the leader has answered that not every voter supports kraft.version 1 (%v): is every controller on Kafka 4.1 or later? kafka-features.sh --bootstrap-controller %s describe shows each one's range. Nothing was changed; resume once they are", steps.ErrRefused, votersReportWait, err, addr)
+		}
+		env.Logf("the leader has not heard every voter's supported kraft.version yet (each voter reports it with UpdateRaftVoter a while after it follows): asking again in 5s")
+		if err := env.Sleep(ctx, 5*time.Second); err != nil {
+			return err
+		}
+	}
 }
 
 func (k *convertUpgrade) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
