@@ -193,6 +193,11 @@ func quorumRunbook(t *testing.T, l *lab.Lab, dir string, lossAt time.Time) {
 	if rr.code == 0 || !strings.Contains(rr.out, "static quorum") || !strings.Contains(rr.out, "kafka-storage.sh format") {
 		t.Errorf("controller-replace on a static quorum: exit %d, want a refusal naming the way by hand\n%s", rr.code, rr.out)
 	}
+	// quorum-to-dynamic needs 4.1: on 3.9.2 it refuses, changing nothing.
+	rc := kremedy(t, "run", "quorum-to-dynamic", "--inventory", l.InventoryPath(), "--run-dir", filepath.Join(t.TempDir(), "convert"), "--headless", "--yes", "--confirm", name)
+	if rc.code == 0 || !strings.Contains(rc.out, "Kafka 4.1 or later") {
+		t.Errorf("quorum-to-dynamic on 3.9.2: exit %d, want a refusal naming 4.1\n%s", rc.code, rc.out)
+	}
 	rep, err := os.ReadFile(filepath.Join(run, "report.md"))
 	if err != nil || !strings.Contains(string(rep), "nothing: no copy held a record beyond the seed's end") {
 		t.Errorf("the report does not give the ledger (%v):\n%s", err, rep)

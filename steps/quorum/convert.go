@@ -27,6 +27,10 @@ import (
 // kraftVersion is the feature whose level 1 is a dynamic quorum.
 const kraftVersion = "kraft.version"
 
+// metadataVersion41 is metadata.version 4.1-IV0's feature level: a
+// release that supports it is 4.1 or later.
+const metadataVersion41 = 26
+
 // convertArgs: a config's controller.quorum.voters line turned into
 // controller.quorum.bootstrap.servers (sha256 of the file before and
 // after: a config may hold secrets, its text is never in the plan).
@@ -70,7 +74,11 @@ func kraftLevel(ctx context.Context, env *steps.Env) (level int16, supported boo
 	}
 	supported = len(f.Supported) > 0
 	for _, sup := range f.Supported {
-		if r, ok := sup[kraftVersion]; !ok || r[1] < 1 {
+		// 3.9 supports kraft.version 1 for a quorum formatted dynamic,
+		// but upgrades a static one only from 4.1 (KAFKA-16538): a
+		// release that supports metadata.version 4.1-IV0 (level 26,
+		// server-common MetadataVersion) or later.
+		if r, ok := sup[kraftVersion]; !ok || r[1] < 1 || sup["metadata.version"][1] < metadataVersion41 {
 			supported = false
 		}
 	}
@@ -99,7 +107,7 @@ func (k *convertSurvey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, 
 		p.Facts = append(p.Facts, fmt.Sprintf("kraft.version is %d already: the upgrade is done; the configs and the rolls are left", level))
 	}
 	if !supported && level < 1 {
-		return nil, fmt.Errorf("%w: not every broker supports kraft.version 1 (a static quorum becomes dynamic from Kafka 4.1: kafka-features.sh describe shows each node's range); upgrade the release first. Nothing was changed", steps.ErrRefused)
+		return nil, fmt.Errorf("%w: not every broker runs Kafka 4.1 or later, the first release that turns a static quorum dynamic (kraft.version 1; kafka-features.sh describe shows each node's ranges): upgrade every node's release first. Nothing was changed", steps.ErrRefused)
 	}
 	if ok, why := quorumBack(ctx, env, voterIDs(v.Voters)); !ok {
 		return nil, fmt.Errorf("%w: the quorum is not whole (%s): every voter must be caught up with a leader before its voter set is written into the log. Nothing was changed", steps.ErrRefused, why)
