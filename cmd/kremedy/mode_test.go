@@ -25,7 +25,7 @@ func TestModeErrNamesTheWayForward(t *testing.T) {
 	if err == nil {
 		t.Fatal("rolling-restart accepted a KRaft inventory")
 	}
-	for _, w := range []string{"run kraft-rolling-restart instead", "the runbooks for kraft-mode clusters: ", "kraft-rolling-restart, quorum-recovery, stray-cleanup)", "nothing was done", "kremedy diagnose --inventory k.yaml"} {
+	for _, w := range []string{"run kraft-rolling-restart instead", "the runbooks for kraft-mode clusters: ", "kraft-rolling-restart, quorum-recovery, quorum-to-dynamic, stray-cleanup)", "nothing was done", "kremedy diagnose --inventory k.yaml"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("the refusal lacks %q: %v", w, err)
 		}

@@ -40,6 +40,29 @@ var downExplains = []string{FindUnderReplicated, FindUnregisteredReplica, FindUn
 // foreign or adopted segments, stale metadata…) explains that topic's
 // other findings. Causes come first.
 func linkCauses(fs []Finding) []Finding {
+	nameFindings(fs)
+	down := linkDown(fs)
+	linkOffline(fs, down)
+	for _, q := range fs {
+		if q.Kind == FindQuorumLost {
+			explain(fs, q.ID, quorumLostExplains)
+		}
+	}
+	for _, f := range fs {
+		if f.Kind == FindNoController {
+			explain(fs, f.ID, noControllerExplains)
+		}
+	}
+	linkTopicRoots(fs)
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return boolRank(a.Cause != "") - boolRank(b.Cause != "")
+	})
+	return fs
+}
+
+// nameFindings gives each finding its ID: kind/topic, or kind/brokers,
+// with #N on a repeat.
+func nameFindings(fs []Finding) {
 	seen := map[string]int{}
 	for i := range fs {
 		id := fs[i].Kind + "/"
@@ -53,19 +76,23 @@ func linkCauses(fs []Finding) []Finding {
 		}
 		fs[i].ID = id
 	}
+}
+
+// linkDown: a full log dir explains its broker being down; a down (or
+// fenced) broker explains the findings whose brokers are all down. It
+// returns the down brokers' findings.
+func linkDown(fs []Finding) map[int32]string {
 	full := map[int32]string{}
 	for _, f := range fs {
 		if f.Kind == FindLogDirFull {
 			full[f.Brokers[0]] = f.ID
 		}
 	}
+	down := map[int32]string{}
 	for i, f := range fs {
 		if f.Kind == FindBrokerDown && len(f.Brokers) == 1 && full[f.Brokers[0]] != "" {
 			fs[i].Cause = full[f.Brokers[0]] // a full dir stopped it
 		}
-	}
-	down := map[int32]string{}
-	for _, f := range fs {
 		if f.Kind == FindBrokerDown || f.Kind == FindBrokerFenced {
 			for _, b := range f.Brokers {
 				down[b] = f.ID
@@ -85,7 +112,14 @@ func linkCauses(fs []Finding) []Finding {
 			fs[i].Cause = down[f.Brokers[0]]
 		}
 	}
-	for i, f := range fs { // offline partitions: their group's cause, with the log ends
+	return down
+}
+
+// linkOffline: offline partitions get their group's cause, with the log
+// ends; their under-replicated twins too (no replica lags a leader there
+// is not).
+func linkOffline(fs []Finding, down map[int32]string) {
+	for i, f := range fs {
 		if f.Kind != FindOffline {
 			continue
 		}
@@ -101,7 +135,7 @@ func linkCauses(fs []Finding) []Finding {
 			}
 		}
 	}
-	for i, f := range fs { // their under-replicated twins: no replica lags a leader there is not
+	for i, f := range fs {
 		if f.Kind != FindUnderReplicated || f.Cause != "" && !strings.HasPrefix(f.Cause, FindBrokerDown+"/") {
 			continue
 		}
@@ -111,29 +145,20 @@ func linkCauses(fs []Finding) []Finding {
 			}
 		}
 	}
-	for _, q := range fs {
-		if q.Kind != FindQuorumLost {
-			continue
-		}
-		for i, f := range fs {
-			if f.Cause == "" && slices.Contains(quorumLostExplains, f.Kind) {
-				fs[i].Cause = q.ID
-			}
-		}
-	}
-	noCtrl := ""
-	for _, f := range fs {
-		if f.Kind == FindNoController {
-			noCtrl = f.ID
+}
+
+// explain makes cause the cause of every finding of kinds without one.
+func explain(fs []Finding, cause string, kinds []string) {
+	for i, f := range fs {
+		if f.Cause == "" && slices.Contains(kinds, f.Kind) {
+			fs[i].Cause = cause
 		}
 	}
-	if noCtrl != "" {
-		for i, f := range fs {
-			if f.Cause == "" && slices.Contains(noControllerExplains, f.Kind) {
-				fs[i].Cause = noCtrl
-			}
-		}
-	}
+}
+
+// linkTopicRoots: a topic's root finding (its first of topicRoots)
+// explains the topic's other findings.
+func linkTopicRoots(fs []Finding) {
 	roots := map[string]string{} // topic -> its root finding's ID
 	for _, kind := range topicRoots {
 		for _, f := range fs {
@@ -147,10 +172,6 @@ func linkCauses(fs []Finding) []Finding {
 			fs[i].Cause = r
 		}
 	}
-	slices.SortStableFunc(fs, func(a, b Finding) int {
-		return boolRank(a.Cause != "") - boolRank(b.Cause != "")
-	})
-	return fs
 }
 
 func boolRank(b bool) int {

@@ -180,18 +180,8 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 			Fix:      "find why no voter wins the election: the controllers' server logs (network between them, a majority stopped)"})
 		return
 	}
-	var voters []int32
-	for _, v := range q.Voters {
-		voters = append(voters, v.ID)
-	}
-	for _, c := range g.c.Target.Controllers {
-		if !slices.Contains(voters, c.ID) {
-			g.add(Finding{Kind: FindControllerNotVoter, Severity: Warning, Brokers: []int32{c.ID},
-				Summary:  fmt.Sprintf("controller %d is in the inventory but not a voter of the metadata quorum (voters %s)", c.ID, fmt.Sprint(voters)),
-				Evidence: []string{fmt.Sprintf("DescribeQuorum at %s: voters %s, observers %s", q.AskedAt, fmt.Sprint(voters), voterIDsOf(q.Observers))},
-				Fix:      "check the inventory's kraft_controllers against controller.quorum.voters (static) or the quorum's voter set (kafka-metadata-quorum describe --replication)"})
-		}
-	}
+	voters := voterIDList(q.Voters)
+	g.notVoters(q, voters)
 	down := map[int32]string{}
 	for id, why := range bad {
 		down[id] = why
@@ -232,6 +222,18 @@ func (g *kraftDiag) quorum(ctx context.Context) {
 	g.add(Finding{Kind: FindQuorumMargin, Severity: sev, Brokers: ids, Summary: summary, Evidence: ev,
 		Fix:   "start those controllers again (their start command; their server log says why they stopped) and wait until each is caught up (kafka-metadata-quorum describe --replication: Lag 0)",
 		DoNot: "do not restart or stop another controller until they are back: one more lost stops the metadata"})
+}
+
+// notVoters: an inventory controller that is not a voter of the quorum.
+func (g *kraftDiag) notVoters(q ports.Quorum, voters []int32) {
+	for _, c := range g.c.Target.Controllers {
+		if !slices.Contains(voters, c.ID) {
+			g.add(Finding{Kind: FindControllerNotVoter, Severity: Warning, Brokers: []int32{c.ID},
+				Summary:  fmt.Sprintf("controller %d is in the inventory but not a voter of the metadata quorum (voters %s)", c.ID, fmt.Sprint(voters)),
+				Evidence: []string{fmt.Sprintf("DescribeQuorum at %s: voters %s, observers %s", q.AskedAt, fmt.Sprint(voters), voterIDsOf(q.Observers))},
+				Fix:      "check the inventory's kraft_controllers against controller.quorum.voters (static) or the quorum's voter set (kafka-metadata-quorum describe --replication)"})
+		}
+	}
 }
 
 func voterIDs(q ports.Quorum) string { return voterIDsOf(q.Voters) }

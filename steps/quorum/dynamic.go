@@ -52,38 +52,10 @@ const maxCheckpointHead = 1 << 20
 // readDynamicLog reads the seed's voter set (its newest snapshot's, or a
 // later KRaftVoters record of its segments) and its last segment.
 func readDynamicLog(ctx context.Context, h ports.Hosts, seed Copy) (dynamicLog, error) {
-	var lines []string
-	cmd := shell.Script(fmt.Sprintf(`cd %s && for f in *.checkpoint *.log; do [ -e "$f" ] && printf '%%s\t%%s\n' "$(stat -c %%s -- "$f")" "$f"; done; true`, shell.Quote(seed.Dir)))
-	if err := h.Run(ctx, seed.Node, cmd, func(l ports.Line) {
-		if !l.Stderr {
-			lines = append(lines, l.Text)
-		}
-	}); err != nil {
-		return dynamicLog{}, fmt.Errorf("list %s on %s: %w", seed.Dir, seed.Role(), err)
+	snaps, segs, err := listLog(ctx, h, seed)
+	if err != nil {
+		return dynamicLog{}, err
 	}
-	type file struct {
-		base int64
-		size int64
-		name string
-	}
-	var snaps, segs []file
-	for _, l := range lines {
-		sz, name, _ := strings.Cut(l, "\t")
-		size, err := strconv.ParseInt(sz, 10, 64)
-		head, _, _ := strings.Cut(name, "-")
-		base, err2 := strconv.ParseInt(strings.TrimSuffix(head, ".log"), 10, 64)
-		if err != nil || err2 != nil {
-			continue
-		}
-		if strings.HasSuffix(name, ".checkpoint") {
-			snaps = append(snaps, file{base, size, name})
-		} else {
-			segs = append(segs, file{base, size, name})
-		}
-	}
-	byBase := func(fs []file) { sort.Slice(fs, func(i, j int) bool { return fs[i].base < fs[j].base }) }
-	byBase(snaps)
-	byBase(segs)
 	if len(segs) == 0 {
 		return dynamicLog{}, fmt.Errorf("%s holds no segment", seed.Dir)
 	}
@@ -133,6 +105,45 @@ func readDynamicLog(ctx context.Context, h ports.Hosts, seed Copy) (dynamicLog, 
 		return d, fmt.Errorf("%s holds no KRaftVoters record (neither its newest snapshot nor the segments after it): its configs say dynamic (controller.quorum.bootstrap.servers) but its log has no voter set, as a static quorum's (kraft.version 0) has none. If the quorum was static, put controller.quorum.voters back in every controller's config and run again", seed.Dir)
 	}
 	return d, nil
+}
+
+// logFile is a snapshot (.checkpoint: base is its end offset) or a
+// segment (.log: base is its first offset) of a copy.
+type logFile struct {
+	base int64
+	size int64
+	name string
+}
+
+// listLog lists a copy's snapshots and segments, each by base.
+func listLog(ctx context.Context, h ports.Hosts, seed Copy) (snaps, segs []logFile, err error) {
+	var lines []string
+	cmd := shell.Script(fmt.Sprintf(`cd %s && for f in *.checkpoint *.log; do [ -e "$f" ] && printf '%%s\t%%s\n' "$(stat -c %%s -- "$f")" "$f"; done; true`, shell.Quote(seed.Dir)))
+	if err := h.Run(ctx, seed.Node, cmd, func(l ports.Line) {
+		if !l.Stderr {
+			lines = append(lines, l.Text)
+		}
+	}); err != nil {
+		return nil, nil, fmt.Errorf("list %s on %s: %w", seed.Dir, seed.Role(), err)
+	}
+	for _, l := range lines {
+		sz, name, _ := strings.Cut(l, "\t")
+		size, err := strconv.ParseInt(sz, 10, 64)
+		head, _, _ := strings.Cut(name, "-")
+		base, err2 := strconv.ParseInt(strings.TrimSuffix(head, ".log"), 10, 64)
+		if err != nil || err2 != nil {
+			continue
+		}
+		if strings.HasSuffix(name, ".checkpoint") {
+			snaps = append(snaps, logFile{base, size, name})
+		} else {
+			segs = append(segs, logFile{base, size, name})
+		}
+	}
+	byBase := func(fs []logFile) { sort.Slice(fs, func(i, j int) bool { return fs[i].base < fs[j].base }) }
+	byBase(snaps)
+	byBase(segs)
+	return snaps, segs, nil
 }
 
 // readHead reads up to n bytes of a file on a node's host.

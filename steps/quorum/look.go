@@ -101,34 +101,10 @@ func lookAt(ctx context.Context, env *steps.Env, o opts) (*view, error) {
 	}
 	v := &view{}
 	for _, c := range t.Controllers {
-		if t.Combined(c.ID) {
-			return nil, fmt.Errorf("%w: controller %d is a combined node (process.roles=broker,controller): quorum-recovery does not yet recover a combined quorum. The manual procedure is in docs/quorum-recovery.md; nothing was changed", steps.ErrRefused, c.ID)
-		}
-		cv := ctrlView{Host: c}
-		if c.Config == "" {
-			return nil, fmt.Errorf("%w: the inventory names no config file for controller %d (config:): quorum-recovery reads its controller.quorum.voters and metadata dir there; add it and run again. Nothing was changed", steps.ErrRefused, c.ID)
-		}
-		b, err := brokers.ReadFile(ctx, env.Hosts, c.ID, c.Config)
+		cv, err := readCtrl(ctx, env, c)
 		if err != nil {
-			cv.Err = err.Error()
-			v.Ctrls = append(v.Ctrls, cv)
-			continue
+			return nil, err
 		}
-		cv.Reachable = true
-		p, err := javaprops.Parse(b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: controller %d's %s: %v; nothing was changed", steps.ErrRefused, c.ID, c.Config, err)
-		}
-		line, _ := p.Get("controller.quorum.voters")
-		cv.Voters = strings.TrimSpace(line)
-		if cv.Voters == "" {
-			bs, ok := p.Get("controller.quorum.bootstrap.servers")
-			if !ok || strings.TrimSpace(bs) == "" {
-				return nil, fmt.Errorf("%w: controller %d's %s sets neither controller.quorum.voters nor controller.quorum.bootstrap.servers; nothing was changed", steps.ErrRefused, c.ID, c.Config)
-			}
-			cv.Dynamic = true
-		}
-		cv.Listening = env.Kafka.Listening(ctx, c.Addr)
 		v.Ctrls = append(v.Ctrls, cv)
 	}
 	for _, cv := range v.Ctrls {
@@ -208,6 +184,39 @@ func dynamicQuorum(cs []ctrlView) (bool, error) {
 		return false, fmt.Errorf("%w: %w: controllers %v set controller.quorum.voters (a static quorum) and %v controller.quorum.bootstrap.servers alone (a dynamic one). Make their configs agree with the quorum's kraft.version (kremedy resume of a quorum-to-dynamic run finishes it), and run again. Nothing was changed", steps.ErrRefused, errHalfDone, static, dyn)
 	}
 	return len(dyn) > 0, nil
+}
+
+// readCtrl reads one controller's config over SSH: whether its host
+// answers, its static voter set or that it is dynamic, whether it listens.
+func readCtrl(ctx context.Context, env *steps.Env, c ports.Host) (ctrlView, error) {
+	cv := ctrlView{Host: c}
+	if env.Target.Combined(c.ID) {
+		return cv, fmt.Errorf("%w: controller %d is a combined node (process.roles=broker,controller): quorum-recovery does not yet recover a combined quorum. The manual procedure is in docs/quorum-recovery.md; nothing was changed", steps.ErrRefused, c.ID)
+	}
+	if c.Config == "" {
+		return cv, fmt.Errorf("%w: the inventory names no config file for controller %d (config:): quorum-recovery reads its controller.quorum.voters and metadata dir there; add it and run again. Nothing was changed", steps.ErrRefused, c.ID)
+	}
+	b, err := brokers.ReadFile(ctx, env.Hosts, c.ID, c.Config)
+	if err != nil {
+		cv.Err = err.Error()
+		return cv, nil
+	}
+	cv.Reachable = true
+	p, err := javaprops.Parse(b)
+	if err != nil {
+		return cv, fmt.Errorf("%w: controller %d's %s: %v; nothing was changed", steps.ErrRefused, c.ID, c.Config, err)
+	}
+	line, _ := p.Get("controller.quorum.voters")
+	cv.Voters = strings.TrimSpace(line)
+	if cv.Voters == "" {
+		bs, ok := p.Get("controller.quorum.bootstrap.servers")
+		if !ok || strings.TrimSpace(bs) == "" {
+			return cv, fmt.Errorf("%w: controller %d's %s sets neither controller.quorum.voters nor controller.quorum.bootstrap.servers; nothing was changed", steps.ErrRefused, c.ID, c.Config)
+		}
+		cv.Dynamic = true
+	}
+	cv.Listening = env.Kafka.Listening(ctx, c.Addr)
+	return cv, nil
 }
 
 // fenced are the controllers the run leaves out: those the operator named

@@ -370,10 +370,7 @@ func (k *newDisk) act(ctx context.Context, env *steps.Env, f *replaceFact, h por
 		if args.Content != f.NewMeta {
 			return fmt.Errorf("%w: this run chose directory id %s for controller %d already", steps.ErrStalePlan, dirIDOf([]byte(f.NewMeta)), h.ID)
 		}
-		mk := shell.Script(fmt.Sprintf(`set -eu
-d=%s
-if [ ! -d "$d" ]; then mkdir -p -- "$d"; chown --reference="$(dirname -- "$d")" -- "$d" 2>/dev/null || true; echo "made $d"; fi`, shell.Quote(args.Dir)))
-		if err := env.Hosts.Run(ctx, h.ID, mk, out); err != nil {
+		if err := env.Hosts.Run(ctx, h.ID, mkdirScript(args.Dir), out); err != nil {
 			return err
 		}
 		return env.Hosts.RunInput(ctx, h.ID, brokers.EditScript(args.Path, args.Backup, args.From, args.To), []byte(args.Content), out)

@@ -228,225 +228,28 @@ func (k *rewrite) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error)
 	if err != nil {
 		return nil, err
 	}
-	var done string
-	if _, err := env.Load(phaseKey, &done); err != nil {
+	pl, err := newPlanner(ctx, env, r)
+	if err != nil {
 		return nil, err
 	}
-	seedHost, ok := env.Target.Controller(r.Seed.Node)
-	if !ok {
-		return nil, fmt.Errorf("%w: the seed, controller %d, is not in the inventory any more; nothing was changed", steps.ErrRefused, r.Seed.Node)
-	}
-	p := &steps.Plan{Summary: fmt.Sprintf("restart the quorum from %s's copy: it alone first, then the other controllers empty, then all %d voters", r.Seed.Role(), len(r.Voters)-len(r.Fenced))}
-	var lf ledgerFact
-	if _, err := env.Load(ledgerKey, &lf); err != nil {
+	if err := pl.header(preview); err != nil {
 		return nil, err
 	}
-	ledger, lost := lf.Lines, lf.Lost
-	switch {
-	case preview:
-	case len(lost) > 0:
-		p.Summary += fmt.Sprintf(" — DISCARDS what %d copies hold beyond the seed, topics %s among it (the ledger below)", len(r.Beyond), strings.Join(lost, ", "))
-	case len(ledger) > 0:
-		p.Summary += fmt.Sprintf(" — DISCARDS what %d copies hold beyond the seed (the ledger below)", len(r.Beyond))
-	default:
-		p.Summary += " — discards no record (no copy holds one beyond the seed)"
+	if err := pl.seedPhase(); err != nil {
+		return nil, err
 	}
-	if preview {
-		var beyond []string
-		for _, id := range r.Beyond {
-			beyond = append(beyond, r.copyOf(id).String())
-		}
-		note := "WHAT THIS RECOVERY DISCARDS is read by the backup step (the records every copy holds beyond the seed, fetched and decoded) and shown in this step's plan before its confirmation. As the copies stand now, "
-		if len(beyond) == 0 {
-			note += fmt.Sprintf("none holds a record beyond the seed's end (%s, offset %d, epoch %d)", r.Seed.Role(), r.Seed.End, r.Seed.Epoch)
-		} else {
-			note += "these hold records beyond the seed's end: " + strings.Join(beyond, "; ")
-		}
-		p.Notes = append(p.Notes, note)
-	} else if len(ledger) == 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("WHAT THIS RECOVERY DISCARDS: no record. No copy holds anything beyond the seed's end (offset %d, epoch %d).", r.Seed.End, r.Seed.Epoch))
-	} else {
-		p.Notes = append(p.Notes, "WHAT THIS RECOVERY DISCARDS — the records these copies hold beyond the seed's end, gone from the cluster's metadata once the seed leads (their copies are kept aside):\n"+strings.Join(ledger, "\n"))
-		if len(lost) > 0 {
-			p.Notes = append(p.Notes, fmt.Sprintf("topics created beyond the seed's end, unknown to the recovered cluster: %s. Their data stays on the brokers' disks; a broker renames such a topic's logs -stray at its start — stray-cleanup offers them, it never deletes them", strings.Join(lost, ", ")))
-		}
-	}
-	for _, c := range r.Copies {
-		if c.Node != r.Seed.Node && c.Controller && c.Known() && c.End < r.Seed.End {
-			p.Facts = append(p.Facts, fmt.Sprintf("%s ends at %d, behind the seed (%d): it comes back empty and fetches the seed's log; its own copy is kept aside", c.Role(), c.End, r.Seed.End))
-		}
-	}
-	p.Facts = append(p.Facts, fmt.Sprintf("the seed: %s, epoch %d, end offset %d; the voters: %s", r.Seed.Role(), r.Seed.Epoch, r.Seed.End, r.VotersLine))
-	if done != "" {
-		p.Facts = append(p.Facts, "resumed: the phases up to "+done+" ended in an earlier attempt; they are not planned again")
-	}
-	add := func(phase string, a steps.Action) {
-		if done != "" && slices.Index(phases, phase) <= slices.Index(phases, done) {
-			return
-		}
-		args := a.Args.(rwArgs)
-		args.Phase = phase
-		a.Args = args
-		a.ID = fmt.Sprintf("%s-%s-%d-%d", phase, args.Do, args.Node, len(p.Actions))
-		p.Actions = append(p.Actions, a)
-	}
-	run := env.RunID()
-	// Phase seed: its quorum-state and voters rewritten, started alone.
-	on := fmt.Sprintf("controller %d on %s", seedHost.ID, seedHost.On())
-	qs := path.Join(r.Seed.Dir, "quorum-state")
-	cur, err := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, qs)
-	from := ""
-	if err == nil {
-		from = digest(cur)
-	}
-	var alone, full []byte
+	pl.asidePhase()
 	if r.Dynamic {
-		if err := planDynamicSeed(add, r, seedHost, qs, from, run); err != nil {
-			return nil, err
-		}
+		err = planDynamicJoin(pl.add, pl.back, r, pl.seedHost)
 	} else {
-		content := SeedState(r.Seed.Node, r.StateEpoch)
-		add(phaseSeed, steps.Action{Op: steps.OpCheck, Target: "every controller", Detail: "no controller but the seed runs (one brought back by its service manager, or by hand, could lead the old timeline beside the seed)", Args: rwArgs{Node: seedHost.ID, Do: doAlone}})
-		add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("write %s: no leader, no vote, epoch %d (the highest any node saw), voter %d", qs, r.StateEpoch, r.Seed.Node), Broker: seedHost.ID,
-			Args: rwArgs{Node: seedHost.ID, Do: doFile, Path: qs, Backup: keptPath(r.Seed, "quorum-state", "was", run), From: from, To: digest(content), Content: string(content)}})
-		cfg, err := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, seedHost.Config)
-		if err != nil {
-			return nil, fmt.Errorf("read the seed's config: %w", err)
-		}
-		// The seed's config with the seed alone, and with the full set again
-		// (from whatever the file holds now: on a resumed run it may be the
-		// seed alone already). The file before each edit is kept.
-		alone, err = withVoters(cfg, r.seedEntry())
-		if err != nil {
-			return nil, fmt.Errorf("%w: controller %d's %s: %v; nothing was changed", steps.ErrRefused, seedHost.ID, seedHost.Config, err)
-		}
-		full, _ = withVoters(alone, r.VotersLine)
-		add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the seed alone; the file before it kept as %s)", seedHost.Config, r.seedEntry(), seedHost.Config+".kremedy-"+run), Broker: seedHost.ID,
-			Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run, From: digest(cfg), To: digest(alone), Voters: r.seedEntry()}})
-		add(phaseSeed, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
-		add(phaseSeed, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d leads, its whole log committed", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doLeads}})
+		err = pl.staticJoin()
 	}
-	// Phase aside: the brokers whose copies diverge from the seed.
-	for _, id := range r.Beyond {
-		c := r.copyOf(id)
-		if c.Controller {
-			continue // every controller but the seed comes back empty below
-		}
-		h := env.Target.Node(id)
-		add(phaseAside, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Stop, Broker: id, Args: rwArgs{Node: id, Do: doStop}})
-		add(phaseAside, steps.Action{Op: steps.OpWait, Target: h.Addr, Detail: fmt.Sprintf("broker %d's port closes", id), Broker: id, Args: rwArgs{Node: id, Do: doGone}})
-		add(phaseAside, steps.Action{Op: steps.OpMove, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: fmt.Sprintf("mv %s %s", shell.Quote(c.Dir), shell.Quote(asideName(c, run))), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: asideName(c, run)}})
+	if err != nil {
+		return nil, err
 	}
-	// Phase rejoin: majority-1 of the other voters, each empty, started
-	// under the rule, caught up with the seed leading alone. No more: with
-	// a majority of the others running they could elect one of themselves
-	// without what the seed committed alone since its end, if it stalled.
-	// Phase restart: the seed with the full voter set, while fewer than a
-	// majority of the others run, until a leader and they are caught up.
-	// Phase join: the rest, one at a time, into a quorum that serves.
-	meta, _ := brokers.ReadFile(ctx, env.Hosts, seedHost.ID, path.Join(r.Seed.MetaDir, "meta.properties"))
-	back := func(phase string, id int32, check, checkWhat string) error {
-		h, _ := env.Target.Controller(id)
-		c := r.copyOf(id)
-		con := fmt.Sprintf("controller %d on %s", id, h.On())
-		if c.Known() && c.Dir != "" {
-			add(phase, steps.Action{Op: steps.OpMove, Target: con, Detail: fmt.Sprintf("mv %s %s (kept, never deleted)", shell.Quote(c.Dir), shell.Quote(asideName(c, run))), Broker: id, Args: rwArgs{Node: id, Do: doAside, Dir: c.Dir, Aside: asideName(c, run)}})
-		}
-		if c.MetaDir != "" {
-			mp := path.Join(c.MetaDir, "meta.properties")
-			own, err := brokers.ReadFile(ctx, env.Hosts, id, mp)
-			if r.Dynamic && err == nil {
-				// A dynamic quorum names its voters by directory id: the
-				// controller comes back as a new disk, never under the id
-				// its old log had.
-				a, ok, err := newDirectoryID(id, mp, own, r.oldDirID(id), run)
-				if err != nil {
-					return err
-				}
-				if ok {
-					a.Target = con
-					add(phase, a)
-				}
-			}
-			if err != nil {
-				if len(meta) == 0 {
-					return fmt.Errorf("%w: controller %d has no %s and the seed's meta.properties could not be read to make it; format it with kafka-storage.sh format --cluster-id <the cluster's id> --config %s (static quorum), then run again (kremedy resume). Nothing of this step was done", steps.ErrRefused, id, mp, h.Config)
-				}
-				text, err := metaFor(meta, id)
-				if err != nil {
-					return err
-				}
-				add(phase, steps.Action{Op: steps.OpSSH, Target: con, Detail: fmt.Sprintf("write %s (its disk was lost): the cluster id, node.id=%d, a new directory.id — what kafka-storage.sh format writes", mp, id), Broker: id,
-					Args: rwArgs{Node: id, Do: doFile, Path: mp, To: digest(text), Content: string(text), Dir: c.MetaDir}})
-			}
-		}
-		add(phase, steps.Action{Op: steps.OpCheck, Target: con, Detail: checkWhat, Broker: id, Args: rwArgs{Node: id, Do: check}})
-		add(phase, steps.Action{Op: steps.OpSSH, Target: con, Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
-		return nil
-	}
-	if r.Dynamic {
-		if err := planDynamicJoin(add, back, r, seedHost); err != nil {
-			return nil, err
-		}
-	} else {
-		others := r.others()
-		maj := len(r.Voters)/2 + 1
-		first, rest := others, []int32(nil)
-		if len(others) > maj-1 {
-			first, rest = others[:maj-1], others[maj-1:]
-		}
-		for _, id := range first {
-			if err := back(phaseRejoin, id, doSafe, "the rule for an empty voter's start: the seed runs and leads, and the running voters without its log stay fewer than a majority"); err != nil {
-				return nil, err
-			}
-			add(phaseRejoin, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d fetched the seed's log to its end", id), Broker: id, Args: rwArgs{Node: id, Do: doCaughtUp}})
-		}
-		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: fmt.Sprintf("in %s: controller.quorum.voters=%s (the full voter set again)", seedHost.Config, r.VotersLine), Broker: seedHost.ID,
-			Args: rwArgs{Node: seedHost.ID, Do: doVoters, Path: seedHost.Config, Backup: seedHost.Config + ".kremedy-" + run + "-alone", From: digest(alone), To: digest(full), Voters: r.VotersLine}})
-		add(phaseRestart, steps.Action{Op: steps.OpCheck, Target: on, Detail: "the rule for the seed's restart: fewer than a majority of the other voters run", Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doSafe}})
-		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Stop, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStop}})
-		add(phaseRestart, steps.Action{Op: steps.OpWait, Target: seedHost.Addr, Detail: fmt.Sprintf("controller %d's port closes", seedHost.ID), Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doGone}})
-		add(phaseRestart, steps.Action{Op: steps.OpSSH, Target: on, Detail: seedHost.Start, Broker: seedHost.ID, Args: rwArgs{Node: seedHost.ID, Do: doStart}})
-		running := append([]int32{r.Seed.Node}, first...)
-		add(phaseRestart, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", running), Args: rwArgs{Do: doQuorum, Want: slices.Clone(running)}})
-		for _, id := range rest {
-			if err := back(phaseJoin, id, doJoinSafe, "the quorum has a leader and a majority of the voters caught up: an empty voter joins as a follower"); err != nil {
-				return nil, err
-			}
-			running = append(running, id)
-			add(phaseJoin, steps.Action{Op: steps.OpWait, Target: "the KRaft quorum", Detail: fmt.Sprintf("a leader, and voters %v caught up", running), Broker: id, Args: rwArgs{Node: id, Do: doQuorum, Want: slices.Clone(running)}})
-		}
-	}
-	// Phase brokers: those stopped in phase aside.
-	for _, id := range r.Beyond {
-		if r.copyOf(id).Controller {
-			continue
-		}
-		h := env.Target.Node(id)
-		add(phaseBrokers, steps.Action{Op: steps.OpSSH, Target: fmt.Sprintf("broker %d on %s", id, h.On()), Detail: h.Start, Broker: id, Args: rwArgs{Node: id, Do: doStart}})
-	}
-	if len(p.Actions) == 0 && done != "" {
-		// Every phase ended in an earlier attempt (a resumed run whose
-		// re-check found a voter lagging): nothing to do or confirm again.
-		p.NoOp = true
-		p.Summary = "every phase of the rewrite ended in an earlier attempt (the last: " + done + "); nothing left to do"
-	}
-	p.Rollback = fmt.Sprintf(`What is kept, never deleted, beside each node's metadata log dir:
-  every copy as it was: <dir>.%s.kremedy-backup-%s (the backup step);
-  the copies moved aside: <dir>.%s.kremedy-aside-%s;
-  the seed's quorum-state and config as they were: %s, %s.`, MetadataLog, run, MetadataLog, run, keptPath(r.Seed, "quorum-state", "was", run), seedHost.Config+".kremedy-"+run)
-	if r.Dynamic && len(r.Fenced) > 0 {
-		left := len(r.Voters) - len(r.Fenced)
-		p.Notes = append(p.Notes, fmt.Sprintf("controllers %v, named fenced, leave the voter set for good: the quorum ends with %d voters, which survive %d lost. Add one back on a new disk (an empty metadata dir, a new directory id) with kremedy run controller-replace, or kafka-metadata-quorum.sh add-controller on its host, once it runs as an observer", r.Fenced, left, (left-1)/2))
-	}
-	if r.Dynamic {
-		p.Rollback = fmt.Sprintf(`What is kept, never deleted, beside each node's metadata log dir:
-  every copy as it was, the seed's last segment before the records appended to it among them: <dir>.%s.kremedy-backup-%s (the backup step);
-  the copies moved aside: <dir>.%s.kremedy-aside-%s;
-  the seed's quorum-state as it was: %s; each controller's meta.properties before its new directory id: <meta.properties>.kremedy-%s.
-Once a controller is added back as a voter, the voter set names its new directory id: its old copy, put back, is at most an observer.`, MetadataLog, run, MetadataLog, run, keptPath(r.Seed, "quorum-state", "was", run), run)
-	}
-	return p, nil
+	pl.brokersPhase()
+	pl.footer()
+	return pl.p, nil
 }
 
 // metaFor is the seed's meta.properties for node id: its node.id, a new
@@ -557,115 +360,132 @@ func (k *rewrite) act(ctx context.Context, env *steps.Env, r Recovery, a steps.A
 				}
 			}
 			if args.From == "" && args.Dir != "" {
-				mk := shell.Script(fmt.Sprintf(`set -eu
-d=%s
-if [ ! -d "$d" ]; then mkdir -p -- "$d"; chown --reference="$(dirname -- "$d")" -- "$d" 2>/dev/null || true; echo "made $d"; fi`, shell.Quote(args.Dir)))
-				if err := env.Hosts.Run(ctx, args.Node, mk, func(l ports.Line) { env.Output(a.Target, l) }); err != nil {
+				if err := env.Hosts.Run(ctx, args.Node, mkdirScript(args.Dir), func(l ports.Line) { env.Output(a.Target, l) }); err != nil {
 					return err
 				}
 			}
 			return editErr(env.Hosts.RunInput(ctx, args.Node, brokers.EditScript(args.Path, args.Backup, args.From, args.To), []byte(args.Content), func(l ports.Line) { env.Output(a.Target, l) }), args)
-		case doVoters:
-			cfg, err := brokers.ReadFile(ctx, env.Hosts, args.Node, args.Path)
-			if err != nil {
-				return err
-			}
-			if digest(cfg) == args.To {
-				env.Logf("%s already sets controller.quorum.voters=%s", args.Path, args.Voters)
-				return nil
-			}
-			text, err := withVoters(cfg, args.Voters)
-			if err != nil {
-				return err
-			}
-			if digest(text) != args.To {
-				return fmt.Errorf("%w: %s on controller %d changed since the plan (more than its voters): nothing was written", steps.ErrStalePlan, args.Path, args.Node)
-			}
-			return editErr(env.Hosts.RunInput(ctx, args.Node, brokers.EditScript(args.Path, args.Backup, args.From, args.To), text, func(l ports.Line) { env.Output(a.Target, l) }), args)
-		case doLeads:
-			return roll.WaitFor(ctx, env, k.o.StartTimeout, fmt.Sprintf("controller %d to lead", args.Node), func() (bool, string) {
-				q, err := env.Kafka.Quorum(ctx, []string{h.Addr})
-				if err != nil {
-					return false, err.Error()
-				}
-				return q.Leader == args.Node, fmt.Sprintf("leader %d, epoch %d, high watermark %d", q.Leader, q.Epoch, q.HighWatermark)
-			})
-		case doSafe:
-			if args.Node == r.Seed.Node {
-				// The seed's restart: only who runs counts.
-				rj := Rejoin{Voters: voterIDs(r.Voters), Seed: r.Seed.Node, Running: listening(ctx, env)}
-				if why := rj.StopSeedRisk(); why != "" {
-					return fmt.Errorf("%w: %s. The seed was not restarted: resume once it holds", steps.ErrRefused, why)
-				}
-				env.Logf("safe: running %v, fewer than a majority of the voters besides the seed", rj.Running)
-				return nil
-			}
-			rj, err := liveRejoin(ctx, env, r)
-			if err != nil {
-				return err
-			}
-			why := rj.StartRisk(args.Node)
-			if why != "" {
-				return fmt.Errorf("%w: %s. Nothing was started; the quorum is as it was: resume once it holds", steps.ErrRefused, why)
-			}
-			env.Logf("safe: the seed leads; running %v, holding the seed's log %v", rj.Running, rj.Holding)
-			return nil
-		case doCaughtUp:
-			seed, _ := env.Target.Controller(r.Seed.Node)
-			return roll.WaitFor(ctx, env, k.o.StartTimeout, fmt.Sprintf("controller %d to fetch the seed's log", args.Node), func() (bool, string) {
-				q, err := env.Kafka.Quorum(ctx, []string{seed.Addr})
-				if err != nil {
-					return false, err.Error()
-				}
-				for _, v := range append(slices.Clone(q.Voters), q.Observers...) {
-					if v.ID == args.Node {
-						return v.LogEndOffset >= r.Seed.End && v.LogEndOffset >= q.HighWatermark, fmt.Sprintf("its log end %d, the seed's high watermark %d", v.LogEndOffset, q.HighWatermark)
-					}
-				}
-				return false, fmt.Sprintf("not fetching yet (high watermark %d)", q.HighWatermark)
-			})
-		case doQuorum:
-			want := args.Want
-			if len(want) == 0 {
-				want = append([]int32{r.Seed.Node}, r.others()...)
-			}
-			return roll.WaitFor(ctx, env, k.o.StartTimeout, "the KRaft quorum", func() (bool, string) { return quorumBack(ctx, env, want) })
-		case doAlone:
-			var others []int32
-			for _, id := range listening(ctx, env) {
-				if id != r.Seed.Node {
-					others = append(others, id)
-				}
-			}
-			if len(others) > 0 {
-				return fmt.Errorf("%w: controllers %v run: the seed starts alone only while no other voter runs (one brought back by its service manager or by hand could lead the old timeline beside it). Stop them (and disable what restarts them), then resume. Nothing was changed", steps.ErrRefused, others)
-			}
-			return nil
-		case doAppend, doObserve, doAddVoter:
-			return actDynamic(ctx, env, r, a, args)
-		case doJoinSafe:
-			// The quorum serves: a leader and a majority of the full voter
-			// set caught up. An empty voter started now joins as a
-			// follower; it cannot help elect a leader without the log.
-			q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(env.Target))
-			if err != nil || q.Leader < 0 {
-				return fmt.Errorf("%w: the quorum has no leader now (%v): controller %d is not started empty without one. Resume once it has", steps.ErrRefused, err, args.Node)
-			}
-			lag := brokers.Lagging(q, 2*time.Second)
-			up := 0
-			for _, v := range q.Voters {
-				if lag[v.ID] == "" && v.ID != args.Node {
-					up++
-				}
-			}
-			if up < len(r.Voters)/2+1 {
-				return fmt.Errorf("%w: %d of the %d voters are caught up with leader %d, fewer than a majority: controller %d is not started empty now. Resume once they are", steps.ErrRefused, up, len(r.Voters), q.Leader, args.Node)
-			}
-			env.Logf("safe: leader %d, %d of %d voters caught up", q.Leader, up, len(r.Voters))
+		default:
+			return k.actQuorum(ctx, env, r, a, args, h)
+		}
+	})
+}
+
+// actQuorum runs the actions that read or rewrite the quorum itself (the
+// seed's voters, the rules before a start, the waits for a leader).
+func (k *rewrite) actQuorum(ctx context.Context, env *steps.Env, r Recovery, a steps.Action, args rwArgs, h ports.Host) error {
+	switch args.Do {
+	case doSafe, doAlone, doJoinSafe:
+		return k.rule(ctx, env, r, args)
+	case doVoters:
+		cfg, err := brokers.ReadFile(ctx, env.Hosts, args.Node, args.Path)
+		if err != nil {
+			return err
+		}
+		if digest(cfg) == args.To {
+			env.Logf("%s already sets controller.quorum.voters=%s", args.Path, args.Voters)
 			return nil
 		}
-		return fmt.Errorf("action %s: nothing to do for %q", a.ID, args.Do)
-	})
+		text, err := withVoters(cfg, args.Voters)
+		if err != nil {
+			return err
+		}
+		if digest(text) != args.To {
+			return fmt.Errorf("%w: %s on controller %d changed since the plan (more than its voters): nothing was written", steps.ErrStalePlan, args.Path, args.Node)
+		}
+		return editErr(env.Hosts.RunInput(ctx, args.Node, brokers.EditScript(args.Path, args.Backup, args.From, args.To), text, func(l ports.Line) { env.Output(a.Target, l) }), args)
+	case doLeads:
+		return roll.WaitFor(ctx, env, k.o.StartTimeout, fmt.Sprintf("controller %d to lead", args.Node), func() (bool, string) {
+			q, err := env.Kafka.Quorum(ctx, []string{h.Addr})
+			if err != nil {
+				return false, err.Error()
+			}
+			return q.Leader == args.Node, fmt.Sprintf("leader %d, epoch %d, high watermark %d", q.Leader, q.Epoch, q.HighWatermark)
+		})
+	case doCaughtUp:
+		seed, _ := env.Target.Controller(r.Seed.Node)
+		return roll.WaitFor(ctx, env, k.o.StartTimeout, fmt.Sprintf("controller %d to fetch the seed's log", args.Node), func() (bool, string) {
+			q, err := env.Kafka.Quorum(ctx, []string{seed.Addr})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, v := range append(slices.Clone(q.Voters), q.Observers...) {
+				if v.ID == args.Node {
+					return v.LogEndOffset >= r.Seed.End && v.LogEndOffset >= q.HighWatermark, fmt.Sprintf("its log end %d, the seed's high watermark %d", v.LogEndOffset, q.HighWatermark)
+				}
+			}
+			return false, fmt.Sprintf("not fetching yet (high watermark %d)", q.HighWatermark)
+		})
+	case doQuorum:
+		want := args.Want
+		if len(want) == 0 {
+			want = append([]int32{r.Seed.Node}, r.others()...)
+		}
+		return roll.WaitFor(ctx, env, k.o.StartTimeout, "the KRaft quorum", func() (bool, string) { return quorumBack(ctx, env, want) })
+	case doAppend, doObserve, doAddVoter:
+		return actDynamic(ctx, env, r, a, args)
+	}
+	return fmt.Errorf("action %s: nothing to do for %q", a.ID, args.Do)
+}
+
+// rule checks, right before a start, the rule it names: the seed alone
+// (doAlone), an empty voter's start or the seed's restart (doSafe), an
+// empty voter joining a serving quorum (doJoinSafe).
+func (k *rewrite) rule(ctx context.Context, env *steps.Env, r Recovery, args rwArgs) error {
+	switch args.Do {
+	case doSafe:
+		if args.Node == r.Seed.Node {
+			// The seed's restart: only who runs counts.
+			rj := Rejoin{Voters: voterIDs(r.Voters), Seed: r.Seed.Node, Running: listening(ctx, env)}
+			if why := rj.StopSeedRisk(); why != "" {
+				return fmt.Errorf("%w: %s. The seed was not restarted: resume once it holds", steps.ErrRefused, why)
+			}
+			env.Logf("safe: running %v, fewer than a majority of the voters besides the seed", rj.Running)
+			return nil
+		}
+		rj, err := liveRejoin(ctx, env, r)
+		if err != nil {
+			return err
+		}
+		why := rj.StartRisk(args.Node)
+		if why != "" {
+			return fmt.Errorf("%w: %s. Nothing was started; the quorum is as it was: resume once it holds", steps.ErrRefused, why)
+		}
+		env.Logf("safe: the seed leads; running %v, holding the seed's log %v", rj.Running, rj.Holding)
+		return nil
+	case doAlone:
+		var others []int32
+		for _, id := range listening(ctx, env) {
+			if id != r.Seed.Node {
+				others = append(others, id)
+			}
+		}
+		if len(others) > 0 {
+			return fmt.Errorf("%w: controllers %v run: the seed starts alone only while no other voter runs (one brought back by its service manager or by hand could lead the old timeline beside it). Stop them (and disable what restarts them), then resume. Nothing was changed", steps.ErrRefused, others)
+		}
+		return nil
+	case doJoinSafe:
+		// The quorum serves: a leader and a majority of the full voter
+		// set caught up. An empty voter started now joins as a
+		// follower; it cannot help elect a leader without the log.
+		q, err := env.Kafka.Quorum(ctx, roll.ControllerAddrs(env.Target))
+		if err != nil || q.Leader < 0 {
+			return fmt.Errorf("%w: the quorum has no leader now (%v): controller %d is not started empty without one. Resume once it has", steps.ErrRefused, err, args.Node)
+		}
+		lag := brokers.Lagging(q, 2*time.Second)
+		up := 0
+		for _, v := range q.Voters {
+			if lag[v.ID] == "" && v.ID != args.Node {
+				up++
+			}
+		}
+		if up < len(r.Voters)/2+1 {
+			return fmt.Errorf("%w: %d of the %d voters are caught up with leader %d, fewer than a majority: controller %d is not started empty now. Resume once they are", steps.ErrRefused, up, len(r.Voters), q.Leader, args.Node)
+		}
+		env.Logf("safe: leader %d, %d of %d voters caught up", q.Leader, up, len(r.Voters))
+		return nil
+	}
+	return fmt.Errorf("no rule %q", args.Do)
 }
 
 // quorumBack: a leader, and every voter of want caught up with it.
@@ -756,6 +576,13 @@ func listening(ctx context.Context, env *steps.Env) []int32 {
 		}
 	}
 	return out
+}
+
+// mkdirScript makes dir (a lost disk's metadata dir) owned as its parent.
+func mkdirScript(dir string) string {
+	return shell.Script(fmt.Sprintf(`set -eu
+d=%s
+if [ ! -d "$d" ]; then mkdir -p -- "$d"; chown --reference="$(dirname -- "$d")" -- "$d" 2>/dev/null || true; echo "made $d"; fi`, shell.Quote(dir)))
 }
 
 // asideScript moves a copy aside unless it was already; on a node that
