@@ -68,6 +68,7 @@ func TestQuorumRecoveryLab(t *testing.T) {
 	quorumLedger(t, copies)
 	t.Run("quorum-recovery, killed in its rewrite and resumed", func(t *testing.T) { quorumRunbook(t, l, dir, lossAt) })
 	t.Run("only a stale controller left: refused, then --set seed with the ledger of what it discards", func(t *testing.T) { quorumChosenSeed(t, dir) })
+	t.Run("only a stale controller left again: --set copy_from seeds from a broker's copy, nothing lost", func(t *testing.T) { quorumCopyFrom(t, dir) })
 	t.Logf("FIGURE quorum-loss on %s to a serving quorum of 3 (the scenario, diagnose, copies, ledger, quorum-recovery): %.1fs", v, time.Since(start).Seconds())
 }
 
@@ -273,6 +274,50 @@ func quorumChosenSeed(t *testing.T, dir string) {
 		t.Errorf("no log of qs-05…qs-09 was renamed -stray on the brokers after their start")
 	}
 	t.Logf("FIGURE the logs of the discarded topics on the brokers after their start: %d -stray directories (stray-cleanup offers them)", len(strays))
+}
+
+// quorumCopyFrom loses the quorum a third time (topics qc-…) and wipes
+// the last running controller too, as quorumChosenSeed does; the refusal
+// names --set copy_from=B; with it the backup step copies broker B's copy
+// over the stale controller's, the ledger discards nothing, and every
+// topic qc-00…qc-09 is served afterwards.
+func quorumCopyFrom(t *testing.T, dir string) {
+	l, err := lab.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kraftBreak(t, l, "quorum-loss", "qc")
+	lossAt := time.Now()
+	for k := 1; k <= 3; k++ {
+		if l.ControllerPID(k) != 0 {
+			if r := kremedy(t, "lab", "controller", "wipe", strconv.Itoa(int(lab.ControllerID(k))), "--dir", dir); r.code != 0 {
+				t.Fatalf("lab controller wipe %d: exit %d\n%s", lab.ControllerID(k), r.code, r.out)
+			}
+		}
+	}
+	name := l.Inventory().Name
+	args := []string{"run", "quorum-recovery", "--inventory", l.InventoryPath(), "--headless", "--yes", "--confirm", name}
+	r := kremedy(t, append(args, "--run-dir", filepath.Join(t.TempDir(), "refused"))...)
+	m := regexp.MustCompile(`--set copy_from=(\d+)`).FindStringSubmatch(r.out)
+	if r.code != exitFailed || m == nil {
+		t.Fatalf("quorum-recovery with every broker's copy ahead of the only controller's: exit %d, want 1 naming --set copy_from\n%s", r.code, r.out)
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	r = kremedy(t, append(args, "--run-dir", run, "--set", "copy_from="+m[1])...)
+	if r.code != 0 {
+		t.Fatalf("quorum-recovery --set copy_from=%s: exit %d\n%s", m[1], r.code, r.out)
+	}
+	for _, want := range []string{"the broker's copy in its place", "WHAT THIS RECOVERY DISCARDS: no record"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("quorum-recovery --set copy_from=%s does not say %q:\n%s", m[1], want, r.out)
+		}
+	}
+	q := kraftQuorum(t, l)
+	if q.Leader < 0 || len(q.Voters) != 3 {
+		t.Fatalf("after quorum-recovery --set copy_from: leader %d, voters %+v", q.Leader, q.Voters)
+	}
+	t.Logf("FIGURE --set copy_from=%s: from the third loss to a leader and 3 voters in %.1fs, nothing discarded", m[1], time.Since(lossAt).Seconds())
+	quorumServesAs(t, l, "qc", 10, 0)
 }
 
 // quorumServes: every topic of the scenario present, a topic created

@@ -45,6 +45,9 @@ type Recovery struct {
 	// the records a dynamic quorum's rewrite appends, the same in every
 	// plan of the run.
 	ReadAtMs int64 `json:"read_at_ms,omitempty"`
+	// CopyFrom is the broker's copy the seed is copied from (nil: the
+	// seed's own).
+	CopyFrom *Copy `json:"copy_from,omitempty"`
 }
 
 // ledgerKey keeps the ledger the backup step decoded: what every copy
@@ -107,15 +110,21 @@ func (k *backup) read(ctx context.Context, env *steps.Env) (*Recovery, error) {
 	if err := unreadControllers(copies, fenced(v, k.o)); err != nil {
 		return nil, err
 	}
-	seed, err := controllerSeed(copies, int32(k.o.Seed))
+	seed, from, err := pickSeed(copies, k.o)
 	if err != nil {
 		return nil, err
 	}
 	r := &Recovery{Seed: seed, Copies: copies, Voters: v.Voters, VotersLine: v.VotersLine, StateEpoch: seed.Epoch, Fenced: fenced(v, k.o), Beyond: beyondNodes(copies, seed), Dynamic: v.Dynamic, ReadAtMs: env.Now().UnixMilli()}
+	logOf := seed
+	if from.Node != 0 {
+		r.CopyFrom, logOf = &from, from
+	}
 	if v.Dynamic {
-		if r.Log, err = readDynamicLog(ctx, env.Hosts, seed); err != nil {
+		if r.Log, err = readDynamicLog(ctx, env.Hosts, logOf); err != nil {
 			return nil, fmt.Errorf("%w: the seed's voter set: %v. Nothing was changed", steps.ErrRefused, err)
 		}
+		// Read from the broker's copy, appended to in the controller's.
+		r.Log.Segment = path.Join(seed.Dir, path.Base(r.Log.Segment))
 		if err := checkLogVoters(r.Log.Voters, env.Target, seed.Node); err != nil {
 			return nil, err
 		}
@@ -156,6 +165,14 @@ func (k *backup) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("fetch-%d", c.Node), Op: steps.OpSave, Target: ledgerDir(env.RunDir(), c.Node), Detail: fmt.Sprintf("the segments of %s's copy from offset %d on (what it holds beyond the seed), read over SSH, for the ledger", c.Role(), r.Seed.End), Broker: c.Node, Args: fetchArgs{Node: c.Node, Dir: backupName(c, env.RunID()), From: r.Seed.End}})
 	}
 	p.Actions = append(p.Actions, steps.Action{ID: "seed", Op: steps.OpCheck, Target: r.Seed.Role(), Detail: "every copy read again after the backups: the same ends and epochs as planned", Args: *r})
+	if f := r.CopyFrom; f != nil {
+		src := backupName(*f, env.RunID())
+		aside := fmt.Sprintf("%s.%s.kremedy-before-copy-%s", r.Seed.MetaDir, MetadataLog, env.RunID())
+		p.Summary += fmt.Sprintf("; broker %d's copy, the newest, copied over controller %d's", f.Node, r.Seed.Node)
+		p.Actions = append(p.Actions, steps.Action{ID: "copy", Op: steps.OpMove, Target: nodeOn(env.Target, r.Seed),
+			Detail: fmt.Sprintf("broker %d's copy (its backup %s: end %d, epoch %d) copied over controller %d's %s, streamed through kremedy over SSH; controller %d's own kept as %s", f.Node, src, f.End, f.Epoch, r.Seed.Node, r.Seed.Dir, r.Seed.Node, aside), Broker: r.Seed.Node,
+			Args: copyArgs{From: f.Node, Src: src, To: r.Seed.Node, Dir: r.Seed.Dir, Aside: aside, End: f.End, Epoch: f.Epoch}})
+	}
 	p.Rollback = "The backups are copies (nothing was changed): remove them once the cluster is back and you no longer need them:\n" + strings.Join(backups, "\n")
 	return p, nil
 }
@@ -173,6 +190,8 @@ func (k *backup) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) error
 			}
 		case steps.OpCheck:
 			err = k.same(ctx, env, a)
+		case steps.OpMove:
+			err = k.copyOver(ctx, env, a)
 		}
 		if err != nil {
 			return err

@@ -80,3 +80,81 @@ func TestDynamicQuorumMixRefused(t *testing.T) {
 		t.Errorf("a log voter set other than the inventory's: %v", err)
 	}
 }
+
+// TestSeedFromBroker: --set copy_from names a broker whose copy is the
+// newest; the seed is the best controller's copy as it will be (the
+// broker's end and epoch in the controller's dir), nothing beyond it; a
+// broker behind, or none, is refused.
+func TestSeedFromBroker(t *testing.T) {
+	copies := []Copy{
+		{Node: 3001, Controller: true, End: 39, Epoch: 2, Dir: "/c1/__cluster_metadata-0", MetaDir: "/c1"},
+		{Node: 3002, Controller: true, Err: "no directory"},
+		{Node: 1, End: 61, Epoch: 3, Dir: "/b1/__cluster_metadata-0"},
+		{Node: 2, End: 61, Epoch: 3, Dir: "/b2/__cluster_metadata-0"},
+		{Node: 3, End: 50, Epoch: 3, Dir: "/b3/__cluster_metadata-0"},
+	}
+	if _, err := controllerSeed(copies, 0); err == nil || !strings.Contains(err.Error(), "--set copy_from=1") {
+		t.Errorf("the refusal does not name copy_from: %v", err)
+	}
+	seed, from, err := seedFromBroker(copies, 1, 0)
+	if err != nil || seed.Node != 3001 || seed.Dir != "/c1/__cluster_metadata-0" || seed.End != 61 || seed.Epoch != 3 || from.Node != 1 {
+		t.Fatalf("copy_from=1: seed %+v from %+v, %v", seed, from, err)
+	}
+	if b := beyondNodes(copies, seed); len(b) != 0 {
+		t.Errorf("beyond a seed copied from the newest copy: %v", b)
+	}
+	for _, bad := range []int32{3, 9, 3001} {
+		if _, _, err := seedFromBroker(copies, bad, 0); !errors.Is(err, steps.ErrRefused) {
+			t.Errorf("copy_from=%d: %v", bad, err)
+		}
+	}
+	if _, _, err := seedFromBroker(copies, 1, 3002); !errors.Is(err, steps.ErrRefused) {
+		t.Errorf("copy_from=1 over controller 3002, whose copy is gone: %v", err)
+	}
+}
+
+// TestUntarScript: the copy received takes the controller copy's place,
+// which is kept aside, owned as its parent; a tar without the copy is
+// refused with nothing changed.
+func TestUntarScript(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "b", "data.__cluster_metadata-0.kremedy-backup-r1")
+	os.MkdirAll(src, 0o755)
+	os.WriteFile(filepath.Join(src, "00000000000000000000.log"), []byte("broker's"), 0o644)
+	tarball, err := exec.Command("tar", "-C", filepath.Dir(src), "-cf", "-", filepath.Base(src)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "c", MetadataLog)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), []byte("controller's"), 0o644)
+	aside := filepath.Join(root, "c."+MetadataLog+".kremedy-before-copy-r1")
+	run := func(name string, in []byte) (string, int) {
+		cmd := exec.Command("/bin/sh", "-c", untarScript(dir, aside, name))
+		cmd.Stdin = bytes.NewReader(in)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		return string(out), 0
+	}
+	if out, code := run("other", tarball); code != 4 {
+		t.Fatalf("a tar without the copy named: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "00000000000000000000.log")); string(b) != "controller's" {
+		t.Fatalf("the refusal changed the controller's copy: %q", b)
+	}
+	if out, code := run(filepath.Base(src), tarball); code != 0 {
+		t.Fatalf("copy: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "00000000000000000000.log")); string(b) != "broker's" {
+		t.Errorf("the controller's copy is %q after the copy", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(aside, "00000000000000000000.log")); string(b) != "controller's" {
+		t.Errorf("the controller's own copy was not kept aside: %q", b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, "c", ".kremedy-copy.*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

@@ -25,11 +25,11 @@ func Register(r *steps.Registry) {
 }
 
 // controllerSeed picks the seed among copies: the newest copy (Seed),
-// which must be a controller's — kremedy does not copy a metadata log from
-// one host to another — or, when the operator chose one (want, a
+// which must be a controller's, or, when the operator chose one (want, a
 // controller's id), that controller's. A broker's copy ahead of every
-// controller's is refused, naming both ways on: copy it by hand, or choose
-// a controller and lose what the ledger will list.
+// controller's is refused, naming the ways on: --set copy_from (kremedy
+// copies it, seedFromBroker), by hand, or choose a controller and lose
+// what the ledger will list.
 func controllerSeed(copies []Copy, want int32) (Copy, error) {
 	if want != 0 {
 		for _, c := range copies {
@@ -59,8 +59,19 @@ func controllerSeed(copies []Copy, want int32) (Copy, error) {
 	if !ok {
 		return Copy{}, fmt.Errorf("%w: no controller's copy of %s could be read, and the quorum restarts from a controller's. Nothing was changed", steps.ErrRefused, MetadataLog)
 	}
-	return Copy{}, fmt.Errorf("%w: %s holds the newest copy (epoch %d, end %d), ahead of every controller's (the best: %s, epoch %d, end %d): seeding from a controller discards records the lost quorum may have committed. Two ways on: (1) with broker %d and controller %d stopped, copy the broker's %s over the controller's (keep the controller's aside) and run again — nothing is lost; or (2) run again with --set seed=%d: the plan then lists, before its confirmation, every record the recovery discards. Nothing was changed",
-		steps.ErrRefused, best.Role(), best.Epoch, best.End, cs.Role(), cs.Epoch, cs.End, best.Node, cs.Node, best.Dir, cs.Node)
+	return Copy{}, fmt.Errorf("%w: %s holds the newest copy (epoch %d, end %d), ahead of every controller's (the best: %s, epoch %d, end %d): seeding from a controller discards records the lost quorum may have committed. Three ways on: (1) run again with --set copy_from=%d: kremedy copies the broker's copy over controller %d's (its own kept aside) and restarts the quorum from it — nothing is lost; (2) with broker %d and controller %d stopped, copy the broker's %s over the controller's yourself (keep the controller's aside) and run again; or (3) run again with --set seed=%d: the plan then lists, before its confirmation, every record the recovery discards. Nothing was changed",
+		steps.ErrRefused, best.Role(), best.Epoch, best.End, cs.Role(), cs.Epoch, cs.End, best.Node, cs.Node, best.Node, cs.Node, best.Dir, cs.Node)
+}
+
+// pickSeed is the seed the operator's options give: a broker's copy
+// copied over a controller's (copy_from; from is that broker's), or a
+// controller's own (seed, or the newest).
+func pickSeed(copies []Copy, o opts) (seed, from Copy, err error) {
+	if o.CopyFrom != 0 {
+		return seedFromBroker(copies, int32(o.CopyFrom), int32(o.Seed))
+	}
+	seed, err = controllerSeed(copies, int32(o.Seed))
+	return seed, Copy{}, err
 }
 
 func copiesText(copies []Copy) string {
@@ -107,9 +118,12 @@ func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 	for _, c := range copies {
 		p.Facts = append(p.Facts, c.String())
 	}
-	seed, err := controllerSeed(copies, int32(k.o.Seed))
+	seed, from, err := pickSeed(copies, k.o)
 	if err != nil {
 		return nil, err
+	}
+	if from.Node != 0 {
+		p.Facts = append(p.Facts, fmt.Sprintf("the seed: broker %d's copy (epoch %d, end %d), copied over controller %d's by the backup step", from.Node, from.Epoch, from.End, seed.Node))
 	}
 	var up, whole []int32
 	for _, c := range v.Ctrls {
