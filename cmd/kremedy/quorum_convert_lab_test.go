@@ -22,6 +22,7 @@ import (
 
 func TestQuorumToDynamicLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	const v = "4.1.2"
 	if _, _, err := lab.ResolveKafkaHome("", v); err != nil {
 		t.Fatalf("Kafka %s is not installed: %v (run `kremedy lab install --kafka-version %s`)", v, err, v)
