@@ -116,7 +116,7 @@ func (k *backup) read(ctx context.Context, env *steps.Env) (*Recovery, error) {
 	}
 	r := &Recovery{Seed: seed, Copies: copies, Voters: v.Voters, VotersLine: v.VotersLine, StateEpoch: seed.Epoch, Fenced: fenced(v, k.o), Beyond: beyondNodes(copies, seed), Dynamic: v.Dynamic, ReadAtMs: env.Now().UnixMilli()}
 	logOf := seed
-	if from.Node != 0 {
+	if k.o.CopyFrom >= 0 {
 		r.CopyFrom, logOf = &from, from
 	}
 	if v.Dynamic {

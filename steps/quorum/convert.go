@@ -112,6 +112,9 @@ func (k *convertSurvey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, 
 	if ok, why := quorumBack(ctx, env, voterIDs(v.Voters)); !ok {
 		return nil, fmt.Errorf("%w: the quorum is not whole (%s): every voter must be caught up with a leader before its voter set is written into the log. Nothing was changed", steps.ErrRefused, why)
 	}
+	if _, _, problems := configEdits(ctx, env, bootstrapOf(v.Voters)); len(problems) > 0 {
+		return nil, fmt.Errorf("%w: every node's config is converted after the upgrade, which cannot be undone, so each is read now: %s. Fix each file (one controller.quorum.voters line, not continued with a backslash, and no controller.quorum.bootstrap.servers beside it) or SSH to its host, and run again. Nothing was changed", steps.ErrRefused, strings.Join(problems, "; "))
+	}
 	q, _ := leaderQuorum(ctx, env)
 	for _, vo := range q.Voters {
 		p.Facts = append(p.Facts, fmt.Sprintf("voter %d: directory %s, log end %d", vo.ID, cmpOr(vo.DirID, "not reported (a static quorum names none; the upgrade writes each voter's)"), vo.LogEndOffset))
@@ -226,18 +229,25 @@ type convertConfigs struct{}
 var bootstrapLine = regexp.MustCompile(`(?m)^[ \t]*controller\.quorum\.bootstrap\.servers[ \t]*[=:]`)
 
 // withBootstrap is cfg with its controller.quorum.voters line replaced by
-// controller.quorum.bootstrap.servers=bootstrap (a line continued with a
-// backslash refused, as withVoters does).
+// controller.quorum.bootstrap.servers=bootstrap, whatever separator and
+// spaces the line had. Refused: a line continued with a backslash (as
+// withVoters refuses), the key set twice, or the bootstrap servers set
+// beside it already.
 func withBootstrap(cfg []byte, bootstrap string) ([]byte, error) {
 	if bootstrapLine.Match(cfg) {
 		return nil, fmt.Errorf("it sets controller.quorum.bootstrap.servers already beside controller.quorum.voters: make it set one of them")
 	}
-	out, err := withVoters(cfg, "\x00")
-	if err != nil {
+	if _, err := withVoters(cfg, "x"); err != nil {
 		return nil, err
 	}
-	return []byte(strings.Replace(string(out), "controller.quorum.voters=\x00", "controller.quorum.bootstrap.servers="+bootstrap, 1)), nil
+	if n := len(votersLine.FindAllIndex(cfg, -1)); n != 1 {
+		return nil, fmt.Errorf("it sets controller.quorum.voters %d times: make it set it once", n)
+	}
+	return votersWhole.ReplaceAllLiteral(cfg, []byte("controller.quorum.bootstrap.servers="+bootstrap)), nil
 }
+
+// votersWhole is a controller.quorum.voters line, indentation included.
+var votersWhole = regexp.MustCompile(`(?m)^[ \t]*controller\.quorum\.voters[ \t]*[=:].*$`)
 
 func (k *convertConfigs) nodes(env *steps.Env) []ports.Host {
 	nodes := slices.Clone(env.Target.Controllers)
@@ -267,31 +277,58 @@ func (k *convertConfigs) Plan(ctx context.Context, env *steps.Env) (*steps.Plan,
 	}
 	p := &steps.Plan{Summary: "every node's controller.quorum.voters becomes controller.quorum.bootstrap.servers=" + boot + " (read at each node's next start: the rolls after this step)"}
 	run := env.RunID()
-	for _, h := range k.nodes(env) {
-		if h.Config == "" {
-			return nil, fmt.Errorf("%w: the inventory names no config file for node %d; nothing was changed", steps.ErrRefused, h.ID)
-		}
-		cfg, err := brokers.ReadFile(ctx, env.Hosts, h.ID, h.Config)
-		if err != nil {
-			return nil, fmt.Errorf("%w: node %d's %s: %v; nothing was changed", steps.ErrRefused, h.ID, h.Config, err)
-		}
-		if !votersLine.Match(cfg) {
-			p.Facts = append(p.Facts, fmt.Sprintf("node %d: %s sets no controller.quorum.voters (done already)", h.ID, h.Config))
-			continue
-		}
-		text, err := withBootstrap(cfg, boot)
-		if err != nil {
-			return nil, fmt.Errorf("%w: node %d's %s: %v; nothing was changed", steps.ErrRefused, h.ID, h.Config, err)
-		}
+	edits, done, problems := configEdits(ctx, env, boot)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: %s. Fix each file (one controller.quorum.voters line, not continued with a backslash, and no controller.quorum.bootstrap.servers beside it) or SSH to its host, then resume. Nothing was changed", steps.ErrRefused, strings.Join(problems, "; "))
+	}
+	for _, id := range done {
+		p.Facts = append(p.Facts, fmt.Sprintf("node %d: its config sets no controller.quorum.voters (done already)", id))
+	}
+	for _, e := range edits {
+		h := e.host
 		p.Actions = append(p.Actions, steps.Action{ID: fmt.Sprintf("config-%d", h.ID), Op: steps.OpSSH, Target: fmt.Sprintf("node %d on %s", h.ID, h.On()),
 			Detail: fmt.Sprintf("in %s: - controller.quorum.voters; + controller.quorum.bootstrap.servers=%s (the file before it kept as %s)", h.Config, boot, h.Config+".kremedy-"+run), Broker: h.ID,
-			Args: convertArgs{Node: h.ID, Path: h.Config, Backup: h.Config + ".kremedy-" + run, From: digest(cfg), To: digest(text), Bootstrap: boot}})
+			Args: convertArgs{Node: h.ID, Path: h.Config, Backup: h.Config + ".kremedy-" + run, From: digest(e.from), To: digest(e.to), Bootstrap: boot}})
 	}
 	if len(p.Actions) == 0 {
 		p.NoOp = true
 	}
 	p.Rollback = fmt.Sprintf("Each config as it was is beside it (<config>.kremedy-%s): with kraft.version 1 the voter set is the log's either way; put a file back only with its node stopped.", run)
 	return p, nil
+}
+
+// configEdit is one node's config before and after the conversion.
+type configEdit struct {
+	host     ports.Host
+	from, to []byte
+}
+
+// configEdits reads every node's config and converts it in memory: the
+// edits, the nodes converted already, and what stops a file from being
+// converted (read by the survey too, before the irreversible upgrade).
+func configEdits(ctx context.Context, env *steps.Env, boot string) (edits []configEdit, done []int32, problems []string) {
+	for _, h := range (&convertConfigs{}).nodes(env) {
+		if h.Config == "" {
+			problems = append(problems, fmt.Sprintf("the inventory names no config file for node %d (config:)", h.ID))
+			continue
+		}
+		cfg, err := brokers.ReadFile(ctx, env.Hosts, h.ID, h.Config)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("node %d's %s: %v", h.ID, h.Config, err))
+			continue
+		}
+		if !votersLine.Match(cfg) {
+			done = append(done, h.ID)
+			continue
+		}
+		text, err := withBootstrap(cfg, boot)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("node %d's %s: %v", h.ID, h.Config, err))
+			continue
+		}
+		edits = append(edits, configEdit{host: h, from: cfg, to: text})
+	}
+	return edits, done, problems
 }
 
 // convertKey keeps the bootstrap servers the configs get (a resumed run
@@ -324,7 +361,11 @@ func (k *convertConfigs) Apply(ctx context.Context, env *steps.Env, p *steps.Pla
 			if err != nil || digest(text) != args.To {
 				return fmt.Errorf("%w: %s on node %d changed since the plan: nothing was written", steps.ErrStalePlan, args.Path, args.Node)
 			}
-			return env.Hosts.RunInput(ctx, args.Node, brokers.EditScript(args.Path, args.Backup, args.From, args.To), text, func(l ports.Line) { env.Output(a.Target, l) })
+			err = env.Hosts.RunInput(ctx, args.Node, brokers.EditScript(args.Path, args.Backup, args.From, args.To), text, func(l ports.Line) { env.Output(a.Target, l) })
+			if code, ok := brokers.ExitStatus(err); ok && code == 3 {
+				return fmt.Errorf("%w: %s on node %d changed since the plan: nothing was written", steps.ErrStalePlan, args.Path, args.Node)
+			}
+			return err
 		}); err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func seedFromBroker(copies []Copy, b, want int32) (seed, from Copy, err error) {
 			from = c
 		}
 	}
-	if from.Node == 0 || !from.Known() {
+	if !from.Known() || from.Dir == "" || from.Node != b {
 		return seed, from, fmt.Errorf("%w: --set copy_from=%d names no broker whose copy of %s was read (%s); nothing was changed", steps.ErrRefused, b, MetadataLog, copiesText(copies))
 	}
 	if best, _ := Seed(copies); ahead(best, from) && (best.Epoch != from.Epoch || best.End != from.End) {
@@ -55,7 +55,7 @@ func seedFromBroker(copies []Copy, b, want int32) (seed, from Copy, err error) {
 	}
 	var ctrls []Copy
 	for _, c := range copies {
-		if c.Controller && c.Known() && (want == 0 || c.Node == want) {
+		if c.Controller && c.Known() && (want < 0 || c.Node == want) {
 			ctrls = append(ctrls, c)
 		}
 	}
@@ -76,10 +76,12 @@ func (k *backup) copyOver(ctx context.Context, env *steps.Env, a steps.Action) e
 		return err
 	}
 	return env.Do(a, func() error {
-		ctrl, _ := env.Target.Controller(c.To)
-		now := ReadCopy(ctx, env.Hosts, ctrl, true)
-		if now.Known() && now.End == c.End && now.Epoch == c.Epoch {
-			env.Logf("controller %d's copy holds broker %d's already (end %d, epoch %d)", c.To, c.From, c.End, c.Epoch)
+		want, err := listing(ctx, env.Hosts, c.From, c.Src)
+		if err != nil {
+			return err
+		}
+		if got, _ := listing(ctx, env.Hosts, c.To, c.Dir); got == want {
+			env.Logf("controller %d's copy holds broker %d's already (the same files, the same sizes)", c.To, c.From)
 			return nil
 		}
 		var size strings.Builder
@@ -107,8 +109,28 @@ func (k *backup) copyOver(ctx context.Context, env *steps.Env, a steps.Action) e
 		if err != nil {
 			return fmt.Errorf("read broker %d's copy: %w", c.From, err)
 		}
-		return env.Hosts.RunInput(ctx, c.To, untarScript(c.Dir, c.Aside, path.Base(c.Src)), tarball, func(l ports.Line) { env.Output(a.Target, l) })
+		if err := env.Hosts.RunInput(ctx, c.To, untarScript(c.Dir, c.Aside, path.Base(c.Src)), tarball, func(l ports.Line) { env.Output(a.Target, l) }); err != nil {
+			return err
+		}
+		// Checked as a whole: a tar read cut short on the broker's host
+		// still makes a valid archive.
+		if got, err := listing(ctx, env.Hosts, c.To, c.Dir); err != nil || got != want {
+			return fmt.Errorf("controller %d's copy at %s does not hold the same files as broker %d's %s (%v): resume copies it again (the one it replaces is kept aside each time)", c.To, c.Dir, c.From, c.Src, err)
+		}
+		return nil
 	})
+}
+
+// listing is a copy's files with their sizes, sorted: what a copy of it
+// must hold.
+func listing(ctx context.Context, h ports.Hosts, node int32, dir string) (string, error) {
+	var b strings.Builder
+	err := h.Run(ctx, node, shell.Script(fmt.Sprintf("cd %s && find . -type f -printf '%%P\t%%s\n' | LC_ALL=C sort", shell.Quote(dir))), func(l ports.Line) {
+		if !l.Stderr {
+			b.WriteString(l.Text + "\n")
+		}
+	})
+	return b.String(), err
 }
 
 // untarScript unpacks, beside dir, the tar on its stdin whose one entry
@@ -119,14 +141,17 @@ func untarScript(dir, aside, name string) string {
 d=%s; a=%s; n=%s
 p=$(dirname -- "$d")
 t=$(mktemp -d "$p/.kremedy-copy.XXXXXX")
-tar -xf - -C "$t"
-[ -d "$t/$n" ] || { echo "the copy received holds no $n; nothing was changed" >&2; rm -rf -- "$t"; exit 4; }
+trap 'rm -rf -- "$t"' EXIT
+tar -xf - -C "$t" || { echo "the copy could not be unpacked in $p (its free space: $(df -Pk -- "$p" | awk 'NR==2{print $4}') KiB); nothing was changed" >&2; exit 4; }
+[ -d "$t/$n" ] || { echo "the copy received holds no $n; nothing was changed" >&2; exit 4; }
 if [ -e "$d" ]; then
   if [ -e "$a" ]; then mv -- "$a" "$a.$(date -u +%%Y%%m%%dT%%H%%M%%SZ)"; fi
   mv -- "$d" "$a"; echo "$d kept aside as $a"
 fi
-mv -- "$t/$n" "$d"
-rmdir -- "$t"
+if ! mv -- "$t/$n" "$d"; then
+  [ -e "$a" ] && [ ! -e "$d" ] && mv -- "$a" "$d"
+  echo "the copy could not be put in place of $d; the controller's own is back" >&2; exit 6
+fi
 chown -R --reference="$p" -- "$d" 2>/dev/null || true
 echo "$d: the broker's copy in its place"`, shell.Quote(dir), shell.Quote(aside), shell.Quote(name)))
 }

@@ -93,10 +93,10 @@ func TestSeedFromBroker(t *testing.T) {
 		{Node: 2, End: 61, Epoch: 3, Dir: "/b2/__cluster_metadata-0"},
 		{Node: 3, End: 50, Epoch: 3, Dir: "/b3/__cluster_metadata-0"},
 	}
-	if _, err := controllerSeed(copies, 0); err == nil || !strings.Contains(err.Error(), "--set copy_from=1") {
+	if _, err := controllerSeed(copies, -1); err == nil || !strings.Contains(err.Error(), "--set copy_from=1") {
 		t.Errorf("the refusal does not name copy_from: %v", err)
 	}
-	seed, from, err := seedFromBroker(copies, 1, 0)
+	seed, from, err := seedFromBroker(copies, 1, -1)
 	if err != nil || seed.Node != 3001 || seed.Dir != "/c1/__cluster_metadata-0" || seed.End != 61 || seed.Epoch != 3 || from.Node != 1 {
 		t.Fatalf("copy_from=1: seed %+v from %+v, %v", seed, from, err)
 	}
@@ -104,7 +104,7 @@ func TestSeedFromBroker(t *testing.T) {
 		t.Errorf("beyond a seed copied from the newest copy: %v", b)
 	}
 	for _, bad := range []int32{3, 9, 3001} {
-		if _, _, err := seedFromBroker(copies, bad, 0); !errors.Is(err, steps.ErrRefused) {
+		if _, _, err := seedFromBroker(copies, bad, -1); !errors.Is(err, steps.ErrRefused) {
 			t.Errorf("copy_from=%d: %v", bad, err)
 		}
 	}
@@ -156,5 +156,27 @@ func TestUntarScript(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(root, "c", ".kremedy-copy.*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestWithBootstrap: the voters line becomes the bootstrap servers line,
+// whatever its separator; a continued line, a key set twice, or the
+// bootstrap servers beside it are refused; nothing else changes.
+func TestWithBootstrap(t *testing.T) {
+	for _, line := range []string{"controller.quorum.voters=1@h:9093", "controller.quorum.voters = 1@h:9093", "  controller.quorum.voters:1@h:9093"} {
+		cfg := "a=1\n" + line + "\nb=2\n"
+		got, err := withBootstrap([]byte(cfg), "h:9093")
+		if err != nil || string(got) != "a=1\ncontroller.quorum.bootstrap.servers=h:9093\nb=2\n" {
+			t.Errorf("%q: %q, %v", line, got, err)
+		}
+	}
+	for _, cfg := range []string{
+		"controller.quorum.voters=1@h:9093,\\\n 2@g:9093\n",
+		"controller.quorum.voters=1@h:9093\ncontroller.quorum.voters=2@g:9093\n",
+		"controller.quorum.voters=1@h:9093\ncontroller.quorum.bootstrap.servers=h:9093\n",
+	} {
+		if _, err := withBootstrap([]byte(cfg), "h:9093"); err == nil {
+			t.Errorf("%q was converted", cfg)
+		}
 	}
 }

@@ -22,11 +22,12 @@ type opts struct {
 	// operator says cannot come back (powered off, unit disabled).
 	Fenced []int32 `opt:"fenced" type:"brokers" default:""`
 	// Seed is the controller the operator chose to restart from when a
-	// broker's copy is ahead of every controller's (0: the newest copy).
-	Seed int `opt:"seed" default:"0"`
+	// broker's copy is ahead of every controller's (-1: the newest copy;
+	// a node id may be 0).
+	Seed int `opt:"seed" default:"-1"`
 	// CopyFrom is a broker whose copy, ahead of every controller's, the
-	// operator chose to seed from: copied over a controller's (0: none).
-	CopyFrom     int           `opt:"copy_from" default:"0"`
+	// operator chose to seed from: copied over a controller's (-1: none).
+	CopyFrom     int           `opt:"copy_from" default:"-1"`
 	StopTimeout  time.Duration `opt:"stop_timeout" default:"3m"`
 	StartTimeout time.Duration `opt:"start_timeout" default:"3m"`
 }

@@ -72,7 +72,7 @@ func TestControllerSeed(t *testing.T) {
 		{Node: 1, End: 61, Epoch: 3, Dir: "/b1/__cluster_metadata-0"},
 		{Node: 2, End: 61, Epoch: 3, Dir: "/b2/__cluster_metadata-0"},
 	}
-	_, err := controllerSeed(copies, 0)
+	_, err := controllerSeed(copies, -1)
 	if !errors.Is(err, steps.ErrRefused) {
 		t.Fatalf("a broker's copy ahead of every controller's: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestControllerSeed(t *testing.T) {
 		}
 	}
 	copies[0].End, copies[0].Epoch = 61, 3
-	if s, err := controllerSeed(copies, 0); err != nil || s.Node != 3001 || len(beyondNodes(copies, s)) != 0 {
+	if s, err := controllerSeed(copies, -1); err != nil || s.Node != 3001 || len(beyondNodes(copies, s)) != 0 {
 		t.Fatalf("a controller tied with the brokers: %v %v", s, err)
 	}
 	// A shorter copy of a later epoch diverges too.

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -27,9 +28,12 @@ import (
 // kafka-storage format --no-initial-controllers and kafka-metadata-quorum
 // remove-controller / add-controller do by hand.
 
+// errConfigUnread: the target controller's config could not be read.
+var errConfigUnread = errors.New("the controller's config could not be read")
+
 // replaceOpts are controller-replace's kinds' options.
 type replaceOpts struct {
-	Controller   int           `opt:"controller" default:"0"`
+	Controller   int           `opt:"controller" default:"-1"`
 	StopTimeout  time.Duration `opt:"stop_timeout" default:"3m"`
 	StartTimeout time.Duration `opt:"start_timeout" default:"3m"`
 }
@@ -60,23 +64,26 @@ func RegisterReplace(r *steps.Registry) {
 // dynamic (controller.quorum.bootstrap.servers alone), its metadata dir.
 func (o replaceOpts) target(ctx context.Context, env *steps.Env) (ports.Host, string, error) {
 	id := int32(o.Controller)
+	if o.Controller < 0 {
+		return ports.Host{}, "", fmt.Errorf("%w: name the controller whose disk is replaced: --set controller=N (its controllers: %v); nothing was changed", steps.ErrRefused, hostIDs(env.Target.Controllers))
+	}
 	h, ok := env.Target.Controller(id)
 	if !env.Target.KRaft || !ok {
 		return h, "", fmt.Errorf("%w: --set controller=%d names no KRaft controller of the inventory (its controllers: %v); nothing was changed", steps.ErrRefused, o.Controller, hostIDs(env.Target.Controllers))
 	}
 	if env.Target.Combined(id) {
-		return h, "", fmt.Errorf("%w: controller %d is a combined node (process.roles=broker,controller): controller-replace does not replace a combined node's disk (its partitions' logs are there too); nothing was changed", steps.ErrRefused, id)
+		return h, "", fmt.Errorf("%w: controller %d is a combined node (process.roles=broker,controller): controller-replace does not replace a combined node's disk (its partitions' logs are there too). Replace it by hand: move its partitions' replicas to other brokers first (kafka-reassign-partitions.sh), then remove it as a voter, format the new disk with --no-initial-controllers, start it and add it back (kafka-metadata-quorum.sh remove-controller / add-controller). Nothing was changed", steps.ErrRefused, id)
 	}
 	b, err := brokers.ReadFile(ctx, env.Hosts, id, h.Config)
 	if err != nil {
-		return h, "", fmt.Errorf("%w: controller %d's config %s: %v. Nothing was changed", steps.ErrRefused, id, h.Config, err)
+		return h, "", fmt.Errorf("%w: %w: controller %d's config %s: %v. Fix SSH to its host (or, for a new host, put its config there), then run again or resume. Nothing was changed", steps.ErrRefused, errConfigUnread, id, h.Config, err)
 	}
 	p, err := javaprops.Parse(b)
 	if err != nil {
 		return h, "", fmt.Errorf("%w: controller %d's %s: %v; nothing was changed", steps.ErrRefused, id, h.Config, err)
 	}
 	if v, _ := p.Get("controller.quorum.voters"); strings.TrimSpace(v) != "" {
-		return h, "", fmt.Errorf("%w: controller %d is a voter of a static quorum (controller.quorum.voters): its voter set names no directory id, and there is nothing to remove or add. Replace its disk by hand: stop it, format the new disk with kafka-storage.sh format --cluster-id <the cluster's id> --config %s, start it — it fetches the leader's log — and wait until kafka-metadata-quorum.sh describe --replication shows it caught up. Nothing was changed", steps.ErrRefused, id, h.Config)
+		return h, "", fmt.Errorf("%w: controller %d is a voter of a static quorum (controller.quorum.voters): its voter set names no directory id, so there is no voter to remove and add back, and a voter that comes back with an empty log still votes: were the leader lost meanwhile, it could help elect a voter that lacks committed records. On Kafka 4.1 or later make the quorum dynamic first (kremedy run quorum-to-dynamic), then run controller-replace. On 3.9 or earlier, by hand and only while every other voter runs caught up: stop it, format the new disk with kafka-storage.sh format --cluster-id <the cluster's id> --config %s, start it, and wait until kafka-metadata-quorum.sh describe --replication shows it caught up before anything else restarts. Nothing was changed", steps.ErrRefused, id, h.Config)
 	}
 	dir := MetadataDir(p)
 	if dir == "" {
@@ -131,6 +138,12 @@ type removeVoter struct{ o replaceOpts }
 
 func (k *removeVoter) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 	h, metaDir, err := k.o.target(ctx, env)
+	var unreachable error
+	if errors.Is(err, errConfigUnread) {
+		// Its host is being replaced, or SSH to it fails: the removal
+		// needs the quorum only; the disk step needs the host.
+		unreachable, err = err, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +157,9 @@ func (k *removeVoter) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		return nil, err
 	}
 	i := slices.IndexFunc(q.Voters, func(v ports.Voter) bool { return v.ID == h.ID })
+	if saved && i >= 0 && q.Voters[i].DirID != f.OldDir {
+		return &steps.Plan{NoOp: true, Summary: fmt.Sprintf("controller %d was removed by this run and is a voter again under its new directory %s: nothing to remove", h.ID, q.Voters[i].DirID)}, nil
+	}
 	if i < 0 {
 		if saved {
 			return &steps.Plan{NoOp: true, Summary: fmt.Sprintf("controller %d is out of the voter set already (removed by this run; directory %s)", h.ID, f.OldDir)}, nil
@@ -160,7 +176,10 @@ func (k *removeVoter) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 	}
 	n := len(q.Voters) - 1
 	p := &steps.Plan{Summary: fmt.Sprintf("remove controller %d (directory %s) from the voter set of %d", h.ID, old, len(q.Voters))}
-	p.Facts = append(p.Facts, fmt.Sprintf("leader %d, epoch %d, voters %v; controller %d's listeners %v; its metadata dir %s", q.Leader, q.Epoch, voterIDsOf(q.Voters), h.ID, eps, metaDir))
+	p.Facts = append(p.Facts, fmt.Sprintf("leader %d, epoch %d, voters %v; controller %d's listeners %v; its metadata dir %s", q.Leader, q.Epoch, voterIDsOf(q.Voters), h.ID, eps, cmpOr(metaDir, "not read")))
+	if unreachable != nil {
+		p.Notes = append(p.Notes, fmt.Sprintf("controller %d's config could not be read (%v): it is removed from the voter set all the same; the next step (its new disk) needs SSH to its host", h.ID, unreachable))
+	}
 	p.Notes = append(p.Notes, fmt.Sprintf("until controller %d is added back (this runbook's last change), the quorum has %d voters and survives %d lost: a controller lost meanwhile can stop every metadata write", h.ID, n, (n-1)/2))
 	p.Actions = []steps.Action{
 		{ID: "safe", Op: steps.OpCheck, Target: "the KRaft quorum", Detail: fmt.Sprintf("read right before the removal: a leader, and a majority of the voters besides %d caught up", h.ID)},
@@ -193,8 +212,15 @@ func (k *removeVoter) Apply(ctx context.Context, env *steps.Env, p *steps.Plan) 
 			return err
 		}
 		if err := env.Do(a, func() error {
-			if err := env.Save(replaceKey, f); err != nil {
+			// Saved once: a resumed run keeps the directory id it removed
+			// and the new one it chose.
+			var was replaceFact
+			if ok, err := env.Load(replaceKey, &was); err != nil {
 				return err
+			} else if !ok {
+				if err := env.Save(replaceKey, f); err != nil {
+					return err
+				}
 			}
 			return roll.WaitFor(ctx, env, time.Minute, fmt.Sprintf("controller %d out of the voter set", f.ID), func() (bool, string) {
 				q, err := leaderQuorum(ctx, env)
@@ -223,8 +249,16 @@ func (k *removeVoter) Verify(ctx context.Context, env *steps.Env) ([]steps.Check
 		return nil, err
 	}
 	id := int32(k.o.Controller)
-	in := slices.ContainsFunc(q.Voters, func(v ports.Voter) bool { return v.ID == id })
-	return []steps.Check{{Name: fmt.Sprintf("controller %d out of the voter set", id), OK: !in, Detail: fmt.Sprintf("voters %v", voterIDsOf(q.Voters))}}, nil
+	var f replaceFact
+	saved, err := env.Load(replaceKey, &f)
+	if err != nil {
+		return nil, err
+	}
+	// Out of the voter set, or back in it under another directory id than
+	// the one removed (the add step ran: a resumed run must not remove it
+	// again).
+	ok := !slices.ContainsFunc(q.Voters, func(v ports.Voter) bool { return v.ID == id && (!saved || v.DirID == f.OldDir) })
+	return []steps.Check{{Name: fmt.Sprintf("controller %d out of the voter set under its old directory id", id), OK: ok, Detail: fmt.Sprintf("voters %v", voterIDsOf(q.Voters))}}, nil
 }
 
 // newDisk is controller-disk: the controller stopped, its log moved
@@ -252,13 +286,16 @@ func (k *newDisk) fact(env *steps.Env) (replaceFact, error) {
 }
 
 func (k *newDisk) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
-	h, _, err := k.o.target(ctx, env)
+	h, metaDir, err := k.o.target(ctx, env)
 	if err != nil {
 		return nil, err
 	}
 	f, err := k.fact(env)
 	if err != nil {
 		return nil, err
+	}
+	if f.MetaDir == "" { // not read when the voter was removed
+		f.MetaDir = metaDir
 	}
 	run := env.RunID()
 	con := fmt.Sprintf("controller %d on %s", h.ID, h.On())
@@ -362,7 +399,7 @@ func (k *newDisk) act(ctx context.Context, env *steps.Env, f *replaceFact, h por
 		// before the file is written, so that a resumed run writes the
 		// same one.
 		if f.NewMeta == "" {
-			f.NewMeta = args.Content
+			f.NewMeta, f.MetaDir = args.Content, args.Dir
 			if err := env.Save(replaceKey, *f); err != nil {
 				return err
 			}
@@ -373,7 +410,11 @@ func (k *newDisk) act(ctx context.Context, env *steps.Env, f *replaceFact, h por
 		if err := env.Hosts.Run(ctx, h.ID, mkdirScript(args.Dir), out); err != nil {
 			return err
 		}
-		return env.Hosts.RunInput(ctx, h.ID, brokers.EditScript(args.Path, args.Backup, args.From, args.To), []byte(args.Content), out)
+		err := env.Hosts.RunInput(ctx, h.ID, brokers.EditScript(args.Path, args.Backup, args.From, args.To), []byte(args.Content), out)
+		if code, ok := brokers.ExitStatus(err); ok && code == 3 {
+			return fmt.Errorf("%w: %s changed since the plan: nothing was written", steps.ErrStalePlan, args.Path)
+		}
+		return err
 	case doStart:
 		if env.Kafka.Listening(ctx, h.Addr) {
 			env.Logf("controller %d listens already: not started again", h.ID)

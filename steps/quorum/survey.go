@@ -31,7 +31,7 @@ func Register(r *steps.Registry) {
 // copies it, seedFromBroker), by hand, or choose a controller and lose
 // what the ledger will list.
 func controllerSeed(copies []Copy, want int32) (Copy, error) {
-	if want != 0 {
+	if want >= 0 {
 		for _, c := range copies {
 			if c.Node == want && c.Controller {
 				if !c.Known() {
@@ -67,7 +67,7 @@ func controllerSeed(copies []Copy, want int32) (Copy, error) {
 // copied over a controller's (copy_from; from is that broker's), or a
 // controller's own (seed, or the newest).
 func pickSeed(copies []Copy, o opts) (seed, from Copy, err error) {
-	if o.CopyFrom != 0 {
+	if o.CopyFrom >= 0 {
 		return seedFromBroker(copies, int32(o.CopyFrom), int32(o.Seed))
 	}
 	seed, err = controllerSeed(copies, int32(o.Seed))
@@ -122,7 +122,7 @@ func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 	if err != nil {
 		return nil, err
 	}
-	if from.Node != 0 {
+	if k.o.CopyFrom >= 0 {
 		p.Facts = append(p.Facts, fmt.Sprintf("the seed: broker %d's copy (epoch %d, end %d), copied over controller %d's by the backup step", from.Node, from.Epoch, from.End, seed.Node))
 	}
 	var up, whole []int32
