@@ -38,16 +38,17 @@ func (k *after) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		byTopic[e.Topic] = append(byTopic[e.Topic], e)
 	}
 	k.checks, k.unread = nil, nil
-	var past []string
+	var past, txns []string
 	for _, t := range sortedKeys(byTopic) {
-		got, err := k.topic(ctx, env, t, byTopic[t])
+		groups, open, err := k.topic(ctx, env, t, byTopic[t])
 		if err != nil {
 			return p, err
 		}
-		past = append(past, got...)
+		past, txns = append(past, groups...), append(txns, open...)
 	}
 	p.Notes = append(p.Notes, past...)
-	if len(past) > 0 {
+	p.Notes = append(p.Notes, txns...)
+	if len(past)+len(txns) > 0 {
 		// kremedy keeps no client properties file (a secret never reaches
 		// one it writes): the operator's own goes on each command.
 		p.Notes = append(p.Notes, "the commands above reach the cluster as the Kafka CLI does: on a secured cluster (TLS, SASL) add --command-config with your own client properties file to each")
@@ -57,27 +58,29 @@ func (k *after) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) {
 		if err := env.Save(steps.ReportKey+"Consumer groups past the new log end", append(append([]string{fmt.Sprintf("%d found (reported, not reset)", len(past))}, past...), k.unread...)); err != nil {
 			return p, err
 		}
+		if err := env.Save(steps.ReportKey+"Open transactions on the elected partitions", append([]string{fmt.Sprintf("%d found (reported, not aborted)", len(txns))}, txns...)); err != nil {
+			return p, err
+		}
 	}
-	p.Summary = fmt.Sprintf("%d consumer group offsets past the new log ends (reported, not reset)", len(past))
+	p.Summary = fmt.Sprintf("%d consumer group offsets past the new log ends, %d open transactions on the elected partitions (reported, not reset nor aborted)", len(past), len(txns))
 	return p, nil
 }
 
 // topic looks at one topic's elected partitions: groups past the end, open
 // transactions.
-func (k *after) topic(ctx context.Context, env *steps.Env, t string, el []Elected) ([]string, error) {
+func (k *after) topic(ctx context.Context, env *steps.Env, t string, el []Elected) (groups, txns []string, err error) {
 	ends, err := env.Kafka.EndOffsets(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("end offsets of %s: %w", t, err)
+		return nil, nil, fmt.Errorf("end offsets of %s: %w", t, err)
 	}
-	groups, err := env.Kafka.Groups(ctx, t)
+	uses, err := env.Kafka.Groups(ctx, t)
 	if errors.Is(err, ports.ErrGroupsIncomplete) { // report what was read, and say what was not
 		k.unread = append(k.unread, fmt.Sprintf("consumer groups on %s: not every group read (%v): check those with kafka-consumer-groups.sh --describe --group G once their coordinator answers", t, err))
 	} else if err != nil {
-		return nil, fmt.Errorf("consumer groups of %s: %w", t, err)
+		return nil, nil, fmt.Errorf("consumer groups of %s: %w", t, err)
 	}
-	var out []string
 	boot := strings.Join(env.Target.Bootstrap, ",")
-	for _, g := range groups {
+	for _, g := range uses {
 		for _, e := range el {
 			at, ok := g.Offsets[e.Partition]
 			if !ok {
@@ -85,7 +88,7 @@ func (k *after) topic(ctx context.Context, env *steps.Env, t string, el []Electe
 			}
 			cur, known := ends[e.Partition]
 			if line, past := pastLine(g.Group, t, e, at, cur, known, boot); past {
-				out = append(out, line)
+				groups = append(groups, line)
 				k.checks = append(k.checks, steps.Check{Name: fmt.Sprintf("group %s on %s-%d: committed past the elected log end, reset needed (kremedy resets nothing)", g.Group, t, e.Partition), Detail: line})
 			}
 		}
@@ -103,12 +106,12 @@ func (k *after) topic(ctx context.Context, env *steps.Env, t string, el []Electe
 		for _, pu := range prods {
 			if pu.TxnStart >= 0 {
 				n++
-				out = append(out, fmt.Sprintf("producer %d has a transaction open on %s-%d since offset %d: if its coordinator lost it, abort it: kafka-transactions.sh --bootstrap-server %s abort --topic %s --partition %d --start-offset %d", pu.ProducerID, t, pu.Partition, pu.TxnStart, boot, t, pu.Partition, pu.TxnStart))
+				txns = append(txns, fmt.Sprintf("producer %d has a transaction open on %s-%d since offset %d: if its coordinator lost it, abort it: kafka-transactions.sh --bootstrap-server %s abort --topic %s --partition %d --start-offset %d", pu.ProducerID, t, pu.Partition, pu.TxnStart, boot, t, pu.Partition, pu.TxnStart))
 			}
 		}
-		k.checks = append(k.checks, steps.Check{Name: "open transactions on " + t, OK: true, Detail: fmt.Sprintf("%d producers with a transaction open on the partitions elected (DescribeProducers)", n)})
+		k.checks = append(k.checks, steps.Check{Name: "open transactions on " + t, OK: true, Detail: fmt.Sprintf("%d producers with a transaction open on the partitions elected (DescribeProducers); a hanging one (its coordinator lost it) never ends by itself: kafka-transactions.sh find-hanging --broker-id N lists them", n)})
 	}
-	return out, nil
+	return groups, txns, nil
 }
 
 // pastLine says, for group committed at at on e's partition, whether it

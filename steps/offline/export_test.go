@@ -13,6 +13,9 @@ type KafkaFake = kafkaFake
 // FakeCluster is offline_test.go's cluster.
 func FakeCluster(t *testing.T, hostDown bool) ports.Cluster { return cluster(t, hostDown) }
 
+// SetProducers sets what DescribeProducers answers.
+func (k *kafkaFake) SetProducers(p []ports.ProducerUse) { k.producers = p }
+
 // SetRun sets each broker's log end and how many elections fail first.
 func (k *kafkaFake) SetRun(ends map[int32]int64, failElect int) {
 	k.ends, k.failElect = ends, failElect

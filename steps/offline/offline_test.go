@@ -35,6 +35,8 @@ type kafkaFake struct {
 	ends      map[int32]int64
 	reorders  int
 	failElect int
+	// producers: what DescribeProducers answers (open transactions)
+	producers []ports.ProducerUse
 	elections int
 	// lag: the next lag metadata reads after a reorder show the replica
 	// lists from before it (a broker's cache catching up); before holds them.
@@ -291,7 +293,7 @@ func (k *kafkaFake) EndOffsets(context.Context, string) (map[int32]int64, error)
 }
 
 func (k *kafkaFake) Producers(context.Context, string, []int32, []int32) ([]ports.ProducerUse, error) {
-	return nil, nil
+	return k.producers, nil
 }
 
 // TestRefuseWhileALiveLogIsUnread: live broker 1's host does not answer:

@@ -209,3 +209,54 @@ func TestAfterReportsTheGroupsNotRead(t *testing.T) {
 		}
 	}
 }
+
+// TestAfterReportsOpenTransactionsApart: an open transaction on an
+// elected partition is reported with its abort command under its own
+// heading, never counted as a consumer group past the end.
+func TestAfterReportsOpenTransactionsApart(t *testing.T) {
+	c := offline.FakeCluster(t, true)
+	k := c.Kafka.(*offline.KafkaFake)
+	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
+	k.SetProducers([]ports.ProducerUse{{Topic: "pay", Partition: 0, ProducerID: 7, TxnStart: 30}})
+	rb, err := runbooks.Get("offline-partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, err := steps.Create(dir, bound, steps.Meta{ID: "off-txn", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Run(context.Background(), c, approveAll{}, nil)
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := string(rep)
+	groups, txns := section(r, "Consumer groups past the new log end"), section(r, "Open transactions on the elected partitions")
+	if !strings.Contains(txns, "1 found") || !strings.Contains(txns, "producer 7 has a transaction open on pay-0 since offset 30") || !strings.Contains(txns, "abort --topic pay --partition 0 --start-offset 30") {
+		t.Errorf("the report's transactions:\n%s", txns)
+	}
+	if strings.Contains(groups, "producer 7") || groups == "" {
+		t.Errorf("the report's groups past the end:\n%s", groups)
+	}
+}
+
+// section is a report's text under the heading that holds title, to the
+// next heading.
+func section(rep, title string) string {
+	i := strings.Index(rep, title)
+	if i < 0 {
+		return ""
+	}
+	rest := rep[i+len(title):]
+	if j := strings.Index(rest, "\n#"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
