@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/journal"
 	"github.com/kremedy/kremedy/steps/kafka"
+	"github.com/kremedy/kremedy/steps/ports"
 	"github.com/kremedy/kremedy/steps/quorum"
 )
 
@@ -67,6 +69,7 @@ func TestQuorumRecoveryLab(t *testing.T) {
 	copies := quorumCopies(t, l, wiped)
 	quorumLedger(t, copies)
 	t.Run("quorum-recovery, killed in its rewrite and resumed", func(t *testing.T) { quorumRunbook(t, l, dir, lossAt) })
+	t.Run("a controller restored with its old log follows the new timeline", func(t *testing.T) { quorumOldLogFollows(t, l) })
 	t.Run("only a stale controller left: refused, then --set seed with the ledger of what it discards", func(t *testing.T) { quorumChosenSeed(t, dir) })
 	t.Run("only a stale controller left again: --set copy_from seeds from a broker's copy, nothing lost", func(t *testing.T) { quorumCopyFrom(t, dir) })
 	t.Logf("FIGURE quorum-loss on %s to a serving quorum of 3 (the scenario, diagnose, copies, ledger, quorum-recovery): %.1fs", v, time.Since(start).Seconds())
@@ -318,6 +321,64 @@ func quorumCopyFrom(t *testing.T, dir string) {
 	}
 	t.Logf("FIGURE --set copy_from=%s: from the third loss to a leader and 3 voters in %.1fs, nothing discarded", m[1], time.Since(lossAt).Seconds())
 	quorumServesAs(t, l, "qc", 10, 0)
+}
+
+// quorumOldLogFollows restores, on a voter of the static quorum that came
+// back empty, the copy of its metadata log the run moved aside, and starts
+// it. A static voter has no directory id, so Kafka cannot keep it out; it
+// cannot lead a second timeline either: the recovery set the seed's epoch
+// above every epoch any node had seen, so the old copy's candidacy loses
+// and it follows the leader, its log made the leader's. The leader and
+// the epoch stay; it is a voter caught up again.
+func quorumOldLogFollows(t *testing.T, l *lab.Lab) {
+	var id int32
+	var cdir, aside string
+	for k := 1; k <= 3; k++ {
+		if m, _ := filepath.Glob(filepath.Join(l.ControllerDir(k), "metadata.__cluster_metadata-0.kremedy-aside-*")); len(m) == 1 {
+			id, cdir, aside = lab.ControllerID(k), l.ControllerDir(k), m[0]
+		}
+	}
+	if id == 0 {
+		t.Fatal("no controller has its old copy kept aside")
+	}
+	sh := func(script string) {
+		t.Helper()
+		if out, err := exec.Command("bash", "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	meta := filepath.Join(cdir, "metadata")
+	sh(filepath.Join(cdir, "kafka-stop"))
+	stopped := kraftQuorum(t, l) // a leader among the other two (a new one if it led)
+	sh("set -e; cd " + meta + "; rm -rf __cluster_metadata-0; cp -a " + aside + " __cluster_metadata-0")
+	sh(filepath.Join(cdir, "kafka-start"))
+	var q ports.Quorum
+	deadline := time.Now().Add(time.Minute)
+	for {
+		q = kraftQuorum(t, l)
+		if slices.ContainsFunc(q.Voters, func(v ports.Voter) bool { return v.ID == id && v.LogEndOffset >= q.HighWatermark }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("controller %d started with its old log never caught up: leader %d epoch %d, voters %+v", id, q.Leader, q.Epoch, q.Voters)
+		}
+		time.Sleep(time.Second)
+	}
+	if q.Leader != stopped.Leader || q.Epoch != stopped.Epoch {
+		t.Errorf("controller %d's return with its old log moved the quorum: leader %d epoch %d, was leader %d epoch %d", id, q.Leader, q.Epoch, stopped.Leader, stopped.Epoch)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names, err := connectLab(t, l).kc.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"qr-05", "qr-09", "qr-after"} { // beyond its old log's end
+		if !slices.Contains(names, n) {
+			t.Errorf("topic %s is gone after controller %d came back with its old log: %v", n, id, names)
+		}
+	}
+	t.Logf("FIGURE controller %d started with its old log on the static quorum: it follows leader %d (epoch %d kept), caught up; the topics its old log lacked are all there", id, q.Leader, q.Epoch)
 }
 
 // quorumServes: every topic of the scenario present, a topic created
