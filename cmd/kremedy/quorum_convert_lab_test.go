@@ -6,7 +6,6 @@ package main
 // 4.1.2 or sshd is missing, except under -short.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -24,18 +23,7 @@ func TestQuorumToDynamicLab(t *testing.T) {
 	needLab(t)
 	t.Parallel()
 	const v = "4.1.2"
-	if _, _, err := lab.ResolveKafkaHome("", v); err != nil {
-		t.Fatalf("Kafka %s is not installed: %v (run `kremedy lab install --kafka-version %s`)", v, err, v)
-	}
-	dir := filepath.Join(t.TempDir(), "lab")
-	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, &bytes.Buffer{}) })
-	if r := kremedy(t, "lab", "up", "--kraft", "--kafka-version", v, "--net", "76", "--dir", dir); r.code != 0 {
-		t.Fatalf("lab up --kraft (static quorum) on %s: exit %d\n%s", v, r.code, r.out)
-	}
-	l, err := lab.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, _, _ := kraftLabUp(t, v, "76") // a static quorum
 	kc := connectLab(t, l).kc
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -10,8 +10,6 @@ package main
 // missing, except under -short.
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,20 +27,7 @@ import (
 func TestQuorumRecoveryDynamicLab(t *testing.T) {
 	needLab(t)
 	t.Parallel()
-	const v = "4.1.2"
-	if _, _, err := lab.ResolveKafkaHome("", v); err != nil {
-		t.Fatalf("Kafka %s is not installed: %v (run `kremedy lab install --kafka-version %s`)", v, err, v)
-	}
-	dir := filepath.Join(t.TempDir(), "lab")
-	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, &bytes.Buffer{}) })
-	up := []string{"lab", "up", "--kraft", "--kraft-quorum", "dynamic", "--kafka-version", v, "--net", "73", "--dir", dir}
-	if r := kremedy(t, up...); r.code != 0 {
-		t.Fatalf("lab up --kraft --kraft-quorum dynamic on %s: exit %d\n%s", v, r.code, r.out)
-	}
-	l, err := lab.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, _, _ := kraftLabUp(t, "4.1.2", "73", "--kraft-quorum", "dynamic")
 	oldDirs := map[int32]string{}
 	for k := 1; k <= 3; k++ {
 		oldDirs[lab.ControllerID(k)] = directoryID(t, filepath.Join(l.ControllerDir(k), "metadata", "meta.properties"))

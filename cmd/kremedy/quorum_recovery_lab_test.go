@@ -29,26 +29,35 @@ import (
 	"github.com/kremedy/kremedy/steps/quorum"
 )
 
-func TestQuorumRecoveryLab(t *testing.T) {
-	needLab(t)
-	const v = "3.9.2"
+// kraftLabUp brings up a 3-controller KRaft lab of Kafka v on net, with
+// extra flags (--kraft-quorum dynamic), taken down at the test's end. It
+// returns the lab, its dir and the lab up command (run again, it resumes).
+func kraftLabUp(t *testing.T, v, net string, extra ...string) (*lab.Lab, string, []string) {
+	t.Helper()
 	if _, _, err := lab.ResolveKafkaHome("", v); err != nil {
 		t.Fatalf("Kafka %s is not installed: %v (run `kremedy lab install --kafka-version %s`)", v, err, v)
 	}
 	dir := filepath.Join(t.TempDir(), "lab")
 	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, &bytes.Buffer{}) })
-	up := []string{"lab", "up", "--kraft", "--kafka-version", v, "--net", "70", "--dir", dir}
+	up := append([]string{"lab", "up", "--kraft", "--kafka-version", v, "--net", net, "--dir", dir}, extra...)
 	if r := kremedy(t, up...); r.code != 0 {
-		t.Fatalf("lab up --kraft on %s: exit %d\n%s", v, r.code, r.out)
+		t.Fatalf("%s: exit %d\n%s", strings.Join(up, " "), r.code, r.out)
 	}
 	l, err := lab.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, dir, up
+}
+
+func TestQuorumRecoveryLab(t *testing.T) {
+	needLab(t)
+	const v = "3.9.2"
+	l, dir, up := kraftLabUp(t, v, "70")
 	start := time.Now()
 	rep := kraftBreak(t, l, "quorum-loss", "qr")
 	lossAt := time.Now()
-	l, err = lab.Open(dir) // the scenario recorded the wiped controller
+	l, err := lab.Open(dir) // the scenario recorded the wiped controller
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,22 +227,7 @@ func quorumRunbook(t *testing.T, l *lab.Lab, dir string, lossAt time.Time) {
 // lists exactly qs-05…qs-09 before the typed gate, and afterwards
 // qs-00…qs-04 are served and qs-05…qs-09 are gone from the metadata.
 func quorumChosenSeed(t *testing.T, dir string) {
-	l, err := lab.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kraftBreak(t, l, "quorum-loss", "qs")
-	lossAt := time.Now()
-	for k := 1; k <= 3; k++ {
-		if l.ControllerPID(k) != 0 {
-			if r := kremedy(t, "lab", "controller", "wipe", strconv.Itoa(int(lab.ControllerID(k))), "--dir", dir); r.code != 0 {
-				t.Fatalf("lab controller wipe %d: exit %d\n%s", lab.ControllerID(k), r.code, r.out)
-			}
-		}
-	}
-	name := l.Inventory().Name
-	args := []string{"run", "quorum-recovery", "--inventory", l.InventoryPath(), "--headless", "--yes", "--confirm", name}
-	r := kremedy(t, append(args, "--run-dir", filepath.Join(t.TempDir(), "refused"))...)
+	l, lossAt, args, r := loseToBrokersCopies(t, dir, "qs")
 	m := regexp.MustCompile(`--set seed=(\d+)`).FindStringSubmatch(r.out)
 	if r.code != exitFailed || m == nil || !strings.Contains(r.out, "holds the newest copy") {
 		t.Fatalf("quorum-recovery with every broker's copy ahead of the only controller's: exit %d, want 1 naming --set seed\n%s", r.code, r.out)
@@ -279,17 +273,18 @@ func quorumChosenSeed(t *testing.T, dir string) {
 	t.Logf("FIGURE the logs of the discarded topics on the brokers after their start: %d -stray directories (stray-cleanup offers them)", len(strays))
 }
 
-// quorumCopyFrom loses the quorum a third time (topics qc-…) and wipes
-// the last running controller too, as quorumChosenSeed does; the refusal
-// names --set copy_from=B; with it the backup step copies broker B's copy
-// over the stale controller's, the ledger discards nothing, and every
-// topic qc-00…qc-09 is served afterwards.
-func quorumCopyFrom(t *testing.T, dir string) {
+// loseToBrokersCopies loses the quorum (quorum-loss, topics prefix-…) and
+// wipes the last running controller too: the only controller copy left
+// is the follower stopped first, every broker's ahead of it. It returns
+// the lab, when the quorum was lost, the run's arguments, and the first
+// run's refusal.
+func loseToBrokersCopies(t *testing.T, dir, prefix string) (*lab.Lab, time.Time, []string, result) {
+	t.Helper()
 	l, err := lab.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kraftBreak(t, l, "quorum-loss", "qc")
+	kraftBreak(t, l, "quorum-loss", prefix)
 	lossAt := time.Now()
 	for k := 1; k <= 3; k++ {
 		if l.ControllerPID(k) != 0 {
@@ -298,9 +293,17 @@ func quorumCopyFrom(t *testing.T, dir string) {
 			}
 		}
 	}
-	name := l.Inventory().Name
-	args := []string{"run", "quorum-recovery", "--inventory", l.InventoryPath(), "--headless", "--yes", "--confirm", name}
-	r := kremedy(t, append(args, "--run-dir", filepath.Join(t.TempDir(), "refused"))...)
+	args := []string{"run", "quorum-recovery", "--inventory", l.InventoryPath(), "--headless", "--yes", "--confirm", l.Inventory().Name}
+	return l, lossAt, args, kremedy(t, append(args, "--run-dir", filepath.Join(t.TempDir(), "refused"))...)
+}
+
+// quorumCopyFrom loses the quorum a third time (topics qc-…) and wipes
+// the last running controller too, as quorumChosenSeed does; the refusal
+// names --set copy_from=B; with it the backup step copies broker B's copy
+// over the stale controller's, the ledger discards nothing, and every
+// topic qc-00…qc-09 is served afterwards.
+func quorumCopyFrom(t *testing.T, dir string) {
+	l, lossAt, args, r := loseToBrokersCopies(t, dir, "qc")
 	m := regexp.MustCompile(`--set copy_from=(\d+)`).FindStringSubmatch(r.out)
 	if r.code != exitFailed || m == nil {
 		t.Fatalf("quorum-recovery with every broker's copy ahead of the only controller's: exit %d, want 1 naming --set copy_from\n%s", r.code, r.out)

@@ -31,20 +31,7 @@ func TestRunElectsTheLongestLiveLogAndResumes(t *testing.T) {
 	k := c.Kafka.(*offline.KafkaFake)
 	k.SetRun(map[int32]int64{1: 20, 2: 35, 4: 0}, 1)
 	k.LagViews(3) // the metadata catches up with the reorder a moment later
-	rb, err := runbooks.Get("offline-partitions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := rb.Bind(nil, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	s, err := steps.Create(dir, bound, steps.Meta{ID: "off1", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dir := offlineSession(t, "off1")
 	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err == nil {
 		t.Fatal("the run went on past a failed election")
 	}
@@ -142,20 +129,7 @@ func TestAfterComparesGroupsWithTheElectedEnd(t *testing.T) {
 	c := offline.FakeCluster(t, true)
 	k := c.Kafka.(*offline.KafkaFake)
 	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
-	rb, err := runbooks.Get("offline-partitions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := rb.Bind(nil, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	s, err := steps.Create(dir, bound, steps.Meta{ID: "off3", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dir := offlineSession(t, "off3")
 	out := s.Run(context.Background(), c, approveAll{}, nil)
 	if out.Failed != "after" || !errors.Is(out.Err, steps.ErrCheckFailed) {
 		t.Fatalf("outcome %+v, want the after step's check to fail on group readers", out)
@@ -182,20 +156,7 @@ func TestAfterReportsTheGroupsNotRead(t *testing.T) {
 	k := c.Kafka.(*offline.KafkaFake)
 	k.SetRun(map[int32]int64{1: 20, 2: 35, 4: 0}, 0)
 	k.SetGroupsErr(fmt.Errorf("%w: group billing: OffsetFetch COORDINATOR_LOAD_IN_PROGRESS", ports.ErrGroupsIncomplete))
-	rb, err := runbooks.Get("offline-partitions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := rb.Bind(nil, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	s, err := steps.Create(dir, bound, steps.Meta{ID: "off4", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dir := offlineSession(t, "off4")
 	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Failed != "after" || !errors.Is(out.Err, steps.ErrCheckFailed) {
 		t.Fatalf("outcome %+v, want the after step's check to fail on group readers", out)
 	}
@@ -218,20 +179,7 @@ func TestAfterReportsOpenTransactionsApart(t *testing.T) {
 	k := c.Kafka.(*offline.KafkaFake)
 	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
 	k.SetProducers([]ports.ProducerUse{{Topic: "pay", Partition: 0, ProducerID: 7, TxnStart: 30}})
-	rb, err := runbooks.Get("offline-partitions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := rb.Bind(nil, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	s, err := steps.Create(dir, bound, steps.Meta{ID: "off-txn", Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dir := offlineSession(t, "off-txn")
 	s.Run(context.Background(), c, approveAll{}, nil)
 	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil {
@@ -259,4 +207,25 @@ func section(rep, title string) string {
 		rest = rest[:j]
 	}
 	return rest
+}
+
+// offlineSession is a new run of offline-partitions in a temporary dir,
+// closed at the test's end.
+func offlineSession(t *testing.T, id string) (*steps.Session, string) {
+	t.Helper()
+	rb, err := runbooks.Get("offline-partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := rb.Bind(nil, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, err := steps.Create(dir, bound, steps.Meta{ID: id, Runbook: rb.Name, Params: bound.Params, Cluster: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
 }

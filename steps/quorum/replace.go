@@ -416,13 +416,7 @@ func (k *newDisk) act(ctx context.Context, env *steps.Env, f *replaceFact, h por
 		}
 		return err
 	case doStart:
-		if env.Kafka.Listening(ctx, h.Addr) {
-			env.Logf("controller %d listens already: not started again", h.ID)
-			return nil
-		}
-		cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
-		defer cancel()
-		return roll.RunOn(cctx, env, h.ID, h.Start)
+		return startOnce(ctx, env, h.ID, h, k.o.StartTimeout)
 	case doCaughtUp:
 		dir := dirIDOf([]byte(f.NewMeta))
 		return roll.WaitFor(ctx, env, k.o.StartTimeout, fmt.Sprintf("controller %d to fetch the leader's log", h.ID), func() (bool, string) {

@@ -327,13 +327,7 @@ func (k *rewrite) act(ctx context.Context, env *steps.Env, r Recovery, a steps.A
 			defer cancel()
 			return roll.RunOn(cctx, env, args.Node, h.Stop)
 		case doStart:
-			if h.Addr != "" && env.Kafka.Listening(ctx, h.Addr) {
-				env.Logf("node %d listens already (an earlier attempt started it): not started again", args.Node)
-				return nil
-			}
-			cctx, cancel := context.WithTimeout(ctx, k.o.StartTimeout)
-			defer cancel()
-			return roll.RunOn(cctx, env, args.Node, h.Start)
+			return startOnce(ctx, env, args.Node, h, k.o.StartTimeout)
 		case doGone:
 			return roll.WaitListening(ctx, env, h, false, k.o.StopTimeout)
 		case doBack:
@@ -576,6 +570,18 @@ func listening(ctx context.Context, env *steps.Env) []int32 {
 		}
 	}
 	return out
+}
+
+// startOnce runs node id's start command unless it listens already (an
+// earlier attempt started it), bounded by timeout.
+func startOnce(ctx context.Context, env *steps.Env, id int32, h ports.Host, timeout time.Duration) error {
+	if h.Addr != "" && env.Kafka.Listening(ctx, h.Addr) {
+		env.Logf("node %d listens already (an earlier attempt started it): not started again", id)
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return roll.RunOn(cctx, env, id, h.Start)
 }
 
 // mkdirScript makes dir (a lost disk's metadata dir) owned as its parent.
