@@ -341,7 +341,7 @@ func TestParseExample(t *testing.T) {
 		},
 		Brokers: []Broker{
 			{ID: 1, Host: "b1.internal", Port: 22, Stop: "systemctl stop kafka", Start: "systemctl start kafka",
-				LogDirs: []string{"/var/lib/kafka/data"}},
+				LogDirs: []string{"/var/lib/kafka/data"}, ServerLog: "/var/log/kafka/server.log"},
 			{ID: 2, Host: "b2.internal", Stop: "systemctl stop kafka", Start: "systemctl start kafka",
 				LogDirs: []string{"/var/lib/kafka/data-1", "/var/lib/kafka/data-2"}},
 		},
@@ -739,6 +739,8 @@ kraft_controllers:
 		{"listener: c1:9093", "listener: c1", "t.yaml:17:15: kraft_controllers[0].listener \"c1\" is not host:port"},
 		{"config: /etc/kafka/controller.properties", "config: controller.properties", "t.yaml:18:13: kraft_controllers[0].config \"controller.properties\": use a clean absolute path"},
 		{"    config: /etc/kafka/server.properties\n", "    config: /etc/../kafka/server.properties\n", "t.yaml:13:13: brokers[0].config"},
+		{"    config: /etc/kafka/server.properties\n", "    config: /etc/kafka/server.properties\n    server_log: logs/server.log\n", "t.yaml:14:17: brokers[0].server_log \"logs/server.log\": use a clean absolute path"},
+		{"config: /etc/kafka/controller.properties", "config: /etc/kafka/controller.properties\n    server_log: /var/log/kafka/../x", "kraft_controllers[0].server_log \"/var/log/kafka/../x\": use a clean absolute path"},
 	} {
 		_, err := Parse("t.yaml", []byte(strings.Replace(good, c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -125,6 +125,7 @@ func (e *emitter) nodes(key string, nodes []Broker) {
 			e.str(2, "start", b.Start)
 			e.strs(2, "log_dirs", b.LogDirs)
 			e.str(2, "config", b.Config)
+			e.str(2, "server_log", b.ServerLog)
 		})
 	}
 }

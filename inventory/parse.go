@@ -243,6 +243,7 @@ func (d *decoder) node(path string, n ast.Node, idHint string, controller bool) 
 		"stop":          d.Str(&b.Stop),
 		"start":         d.Str(&b.Start),
 		"config":        d.Str(&b.Config),
+		"server_log":    d.Str(&b.ServerLog),
 	}
 	if controller {
 		fields["listener"] = d.Str(&b.Listener)

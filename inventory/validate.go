@@ -122,6 +122,7 @@ func (d *decoder) validateBrokers(inv *Inventory) map[int32]string {
 		d.checkNode(inv, p, b, "broker")
 		d.logDirs(p+".log_dirs", b.LogDirs)
 		d.remoteFile(p+".config", b.Config)
+		d.remoteFile(p+".server_log", b.ServerLog)
 	}
 	return seen
 }
@@ -373,6 +374,7 @@ func (d *decoder) validateControllers(inv *Inventory, brokers map[int32]string) 
 			d.Errorf(d.At(p), "%s has no config: set it to the controller's controller.properties on its host", p)
 		}
 		d.remoteFile(p+".config", c.Config)
+		d.remoteFile(p+".server_log", c.ServerLog)
 	}
 }
 

@@ -468,7 +468,7 @@ func (l *Lab) Inventory() *inventory.Inventory {
 	for n := 1; n <= c.Brokers; n++ {
 		inv.Brokers = append(inv.Brokers, inventory.Broker{
 			ID: int32(n), Host: c.BrokerHost(n), Stop: l.StopScript(n), Start: l.StartScript(n), LogDirs: l.LogDirs(n),
-			Config: filepath.Join(l.BrokerDir(n), "server.properties"),
+			Config: filepath.Join(l.BrokerDir(n), "server.properties"), ServerLog: filepath.Join(l.BrokerDir(n), "logs", "server.log"),
 		})
 	}
 	if c.Combined {
@@ -481,7 +481,7 @@ func (l *Lab) Inventory() *inventory.Inventory {
 	for k := 1; k <= c.KRaftControllers; k++ {
 		inv.KRaftControllers = append(inv.KRaftControllers, inventory.Broker{
 			ID: ControllerID(k), Host: c.ControllerHost(k), Listener: fmt.Sprintf("%s:%d", c.ControllerHost(k), ControllerPort),
-			Config: l.controllerProps(k), Stop: l.controllerScript(k, "stop"), Start: l.controllerScript(k, "start"),
+			Config: l.controllerProps(k), ServerLog: filepath.Join(l.ControllerDir(k), "logs", "server.log"), Stop: l.controllerScript(k, "stop"), Start: l.controllerScript(k, "start"),
 		})
 	}
 	return inv

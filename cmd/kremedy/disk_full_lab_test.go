@@ -64,8 +64,16 @@ func diskFullCase(t *testing.T, l *lab.Lab, scenario, runbook string) {
 			len(causes[0].Brokers) != 1 || causes[0].Brokers[0] != victim {
 			t.Fatalf("want exit 1 and one cause log-dir-full on broker %d naming %s; exit %d, causes %+v", victim, runbook, code, causes)
 		}
-		if !strings.Contains(strings.Join(causes[0].Evidence, "\n"), "100% used") {
+		ev := strings.Join(causes[0].Evidence, "\n")
+		if !strings.Contains(ev, "100% used") {
 			t.Errorf("evidence does not give df's numbers: %v", causes[0].Evidence)
+		}
+		// The inventory names the broker's server.log: its ENOSPC line,
+		// read over SSH, is the evidence of why it stopped.
+		serverLog := filepath.Join(l.BrokerDir(int(victim)), "logs", "server.log")
+		if !strings.Contains(ev, fmt.Sprintf("broker %d's server log %s: [", victim, serverLog)) || !strings.Contains(ev, "No space left on device") ||
+			!strings.Contains(causes[0].Summary, "its server log says No space left on device") {
+			t.Errorf("the server log's ENOSPC line is not in the finding: %s\n%s", causes[0].Summary, ev)
 		}
 	})
 

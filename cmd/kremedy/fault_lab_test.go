@@ -644,7 +644,18 @@ func TestFaultsLab(t *testing.T) {
 		if err := syscall.Kill(jvm, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		defer syscall.Kill(jvm, syscall.SIGCONT)
+		defer func() {
+			syscall.Kill(jvm, syscall.SIGCONT)
+			if t.Failed() {
+				// Thawed, it would stop on its pending SIGTERM while the
+				// next subtest's lab up counts it as running: kill it and
+				// wait, so that lab up starts it again.
+				syscall.Kill(jvm, syscall.SIGKILL)
+				for i := 0; i < 100 && l.BrokerPID(victim) == jvm; i++ {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
 		f.resume(t)
 		// While kafka-stop waits on it, kill the server side of the session.
 		waitJournal(t, run, fmt.Sprintf("stopping kafka broker %d", victim))

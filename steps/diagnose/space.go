@@ -17,6 +17,13 @@ type spaceRead struct {
 	space  []brokers.Space
 	err    error
 	states []ports.LogDirState
+	// enospc: the last lines of the broker's server log saying No
+	// space left on device (read only for a broker whose dir is full
+	// or offline, or that is down; nil when not read); logPath and
+	// logErr say where and what went wrong reading it.
+	enospc  []string
+	logPath string
+	logErr  error
 }
 
 // logDirsFull reads, with Disk, every inventory broker's log dirs'
@@ -40,8 +47,13 @@ func (g *diagnoser) logDirsFull(ctx context.Context, registered []int32) {
 		h, _ := c.Target.Host(id)
 		var r spaceRead
 		r.space, r.err = brokers.ReadSpace(ctx, c.Hosts, h.ID, h.LogDirs)
-		if rec != nil && slices.Contains(registered, h.ID) {
+		up := slices.Contains(registered, h.ID)
+		if rec != nil && up {
 			r.states, _ = rec.DescribeLogDirs(ctx, h.ID)
+		}
+		if h.ServerLog != "" && r.err == nil && (!up || r.trouble()) {
+			r.logPath = h.ServerLog
+			r.enospc, r.logErr = brokers.LogLines(ctx, c.Hosts, h.ID, h.ServerLog, brokers.ENOSPC, 2)
 		}
 		return r
 	})
@@ -54,6 +66,38 @@ func (g *diagnoser) logDirsFull(ctx context.Context, registered []int32) {
 			g.add(f)
 		}
 	}
+}
+
+// trouble: a dir full, or offline in the broker's own answer.
+func (r spaceRead) trouble() bool {
+	for _, s := range r.states {
+		if s.Err != "" {
+			return true
+		}
+	}
+	for _, s := range r.space {
+		if s.Full() {
+			return true
+		}
+	}
+	return false
+}
+
+// logEvidence is what the broker's server log said, when it was read.
+func (r spaceRead) logEvidence(id int32) []string {
+	switch {
+	case r.logPath == "":
+		return nil
+	case r.logErr != nil:
+		return []string{fmt.Sprintf("broker %d's server log %s not read: %v", id, r.logPath, r.logErr)}
+	case len(r.enospc) == 0:
+		return []string{fmt.Sprintf("broker %d's server log %s: no %q in its last %s", id, r.logPath, brokers.ENOSPC, brokers.Bytes(brokers.ServerLogTail))}
+	}
+	var out []string
+	for _, l := range r.enospc {
+		out = append(out, fmt.Sprintf("broker %d's server log %s: %s", id, r.logPath, l))
+	}
+	return out
 }
 
 // logDirFinding judges one broker's dirs.
@@ -82,11 +126,15 @@ func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, boo
 	if len(bad) == 0 {
 		return Finding{}, false
 	}
+	ev = append(ev, r.logEvidence(id)...)
 	slices.SortFunc(tops, func(a, b brokers.PartitionSpace) int { return int(b.Bytes - a.Bytes) })
 	for _, p := range tops[:min(5, len(tops))] {
 		ev = append(ev, fmt.Sprintf("%s: %s in %d segments, the oldest from offset %d", p.Name, brokers.Bytes(p.Bytes), len(p.Segments), p.Oldest()))
 	}
 	sum := fmt.Sprintf("broker %d's log dir %s is full", id, strings.Join(bad, ", "))
+	if len(r.enospc) > 0 {
+		sum += fmt.Sprintf(" (its server log says %s)", brokers.ENOSPC)
+	}
 	if !up {
 		sum += fmt.Sprintf(" and broker %d is down: Kafka takes a dir offline on ENOSPC and stops a broker whose every log dir failed; it cannot start again until space is freed on that filesystem", id)
 	}

@@ -26,11 +26,30 @@ func TestFullDirIsTheCause(t *testing.T) {
 			"f 409600 orders-2/00000000000000000000.log",
 			"f 8 orders-2/00000000000000000000.index",
 		}}}
+		// Broker 3's inventory entry names its server log, which says
+		// why it stopped; broker 2's names one that is not there, but
+		// its dirs are fine and it runs: it is not read.
+		const serverLog = "/var/log/kafka/server.log"
+		for i := range f.Ports.Target.Hosts {
+			f.Ports.Target.Hosts[i].ServerLog = serverLog
+		}
+		f.hosts.Logs = map[int32]map[string][]string{3: {serverLog: {
+			"[2026-12-06 08:00:00,001] INFO started",
+			"[2026-12-06 09:00:00,002] ERROR Error while appending records to orders-2 in dir /data/k1 (org.apache.kafka.storage.internals.log.LogDirFailureChannel) java.io.IOException: No space left on device",
+			"[2026-12-06 09:00:00,003] ERROR Shutdown broker because all log dirs in /data/k1 have failed",
+		}}}
 		d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true, Topic: "orders-v2"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		causes := d.Causes()
+		if n := len(f.hosts.Commands); n == 0 || countLogReads(f.hosts.Commands) != 1 {
+			t.Fatalf("want one server-log read (broker 3's), got %d in %q", countLogReads(f.hosts.Commands), f.hosts.Commands)
+		}
+		if ev := strings.Join(causes[0].Evidence, "\n"); !strings.Contains(ev, "broker 3's server log "+serverLog+": [2026-12-06 09:00:00,002] ERROR Error while appending records to orders-2") ||
+			!strings.Contains(causes[0].Summary, "its server log says No space left on device") {
+			t.Fatalf("the server log's ENOSPC line is not the evidence: %s\n%s", causes[0].Summary, ev)
+		}
 		if len(causes) != 1 || causes[0].Kind != diagnose.FindLogDirFull || causes[0].Runbook != "disk-full" || !strings.Contains(causes[0].Fix, "--set broker=3") {
 			t.Fatalf("want one cause log-dir-full on broker 3 naming disk-full, got %+v", causes)
 		}
@@ -52,6 +71,10 @@ func TestFullDirIsTheCause(t *testing.T) {
 		f := newFixture(t)
 		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
 		f.kafka.OfflineDirs = map[int32]map[string]bool{2: {"/data/k2": true}}
+		// Its server log is named but not there: the evidence says so.
+		for i := range f.Ports.Target.Hosts {
+			f.Ports.Target.Hosts[i].ServerLog = "/opt/kafka/logs/server.log"
+		}
 		d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true, Topic: "orders-v2"})
 		if err != nil {
 			t.Fatal(err)
@@ -59,11 +82,23 @@ func TestFullDirIsTheCause(t *testing.T) {
 		var found bool
 		for _, fd := range d.Findings {
 			if fd.Kind == diagnose.FindLogDirFull {
-				found = len(fd.Brokers) == 1 && fd.Brokers[0] == 2 && strings.Contains(strings.Join(fd.Evidence, "\n"), "/data/k2 is offline (KAFKA_STORAGE_ERROR)")
+				ev := strings.Join(fd.Evidence, "\n")
+				found = len(fd.Brokers) == 1 && fd.Brokers[0] == 2 && strings.Contains(ev, "/data/k2 is offline (KAFKA_STORAGE_ERROR)") &&
+					strings.Contains(ev, "broker 2's server log /opt/kafka/logs/server.log not read: ")
 			}
 		}
 		if !found {
 			t.Fatalf("an offline dir of a running broker: no log-dir-full on broker 2: %+v", d.Findings)
 		}
 	})
+}
+
+func countLogReads(cmds []string) int {
+	n := 0
+	for _, c := range cmds {
+		if strings.Contains(c, "kremedy_lines") {
+			n++
+		}
+	}
+	return n
 }

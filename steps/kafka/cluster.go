@@ -33,6 +33,13 @@ var _ ports.Kafka = (*Client)(nil)
 // there no answer at all.
 func (c *Client) Groups(ctx context.Context, topic string) ([]ports.GroupUse, error) {
 	listed, err := c.adm.ListGroups(ctx)
+	// A broker that accepts connections but does not answer (frozen in a
+	// GC or I/O stall) can take the metadata request that finds the
+	// brokers to ask, twice over: then no broker was asked at all. Ask
+	// again, as kgo rotates the broker it asks for metadata.
+	for try := 1; try < 4 && unissued(err) && ctx.Err() == nil; try++ {
+		listed, err = c.adm.ListGroups(ctx)
+	}
 	if err != nil && !partial(err) {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
@@ -122,6 +129,22 @@ func incomplete(holes []string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ports.ErrGroupsIncomplete, strings.Join(holes, "; "))
+}
+
+// unissued reports a sharded request that reached no broker: every shard
+// failed before it was sent (kgo names the broker of such a shard -1), as
+// when the metadata request that finds the brokers timed out.
+func unissued(err error) bool {
+	var se *kadm.ShardErrors
+	if !errors.As(err, &se) || !se.AllFailed || len(se.Errs) == 0 {
+		return false
+	}
+	for _, e := range se.Errs {
+		if e.Broker.NodeID >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // partial reports a sharded request that failed on some brokers only.
@@ -215,10 +238,12 @@ func mergeProducers(topic string, partitions []int32, answers []producerAnswer) 
 				ok[p.Partition]++
 				for _, ap := range p.ActiveProducers {
 					u := ports.ProducerUse{Partition: p.Partition, ProducerID: ap.ProducerID,
-						LastTimestamp: time.UnixMilli(ap.LastTimestamp), TxnStart: ap.CurrentTxnStartOffset}
+						LastTimestamp: time.UnixMilli(ap.LastTimestamp), TxnStart: ap.CurrentTxnStartOffset,
+						Epoch: int16(ap.ProducerEpoch), CoordinatorEpoch: ap.CoordinatorEpoch}
 					k := [2]int64{int64(p.Partition), ap.ProducerID}
 					if prev, ok := seen[k]; ok {
 						u.TxnStart = max(u.TxnStart, prev.TxnStart)
+						u.Epoch, u.CoordinatorEpoch = max(u.Epoch, prev.Epoch), max(u.CoordinatorEpoch, prev.CoordinatorEpoch)
 						if prev.LastTimestamp.After(u.LastTimestamp) {
 							u.LastTimestamp = prev.LastTimestamp
 						}

@@ -90,19 +90,27 @@ func closedAddr(t *testing.T) string {
 // steptest.ReassignerConformance on kfake, as steptest holds the fake.
 func TestReassignerConformance(t *testing.T) {
 	steptest.ReassignerConformance(t, func(t *testing.T) steptest.ReassignerSubject {
-		c, err := kfake.NewCluster(kfake.NumBrokers(3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		kc, err := kafka.New(c.ListenAddrs())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(kc.Close)
+		_, kc := kfakeClient(t)
 		return steptest.ReassignerSubject{R: kc, Broker: 0, Create: func(ctx context.Context, topic string) error {
 			_, err := kc.CreateTopic(ctx, topic, nil, 1, 2, nil)
 			return err
 		}}
 	})
+}
+
+// kfakeClient starts a 3-broker kfake cluster with opts and the adapter on
+// it, both closed at the test's end.
+func kfakeClient(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kafka.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(3)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	kc, err := kafka.New(c.ListenAddrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return c, kc
 }

@@ -49,3 +49,25 @@ func TestGroupsHolesAreAnError(t *testing.T) {
 		t.Error("a whole answer is an error")
 	}
 }
+
+// TestUnissued: a ListGroups that reached no broker (its only shard has
+// no broker: the metadata request timed out on a frozen broker) is asked
+// again; one that some broker answered, or that a broker refused, is not.
+func TestUnissued(t *testing.T) {
+	timeout := errors.New("read tcp 127.0.0.1:49600->127.13.1.2:9092: i/o timeout")
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no broker reached", &kadm.ShardErrors{Name: "ListGroups", AllFailed: true, Errs: []kadm.ShardError{{Broker: kadm.BrokerDetail{NodeID: -1}, Err: timeout}}}, true},
+		{"every broker asked failed", &kadm.ShardErrors{Name: "ListGroups", AllFailed: true, Errs: []kadm.ShardError{{Broker: kadm.BrokerDetail{NodeID: 2}, Err: timeout}}}, false},
+		{"one broker of two failed", &kadm.ShardErrors{Name: "ListGroups", Errs: []kadm.ShardError{{Broker: kadm.BrokerDetail{NodeID: 2}, Err: timeout}}}, false},
+		{"not sharded", timeout, false},
+		{"no error", nil, false},
+	} {
+		if got := unissued(c.err); got != c.want {
+			t.Errorf("%s: unissued = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

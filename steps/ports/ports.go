@@ -126,6 +126,35 @@ type ProducerUse struct {
 	ProducerID    int64     `json:"producer_id"`
 	LastTimestamp time.Time `json:"last_timestamp"`
 	TxnStart      int64     `json:"txn_start_offset"`
+	// Epoch is the producer epoch that wrote last, and CoordinatorEpoch
+	// its transaction coordinator's epoch then (what an abort's marker
+	// carries).
+	Epoch            int16 `json:"producer_epoch,omitempty"`
+	CoordinatorEpoch int32 `json:"coordinator_epoch,omitempty"`
+}
+
+// Transactions is what the transaction coordinators say of producers:
+// kafka-transactions.sh find-hanging's second half. Implemented by the
+// Kafka adapter and the fake; a Kafka port without it cannot tell a
+// hanging transaction from an open one.
+type Transactions interface {
+	// Transactions maps each producer id a transactional id uses now to
+	// its coordinator's state of it (ListTransactions filtered by the ids,
+	// then DescribeTransactions). A producer id no transactional id uses
+	// is absent. A coordinator that did not answer is an error: a
+	// transaction it holds would be missing, and called hanging.
+	Transactions(ctx context.Context, producerIDs []int64) (map[int64]TxnState, error)
+}
+
+// TxnState is a transaction as its coordinator describes it.
+type TxnState struct {
+	TxnID         string `json:"txn_id"`
+	State         string `json:"state"` // Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead, PrepareEpochFence
+	ProducerEpoch int16  `json:"producer_epoch"`
+	TimeoutMillis int32  `json:"timeout_ms"`
+	// Partitions are the partitions in the transaction, by topic (when
+	// preparing to end, those whose marker is not written yet).
+	Partitions map[string][]int32 `json:"partitions,omitempty"`
 }
 
 // BrokerRelease is what one broker tells about its release: the APIs it
@@ -371,6 +400,9 @@ type Host struct {
 	// Config is the settings file the process reads (server.properties,
 	// controller.properties), "" when the inventory does not name it.
 	Config string `json:"config,omitempty"`
+	// ServerLog is the process's server.log, "" when the inventory does
+	// not name it.
+	ServerLog string `json:"server_log,omitempty"`
 	// Login is the user kremedy logs in as over SSH ("" when unknown);
 	// Sudo: each command runs through `sudo -n` (become: sudo).
 	Login string `json:"login,omitempty"`

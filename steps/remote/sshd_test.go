@@ -7,6 +7,7 @@ package remote
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -206,7 +207,28 @@ func startSSHD(t *testing.T, extra ...string) *sshd {
 	if err := os.WriteFile(ak, ssh.MarshalAuthorizedKey(k.userSigner.PublicKey()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	// The port is free when chosen but another process (a parallel
+	// package's outgoing connection takes ports from the same range) may
+	// bind it before sshd does: sshd then exits with "Address already in
+	// use", and a new port is tried.
+	for attempt := 1; ; attempt++ {
+		s, err := launchSSHD(t, k, dir, ak, freePort(t), extra)
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; another port", attempt, err)
+	}
+}
+
+var errPortTaken = errors.New("the port was taken before sshd bound it")
+
+// launchSSHD starts sshd on port and waits for its banner; the process
+// is stopped in t.Cleanup, or at once when it does not come up.
+func launchSSHD(t *testing.T, k *testKeys, dir, ak string, port int, extra []string) (*sshd, error) {
+	t.Helper()
 	cfg := filepath.Join(dir, "sshd_config")
 	conf := fmt.Sprintf(`ListenAddress 127.0.0.1:%d
 HostKey %s
@@ -237,20 +259,21 @@ LogLevel VERBOSE
 	s.pid = cmd.Process.Pid
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	stop := func() {
 		killTree(s.pid, syscall.SIGKILL, func(string) bool { return true })
 		cmd.Process.Kill()
 		<-exited
-		if t.Failed() {
-			t.Logf("sshd log:\n%s", s.log.String())
-		}
-	})
+	}
 
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		select {
 		case <-exited:
-			t.Fatalf("sshd exited at startup:\n%s", s.log.String())
+			stop()
+			if strings.Contains(s.log.String(), "Address already in use") {
+				return nil, fmt.Errorf("%w (port %d): %s", errPortTaken, port, strings.TrimSpace(s.log.String()))
+			}
+			return nil, fmt.Errorf("sshd exited at startup:\n%s", s.log.String())
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", s.addr(), time.Second); err == nil {
@@ -258,11 +281,18 @@ LogLevel VERBOSE
 			banner, _ := bufio.NewReader(c).ReadString('\n')
 			c.Close()
 			if strings.HasPrefix(banner, "SSH-2.0-") {
-				return s
+				t.Cleanup(func() {
+					stop()
+					if t.Failed() {
+						t.Logf("sshd log:\n%s", s.log.String())
+					}
+				})
+				return s, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("sshd did not start listening on %s:\n%s", s.addr(), s.log.String())
+			stop()
+			return nil, fmt.Errorf("sshd did not start listening on %s:\n%s", s.addr(), s.log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

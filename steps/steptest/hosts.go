@@ -80,6 +80,9 @@ type Hosts struct {
 	// Space[broker][dir] are the lines a space reading prints for that
 	// log dir (hosts_space.go; default: 1% used, no partition files).
 	Space map[int32]map[string][]string
+	// Logs[broker][path] are the lines of a file a log reading
+	// (brokers.LogLinesScript) finds there; a path not set is not there.
+	Logs map[int32]map[string][]string
 	// session numbers the brokers' ZooKeeper sessions: every start
 	// registers under a new one, as a new broker process does.
 	session int64

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,6 +34,7 @@ var scriptKinds = []scriptKind{
 	{whereRe.MatchString, (*Hosts).playWhere},
 	{prefix("kremedy_space() {"), (*Hosts).playSpace},
 	{prefix("kremedy_quarantine() {"), (*Hosts).playQuarantine},
+	{prefix("kremedy_lines() {"), (*Hosts).playLines},
 }
 
 // prefix is a scriptKind's is for the scripts that start with p.
@@ -282,4 +284,34 @@ func shellWord(w string) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// linesRe is the call of a log reading (brokers.LogLinesScript): the
+// path, the fixed string and how many lines, each a shell word.
+var linesRe = regexp.MustCompile(`(?m)^kremedy_lines ((?:'[^']*'|\\.|[^\s'\\])+) ((?:'[^']*'|\\.|[^\s'\\])+) (\d+)$`)
+
+// playLines plays a log reading: the last n of the lines a test set in
+// Logs[broker][path] that hold the string; a path with no entry is a file
+// that is not there (exit 3).
+func (h *Hosts) playLines(broker int32, script string, emit func(string)) error {
+	m := linesRe.FindStringSubmatch(script)
+	if m == nil {
+		h.t.Errorf("kremedy_lines on broker %d: no path, string and count: %q", broker, script)
+		return &ExitErr{2}
+	}
+	lines, ok := h.Logs[broker][unquote(m[1])]
+	if !ok {
+		return &ExitErr{3}
+	}
+	var hit []string
+	for _, l := range lines {
+		if strings.Contains(l, unquote(m[2])) {
+			hit = append(hit, l)
+		}
+	}
+	n, _ := strconv.Atoi(m[3])
+	for _, l := range hit[max(0, len(hit)-n):] {
+		emit(l)
+	}
+	return nil
 }
