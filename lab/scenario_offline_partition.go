@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ func init() {
 }
 
 // offlineSummary is what offline-partition and its KRaft twin do.
-const offlineSummary = "(field 2026c §2) T (3 partitions, replication factor 3 on brokers 1-3, unclean.leader.election.enable=false) written by an acks=1 producer while brokers 1 and 2 are stopped in turn, so that the replicas' logs diverge; broker 3, the last leader, killed with its host's sshd; brokers 1 and 2 started: every partition has no leader, the longest live log (broker 2) is not the first live replica in assignment order for partitions 0 and 2, and group offline-readers committed past broker 2's end. Needs 4 brokers (--brokers 4): broker 4 keeps __consumer_offsets"
+const offlineSummary = "(field 2026c §2) T (3 partitions, replication factor 3 on brokers 1-3, unclean.leader.election.enable=false) written by an acks=1 producer while brokers 1 and 2 are stopped in turn, so that the replicas' logs diverge; broker 3, the last leader, killed with its host's sshd; brokers 1 and 2 started: every partition has no leader, the longest live log (broker 2) is not the first live replica in assignment order for partitions 0 and 2, and group offline-readers committed past broker 2's end; a transaction on partition 1 whose record reached broker 2 and whose commit marker only broker 3 hangs on broker 2 once elected. Needs 4 brokers (--brokers 4): broker 4 keeps __consumer_offsets and __transaction_state"
 
 // OfflineLedger is what offline-partition's acks=1 producer was
 // acknowledged, kept in the lab directory (OfflineLedgerPath) so that a
@@ -46,6 +47,21 @@ type OfflineLedger struct {
 	Committed map[int32]int64           `json:"committed"` // OfflineGroup's offsets
 	Assign    [][]int32                 `json:"assign"`
 	Dead      int32                     `json:"dead"` // the last leader, killed
+	// Txn is the transaction left hanging on the longest live log: its
+	// record reached broker 2 before it stopped, its commit marker only
+	// the last leader.
+	Txn OfflineTxn `json:"txn"`
+}
+
+// OfflineTxn is offline-partition's hanging transaction: a transactional
+// producer (TxnID) wrote one record at Start on Partition while brokers 2
+// and 3 were in its ISR, broker 2 was stopped, and the commit's marker
+// went to broker 3 alone. Once broker 2 is elected it holds the
+// transaction open with no marker to come: it hangs.
+type OfflineTxn struct {
+	TxnID     string `json:"txn_id"`
+	Partition int32  `json:"partition"`
+	Start     int64  `json:"start"`
 }
 
 // OfflineLedgerPath is where offline-partition keeps topic's ledger.
@@ -82,6 +98,11 @@ func (e *env) offlinePartition(ids []int32) error {
 	if err := e.offsetsOn(keeper, c); err != nil {
 		return err
 	}
+	tx, err := e.txnProducer(keeper, c, led)
+	if err != nil {
+		return err
+	}
+	defer tx.Close()
 	pr, err := kafka.NewProducer(e.l.State.Config.Bootstrap(), 30*time.Second, append(e.l.KafkaOpts(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())...)
 	if err != nil {
 		return err
@@ -94,11 +115,21 @@ func (e *env) offlinePartition(ids []int32) error {
 		if err := e.offlineWrite(pr, led, i+1, ph.n); err != nil {
 			return err
 		}
+		if ph.stop == b {
+			if err := e.txnOpen(tx, led); err != nil {
+				return err
+			}
+		}
 		if ph.stop != 0 {
 			if err := e.brokerCmd(ph.stop, "stop"); err != nil {
 				return err
 			}
 			e.did("stopped broker %d (controlled shutdown): its replicas keep the log they have", ph.stop)
+		}
+		if ph.stop == b {
+			if err := e.txnCommit(tx, led, c); err != nil {
+				return err
+			}
 		}
 	}
 	return e.offlineEnd(led, a, b, c, keeper)
@@ -146,6 +177,7 @@ func (e *env) offlineEnd(led *OfflineLedger, a, b, c, keeper int32) error {
 	for p := range led.Assign {
 		led.Ends[a][int32(p)], led.Ends[b][int32(p)], led.Ends[c][int32(p)] = offlinePhase1, offlinePhase1+offlinePhase2, ends[int32(p)]
 	}
+	led.Ends[b][led.Txn.Partition]++ // the transaction's record
 	if err := e.saveLedger(led); err != nil {
 		return err
 	}
@@ -163,7 +195,13 @@ func (e *env) offsetsOn(keeper, last int32) error {
 	if err := e.commit(map[int32]int64{0: 0}); err != nil { // creates __consumer_offsets
 		return err
 	}
-	const off = "__consumer_offsets"
+	return e.internalOn("__consumer_offsets", "group commits", keeper, last)
+}
+
+// internalOn puts internal topic off's partitions on keeper first and
+// last second (at most one replica moved each), so that what what names
+// survives the loss of the other brokers.
+func (e *env) internalOn(off, what string, keeper, last int32) error {
 	v, err := e.kc.BrokerView(e.ctx, keeper, off)
 	if err != nil {
 		return err
@@ -197,7 +235,7 @@ func (e *env) offsetsOn(keeper, last int32) error {
 	if !ok {
 		return e.verdict()
 	}
-	e.did("moved %s onto broker %d first (%v): group commits survive the loss of the topic's brokers", off, keeper, want)
+	e.did("moved %s onto broker %d first (%v): %s survive the loss of the topic's brokers", off, keeper, want, what)
 	return nil
 }
 
@@ -248,22 +286,20 @@ func (e *env) offlineWrite(pr *kafka.Client, led *OfflineLedger, phase, n int) e
 			led.Acked[int32(p)][v] = r.Offset
 		}
 	}
-	want := int64(offlinePhase1)
-	if phase >= 2 {
-		want += offlinePhase2
+	want := map[int32]int64{}
+	for p := range led.Assign {
+		want[int32(p)] = int64(len(led.Acked[int32(p)]))
 	}
-	if phase == 3 {
-		want += offlinePhase3
+	if led.Txn.Start >= 0 && led.Txn.TxnID != "" {
+		want[led.Txn.Partition] += 2 // the transaction's record and its marker
 	}
 	e.observe(fmt.Sprintf("phase %d: %d records per partition acknowledged (acks=1) and replicated to the ISR", phase, n), 30*time.Second, false, func() (bool, string) {
 		ends, err := e.kc.EndOffsets(e.ctx, e.t)
 		if err != nil {
 			return false, err.Error()
 		}
-		for p := range led.Assign {
-			if ends[int32(p)] != want {
-				return false, fmt.Sprintf("high watermarks %v, want %d", ends, want)
-			}
+		if !maps.Equal(ends, want) {
+			return false, fmt.Sprintf("high watermarks %v, want %v", ends, want)
 		}
 		return true, fmt.Sprintf("high watermarks %v", ends)
 	})
@@ -295,4 +331,62 @@ func (e *env) offlineSymptoms(keeper int32, led *OfflineLedger) {
 		}
 		return true, isrSummary(parts)
 	})
+}
+
+// txnPartition is the partition offline-partition leaves a hanging
+// transaction on: led by broker 2 (its first replica) while broker 1 is
+// down, so that brokers 2 and 3 are its ISR when the record is written.
+const txnPartition = 1
+
+// txnProducer is a transactional producer for the topic, with
+// __transaction_state created (a FindCoordinator for its id) and moved
+// onto keeper and last first: its coordinator outlives brokers 1-3.
+func (e *env) txnProducer(keeper, last int32, led *OfflineLedger) (*kgo.Client, error) {
+	id := "offline-txn-" + e.t
+	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Minute)
+	defer cancel()
+	for {
+		err := e.kc.Admin().FindTxnCoordinators(ctx, id).Error()
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("find the transaction coordinator of %q (creates __transaction_state): %w", id, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if err := e.internalOn("__transaction_state", "transaction coordinators", keeper, last); err != nil {
+		return nil, err
+	}
+	led.Txn = OfflineTxn{TxnID: id, Partition: txnPartition, Start: -1}
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.l.State.Config.Bootstrap()...), kgo.TransactionalID(id),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(5 * time.Minute)}, e.l.KafkaOpts()...)...)
+}
+
+// txnOpen begins the transaction and writes its one record (acks=all: on
+// brokers 2 and 3, the partition's ISR while broker 1 is down).
+func (e *env) txnOpen(tx *kgo.Client, led *OfflineLedger) error {
+	if err := tx.BeginTransaction(); err != nil {
+		return err
+	}
+	r, err := tx.ProduceSync(e.ctx, &kgo.Record{Topic: e.t, Partition: led.Txn.Partition, Value: []byte("transaction " + led.Txn.TxnID)}).First()
+	if err != nil {
+		return fmt.Errorf("the transaction's record to %s-%d: %w", e.t, led.Txn.Partition, err)
+	}
+	led.Txn.Start = r.Offset
+	e.did("transaction %q open: its record at %s-%d offset %d, on brokers 2 and 3", led.Txn.TxnID, e.t, led.Txn.Partition, r.Offset)
+	return nil
+}
+
+// txnCommit commits the transaction once broker 2 is down: its marker
+// goes to the last leader alone.
+func (e *env) txnCommit(tx *kgo.Client, led *OfflineLedger, last int32) error {
+	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+	defer cancel()
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit transaction %q: %w", led.Txn.TxnID, err)
+	}
+	e.did("committed transaction %q with broker 2 stopped: its marker is on broker %d only, so broker 2's copy of %s-%d holds the transaction open", led.Txn.TxnID, last, e.t, led.Txn.Partition)
+	return nil
 }

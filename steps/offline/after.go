@@ -14,7 +14,8 @@ import (
 // committed offset is past the elected log's end of a partition elected,
 // each with the reset it needs (it resets nothing; each is a failed check,
 // so the step says so until the group is reset), and the producers that
-// still have a transaction open on one (DescribeProducers).
+// still have a transaction open on one (DescribeProducers), each judged
+// hanging or not by its coordinator (txns.go).
 type after struct {
 	o      afterOpts
 	checks []steps.Check
@@ -97,20 +98,8 @@ func (k *after) topic(ctx context.Context, env *steps.Env, t string, el []Electe
 	for _, e := range el {
 		parts = append(parts, e.Partition)
 	}
-	prods, err := env.Kafka.Producers(ctx, t, parts, nil)
-	switch {
-	case err != nil:
-		k.checks = append(k.checks, steps.Check{Name: "open transactions on " + t, OK: true, Detail: "not checked: " + err.Error() + "; run kafka-transactions.sh find-hanging --broker-id N on each leader"})
-	default:
-		n := 0
-		for _, pu := range prods {
-			if pu.TxnStart >= 0 {
-				n++
-				txns = append(txns, fmt.Sprintf("producer %d has a transaction open on %s-%d since offset %d: if its coordinator lost it, abort it: kafka-transactions.sh --bootstrap-server %s abort --topic %s --partition %d --start-offset %d", pu.ProducerID, t, pu.Partition, pu.TxnStart, boot, t, pu.Partition, pu.TxnStart))
-			}
-		}
-		k.checks = append(k.checks, steps.Check{Name: "open transactions on " + t, OK: true, Detail: fmt.Sprintf("%d producers with a transaction open on the partitions elected (DescribeProducers); a hanging one (its coordinator lost it) never ends by itself: kafka-transactions.sh find-hanging --broker-id N lists them", n)})
-	}
+	txns, checks := openTxns(ctx, env, t, parts, boot)
+	k.checks = append(k.checks, checks...)
 	return groups, txns, nil
 }
 

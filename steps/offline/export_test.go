@@ -16,6 +16,15 @@ func FakeCluster(t *testing.T, hostDown bool) ports.Cluster { return cluster(t, 
 // SetProducers sets what DescribeProducers answers.
 func (k *kafkaFake) SetProducers(p []ports.ProducerUse) { k.producers = p }
 
+// WithTxns is c whose Kafka port answers Transactions with txns; after
+// the first such answer DescribeProducers answers later (when not nil).
+func WithTxns(c ports.Cluster, txns map[int64]ports.TxnState, later []ports.ProducerUse) ports.Cluster {
+	k := c.Kafka.(*kafkaFake)
+	k.txns, k.producersLater = txns, later
+	c.Kafka = txnFake{k}
+	return c
+}
+
 // SetRun sets each broker's log end and how many elections fail first.
 func (k *kafkaFake) SetRun(ends map[int32]int64, failElect int) {
 	k.ends, k.failElect = ends, failElect

@@ -35,8 +35,14 @@ type kafkaFake struct {
 	ends      map[int32]int64
 	reorders  int
 	failElect int
-	// producers: what DescribeProducers answers (open transactions)
-	producers []ports.ProducerUse
+	// producers: what DescribeProducers answers (open transactions);
+	// txns what the coordinators say of producer ids, nil: the port
+	// cannot ask; after txnReads coordinator reads, producers becomes
+	// producersLater (a transaction that ended as it was read).
+	producers      []ports.ProducerUse
+	txns           map[int64]ports.TxnState
+	txnReads       int
+	producersLater []ports.ProducerUse
 	elections int
 	// lag: the next lag metadata reads after a reorder show the replica
 	// lists from before it (a broker's cache catching up); before holds them.
@@ -293,7 +299,24 @@ func (k *kafkaFake) EndOffsets(context.Context, string) (map[int32]int64, error)
 }
 
 func (k *kafkaFake) Producers(context.Context, string, []int32, []int32) ([]ports.ProducerUse, error) {
-	return k.producers, nil
+	return slices.Clone(k.producers), nil
+}
+
+// txnFake is kafkaFake with the coordinators' answers.
+type txnFake struct{ *kafkaFake }
+
+func (k txnFake) Transactions(_ context.Context, ids []int64) (map[int64]ports.TxnState, error) {
+	out := map[int64]ports.TxnState{}
+	for _, id := range ids {
+		if st, ok := k.txns[id]; ok {
+			out[id] = st
+		}
+	}
+	k.txnReads++
+	if k.producersLater != nil {
+		k.producers = k.producersLater
+	}
+	return out, nil
 }
 
 // TestRefuseWhileALiveLogIsUnread: live broker 1's host does not answer:
@@ -330,5 +353,31 @@ func TestELRNotReadRefuses(t *testing.T) {
 	offs, _, err := look(context.Background(), c, nil)
 	if err != nil || len(offs) != 3 {
 		t.Fatalf("look on a release without ELR: %d partitions, %v; want all 3 kept", len(offs), err)
+	}
+}
+
+// TestHangs: what makes an open transaction hang, by its coordinator's
+// state of the producer.
+func TestHangs(t *testing.T) {
+	pu := ports.ProducerUse{Partition: 1, ProducerID: 8, Epoch: 2, TxnStart: 40}
+	in := map[string][]int32{"pay": {1}}
+	for _, c := range []struct {
+		name  string
+		st    ports.TxnState
+		found bool
+		want  string // "" not hanging
+	}{
+		{"ongoing on the partition", ports.TxnState{TxnID: "t", State: "Ongoing", ProducerEpoch: 2, Partitions: in}, true, ""},
+		{"committing, marker to come", ports.TxnState{TxnID: "t", State: "PrepareCommit", ProducerEpoch: 2, Partitions: in}, true, ""},
+		{"no transactional id", ports.TxnState{}, false, "no transactional id uses producer 8 any more"},
+		{"ongoing elsewhere", ports.TxnState{TxnID: "t", State: "Ongoing", ProducerEpoch: 2, Partitions: map[string][]int32{"pay": {0}}}, true, `transaction "t" (Ongoing) does not include pay-1`},
+		{"another epoch", ports.TxnState{TxnID: "t", State: "Ongoing", ProducerEpoch: 3, Partitions: in}, true, "is of producer epoch 3, this partition's of epoch 2"},
+		{"completed", ports.TxnState{TxnID: "t", State: "CompleteAbort", ProducerEpoch: 2}, true, `has transaction "t" CompleteAbort`},
+		{"empty", ports.TxnState{TxnID: "t", State: "Empty", ProducerEpoch: 3}, true, `has transaction "t" Empty`},
+	} {
+		got := hangs("pay", pu, c.st, c.found)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

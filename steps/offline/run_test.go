@@ -187,11 +187,59 @@ func TestAfterReportsOpenTransactionsApart(t *testing.T) {
 	}
 	r := string(rep)
 	groups, txns := section(r, "Consumer groups past the new log end"), section(r, "Open transactions on the elected partitions")
-	if !strings.Contains(txns, "1 found") || !strings.Contains(txns, "producer 7 has a transaction open on pay-0 since offset 30") || !strings.Contains(txns, "abort --topic pay --partition 0 --start-offset 30") {
+	if !strings.Contains(txns, "1 found") || !strings.Contains(txns, "producer 7 has a transaction open on pay-0 since offset 30 (whether it hangs was not checked") || !strings.Contains(txns, "abort --topic pay --partition 0 --start-offset 30") {
 		t.Errorf("the report's transactions:\n%s", txns)
 	}
 	if strings.Contains(groups, "producer 7") || groups == "" {
 		t.Errorf("the report's groups past the end:\n%s", groups)
+	}
+}
+
+// TestAfterJudgesTransactionsByTheirCoordinator: of three transactions
+// open on elected partitions, the one its coordinator has ongoing on the
+// partition is not hanging; the one whose coordinator completed it (the
+// unclean election lost its marker) hangs: the after step's check fails,
+// naming the abort and the last stable offset held; one that a second
+// read no longer finds open (its marker came) is not called hanging.
+func TestAfterJudgesTransactionsByTheirCoordinator(t *testing.T) {
+	open := []ports.ProducerUse{
+		{Topic: "pay", Partition: 0, ProducerID: 7, Epoch: 3, TxnStart: 30},
+		{Topic: "pay", Partition: 1, ProducerID: 8, Epoch: 1, TxnStart: 12},
+		{Topic: "pay", Partition: 2, ProducerID: 9, Epoch: 0, TxnStart: 5},
+	}
+	txns := map[int64]ports.TxnState{
+		7: {TxnID: "orders-tx", State: "Ongoing", ProducerEpoch: 3, Partitions: map[string][]int32{"pay": {0}}},
+		8: {TxnID: "billing-tx", State: "CompleteCommit", ProducerEpoch: 1},
+		9: {TxnID: "late-tx", State: "CompleteAbort", ProducerEpoch: 0},
+	}
+	// The second read: 9's marker has come, 8's has not.
+	later := []ports.ProducerUse{open[0], open[1], {Topic: "pay", Partition: 2, ProducerID: 9, Epoch: 0, TxnStart: -1}}
+	c := offline.FakeCluster(t, true)
+	k := c.Kafka.(*offline.KafkaFake)
+	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
+	k.SetProducers(open)
+	c = offline.WithTxns(c, txns, later)
+	s, dir := offlineSession(t, "off-hang")
+	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err == nil || out.Failed != "after" || !strings.Contains(out.Err.Error(), "no hanging transaction on pay-1") || strings.Contains(out.Err.Error(), "pay-0 (kremedy") {
+		t.Fatalf("want the after step failing on pay-1's hanging transaction (only): %+v", out)
+	}
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := section(string(rep), "Open transactions on the elected partitions")
+	for _, want := range []string{
+		"producer 7 has a transaction open on pay-0 since offset 30; its coordinator has it in progress: not hanging",
+		`producer 8's transaction on pay-1, open since offset 12, HANGS: its coordinator has transaction "billing-tx" CompleteCommit (producer epoch 1), so it writes no marker to pay-1`,
+		"last stable offset stays at 12",
+		"abort --topic pay --partition 1 --start-offset 12",
+	} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("the report does not say %q:\n%s", want, txt)
+		}
+	}
+	if strings.Contains(txt, "producer 9's transaction") && strings.Contains(txt, "HANGS: its coordinator has transaction \"late-tx\"") {
+		t.Errorf("a transaction whose marker came on the second read is called hanging:\n%s", txt)
 	}
 }
 

@@ -290,9 +290,10 @@ func shellWord(w string) (string, bool) {
 // path, the fixed string and how many lines, each a shell word.
 var linesRe = regexp.MustCompile(`(?m)^kremedy_lines ((?:'[^']*'|\\.|[^\s'\\])+) ((?:'[^']*'|\\.|[^\s'\\])+) (\d+)$`)
 
-// playLines plays a log reading: the last n of the lines a test set in
-// Logs[broker][path] that hold the string; a path with no entry is a file
-// that is not there (exit 3).
+// playLines plays a log reading as grep -B1 and tail print it: each line
+// of Logs[broker][path] that holds the string, after the line before it,
+// "--" between groups that do not touch; the last n lines of that. A path
+// with no entry is a file that is not there (exit 3).
 func (h *Hosts) playLines(broker int32, script string, emit func(string)) error {
 	m := linesRe.FindStringSubmatch(script)
 	if m == nil {
@@ -303,14 +304,21 @@ func (h *Hosts) playLines(broker int32, script string, emit func(string)) error 
 	if !ok {
 		return &ExitErr{3}
 	}
-	var hit []string
-	for _, l := range lines {
-		if strings.Contains(l, unquote(m[2])) {
-			hit = append(hit, l)
+	var out []string
+	last := -1 // the last line printed
+	for i, l := range lines {
+		if !strings.Contains(l, unquote(m[2])) {
+			continue
 		}
+		from := max(i-1, last+1)
+		if last >= 0 && from > last+1 {
+			out = append(out, "--")
+		}
+		out = append(out, lines[from:i+1]...)
+		last = i
 	}
 	n, _ := strconv.Atoi(m[3])
-	for _, l := range hit[max(0, len(hit)-n):] {
+	for _, l := range out[max(0, len(out)-n):] {
 		emit(l)
 	}
 	return nil
