@@ -225,12 +225,29 @@ func (e *env) internalOn(off, what string, keeper, last int32) error {
 			return fmt.Errorf("move %s-%d onto broker %d: %w", off, p, keeper, err)
 		}
 	}
+	// Done when no move is in flight and keeper's metadata shows each
+	// partition on exactly its new replicas, every one in the ISR: a
+	// listing read just after the request can miss the move, and a move
+	// still copying when a replica of the old set stops never completes.
 	ok := e.observe(fmt.Sprintf("%s's partitions all have broker %d as a replica, no reassignment in flight", off, keeper), 60*time.Second, false, func() (bool, string) {
 		r, err := e.kc.Reassigning(e.ctx, off, nil)
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(r) == 0, fmt.Sprintf("in flight: %v", r)
+		if len(r) > 0 {
+			return false, fmt.Sprintf("in flight: %v", r)
+		}
+		v, err := e.kc.BrokerView(e.ctx, keeper, off)
+		if err != nil {
+			return false, err.Error()
+		}
+		for p, reps := range want {
+			pv := v.Topics[off].Partitions[p]
+			if !slices.Equal(pv.Replicas, reps) || len(pv.ISR) != len(reps) {
+				return false, fmt.Sprintf("%s-%d: replicas %v, isr %v, want %v all in sync", off, p, pv.Replicas, pv.ISR, reps)
+			}
+		}
+		return true, "moved, every replica in sync"
 	})
 	if !ok {
 		return e.verdict()
