@@ -146,7 +146,7 @@ type Broker struct {
 	// (server.properties, controller.properties): the ZooKeeper → KRaft
 	// migration edits it over SSH, after a backup beside it.
 	Config string `yaml:"config"`
-	// ServerLog is the process's log4j server log (server.log; Kafka's
+	// ServerLog is a broker's log4j server log (server.log; Kafka's
 	// scripts put it in $LOG_DIR, by default the Kafka home's logs/):
 	// diagnose reads its tail over SSH for the error that stopped a
 	// broker or took a log dir offline (No space left on device). ""

@@ -243,12 +243,12 @@ func (d *decoder) node(path string, n ast.Node, idHint string, controller bool) 
 		"stop":          d.Str(&b.Stop),
 		"start":         d.Str(&b.Start),
 		"config":        d.Str(&b.Config),
-		"server_log":    d.Str(&b.ServerLog),
 	}
 	if controller {
 		fields["listener"] = d.Str(&b.Listener)
 	} else {
 		fields["log_dirs"] = d.Strs(&b.LogDirs)
+		fields["server_log"] = d.Str(&b.ServerLog)
 	}
 	d.Object(path, n, fields)
 	return b

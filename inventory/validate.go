@@ -374,7 +374,6 @@ func (d *decoder) validateControllers(inv *Inventory, brokers map[int32]string) 
 			d.Errorf(d.At(p), "%s has no config: set it to the controller's controller.properties on its host", p)
 		}
 		d.remoteFile(p+".config", c.Config)
-		d.remoteFile(p+".server_log", c.ServerLog)
 	}
 }
 

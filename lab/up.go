@@ -474,14 +474,14 @@ func (l *Lab) Inventory() *inventory.Inventory {
 	if c.Combined {
 		// Each broker is a controller too: one process, listed twice.
 		for _, b := range inv.Brokers {
-			b.Listener, b.LogDirs = fmt.Sprintf("%s:%d", b.Host, ControllerPort), nil
+			b.Listener, b.LogDirs, b.ServerLog = fmt.Sprintf("%s:%d", b.Host, ControllerPort), nil, ""
 			inv.KRaftControllers = append(inv.KRaftControllers, b)
 		}
 	}
 	for k := 1; k <= c.KRaftControllers; k++ {
 		inv.KRaftControllers = append(inv.KRaftControllers, inventory.Broker{
 			ID: ControllerID(k), Host: c.ControllerHost(k), Listener: fmt.Sprintf("%s:%d", c.ControllerHost(k), ControllerPort),
-			Config: l.controllerProps(k), ServerLog: filepath.Join(l.ControllerDir(k), "logs", "server.log"), Stop: l.controllerScript(k, "stop"), Start: l.controllerScript(k, "start"),
+			Config: l.controllerProps(k), Stop: l.controllerScript(k, "stop"), Start: l.controllerScript(k, "start"),
 		})
 	}
 	return inv

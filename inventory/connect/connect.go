@@ -127,7 +127,7 @@ func target(ctx context.Context, inv *inventory.Inventory, path string) (ports.T
 		if err != nil {
 			return pt, nil, nil, err
 		}
-		pt.Controllers = append(pt.Controllers, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, Addr: b.Listener, Config: b.Config, ServerLog: b.ServerLog,
+		pt.Controllers = append(pt.Controllers, ports.Host{ID: b.ID, Host: b.Host, Stop: b.Stop, Start: b.Start, Addr: b.Listener, Config: b.Config,
 			Login: t.User, Sudo: t.Become == inventory.BecomeSudo})
 	}
 	clients := map[string]remote.Target{}

@@ -340,7 +340,7 @@ func InitKRaft(ctx context.Context, cv ports.ClusterView, voters []Voter, kc por
 			// process, so the broker's own entry with its controller
 			// listener (the inventory accepts it only so).
 			c := inv.Brokers[i]
-			c.Listener, c.LogDirs = v.Addr, nil
+			c.Listener, c.LogDirs, c.ServerLog = v.Addr, nil, ""
 			notes = append(notes, fmt.Sprintf("controller %d: a combined node (process.roles=broker,controller), listed with broker %d's host, stop, start and config", v.ID, v.ID))
 			inv.KRaftControllers = append(inv.KRaftControllers, c)
 			continue

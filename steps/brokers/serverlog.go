@@ -62,7 +62,7 @@ func LogLines(ctx context.Context, h ports.Hosts, id int32, path, needle string,
 		}
 		s := strings.Join(g, " | ")
 		if len(s) > 600 {
-			s = s[:600] + "…"
+			s = strings.ToValidUTF8(s[:600], "") + "…"
 		}
 		out = append(out, s)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kremedy/kremedy/internal/par"
+	"github.com/kremedy/kremedy/internal/shell"
 	"github.com/kremedy/kremedy/steps/brokers"
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -19,7 +20,7 @@ type spaceRead struct {
 	states []ports.LogDirState
 	// enospc: the last lines of the broker's server log saying No
 	// space left on device (read only for a broker whose dir is full
-	// or offline, or that is down; nil when not read); logPath and
+	// or offline: its finding shows them; nil when not read); logPath and
 	// logErr say where and what went wrong reading it.
 	enospc  []string
 	logPath string
@@ -51,7 +52,7 @@ func (g *diagnoser) logDirsFull(ctx context.Context, registered []int32) {
 		if rec != nil && up {
 			r.states, _ = rec.DescribeLogDirs(ctx, h.ID)
 		}
-		if h.ServerLog != "" && r.err == nil && (!up || r.trouble()) {
+		if h.ServerLog != "" && r.err == nil && r.trouble() {
 			r.logPath = h.ServerLog
 			r.enospc, r.logErr = brokers.LogLines(ctx, c.Hosts, h.ID, h.ServerLog, brokers.ENOSPC, 2)
 		}
@@ -89,7 +90,7 @@ func (r spaceRead) logEvidence(id int32) []string {
 	case r.logPath == "":
 		return nil
 	case r.logErr != nil:
-		return []string{fmt.Sprintf("broker %d's server log %s not read: %v", id, r.logPath, r.logErr)}
+		return []string{fmt.Sprintf("broker %d's server log %s not read: %v. Check server_log in the inventory (Kafka's scripts write $LOG_DIR/server.log, by default the Kafka home's logs/), or read it on the host: tail -c 8M %s | grep -B1 %q", id, r.logPath, r.logErr, shell.Quote(r.logPath), brokers.ENOSPC)}
 	case len(r.enospc) == 0:
 		return []string{fmt.Sprintf("broker %d's server log %s: no %q in its last %s", id, r.logPath, brokers.ENOSPC, brokers.Bytes(brokers.ServerLogTail))}
 	}

@@ -48,6 +48,9 @@ func TestFullDirIsTheCause(t *testing.T) {
 		if n := len(f.hosts.Commands); n == 0 || countLogReads(f.hosts.Commands) != 1 {
 			t.Fatalf("want one server-log read (broker 3's), got %d in %q", countLogReads(f.hosts.Commands), f.hosts.Commands)
 		}
+		if len(causes) == 0 {
+			t.Fatalf("no cause: %+v", d.Findings)
+		}
 		if ev := strings.Join(causes[0].Evidence, "\n"); !strings.Contains(ev, "broker 3's server log "+serverLog+": [2026-12-06 09:00:00,002] ERROR Error while appending records to orders-2 in dir /data/k1 (org.apache.kafka.storage.internals.log.LogDirFailureChannel) | java.io.IOException: No space left on device") ||
 			!strings.Contains(causes[0].Summary, "its server log says No space left on device") {
 			t.Fatalf("the server log's ENOSPC line is not the evidence: %s\n%s", causes[0].Summary, ev)

@@ -25,6 +25,9 @@ func WithTxns(c ports.Cluster, txns map[int64]ports.TxnState, later []ports.Prod
 	return c
 }
 
+// FailTxnsAfter makes coordinator reads after the first n fail.
+func (k *kafkaFake) FailTxnsAfter(n int) { k.txnFailAfter = n }
+
 // SetRun sets each broker's log end and how many elections fail first.
 func (k *kafkaFake) SetRun(ends map[int32]int64, failElect int) {
 	k.ends, k.failElect = ends, failElect

@@ -42,8 +42,9 @@ type kafkaFake struct {
 	producers      []ports.ProducerUse
 	txns           map[int64]ports.TxnState
 	txnReads       int
+	txnFailAfter   int // > 0: coordinator reads after this many fail
 	producersLater []ports.ProducerUse
-	elections int
+	elections      int
 	// lag: the next lag metadata reads after a reorder show the replica
 	// lists from before it (a broker's cache catching up); before holds them.
 	lag    int
@@ -306,6 +307,9 @@ func (k *kafkaFake) Producers(context.Context, string, []int32, []int32) ([]port
 type txnFake struct{ *kafkaFake }
 
 func (k txnFake) Transactions(_ context.Context, ids []int64) (map[int64]ports.TxnState, error) {
+	if k.txnFailAfter > 0 && k.txnReads >= k.txnFailAfter {
+		return nil, errors.New("describe transactions: COORDINATOR_LOAD_IN_PROGRESS")
+	}
 	out := map[int64]ports.TxnState{}
 	for _, id := range ids {
 		if st, ok := k.txns[id]; ok {
@@ -371,7 +375,8 @@ func TestHangs(t *testing.T) {
 		{"committing, marker to come", ports.TxnState{TxnID: "t", State: "PrepareCommit", ProducerEpoch: 2, Partitions: in}, true, ""},
 		{"no transactional id", ports.TxnState{}, false, "no transactional id uses producer 8 any more"},
 		{"ongoing elsewhere", ports.TxnState{TxnID: "t", State: "Ongoing", ProducerEpoch: 2, Partitions: map[string][]int32{"pay": {0}}}, true, `transaction "t" (Ongoing) does not include pay-1`},
-		{"another epoch", ports.TxnState{TxnID: "t", State: "Ongoing", ProducerEpoch: 3, Partitions: in}, true, "is of producer epoch 3, this partition's of epoch 2"},
+		{"committing at the next epoch (transaction version 2)", ports.TxnState{TxnID: "t", State: "PrepareCommit", ProducerEpoch: 3, Partitions: in}, true, ""},
+		{"aborting at its timeout, epoch bumped", ports.TxnState{TxnID: "t", State: "PrepareAbort", ProducerEpoch: 3, Partitions: in}, true, ""},
 		{"completed", ports.TxnState{TxnID: "t", State: "CompleteAbort", ProducerEpoch: 2}, true, `has transaction "t" CompleteAbort`},
 		{"empty", ports.TxnState{TxnID: "t", State: "Empty", ProducerEpoch: 3}, true, `has transaction "t" Empty`},
 	} {

@@ -220,7 +220,7 @@ func TestAfterJudgesTransactionsByTheirCoordinator(t *testing.T) {
 	k.SetProducers(open)
 	c = offline.WithTxns(c, txns, later)
 	s, dir := offlineSession(t, "off-hang")
-	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err == nil || out.Failed != "after" || !strings.Contains(out.Err.Error(), "no hanging transaction on pay-1") || strings.Contains(out.Err.Error(), "pay-0 (kremedy") {
+	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err == nil || out.Failed != "after" || !strings.Contains(out.Err.Error(), "no hanging transaction of producer 8 on pay-1") || strings.Contains(out.Err.Error(), "pay-0 (kremedy") {
 		t.Fatalf("want the after step failing on pay-1's hanging transaction (only): %+v", out)
 	}
 	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
@@ -240,6 +240,32 @@ func TestAfterJudgesTransactionsByTheirCoordinator(t *testing.T) {
 	}
 	if strings.Contains(txt, "producer 9's transaction") && strings.Contains(txt, "HANGS: its coordinator has transaction \"late-tx\"") {
 		t.Errorf("a transaction whose marker came on the second read is called hanging:\n%s", txt)
+	}
+}
+
+// TestAfterDoesNotJudgeWhenTheRereadFails: a transaction seen hanging
+// once, whose re-read fails, is reported not judged, with find-hanging and
+// the abort; it fails no check (a state seen once does not count).
+func TestAfterDoesNotJudgeWhenTheRereadFails(t *testing.T) {
+	c := offline.FakeCluster(t, true)
+	k := c.Kafka.(*offline.KafkaFake)
+	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
+	k.SetProducers([]ports.ProducerUse{{Topic: "pay", Partition: 1, ProducerID: 8, Epoch: 1, TxnStart: 12}})
+	k.FailTxnsAfter(1)
+	c = offline.WithTxns(c, map[int64]ports.TxnState{8: {TxnID: "billing-tx", State: "CompleteCommit", ProducerEpoch: 1}}, nil)
+	s, dir := offlineSession(t, "off-unsure")
+	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err != nil && strings.Contains(out.Err.Error(), "hanging transaction") {
+		t.Fatalf("a transaction seen hanging once failed a check: %v", out.Err)
+	}
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := section(string(rep), "Open transactions on the elected partitions")
+	for _, want := range []string{"was seen hanging once", "re-read 2s later failed (describe transactions: COORDINATOR_LOAD_IN_PROGRESS)", "find-hanging --broker-id N", "abort --topic pay --partition 1 --start-offset 12"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("the report does not say %q:\n%s", want, txt)
+		}
 	}
 }
 

@@ -260,9 +260,13 @@ LogLevel VERBOSE
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	stop := func() {
-		killTree(s.pid, syscall.SIGKILL, func(string) bool { return true })
-		cmd.Process.Kill()
-		<-exited
+		select {
+		case <-exited: // reaped: its pid may be another process's now
+		default:
+			killTree(s.pid, syscall.SIGKILL, func(string) bool { return true })
+			cmd.Process.Kill()
+			<-exited
+		}
 	}
 
 	deadline := time.Now().Add(5 * time.Second)
