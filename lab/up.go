@@ -690,3 +690,17 @@ func (l *Lab) waitMetadata(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StartHost starts broker host n's sshd again when it is not running,
+// leaving its broker as it is: a host that answers again while its broker
+// stays down (offline-partition's dead leader, for the "wait for it" way).
+func (l *Lab) StartHost(n int) error {
+	if l.sshdPID(n) > 0 {
+		return nil
+	}
+	sshd, err := FindSSHD()
+	if err != nil {
+		return err
+	}
+	return l.startSSHD(n, sshd)
+}

@@ -84,8 +84,18 @@ func offlineLab(t *testing.T, l *lab.Lab, scenario, runbook string) {
 	d, code := diagnosis(t, l, "")
 	offlineDiagnosed(t, d, code, led, runbook)
 
+	// The dead leader's host answers again, its broker still down: its
+	// log, the longest, is read from its disk. Waiting for it is the way
+	// that loses nothing, so the run elects nothing and says so.
+	if err := l.StartHost(int(led.Dead)); err != nil {
+		t.Fatal(err)
+	}
+	offlineWaitFor(t, l, led, runbook)
+	// The operator says broker 3 will not come back: the longest live log
+	// is elected, and what only broker 3 holds is lost, now exactly (its
+	// log read) and in time (its batches' timestamps).
 	run := filepath.Join(t.TempDir(), "run")
-	r := kremedy(t, "run", runbook, "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", l.Inventory().Name)
+	r := kremedy(t, "run", runbook, "--inventory", l.InventoryPath(), "--run-dir", run, "--set", fmt.Sprintf("lost_brokers=%d", led.Dead), "--headless", "--yes", "--confirm", l.Inventory().Name)
 	t.Logf("%s took %s:\n%s", runbook, r.took.Round(time.Millisecond), r.out)
 	// The group committed past the elected end fails the after step's
 	// check: the run exits 1 there, every partition elected, until the
@@ -129,10 +139,13 @@ func offlineLab(t *testing.T, l *lab.Lab, scenario, runbook string) {
 			lost++ // the transaction's commit marker, a record broker 2 never got
 		}
 		total += lost
-		want := fmt.Sprintf("%s-%d: elected broker %d (log end %d): at least %d records lost", topic, p, b, led.Ends[b][int32(p)], lost)
+		want := fmt.Sprintf("%s-%d: elected broker %d (log end %d): %d records lost (offsets %d to %d): ", topic, p, b, led.Ends[b][int32(p)], lost, led.Ends[b][int32(p)], led.Ends[led.Dead][int32(p)]-1)
 		if missing == 0 || !strings.Contains(string(rep), want) {
 			t.Errorf("read-back of %s-%d misses %d acknowledged records; the report should say %q:\n%s", topic, p, missing, want, rep)
 		}
+	}
+	if n := strings.Count(string(rep), "of writes, after "); n != len(led.Assign) {
+		t.Errorf("the report gives the loss in time (the batches' timestamps) for %d of %d partitions:\n%s", n, len(led.Assign), rep)
 	}
 	if !strings.Contains(string(rep), fmt.Sprintf("records lost in all: %d", total)) {
 		t.Errorf("the report does not state the %d records lost in all:\n%s", total, rep)
@@ -141,6 +154,56 @@ func offlineLab(t *testing.T, l *lab.Lab, scenario, runbook string) {
 	wantGroup := fmt.Sprintf("group %s is committed at %d on %s-0, past its new end %d: it needs a reset to %d", lab.OfflineGroup, led.Committed[0], topic, led.Ends[b][0], led.Ends[b][0])
 	if !strings.Contains(string(rep), wantGroup) {
 		t.Errorf("the report does not name the group past the end (%q):\n%s", wantGroup, rep)
+	}
+}
+
+// offlineWaitFor: with the dead leader's host answering, diagnose reads
+// its log end from disk and says to start it; the run refuses to elect,
+// naming lost_brokers, and every partition stays without a leader.
+func offlineWaitFor(t *testing.T, l *lab.Lab, led *lab.OfflineLedger, runbook string) {
+	t.Helper()
+	d, code := diagnosis(t, l, "")
+	var f *diagnose.Finding
+	for i := range d.Findings {
+		if d.Findings[i].Kind == diagnose.FindOfflineLogEnds {
+			f = &d.Findings[i]
+		}
+	}
+	if code != 1 || f == nil || !strings.Contains(f.Fix, fmt.Sprintf("start broker(s) [%d]: nothing is lost", led.Dead)) {
+		t.Fatalf("diagnose with broker %d's host answering: exit %d, %+v", led.Dead, code, f)
+	}
+	ev := strings.Join(f.Evidence, "\n")
+	for p := range led.Assign {
+		for _, want := range []string{fmt.Sprintf("%s-%d broker %d: log end %d", led.Topic, p, led.Dead, led.Ends[led.Dead][int32(p)]),
+			fmt.Sprintf("%s-%d: dead broker %d holds the longest log (%d): start it and nothing is lost", led.Topic, p, led.Dead, led.Ends[led.Dead][int32(p)])} {
+			if !strings.Contains(ev, want) {
+				t.Errorf("diagnose evidence lacks %q:\n%s", want, ev)
+			}
+		}
+	}
+	r := kremedy(t, "run", runbook, "--inventory", l.InventoryPath(), "--run-dir", filepath.Join(t.TempDir(), "wait"), "--headless", "--yes", "--confirm", l.Inventory().Name)
+	for _, want := range []string{fmt.Sprintf("wait for broker %d (its log, to %d, is the", led.Dead, led.Ends[led.Dead][0]), "nothing is lost — RECOMMENDED",
+		fmt.Sprintf("dead broker(s) [%d] hold their longest logs and their hosts answer: start them — nothing is lost. The run stops here; nothing was changed", led.Dead),
+		"of writes, after ", // what electing without it loses, in time
+		fmt.Sprintf("--set lost_brokers=%d", led.Dead)} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("the run with broker %d's host answering does not say %q:\n%s", led.Dead, want, r.out)
+		}
+	}
+	if r.code != exitFailed || !strings.Contains(r.out, "FAILED: step survey") {
+		t.Fatalf("the run with broker %d's host answering: exit %d, want %d (a refusal)", led.Dead, r.code, exitFailed)
+	}
+	c := connectLab(t, l)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := c.kc.BrokerView(ctx, led.Assign[0][1], led.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range led.Assign {
+		if pv := v.Topics[led.Topic].Partitions[int32(p)]; !pv.IsOffline() {
+			t.Errorf("%s-%d has leader %d after a run that refused", led.Topic, p, pv.Leader)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/kremedy/kremedy/runbooks"
 	"github.com/kremedy/kremedy/steps"
@@ -202,70 +203,95 @@ func TestAfterReportsOpenTransactionsApart(t *testing.T) {
 // naming the abort and the last stable offset held; one that a second
 // read no longer finds open (its marker came) is not called hanging.
 func TestAfterJudgesTransactionsByTheirCoordinator(t *testing.T) {
-	open := []ports.ProducerUse{
-		{Topic: "pay", Partition: 0, ProducerID: 7, Epoch: 3, TxnStart: 30},
-		{Topic: "pay", Partition: 1, ProducerID: 8, Epoch: 1, TxnStart: 12},
-		{Topic: "pay", Partition: 2, ProducerID: 9, Epoch: 0, TxnStart: 5},
-	}
-	txns := map[int64]ports.TxnState{
-		7: {TxnID: "orders-tx", State: "Ongoing", ProducerEpoch: 3, Partitions: map[string][]int32{"pay": {0}}},
-		8: {TxnID: "billing-tx", State: "CompleteCommit", ProducerEpoch: 1},
-		9: {TxnID: "late-tx", State: "CompleteAbort", ProducerEpoch: 0},
-	}
-	// The second read: 9's marker has come, 8's has not.
-	later := []ports.ProducerUse{open[0], open[1], {Topic: "pay", Partition: 2, ProducerID: 9, Epoch: 0, TxnStart: -1}}
-	c := offline.FakeCluster(t, true)
-	k := c.Kafka.(*offline.KafkaFake)
-	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
-	k.SetProducers(open)
-	c = offline.WithTxns(c, txns, later)
-	s, dir := offlineSession(t, "off-hang")
-	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err == nil || out.Failed != "after" || !strings.Contains(out.Err.Error(), "no hanging transaction of producer 8 on pay-1") || strings.Contains(out.Err.Error(), "pay-0 (kremedy") {
-		t.Fatalf("want the after step failing on pay-1's hanging transaction (only): %+v", out)
-	}
-	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	txt := section(string(rep), "Open transactions on the elected partitions")
-	for _, want := range []string{
-		"producer 7 has a transaction open on pay-0 since offset 30; its coordinator has it in progress: not hanging",
-		`producer 8's transaction on pay-1, open since offset 12, HANGS: its coordinator has transaction "billing-tx" CompleteCommit (producer epoch 1), so it writes no marker to pay-1`,
-		"last stable offset stays at 12",
-		"abort --topic pay --partition 1 --start-offset 12",
-	} {
-		if !strings.Contains(txt, want) {
-			t.Errorf("the report does not say %q:\n%s", want, txt)
+	// The 2 s re-read runs on the bubble's clock.
+	synctest.Test(t, func(t *testing.T) {
+		open := []ports.ProducerUse{
+			{Topic: "pay", Partition: 0, ProducerID: 7, Epoch: 3, TxnStart: 30},
+			{Topic: "pay", Partition: 1, ProducerID: 8, Epoch: 1, TxnStart: 12},
+			{Topic: "pay", Partition: 2, ProducerID: 9, Epoch: 0, TxnStart: 5},
 		}
-	}
-	if strings.Contains(txt, "producer 9's transaction") && strings.Contains(txt, "HANGS: its coordinator has transaction \"late-tx\"") {
-		t.Errorf("a transaction whose marker came on the second read is called hanging:\n%s", txt)
-	}
+		txns := map[int64]ports.TxnState{
+			7: {TxnID: "orders-tx", State: "Ongoing", ProducerEpoch: 3, Partitions: map[string][]int32{"pay": {0}}},
+			8: {TxnID: "billing-tx", State: "CompleteCommit", ProducerEpoch: 1},
+			9: {TxnID: "late-tx", State: "CompleteAbort", ProducerEpoch: 0},
+		}
+		// The second read: 9's marker has come, 8's has not.
+		later := []ports.ProducerUse{open[0], open[1], {Topic: "pay", Partition: 2, ProducerID: 9, Epoch: 0, TxnStart: -1}}
+		c := offline.FakeCluster(t, true)
+		k := c.Kafka.(*offline.KafkaFake)
+		k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
+		k.SetProducers(open)
+		c = offline.WithTxns(c, txns, later)
+		s, dir := offlineSession(t, "off-hang")
+		if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err == nil || out.Failed != "after" || !strings.Contains(out.Err.Error(), "no hanging transaction of producer 8 on pay-1") || strings.Contains(out.Err.Error(), "pay-0 (kremedy") {
+			t.Fatalf("want the after step failing on pay-1's hanging transaction (only): %+v", out)
+		}
+		rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		txt := section(string(rep), "Open transactions on the elected partitions")
+		for _, want := range []string{
+			"producer 7 has a transaction open on pay-0 since offset 30; its coordinator has it in progress: not hanging",
+			`producer 8's transaction on pay-1, open since offset 12, HANGS: its coordinator has transaction "billing-tx" CompleteCommit (producer epoch 1), so it writes no marker to pay-1`,
+			"last stable offset stays at 12",
+			"abort --topic pay --partition 1 --start-offset 12",
+		} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("the report does not say %q:\n%s", want, txt)
+			}
+		}
+		if strings.Contains(txt, "producer 9's transaction") && strings.Contains(txt, "HANGS: its coordinator has transaction \"late-tx\"") {
+			t.Errorf("a transaction whose marker came on the second read is called hanging:\n%s", txt)
+		}
+	})
 }
 
 // TestAfterDoesNotJudgeWhenTheRereadFails: a transaction seen hanging
 // once, whose re-read fails, is reported not judged, with find-hanging and
 // the abort; it fails no check (a state seen once does not count).
 func TestAfterDoesNotJudgeWhenTheRereadFails(t *testing.T) {
-	c := offline.FakeCluster(t, true)
-	k := c.Kafka.(*offline.KafkaFake)
-	k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
-	k.SetProducers([]ports.ProducerUse{{Topic: "pay", Partition: 1, ProducerID: 8, Epoch: 1, TxnStart: 12}})
-	k.FailTxnsAfter(1)
-	c = offline.WithTxns(c, map[int64]ports.TxnState{8: {TxnID: "billing-tx", State: "CompleteCommit", ProducerEpoch: 1}}, nil)
-	s, dir := offlineSession(t, "off-unsure")
-	if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err != nil && strings.Contains(out.Err.Error(), "hanging transaction") {
-		t.Fatalf("a transaction seen hanging once failed a check: %v", out.Err)
-	}
-	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	txt := section(string(rep), "Open transactions on the elected partitions")
-	for _, want := range []string{"was seen hanging once", "re-read 2s later failed (describe transactions: COORDINATOR_LOAD_IN_PROGRESS)", "find-hanging --broker-id N", "abort --topic pay --partition 1 --start-offset 12"} {
-		if !strings.Contains(txt, want) {
-			t.Errorf("the report does not say %q:\n%s", want, txt)
+	// The 2 s re-read runs on the bubble's clock.
+	synctest.Test(t, func(t *testing.T) {
+		c := offline.FakeCluster(t, true)
+		k := c.Kafka.(*offline.KafkaFake)
+		k.SetRun(map[int32]int64{1: 20, 2: 50, 4: 0}, 0)
+		k.SetProducers([]ports.ProducerUse{{Topic: "pay", Partition: 1, ProducerID: 8, Epoch: 1, TxnStart: 12}})
+		k.FailTxnsAfter(1)
+		c = offline.WithTxns(c, map[int64]ports.TxnState{8: {TxnID: "billing-tx", State: "CompleteCommit", ProducerEpoch: 1}}, nil)
+		s, dir := offlineSession(t, "off-unsure")
+		if out := s.Run(context.Background(), c, approveAll{}, nil); out.Err != nil && strings.Contains(out.Err.Error(), "hanging transaction") {
+			t.Fatalf("a transaction seen hanging once failed a check: %v", out.Err)
 		}
+		rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		txt := section(string(rep), "Open transactions on the elected partitions")
+		for _, want := range []string{"was seen hanging once", "re-read 2s later failed (describe transactions: COORDINATOR_LOAD_IN_PROGRESS)", "find-hanging --broker-id N", "abort --topic pay --partition 1 --start-offset 12"} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("the report does not say %q:\n%s", want, txt)
+			}
+		}
+	})
+}
+
+// TestRunWaitsForTheDeadBrokerWhoseHostAnswers: the dead last leader's
+// host answers and its log is the longest: the run shows the survey (every
+// replica's end, what electing without it loses) and fails there, exit 1,
+// naming the start and lost_brokers; nothing is reordered or elected.
+// Before, it ended as if it had nothing to do (exit 0) with every
+// partition still offline.
+func TestRunWaitsForTheDeadBrokerWhoseHostAnswers(t *testing.T) {
+	c := offline.FakeCluster(t, false)
+	k := c.Kafka.(*offline.KafkaFake)
+	s, _ := offlineSession(t, "off-wait")
+	out := s.Run(context.Background(), c, approveAll{}, nil)
+	if out.Failed != "survey" || !errors.Is(out.Err, steps.ErrCheckFailed) || !strings.Contains(out.Err.Error(), "start them — nothing is lost") || !strings.Contains(out.Err.Error(), "--set lost_brokers=3") {
+		t.Fatalf("want the survey failing, naming the start and lost_brokers: %+v", out)
+	}
+	if k.Reorders() != 0 || k.Elections() != 0 {
+		t.Fatalf("%d reorders and %d elections while waiting for broker 3", k.Reorders(), k.Elections())
 	}
 }
 

@@ -12,7 +12,13 @@ import (
 )
 
 // survey is offline-survey: read-only.
-type survey struct{ o surveyOpts }
+type survey struct {
+	o surveyOpts
+	// waits is the plan's word when a dead broker whose host answers
+	// holds a longest log: the step then fails its check (the partitions
+	// stay offline until that broker starts), "" otherwise.
+	waits string
+}
 
 type surveyOpts struct {
 	Topics []string `opt:"topics" type:"topics" default:""`
@@ -121,7 +127,12 @@ func (k *survey) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, error) 
 	if err != nil {
 		return &steps.Plan{NoOp: true}, err
 	}
-	return surveyPlan(offs, live, k.o.Gone), nil
+	p := surveyPlan(offs, live, k.o.Gone)
+	k.waits = ""
+	if p.EndsRun && len(offs) > 0 {
+		k.waits = p.Summary
+	}
+	return p, nil
 }
 
 // surveyPlan is the survey's plan: a no-op that lists the offline
@@ -155,4 +166,13 @@ func surveyPlan(offs []brokers.Offline, live, gone []int32) *steps.Plan {
 
 func (k *survey) Apply(context.Context, *steps.Env, *steps.Plan) error { return nil }
 
-func (k *survey) Verify(context.Context, *steps.Env) ([]steps.Check, error) { return nil, nil }
+// Verify fails when the plan waits for a dead broker: the partitions are
+// still offline, so the run cannot end as if it had nothing to do (exit
+// 0). Its plan, shown first, has every replica's end and what each choice
+// loses.
+func (k *survey) Verify(context.Context, *steps.Env) ([]steps.Check, error) {
+	if k.waits == "" {
+		return nil, nil
+	}
+	return []steps.Check{{Name: "no offline partition waits for a dead broker whose host answers", Detail: k.waits}}, nil
+}
