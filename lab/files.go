@@ -234,7 +234,7 @@ func (l *Lab) javaCommand(pr proc) string {
 			jvm = append(jvm, "-Djava.security.krb5.conf="+l.Krb5Conf())
 		}
 	}
-	jvm = append(jvm, "-cp", filepath.Join(l.libsDir(), "*"), "kafka.Kafka", pr.props)
+	jvm = append(jvm, "-cp", l.classpath(), "kafka.Kafka", pr.props)
 	var q []string
 	for _, a := range jvm {
 		q = append(q, shell.Quote(a))

@@ -77,7 +77,7 @@ listeners=%s
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=%s
-`, n, roles, n, c.quorumProp(), listeners, strings.Join(l.LogDirs(n), ",")) + l.brokerDefaults() + c.rackProp(n)
+`, n, roles, n, c.quorumProp(), listeners, strings.Join(l.LogDirs(n), ",")) + l.brokerDefaults() + c.rackProp(n) + l.tieredProps()
 }
 
 // kraftControllerProps is controller k's controller.properties in a KRaft
@@ -95,7 +95,7 @@ log.dirs=%s
 num.network.threads=2
 num.io.threads=2
 background.threads=2
-`, k, ControllerID(k), c.quorumProp(), c.ControllerHost(k), ControllerPort, l.controllerMetadataDir(k))
+`, k, ControllerID(k), c.quorumProp(), c.ControllerHost(k), ControllerPort, l.controllerMetadataDir(k)) + l.tieredControllerProps()
 }
 
 // newClusterID is a random cluster id as `kafka-storage random-uuid`

@@ -50,6 +50,9 @@ func Up(ctx context.Context, dir string, want Config, explicit func(string) bool
 	if err != nil {
 		return nil, err
 	}
+	if err := l.fetchTiered(ctx, out); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
 	defer cancel()
 
@@ -363,6 +366,7 @@ func (l *Lab) sameConfig(want Config, explicit func(string) bool) error {
 	check("kraft-controllers", want.KRaftControllers, have.KRaftControllers)
 	check("kraft", want.KRaft, have.KRaft)
 	check("combined", want.Combined, have.Combined)
+	check("tiered", want.Tiered, have.Tiered)
 	check("kraft-quorum", want.KRaftQuorum, have.KRaftQuorum)
 	check("racks", want.Racks, have.Racks)
 	check("log-dir-size", want.LogDirSize, have.LogDirSize)

@@ -62,11 +62,70 @@ func (g *diagnoser) logDirsFull(ctx context.Context, registered []int32) {
 	if g.d.Mode == "kraft" {
 		runbook = "kraft-disk-full"
 	}
+	tiers := readTiers(ctx, c.Kafka, got)
 	for i, id := range ids {
-		if f, ok := logDirFinding(id, slices.Contains(registered, id), got[i], runbook); ok {
+		if f, ok := logDirFinding(id, slices.Contains(registered, id), got[i], runbook, tiers); ok {
 			g.add(f)
 		}
 	}
+}
+
+// tierRead is what tiered storage holds of the partitions in full or
+// offline dirs: each tiered topic's partitions' highest uploaded offset.
+type tierRead struct {
+	latest map[string]map[int32]int64
+	err    error
+}
+
+// readTiers asks, when the Kafka port can, which topics of the partitions
+// in troubled dirs are tiered and how far each is uploaded.
+func readTiers(ctx context.Context, k ports.Kafka, got []spaceRead) tierRead {
+	tk, ok := k.(ports.Tiered)
+	if !ok {
+		return tierRead{}
+	}
+	var topics []string
+	for _, r := range got {
+		if !r.trouble() {
+			continue
+		}
+		for _, s := range r.space {
+			for _, p := range s.Partitions {
+				// __cluster_metadata-0 is KRaft's metadata log, no topic.
+				if !slices.Contains(topics, p.Topic) && p.Topic != "" && p.Topic != "__cluster_metadata" {
+					topics = append(topics, p.Topic)
+				}
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return tierRead{}
+	}
+	slices.Sort(topics)
+	latest, err := tk.Tiered(ctx, topics)
+	return tierRead{latest: latest, err: err}
+}
+
+// note says, for a partition of a tiered topic, how much of its local
+// bytes the remote store also holds (whole segments up to the highest
+// uploaded offset: a lower local.retention frees them, losing nothing)
+// and how much only this disk holds; "" for a topic without tiered storage.
+func (t tierRead) note(p brokers.PartitionSpace) (string, int64) {
+	up, ok := t.latest[p.Topic][p.Partition]
+	switch {
+	case !ok:
+		return "", 0
+	case up < 0:
+		return "; tiered storage on, nothing uploaded yet: every byte here is held only locally", 0
+	}
+	var copies int64
+	for i, s := range p.Segments {
+		if i+1 < len(p.Segments) && p.Segments[i+1].Base <= up+1 {
+			copies += s.Bytes
+		}
+	}
+	return fmt.Sprintf("; tiered storage on, the remote store holds offsets up to %d: %s of these segments are local copies of uploaded ones (a lower local.retention.bytes or local.retention.ms frees them, nothing lost), %s is held only here",
+		up, brokers.Bytes(copies), brokers.Bytes(max(0, p.Bytes-copies))), copies
 }
 
 // trouble: a dir full, or offline in the broker's own answer.
@@ -102,7 +161,7 @@ func (r spaceRead) logEvidence(id int32) []string {
 }
 
 // logDirFinding judges one broker's dirs.
-func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, bool) {
+func logDirFinding(id int32, up bool, r spaceRead, runbook string, tiers tierRead) (Finding, bool) {
 	offline := map[string]string{}
 	for _, s := range r.states {
 		if s.Err != "" {
@@ -129,8 +188,14 @@ func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, boo
 	}
 	ev = append(ev, r.logEvidence(id)...)
 	slices.SortFunc(tops, func(a, b brokers.PartitionSpace) int { return int(b.Bytes - a.Bytes) })
+	tieredCopies := false
 	for _, p := range tops[:min(5, len(tops))] {
-		ev = append(ev, fmt.Sprintf("%s: %s in %d segments, the oldest from offset %d", p.Name, brokers.Bytes(p.Bytes), len(p.Segments), p.Oldest()))
+		n, copies := tiers.note(p)
+		tieredCopies = tieredCopies || copies > 0
+		ev = append(ev, fmt.Sprintf("%s: %s in %d segments, the oldest from offset %d%s", p.Name, brokers.Bytes(p.Bytes), len(p.Segments), p.Oldest(), n))
+	}
+	if tiers.err != nil {
+		ev = append(ev, "tiered storage not read: "+tiers.err.Error())
 	}
 	sum := fmt.Sprintf("broker %d's log dir %s is full", id, strings.Join(bad, ", "))
 	if len(r.enospc) > 0 {
@@ -139,11 +204,19 @@ func logDirFinding(id int32, up bool, r spaceRead, runbook string) (Finding, boo
 	if !up {
 		sum += fmt.Sprintf(" and broker %d is down: Kafka takes a dir offline on ENOSPC and stops a broker whose every log dir failed; it cannot start again until space is freed on that filesystem", id)
 	}
-	return Finding{Kind: FindLogDirFull, Severity: Critical, Brokers: []int32{id},
+	f := Finding{Kind: FindLogDirFull, Severity: Critical, Brokers: []int32{id},
 		Summary:  sum,
 		Evidence: ev,
 		Fix: fmt.Sprintf("run the %s runbook: `kremedy run %s --inventory %s --set broker=%d --set quarantine=DIR` (DIR a directory on another filesystem of broker %d's host): it deletes only records every consumer group has committed past (DeleteRecords), moves whole replicated partition directories aside only while the broker is down, starts it and verifies. Or grow the filesystem",
 			runbook, runbook, InventoryMark, id, id),
 		DoNot:   "do not rm segment files by hand: Kafka's checkpoints and indexes still name them, and a consumer may not have read them yet",
-		Runbook: runbook}, true
+		Runbook: runbook}
+	if tieredCopies {
+		when := "frees them"
+		if !up {
+			when = fmt.Sprintf("frees them once broker %d runs again (a stopped broker deletes nothing)", id)
+		}
+		f.Fix += fmt.Sprintf(". A tiered topic above holds local copies of uploaded segments: lowering its local.retention.bytes (or .ms) %s and loses nothing, consumers read them from the remote store (kafka-configs.sh --bootstrap-server B --alter --entity-type topics --entity-name T --add-config local.retention.bytes=N; the runbook does not do this yet). Note the old value and set it back once broker %d is healthy", when, id)
+	}
+	return f, true
 }

@@ -107,3 +107,51 @@ func countLogReads(cmds []string) int {
 	}
 	return n
 }
+
+// TestFullDirSaysWhatTieredStorageHolds: a partition of a tiered topic in
+// the full dir: the evidence splits its bytes into local copies of
+// uploaded segments (up to the highest offset the remote store holds;
+// the active segment never) and bytes held only here, and the fix names
+// lowering local.retention; a tiered topic with nothing uploaded yet is
+// all local; a topic without tiered storage gets no such word.
+func TestFullDirSaysWhatTieredStorageHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+		f.hosts.Running[3] = false
+		f.zk.Remove("/brokers/ids/3")
+		f.hosts.Space = map[int32]map[string][]string{3: {"/data/k1": {
+			"df /dev/sdb 1048576 1048576 0 100% /data",
+			"f 204800 archive-0/00000000000000000000.log",
+			"f 204800 archive-0/00000000000000000100.log",
+			"f 102400 archive-0/00000000000000000200.log",
+			"f 204800 fresh-0/00000000000000000000.log",
+			"f 409600 orders-2/00000000000000000000.log",
+		}}}
+		f.hosts.AddDir(3, "/data/k1", "archive-0", "")
+		f.hosts.AddDir(3, "/data/k1", "fresh-0", "")
+		f.kafka.TieredUpTo = map[string]map[int32]int64{"archive": {0: 199}, "fresh": {0: -1}}
+		d, err := diagnose.Run(context.Background(), f.Ports, diagnose.Options{Disk: true, Topic: "orders-v2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		causes := d.Causes()
+		if len(causes) != 1 || causes[0].Kind != diagnose.FindLogDirFull {
+			t.Fatalf("want one log-dir-full cause: %+v", causes)
+		}
+		ev := strings.Join(causes[0].Evidence, "\n")
+		for _, want := range []string{
+			"archive-0: 250.0 MiB in 3 segments, the oldest from offset 0; tiered storage on, the remote store holds offsets up to 199: 200.0 MiB of these segments are local copies of uploaded ones",
+			"50.0 MiB is held only here",
+			"fresh-0: 100.0 MiB in 1 segments, the oldest from offset 0; tiered storage on, nothing uploaded yet",
+			"orders-2: 200.0 MiB in 1 segments, the oldest from offset 0\n",
+		} {
+			if !strings.Contains(ev+"\n", want) {
+				t.Errorf("evidence lacks %q:\n%s", want, ev)
+			}
+		}
+		if !strings.Contains(causes[0].Fix, "lowering its local.retention.bytes (or .ms) frees them once broker 3 runs again (a stopped broker deletes nothing) and loses nothing") {
+			t.Errorf("the fix does not name lowering local retention: %s", causes[0].Fix)
+		}
+	})
+}

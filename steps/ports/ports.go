@@ -146,6 +146,17 @@ type Transactions interface {
 	Transactions(ctx context.Context, producerIDs []int64) (map[int64]TxnState, error)
 }
 
+// Tiered says what tiered storage (KIP-405) holds of topics. Implemented
+// by the Kafka adapter; a port without it cannot tell a local copy of an
+// uploaded segment from data held nowhere else.
+type Tiered interface {
+	// Tiered maps each topic with remote.storage.enable=true to its
+	// partitions' highest offset in the remote store (ListOffsets
+	// LATEST_TIERED_TIMESTAMP, KIP-1005; -1: nothing uploaded yet). A
+	// topic without tiered storage is absent.
+	Tiered(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
+}
+
 // TxnState is a transaction as its coordinator describes it.
 type TxnState struct {
 	TxnID         string `json:"txn_id"`

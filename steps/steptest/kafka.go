@@ -44,6 +44,10 @@ type Kafka struct {
 	// could not read (ports.ErrGroupsIncomplete, a coordinator loading).
 	GroupsErr  error
 	ProducerOn []ports.ProducerUse
+	// TieredUpTo[topic][partition] is a tiered topic's highest uploaded
+	// offset (-1: none yet), as Tiered answers; a topic absent has no
+	// tiered storage.
+	TieredUpTo map[string]map[int32]int64
 	// ProducersErr is what Producers returns beside ProducerOn: partitions
 	// it could not ask about.
 	ProducersErr error
@@ -836,6 +840,21 @@ func (k *Kafka) EligibleLeaders(ctx context.Context, topics []string) (map[strin
 		}
 		k.mu.Unlock()
 		out[t] = m
+	}
+	return out, nil
+}
+
+var _ ports.Tiered = (*Kafka)(nil)
+
+// Tiered answers TieredUpTo for the topics asked.
+func (k *Kafka) Tiered(_ context.Context, topics []string) (map[string]map[int32]int64, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]map[int32]int64{}
+	for _, t := range topics {
+		if ps, ok := k.TieredUpTo[t]; ok {
+			out[t] = maps.Clone(ps)
+		}
 	}
 	return out, nil
 }
