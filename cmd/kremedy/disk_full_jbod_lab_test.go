@@ -98,7 +98,7 @@ func TestDiskFullJBODLab(t *testing.T) {
 		}
 	})
 	t.Run("a second run has nothing to do", func(t *testing.T) {
-		if r := run(); r.code != 0 || !strings.Contains(r.out, "nothing to do: [move-dirs free-records quarantine start]") {
+		if r := run(); r.code != 0 || !strings.Contains(r.out, "nothing to do: [lower-local move-dirs free-records quarantine start restore-local]") {
 			t.Fatalf("second disk-full: exit %d, want 0 with no step done\n%s", r.code, r.out)
 		}
 	})

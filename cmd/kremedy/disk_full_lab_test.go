@@ -112,7 +112,7 @@ func diskFullCase(t *testing.T, l *lab.Lab, scenario, runbook string) {
 
 	t.Run("a second run has nothing to do", func(t *testing.T) {
 		r := run(filepath.Join(t.TempDir(), "run"))
-		if r.code != 0 || !strings.Contains(r.out, "nothing to do: [move-dirs free-records quarantine start]") {
+		if r.code != 0 || !strings.Contains(r.out, "nothing to do: [lower-local move-dirs free-records quarantine start restore-local]") {
 			t.Fatalf("second %s: exit %d, want 0 with no step done\n%s", runbook, r.code, r.out)
 		}
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +13,18 @@ import (
 )
 
 // TestDiskFullTieredLab: a KRaft 4.1.2 lab with tiered storage on (Kafka's
-// LocalTieredStorage, lab up --tiered). Topic archive (tiered, 1 MiB
-// segments, on every broker) has 10 MiB written and uploaded but for its
-// active segment; then kraft-disk-full fills one broker's dir until
-// ENOSPC. diagnose's log-dir-full evidence splits archive-0's bytes into
-// local copies of uploaded segments and bytes held only there (the highest
-// uploaded offset read with ListOffsets LATEST_TIERED), says orders
-// (not tiered) has no such copies, and the fix names lowering
-// local.retention.bytes.
+// LocalTieredStorage, lab up --tiered), every log dir a 64 MiB tmpfs.
+// Topic archive (tiered, 1 MiB segments, on every broker) is written until
+// broker 3's dir is 95% used, and uploaded but for its active segment.
+// diagnose's log-dir-full on broker 3 splits archive-0's bytes into local
+// copies of uploaded segments and bytes only the disk holds (the highest
+// uploaded offset read with ListOffsets LATEST_TIERED), and its fix says
+// lowering local retention frees them. A headless run of kraft-disk-full
+// lowers archive's local.retention.bytes to 0, waits for the broker to
+// delete its copies, and sets the config back at the end: the dir has
+// room again, every record is read back from offset 0 (the old ones from
+// the remote store), archive has no override, and a second run does
+// nothing.
 func TestDiskFullTieredLab(t *testing.T) {
 	needLab(t)
 	needRoot(t)
@@ -28,16 +33,17 @@ func TestDiskFullTieredLab(t *testing.T) {
 	cfg.Net, cfg.KafkaVersion, cfg.LogDirSize, cfg.KRaftControllers, cfg.Tiered = 78, "4.1.2", "64m", 1, true
 	l := startLab(t, cfg)
 	c := connectLab(t, l)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	const archive = "archive"
+	const archive, victim = "archive", int32(3)
+	dir := l.LogDirs(int(victim))[0]
 	if _, err := c.kc.CreateTopic(ctx, archive, [][]int32{{1, 2, 3}}, 0, 0, map[string]string{"remote.storage.enable": "true", "segment.bytes": fmt.Sprint(1 << 20)}); err != nil {
 		t.Fatal(err)
 	}
 	acked := make([]int, 1)
-	produceUntil(t, ctx, l, archive, acked, func() bool { return acked[0] >= 40 }) // 10 MiB of 256 KiB records
+	produceUntil(t, ctx, l, archive, acked, func() bool { return usedPercent(t, dir) >= 95 })
 	var up int64
-	waitFor(t, ctx, "archive-0 uploaded but for its active segment", func() (bool, string) {
+	waitFor(t, ctx, "archive-0 uploaded but for its last segments", func() (bool, string) {
 		got, err := c.kc.Tiered(ctx, []string{archive})
 		if err != nil {
 			return false, err.Error()
@@ -45,29 +51,55 @@ func TestDiskFullTieredLab(t *testing.T) {
 		up = got[archive][0]
 		return up >= int64(acked[0])-8, fmt.Sprintf("highest uploaded offset %d of %d records", up, acked[0])
 	})
-	rep := breakIt(t, l, "kraft-disk-full", "orders")
-	d, code := diagnosis(t, l, "")
-	causes := d.Causes()
-	if code != 1 || len(causes) != 1 || causes[0].Kind != diagnose.FindLogDirFull || len(causes[0].Brokers) != 1 || causes[0].Brokers[0] != rep.Victim {
-		t.Fatalf("want exit 1 and one cause log-dir-full on broker %d; exit %d, causes %+v", rep.Victim, code, causes)
-	}
-	ev := strings.Join(causes[0].Evidence, "\n")
-	var line string
-	for _, e := range causes[0].Evidence {
-		if strings.HasPrefix(e, archive+"-0: ") {
-			line = e
+	t.Logf("%s: %d%% used; archive-0 has %d records, uploaded up to offset %d", dir, usedPercent(t, dir), acked[0], up)
+
+	t.Run("diagnose splits the tiered partition's local copies from what only the disk holds", func(t *testing.T) {
+		d, code := diagnosis(t, l, "")
+		var f *diagnose.Finding
+		for i, x := range d.Findings {
+			if x.Kind == diagnose.FindLogDirFull && len(x.Brokers) == 1 && x.Brokers[0] == victim {
+				f = &d.Findings[i]
+			}
 		}
-	}
-	if !strings.Contains(line, "tiered storage on, the remote store holds offsets up to ") || !strings.Contains(line, "of these segments are local copies of uploaded ones") || strings.Contains(line, ": 0 B of these") {
-		t.Errorf("archive-0's evidence does not split its uploaded copies from what only the disk holds: %q\n%s", line, ev)
-	}
-	for _, e := range causes[0].Evidence {
-		if strings.HasPrefix(e, "orders-") && strings.Contains(e, "tiered") {
-			t.Errorf("a topic without tiered storage is said to have it: %q", e)
+		if code != 1 || f == nil {
+			t.Fatalf("want exit 1 and log-dir-full on broker %d; exit %d, findings %+v", victim, code, d.Findings)
 		}
+		var line string
+		for _, e := range f.Evidence {
+			if strings.HasPrefix(e, archive+"-0: ") {
+				line = e
+			}
+		}
+		if !strings.Contains(line, "tiered storage on, the remote store holds offsets up to ") || !strings.Contains(line, "of these segments are local copies of uploaded ones") || strings.Contains(line, ": 0 B of these") {
+			t.Errorf("archive-0's evidence does not split its uploaded copies from what only the disk holds: %q\n%s", line, strings.Join(f.Evidence, "\n"))
+		}
+		if !strings.Contains(f.Fix, "lowering its local.retention.bytes (or .ms) frees them and loses nothing") || !strings.Contains(f.Fix, "the runbook's first step does this") {
+			t.Errorf("the fix does not name lowering local retention: %s", f.Fix)
+		}
+		t.Logf("evidence: %s", line)
+	})
+
+	run := func() result {
+		return kremedy(t, "run", "kraft-disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim),
+			"--run-dir", filepath.Join(t.TempDir(), "run"), "--headless", "--yes", "--confirm", "kremedy-lab")
 	}
-	if !strings.Contains(causes[0].Fix, fmt.Sprintf("lowering its local.retention.bytes (or .ms) frees them once broker %d runs again", rep.Victim)) {
-		t.Errorf("the fix does not name lowering local retention: %s", causes[0].Fix)
-	}
-	t.Logf("archive-0 (highest uploaded offset %d of %d records): %s", up, acked[0], line)
+	t.Run("run: local copies freed, every record read back from offset 0, the config set back", func(t *testing.T) {
+		r := run()
+		t.Logf("FIGURE headless kraft-disk-full (tiered: local retention lowered and set back) took %.1fs", r.took.Seconds())
+		if r.code != 0 || !strings.Contains(r.out, "set local.retention.bytes=0 on tiered topic archive") || !strings.Contains(r.out, "set local.retention.bytes of archive back to no override") {
+			t.Fatalf("kraft-disk-full: exit %d (want 0, lowering archive's local retention and setting it back)\n%s", r.code, r.out)
+		}
+		if u := usedPercent(t, dir); u > 50 {
+			t.Errorf("%s is %d%% used after the run, want the local copies gone", dir, u)
+		}
+		readFrom(t, ctx, l, archive, 0, acked[0], 0)
+		if o, err := c.kc.TopicOverrides(ctx, "local.retention.bytes", []string{archive}); err != nil || len(o) != 0 {
+			t.Errorf("archive's local.retention.bytes after the run: %v, %v; want no override, as before", o, err)
+		}
+	})
+	t.Run("a second run has nothing to do", func(t *testing.T) {
+		if r := run(); r.code != 0 || !strings.Contains(r.out, "nothing to do: [lower-local move-dirs free-records quarantine start restore-local]") {
+			t.Fatalf("second kraft-disk-full: exit %d, want 0 with no step done\n%s", r.code, r.out)
+		}
+	})
 }

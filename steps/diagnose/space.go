@@ -216,7 +216,7 @@ func logDirFinding(id int32, up bool, r spaceRead, runbook string, tiers tierRea
 		if !up {
 			when = fmt.Sprintf("frees them once broker %d runs again (a stopped broker deletes nothing)", id)
 		}
-		f.Fix += fmt.Sprintf(". A tiered topic above holds local copies of uploaded segments: lowering its local.retention.bytes (or .ms) %s and loses nothing, consumers read them from the remote store (kafka-configs.sh --bootstrap-server B --alter --entity-type topics --entity-name T --add-config local.retention.bytes=N; the runbook does not do this yet). Note the old value and set it back once broker %d is healthy", when, id)
+		f.Fix += fmt.Sprintf(". A tiered topic above holds local copies of uploaded segments: lowering its local.retention.bytes (or .ms) %s and loses nothing, consumers read them from the remote store; the runbook's first step does this on a running broker and its last sets the old value back", when)
 	}
 	return f, true
 }

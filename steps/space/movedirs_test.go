@@ -76,7 +76,7 @@ func TestMoveDirsSecondRunDoesNothing(t *testing.T) {
 		t.Fatalf("first run: %+v, moves %v", out, g.Kafka.DirMoves)
 	}
 	out, _ := runDiskFull(t, g, set)
-	if out.Err != nil || len(out.NoOp) != 4 || len(g.Kafka.DirMoves) != 1 || len(g.Kafka.DeletedRecords) != 0 {
+	if out.Err != nil || len(out.NoOp) != 6 || len(g.Kafka.DirMoves) != 1 || len(g.Kafka.DeletedRecords) != 0 {
 		t.Fatalf("second run: %+v, moves %v, deleted %v", out, g.Kafka.DirMoves, g.Kafka.DeletedRecords)
 	}
 }

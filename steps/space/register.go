@@ -8,4 +8,6 @@ func Register(r *steps.Registry) {
 	steps.Register(r, "space-free-records", nil, func(o brokerOpts) steps.Kind { return &freeRecords{o: o} })
 	steps.Register(r, "space-quarantine", nil, func(o quarantineOpts) steps.Kind { return &quarantine{o: o} })
 	steps.Register(r, "space-start", nil, func(o startOpts) steps.Kind { return &start{o: o} })
+	steps.Register(r, "space-lower-local", nil, func(o lowerOpts) steps.Kind { return &lowerLocal{o: o} })
+	steps.Register(r, "space-restore-local", nil, func(struct{}) steps.Kind { return &restoreLocal{} })
 }
