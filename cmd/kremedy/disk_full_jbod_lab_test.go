@@ -48,10 +48,33 @@ func TestDiskFullJBODLab(t *testing.T) {
 	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net, cfg.ZooKeepers, cfg.LogDirSize, cfg.LogDirsPerBroker = 67, 1, "64m", 2
+	jbodCase(t, cfg, "disk-full")
+}
+
+// TestDiskFullJBODKRaftLab is TestDiskFullJBODLab on KRaft 4.1.2 (JBOD
+// with KIP-858: a failed dir reported to the controller, the broker runs
+// on) with kraft-disk-full. The metadata log lives in a KRaft broker's
+// first log dir, and its failure stops the broker: so the dir filled is
+// the second, and the moves go to the first.
+func TestDiskFullJBODKRaftLab(t *testing.T) {
+	needLab(t)
+	heavyLab(t, "the JBOD disk-full lab on KRaft (make test keeps TestDiskFullLab and TestDiskFullKRaftLab)")
+	needRoot(t)
+	t.Parallel()
+	cfg := lab.KRaftConfig()
+	cfg.Net, cfg.KafkaVersion, cfg.KRaftControllers, cfg.LogDirSize, cfg.LogDirsPerBroker = 79, "4.1.2", 1, "64m", 2
+	jbodCase(t, cfg, "kraft-disk-full")
+}
+
+// jbodCase is the JBOD lab test on a lab of cfg with runbook.
+func jbodCase(t *testing.T, cfg lab.Config, runbook string) {
 	l := startLab(t, cfg)
 	c := connectLab(t, l)
 	const topic, victim = "orders", int32(1)
 	dirs := l.LogDirs(int(victim))
+	if cfg.KRaft {
+		dirs = []string{dirs[1], dirs[0]} // the metadata log stays in the first
+	}
 	acked := jbodSetup(t, l, c, topic, victim, dirs[0])
 	configs := topicConfigs(t, c, topic)
 
@@ -63,7 +86,7 @@ func TestDiskFullJBODLab(t *testing.T) {
 		}
 	})
 	run := func() result {
-		return kremedy(t, "run", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim),
+		return kremedy(t, "run", runbook, "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim),
 			"--run-dir", filepath.Join(t.TempDir(), "run"), "--headless", "--yes", "--confirm", "kremedy-lab")
 	}
 	t.Run("run: replicas moved to the other dir, no record deleted, configs as before", func(t *testing.T) {
@@ -103,7 +126,7 @@ func TestDiskFullJBODLab(t *testing.T) {
 		}
 	})
 	t.Run("a dir filled to ENOSPC goes offline, the broker runs on; the run stops it, moves replicated dirs aside, starts it", func(t *testing.T) {
-		jbodOfflineCase(t, l, c, topic, victim, dirs, acked, configs)
+		jbodOfflineCase(t, l, c, runbook, topic, victim, dirs, acked, configs)
 	})
 }
 
@@ -112,10 +135,21 @@ func TestDiskFullJBODLab(t *testing.T) {
 // group's commit, stops the broker, moves replicated directories to the
 // quarantine and starts it; both dirs online, every record past the
 // commit readable, the configs as before.
-func jbodOfflineCase(t *testing.T, l *lab.Lab, c *clients, topic string, victim int32, dirs []string, acked []int, configs string) {
+func jbodOfflineCase(t *testing.T, l *lab.Lab, c *clients, runbook, topic string, victim int32, dirs []string, acked []int, configs string) {
 	t.Helper()
 	jbodFillOffline(t, l, c, topic, victim, dirs, acked)
-	r := kremedy(t, "plan", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim))
+	// diagnose names the offline dir of the running broker.
+	d, code := diagnosis(t, l, "")
+	var f *diagnose.Finding
+	for i, x := range d.Findings {
+		if x.Kind == diagnose.FindLogDirFull && slices.Contains(x.Brokers, victim) {
+			f = &d.Findings[i]
+		}
+	}
+	if code != 1 || f == nil || !strings.Contains(strings.Join(f.Evidence, "\n"), fmt.Sprintf("DescribeLogDirs on broker %d: %s is offline (", victim, dirs[0])) {
+		t.Fatalf("diagnose does not name broker %d's offline dir %s: exit %d, %+v", victim, dirs[0], code, f)
+	}
+	r := kremedy(t, "plan", runbook, "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim))
 	if !strings.Contains(r.out, "AlterReplicaLogDirs cannot move its replicas") {
 		t.Errorf("the plan does not say the offline dir's replicas cannot be moved: exit %d\n%s", r.code, r.out)
 	}
@@ -123,7 +157,7 @@ func jbodOfflineCase(t *testing.T, l *lab.Lab, c *clients, topic string, victim 
 	if err := os.MkdirAll(q, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r = kremedy(t, "run", "disk-full", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim), "--set", "quarantine="+q,
+	r = kremedy(t, "run", runbook, "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("broker=%d", victim), "--set", "quarantine="+q,
 		"--run-dir", filepath.Join(t.TempDir(), "run"), "--headless", "--yes", "--confirm", "kremedy-lab")
 	t.Logf("FIGURE headless disk-full (JBOD, a dir offline) took %.1fs", r.took.Seconds())
 	if r.code != 0 || !strings.Contains(r.out, "stop broker 1") {
