@@ -52,6 +52,10 @@ type PartitionSpace struct {
 	Bytes int64 `json:"bytes"`
 	// Segments by base offset, oldest first.
 	Segments []Segment `json:"segments"`
+	// Deleted are the bytes of files Kafka renamed *.deleted: deleted
+	// from the log already, removed from the disk after
+	// file.delete.delay.ms (a minute by default).
+	Deleted int64 `json:"deleted,omitempty"`
 }
 
 // Segment is one log segment: its base offset (the file name) and the
@@ -189,6 +193,10 @@ func addFile(parts map[string]*PartitionSpace, segs map[string]map[int64]int64, 
 	p.Bytes += b
 	stem, ext, ok := strings.Cut(file, ".")
 	if !ok || len(stem) != 20 {
+		return
+	}
+	if strings.HasSuffix(ext, ".deleted") {
+		p.Deleted += b // renamed for deletion; gone after file.delete.delay.ms
 		return
 	}
 	switch ext {

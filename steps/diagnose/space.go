@@ -116,14 +116,9 @@ func (t tierRead) note(p brokers.PartitionSpace) (string, int64) {
 	case !ok:
 		return "", 0
 	case up < 0:
-		return "; tiered storage on, nothing uploaded yet: every byte here is held only locally", 0
+		return "; tiered storage on, nothing uploaded as far as its leader knows (a leader that just took over says so too until its first upload check): treat every byte here as held only locally", 0
 	}
-	var copies int64
-	for i, s := range p.Segments {
-		if i+1 < len(p.Segments) && p.Segments[i+1].Base <= up+1 {
-			copies += s.Bytes
-		}
-	}
+	copies, _ := p.FreedBelow(up + 1) // whole segments up to up: the active one never
 	return fmt.Sprintf("; tiered storage on, the remote store holds offsets up to %d: %s of these segments are local copies of uploaded ones (a lower local.retention.bytes or local.retention.ms frees them, nothing lost), %s is held only here",
 		up, brokers.Bytes(copies), brokers.Bytes(max(0, p.Bytes-copies))), copies
 }

@@ -143,7 +143,7 @@ func TestFullDirSaysWhatTieredStorageHolds(t *testing.T) {
 		for _, want := range []string{
 			"archive-0: 250.0 MiB in 3 segments, the oldest from offset 0; tiered storage on, the remote store holds offsets up to 199: 200.0 MiB of these segments are local copies of uploaded ones",
 			"50.0 MiB is held only here",
-			"fresh-0: 100.0 MiB in 1 segments, the oldest from offset 0; tiered storage on, nothing uploaded yet",
+			"fresh-0: 100.0 MiB in 1 segments, the oldest from offset 0; tiered storage on, nothing uploaded as far as its leader knows",
 			"orders-2: 200.0 MiB in 1 segments, the oldest from offset 0\n",
 		} {
 			if !strings.Contains(ev+"\n", want) {

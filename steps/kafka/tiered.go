@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -38,6 +39,12 @@ func (c *Client) Tiered(ctx context.Context, topics []string) (map[string]map[in
 	}
 	if len(tiered) == 0 {
 		return out, cfgErr
+	}
+	// kgo sends the highest version both sides know: a broker before 3.9
+	// (ListOffsets below v9) takes -5 for a timestamp and answers with its
+	// earliest offset, which would read as "uploaded up to" it.
+	if err := c.listOffsetsV9(ctx); err != nil {
+		return nil, err
 	}
 	md, err := c.adm.Metadata(ctx, tiered...)
 	if err != nil {
@@ -77,4 +84,27 @@ func (c *Client) Tiered(ctx context.Context, topics []string) (map[string]map[in
 		return out, fmt.Errorf("latest tiered offset not read: %s", strings.Join(errs, "; "))
 	}
 	return out, cfgErr
+}
+
+// listOffsetsV9 is an error unless every broker that answers knows
+// ListOffsets v9 (Kafka 3.9+, KIP-1005: LATEST_TIERED_TIMESTAMP).
+func (c *Client) listOffsetsV9(ctx context.Context) error {
+	vs, err := c.adm.ApiVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("api versions: %w", err)
+	}
+	var old []string
+	vs.Each(func(v kadm.BrokerApiVersions) {
+		if v.Err != nil {
+			return
+		}
+		if max, ok := v.KeyMaxVersion(kmsg.ListOffsets.Int16()); !ok || max < 9 {
+			old = append(old, fmt.Sprint(v.NodeID))
+		}
+	})
+	if len(old) > 0 {
+		slices.Sort(old)
+		return fmt.Errorf("%w: broker(s) %s answer ListOffsets below v9 (Kafka before 3.9): the highest uploaded offset of a tiered partition cannot be asked (kafka-log-dirs.sh and the remote store's own listing can tell)", ports.ErrUnsupported, strings.Join(old, ", "))
+	}
+	return nil
 }

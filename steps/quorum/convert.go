@@ -153,7 +153,6 @@ func (k *convertUpgrade) Plan(ctx context.Context, env *steps.Env) (*steps.Plan,
 		{ID: "upgrade", Op: steps.OpKafka, Target: "the quorum's leader", Detail: "UpdateFeatures kraft.version=1 (what kafka-features.sh upgrade --feature kraft.version=1 sends)"},
 		{ID: "written", Op: steps.OpWait, Target: "the KRaft quorum", Detail: "kraft.version 1 finalized, and every voter named with its directory id"},
 	}
-	p.Rollback = "None: kraft.version cannot go back to 0. The cluster works as before; only how voters change is new."
 	return p, nil
 }
 
