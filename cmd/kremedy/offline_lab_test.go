@@ -236,7 +236,8 @@ func offlineTxnReported(t *testing.T, l *lab.Lab, rep string, led *lab.OfflineLe
 		fmt.Sprintf("last stable offset stays at %d", tx.Start),
 		fmt.Sprintf("abort --topic %s --partition %d --start-offset %d", led.Topic, tx.Partition, tx.Start)}
 	if v, err := kafkaver.Parse(l.State.Kafka); err != nil || v.Before(3, 0) {
-		wants = []string{fmt.Sprintf("has a transaction open on %s-%d since offset %d (whether it hangs was not checked", led.Topic, tx.Partition, tx.Start)}
+		wants = []string{fmt.Sprintf("has a transaction open on %s-%d since offset %d (whether it hangs was not checked", led.Topic, tx.Partition, tx.Start),
+			"do not answer ListTransactions (it came with Kafka 3.0, KIP-664)"}
 	}
 	for _, w := range wants {
 		if !strings.Contains(txt, w) {

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kremedy/kremedy/steps/ports"
 )
@@ -23,6 +25,9 @@ func (c *Client) Transactions(ctx context.Context, producerIDs []int64) (map[int
 	out := map[int64]ports.TxnState{}
 	if len(producerIDs) == 0 {
 		return out, nil
+	}
+	if err := c.knowsListTransactions(ctx); err != nil {
+		return nil, err
 	}
 	listed, err := c.adm.ListTransactions(ctx, producerIDs, nil)
 	for try := 1; try < 4 && unissued(err) && ctx.Err() == nil; try++ {
@@ -95,6 +100,30 @@ func (c *Client) txnLogLed(ctx context.Context) error {
 	}
 	if len(leaderless) > 0 {
 		return fmt.Errorf("transaction log partitions %s have no leader: the coordinators of the transactional ids they hold cannot answer, so a transaction missing from ListTransactions may be one of theirs. Bring those partitions back first (they may be offline with the same brokers), then run this again", strings.Join(leaderless, ", "))
+	}
+	return nil
+}
+
+// knowsListTransactions is an error naming the brokers that do not answer
+// ListTransactions (KIP-664, Kafka 3.0+): without it no coordinator can be
+// asked which transactional id uses a producer id.
+func (c *Client) knowsListTransactions(ctx context.Context) error {
+	vs, err := c.adm.ApiVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("api versions: %w", err)
+	}
+	var old []string
+	vs.Each(func(v kadm.BrokerApiVersions) {
+		if v.Err != nil {
+			return
+		}
+		if _, ok := v.KeyMaxVersion(kmsg.ListTransactions.Int16()); !ok {
+			old = append(old, fmt.Sprint(v.NodeID))
+		}
+	})
+	if len(old) > 0 {
+		slices.Sort(old)
+		return fmt.Errorf("%w: broker(s) %s do not answer ListTransactions (it came with Kafka 3.0, KIP-664)", ports.ErrUnsupported, strings.Join(old, ", "))
 	}
 	return nil
 }
