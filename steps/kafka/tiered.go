@@ -89,22 +89,37 @@ func (c *Client) Tiered(ctx context.Context, topics []string) (map[string]map[in
 // listOffsetsV9 is an error unless every broker that answers knows
 // ListOffsets v9 (Kafka 3.9+, KIP-1005: LATEST_TIERED_TIMESTAMP).
 func (c *Client) listOffsetsV9(ctx context.Context) error {
+	old, err := c.brokersBelow(ctx, kmsg.ListOffsets.Int16(), 9)
+	if err != nil {
+		return err
+	}
+	if len(old) > 0 {
+		return fmt.Errorf("%w: broker(s) %s answer ListOffsets below v9 (Kafka before 3.9): the highest uploaded offset of a tiered partition cannot be asked (kafka-log-dirs.sh and the remote store's own listing can tell)", ports.ErrUnsupported, strings.Join(old, ", "))
+	}
+	return nil
+}
+
+// brokersBelow names, in order, the brokers that answered ApiVersions
+// without key at version min or later (a broker that did not answer is
+// not counted: it is not one that does not support it).
+func (c *Client) brokersBelow(ctx context.Context, key, min int16) ([]string, error) {
 	vs, err := c.adm.ApiVersions(ctx)
 	if err != nil {
-		return fmt.Errorf("api versions: %w", err)
+		return nil, fmt.Errorf("api versions: %w", err)
 	}
-	var old []string
+	var old []int32
 	vs.Each(func(v kadm.BrokerApiVersions) {
 		if v.Err != nil {
 			return
 		}
-		if max, ok := v.KeyMaxVersion(kmsg.ListOffsets.Int16()); !ok || max < 9 {
-			old = append(old, fmt.Sprint(v.NodeID))
+		if max, ok := v.KeyMaxVersion(key); !ok || max < min {
+			old = append(old, v.NodeID)
 		}
 	})
-	if len(old) > 0 {
-		slices.Sort(old)
-		return fmt.Errorf("%w: broker(s) %s answer ListOffsets below v9 (Kafka before 3.9): the highest uploaded offset of a tiered partition cannot be asked (kafka-log-dirs.sh and the remote store's own listing can tell)", ports.ErrUnsupported, strings.Join(old, ", "))
+	slices.Sort(old)
+	var out []string
+	for _, id := range old {
+		out = append(out, fmt.Sprint(id))
 	}
-	return nil
+	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -108,21 +107,11 @@ func (c *Client) txnLogLed(ctx context.Context) error {
 // ListTransactions (KIP-664, Kafka 3.0+): without it no coordinator can be
 // asked which transactional id uses a producer id.
 func (c *Client) knowsListTransactions(ctx context.Context) error {
-	vs, err := c.adm.ApiVersions(ctx)
+	old, err := c.brokersBelow(ctx, kmsg.ListTransactions.Int16(), 0)
 	if err != nil {
-		return fmt.Errorf("api versions: %w", err)
+		return err
 	}
-	var old []string
-	vs.Each(func(v kadm.BrokerApiVersions) {
-		if v.Err != nil {
-			return
-		}
-		if _, ok := v.KeyMaxVersion(kmsg.ListTransactions.Int16()); !ok {
-			old = append(old, fmt.Sprint(v.NodeID))
-		}
-	})
 	if len(old) > 0 {
-		slices.Sort(old)
 		return fmt.Errorf("%w: broker(s) %s do not answer ListTransactions (it came with Kafka 3.0, KIP-664)", ports.ErrUnsupported, strings.Join(old, ", "))
 	}
 	return nil

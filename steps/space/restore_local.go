@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -85,17 +86,19 @@ func (k *restoreLocal) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, e
 		switch {
 		case n.gone:
 			p.Facts = append(p.Facts, fmt.Sprintf("%s: deleted since it was lowered: nothing to set back", d.Topic))
-		case asBefore(n, d):
-			p.Facts = append(p.Facts, fmt.Sprintf("%s: %s is as it was before the run (%s)", d.Topic, localKey, was(d)))
-		case !n.set || n.value != "0":
+		case !asBefore(n, d) && (!n.set || n.value != "0"):
 			p.Notes = append(p.Notes, fmt.Sprintf("%s: %s was changed since this run set it to 0 (now %q): left as it is; before the run it was %s", d.Topic, localKey, n.value, was(d)))
 		default:
+			// At the run's 0, or reading as before the run already: set
+			// back either way (a broker's metadata follows the
+			// controller's by a moment, so "as before" may be a stale
+			// read; setting the old value again changes nothing).
 			p.Actions = append(p.Actions, steps.Action{ID: "restore-local/" + d.Topic, Op: steps.OpKafka, Target: d.Topic,
 				Detail: fmt.Sprintf("set %s of %s back to %s", localKey, d.Topic, was(d)), Args: restoreArgs{Topic: d.Topic, Had: d.Had, Old: d.Old}})
 		}
 	}
 	if len(p.Actions) == 0 {
-		p.Summary = "no local retention this run lowered is still at 0: nothing to set back"
+		p.Summary = "every local retention this run lowered was changed since, or its topic deleted: nothing to set back"
 		return p, nil
 	}
 	p.NoOp = false
@@ -130,7 +133,9 @@ func (k *restoreLocal) Apply(ctx context.Context, env *steps.Env, p *steps.Plan)
 }
 
 // Verify: no topic this run lowered is still at the run's 0 (each as
-// before the run, changed by someone else since, or deleted).
+// before the run, changed by someone else since, or deleted). A broker
+// answers DescribeConfigs from its metadata, which follows the
+// controller's by a moment: read again for up to configSettle.
 func (k *restoreLocal) Verify(ctx context.Context, env *steps.Env) ([]steps.Check, error) {
 	var done []lowered
 	if _, err := env.Load(loweredKey, &done); err != nil || len(done) == 0 {
@@ -140,15 +145,30 @@ func (k *restoreLocal) Verify(ctx context.Context, env *steps.Env) ([]steps.Chec
 	if !ok {
 		return nil, nil
 	}
-	cur, err := readLocal(ctx, rs, topicsLowered(done))
-	if err != nil {
-		return nil, err
+	deadline := env.Now().Add(configSettle)
+	for {
+		cur, err := readLocal(ctx, rs, topicsLowered(done))
+		if err != nil {
+			return nil, err
+		}
+		var checks []steps.Check
+		all := true
+		for _, d := range done {
+			n := cur[d.Topic]
+			ok := n.gone || !(n.set && n.value == "0") || asBefore(n, d)
+			all = all && ok
+			checks = append(checks, steps.Check{Name: fmt.Sprintf("%s of %s no longer at this run's 0", localKey, d.Topic), OK: ok,
+				Detail: fmt.Sprintf("now %q (set: %v), before the run %s", n.value, n.set, was(d))})
+		}
+		if all || !env.Now().Before(deadline) {
+			return checks, nil
+		}
+		if err := env.Sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
 	}
-	var checks []steps.Check
-	for _, d := range done {
-		n := cur[d.Topic]
-		checks = append(checks, steps.Check{Name: fmt.Sprintf("%s of %s no longer at this run's 0", localKey, d.Topic), OK: n.gone || !(n.set && n.value == "0") || asBefore(n, d),
-			Detail: fmt.Sprintf("now %q (set: %v), before the run %s", n.value, n.set, was(d))})
-	}
-	return checks, nil
 }
+
+// configSettle is how long a config change may take to reach the broker
+// that answers DescribeConfigs.
+const configSettle = 30 * time.Second
