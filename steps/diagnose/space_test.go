@@ -17,15 +17,10 @@ import (
 // filesystem that is not full.
 func TestFullDirIsTheCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t)
-		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
-		f.hosts.Running[3] = false
-		f.zk.Remove("/brokers/ids/3")
-		f.hosts.Space = map[int32]map[string][]string{3: {"/data/k1": {
-			"df /dev/sdb 1048576 1048576 0 100% /data",
+		f := fullDirDown(t,
 			"f 409600 orders-2/00000000000000000000.log",
 			"f 8 orders-2/00000000000000000000.index",
-		}}}
+		)
 		// Broker 3's inventory entry names its server log, which says
 		// why it stopped; broker 2's names one that is not there, but
 		// its dirs are fine and it runs: it is not read.
@@ -116,18 +111,13 @@ func countLogReads(cmds []string) int {
 // all local; a topic without tiered storage gets no such word.
 func TestFullDirSaysWhatTieredStorageHolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t)
-		f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
-		f.hosts.Running[3] = false
-		f.zk.Remove("/brokers/ids/3")
-		f.hosts.Space = map[int32]map[string][]string{3: {"/data/k1": {
-			"df /dev/sdb 1048576 1048576 0 100% /data",
+		f := fullDirDown(t,
 			"f 204800 archive-0/00000000000000000000.log",
 			"f 204800 archive-0/00000000000000000100.log",
 			"f 102400 archive-0/00000000000000000200.log",
 			"f 204800 fresh-0/00000000000000000000.log",
 			"f 409600 orders-2/00000000000000000000.log",
-		}}}
+		)
 		f.hosts.AddDir(3, "/data/k1", "archive-0", "")
 		f.hosts.AddDir(3, "/data/k1", "fresh-0", "")
 		f.kafka.TieredUpTo = map[string]map[int32]int64{"archive": {0: 199}, "fresh": {0: -1}}
@@ -154,4 +144,15 @@ func TestFullDirSaysWhatTieredStorageHolds(t *testing.T) {
 			t.Errorf("the fix does not name lowering local retention: %s", causes[0].Fix)
 		}
 	})
+}
+
+// fullDirDown is the ghost fixture with broker 3 down and its /data/k1
+// 100% used, holding the space-reading lines files ("f BLOCKS PATH").
+func fullDirDown(t *testing.T, files ...string) *fixture {
+	f := newFixture(t)
+	f.zk.Remove(kafkazk.DeleteTopicPath("orders"))
+	f.hosts.Running[3] = false
+	f.zk.Remove("/brokers/ids/3")
+	f.hosts.Space = map[int32]map[string][]string{3: {"/data/k1": append([]string{"df /dev/sdb 1048576 1048576 0 100% /data"}, files...)}}
+	return f
 }

@@ -32,14 +32,7 @@ var _ ports.Kafka = (*Client)(nil)
 // left out may be the one furthest behind. Only when every broker fails is
 // there no answer at all.
 func (c *Client) Groups(ctx context.Context, topic string) ([]ports.GroupUse, error) {
-	listed, err := c.adm.ListGroups(ctx)
-	// A broker that accepts connections but does not answer (frozen in a
-	// GC or I/O stall) can take the metadata request that finds the
-	// brokers to ask, twice over: then no broker was asked at all. Ask
-	// again, as kgo rotates the broker it asks for metadata.
-	for try := 1; try < 4 && unissued(err) && ctx.Err() == nil; try++ {
-		listed, err = c.adm.ListGroups(ctx)
-	}
+	listed, err := askAll(ctx, func() (kadm.ListedGroups, error) { return c.adm.ListGroups(ctx) })
 	if err != nil && !partial(err) {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
@@ -129,6 +122,20 @@ func incomplete(holes []string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ports.ErrGroupsIncomplete, strings.Join(holes, "; "))
+}
+
+// askAll sends a request sharded to every broker, and sends it again (at
+// most 4 times in all) while no shard was issued: a broker that accepts
+// connections but does not answer (frozen in a GC or I/O stall) can take
+// the metadata request that finds the brokers to ask, twice over; kgo
+// rotates the broker it asks for metadata, so a later try reaches a live
+// one.
+func askAll[T any](ctx context.Context, send func() (T, error)) (T, error) {
+	got, err := send()
+	for try := 1; try < 4 && unissued(err) && ctx.Err() == nil; try++ {
+		got, err = send()
+	}
+	return got, err
 }
 
 // unissued reports a sharded request that reached no broker: every shard

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -28,10 +29,7 @@ func (c *Client) Transactions(ctx context.Context, producerIDs []int64) (map[int
 	if err := c.knowsListTransactions(ctx); err != nil {
 		return nil, err
 	}
-	listed, err := c.adm.ListTransactions(ctx, producerIDs, nil)
-	for try := 1; try < 4 && unissued(err) && ctx.Err() == nil; try++ {
-		listed, err = c.adm.ListTransactions(ctx, producerIDs, nil)
-	}
+	listed, err := askAll(ctx, func() (kadm.ListedTransactions, error) { return c.adm.ListTransactions(ctx, producerIDs, nil) })
 	if err != nil {
 		return nil, fmt.Errorf("list transactions: %w", err)
 	}

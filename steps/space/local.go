@@ -78,7 +78,7 @@ func (k *lowerLocal) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, err
 		p.Summary = fmt.Sprintf("broker %d is down: a stopped broker deletes nothing, so lowering local retention frees nothing on it now; the next steps make room", l.id)
 		return p, nil
 	}
-	parts := fullOnline(ctx, env, l)
+	parts := onlineParts(ctx, env, l, true)
 	topics := topicsOf(parts)
 	if len(topics) == 0 {
 		p.Summary = fmt.Sprintf("no online log dir of broker %d is full: nothing to do", l.id)
@@ -112,13 +112,14 @@ func (k *lowerLocal) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, err
 	return p, nil
 }
 
-// fullOnline are the partitions in the broker's full dirs that are online
-// (an offline dir's logs are not managed: lowering frees nothing there).
-func fullOnline(ctx context.Context, env *steps.Env, l *look) []brokers.PartitionSpace {
+// onlineParts are the partitions in the broker's online dirs, only the
+// full ones when full (an offline dir's logs are not managed: lowering
+// frees nothing there; a dir no longer full may still hold the copies).
+func onlineParts(ctx context.Context, env *steps.Env, l *look, full bool) []brokers.PartitionSpace {
 	off, _ := offlineDirs(ctx, env, l.id)
 	var out []brokers.PartitionSpace
 	for _, s := range l.space {
-		if !s.Full() || slices.ContainsFunc(off, func(d string) bool { return strings.HasPrefix(d, s.Dir+" ") }) {
+		if full && !s.Full() || slices.ContainsFunc(off, func(d string) bool { return strings.HasPrefix(d, s.Dir+" ") }) {
 			continue
 		}
 		out = append(out, s.Partitions...)
@@ -266,7 +267,7 @@ func (k *lowerLocal) Verify(ctx context.Context, env *steps.Env) ([]steps.Check,
 		if !l.up {
 			return []steps.Check{{Name: name, OK: true, Detail: fmt.Sprintf("broker %d is down: it deletes them once it runs; the next steps make room meanwhile", l.id)}}, nil
 		}
-		left := copiesLeft(fullOnlineOrNot(ctx, env, l), done)
+		left := copiesLeft(onlineParts(ctx, env, l, false), done)
 		if len(left) == 0 || !env.Now().Before(deadline) {
 			return []steps.Check{{Name: name, OK: len(left) == 0,
 				Detail: fmt.Sprintf("still there after %s: %v. The broker deletes them at its retention check (log.retention.check.interval.ms) and removes the files file.delete.delay.ms later; read its server.log, then `kremedy resume` (a higher --set free_timeout waits longer)", k.o.FreeTimeout, left)}}, nil
@@ -275,19 +276,6 @@ func (k *lowerLocal) Verify(ctx context.Context, env *steps.Env) ([]steps.Check,
 			return nil, err
 		}
 	}
-}
-
-// fullOnlineOrNot are the partitions of the broker's online dirs, full or
-// not (a dir no longer full may still hold the copies).
-func fullOnlineOrNot(ctx context.Context, env *steps.Env, l *look) []brokers.PartitionSpace {
-	off, _ := offlineDirs(ctx, env, l.id)
-	var out []brokers.PartitionSpace
-	for _, s := range l.space {
-		if !slices.ContainsFunc(off, func(d string) bool { return strings.HasPrefix(d, s.Dir+" ") }) {
-			out = append(out, s.Partitions...)
-		}
-	}
-	return out
 }
 
 // copiesLeft names each partition lowered that still has a whole local
