@@ -79,7 +79,7 @@ KRAFT_VERSIONS := 3.9.2,4.1.2,4.4.0
 test-versions: deps build
 	$(BIN) lab install --kafka-version $(ALL_VERSIONS),$(KRAFT_VERSIONS)
 	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) KREMEDY_KRAFT_LAB_VERSIONS=$(KRAFT_VERSIONS) KREMEDY_LAB_HEAVY=1 \
-		$(GO) test -count=1 -timeout 60m -run '^(TestVersionsLab|TestKRaftLab|TestSecureKRaftLab|TestDiagnoseScaleLab|TestDiskFullJBODLab|TestDiskFullJBODKRaftLab|TestSecureMigrationLab|TestOfflinePartitionsOlderLab|TestOfflinePartitionsKRaft39Lab)$$' -v ./cmd/kremedy
+		$(GO) test -count=1 -timeout 60m -run '^(TestVersionsLab|TestKRaftLab|TestSecureKRaftLab|TestDiagnoseScaleLab|TestDiskFullJBODLab|TestDiskFullJBODKRaftLab|TestSecureMigrationLab|TestOfflinePartitionsOlderLab|TestOfflinePartitionsKRaft39Lab|TestKRaftCombinedPlainLab)$$' -v ./cmd/kremedy
 
 # A short, bounded run of every fuzz target (their seed corpora also run in
 # every `go test`). FUZZTIME=5m make fuzz for a longer hunt; the default is a number of inputs, not a duration, so that a loaded machine runs the same work (and Go's fuzzer does not trip over its own deadline).

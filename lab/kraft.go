@@ -30,6 +30,10 @@ const (
 	ctrlHostBase = 100
 )
 
+// hasControllers reports whether the lab runs KRaft controllers: of their
+// own, or combined nodes.
+func (c Config) hasControllers() bool { return c.KRaftControllers > 0 || c.KRaft && c.Combined }
+
 // ControllerID is KRaft controller k's node.id.
 func ControllerID(k int) int32 { return int32(controllerIDBase + k) }
 

@@ -51,8 +51,16 @@ func (l *Lab) kraftBrokerProps(n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	listeners := fmt.Sprintf("listeners=PLAINTEXT://%s:%d\n", c.BrokerHost(n), KafkaPort)
+	if c.Combined {
+		// The node's controller listener beside its SASL_SSL one, on the
+		// same keystore.
+		listeners = fmt.Sprintf("listeners=PLAINTEXT://%s:%d,CONTROLLER://%s:%d\n", c.BrokerHost(n), KafkaPort, c.BrokerHost(n), ControllerPort)
+		sec = strings.Replace(sec, fmt.Sprintf("listeners=SASL_SSL://%s:%d\n", c.BrokerHost(n), KafkaPort),
+			fmt.Sprintf("listeners=SASL_SSL://%s:%d,CONTROLLER://%s:%d\n", c.BrokerHost(n), KafkaPort, c.BrokerHost(n), ControllerPort), 1)
+	}
 	return strings.NewReplacer(
-		fmt.Sprintf("listeners=PLAINTEXT://%s:%d\n", c.BrokerHost(n), KafkaPort), sec,
+		listeners, sec,
 		"inter.broker.listener.name=PLAINTEXT\n", "", // security.inter.broker.protocol=SASL_SSL names it
 		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "listener.security.protocol.map=CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL",
 	).Replace(text), nil
@@ -176,7 +184,17 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 		nodes = append(nodes, node{fmt.Sprintf("kraft controller %d  node.id %d", k, ControllerID(k)), l.controllerProps(k), l.ControllerDir(k), []string{l.controllerMetadataDir(k)}, extra})
 	}
 	for n := 1; n <= c.Brokers; n++ {
-		nodes = append(nodes, node{fmt.Sprintf("broker    %d  node.id %d", n, n), filepath.Join(l.BrokerDir(n), "server.properties"), l.BrokerDir(n), l.LogDirs(n), nil})
+		var extra []string
+		if c.Secure && c.Combined {
+			// A combined node is a voter: the SCRAM users go into the
+			// bootstrap metadata of every one of them.
+			scram, err := l.formatSCRAM()
+			if err != nil {
+				return err
+			}
+			extra = scram
+		}
+		nodes = append(nodes, node{fmt.Sprintf("broker    %d  node.id %d", n, n), filepath.Join(l.BrokerDir(n), "server.properties"), l.BrokerDir(n), l.LogDirs(n), extra})
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(nodes))

@@ -200,8 +200,8 @@ func (c Config) validateKRaft() error {
 		return fmt.Errorf("--kraft with --chroot %s: a KRaft lab has no ZooKeeper to chroot; leave --chroot out", c.Chroot)
 	case c.IBP != "":
 		return fmt.Errorf("--kraft with --ibp %s: a KRaft cluster has metadata.version, not inter.broker.protocol.version; leave --ibp out", c.IBP)
-	case c.Secure && c.Combined:
-		return fmt.Errorf("--kraft --secure with --combined: not yet: the secured KRaft lab runs separate controllers; leave --combined out (`lab up --kraft --secure`), or --secure out for combined nodes")
+	case c.Kerberos && c.Combined:
+		return fmt.Errorf("--kerberos with --combined: not yet: the Kerberized KRaft lab runs separate controllers; leave --combined out (`lab up --kraft --secure --kerberos`), or --kerberos out for secured combined nodes (SCRAM)")
 	case c.Combined && c.KRaftControllers != 0:
 		return fmt.Errorf("--combined with --kraft-controllers %d: the combined brokers are the quorum; leave --kraft-controllers out", c.KRaftControllers)
 	case c.Combined && c.Brokers%2 == 0:

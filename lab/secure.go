@@ -220,7 +220,7 @@ func (l *Lab) KafkaOpts() []kgo.Opt {
 // the inventory's controller_client_properties (DescribeQuorum).
 func (l *Lab) kafkaClient() (*kafka.Client, error) {
 	kc, err := kafka.New(l.State.Config.Bootstrap(), l.KafkaOpts()...)
-	if err != nil || !l.State.Config.Secure || l.State.Config.KRaftControllers == 0 {
+	if err != nil || !l.State.Config.Secure || !l.State.Config.hasControllers() {
 		return kc, err
 	}
 	b, err := os.ReadFile(l.ControllerClientProperties())
@@ -443,6 +443,12 @@ func (l *Lab) brokerSecurity(n int) (string, error) {
 	c := l.State.Config
 	jaas := fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, adminUser, s.admin)
 	super := "User:" + adminUser
+	if c.Combined {
+		// A combined node is a controller too: the principals its
+		// controller listener takes are super users, as on a controller
+		// of its own (securedControllerProps).
+		super += ";User:" + ctrlUser + ";User:" + ClientUser
+	}
 	if c.Kerberos {
 		// kafka/HOST@REALM maps to User:kafka (sasl.kerberos.principal.to.local.rules' DEFAULT).
 		super = "User:" + kafkaService + ";" + super
@@ -486,8 +492,15 @@ authorizer.class.name=kafka.security.authorizer.AclAuthorizer
 // BrokerControllerSettings gives a migrating cluster's brokers).
 func (l *Lab) kraftBrokerAuthz(s secrets) string {
 	plain := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";`, adminUser, s.ctrlAdmin)
-	return fmt.Sprintf(`# the controllers' listener: SASL_SSL with PLAIN, as the brokers' principal
-sasl.mechanism.controller.protocol=PLAIN
+	head := "# the controllers' listener: SASL_SSL with PLAIN, as the brokers' principal\n"
+	if l.State.Config.Combined {
+		// A combined node serves the controllers' listener too: one JAAS
+		// line holds its own login (the controllers') and the users it
+		// takes, those of a controller of its own.
+		plain = controllerPlain(s)
+		head = "# the controllers' listener, its own: SASL_SSL with PLAIN, as a controller of\n# its own has it (securedControllerProps)\nlistener.name.controller.sasl.enabled.mechanisms=PLAIN\n"
+	}
+	return head + fmt.Sprintf(`sasl.mechanism.controller.protocol=PLAIN
 listener.name.controller.plain.sasl.jaas.config=%s
 # ACLs, as a production cluster has them, in the metadata log: the brokers'
 # own principal is a super user, every other principal needs an ACL
@@ -798,8 +811,7 @@ func (l *Lab) securedControllerProps(k int) (string, error) {
 		return "", err
 	}
 	c := l.State.Config
-	plain := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s" user_%s="%s" user_%s="%s" user_%s="%s";`,
-		ctrlUser, s.ctrl, ctrlUser, s.ctrl, adminUser, s.ctrlAdmin, ClientUser, s.ctrlOperator)
+	plain := controllerPlain(s)
 	head := fmt.Sprintf("# KRaft controller %d of the secured kremedy lab, provisioned for the\n# ZooKeeper → KRaft migration (KIP-866) of a secured cluster.\n", k)
 	authz := "# KRaft's authorizer: the ACLs the migration copies from ZooKeeper\n"
 	if c.KRaft {
@@ -848,12 +860,20 @@ zookeeper.session.timeout.ms=6000
 `, javaEscape(scram), c.ZKConnect()), nil
 }
 
+// controllerPlain is the controllers' listener's PLAIN JAAS line: the
+// controller's own login and the users it takes (its own, the brokers',
+// kremedy's).
+func controllerPlain(s secrets) string {
+	return fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s" user_%s="%s" user_%s="%s" user_%s="%s";`,
+		ctrlUser, s.ctrl, ctrlUser, s.ctrl, adminUser, s.ctrlAdmin, ClientUser, s.ctrlOperator)
+}
+
 // writeControllerSecurity issues each controller's keystore, writes its
 // ZooKeeper JAAS file, kremedy's controller client.properties and the
 // brokers' controller settings, and hands each controller its files.
 func (l *Lab) writeControllerSecurity(ctx context.Context, pki *PKI, s secrets, uid, gid int) error {
 	c := l.State.Config
-	if c.KRaftControllers == 0 {
+	if !c.hasControllers() {
 		return nil
 	}
 	for k := 1; k <= c.KRaftControllers; k++ {

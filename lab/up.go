@@ -464,7 +464,7 @@ func (l *Lab) Inventory() *inventory.Inventory {
 			inv.Kafka.Krb5Conf = l.Krb5Conf()
 			inv.Note += "; Kerberized: GSSAPI (realm " + Realm + ", the operator's keytab)"
 		}
-		if c.KRaftControllers > 0 {
+		if c.hasControllers() {
 			inv.Kafka.ControllerClientProperties = l.ControllerClientProperties()
 		}
 		inv.SSH.User, inv.SSH.Become = OperatorUser, inventory.BecomeSudo

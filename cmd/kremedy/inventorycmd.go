@@ -46,6 +46,7 @@ func newInventoryInitCmd() *cobra.Command {
 	f.StringVar(&zkConnect, "zookeeper", "", "a ZooKeeper-mode cluster: the brokers' zookeeper.connect, chroot included (host:2181,host2:2181/kafka)")
 	f.StringSliceVar(&o.Bootstrap, "bootstrap", nil, "bootstrap servers (with --zookeeper, default: every broker's listener that speaks the client properties' security.protocol); without --zookeeper the cluster is read as a KRaft cluster through them")
 	f.StringVar(&o.ClientProperties, "client-properties", "", "a Kafka client.properties for TLS/SASL (JKS, PKCS12 or PEM stores; config providers; GSSAPI with a keytab or ticket cache)")
+	f.StringVar(&o.ControllerClientProperties, "controller-client-properties", "", "a KRaft cluster's: the client.properties kremedy reaches the controllers' own listener with, when it takes other credentials than the brokers' (default: --client-properties)")
 	f.StringVar(&o.Krb5Conf, "krb5-conf", "", "with a GSSAPI client.properties: the krb5.conf Kafka's clients use (-Djava.security.krb5.conf; default $KRB5_CONFIG, else /etc/krb5.conf)")
 	f.StringVar(&o.SSH.User, "ssh-user", "", "SSH login on the broker hosts (default: ssh config, then your user)")
 	f.IntVar(&o.SSH.Port, "ssh-port", 0, "SSH port (default: ssh config, then 22)")

@@ -17,32 +17,56 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kremedy/kremedy/inventory"
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/diagnose"
 	"github.com/kremedy/kremedy/steps/steptest"
 )
 
-// TestKRaftCombinedLab brings up a 3-node combined KRaft lab (net 64): the
-// quorum's voters are the brokers 1–3; inventory check and diagnose find
-// it whole, and inventory init lists each node as broker and controller.
-// With node 2 stopped, diagnose names it on both sides (the quorum's
-// margin, the broker down) and kraft-rolling-restart refuses before any
-// stop, naming both rules. Rolled, each node restarts exactly once, with
-// the controllers (the quorum's leader last), none again with the
-// brokers, losing no send of an acks=all producer on a replication-
-// factor-3, min.insync.replicas=2 topic.
+// TestKRaftCombinedLab brings up a 3-node combined KRaft lab, secured
+// (`lab up --kraft --combined --secure`, net 64: SASL_SSL with SCRAM on
+// the brokers' listener, SASL_SSL with PLAIN on the controllers' listener
+// of the same process, StandardAuthorizer, every node run by the service
+// user, SSH as the operator through sudo): the quorum's voters are the
+// brokers 1–3; inventory check and diagnose find it whole, and inventory
+// init lists each node as broker and controller. With node 2 stopped,
+// diagnose names it on both sides (the quorum's margin, the broker down)
+// and kraft-rolling-restart refuses before any stop, naming both rules.
+// Rolled, each node restarts exactly once, with the controllers (the
+// quorum's leader last), none again with the brokers, losing no send of a
+// SCRAM acks=all producer on a replication-factor-3,
+// min.insync.replicas=2 topic. TestKRaftCombinedPlainLab runs the same on
+// a plaintext lab in make test-versions.
 func TestKRaftCombinedLab(t *testing.T) {
-	needLab(t)
+	needSecureLab(t)
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "lab")
+	kraftCombinedLab(t, 64, true)
+}
+
+// TestKRaftCombinedPlainLab is TestKRaftCombinedLab on a plaintext
+// combined lab, SSH as root (net 82, make test-versions).
+func TestKRaftCombinedPlainLab(t *testing.T) {
+	needLab(t)
+	heavyLab(t, "the plaintext combined KRaft lab")
+	t.Parallel()
+	kraftCombinedLab(t, 82, false)
+}
+
+func kraftCombinedLab(t *testing.T, net int, secure bool) {
+	dir := filepath.Join(openTempDir(t), "lab")
 	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, &bytes.Buffer{}) })
-	up := []string{"lab", "up", "--kraft", "--combined", "--net", "64", "--dir", dir}
-	r := kremedy(t, up...)
-	if r.code != 0 {
-		t.Fatalf("lab up --kraft --combined: exit %d\n%s", r.code, r.out)
+	t.Cleanup(func() { keepLogs(t, dir) })
+	up := []string{"lab", "up", "--kraft", "--combined", "--net", strconv.Itoa(net), "--dir", dir}
+	if secure {
+		up = append(up, "--secure")
 	}
-	t.Logf("FIGURE lab up --kraft --combined took %.1fs", r.took.Seconds())
+	r := kremedy(t, up...)
+	if r.code != 0 || secure != strings.Contains(r.out, "StandardAuthorizer") {
+		t.Fatalf("%v: exit %d\n%s", up, r.code, r.out)
+	}
+	t.Logf("FIGURE lab up --kraft --combined (secure %v) took %.1fs", secure, r.took.Seconds())
 	l, err := lab.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +101,27 @@ func combinedSeen(t *testing.T, l *lab.Lab) {
 	}
 	inv := l.Inventory()
 	out := filepath.Join(t.TempDir(), "init.yaml")
-	if r := kremedy(t, "inventory", "init", "--bootstrap", inv.Kafka.Bootstrap[0], "--ssh-user", inv.SSH.User, "--ssh-port", strconv.Itoa(inv.SSH.Port),
-		"--identity-file", inv.SSH.IdentityFile, "--known-hosts", inv.SSH.KnownHosts, "--ssh-config", "none", "--name", inv.Name, "-o", out); r.code != 0 {
+	args := []string{"inventory", "init", "--bootstrap", inv.Kafka.Bootstrap[0], "--ssh-user", inv.SSH.User, "--ssh-port", strconv.Itoa(inv.SSH.Port),
+		"--identity-file", inv.SSH.IdentityFile, "--known-hosts", inv.SSH.KnownHosts, "--ssh-config", "none", "--name", inv.Name, "-o", out}
+	secure := inv.Kafka.ClientProperties != ""
+	if secure {
+		args = append(args, "--client-properties", inv.Kafka.ClientProperties, "--become", inv.SSH.Become)
+		// Without the controllers' own client properties, init says to
+		// review them, and inventory check says why it fails and the way on.
+		if r := kremedy(t, args...); r.code != 0 || !strings.Contains(r.out, "REVIEW kafka.controller_client_properties") {
+			t.Fatalf("inventory init --bootstrap --client-properties on the secured combined lab: exit %d\n%s", r.code, r.out)
+		}
+		if r := kremedy(t, "inventory", "check", "--inventory", out); r.code == 0 || !strings.Contains(r.out, "UNSUPPORTED_SASL_MECHANISM") || !strings.Contains(r.out, "give it a client properties file of its own, kafka.controller_client_properties") {
+			t.Fatalf("inventory check without the controllers' client properties: exit %d, want a failure naming the way on\n%s", r.code, r.out)
+		}
+		args = append(args, "--force", "--controller-client-properties", inv.Kafka.ControllerClientProperties)
+	}
+	if r := kremedy(t, args...); r.code != 0 {
 		t.Fatalf("inventory init --bootstrap on the combined lab: exit %d\n%s", r.code, r.out)
 	}
 	written, err := inventory.Load(out)
-	if err != nil || !written.KRaft() || len(written.Brokers) != 3 || len(written.KRaftControllers) != 3 || written.KRaftControllers[0].ID != 1 || written.KRaftControllers[0].Stop != written.Brokers[0].Stop {
+	if err != nil || !written.KRaft() || len(written.Brokers) != 3 || len(written.KRaftControllers) != 3 || written.KRaftControllers[0].ID != 1 || written.KRaftControllers[0].Stop != written.Brokers[0].Stop ||
+		written.Kafka.ControllerClientProperties != inv.Kafka.ControllerClientProperties || written.SSH.Become != inv.SSH.Become {
 		t.Fatalf("inventory init wrote %+v, %v", written, err)
 	}
 	if r := kremedy(t, "inventory", "check", "--inventory", out); r.code != 0 {
@@ -125,15 +164,21 @@ func combinedRoll(t *testing.T, l *lab.Lab) {
 	kc := connectLab(t, l).kc
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := kc.CreateTopic(ctx, "kledger", nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+	// On the secured lab the producer is the app's SCRAM user, allowed its
+	// prefix's topics by an ACL.
+	topic, opts := "kledger", []kgo.Opt(nil)
+	if l.State.Config.Secure {
+		topic, opts = lab.AppPrefix+"-kledger", userOpts(t, l, lab.AppUser)
+	}
+	if _, err := kc.CreateTopic(ctx, topic, nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	kraftWaitServed(t, kc, "kledger", 3)
+	kraftWaitServed(t, kc, topic, 3)
 	leader := kraftQuorum(t, l).Leader
 	before := kraftNodePIDs(l)
 	run := filepath.Join(t.TempDir(), "run")
 	stop := make(chan struct{})
-	wait := produceDuring(t, l, "kledger", stop)
+	wait := produceDuringWith(t, l, topic, 3, stop, opts...)
 	r := runKRaftRoll(t, l, run)
 	close(stop)
 	got := wait()
@@ -166,6 +211,6 @@ func combinedRoll(t *testing.T, l *lab.Lab) {
 		t.Errorf("the brokers' roll does not say it left the combined nodes to the controllers':\n%s", r.out)
 	}
 	cf, ct := stepSpan(t, run, "roll-controllers")
-	t.Logf("FIGURE kraft-rolling-restart of 3 combined nodes (Kafka %s): %s whole run, %s for the nodes; %d sends acknowledged, 0 failed, longest send %s",
-		l.State.Kafka, r.took.Round(time.Second), ct.Sub(cf).Round(time.Second), got.acked, got.longest.Round(time.Millisecond))
+	t.Logf("FIGURE kraft-rolling-restart of 3 combined nodes (Kafka %s, secure %v): %s whole run, %s for the nodes; %d sends acknowledged, 0 failed, longest send %s",
+		l.State.Kafka, l.State.Config.Secure, r.took.Round(time.Second), ct.Sub(cf).Round(time.Second), got.acked, got.longest.Round(time.Millisecond))
 }

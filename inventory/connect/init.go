@@ -73,6 +73,13 @@ func InitKRaft(ctx context.Context, o live.Options) (*inventory.Inventory, error
 		return nil, err
 	}
 	defer kc.Close()
+	if f := o.ControllerClientProperties; f != "" {
+		copts, _, _, err := KafkaOptions(f, "--controller-client-properties", o.Krb5Conf)
+		if err != nil {
+			return nil, err
+		}
+		kc.SetControllerOptions(copts)
+	}
 	cv, err := kc.DescribeCluster(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w; nothing was written", err)

@@ -3,10 +3,13 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kremedy/kremedy/internal/par"
 	"github.com/kremedy/kremedy/steps/brokers"
@@ -181,9 +184,25 @@ func checkKRaft(ctx context.Context, c ports.Cluster, become map[int32]bool) []R
 			err = fmt.Errorf("controllers %v of the inventory are not voters (voters %v)", notVoter, voters)
 		}
 	}
-	out = append(out, res("metadata quorum "+strings.Join(addrs, ","), err, fmt.Sprintf("leader %d, epoch %d, voters %s", q.Leader, q.Epoch, voterList(q.Voters))))
+	out = append(out, res("metadata quorum "+strings.Join(addrs, ","), controllerSecurity(err), fmt.Sprintf("leader %d, epoch %d, voters %s", q.Leader, q.Epoch, voterList(q.Voters))))
 	out = append(out, reachBrokers(ctx, c, become)...)
 	return append(out, reachControllers(ctx, c)...)
+}
+
+// controllerSecurity adds the way on to a quorum ask that the
+// controllers' listener refused on its security: their own client
+// properties (a secured cluster's controllers often take PLAIN, mTLS or
+// Kerberos where the brokers take SCRAM, which lives in the metadata log).
+func controllerSecurity(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range []error{kerr.UnsupportedSaslMechanism, kerr.SaslAuthenticationFailed, kerr.IllegalSaslState, kerr.ClusterAuthorizationFailed} {
+		if errors.Is(err, e) {
+			return fmt.Errorf("%w\n→ the controllers' listener refused kremedy's credentials: give it a client properties file of its own, kafka.controller_client_properties (security.protocol, sasl.mechanism and a login that listener takes: listener.name.<controller listener>.*.sasl.jaas.config on the controllers, super.users or a DESCRIBE ACL on the cluster for DescribeQuorum); docs/kraft.md", err)
+		}
+	}
+	return err
 }
 
 func voterList(vs []ports.Voter) string {

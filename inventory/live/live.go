@@ -109,6 +109,9 @@ type Options struct {
 	ZooKeeper        inventory.ZooKeeper
 	Bootstrap        []string
 	ClientProperties string
+	// ControllerClientProperties is how kremedy reaches a KRaft cluster's
+	// controllers' own listener ("" its ClientProperties).
+	ControllerClientProperties string
 	// Krb5Conf is the krb5.conf of a GSSAPI ClientProperties ("" the default).
 	Krb5Conf string
 	SSH      inventory.SSH
@@ -330,7 +333,15 @@ func InitKRaft(ctx context.Context, cv ports.ClusterView, voters []Voter, kc por
 		return nil, err
 	}
 	inv.Mode = inventory.ModeKRaft
+	inv.Kafka.ControllerClientProperties = o.ControllerClientProperties
 	notes := []string{inv.Note}
+	if o.ClientProperties != "" && o.ControllerClientProperties == "" {
+		// A secured cluster's controllers' listener has its own
+		// mechanism and users (SCRAM lives in the metadata log a
+		// controller reads only once it has a leader: PLAIN, mTLS or
+		// Kerberos there, as a rule).
+		notes = append(notes, "REVIEW kafka.controller_client_properties: kremedy asks the controllers' own listener for the quorum (DescribeQuorum) with kafka.client_properties unless this names another file; when the controllers take other credentials than the brokers, write one (security.protocol, sasl.mechanism and a login their listener takes) and name it here (inventory init --controller-client-properties F)")
+	}
 	if len(voters) == 0 {
 		notes = append(notes, "REVIEW kraft_controllers: the brokers name no controller.quorum.voters (a dynamic quorum, KIP-853): list every controller by hand (id, host, listener, config, stop, start)")
 	}

@@ -74,3 +74,28 @@ func TestInitKRaftCombinedNode(t *testing.T) {
 		t.Errorf("notes:\n%s", inv.Note)
 	}
 }
+
+// TestInitKRaftSecuredNamesTheControllersProperties: on a secured cluster
+// (client properties given), init writes the controllers' own client
+// properties when given, and says to review them when not.
+func TestInitKRaftSecuredNamesTheControllersProperties(t *testing.T) {
+	kc := dirsKafka{dirs: map[int32][]string{1: {"/data/a"}}}
+	cv := ports.ClusterView{Brokers: []ports.BrokerNode{{ID: 1, Host: "b1", Port: 9092}}}
+	voters := []live.Voter{{ID: 3001, Host: "c1", Addr: "c1:9093"}}
+	for _, tc := range []struct {
+		o      live.Options
+		review bool
+	}{
+		{live.Options{Name: "t"}, false},
+		{live.Options{Name: "t", ClientProperties: "/etc/kafka/client.properties"}, true},
+		{live.Options{Name: "t", ClientProperties: "/etc/kafka/client.properties", ControllerClientProperties: "/etc/kafka/controller.properties"}, false},
+	} {
+		inv, err := live.InitKRaft(context.Background(), cv, voters, kc, noHosts{}, tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inv.Kafka.ControllerClientProperties != tc.o.ControllerClientProperties || strings.Contains(inv.Note, "REVIEW kafka.controller_client_properties") != tc.review {
+			t.Errorf("%+v: controller_client_properties %q, notes:\n%s", tc.o, inv.Kafka.ControllerClientProperties, inv.Note)
+		}
+	}
+}
