@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/kremedy
 DEMODIR ?= $(or $(KREMEDY_CACHE),$(HOME)/.cache/kremedy)/demo-lab
 
-.PHONY: build deps demo-deps lab-install lab-users lab-users-remove demo check test test-versions test-short bench fuzz vet clean
+.PHONY: build deps demo-deps lab-install lab-users lab-users-remove demo check test test-versions test-short bench bench-roll fuzz vet clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/kremedy
@@ -80,6 +80,14 @@ test-versions: deps build
 	$(BIN) lab install --kafka-version $(ALL_VERSIONS),$(KRAFT_VERSIONS)
 	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) KREMEDY_KRAFT_LAB_VERSIONS=$(KRAFT_VERSIONS) KREMEDY_LAB_HEAVY=1 \
 		$(GO) test -count=1 -timeout 60m -run '^(TestVersionsLab|TestKRaftLab|TestSecureKRaftLab|TestDiagnoseScaleLab|TestDiskFullJBODLab|TestDiskFullJBODKRaftLab|TestSecureMigrationLab|TestOfflinePartitionsOlderLab|TestOfflinePartitionsKRaft39Lab|TestKRaftCombinedPlainLab)$$' -v ./cmd/kremedy
+
+# Issue 42's figure, measured: six real brokers in three racks rolled one
+# at a time and with batch=auto, BENCHCOUNT labs in a row (about 80 s
+# each). Run it alone: a loaded machine measures the load. Compare with
+# benchstat -col /mode bench-roll.txt (golang.org/x/perf/cmd/benchstat).
+BENCHCOUNT ?= 6
+bench-roll: lab-install
+	$(GO) test -run '^$$' -bench '^BenchmarkBatchRollLab$$' -benchtime 1x -count $(BENCHCOUNT) -timeout 60m ./cmd/kremedy | tee bench-roll.txt
 
 # A short, bounded run of every fuzz target (their seed corpora also run in
 # every `go test`). FUZZTIME=5m make fuzz for a longer hunt; the default is a number of inputs, not a duration, so that a loaded machine runs the same work (and Go's fuzzer does not trip over its own deadline).

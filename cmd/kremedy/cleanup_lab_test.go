@@ -150,7 +150,7 @@ type result struct {
 	took time.Duration
 }
 
-func kremedy(t *testing.T, args ...string) result {
+func kremedy(t testing.TB, args ...string) result {
 	t.Helper()
 	start := time.Now()
 	var buf bytes.Buffer

@@ -83,6 +83,11 @@ func TestQuorumRecoveryDynamicLab(t *testing.T) {
 // recovery gave it), started, caught up, added back; three voters caught
 // up and diagnose clean afterwards.
 func controllerReplace(t *testing.T, l *lab.Lab, id int32, before ports.Quorum, oldDirs map[int32]string) {
+	controllerReplaceIn(t, l, id, before, oldDirs, filepath.Join(t.TempDir(), "run"))
+}
+
+// controllerReplaceIn is controllerReplace with the run in runDir.
+func controllerReplaceIn(t *testing.T, l *lab.Lab, id int32, before ports.Quorum, oldDirs map[int32]string, runDir string) {
 	var recovered string
 	for _, vo := range before.Voters {
 		if vo.ID == id {
@@ -90,7 +95,7 @@ func controllerReplace(t *testing.T, l *lab.Lab, id int32, before ports.Quorum, 
 		}
 	}
 	start := time.Now()
-	r := kremedy(t, "run", "controller-replace", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("controller=%d", id), "--run-dir", filepath.Join(t.TempDir(), "run"), "--headless", "--yes", "--confirm", l.Inventory().Name)
+	r := kremedy(t, "run", "controller-replace", "--inventory", l.InventoryPath(), "--set", fmt.Sprintf("controller=%d", id), "--run-dir", runDir, "--headless", "--yes", "--confirm", l.Inventory().Name)
 	if r.code != 0 {
 		t.Fatalf("controller-replace --set controller=%d: exit %d\n%s", id, r.code, r.out)
 	}
@@ -112,7 +117,7 @@ func controllerReplace(t *testing.T, l *lab.Lab, id int32, before ports.Quorum, 
 		t.Errorf("controller %d's meta.properties names directory %s, not the one the voter set has: %+v", id, got, q.Voters)
 	}
 	kraftDiagnoseClean(t, l)
-	t.Logf("FIGURE controller-replace of controller %d on 4.1.2 (removed, new disk, caught up, added back): %.1fs", id, time.Since(start).Seconds())
+	t.Logf("FIGURE controller-replace of controller %d on 4.1.2, secure %v (removed, new disk, caught up, added back): %.1fs", id, l.State.Config.Secure, time.Since(start).Seconds())
 }
 
 // kraftDiagnoseClean: diagnose finds nothing (exit 0) within a minute of

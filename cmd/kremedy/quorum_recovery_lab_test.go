@@ -434,7 +434,7 @@ func quorumServesAs(t *testing.T, l *lab.Lab, prefix string, kept, gone int) {
 	}
 	t.Logf("FIGURE after the recovery: brokers unfenced and %s-after created %.1fs after the quorum had its 3 voters", prefix, time.Since(begin).Seconds())
 	kraftWaitServed(t, kc, prefix+"-after", 1)
-	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 60*time.Second)
+	pr, err := kafka.NewProducer(l.State.Config.Bootstrap(), 60*time.Second, l.KafkaOpts()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/kremedy/kremedy/steps/steptest"
 )
 
-func runRoll(t *testing.T, l *lab.Lab, runDir string, extra ...string) result {
+func runRoll(t testing.TB, l *lab.Lab, runDir string, extra ...string) result {
 	t.Helper()
 	inv := l.Inventory()
 	return kremedy(t, append([]string{"run", "rolling-restart", "--inventory", l.InventoryPath(), "--run-dir", runDir,
@@ -97,14 +97,14 @@ func produceDuring(t *testing.T, l *lab.Lab, topic string, stop <-chan struct{})
 
 // produceDuringN is produceDuring to a topic of parts partitions, each
 // written in turn.
-func produceDuringN(t *testing.T, l *lab.Lab, topic string, parts int32, stop <-chan struct{}) func() sent {
+func produceDuringN(t testing.TB, l *lab.Lab, topic string, parts int32, stop <-chan struct{}) func() sent {
 	t.Helper()
 	return produceDuringWith(t, l, topic, parts, stop)
 }
 
 // produceDuringWith is produceDuringN with a client's own options (a
 // secured lab's user).
-func produceDuringWith(t *testing.T, l *lab.Lab, topic string, parts int32, stop <-chan struct{}, opts ...kgo.Opt) func() sent {
+func produceDuringWith(t testing.TB, l *lab.Lab, topic string, parts int32, stop <-chan struct{}, opts ...kgo.Opt) func() sent {
 	t.Helper()
 	// AlwaysRetryEOF: a broker that is shutting down may accept a
 	// connection and close it before answering ApiVersions. Kafka's own
@@ -324,7 +324,7 @@ func unavailableTopics(t *testing.T, l *lab.Lab, c *clients) {
 // waitHealthy waits until diagnose finds the lab healthy again (every
 // broker registered, every partition with its full ISR, the brokers'
 // metadata agreeing).
-func waitHealthy(t *testing.T, l *lab.Lab) {
+func waitHealthy(t testing.TB, l *lab.Lab) {
 	t.Helper()
 	var last result
 	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(time.Second) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +22,8 @@ import (
 )
 
 // TestSecureKRaftLab brings up one secured KRaft lab (`lab up --kraft
-// --secure`, Kafka 4.1.2, net 71: brokers on SASL_SSL with SCRAM-SHA-512
+// --secure --kraft-quorum dynamic`, Kafka 4.1.2, net 71: a dynamic quorum
+// as 4.x formats one, brokers on SASL_SSL with SCRAM-SHA-512
 // and TLS from the lab CA, StandardAuthorizer with ACLs, controllers on
 // SASL_SSL with PLAIN, SCRAM users made at format time, every node run by
 // the service user, SSH as the operator through sudo) and proves on it,
@@ -29,8 +32,10 @@ import (
 // denied, the app user allowed); `inventory check` passes; `diagnose` is
 // clean; `kraft-rolling-restart` rolls every node under a SCRAM acks=all
 // idempotent producer with no failed send; `lab break stray-logs` then
-// `run stray-cleanup` leaves no stray and diagnose clean. Then the same
-// net runs the Kerberized variant (secureKRaftKerberos).
+// `run stray-cleanup` leaves no stray and diagnose clean; the quorum
+// runbooks through the controllers' secured listener and sudo
+// (secureKRaftQuorum). Then the same net runs the Kerberized variant
+// (secureKRaftKerberos).
 func TestSecureKRaftLab(t *testing.T) {
 	needSecureLab(t)
 	if _, _, err := lab.ResolveKafkaHome("", "4.1.2"); err != nil {
@@ -40,7 +45,7 @@ func TestSecureKRaftLab(t *testing.T) {
 	dir := filepath.Join(openTempDir(t), "lab")
 	t.Cleanup(func() { _ = lab.Down(context.Background(), dir, false, io.Discard) })
 	t.Cleanup(func() { keepLogs(t, dir) })
-	r := kremedy(t, "lab", "up", "--kraft", "--secure", "--kafka-version", "4.1.2", "--net", "71", "--dir", dir)
+	r := kremedy(t, "lab", "up", "--kraft", "--secure", "--kraft-quorum", "dynamic", "--kafka-version", "4.1.2", "--net", "71", "--dir", dir)
 	if r.code != 0 || !strings.Contains(r.out, "StandardAuthorizer") || !strings.Contains(r.out, "no ZooKeeper") {
 		t.Fatalf("lab up --kraft --secure: exit %d\n%s", r.code, r.out)
 	}
@@ -64,6 +69,7 @@ func TestSecureKRaftLab(t *testing.T) {
 	})
 	t.Run("kraft-rolling-restart", func(t *testing.T) { secureKRaftRoll(t, l, c.kc) })
 	t.Run("stray-cleanup", func(t *testing.T) { secureKRaftStrays(t, l, dir) })
+	t.Run("quorum runbooks", func(t *testing.T) { secureKRaftQuorum(t, l) })
 	// The Kerberized variant on the same net (this lab goes first) is a
 	// second lab of minutes: the heavy target runs it (make test-versions);
 	// make test keeps the SCRAM one above and TestKerberosLab's ZooKeeper
@@ -242,5 +248,68 @@ func secureKRaftStrays(t *testing.T, l *lab.Lab, dir string) {
 	}
 	if d := kraftDiagnose(t, l, 0); findingOf(d, diagnose.FindStrayLogs) != nil {
 		t.Fatalf("diagnose after the stray cleanup still finds strays: %+v", d.Findings)
+	}
+}
+
+// secureKRaftQuorum: the quorum runbooks on the secured dynamic quorum,
+// through the inventory alone (AddRaftVoter, RemoveRaftVoter and
+// DescribeQuorum at the controllers' SASL_SSL listener with PLAIN; every
+// file the runs write on the service user's data through sudo):
+// controller-replace of controller 3002, then the quorum lost (a follower
+// stopped, the leader's disk wiped), diagnose naming quorum-lost,
+// quorum-recovery back to a leader and three voters, every topic served,
+// the service user still owning every metadata dir's files, diagnose
+// clean, and no lab password in the runs' files or kremedy's output.
+func secureKRaftQuorum(t *testing.T, l *lab.Lab) {
+	runs := t.TempDir()
+	oldDirs := map[int32]string{}
+	for k := 1; k <= 3; k++ {
+		oldDirs[lab.ControllerID(k)] = directoryID(t, filepath.Join(l.ControllerDir(k), "metadata", "meta.properties"))
+	}
+	controllerReplaceIn(t, l, lab.ControllerID(2), kraftQuorum(t, l), oldDirs, filepath.Join(runs, "replace"))
+	kraftBreak(t, l, "quorum-loss", "sq")
+	lossAt := time.Now()
+	kraftDiagnose(t, l, exitFailed, diagnose.FindQuorumLost)
+	name := l.Inventory().Name
+	r := kremedy(t, "run", "quorum-recovery", "--inventory", l.InventoryPath(), "--run-dir", filepath.Join(runs, "recover"), "--headless", "--yes", "--confirm", name)
+	if r.code != 0 || !strings.Contains(r.out, "AddRaftVoter") {
+		t.Fatalf("quorum-recovery on the secured dynamic quorum: exit %d\n%s", r.code, r.out)
+	}
+	if q := kraftQuorum(t, l); q.Leader < 0 || len(q.Voters) != 3 {
+		t.Fatalf("after quorum-recovery: leader %d, voters %+v", q.Leader, q.Voters)
+	}
+	quorumServesAs(t, l, "sq", 10, 0)
+	t.Logf("FIGURE secured dynamic quorum (4.1.2), from the quorum's loss to a serving cluster: %.1fs", time.Since(lossAt).Seconds())
+	svc, err := user.Lookup(lab.ServiceUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(svc.Uid)
+	for k := 1; k <= 3; k++ {
+		meta := filepath.Join(l.ControllerDir(k), "metadata")
+		err := filepath.WalkDir(meta, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+				t.Errorf("%s is uid %d's after the runs, not %s's: the controller could not write it", path, st.Uid, lab.ServiceUser)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	kraftDiagnoseClean(t, l)
+	secrets := labSecrets(t, l)
+	files := leaksUnder(t, secrets, runs)
+	leaksIn(t, secrets, "quorum-recovery's output", []byte(r.out))
+	// Each run's journal and report at least.
+	if files < 4 {
+		t.Fatalf("the quorum runs wrote %d files under %s", files, runs)
 	}
 }

@@ -247,50 +247,12 @@ func sudoLogSize(t *testing.T) int64 {
 // would prove nothing.
 func noSecretLeft(t *testing.T, l *lab.Lab, runs string, outputs []string, from int64) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(l.Dir, "secrets.properties"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := javaprops.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var secrets []string
-	for k, v := range p.Values {
-		if len(v) < 8 {
-			t.Fatalf("lab secret %s is %d bytes: too short to look for", k, len(v))
-		}
-		secrets = append(secrets, v)
-	}
-	if len(secrets) < 10 {
-		t.Fatalf("%d lab secrets in %s, want every password the lab made", len(secrets), l.Dir)
-	}
+	secrets := labSecrets(t, l)
 	leaks := func(where string, b []byte) {
 		t.Helper()
-		for _, s := range secrets {
-			for _, f := range secretForms(s) {
-				if bytes.Contains(b, []byte(f)) {
-					t.Errorf("%s holds a lab password (as %q)", where, f)
-				}
-			}
-		}
+		leaksIn(t, secrets, where, b)
 	}
-	files := 0
-	err = filepath.WalkDir(runs, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		leaks(path, b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := leaksUnder(t, secrets, runs)
 	if _, err := os.Stat(filepath.Join(runs, "m2", "journal.jsonl")); err != nil || files < 12 {
 		t.Fatalf("the runs' files (%d): %v", files, err)
 	}
@@ -320,6 +282,67 @@ func noSecretLeft(t *testing.T, l *lab.Lab, runs string, outputs []string, from 
 	}
 	t.Logf("no lab password in %d files of the runs, %d outputs, and %d bytes of %s (%d config edits logged)", files, len(outputs), len(logged), sudoLog, edits)
 	leaks(sudoLog, logged)
+}
+
+// labSecrets are the secured lab's passwords (secrets.properties, which
+// made every store, login and controller setting).
+func labSecrets(t *testing.T, l *lab.Lab) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(l.Dir, "secrets.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := javaprops.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for k, v := range p.Values {
+		if len(v) < 8 {
+			t.Fatalf("lab secret %s is %d bytes: too short to look for", k, len(v))
+		}
+		secrets = append(secrets, v)
+	}
+	if len(secrets) < 10 {
+		t.Fatalf("%d lab secrets in %s, want every password the lab made", len(secrets), l.Dir)
+	}
+	return secrets
+}
+
+// leaksIn fails t when b, read from where, holds a secret, plain or in
+// base64.
+func leaksIn(t *testing.T, secrets []string, where string, b []byte) {
+	t.Helper()
+	for _, s := range secrets {
+		for _, f := range secretForms(s) {
+			if bytes.Contains(b, []byte(f)) {
+				t.Errorf("%s holds a lab password (as %q)", where, f)
+			}
+		}
+	}
+}
+
+// leaksUnder is leaksIn on every file under root; it returns how many
+// files it read.
+func leaksUnder(t *testing.T, secrets []string, root string) int {
+	t.Helper()
+	files := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		leaksIn(t, secrets, path, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // secretForms are the ways s shows in text: itself, and base64 of it at
