@@ -79,7 +79,7 @@ KRAFT_VERSIONS := 3.9.2,4.1.2,4.4.0
 test-versions: deps build
 	$(BIN) lab install --kafka-version $(ALL_VERSIONS),$(KRAFT_VERSIONS)
 	KREMEDY_LAB_VERSIONS=$(ALL_VERSIONS) KREMEDY_KRAFT_LAB_VERSIONS=$(KRAFT_VERSIONS) KREMEDY_LAB_HEAVY=1 \
-		$(GO) test -count=1 -timeout 60m -run '^(TestVersionsLab|TestKRaftLab|TestSecureKRaftLab|TestDiagnoseScaleLab|TestDiskFullJBODLab|TestDiskFullJBODKRaftLab|TestSecureMigrationLab|TestOfflinePartitionsOlderLab|TestOfflinePartitionsKRaft39Lab|TestKRaftCombinedPlainLab)$$' -v ./cmd/kremedy
+		$(GO) test -count=1 -timeout 60m -run '^(TestVersionsLab|TestKRaftLab|TestSecureKRaftLab|TestDiagnoseScaleLab|TestDiskFullJBODLab|TestDiskFullJBODKRaftLab|TestSecureMigrationLab|TestOfflinePartitionsOlderLab|TestOfflinePartitionsKRaft39Lab|TestKRaftCombinedPlainLab|TestSecureKRaftDisastersLab)$$' -v ./cmd/kremedy
 
 # Issue 42's figure, measured: six real brokers in three racks rolled one
 # at a time and with batch=auto, BENCHCOUNT labs in a row (about 80 s

@@ -85,6 +85,13 @@ func startLab(t *testing.T, cfg lab.Config) *lab.Lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(parent) })
+	if cfg.Secure {
+		// The service user that runs a secured lab's nodes reaches its
+		// files through this directory.
+		if err := os.Chmod(parent, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return startLabIn(t, filepath.Join(parent, "lab"), cfg)
 }
 

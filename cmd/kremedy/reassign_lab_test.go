@@ -132,7 +132,11 @@ func TestReassignmentUnstickKRaftLab(t *testing.T) {
 	needLab(t)
 	cfg := lab.KRaftConfig()
 	cfg.Net, cfg.KafkaVersion = 65, "4.1.2"
-	l := startLab(t, cfg)
+	reassignKRaftCase(t, startLab(t, cfg))
+}
+
+// reassignKRaftCase is TestReassignmentUnstickKRaftLab's body on lab l.
+func reassignKRaftCase(t *testing.T, l *lab.Lab) {
 	c := connectLab(t, l)
 	const topic = "moving"
 	rep := breakIt(t, l, "kraft-stuck-reassignment", topic)
