@@ -52,7 +52,7 @@ func TestKRaftLabFlags(t *testing.T) {
 		{[]string{"--kraft", "--zookeepers", "3"}, "--kraft with --zookeepers: a KRaft lab runs no ZooKeeper"},
 		{[]string{"--kraft", "--ibp", "3.9"}, "--kraft with --ibp: a KRaft cluster has metadata.version"},
 		{[]string{"--kraft", "--chroot", "/k"}, "--kraft with --chroot"},
-		{[]string{"--kraft", "--secure", "--combined"}, "--kraft --secure with --combined: not yet"},
+		{[]string{"--kraft", "--secure", "--kerberos", "--combined"}, "--kerberos with --combined: not yet"},
 		{[]string{"--kraft", "--kraft-controllers", "2"}, "--kraft-controllers 2: use 0 (none), 1, 3 or 5"},
 		{[]string{"--kraft", "--kafka-version", "3.4.1"}, "the KRaft lab runs 3.7 and later"},
 		{[]string{"--kafka-version", "4.1.2"}, "Kafka 4.x has no ZooKeeper mode: add --kraft"},
