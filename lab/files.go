@@ -104,7 +104,7 @@ func (l *Lab) writeBroker(n int) error {
 		props = ""
 	}
 	if props != "" {
-		if err := os.WriteFile(cfg, []byte(props), 0o644); err != nil {
+		if err := l.writeBrokerConfig(cfg, props); err != nil {
 			return err
 		}
 	}
@@ -112,6 +112,24 @@ func (l *Lab) writeBroker(n int) error {
 		return err
 	}
 	return l.writeBrokerScripts(n)
+}
+
+// writeBrokerConfig writes a broker's server.properties: a secured lab's
+// holds passwords (its keystore's, its logins'), so it is the service
+// user's alone (0600), as the controllers' files are; the operator reads
+// it through sudo.
+func (l *Lab) writeBrokerConfig(cfg, props string) error {
+	if !l.State.Config.Secure {
+		return os.WriteFile(cfg, []byte(props), 0o644)
+	}
+	uid, gid, err := serviceIDs()
+	if err != nil {
+		return err
+	}
+	if err := writeOwned(cfg, props, uid, gid); err != nil {
+		return err
+	}
+	return os.Chmod(cfg, 0o600) // a file written before keeps its mode otherwise
 }
 
 // brokerDefaults are the settings every lab broker shares, in either mode:

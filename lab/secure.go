@@ -446,8 +446,11 @@ func (l *Lab) brokerSecurity(n int) (string, error) {
 	if c.Combined {
 		// A combined node is a controller too: the principals its
 		// controller listener takes are super users, as on a controller
-		// of its own (securedControllerProps).
-		super += ";User:" + ctrlUser + ";User:" + ClientUser
+		// of its own (securedControllerProps). super.users is the whole
+		// process's, so kremedy asks the quorum as a PLAIN user of that
+		// listener alone (quorumUser), not as its SCRAM principal: that
+		// one stays under the ACLs on the brokers' listener.
+		super += ";User:" + ctrlUser + ";User:" + quorumUser
 	}
 	if c.Kerberos {
 		// kafka/HOST@REALM maps to User:kafka (sasl.kerberos.principal.to.local.rules' DEFAULT).
@@ -497,7 +500,7 @@ func (l *Lab) kraftBrokerAuthz(s secrets) string {
 		// A combined node serves the controllers' listener too: one JAAS
 		// line holds its own login (the controllers') and the users it
 		// takes, those of a controller of its own.
-		plain = controllerPlain(s)
+		plain = controllerPlain(s, quorumUser)
 		head = "# the controllers' listener, its own: SASL_SSL with PLAIN, as a controller of\n# its own has it (securedControllerProps)\nlistener.name.controller.sasl.enabled.mechanisms=PLAIN\n"
 	}
 	return head + fmt.Sprintf(`sasl.mechanism.controller.protocol=PLAIN
@@ -811,7 +814,7 @@ func (l *Lab) securedControllerProps(k int) (string, error) {
 		return "", err
 	}
 	c := l.State.Config
-	plain := controllerPlain(s)
+	plain := controllerPlain(s, ClientUser)
 	head := fmt.Sprintf("# KRaft controller %d of the secured kremedy lab, provisioned for the\n# ZooKeeper → KRaft migration (KIP-866) of a secured cluster.\n", k)
 	authz := "# KRaft's authorizer: the ACLs the migration copies from ZooKeeper\n"
 	if c.KRaft {
@@ -862,10 +865,23 @@ zookeeper.session.timeout.ms=6000
 
 // controllerPlain is the controllers' listener's PLAIN JAAS line: the
 // controller's own login and the users it takes (its own, the brokers',
-// kremedy's).
-func controllerPlain(s secrets) string {
+// kremedy's as client).
+func controllerPlain(s secrets, client string) string {
 	return fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s" user_%s="%s" user_%s="%s" user_%s="%s";`,
-		ctrlUser, s.ctrl, ctrlUser, s.ctrl, adminUser, s.ctrlAdmin, ClientUser, s.ctrlOperator)
+		ctrlUser, s.ctrl, ctrlUser, s.ctrl, adminUser, s.ctrlAdmin, client, s.ctrlOperator)
+}
+
+// quorumUser is kremedy's PLAIN user at a combined node's controller
+// listener: a user of that listener alone (no SCRAM credentials), so that
+// its place in super.users gives nothing on the brokers' listener.
+const quorumUser = "quorum"
+
+// controllerClientUser is who kremedy is at the controllers' listener.
+func (c Config) controllerClientUser() string {
+	if c.Combined {
+		return quorumUser
+	}
+	return ClientUser
 }
 
 // writeControllerSecurity issues each controller's keystore, writes its
@@ -903,7 +919,7 @@ sasl.mechanism=PLAIN
 sasl.jaas.config=%s
 ssl.truststore.location=%s
 ssl.truststore.password=%s
-`, javaEscape(fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";`, ClientUser, s.ctrlOperator)),
+`, javaEscape(fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s";`, c.controllerClientUser(), s.ctrlOperator)),
 		l.trustJKS(), s.store)
 	if err := os.WriteFile(l.ControllerClientProperties(), []byte(client), 0o600); err != nil {
 		return err

@@ -246,12 +246,8 @@ func (e *engine) plan(ctx context.Context, env *Env, s Step) (*Plan, string, err
 	plan.Step, plan.Kind = s.Info.ID, s.Info.Kind
 	// The runbook's note first, then what the kind adds from this plan
 	// (the backups it will make, by host).
-	own := plan.Rollback
-	if plan.Rollback, err = e.run.render(s.Info.Rollback); err != nil {
+	if plan.Rollback, err = e.run.rollback(s.Info.Rollback, plan.Rollback); err != nil {
 		return nil, "", fmt.Errorf("rollback note: %w", err)
-	}
-	if own != "" {
-		plan.Rollback = strings.TrimRight(plan.Rollback, "\n") + "\n" + own
 	}
 	digest := plan.Digest()
 	rec, err := e.run.rec.appendRecord(journal.Plan, s.Info.ID, planRecord{Plan: plan, Digest: digest, Ahead: env.ahead})
@@ -527,4 +523,14 @@ func laterCompleted(steps []Step, completed map[string]string) string {
 		}
 	}
 	return last
+}
+
+// rollback is a plan's rollback note: the runbook's note first, then what
+// the kind adds from this plan (own: the backups it will make, by host).
+func (r *run) rollback(note, own string) (string, error) {
+	text, err := r.render(note)
+	if err != nil || own == "" {
+		return text, err
+	}
+	return strings.TrimRight(text, "\n") + "\n" + own, nil
 }

@@ -575,7 +575,7 @@ func Preview(ctx context.Context, rb *Runbook, meta Meta, c ports.Cluster) []Pre
 		p, err := s.Kind.Plan(ctx, e.env(s, false))
 		if err == nil {
 			p.Step, p.Kind = s.Info.ID, s.Info.Kind
-			p.Rollback, _ = r.render(s.Info.Rollback)
+			p.Rollback, _ = r.rollback(s.Info.Rollback, p.Rollback)
 		}
 		out = append(out, PreviewStep{Info: s.Info, Plan: p, Err: err})
 		if err != nil && i == 0 && errors.Is(err, ErrRefused) {

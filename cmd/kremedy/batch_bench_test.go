@@ -18,13 +18,15 @@ import (
 	"github.com/kremedy/kremedy/steps/kafka"
 )
 
-// BenchmarkBatchRollLab: each count brings up a lab of 6 ZooKeeper-mode
-// brokers in 3 racks (Kafka 3.9.2, net 41), makes a 6-partition topic of
-// replication factor 3 at min.insync.replicas 2, and times one
-// rolling-restart one at a time, then one with batch=auto, each under an
-// acks=all producer that must lose nothing, the lab healthy before each.
-// sec/op is the run's wall time (kremedy's process, plan to report);
-// compare the two with benchstat -col /mode.
+// BenchmarkBatchRollLab brings up a lab of 6 ZooKeeper-mode brokers in 3
+// racks (Kafka 3.9.2, net 41), makes a 6-partition topic of replication
+// factor 3 at min.insync.replicas 2, and times rolling-restart one at a
+// time, then with batch=auto, each under an acks=all producer that must
+// lose nothing, the lab healthy before each. sec/op is the run's wall time
+// (kremedy's process, plan to report). Go runs each sub-benchmark -count
+// times in a row on this one lab; make bench-roll runs -count 1 in a loop
+// instead, a new lab a pass, so that the modes alternate. Compare the two
+// with benchstat -col /mode.
 func BenchmarkBatchRollLab(b *testing.B) {
 	if _, _, err := lab.ResolveKafkaHome("", ""); err != nil {
 		b.Fatalf("lab parts missing: %v (run `make lab-install`)", err)

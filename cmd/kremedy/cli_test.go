@@ -88,6 +88,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"diagnose", "extra", "--inventory", "x"}, `unknown command "extra"`},
 		{[]string{"resume"}, "accepts 1 arg(s)"},
 		{[]string{"runbooks", "x"}, `unknown command "x"`},
+		{[]string{"inventory", "init", "--zookeeper", "127.0.0.1:1", "--controller-client-properties", "/etc/c.properties"}, "--controller-client-properties with --zookeeper"},
 	} {
 		r := kremedy(t, tc.args...)
 		if r.code != 2 || !strings.Contains(r.out, tc.want) {

@@ -159,6 +159,9 @@ func inventoryInit(cmd *cobra.Command, o live.Options, fl initFlags) error {
 		}
 		return writeInit(cmd, inv, fl)
 	}
+	if o.ControllerClientProperties != "" {
+		return usageErr(errors.New("--controller-client-properties with --zookeeper: a ZooKeeper-mode cluster's controllers (a migration's) are listed by hand in kraft_controllers, and their client properties with them (kafka.controller_client_properties); nothing was written"))
+	}
 	o.ZooKeeper.Connect = fl.zkConnect
 	if err := initZKAuth(&o, fl); err != nil {
 		return err

@@ -86,8 +86,9 @@ func controllerReplace(t *testing.T, l *lab.Lab, id int32, before ports.Quorum, 
 	controllerReplaceIn(t, l, id, before, oldDirs, filepath.Join(t.TempDir(), "run"))
 }
 
-// controllerReplaceIn is controllerReplace with the run in runDir.
-func controllerReplaceIn(t *testing.T, l *lab.Lab, id int32, before ports.Quorum, oldDirs map[int32]string, runDir string) {
+// controllerReplaceIn is controllerReplace with the run in runDir; it
+// returns what kremedy printed.
+func controllerReplaceIn(t *testing.T, l *lab.Lab, id int32, before ports.Quorum, oldDirs map[int32]string, runDir string) string {
 	var recovered string
 	for _, vo := range before.Voters {
 		if vo.ID == id {
@@ -118,6 +119,7 @@ func controllerReplaceIn(t *testing.T, l *lab.Lab, id int32, before ports.Quorum
 	}
 	kraftDiagnoseClean(t, l)
 	t.Logf("FIGURE controller-replace of controller %d on 4.1.2, secure %v (removed, new disk, caught up, added back): %.1fs", id, l.State.Config.Secure, time.Since(start).Seconds())
+	return r.out
 }
 
 // kraftDiagnoseClean: diagnose finds nothing (exit 0) within a minute of

@@ -259,14 +259,16 @@ func secureKRaftStrays(t *testing.T, l *lab.Lab, dir string) {
 // stopped, the leader's disk wiped), diagnose naming quorum-lost,
 // quorum-recovery back to a leader and three voters, every topic served,
 // the service user still owning every metadata dir's files, diagnose
-// clean, and no lab password in the runs' files or kremedy's output.
+// clean, and no lab password in the runs' files, kremedy's output or what
+// sudo logged on the hosts.
 func secureKRaftQuorum(t *testing.T, l *lab.Lab) {
 	runs := t.TempDir()
+	sudoFrom := sudoLogSize(t)
 	oldDirs := map[int32]string{}
 	for k := 1; k <= 3; k++ {
 		oldDirs[lab.ControllerID(k)] = directoryID(t, filepath.Join(l.ControllerDir(k), "metadata", "meta.properties"))
 	}
-	controllerReplaceIn(t, l, lab.ControllerID(2), kraftQuorum(t, l), oldDirs, filepath.Join(runs, "replace"))
+	replaced := controllerReplaceIn(t, l, lab.ControllerID(2), kraftQuorum(t, l), oldDirs, filepath.Join(runs, "replace"))
 	kraftBreak(t, l, "quorum-loss", "sq")
 	lossAt := time.Now()
 	kraftDiagnose(t, l, exitFailed, diagnose.FindQuorumLost)
@@ -308,6 +310,14 @@ func secureKRaftQuorum(t *testing.T, l *lab.Lab) {
 	secrets := labSecrets(t, l)
 	files := leaksUnder(t, secrets, runs)
 	leaksIn(t, secrets, "quorum-recovery's output", []byte(r.out))
+	leaksIn(t, secrets, "controller-replace's output", []byte(replaced))
+	// What sudo ran on the hosts for both runs (meta.properties written,
+	// logs moved aside): no password on a command line.
+	logged, err := os.ReadFile(sudoLog)
+	if err != nil || int64(len(logged)) <= sudoFrom || !strings.Contains(string(logged[sudoFrom:]), "meta.properties") {
+		t.Fatalf("%s since the runs began (%d bytes): %v; the lab's sudoers log every command (make lab-users)", sudoLog, int64(len(logged))-sudoFrom, err)
+	}
+	leaksIn(t, secrets, sudoLog, logged[sudoFrom:])
 	// Each run's journal and report at least.
 	if files < 4 {
 		t.Fatalf("the quorum runs wrote %d files under %s", files, runs)

@@ -155,7 +155,11 @@ func dynamicVoters(ctx context.Context, kc BrokerConfigs, broker int32) ([]live.
 	listener, _, _ := strings.Cut(strings.TrimSpace(names), ",")
 	q, err := kc.Quorum(ctx, addrs)
 	if err != nil {
-		return nil, fmt.Errorf("broker %d: a dynamic quorum (controller.quorum.bootstrap.servers=%s): its voters are in the metadata log and its leader did not answer DescribeQuorum: %w; list the controllers in the inventory's kraft_controllers", broker, bs, err)
+		way := "list the controllers in the inventory's kraft_controllers"
+		if live.RefusedCredentials(err) {
+			way = "the controllers' listener refused the credentials of --client-properties: give it its own with --controller-client-properties F (security.protocol, sasl.mechanism and a login that listener takes)"
+		}
+		return nil, fmt.Errorf("broker %d: a dynamic quorum (controller.quorum.bootstrap.servers=%s): its voters are in the metadata log and its leader did not answer DescribeQuorum: %w; %s", broker, bs, err, way)
 	}
 	var out []live.Voter
 	for _, v := range q.Voters {

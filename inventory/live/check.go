@@ -2,6 +2,8 @@ package live
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,15 +196,31 @@ func checkKRaft(ctx context.Context, c ports.Cluster, become map[int32]bool) []R
 // properties (a secured cluster's controllers often take PLAIN, mTLS or
 // Kerberos where the brokers take SCRAM, which lives in the metadata log).
 func controllerSecurity(err error) error {
+	if !RefusedCredentials(err) {
+		return err
+	}
+	return fmt.Errorf("%w\n→ the controllers' listener refused kremedy's credentials: give it a client properties file of its own, kafka.controller_client_properties (security.protocol, sasl.mechanism and a login that listener takes: listener.name.<controller listener>.*.sasl.jaas.config on the controllers, super.users or a DESCRIBE ACL on the cluster for DescribeQuorum; the truststore, and a keystore when it asks for a client certificate); docs/kraft.md", err)
+}
+
+// RefusedCredentials reports whether a listener refused err's request on
+// its security: a SASL mechanism or login it does not take, no
+// authorization, or a TLS handshake that failed (a certificate it does
+// not trust, or none where it asks for one).
+func RefusedCredentials(err error) bool {
 	if err == nil {
-		return nil
+		return false
 	}
 	for _, e := range []error{kerr.UnsupportedSaslMechanism, kerr.SaslAuthenticationFailed, kerr.IllegalSaslState, kerr.ClusterAuthorizationFailed} {
 		if errors.Is(err, e) {
-			return fmt.Errorf("%w\n→ the controllers' listener refused kremedy's credentials: give it a client properties file of its own, kafka.controller_client_properties (security.protocol, sasl.mechanism and a login that listener takes: listener.name.<controller listener>.*.sasl.jaas.config on the controllers, super.users or a DESCRIBE ACL on the cluster for DescribeQuorum); docs/kraft.md", err)
+			return true
 		}
 	}
-	return err
+	var cert x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var rec tls.RecordHeaderError
+	var alert tls.AlertError
+	return errors.As(err, &cert) || errors.As(err, &host) || errors.As(err, &rec) || errors.As(err, &alert) ||
+		strings.Contains(err.Error(), "tls: ")
 }
 
 func voterList(vs []ports.Voter) string {
@@ -247,7 +265,7 @@ func reachControllers(ctx context.Context, c ports.Cluster) []Result {
 	// for their listener (checkKRaft does so for a KRaft cluster).
 	if !c.Target.KRaft && len(up) > 0 {
 		q, err := c.Kafka.Quorum(ctx, up)
-		out = append(out, res("metadata quorum "+strings.Join(up, ","), err, fmt.Sprintf("leader %d, epoch %d, voters %s", q.Leader, q.Epoch, voterList(q.Voters))))
+		out = append(out, res("metadata quorum "+strings.Join(up, ","), controllerSecurity(err), fmt.Sprintf("leader %d, epoch %d, voters %s", q.Leader, q.Epoch, voterList(q.Voters))))
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,6 +21,10 @@ func TestControllerSecurityNamesTheWayOn(t *testing.T) {
 	got := controllerSecurity(refused)
 	if !errors.Is(got, kerr.UnsupportedSaslMechanism) || !strings.Contains(got.Error(), "kafka.controller_client_properties") {
 		t.Errorf("refused: %v", got)
+	}
+	untrusted := fmt.Errorf("c1:9093: %w", x509.UnknownAuthorityError{})
+	if got := controllerSecurity(untrusted); !strings.Contains(got.Error(), "kafka.controller_client_properties") {
+		t.Errorf("a certificate not trusted: %v", got)
 	}
 	other := errors.New("c1:9093: connection refused")
 	if got := controllerSecurity(other); got != other {

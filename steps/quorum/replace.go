@@ -186,7 +186,7 @@ func (k *removeVoter) Plan(ctx context.Context, env *steps.Env) (*steps.Plan, er
 		{ID: "remove", Op: steps.OpKafka, Target: "the quorum's leader", Detail: fmt.Sprintf("RemoveRaftVoter %d, directory %s (what kafka-metadata-quorum.sh remove-controller sends)", h.ID, old), Broker: h.ID,
 			Args: replaceFact{ID: h.ID, OldDir: old, Listeners: eps, Voters: voterIDsOf(q.Voters), MetaDir: metaDir}},
 	}
-	p.Rollback = fmt.Sprintf("On its host: kafka-metadata-quorum.sh --bootstrap-controller <leader> --command-config %s add-controller on its host.", h.Config)
+	p.Rollback = fmt.Sprintf("On its host: kafka-metadata-quorum.sh --bootstrap-controller <leader> --command-config %s add-controller (on a secured quorum, that file also needs the client settings of the controllers' listener: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*).", h.Config)
 	return p, nil
 }
 
