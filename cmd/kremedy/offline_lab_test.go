@@ -28,6 +28,7 @@ import (
 // committed past the new end is named with its reset.
 func TestOfflinePartitionsLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net = 63
 	cfg.Brokers = 4
@@ -39,6 +40,7 @@ func TestOfflinePartitionsLab(t *testing.T) {
 // cluster) with the kraft-offline-partitions runbook.
 func TestOfflinePartitionsKRaftLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.KRaftConfig()
 	cfg.Net = 187
 	cfg.Brokers = 4
@@ -54,6 +56,7 @@ func TestOfflinePartitionsKRaftLab(t *testing.T) {
 func TestOfflinePartitionsOlderLab(t *testing.T) {
 	needLab(t)
 	heavyLab(t, "offline-partitions on ZooKeeper-mode Kafka 2.8.2")
+	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net = 74
 	cfg.Brokers = 4
@@ -64,6 +67,7 @@ func TestOfflinePartitionsOlderLab(t *testing.T) {
 func TestOfflinePartitionsKRaft39Lab(t *testing.T) {
 	needLab(t)
 	heavyLab(t, "kraft-offline-partitions on KRaft 3.9.2")
+	t.Parallel()
 	cfg := lab.KRaftConfig()
 	cfg.Net = 75
 	cfg.Brokers = 4

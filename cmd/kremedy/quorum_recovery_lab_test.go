@@ -52,6 +52,7 @@ func kraftLabUp(t *testing.T, v, net string, extra ...string) (*lab.Lab, string,
 
 func TestQuorumRecoveryLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	const v = "3.9.2"
 	l, dir, up := kraftLabUp(t, v, "70")
 	start := time.Now()

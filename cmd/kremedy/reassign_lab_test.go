@@ -33,6 +33,7 @@ func runUnstick(t *testing.T, l *lab.Lab, runDir string, extra ...string) result
 // partition, no throttle config on any broker, topic or znode.
 func TestReassignmentUnstickLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.DefaultConfig()
 	cfg.Net, cfg.ZooKeepers = 62, 1
 	l := startLab(t, cfg)
@@ -130,6 +131,7 @@ func waitInSync(t *testing.T, ctx context.Context, c *clients, asked int32, topi
 // controllers (a KRaft broker describes only its own configs).
 func TestReassignmentUnstickKRaftLab(t *testing.T) {
 	needLab(t)
+	t.Parallel()
 	cfg := lab.KRaftConfig()
 	cfg.Net, cfg.KafkaVersion = 65, "4.1.2"
 	reassignKRaftCase(t, startLab(t, cfg))

@@ -21,6 +21,7 @@ func TestSecureKRaftDisastersLab(t *testing.T) {
 	needSecureLab(t)
 	needRoot(t)
 	heavyLab(t, "the KRaft disaster runbooks on secured labs")
+	t.Parallel()
 	secured := func(mod func(*lab.Config)) lab.Config {
 		cfg := lab.KRaftConfig()
 		cfg.Net, cfg.KafkaVersion, cfg.Secure = 83, "4.1.2", true

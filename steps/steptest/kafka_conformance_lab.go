@@ -1,6 +1,7 @@
 package steptest
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -99,7 +100,16 @@ var labCases = []struct {
 		}
 		topic := c.n("produced")
 		c.create(t, topic, nil, 2, 3)
-		if got, err := c.Kafka.Producers(c.ctx, topic, []int32{0, 1}, c.brokers); err != nil || len(got) != 0 {
+		// A KRaft broker lists a new partition's leader in Metadata a
+		// moment before its replica manager leads it: DescribeProducers
+		// answers NOT_LEADER_OR_FOLLOWER everywhere meanwhile (seen on
+		// 4.1.2: "no broker hosts it"). Asked again within Settle.
+		got, err := c.Kafka.Producers(c.ctx, topic, []int32{0, 1}, c.brokers)
+		for deadline := time.Now().Add(c.Settle); errors.Is(err, ports.ErrUnhosted) && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+			got, err = c.Kafka.Producers(c.ctx, topic, []int32{0, 1}, c.brokers)
+		}
+		if err != nil || len(got) != 0 {
 			t.Fatalf("producers of a topic nobody wrote to: %+v %v", got, err)
 		}
 		from := time.Now().Add(-time.Minute)
@@ -108,7 +118,7 @@ var labCases = []struct {
 			t.Fatalf("idempotent producer on %s-1: %v", topic, err)
 		}
 		defer closeProducer()
-		got, err := c.Kafka.Producers(c.ctx, topic, []int32{0, 1}, c.brokers)
+		got, err = c.Kafka.Producers(c.ctx, topic, []int32{0, 1}, c.brokers)
 		if err != nil || len(got) != 1 {
 			t.Fatalf("producers of %s after one idempotent producer wrote to partition 1: %+v %v; want exactly it", topic, got, err)
 		}
