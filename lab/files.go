@@ -126,10 +126,7 @@ func (l *Lab) writeBrokerConfig(cfg, props string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeOwned(cfg, props, uid, gid); err != nil {
-		return err
-	}
-	return os.Chmod(cfg, 0o600) // a file written before keeps its mode otherwise
+	return writeOwned(cfg, props, uid, gid)
 }
 
 // brokerDefaults are the settings every lab broker shares, in either mode:

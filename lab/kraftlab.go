@@ -51,16 +51,13 @@ func (l *Lab) kraftBrokerProps(n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	listeners := fmt.Sprintf("listeners=PLAINTEXT://%s:%d\n", c.BrokerHost(n), KafkaPort)
+	ctrl := "" // a combined node's controller listener beside its SASL_SSL one, on the same keystore
 	if c.Combined {
-		// The node's controller listener beside its SASL_SSL one, on the
-		// same keystore.
-		listeners = fmt.Sprintf("listeners=PLAINTEXT://%s:%d,CONTROLLER://%s:%d\n", c.BrokerHost(n), KafkaPort, c.BrokerHost(n), ControllerPort)
-		sec = strings.Replace(sec, fmt.Sprintf("listeners=SASL_SSL://%s:%d\n", c.BrokerHost(n), KafkaPort),
-			fmt.Sprintf("listeners=SASL_SSL://%s:%d,CONTROLLER://%s:%d\n", c.BrokerHost(n), KafkaPort, c.BrokerHost(n), ControllerPort), 1)
+		ctrl = fmt.Sprintf(",CONTROLLER://%s:%d", c.BrokerHost(n), ControllerPort)
 	}
+	own := fmt.Sprintf("listeners=SASL_SSL://%s:%d", c.BrokerHost(n), KafkaPort)
 	return strings.NewReplacer(
-		listeners, sec,
+		fmt.Sprintf("listeners=PLAINTEXT://%s:%d%s\n", c.BrokerHost(n), KafkaPort, ctrl), strings.Replace(sec, own+"\n", own+ctrl+"\n", 1),
 		"inter.broker.listener.name=PLAINTEXT\n", "", // security.inter.broker.protocol=SASL_SSL names it
 		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "listener.security.protocol.map=CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL",
 	).Replace(text), nil
@@ -169,29 +166,26 @@ func (l *Lab) formatKRaft(ctx context.Context, out io.Writer) error {
 		extra             []string
 	}
 	var nodes []node
+	var scram []string // a secured lab's SCRAM users, for every voter's format
+	if c.Secure {
+		var err error
+		if scram, err = l.formatSCRAM(); err != nil {
+			return err
+		}
+	}
 	for k := 1; k <= c.KRaftControllers; k++ {
 		var extra []string
 		if c.DynamicQuorum() {
 			extra = []string{"--initial-controllers", l.State.initialControllers()}
 		}
-		if c.Secure {
-			scram, err := l.formatSCRAM()
-			if err != nil {
-				return err
-			}
-			extra = append(extra, scram...)
-		}
+		extra = append(extra, scram...)
 		nodes = append(nodes, node{fmt.Sprintf("kraft controller %d  node.id %d", k, ControllerID(k)), l.controllerProps(k), l.ControllerDir(k), []string{l.controllerMetadataDir(k)}, extra})
 	}
 	for n := 1; n <= c.Brokers; n++ {
 		var extra []string
-		if c.Secure && c.Combined {
+		if c.Combined {
 			// A combined node is a voter: the SCRAM users go into the
 			// bootstrap metadata of every one of them.
-			scram, err := l.formatSCRAM()
-			if err != nil {
-				return err
-			}
 			extra = scram
 		}
 		nodes = append(nodes, node{fmt.Sprintf("broker    %d  node.id %d", n, n), filepath.Join(l.BrokerDir(n), "server.properties"), l.BrokerDir(n), l.LogDirs(n), extra})

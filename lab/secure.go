@@ -381,6 +381,9 @@ func writeOwned(path, text string, uid, gid int) error {
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return err
 	}
+	if err := os.Chmod(path, 0o600); err != nil { // a file written before keeps its mode otherwise
+		return err
+	}
 	return os.Chown(path, uid, gid)
 }
 

@@ -89,12 +89,18 @@ func (c *Client) Tiered(ctx context.Context, topics []string) (map[string]map[in
 // listOffsetsV9 is an error unless every broker that answers knows
 // ListOffsets v9 (Kafka 3.9+, KIP-1005: LATEST_TIERED_TIMESTAMP).
 func (c *Client) listOffsetsV9(ctx context.Context) error {
-	old, err := c.brokersBelow(ctx, kmsg.ListOffsets.Int16(), 9)
+	return c.needVersion(ctx, kmsg.ListOffsets.Int16(), 9, "answer ListOffsets below v9 (Kafka before 3.9): the highest uploaded offset of a tiered partition cannot be asked (kafka-log-dirs.sh and the remote store's own listing can tell)")
+}
+
+// needVersion is an error (ports.ErrUnsupported) naming the brokers that
+// answered ApiVersions without key at version min, then what they lack.
+func (c *Client) needVersion(ctx context.Context, key, min int16, lack string) error {
+	old, err := c.brokersBelow(ctx, key, min)
 	if err != nil {
 		return err
 	}
 	if len(old) > 0 {
-		return fmt.Errorf("%w: broker(s) %s answer ListOffsets below v9 (Kafka before 3.9): the highest uploaded offset of a tiered partition cannot be asked (kafka-log-dirs.sh and the remote store's own listing can tell)", ports.ErrUnsupported, strings.Join(old, ", "))
+		return fmt.Errorf("%w: broker(s) %s %s", ports.ErrUnsupported, strings.Join(old, ", "), lack)
 	}
 	return nil
 }

@@ -105,12 +105,5 @@ func (c *Client) txnLogLed(ctx context.Context) error {
 // ListTransactions (KIP-664, Kafka 3.0+): without it no coordinator can be
 // asked which transactional id uses a producer id.
 func (c *Client) knowsListTransactions(ctx context.Context) error {
-	old, err := c.brokersBelow(ctx, kmsg.ListTransactions.Int16(), 0)
-	if err != nil {
-		return err
-	}
-	if len(old) > 0 {
-		return fmt.Errorf("%w: broker(s) %s do not answer ListTransactions (it came with Kafka 3.0, KIP-664)", ports.ErrUnsupported, strings.Join(old, ", "))
-	}
-	return nil
+	return c.needVersion(ctx, kmsg.ListTransactions.Int16(), 0, "do not answer ListTransactions (it came with Kafka 3.0, KIP-664)")
 }
