@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -36,6 +37,26 @@ func (c *Client) SetControllerOptions(opts []kgo.Opt) { c.ctrl = opts }
 // New builds a client over the bootstrap servers. extra options (TLS, SASL)
 // come from the inventory's client properties.
 func New(bootstrap []string, extra ...kgo.Opt) (*Client, error) {
+	return open(bootstrap, append([]kgo.Opt{kgo.RetryBackoffFn(retryBackoff)}, extra...)...)
+}
+
+// retryBackoff is franz-go's own schedule (250 ms doubling up to 5 s, ±20 %)
+// but for the first retry, which comes after 50 ms. A broker that
+// restarted leaves the client a connection to its old process, found dead
+// only when a request's read fails: every health gate of a roll asked a
+// restarted broker first on that connection, and waited 200–300 ms for
+// the retry that then succeeds at once.
+func retryBackoff(fails int) time.Duration {
+	if fails <= 1 {
+		return 50 * time.Millisecond
+	}
+	d := 250 * time.Millisecond << min(fails-2, 5)
+	return min(time.Duration(float64(d)*(0.8+0.4*rand.Float64())), 5*time.Second)
+}
+
+// open is New without kremedy's retry schedule (a producer keeps
+// franz-go's, as an application's client would).
+func open(bootstrap []string, extra ...kgo.Opt) (*Client, error) {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(bootstrap...),
 		kgo.DialTimeout(5 * time.Second),
@@ -259,7 +280,7 @@ func (c *Client) Produce(ctx context.Context, t string, p int32, values ...strin
 // bounded delivery timeout so that a broker that refuses forever surfaces
 // as an error instead of a hang.
 func NewProducer(bootstrap []string, deliveryTimeout time.Duration, extra ...kgo.Opt) (*Client, error) {
-	return New(bootstrap, append([]kgo.Opt{
+	return open(bootstrap, append([]kgo.Opt{
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),

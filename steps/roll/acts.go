@@ -84,30 +84,51 @@ func ReportDown(ctx context.Context, env *steps.Env) {
 	env.BrokersDown(down, len(inv))
 }
 
-// Hold runs check once a second until n rounds in a row pass, or timeout
-// (then ErrCheckFailed naming what failed last), reporting progress every
-// five rounds.
-func Hold(ctx context.Context, env *steps.Env, check func() []steps.Check, n int, timeout time.Duration) ([]steps.Check, error) {
+// Hold runs check until n rounds in a row pass, or timeout (then
+// ErrCheckFailed naming what failed last), reporting progress every five
+// seconds. check returns a round's checks and how long a broker typically
+// took to answer in it (the median of the brokers asked). Passing rounds
+// are a second apart, so that n of them span n-1 seconds: the time a state
+// must hold to count. After a failing round the next comes sooner
+// (retryAfter): a cluster that heals, such as a restarted broker back in
+// every ISR, is seen within a fifth of a second of it rather than up to a
+// second later.
+func Hold(ctx context.Context, env *steps.Env, check func() ([]steps.Check, time.Duration), n int, timeout time.Duration) ([]steps.Check, error) {
 	start := env.Now()
+	told := start
 	streak := 0
 	var last []steps.Check
-	for round := 1; ; round++ {
-		last = check()
+	for {
+		var read time.Duration
+		last, read = check()
+		next := time.Second
 		if steps.AllOK(last) {
 			if streak++; streak >= n {
 				return last, nil
 			}
 		} else {
-			streak = 0
+			streak, next = 0, retryAfter(read)
 		}
-		if round%5 == 0 {
+		if env.Now().Sub(told) >= 5*time.Second {
+			told = env.Now()
 			env.Progress("%s", GateProgress(last, streak, n, env.Now().Sub(start), timeout))
 		}
 		if env.Now().Sub(start) > timeout || ctx.Err() != nil {
 			return last, fmt.Errorf("%w: the cluster was not healthy within %s: %s", steps.ErrCheckFailed, timeout, steps.Failing(last))
 		}
-		_ = env.Sleep(ctx, time.Second) // a cancelled ctx ends the loop above
+		_ = env.Sleep(ctx, next) // a cancelled ctx ends the loop above
 	}
+}
+
+// retryAfter is how long a health gate waits after a failing round in which
+// a broker typically took read to answer: twice that, at least 200 ms and
+// at most the second between passing rounds. A small cluster is asked
+// again five times a second while it heals; a big one, whose answers take
+// long, never has its brokers asked back to back. The median, not the
+// slowest: a broker just restarted answers its first request slowly (a
+// cold process, a new connection) and should not hold back the next round.
+func retryAfter(read time.Duration) time.Duration {
+	return min(max(2*read, 200*time.Millisecond), time.Second)
 }
 
 // GateProgress says, while a health gate waits, what it waits for: the

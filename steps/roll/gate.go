@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kremedy/kremedy/internal/text"
 	"github.com/kremedy/kremedy/steps"
@@ -32,9 +33,21 @@ type Gate struct {
 
 // Check is one round of the gate's checks.
 func (g Gate) Check(ctx context.Context, c ports.Cluster) []steps.Check {
+	checks, _ := g.round(ctx, c, func() time.Time { return time.Time{} }) // no pacing to measure
+	return checks
+}
+
+// Hold holds the gate: n rounds in a row pass within timeout (Hold).
+func (g Gate) Hold(ctx context.Context, env *steps.Env, n int, timeout time.Duration) ([]steps.Check, error) {
+	return Hold(ctx, env, func() ([]steps.Check, time.Duration) { return g.round(ctx, env.Cluster, env.Now) }, n, timeout)
+}
+
+// round is one round of the gate's checks, and how long a broker
+// typically took to answer in it (on now's clock).
+func (g Gate) round(ctx context.Context, c ports.Cluster, now func() time.Time) ([]steps.Check, time.Duration) {
 	reg, err := brokers.Registered(ctx, c.ZK)
 	if err != nil {
-		return []steps.Check{{Name: "ZooKeeper answers", OK: false, Detail: err.Error()}}
+		return []steps.Check{{Name: "ZooKeeper answers", OK: false, Detail: err.Error()}}, 0
 	}
 	ctrl, _ := brokers.Controller(ctx, c.ZK)
 	checks := []steps.Check{
@@ -45,7 +58,7 @@ func (g Gate) Check(ctx context.Context, c ports.Cluster) []steps.Check {
 	if g.Rolling {
 		names, err := c.ZK.Children(ctx, kafkazk.TopicsPath)
 		if err != nil && !c.ZK.IsNoNode(err) {
-			return append(checks, steps.Check{Name: "ZooKeeper answers", OK: false, Detail: err.Error()})
+			return append(checks, steps.Check{Name: "ZooKeeper answers", OK: false, Detail: err.Error()}), 0
 		}
 		inZK = map[string]bool{}
 		for _, n := range names {
@@ -54,8 +67,11 @@ func (g Gate) Check(ctx context.Context, c ports.Cluster) []steps.Check {
 	}
 	var offline, urp, disagree, before, stale, pendingStale []string
 	var ref *ports.BrokerView
-	for _, id := range g.Want {
-		v, err := c.Kafka.BrokerView(ctx, id)
+	// Every broker at once: a round reads as long as its slowest broker,
+	// not their sum (a broker just restarted costs its first read a retry).
+	views, errs, read := readViews(ctx, c.Kafka, g.Want, now)
+	for i, id := range g.Want {
+		v, err := views[i], errs[i]
 		if err != nil {
 			disagree = append(disagree, fmt.Sprintf("broker %d: %v", id, err))
 			continue
@@ -109,5 +125,5 @@ func (g Gate) Check(ctx context.Context, c ports.Cluster) []steps.Check {
 	if g.Rolling {
 		checks = append(checks, steps.Check{Name: "no restarted broker serves a topic ZooKeeper does not have", OK: len(stale) == 0, Detail: text.Summarize(stale)})
 	}
-	return checks
+	return checks, read
 }

@@ -24,27 +24,50 @@ type Health struct {
 	Want  []int32
 	Views map[int32]ports.BrokerView
 	Errs  map[int32]string
+	// Read is how long a broker typically took to answer (the median).
+	Read time.Duration
 }
 
 // ReadHealth asks every broker of want for its Metadata, at once.
 func ReadHealth(ctx context.Context, env *steps.Env, want []int32) *Health {
 	h := &Health{Want: want, Views: map[int32]ports.BrokerView{}, Errs: map[int32]string{}}
-	type got struct {
-		v   ports.BrokerView
-		err error
-	}
-	res := par.Each(want, func(id int32) got {
-		v, err := env.Kafka.BrokerView(ctx, id)
-		return got{v, err}
-	})
-	for i, r := range res {
-		if r.err != nil {
-			h.Errs[want[i]] = r.err.Error()
+	views, errs, read := readViews(ctx, env.Kafka, want, env.Now)
+	h.Read = read
+	for i, id := range want {
+		if errs[i] != nil {
+			h.Errs[id] = errs[i].Error()
 			continue
 		}
-		h.Views[want[i]] = r.v
+		h.Views[id] = views[i]
 	}
 	return h
+}
+
+// readViews asks every broker of ids for its Metadata at once (a round
+// takes as long as its slowest broker, not their sum), answers in ids'
+// order, with the median time a broker took (on now's clock).
+func readViews(ctx context.Context, k ports.Kafka, ids []int32, now func() time.Time) ([]ports.BrokerView, []error, time.Duration) {
+	type got struct {
+		v    ports.BrokerView
+		err  error
+		took time.Duration
+	}
+	res := par.Each(ids, func(id int32) got {
+		start := now()
+		v, err := k.BrokerView(ctx, id)
+		return got{v, err, now().Sub(start)}
+	})
+	views, errs := make([]ports.BrokerView, len(ids)), make([]error, len(ids))
+	took := make([]time.Duration, len(ids))
+	for i, r := range res {
+		views[i], errs[i], took[i] = r.v, r.err, r.took
+	}
+	slices.Sort(took)
+	var median time.Duration
+	if len(took) > 0 {
+		median = took[len(took)/2]
+	}
+	return views, errs, median
 }
 
 // Checks are one round of the gate: every broker answers and lists every
@@ -114,7 +137,10 @@ func orNone(s []string) string {
 // HoldHealth runs the Metadata gate until n rounds in a row pass, or
 // timeout.
 func HoldHealth(ctx context.Context, env *steps.Env, want []int32, n int, timeout time.Duration) ([]steps.Check, error) {
-	return Hold(ctx, env, func() []steps.Check { return ReadHealth(ctx, env, want).Checks() }, n, timeout)
+	return Hold(ctx, env, func() ([]steps.Check, time.Duration) {
+		h := ReadHealth(ctx, env, want)
+		return h.Checks(), h.Read
+	}, n, timeout)
 }
 
 // KafkaBrokers rolls brokers seen only through Kafka (the migration's

@@ -68,6 +68,5 @@ func health(ctx context.Context, env *steps.Env, n int, timeout time.Duration) (
 	if env.ZK == nil {
 		return roll.HoldHealth(ctx, env, want, n, timeout)
 	}
-	g := roll.Gate{Want: want}
-	return roll.Hold(ctx, env, func() []steps.Check { return g.Check(ctx, env.Cluster) }, n, timeout)
+	return roll.Gate{Want: want}.Hold(ctx, env, n, timeout)
 }
