@@ -37,7 +37,7 @@ func (c *Client) SetControllerOptions(opts []kgo.Opt) { c.ctrl = opts }
 // New builds a client over the bootstrap servers. extra options (TLS, SASL)
 // come from the inventory's client properties.
 func New(bootstrap []string, extra ...kgo.Opt) (*Client, error) {
-	return open(bootstrap, append([]kgo.Opt{kgo.RetryBackoffFn(retryBackoff)}, extra...)...)
+	return open(bootstrap, []kgo.Opt{kgo.RetryBackoffFn(retryBackoff)}, extra)
 }
 
 // retryBackoff is franz-go's own schedule (250 ms doubling up to 5 s, ±20 %)
@@ -50,14 +50,16 @@ func retryBackoff(fails int) time.Duration {
 	if fails <= 1 {
 		return 50 * time.Millisecond
 	}
-	d := 250 * time.Millisecond << min(fails-2, 5)
+	d := 250 * time.Millisecond << min(fails-1, 5)
 	return min(time.Duration(float64(d)*(0.8+0.4*rand.Float64())), 5*time.Second)
 }
 
-// open is New without kremedy's retry schedule (a producer keeps
-// franz-go's, as an application's client would).
-func open(bootstrap []string, extra ...kgo.Opt) (*Client, error) {
-	opts := append([]kgo.Opt{
+// open builds a client with own options (kept to it) and extra ones (TLS,
+// SASL: kept in Client.extra for the clients it builds later, such as the
+// canary producer, which keep franz-go's retry schedule as an
+// application's client would).
+func open(bootstrap []string, own, extra []kgo.Opt) (*Client, error) {
+	opts := append(append([]kgo.Opt{
 		kgo.SeedBrokers(bootstrap...),
 		kgo.DialTimeout(5 * time.Second),
 		kgo.RequestTimeoutOverhead(10 * time.Second),
@@ -65,7 +67,7 @@ func open(bootstrap []string, extra ...kgo.Opt) (*Client, error) {
 		// kadm serves Metadata from a cache (5 s by default): a topic just
 		// deleted would still show. kremedy wants the broker's answer now.
 		kgo.MetadataMinAge(100 * time.Millisecond),
-	}, extra...)
+	}, own...), extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client %v: %w", bootstrap, err)
@@ -280,12 +282,12 @@ func (c *Client) Produce(ctx context.Context, t string, p int32, values ...strin
 // bounded delivery timeout so that a broker that refuses forever surfaces
 // as an error instead of a hang.
 func NewProducer(bootstrap []string, deliveryTimeout time.Duration, extra ...kgo.Opt) (*Client, error) {
-	return open(bootstrap, append([]kgo.Opt{
+	return open(bootstrap, nil, append([]kgo.Opt{
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
 		kgo.ProducerLinger(0),
-	}, extra...)...)
+	}, extra...))
 }
 
 // ReadPartition consumes partition p from the earliest offset until it has

@@ -551,11 +551,6 @@ func TestPlanNamesLoginAndSudo(t *testing.T) {
 	})
 }
 
-// TestRollWaitsForTheClusterToHeal: a replica that falls behind between
-// two brokers' restarts does not stop the roll at once: the safety check
-// before the next stop reads the cluster again until it heals, and only a
-// cluster that stays short past health_timeout stops the roll, resumable,
-// that broker not stopped.
 // fallBehind: right after action gate ends, broker 2 falls out of
 // orders-v2-0's ISR, and is back in it heal later (0: never).
 func fallBehind(f *fixture, gate string, heal time.Duration) {
@@ -575,6 +570,11 @@ func fallBehind(f *fixture, gate string, heal time.Duration) {
 	})
 }
 
+// TestRollWaitsForTheClusterToHeal: a replica that falls behind between
+// two brokers' restarts does not stop the roll at once: the safety check
+// before the next stop reads the cluster again until it heals, and only a
+// cluster that stays short past health_timeout stops the roll, resumable,
+// that broker not stopped.
 func TestRollWaitsForTheClusterToHeal(t *testing.T) {
 	for name, heals := range map[string]bool{"heals within the wait": true, "stays short": false} {
 		t.Run(name, func(t *testing.T) {

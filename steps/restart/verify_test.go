@@ -2,6 +2,7 @@ package restart_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kremedy/kremedy/steps"
+	"github.com/kremedy/kremedy/steps/journal"
 )
 
 // TestRollVerifyAfterItsLastGate: right after the gate that followed the
@@ -41,22 +43,51 @@ func TestRollVerifyAfterItsLastGate(t *testing.T) {
 				}
 				var logs []string
 				var mu sync.Mutex
-				start := time.Now()
-				var verified time.Duration
 				out := f.s.Run(context.Background(), f.Ports, typing, steps.ReporterFunc(func(ev steps.Event) {
 					mu.Lock()
 					defer mu.Unlock()
 					logs = append(logs, ev.Text)
-					verified = time.Since(start)
 				}))
 				if out.Err != nil {
 					t.Fatal(out.Err)
 				}
 				all := strings.Join(logs, "\n")
+				took := verifyTook(t, f)
 				if got := strings.Contains(all, said); got != tc.once {
-					t.Fatalf("said %q: %v, want %v (took %s)\n%s", said, got, tc.once, verified, all)
+					t.Fatalf("said %q: %v, want %v (verify took %s)\n%s", said, got, tc.once, took, all)
+				}
+				// One read takes no time on the test's clock; the whole
+				// hold, 3 rounds a second apart, at least 2 s.
+				if tc.once && took >= time.Second || !tc.once && took < 2*time.Second {
+					t.Fatalf("verify took %s after the last gate (one read: %v)", took, tc.once)
 				}
 			})
 		})
 	}
+}
+
+// verifyTook is the time on the run's clock from the roll's last action's
+// end to the roll step's end: its Verify.
+func verifyTook(t *testing.T, f *fixture) time.Duration {
+	t.Helper()
+	recs, err := journal.Read(filepath.Join(f.s.Dir(), steps.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last, done time.Time
+	for _, r := range recs {
+		if r.Step != "roll" {
+			continue
+		}
+		switch r.Type {
+		case journal.ActionEnd:
+			last = r.Time
+		case journal.StepDone:
+			done = r.Time
+		}
+	}
+	if last.IsZero() || done.IsZero() {
+		t.Fatal("no roll action or no end of the roll step in the journal")
+	}
+	return done.Sub(last)
 }

@@ -86,13 +86,13 @@ func ReportDown(ctx context.Context, env *steps.Env) {
 
 // Hold runs check until n rounds in a row pass, or timeout (then
 // ErrCheckFailed naming what failed last), reporting progress every five
-// seconds. check returns a round's checks and how long a broker typically
-// took to answer in it (the median of the brokers asked). Passing rounds
-// are a second apart, so that n of them span n-1 seconds: the time a state
-// must hold to count. After a failing round the next comes sooner
-// (retryAfter): a cluster that heals, such as a restarted broker back in
-// every ISR, is seen within a fifth of a second of it rather than up to a
-// second later.
+// seconds. check returns a round's checks and how long such a round
+// typically takes to read (readViews: the median broker's answer, once per
+// wave of brokers asked at once). Passing rounds are a second apart, so
+// that n of them span n-1 seconds: the time a state must hold to count.
+// After a failing round the next comes sooner (retryAfter): a cluster that
+// heals, such as a restarted broker back in every ISR, is seen within
+// 200 ms of it on a small cluster rather than up to a second later.
 func Hold(ctx context.Context, env *steps.Env, check func() ([]steps.Check, time.Duration), n int, timeout time.Duration) ([]steps.Check, error) {
 	start := env.Now()
 	told := start
@@ -120,13 +120,14 @@ func Hold(ctx context.Context, env *steps.Env, check func() ([]steps.Check, time
 	}
 }
 
-// retryAfter is how long a health gate waits after a failing round in which
-// a broker typically took read to answer: twice that, at least 200 ms and
-// at most the second between passing rounds. A small cluster is asked
-// again five times a second while it heals; a big one, whose answers take
-// long, never has its brokers asked back to back. The median, not the
-// slowest: a broker just restarted answers its first request slowly (a
-// cold process, a new connection) and should not hold back the next round.
+// retryAfter is how long a health gate waits after a failing round that
+// typically takes read: twice that, at least 200 ms and at most the second
+// between passing rounds, so that reading takes at most a third of the
+// time. A small cluster is asked again five times a second while it heals;
+// a big one, whose rounds take long, never has its brokers asked back to
+// back. Typical, not this round's: a broker just restarted answers its
+// first request slowly (a cold process, a new connection) and should not
+// hold back the next round.
 func retryAfter(read time.Duration) time.Duration {
 	return min(max(2*read, 200*time.Millisecond), time.Second)
 }

@@ -24,7 +24,7 @@ type Health struct {
 	Want  []int32
 	Views map[int32]ports.BrokerView
 	Errs  map[int32]string
-	// Read is how long a broker typically took to answer (the median).
+	// Read is how long the round typically took to read (readViews).
 	Read time.Duration
 }
 
@@ -43,9 +43,11 @@ func ReadHealth(ctx context.Context, env *steps.Env, want []int32) *Health {
 	return h
 }
 
-// readViews asks every broker of ids for its Metadata at once (a round
-// takes as long as its slowest broker, not their sum), answers in ids'
-// order, with the median time a broker took (on now's clock).
+// readViews asks every broker of ids for its Metadata, par.Limit at once (a
+// round of up to that many brokers takes as long as its slowest, not their
+// sum), answers in ids' order, with how long a round typically takes to
+// read (on now's clock): the median time a broker took, once per wave of
+// par.Limit brokers.
 func readViews(ctx context.Context, k ports.Kafka, ids []int32, now func() time.Time) ([]ports.BrokerView, []error, time.Duration) {
 	type got struct {
 		v    ports.BrokerView
@@ -63,11 +65,12 @@ func readViews(ctx context.Context, k ports.Kafka, ids []int32, now func() time.
 		views[i], errs[i], took[i] = r.v, r.err, r.took
 	}
 	slices.Sort(took)
-	var median time.Duration
+	var typical time.Duration
 	if len(took) > 0 {
-		median = took[len(took)/2]
+		waves := (len(took) + par.Limit - 1) / par.Limit
+		typical = took[len(took)/2] * time.Duration(waves)
 	}
-	return views, errs, median
+	return views, errs, typical
 }
 
 // Checks are one round of the gate: every broker answers and lists every

@@ -28,8 +28,9 @@ type ZooKeeperBrokers struct {
 	HealthTimeout time.Duration
 
 	sessions map[int32]int64
-	// held is when this attempt's gate last passed with every broker a
-	// new process (zero: not in this attempt).
+	// held is when this attempt's gate last passed with no broker still
+	// under the ZooKeeper session it had when the roll began (zero: not in
+	// this attempt).
 	held time.Time
 }
 
@@ -170,9 +171,9 @@ func (z *ZooKeeperBrokers) Verify(ctx context.Context, env *steps.Env) []steps.C
 	g := Gate{Want: brokers.HostIDs(env.Target)}
 	if n > 1 && !z.held.IsZero() && env.Now().Sub(z.held) < time.Second {
 		// The roll's last gate held these checks (and more: no restarted
-		// broker serves a stale topic) n rounds in a row just now, every
-		// broker a new process: one more round re-reads that state; a
-		// round that fails falls back to the whole hold.
+		// broker serves a stale topic) n rounds in a row just now, no
+		// broker under its first session: one more round re-reads that
+		// state; a round that fails falls back to the whole hold.
 		if checks, _ := g.round(ctx, env.Cluster, env.Now); steps.AllOK(checks) {
 			env.Logf("the cluster read healthy again: the health gate after the last restart held %d rounds in a row %s before", n, env.Now().Sub(z.held).Round(time.Millisecond))
 			return checks
