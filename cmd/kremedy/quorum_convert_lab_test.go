@@ -17,6 +17,7 @@ import (
 
 	"github.com/kremedy/kremedy/lab"
 	"github.com/kremedy/kremedy/steps/ports"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestQuorumToDynamicLab(t *testing.T) {
@@ -24,16 +25,26 @@ func TestQuorumToDynamicLab(t *testing.T) {
 	t.Parallel()
 	const v = "4.1.2"
 	l, _, _ := kraftLabUp(t, v, "76") // a static quorum
+	quorumToDynamicCase(t, l, v, "dledger")
+}
+
+// quorumToDynamicCase converts the static quorum of l (Kafka v) under an
+// acks=all producer to topic (a client of opts), checks every node
+// restarted once on its new config and every voter with its directory
+// id, diagnose clean, a second run saying it is dynamic already, then
+// replaces a follower controller's disk on the converted quorum.
+func quorumToDynamicCase(t *testing.T, l *lab.Lab, v, topic string, opts ...kgo.Opt) {
+	t.Helper()
 	kc := connectLab(t, l).kc
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := kc.CreateTopic(ctx, "dledger", nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+	if _, err := kc.CreateTopic(ctx, topic, nil, 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	kraftWaitServed(t, kc, "dledger", 3)
+	kraftWaitServed(t, kc, topic, 3)
 	before := kraftNodePIDs(l)
 	stop := make(chan struct{})
-	wait := produceDuring(t, l, "dledger", stop)
+	wait := produceDuringWith(t, l, topic, 3, stop, opts...)
 	start := time.Now()
 	run := filepath.Join(t.TempDir(), "run")
 	r := kremedy(t, "run", "quorum-to-dynamic", "--inventory", l.InventoryPath(), "--run-dir", run, "--headless", "--yes", "--confirm", l.Inventory().Name)

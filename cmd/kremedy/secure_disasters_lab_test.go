@@ -14,8 +14,10 @@ import (
 // checked exactly as its plaintext lab test is: kraft-offline-partitions
 // (TestOfflinePartitionsKRaftLab's checks), kraft-disk-full
 // (TestDiskFullKRaftLab's) and kraft-reassignment-unstick
-// (TestReassignmentUnstickKRaftLab's). The quorum runbooks run on the
-// secured lab of TestSecureKRaftLab. In make test-versions, the heavy
+// (TestReassignmentUnstickKRaftLab's), and quorum-to-dynamic on a secured
+// static quorum (TestQuorumToDynamicLab's, the producer the app user's
+// SCRAM login). controller-replace and quorum-recovery run on the secured
+// dynamic quorum of TestSecureKRaftLab. In make test-versions, the heavy
 // lane: make test keeps each runbook's plaintext lab.
 func TestSecureKRaftDisastersLab(t *testing.T) {
 	needSecureLab(t)
@@ -38,5 +40,9 @@ func TestSecureKRaftDisastersLab(t *testing.T) {
 	})
 	t.Run("kraft-reassignment-unstick", func(t *testing.T) {
 		reassignKRaftCase(t, startLab(t, secured(func(*lab.Config) {})))
+	})
+	t.Run("quorum-to-dynamic", func(t *testing.T) {
+		l := startLab(t, secured(func(c *lab.Config) { c.KRaftQuorum = lab.QuorumStatic }))
+		quorumToDynamicCase(t, l, "4.1.2", lab.AppPrefix+"-dledger", userOpts(t, l, lab.AppUser)...)
 	})
 }
