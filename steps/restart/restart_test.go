@@ -76,6 +76,19 @@ func (a approver) Approve(_ context.Context, info steps.Info, p *steps.Plan) (st
 
 func (f *fixture) run(ctx context.Context) steps.Outcome { return f.s.Run(ctx, f.Ports, typing, nil) }
 
+// runLogged runs the fixture, approving every plan, and returns what it
+// said, a line an event.
+func (f *fixture) runLogged() (steps.Outcome, string) {
+	var logs []string
+	var mu sync.Mutex
+	out := f.s.Run(context.Background(), f.Ports, typing, steps.ReporterFunc(func(ev steps.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs = append(logs, ev.Text)
+	}))
+	return out, strings.Join(logs, "\n")
+}
+
 // restarts lists the stop and start commands in the order they ran.
 func (f *fixture) restarts() []string {
 	var out []string
@@ -585,14 +598,7 @@ func TestRollWaitsForTheClusterToHeal(t *testing.T) {
 					heal = 3 * time.Second
 				}
 				fallBehind(f, "gate-1", heal)
-				var logs []string
-				var mu sync.Mutex
-				out := f.s.Run(context.Background(), f.Ports, typing, steps.ReporterFunc(func(ev steps.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					logs = append(logs, ev.Text)
-				}))
-				all := strings.Join(logs, "\n")
+				out, all := f.runLogged()
 				if !strings.Contains(all, "broker 2 is not stopped yet: the cluster is not whole (partitions already short: orders-v2-0 under-replicated") || !strings.Contains(all, "waiting up to 5s for the cluster to heal") {
 					t.Errorf("the wait was not said:\n%s", all)
 				}

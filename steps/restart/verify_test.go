@@ -1,10 +1,8 @@
 package restart_test
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -41,17 +39,10 @@ func TestRollVerifyAfterItsLastGate(t *testing.T) {
 				if tc.short {
 					fallBehind(f, "gate-3", 2*time.Second)
 				}
-				var logs []string
-				var mu sync.Mutex
-				out := f.s.Run(context.Background(), f.Ports, typing, steps.ReporterFunc(func(ev steps.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					logs = append(logs, ev.Text)
-				}))
+				out, all := f.runLogged()
 				if out.Err != nil {
 					t.Fatal(out.Err)
 				}
-				all := strings.Join(logs, "\n")
 				took := verifyTook(t, f)
 				if got := strings.Contains(all, said); got != tc.once {
 					t.Fatalf("said %q: %v, want %v (verify took %s)\n%s", said, got, tc.once, took, all)
